@@ -1,7 +1,81 @@
-"""kanedyn: Kane's method and momentum-state dynamics for multibody trees."""
+"""kanedyn: Kane's method and momentum-state dynamics for multibody trees.
 
+The pipeline (each stage a module; dependencies point one way)::
+
+    rotation, inertia -> model -> kinematics -> partials -> kane / msd / symbolic
+        -> integrate -> io -> cli
+"""
+
+from kanedyn import examples, rotation
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
+from kanedyn.inertia import (
+    composite_mass_properties,
+    inertia_tensor,
+    parallel_axis,
+    principal_axes,
+    validate_inertia,
+)
+from kanedyn.kane import (
+    forward_dynamics,
+    generalized_active_forces,
+    generalized_inertia_forces,
+    inverse_dynamics,
+    kinetic_energy,
+    mass_matrix,
+    momentum,
+    potential_energy,
+    system_mass_properties,
+)
+from kanedyn.kinematics import Kinematics, kinematics
+from kanedyn.loads import Force, JointLoad, Torque
+from kanedyn.model import Body, Joint, Model, State
+from kanedyn.partials import Partials, partials
+from kanedyn.rotation import (
+    dcm_to_euler,
+    dcm_to_quat,
+    euler_to_dcm,
+    quat_to_dcm,
+    skew,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["FileFormatError", "KanedynError", "ModelError", "SimulationError", "__version__"]
+__all__ = [
+    "Body",
+    "FileFormatError",
+    "Force",
+    "Joint",
+    "JointLoad",
+    "KanedynError",
+    "Kinematics",
+    "Model",
+    "ModelError",
+    "Partials",
+    "SimulationError",
+    "State",
+    "Torque",
+    "__version__",
+    "composite_mass_properties",
+    "dcm_to_euler",
+    "dcm_to_quat",
+    "euler_to_dcm",
+    "examples",
+    "forward_dynamics",
+    "generalized_active_forces",
+    "generalized_inertia_forces",
+    "inertia_tensor",
+    "inverse_dynamics",
+    "kinematics",
+    "kinetic_energy",
+    "mass_matrix",
+    "momentum",
+    "parallel_axis",
+    "partials",
+    "potential_energy",
+    "principal_axes",
+    "quat_to_dcm",
+    "rotation",
+    "skew",
+    "system_mass_properties",
+    "validate_inertia",
+]

@@ -1,0 +1,166 @@
+"""Loads: small immutable records, resolved to body forces, torques and joint forces.
+
+A ``loads`` argument anywhere in kanedyn is ``None``, a sequence of records, or a
+callable ``loads(t, model, state, kin) -> sequence of records`` evaluated at every
+right-hand-side call. Model-level loads are always included: uniform gravity, and each
+joint's springs and dampers.
+
+Joint springs, dampers and actuators act on their joint's generalized speeds directly,
+which is the same as an equal and opposite torque (force) pair on Bo and Bi. Their
+generalized forces are (per DOF; refs/notes/42-kane-msd.md §3.4, §8):
+
+* gimbal angle θ_j and slide d_j: ``Q_j = -k_j q_j - c_j \\dot q_j`` (exactly
+  conservative, potential ½ k q²; 42 instead applies Γτ, which is not conservative for
+  3-DOF gimbals);
+* spherical joint, rotation vector φ of Go in Gi and relative rate ω (Go axes):
+  ``Q = -J_r(φ)^{-T} K φ - C ω``, the exact gradient of the potential ½ φᵀKφ under
+  ``ω = J_r(φ) φ̇``. For isotropic K it is 42's ``-k φ`` (because ``J_rᵀ φ = φ``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import attrs
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from kanedyn import rotation as rot
+from kanedyn.errors import ModelError
+from kanedyn.kinematics import Kinematics, cross, mv
+from kanedyn.model import Model, State
+
+__all__ = ["AppliedLoads", "Force", "JointLoad", "Torque", "applied_loads", "joint_spring_forces"]
+
+Array = NDArray[np.float64]
+
+
+def _vec(value: ArrayLike, what: str) -> Array:
+    arr = np.array(value, dtype=float).reshape(-1)
+    if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what}: expected 3 finite numbers, got {value!r}")
+    arr.setflags(write=False)
+    return arr
+
+
+def _frame(value: str) -> str:
+    if value not in ("N", "body"):
+        raise ModelError(f"load frame must be 'N' or 'body', got {value!r}")
+    return value
+
+
+@attrs.frozen(eq=False)
+class Force:
+    """A force on ``body``, at ``point`` (body axes, from the body-frame origin;
+    ``None`` = the mass centre), with components in N or in the body axes."""
+
+    body: str
+    force: Array = attrs.field(converter=lambda v: _vec(v, "Force.force"))
+    point: Array | None = attrs.field(
+        default=None, converter=lambda v: None if v is None else _vec(v, "Force.point")
+    )
+    frame: Literal["N", "body"] = attrs.field(default="N", converter=_frame)
+
+
+@attrs.frozen(eq=False)
+class Torque:
+    """A pure torque on ``body``, components in N or in the body axes."""
+
+    body: str
+    torque: Array = attrs.field(converter=lambda v: _vec(v, "Torque.torque"))
+    frame: Literal["N", "body"] = attrs.field(default="N", converter=_frame)
+
+
+@attrs.frozen(eq=False)
+class JointLoad:
+    """Actuator effort on a joint's DOFs, rotational first (one value per DOF).
+
+    The value for DOF j is its generalized force: the torque whose virtual work is
+    ``τ_j δθ_j`` for a gimbal angle, the torque component in Go for a spherical joint,
+    the force along the axis for a slide. It acts equal and opposite on Bo and Bi.
+    """
+
+    joint: str
+    values: Array = attrs.field(converter=lambda v: np.array(v, dtype=float).reshape(-1))
+
+
+@attrs.frozen(eq=False)
+class AppliedLoads:
+    """Resolved loads: ``F`` (nb, 3) forces at the mass centres and ``T`` (nb, 3) torques,
+    both in N, and ``Q`` (n,) generalized joint forces (springs, dampers, actuators)."""
+
+    F: Array
+    T: Array
+    Q: Array
+
+
+LoadsLike = None | Sequence[Any] | Callable[..., Sequence[Any]]
+
+
+def joint_spring_forces(model: Model, q: Array, u: Array) -> Array:
+    """Generalized forces of every joint's springs and dampers, shape (n,)."""
+    lay = model.layout
+    Q = -lay.damping * u
+    Q[lay.angle_u] -= lay.stiffness[lay.angle_u] * q[lay.angle_q]
+    if lay.spherical.size:
+        k = lay.stiffness[lay.quat_u]  # (nsph, 3)
+        if np.any(k):
+            phi = rot.quat_to_rotvec(q[lay.quat_q])
+            JinvT = np.swapaxes(rot.rotvec_rate_matrix_inv(phi), -1, -2)
+            Q[lay.quat_u] -= mv(JinvT, k * phi)
+    return Q
+
+
+def spring_potential(model: Model, q: Array) -> float:
+    """½ Σ k q² over angles and slides, plus ½ φᵀKφ over spherical joints."""
+    lay = model.layout
+    V = 0.5 * float(np.sum(lay.stiffness[lay.angle_u] * q[lay.angle_q] ** 2))
+    if lay.spherical.size:
+        phi = rot.quat_to_rotvec(q[lay.quat_q])
+        V += 0.5 * float(np.sum(lay.stiffness[lay.quat_u] * phi**2))
+    return V
+
+
+def applied_loads(
+    model: Model, state: State, kin: Kinematics, loads: LoadsLike = None, t: float = 0.0
+) -> AppliedLoads:
+    """Gravity, joint springs and dampers, and the user's loads, resolved at ``state``."""
+    lay = model.layout
+    F = lay.mass[:, None] * model.gravity[None, :]
+    T = np.zeros((model.nb, 3))
+    Q = joint_spring_forces(model, state.q, state.u)
+    records = loads(t, model, state, kin) if callable(loads) else loads
+    if records:
+        F = F.copy()
+        for rec in records:
+            _add(model, kin, rec, F, T, Q)
+    return AppliedLoads(F=F, T=T, Q=Q)
+
+
+def _add(model: Model, kin: Kinematics, rec: Any, F: Array, T: Array, Q: Array) -> None:
+    if isinstance(rec, Force):
+        i = model.body_index(rec.body)
+        f = kin.R_N_B[i] @ rec.force if rec.frame == "body" else rec.force
+        F[i] += f
+        if rec.point is not None:
+            arm = kin.R_N_B[i] @ (rec.point - model.layout.com[i])
+            T[i] += cross(arm, f)
+    elif isinstance(rec, Torque):
+        i = model.body_index(rec.body)
+        T[i] += kin.R_N_B[i] @ rec.torque if rec.frame == "body" else rec.torque
+    elif isinstance(rec, JointLoad):
+        k = model.joint_index(rec.joint)
+        idx = model.layout.u_index[k]
+        if rec.values.shape != idx.shape:
+            raise ModelError(
+                f"JointLoad on joint {rec.joint!r}: needs {idx.size} values (one per DOF), "
+                f"got {rec.values.size}"
+            )
+        if not np.all(np.isfinite(rec.values)):
+            raise ModelError(f"JointLoad on joint {rec.joint!r}: non-finite values")
+        Q[idx] += rec.values
+    else:
+        raise ModelError(
+            f"unknown load {rec!r}: use kanedyn.Force, kanedyn.Torque or kanedyn.JointLoad"
+        )

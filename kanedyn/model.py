@@ -1,0 +1,695 @@
+"""The multibody model: bodies, joints (Stoneking's / NASA 42's joint model), and states.
+
+Everything here is frozen. Array fields are copied and made read-only on construction,
+so a model cannot change under a cache; "changing" a model means ``attrs.evolve``.
+Invalid models cannot be built: every check raises :class:`~kanedyn.ModelError` naming
+the body or joint and the problem.
+
+Joint model (refs/notes/42-kane-msd.md §3, 42 Joints slides 10-17)::
+
+    Bi --(inner_point, Bi axes)--> Gi --(slide Delta d along Gi axes)-->
+       --(rotation R_Gi_Go: gimbal angles or quaternion)--> Go --(R_Go_Bo)--> Bo,
+    with Go's origin at ``outer_point`` in Bo.
+
+Storage order: ``Model`` sorts its joints topologically (every joint after the joint of
+its inner body) and stores its bodies in the same order, so **joint k is the inbound
+joint of body k**. Use ``model.body_index(name)`` and ``model.joint_index(name)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from kanedyn import rotation as rot
+from kanedyn.errors import ModelError
+from kanedyn.inertia import validate_inertia
+
+__all__ = ["Body", "Joint", "Model", "State"]
+
+Array = NDArray[np.float64]
+
+
+# --------------------------------------------------------------------------- helpers
+def _frozen_array(value: ArrayLike, shape: tuple[int, ...], what: str) -> Array:
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{what}: cannot be read as numbers ({exc})") from None
+    if arr.shape != shape:
+        raise ModelError(f"{what}: expected shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what}: has non-finite entries")
+    arr.setflags(write=False)
+    return arr
+
+
+def _vec3(what: str):
+    def convert(value: ArrayLike) -> Array:
+        return _frozen_array(value, (3,), what)
+
+    return convert
+
+
+def _check_name(name: Any, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"{what} name must be a non-empty string, got {name!r}")
+    return name
+
+
+# --------------------------------------------------------------------------- Body
+@attrs.frozen(eq=False)
+class Body:
+    """A rigid body.
+
+    Parameters
+    ----------
+    name : str
+    mass : float
+        Positive, kg.
+    inertia : (3, 3)
+        Inertia tensor about the mass centre, in body axes (build it with
+        :func:`kanedyn.inertia_tensor`). Symmetric, positive definite, and its principal
+        moments satisfy the triangle inequality.
+    com : (3,)
+        Mass-centre position relative to the body-frame origin, in body axes.
+    embedded_momentum : (3,)
+        Constant angular momentum of rotors embedded in the body (42's "Constant
+        Embedded Momentum"), body axes, N·m·s. It enters H and the gyroscopic terms.
+    check_triangle : bool
+        Reject principal moments that violate the triangle inequality (default). Set
+        False only to reproduce a model that has them, such as 42's Explorer-1 demo.
+    """
+
+    name: str = attrs.field()
+    mass: float = attrs.field()
+    inertia: Array = attrs.field()
+    com: Array = attrs.field(default=(0.0, 0.0, 0.0))
+    embedded_momentum: Array = attrs.field(default=(0.0, 0.0, 0.0))
+    check_triangle: bool = attrs.field(default=True, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        name = _check_name(self.name, "body")
+        try:
+            mass = float(self.mass)
+        except (TypeError, ValueError):
+            raise ModelError(f"body {name!r}: mass {self.mass!r} is not a number") from None
+        if not np.isfinite(mass) or mass <= 0.0:
+            raise ModelError(f"body {name!r}: mass must be positive and finite, got {mass}")
+        inertia = validate_inertia(
+            _frozen_array(self.inertia, (3, 3), f"body {name!r}: inertia"),
+            name=f"body {name!r}",
+            check_triangle=self.check_triangle,
+        )
+        inertia.setflags(write=False)
+        object.__setattr__(self, "mass", mass)
+        object.__setattr__(self, "inertia", inertia)
+        object.__setattr__(self, "com", _frozen_array(self.com, (3,), f"body {name!r}: com"))
+        object.__setattr__(
+            self,
+            "embedded_momentum",
+            _frozen_array(self.embedded_momentum, (3,), f"body {name!r}: embedded_momentum"),
+        )
+
+
+# --------------------------------------------------------------------------- Joint
+_ROT_TYPES = ("gimbal", "spherical")
+
+
+def _cyclic_sequence(axis: int, what: str) -> str:
+    if axis not in (1, 2, 3):
+        raise ModelError(f"{what}: axis must be 1, 2 or 3, got {axis!r}")
+    return "".join(str((axis - 1 + k) % 3 + 1) for k in range(3))
+
+
+@attrs.frozen(eq=False)
+class Joint:
+    """A joint from an inner body Bi (``None`` = inertial frame N) to an outer body Bo.
+
+    Translations come first (``trn_dof`` slides along the Gi axes named by the first
+    digits of ``trn_seq``), then rotations: ``gimbal`` (the first ``rot_dof`` angles of
+    the body-fixed Euler sequence ``rot_seq``; speeds are the angle rates) or
+    ``spherical`` (a scalar-last quaternion of Go in Gi; speeds are Go's angular velocity
+    relative to Gi, in Go components).
+
+    Parameters
+    ----------
+    inner_point : (3,)
+        Gi origin in Bi axes, relative to the Bi frame origin (N coordinates for a root).
+    outer_point : (3,)
+        Go origin in Bo axes, relative to the Bo frame origin.
+    inner_rotation : (3, 3)
+        ``R_Bi_Gi`` (42's ``C_GiBi`` transposed).
+    outer_rotation : (3, 3)
+        ``R_Go_Bo`` (42's ``C_BoGo`` transposed).
+    stiffness, damping : float or (ndof,)
+        One value per DOF, rotational first; a scalar applies to every DOF. A spherical
+        joint's spring acts on the rotation vector of Go in Gi.
+    """
+
+    name: str = attrs.field()
+    inner: str | None = attrs.field()
+    outer: str = attrs.field()
+    rot_type: str = attrs.field(default="gimbal")
+    rot_dof: int = attrs.field(default=0)
+    rot_seq: str = attrs.field(default="123")
+    trn_dof: int = attrs.field(default=0)
+    trn_seq: str = attrs.field(default="123")
+    inner_point: Array = attrs.field(default=(0.0, 0.0, 0.0))
+    outer_point: Array = attrs.field(default=(0.0, 0.0, 0.0))
+    inner_rotation: Array = attrs.field(default=np.eye(3))
+    outer_rotation: Array = attrs.field(default=np.eye(3))
+    stiffness: Array = attrs.field(default=0.0)
+    damping: Array = attrs.field(default=0.0)
+
+    def __attrs_post_init__(self) -> None:
+        name = _check_name(self.name, "joint")
+        what = f"joint {name!r}"
+        if self.inner is not None:
+            _check_name(self.inner, f"{what}: inner body")
+        _check_name(self.outer, f"{what}: outer body")
+        if self.inner == self.outer:
+            raise ModelError(f"{what}: inner and outer body are both {self.outer!r}")
+        if self.rot_type not in _ROT_TYPES:
+            raise ModelError(
+                f"{what}: rot_type must be 'gimbal' or 'spherical', got {self.rot_type!r}"
+            )
+        for field, value in (("rot_dof", self.rot_dof), ("trn_dof", self.trn_dof)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, np.integer))
+                or not 0 <= value <= 3
+            ):
+                raise ModelError(f"{what}: {field} must be an integer 0-3, got {value!r}")
+        if self.rot_type == "spherical" and self.rot_dof != 3:
+            raise ModelError(f"{what}: a spherical joint has rot_dof = 3, got {self.rot_dof}")
+        for field, seq in (("rot_seq", self.rot_seq), ("trn_seq", self.trn_seq)):
+            try:
+                rot.parse_sequence(seq)
+            except ModelError as exc:
+                raise ModelError(f"{what}: {field}: {exc}") from None
+        if len(set(self.trn_seq)) != 3:
+            raise ModelError(f"{what}: trn_seq {self.trn_seq!r} must name three distinct axes")
+        object.__setattr__(self, "rot_dof", int(self.rot_dof))
+        object.__setattr__(self, "trn_dof", int(self.trn_dof))
+        for field in ("inner_point", "outer_point"):
+            object.__setattr__(
+                self, field, _frozen_array(getattr(self, field), (3,), f"{what}: {field}")
+            )
+        for field in ("inner_rotation", "outer_rotation"):
+            R = _frozen_array(getattr(self, field), (3, 3), f"{what}: {field}")
+            if not rot.is_rotation_matrix(R, tol=1e-9):
+                raise ModelError(f"{what}: {field} is not a proper orthonormal matrix:\n{R}")
+            object.__setattr__(self, field, R)
+        ndof = self.rot_dof + self.trn_dof
+        for field in ("stiffness", "damping"):
+            value = np.array(getattr(self, field), dtype=float)
+            if value.ndim == 0:
+                value = np.full(ndof, float(value))
+            value = _frozen_array(
+                value, (ndof,), f"{what}: {field} (one value per DOF, rotational first)"
+            )
+            if np.any(value < 0.0):
+                raise ModelError(f"{what}: {field} must be non-negative, got {value.tolist()}")
+            object.__setattr__(self, field, value)
+
+    # -- derived sizes -------------------------------------------------------------
+    @property
+    def ndof(self) -> int:
+        """Number of degrees of freedom (rotational + translational)."""
+        return self.rot_dof + self.trn_dof
+
+    @property
+    def n_rot_coordinates(self) -> int:
+        """Rotational coordinates: 4 (quaternion) for spherical, else rot_dof angles."""
+        return 4 if self.rot_type == "spherical" else self.rot_dof
+
+    @property
+    def is_root(self) -> bool:
+        return self.inner is None
+
+    # -- constructors --------------------------------------------------------------
+    @classmethod
+    def free(cls, name: str, outer: str, inner: str | None = None, **kw: Any) -> Joint:
+        """Six-DOF joint: three slides along the Gi axes, then a spherical rotation."""
+        return cls(name, inner, outer, rot_type="spherical", rot_dof=3, trn_dof=3, **kw)
+
+    @classmethod
+    def revolute(cls, name: str, inner: str | None, outer: str, axis: int = 3, **kw: Any) -> Joint:
+        """One-DOF hinge about Gi (= Go) axis ``axis`` (1, 2 or 3)."""
+        return cls(
+            name, inner, outer, rot_dof=1, rot_seq=_cyclic_sequence(axis, f"joint {name!r}"), **kw
+        )
+
+    @classmethod
+    def prismatic(cls, name: str, inner: str | None, outer: str, axis: int = 1, **kw: Any) -> Joint:
+        """One-DOF slide along Gi axis ``axis`` (1, 2 or 3)."""
+        return cls(
+            name, inner, outer, trn_dof=1, trn_seq=_cyclic_sequence(axis, f"joint {name!r}"), **kw
+        )
+
+    @classmethod
+    def spherical(cls, name: str, inner: str | None, outer: str, **kw: Any) -> Joint:
+        """Three-DOF ball joint (quaternion coordinates, relative angular velocity speeds)."""
+        return cls(name, inner, outer, rot_type="spherical", rot_dof=3, **kw)
+
+    @classmethod
+    def gimbal(
+        cls, name: str, inner: str | None, outer: str, seq: str = "231", dof: int = 2, **kw: Any
+    ) -> Joint:
+        """Gimbal: the first ``dof`` angles of the body-fixed Euler sequence ``seq``."""
+        return cls(name, inner, outer, rot_type="gimbal", rot_dof=dof, rot_seq=seq, **kw)
+
+    @classmethod
+    def weld(cls, name: str, inner: str | None, outer: str, **kw: Any) -> Joint:
+        """Zero-DOF joint (a rigid attachment, or a fixed root when ``inner`` is None)."""
+        return cls(name, inner, outer, **kw)
+
+
+# --------------------------------------------------------------------------- State
+@attrs.frozen(eq=False)
+class State:
+    """Generalized coordinates ``q`` and speeds ``u = [u | s]`` (read-only arrays).
+
+    ``q = [rotational coordinates of all joints | translational coordinates]`` and
+    ``u = [rotational speeds of all joints | translational speeds]``, each in the
+    model's joint order (see ``Model.coordinates`` / ``Model.speeds``).
+    """
+
+    q: Array = attrs.field()
+    u: Array = attrs.field()
+
+    def __attrs_post_init__(self) -> None:
+        for field in ("q", "u"):
+            try:
+                arr = np.array(getattr(self, field), dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"state.{field}: cannot be read as numbers ({exc})") from None
+            if arr.ndim != 1:
+                raise ModelError(f"state.{field}: must be one-dimensional, got shape {arr.shape}")
+            arr.setflags(write=False)
+            object.__setattr__(self, field, arr)
+
+
+# --------------------------------------------------------------------------- Model
+@attrs.frozen(eq=False)
+class Model:
+    """A tree of rigid bodies connected by joints, with uniform gravity.
+
+    Joints may be given in any order; they are stored topologically sorted, and the
+    bodies in the same order, so that joint k is the inbound joint of body k. Every body
+    must have exactly one inbound joint; a root's joint has ``inner=None`` (use
+    ``Joint.free`` for a free-floating root and ``Joint.weld`` for a fixed one).
+    """
+
+    bodies: tuple[Body, ...] = attrs.field(converter=tuple)
+    joints: tuple[Joint, ...] = attrs.field(converter=tuple)
+    gravity: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_vec3("model gravity"))
+
+    # derived layout (filled in __attrs_post_init__) ------------------------------
+    nq: int = attrs.field(init=False, default=0)
+    nu: int = attrs.field(init=False, default=0)
+    ns: int = attrs.field(init=False, default=0)
+    layout: _Layout = attrs.field(init=False, default=None, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        bodies, joints = _sorted_tree(self.bodies, self.joints)
+        object.__setattr__(self, "bodies", bodies)
+        object.__setattr__(self, "joints", joints)
+        layout = _Layout.build(bodies, joints)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "nq", layout.nq)
+        object.__setattr__(self, "nu", layout.nu)
+        object.__setattr__(self, "ns", layout.ns)
+
+    # -- sizes and names -----------------------------------------------------------
+    @property
+    def nb(self) -> int:
+        """Number of bodies (= number of joints)."""
+        return len(self.bodies)
+
+    @property
+    def n(self) -> int:
+        """Number of generalized speeds, ``nu + ns``."""
+        return self.nu + self.ns
+
+    def body_index(self, name: str) -> int:
+        try:
+            return self.layout.body_index[name]
+        except KeyError:
+            raise ModelError(
+                f"unknown body {name!r}; bodies are {list(self.layout.body_index)}"
+            ) from None
+
+    def joint_index(self, name: str) -> int:
+        try:
+            return self.layout.joint_index[name]
+        except KeyError:
+            raise ModelError(
+                f"unknown joint {name!r}; joints are {list(self.layout.joint_index)}"
+            ) from None
+
+    def body(self, name: str) -> Body:
+        return self.bodies[self.body_index(name)]
+
+    def joint(self, name: str) -> Joint:
+        return self.joints[self.joint_index(name)]
+
+    def coordinates(self, joint: str) -> NDArray[np.intp]:
+        """Indices into ``q`` of a joint's coordinates: rotational, then translational."""
+        k = self.joint_index(joint)
+        return self.layout.q_index[k].copy()
+
+    def speeds(self, joint: str) -> NDArray[np.intp]:
+        """Indices into ``u`` (= [u | s]) of a joint's speeds: rotational, then translational."""
+        k = self.joint_index(joint)
+        return self.layout.u_index[k].copy()
+
+    @property
+    def total_mass(self) -> float:
+        return float(sum(b.mass for b in self.bodies))
+
+    # -- states --------------------------------------------------------------------
+    def initial_state(self) -> State:
+        """Zero angles and displacements, identity quaternions, zero speeds."""
+        q = np.zeros(self.nq)
+        q[self.layout.quat_q[:, 3]] = 1.0
+        return State(q, np.zeros(self.n))
+
+    def check_state(self, state: State) -> State:
+        """Return ``state`` if its sizes fit this model and it is finite, else raise."""
+        if not isinstance(state, State):
+            raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")
+        if state.q.shape != (self.nq,):
+            raise ModelError(f"state.q has length {state.q.size}; this model has nq = {self.nq}")
+        if state.u.shape != (self.n,):
+            raise ModelError(
+                f"state.u has length {state.u.size}; this model has nu + ns = {self.nu} + {self.ns}"
+            )
+        if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.u))):
+            raise ModelError("state has non-finite entries")
+        return state
+
+    def set_joint(
+        self,
+        state: State,
+        joint: str,
+        *,
+        angles: ArrayLike | None = None,
+        quaternion: ArrayLike | None = None,
+        rates: ArrayLike | None = None,
+        displacements: ArrayLike | None = None,
+        displacement_rates: ArrayLike | None = None,
+    ) -> State:
+        """Return a new State with one joint's coordinates and speeds set.
+
+        Gimbal: ``angles`` and ``rates`` have ``rot_dof`` entries (rad, rad/s).
+        Spherical: either ``angles`` (three angles of a body-fixed 123 sequence, as 42
+        reads a spherical joint's "initial angles") or ``quaternion`` (scalar last);
+        ``rates`` is Go's angular velocity relative to Gi in Go components.
+        Slides: ``displacements`` and ``displacement_rates`` have ``trn_dof`` entries.
+        """
+        self.check_state(state)
+        k = self.joint_index(joint)
+        jnt = self.joints[k]
+        lay = self.layout
+        q = state.q.copy()
+        u = state.u.copy()
+        qr = lay.q_index[k][: jnt.n_rot_coordinates]
+        qt = lay.q_index[k][jnt.n_rot_coordinates :]
+        ur = lay.u_index[k][: jnt.rot_dof]
+        ut = lay.u_index[k][jnt.rot_dof :]
+
+        def values(x: ArrayLike, n: int, what: str) -> Array:
+            arr = np.asarray(x, dtype=float).reshape(-1)
+            if arr.size != n:
+                raise ModelError(f"joint {joint!r}: {what} needs {n} values, got {arr.size}")
+            if not np.all(np.isfinite(arr)):
+                raise ModelError(f"joint {joint!r}: {what} has non-finite values")
+            return arr
+
+        if jnt.rot_type == "spherical":
+            if angles is not None and quaternion is not None:
+                raise ModelError(f"joint {joint!r}: give angles or quaternion, not both")
+            if angles is not None:
+                R = rot.euler_to_dcm("123", values(angles, 3, "angles"))
+                q[qr] = rot.dcm_to_quat(R)
+            if quaternion is not None:
+                q[qr] = rot.quat_normalize(values(quaternion, 4, "quaternion"))
+        else:
+            if quaternion is not None:
+                raise ModelError(f"joint {joint!r}: a gimbal joint takes angles, not a quaternion")
+            if angles is not None:
+                q[qr] = values(angles, jnt.rot_dof, "angles")
+        if rates is not None:
+            u[ur] = values(rates, jnt.rot_dof, "rates")
+        if displacements is not None:
+            q[qt] = values(displacements, jnt.trn_dof, "displacements")
+        if displacement_rates is not None:
+            u[ut] = values(displacement_rates, jnt.trn_dof, "displacement_rates")
+        return State(q, u)
+
+
+# --------------------------------------------------------------------------- tree sort
+def _sorted_tree(
+    bodies: Sequence[Body], joints: Sequence[Joint]
+) -> tuple[tuple[Body, ...], tuple[Joint, ...]]:
+    """Validate the topology and return (bodies, joints) so that joint k feeds body k."""
+    for b in bodies:
+        if not isinstance(b, Body):
+            raise ModelError(f"bodies must be kanedyn Body objects, got {type(b).__name__}")
+    for j in joints:
+        if not isinstance(j, Joint):
+            raise ModelError(f"joints must be kanedyn Joint objects, got {type(j).__name__}")
+    if not bodies:
+        raise ModelError("a model needs at least one body")
+    by_name: dict[str, Body] = {}
+    for b in bodies:
+        if b.name in by_name:
+            raise ModelError(f"duplicate body name {b.name!r}")
+        by_name[b.name] = b
+    seen: set[str] = set()
+    inbound: dict[str, Joint] = {}
+    for j in joints:
+        if j.name in seen:
+            raise ModelError(f"duplicate joint name {j.name!r}")
+        seen.add(j.name)
+        for side, body in (("inner", j.inner), ("outer", j.outer)):
+            if body is not None and body not in by_name:
+                raise ModelError(f"joint {j.name!r}: unknown {side} body {body!r}")
+        if j.outer in inbound:
+            raise ModelError(
+                f"body {j.outer!r} has two inbound joints ({inbound[j.outer].name!r} and {j.name!r})"
+            )
+        inbound[j.outer] = j
+    for b in bodies:
+        if b.name not in inbound:
+            raise ModelError(
+                f"body {b.name!r} has no inbound joint; give it one (Joint.free(...) for a "
+                "free-floating root, Joint.weld(name, None, ...) to fix it to N)"
+            )
+    # breadth-first from the roots, keeping the user's order among siblings
+    children: dict[str | None, list[Joint]] = {}
+    for j in joints:
+        children.setdefault(j.inner, []).append(j)
+    order: list[Joint] = []
+    frontier: list[str | None] = [None]
+    while frontier:
+        nxt: list[str | None] = []
+        for parent in frontier:
+            for j in children.get(parent, []):
+                order.append(j)
+                nxt.append(j.outer)
+        frontier = nxt
+    if len(order) != len(joints):
+        stuck = sorted({j.name for j in joints} - {j.name for j in order})
+        raise ModelError(f"joints {stuck} form a cycle (no path from them to N)")
+    return tuple(by_name[j.outer] for j in order), tuple(order)
+
+
+# --------------------------------------------------------------------------- layout
+@attrs.frozen(eq=False)
+class _Layout:
+    """Index arrays computed once per model, so the dynamics never dispatch per joint.
+
+    Conventions: ``nj == nb``; a sentinel index (``nq`` into q, ``n`` into u) gathers a
+    zero, so padded (nj, 3) arrays of angles, rates, slides come from one fancy index.
+    """
+
+    nq: int
+    nu: int
+    ns: int
+    body_index: dict[str, int]
+    joint_index: dict[str, int]
+    parent: NDArray[np.intp]  # (nb,) inner body of joint k, -1 for N
+    path: Array  # (nb, nj) 1 if joint k is on the path from body i to N
+    jump: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # pointer-jumping schedule
+    q_index: tuple[NDArray[np.intp], ...]  # per joint, rot then trn
+    u_index: tuple[NDArray[np.intp], ...]
+    gimbal: NDArray[np.intp]  # joints with gimbal rotation and rot_dof > 0
+    gimbal_axes: NDArray[np.intp]  # (ng, 3) axis digits
+    gimbal_q: NDArray[np.intp]  # (ng, 3) q indices of angles, sentinel for unused
+    gimbal_u: NDArray[np.intp]  # (ng, 3) speed indices, sentinel for unused
+    gimbal3: NDArray[np.intp]  # rows of `gimbal` with rot_dof == 3 (can lock)
+    spherical: NDArray[np.intp]  # joints with spherical rotation
+    quat_q: NDArray[np.intp]  # (nsph, 4)
+    quat_u: NDArray[np.intp]  # (nsph, 3)
+    rot_u: NDArray[np.intp]  # (nj, 3) rotational speed indices of every joint, sentinel for unused
+    Delta: Array  # (nj, 3, 3) slide axes in Gi, zero columns for unused
+    trn_q: NDArray[np.intp]  # (nj, 3) slide displacements, sentinel for unused
+    trn_u: NDArray[np.intp]  # (nj, 3)
+    u_joint: NDArray[np.intp]  # (nu,) joint owning rotational speed r
+    u_col: NDArray[np.intp]  # (nu,) column of Gamma for speed r
+    s_joint: NDArray[np.intp]  # (ns,) joint owning translational speed
+    s_col: NDArray[np.intp]  # (ns,) column of Delta
+    angle_q: NDArray[np.intp]  # q indices whose rate is a speed directly (angles, slides)
+    angle_u: NDArray[np.intp]  # the matching speed indices
+    stiffness: Array  # (n,) per speed
+    damping: Array  # (n,)
+    mass: Array  # (nb,)
+    inertia: Array  # (nb, 3, 3) body axes, about the mass centre
+    com: Array  # (nb, 3)
+    h_embedded: Array  # (nb, 3)
+    inner_point: Array  # (nj, 3)
+    outer_point: Array  # (nj, 3)
+    R_Bi_Gi: Array  # (nj, 3, 3)
+    R_Go_Bo: Array  # (nj, 3, 3)
+
+    @classmethod
+    def build(cls, bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> _Layout:
+        nb = len(bodies)
+        body_index = {b.name: i for i, b in enumerate(bodies)}
+        joint_index = {j.name: k for k, j in enumerate(joints)}
+        parent = np.array(
+            [-1 if j.inner is None else body_index[j.inner] for j in joints], dtype=np.intp
+        )
+        path = np.zeros((nb, nb))
+        for i in range(nb):
+            k = i
+            while k >= 0:
+                path[i, k] = 1.0
+                k = parent[k]
+        jump = []  # pointer jumping: after pass p, transform k is relative to its 2^p-th ancestor
+        anc = parent.copy()
+        while np.any(anc >= 0):
+            idx = np.nonzero(anc >= 0)[0]
+            jump.append((idx, anc[idx].copy()))
+            anc = anc.copy()
+            anc[idx] = anc[anc[idx]]
+        # rotational coordinates first, then translational
+        nq_rot = sum(j.n_rot_coordinates for j in joints)
+        nq = nq_rot + sum(j.trn_dof for j in joints)
+        nu = sum(j.rot_dof for j in joints)
+        ns = sum(j.trn_dof for j in joints)
+        n = nu + ns
+        q_index, u_index = [], []
+        qr, qt, ur, ut = 0, nq_rot, 0, nu
+        for j in joints:
+            nr = j.n_rot_coordinates
+            q_index.append(
+                np.r_[np.arange(qr, qr + nr), np.arange(qt, qt + j.trn_dof)].astype(np.intp)
+            )
+            u_index.append(
+                np.r_[np.arange(ur, ur + j.rot_dof), np.arange(ut, ut + j.trn_dof)].astype(np.intp)
+            )
+            qr, qt, ur, ut = qr + nr, qt + j.trn_dof, ur + j.rot_dof, ut + j.trn_dof
+        for arr in (*q_index, *u_index):
+            arr.setflags(write=False)
+
+        gimbal = [k for k, j in enumerate(joints) if j.rot_type == "gimbal" and j.rot_dof > 0]
+        gimbal_axes = np.array(
+            [rot.parse_sequence(joints[k].rot_seq) for k in gimbal], dtype=np.intp
+        ).reshape(-1, 3)
+        gimbal_q = np.full((len(gimbal), 3), nq, dtype=np.intp)
+        gimbal_u = np.full((len(gimbal), 3), n, dtype=np.intp)
+        for row, k in enumerate(gimbal):
+            d = joints[k].rot_dof
+            gimbal_q[row, :d] = q_index[k][:d]
+            gimbal_u[row, :d] = u_index[k][:d]
+        gimbal3 = np.array(
+            [row for row, k in enumerate(gimbal) if joints[k].rot_dof == 3], dtype=np.intp
+        )
+        spherical = [k for k, j in enumerate(joints) if j.rot_type == "spherical"]
+        quat_q = np.array([q_index[k][:4] for k in spherical], dtype=np.intp).reshape(-1, 4)
+        quat_u = np.array([u_index[k][:3] for k in spherical], dtype=np.intp).reshape(-1, 3)
+
+        rot_u = np.full((nb, 3), n, dtype=np.intp)
+        for k, j in enumerate(joints):
+            rot_u[k, : j.rot_dof] = u_index[k][: j.rot_dof]
+        Delta = np.zeros((nb, 3, 3))
+        trn_q = np.full((nb, 3), nq, dtype=np.intp)
+        trn_u = np.full((nb, 3), n, dtype=np.intp)
+        u_joint, u_col, s_joint, s_col = [], [], [], []
+        stiffness, damping = np.zeros(n), np.zeros(n)
+        for k, j in enumerate(joints):
+            axes = rot.parse_sequence(j.trn_seq)
+            for c in range(j.trn_dof):
+                Delta[k, axes[c] - 1, c] = 1.0
+            nr = j.n_rot_coordinates
+            trn_q[k, : j.trn_dof] = q_index[k][nr:]
+            trn_u[k, : j.trn_dof] = u_index[k][j.rot_dof :]
+            u_joint += [k] * j.rot_dof
+            u_col += list(range(j.rot_dof))
+            s_joint += [k] * j.trn_dof
+            s_col += list(range(j.trn_dof))
+            stiffness[u_index[k]] = j.stiffness
+            damping[u_index[k]] = j.damping
+        angle_pairs = []  # (q index, speed index) where q_dot is the speed itself
+        for k, j in enumerate(joints):
+            nr = j.n_rot_coordinates
+            if j.rot_type == "gimbal":
+                angle_pairs += zip(q_index[k][: j.rot_dof], u_index[k][: j.rot_dof], strict=True)
+            angle_pairs += zip(q_index[k][nr:], u_index[k][j.rot_dof :], strict=True)
+        angle_q = np.array([a for a, _ in angle_pairs], dtype=np.intp)
+        angle_u = np.array([b for _, b in angle_pairs], dtype=np.intp)
+
+        def stack(values: list[Array], shape: tuple[int, ...]) -> Array:
+            arr = np.array(values, dtype=float).reshape(shape)
+            arr.setflags(write=False)
+            return arr
+
+        ix = lambda xs: np.array(xs, dtype=np.intp)  # noqa: E731
+        return cls(
+            nq=nq,
+            nu=nu,
+            ns=ns,
+            body_index=body_index,
+            joint_index=joint_index,
+            parent=parent,
+            path=path,
+            jump=tuple(jump),
+            q_index=tuple(q_index),
+            u_index=tuple(u_index),
+            gimbal=ix(gimbal),
+            gimbal_axes=gimbal_axes,
+            gimbal_q=gimbal_q,
+            gimbal_u=gimbal_u,
+            gimbal3=gimbal3,
+            spherical=ix(spherical),
+            quat_q=quat_q,
+            quat_u=quat_u,
+            rot_u=rot_u,
+            Delta=Delta,
+            trn_q=trn_q,
+            trn_u=trn_u,
+            u_joint=ix(u_joint),
+            u_col=ix(u_col),
+            s_joint=ix(s_joint),
+            s_col=ix(s_col),
+            angle_q=angle_q,
+            angle_u=angle_u,
+            stiffness=stiffness,
+            damping=damping,
+            mass=stack([b.mass for b in bodies], (nb,)),
+            inertia=stack([b.inertia for b in bodies], (nb, 3, 3)),
+            com=stack([b.com for b in bodies], (nb, 3)),
+            h_embedded=stack([b.embedded_momentum for b in bodies], (nb, 3)),
+            inner_point=stack([j.inner_point for j in joints], (nb, 3)),
+            outer_point=stack([j.outer_point for j in joints], (nb, 3)),
+            R_Bi_Gi=stack([j.inner_rotation for j in joints], (nb, 3, 3)),
+            R_Go_Bo=stack([j.outer_rotation for j in joints], (nb, 3, 3)),
+        )
