@@ -36,16 +36,43 @@ Array = NDArray[np.float64]
 
 # --------------------------------------------------------------------------- helpers
 def _frozen_array(value: ArrayLike, shape: tuple[int, ...], what: str) -> Array:
+    """Copy to a read-only float array; sympy expressions give a read-only object array."""
     try:
         arr = np.array(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{what}: cannot be read as numbers ({exc})") from None
+    except (TypeError, ValueError):
+        arr = _symbolic_array(value, what)
     if arr.shape != shape:
         raise ModelError(f"{what}: expected shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if arr.dtype == float and not np.all(np.isfinite(arr)):
         raise ModelError(f"{what}: has non-finite entries")
     arr.setflags(write=False)
     return arr
+
+
+def _symbolic_array(value: Any, what: str) -> NDArray[Any]:
+    import sympy
+
+    try:
+        arr = np.array(
+            sympy.Array(value).tolist() if hasattr(value, "tolist") else value, dtype=object
+        )
+        flat = [sympy.sympify(x) for x in arr.ravel()]
+    except (TypeError, ValueError, sympy.SympifyError) as exc:
+        raise ModelError(
+            f"{what}: cannot be read as numbers or sympy expressions ({exc})"
+        ) from None
+    if arr.ndim == 0:
+        return np.array(flat[0], dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    out.ravel()[:] = flat
+    return out
+
+
+def is_symbolic(value: Any) -> bool:
+    """True for object arrays (sympy entries) and sympy expressions with free symbols."""
+    if isinstance(value, np.ndarray):
+        return value.dtype == object
+    return bool(getattr(value, "free_symbols", None))
 
 
 def _vec3(what: str):
@@ -53,6 +80,11 @@ def _vec3(what: str):
         return _frozen_array(value, (3,), what)
 
     return convert
+
+
+def _scalar(value: Any, what: str) -> Any:
+    arr = _frozen_array(value, (), what)
+    return arr.item() if arr.dtype == object else float(arr)
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -94,17 +126,19 @@ class Body:
 
     def __attrs_post_init__(self) -> None:
         name = _check_name(self.name, "body")
-        try:
-            mass = float(self.mass)
-        except (TypeError, ValueError):
-            raise ModelError(f"body {name!r}: mass {self.mass!r} is not a number") from None
-        if not np.isfinite(mass) or mass <= 0.0:
+        mass = _scalar(self.mass, f"body {name!r}: mass")
+        if not is_symbolic(mass) and (not np.isfinite(mass) or mass <= 0.0):
             raise ModelError(f"body {name!r}: mass must be positive and finite, got {mass}")
-        inertia = validate_inertia(
-            _frozen_array(self.inertia, (3, 3), f"body {name!r}: inertia"),
-            name=f"body {name!r}",
-            check_triangle=self.check_triangle,
-        )
+        inertia = _frozen_array(self.inertia, (3, 3), f"body {name!r}: inertia")
+        if is_symbolic(inertia):
+            if any(
+                (inertia[a, b] - inertia[b, a]).expand() != 0 for a in range(3) for b in range(a)
+            ):
+                raise ModelError(f"body {name!r}: inertia is not symmetric:\n{inertia}")
+        else:
+            inertia = validate_inertia(
+                inertia, name=f"body {name!r}", check_triangle=self.check_triangle
+            )
         inertia.setflags(write=False)
         object.__setattr__(self, "mass", mass)
         object.__setattr__(self, "inertia", inertia)
@@ -202,18 +236,20 @@ class Joint:
             )
         for field in ("inner_rotation", "outer_rotation"):
             R = _frozen_array(getattr(self, field), (3, 3), f"{what}: {field}")
-            if not rot.is_rotation_matrix(R, tol=1e-9):
+            if not is_symbolic(R) and not rot.is_rotation_matrix(R, tol=1e-9):
                 raise ModelError(f"{what}: {field} is not a proper orthonormal matrix:\n{R}")
             object.__setattr__(self, field, R)
         ndof = self.rot_dof + self.trn_dof
         for field in ("stiffness", "damping"):
-            value = np.array(getattr(self, field), dtype=float)
+            where = f"{what}: {field} (one value per DOF, rotational first)"
+            raw = getattr(self, field)
+            value = _frozen_array(raw, np.shape(raw), where)
             if value.ndim == 0:
-                value = np.full(ndof, float(value))
-            value = _frozen_array(
-                value, (ndof,), f"{what}: {field} (one value per DOF, rotational first)"
-            )
-            if np.any(value < 0.0):
+                value = np.full(ndof, value.item(), dtype=value.dtype)
+            if value.shape != (ndof,):
+                raise ModelError(f"{where}: expected {ndof} values, got shape {value.shape}")
+            value.setflags(write=False)
+            if not is_symbolic(value) and np.any(value < 0.0):
                 raise ModelError(f"{what}: {field} must be non-negative, got {value.tolist()}")
             object.__setattr__(self, field, value)
 
@@ -320,7 +356,7 @@ class Model:
         bodies, joints = _sorted_tree(self.bodies, self.joints)
         object.__setattr__(self, "bodies", bodies)
         object.__setattr__(self, "joints", joints)
-        layout = _Layout.build(bodies, joints)
+        layout = _Layout.build(bodies, joints, self.gravity)
         object.__setattr__(self, "layout", layout)
         object.__setattr__(self, "nq", layout.nq)
         object.__setattr__(self, "nu", layout.nu)
@@ -380,8 +416,52 @@ class Model:
         q[self.layout.quat_q[:, 3]] = 1.0
         return State(q, np.zeros(self.n))
 
+    @property
+    def is_symbolic(self) -> bool:
+        """True when any parameter is a sympy expression (see :mod:`kanedyn.symbolic`)."""
+        return self.layout.symbolic
+
+    def subs(self, values: dict[Any, Any]) -> Model:
+        """A numeric copy: every sympy parameter with ``values`` substituted (``sympy.subs``)."""
+
+        def num(x: Any) -> Any:
+            if isinstance(x, np.ndarray) and x.dtype == object:
+                try:
+                    return np.array([float(e.subs(values)) for e in x.ravel()]).reshape(x.shape)
+                except TypeError:
+                    missing = sorted(
+                        {str(s) for e in x.ravel() for s in e.subs(values).free_symbols}
+                    )
+                    raise ModelError(f"subs: no value for symbols {missing}") from None
+            if is_symbolic(x):
+                return num(np.array([x], dtype=object))[0]
+            return x
+
+        bodies = [
+            attrs.evolve(
+                b,
+                **{f: num(getattr(b, f)) for f in ("mass", "inertia", "com", "embedded_momentum")},
+            )
+            for b in self.bodies
+        ]
+        fields = (
+            "inner_point",
+            "outer_point",
+            "inner_rotation",
+            "outer_rotation",
+            "stiffness",
+            "damping",
+        )
+        joints = [attrs.evolve(j, **{f: num(getattr(j, f)) for f in fields}) for j in self.joints]
+        return Model(bodies, joints, gravity=num(self.gravity))
+
     def check_state(self, state: State) -> State:
         """Return ``state`` if its sizes fit this model and it is finite, else raise."""
+        if self.is_symbolic:
+            raise ModelError(
+                "this model has symbolic parameters: use kanedyn.symbolic, or model.subs({...}) "
+                "to give them values before numeric evaluation"
+            )
         if not isinstance(state, State):
             raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")
         if state.q.shape != (self.nq,):
@@ -523,6 +603,7 @@ class _Layout:
     nq: int
     nu: int
     ns: int
+    symbolic: bool
     body_index: dict[str, int]
     joint_index: dict[str, int]
     parent: NDArray[np.intp]  # (nb,) inner body of joint k, -1 for N
@@ -560,8 +641,29 @@ class _Layout:
     R_Go_Bo: Array  # (nj, 3, 3)
 
     @classmethod
-    def build(cls, bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> _Layout:
+    def build(cls, bodies: tuple[Body, ...], joints: tuple[Joint, ...], gravity: Array) -> _Layout:
         nb = len(bodies)
+        symbolic = (
+            is_symbolic(gravity)
+            or any(
+                is_symbolic(getattr(b, f))
+                for b in bodies
+                for f in ("mass", "inertia", "com", "embedded_momentum")
+            )
+            or any(
+                is_symbolic(getattr(j, f))
+                for j in joints
+                for f in (
+                    "inner_point",
+                    "outer_point",
+                    "inner_rotation",
+                    "outer_rotation",
+                    "stiffness",
+                    "damping",
+                )
+            )
+        )
+        dtype = object if symbolic else float
         body_index = {b.name: i for i, b in enumerate(bodies)}
         joint_index = {j.name: k for k, j in enumerate(joints)}
         parent = np.array(
@@ -624,7 +726,7 @@ class _Layout:
         trn_q = np.full((nb, 3), nq, dtype=np.intp)
         trn_u = np.full((nb, 3), n, dtype=np.intp)
         u_joint, u_col, s_joint, s_col = [], [], [], []
-        stiffness, damping = np.zeros(n), np.zeros(n)
+        stiffness, damping = np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
         for k, j in enumerate(joints):
             axes = rot.parse_sequence(j.trn_seq)
             for c in range(j.trn_dof):
@@ -648,7 +750,9 @@ class _Layout:
         angle_u = np.array([b for _, b in angle_pairs], dtype=np.intp)
 
         def stack(values: list[Array], shape: tuple[int, ...]) -> Array:
-            arr = np.array(values, dtype=float).reshape(shape)
+            arr = np.empty(shape, dtype=dtype)
+            flat = [x for v in values for x in np.asarray(v, dtype=dtype).ravel()]
+            arr.ravel()[:] = flat
             arr.setflags(write=False)
             return arr
 
@@ -657,6 +761,7 @@ class _Layout:
             nq=nq,
             nu=nu,
             ns=ns,
+            symbolic=symbolic,
             body_index=body_index,
             joint_index=joint_index,
             parent=parent,

@@ -1,0 +1,1046 @@
+"""Kane's method for a system given as frames, points, speeds and constraints.
+
+This is the textbook form of Kane's method (Kane & Levinson 1985, chapters 2-6)
+for systems that are not a joint tree: the user builds the kinematics with
+``sympy.physics.vector`` (frames, points, angular and linear velocities in terms
+of the generalized speeds), names the generalized coordinates and speeds, and
+gives the kinematic differential equations and the constraints. Holonomic
+(configuration) constraints make some coordinates dependent; motion (velocity)
+constraints make some speeds dependent.
+
+With ``n`` speeds of which ``m`` are dependent, the velocity constraints are
+solved for the dependent speeds (Kane & Levinson 1985, eq. 4.4.1),
+
+.. math::
+
+    u_s = \\sum_{r=1}^{p} A_{sr} u_r + B_s, \\qquad s = p+1, \\dots, n,
+    \\quad p = n - m,
+
+and the nonholonomic partial velocities and generalized forces are
+(Kane & Levinson 1985, eqs. 4.4.3, 4.4.5; seed 004)
+
+.. math::
+
+    \\tilde v_r = v_r + \\sum_s v_s A_{sr}, \\qquad
+    \\tilde F_r = F_r + \\sum_s F_s A_{sr}, \\qquad
+    \\tilde F^*_r = F^*_r + \\sum_s F^*_s A_{sr}, \\qquad
+    \\tilde F_r + \\tilde F^*_r = 0, \\quad r = 1, \\dots, p.
+
+The class keeps the unconstrained equations (:class:`RawEquations`) small and
+builds the eliminated ones (:attr:`KaneProblem.mass_matrix`,
+:attr:`KaneProblem.forcing`) on first access. Numeric evaluation
+(:meth:`KaneProblem.rhs`) and linearization (:mod:`kanedyn.symbolic.linearize`)
+work from the unconstrained pieces and eliminate numerically, so that no
+symbolic inverse has to be evaluated where it would be 0/0.
+
+References
+----------
+T. R. Kane and D. A. Levinson, *Dynamics: Theory and Applications*,
+McGraw-Hill, 1985 (sections 2.14, 4.4-4.5 and 6.1).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+import sympy as sm
+from sympy.core.function import AppliedUndef
+from sympy.physics.mechanics import Particle, RigidBody
+from sympy.physics.vector import Dyadic, Point, ReferenceFrame, Vector, dynamicsymbols
+
+from kanedyn.errors import ModelError
+
+__all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear"]
+
+_t = dynamicsymbols._t
+
+# Relative size of the smallest singular value below which a matrix is treated
+# as singular (at random points for symbolic checks, at the given state for
+# numeric evaluation).
+_SINGULAR_RTOL = 1e-10
+# Largest diagonal block solved by Cramer's rule; bigger blocks use a pivoted LU.
+_CRAMER_MAX = 6
+
+
+# ---------------------------------------------------------------------------
+# Small records
+# ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Mass:
+    """A particle or rigid body as plain data.
+
+    Parameters
+    ----------
+    name : str
+        Used in tables and messages.
+    mass : sympy.Expr
+    point : Point
+        The mass centre; its velocity in the inertial frame must be defined.
+    frame : ReferenceFrame or None
+        The body frame (None for a particle).
+    inertia : Dyadic or None
+        Central inertia dyadic (None for a particle).
+    """
+
+    name: str
+    mass: Any
+    point: Point
+    frame: ReferenceFrame | None = None
+    inertia: Dyadic | None = None
+
+
+@attrs.frozen
+class RawEquations:
+    """Kane's equations before the dependent speeds are eliminated, in plain symbols.
+
+    All speeds (independent first) are treated as free; the constrained motion
+    is recovered by eliminating with the velocity constraints. Shapes use
+    ``nq`` coordinates, ``nu`` speeds, ``nc`` configuration constraints and
+    ``nm`` velocity constraints.
+
+    .. math::
+
+        K_{\\dot q}\\,\\dot q + k(q, u) = 0, \\qquad f_c(q) = 0, \\qquad
+        f_v = B(q)\\,u + b(q) = 0,
+
+        \\dot f_v = B\\,\\dot u + h(q, \\dot q, u) = 0, \\qquad
+        F_r + F_r^* = F(q, \\dot q, u) - M(q)\\,\\dot u = 0 \\quad (r = 1..nu).
+
+    Attributes
+    ----------
+    q, qd, u, ud : tuple of sympy.Dummy
+        Coordinates (independent first), their rates, speeds (independent
+        first) and their rates; each stands for the public symbol in ``public``.
+    n_q_ind, n_u_ind : int
+        Number of independent coordinates and speeds.
+    parameters : tuple
+        Constant symbols and specified-function stand-ins, sorted by name.
+    K_qd : Matrix, (nq, nq)
+    k : Matrix, (nq, 1)
+    f_c : Matrix, (nc, 1)
+    B : Matrix, (nm, nu)
+    b : Matrix, (nm, 1)
+    h : Matrix, (nm, 1)
+    M : Matrix, (nu, nu)
+        Unconstrained mass matrix, :math:`M_{rs} = \\sum_i m_i v_r\\cdot v_s
+        + \\omega_r \\cdot I_i \\cdot \\omega_s`.
+    F : Matrix, (nu, 1)
+        :math:`F_r + F^*_r|_{\\dot u = 0}`.
+    Fr : Matrix, (nu, 1)
+        Generalized active forces :math:`F_r` (part of ``F``).
+    public : dict
+        Stand-in symbol -> the user's symbol or dynamic symbol.
+    """
+
+    q: tuple
+    qd: tuple
+    u: tuple
+    ud: tuple
+    n_q_ind: int
+    n_u_ind: int
+    parameters: tuple
+    K_qd: sm.Matrix
+    k: sm.Matrix
+    f_c: sm.Matrix
+    B: sm.Matrix
+    b: sm.Matrix
+    h: sm.Matrix
+    M: sm.Matrix
+    F: sm.Matrix
+    Fr: sm.Matrix
+    public: dict = attrs.field(eq=False, repr=False)
+
+    @property
+    def n_u_dep(self) -> int:
+        """Number of dependent speeds."""
+        return len(self.u) - self.n_u_ind
+
+
+# ---------------------------------------------------------------------------
+# Linear algebra helpers (symbolic and numeric)
+# ---------------------------------------------------------------------------
+
+
+def _stand_ins(exprs: Iterable[sm.Expr]) -> dict:
+    """Map every derivative, dynamic symbol and symbol in ``exprs`` to a Dummy."""
+    derivs, funcs, syms = set(), set(), set()
+    for e in exprs:
+        e = sm.sympify(e)
+        derivs |= e.atoms(sm.Derivative)
+        funcs |= e.atoms(AppliedUndef)
+        syms |= e.free_symbols
+    out = {d: sm.Dummy() for d in derivs}
+    out.update({f: sm.Dummy() for f in funcs})
+    out.update({s: sm.Dummy() for s in syms if s not in out})
+    return out
+
+
+def _random_evaluations(A: sm.Matrix, n: int = 3, seed: int = 7) -> list[np.ndarray]:
+    """Evaluate ``A`` at ``n`` random points (all symbols in (0.2, 1.3))."""
+    rule = _stand_ins(A)
+    args = list(rule.values())
+    f = sm.lambdify(args, A.xreplace(rule), modules="numpy")
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        vals = rng.uniform(0.2, 1.3, len(args))
+        with np.errstate(all="ignore"):
+            out.append(np.asarray(f(*vals), dtype=complex).reshape(A.shape))
+    return out
+
+
+def _numerically_singular(a: np.ndarray) -> bool:
+    """True if the square array ``a`` is rank deficient to ``_SINGULAR_RTOL``."""
+    if a.size == 0:
+        return False
+    if not np.all(np.isfinite(a)):
+        return True
+    s = np.linalg.svd(a, compute_uv=False)
+    return bool(s[0] == 0.0 or s[-1] <= _SINGULAR_RTOL * s[0])
+
+
+def is_singular(A: sm.Matrix) -> bool:
+    """Whether a square symbolic matrix is singular for all values of its symbols.
+
+    The test is numeric: the matrix is evaluated at three random points and is
+    called singular when it is rank deficient at all of them.
+    """
+    if A.rows == 0:
+        return False
+    if A.is_zero_matrix:
+        return True
+    return all(_numerically_singular(a) for a in _random_evaluations(A))
+
+
+def _column_rank(A: sm.Matrix) -> int:
+    """Generic rank of a symbolic matrix (largest over random points)."""
+    if A.rows == 0 or A.cols == 0:
+        return 0
+    ranks = []
+    for a in _random_evaluations(A):
+        s = np.linalg.svd(a, compute_uv=False)
+        ranks.append(int(np.sum(s > _SINGULAR_RTOL * max(s[0], 1e-300))))
+    return max(ranks)
+
+
+def _blocks(A: sm.Matrix) -> list[tuple[list[int], list[int]]]:
+    """Connected row/column blocks of the nonzero pattern of ``A`` (union-find)."""
+    n = A.rows
+    parent = list(range(2 * n))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(n):
+            if A[i, j] != 0:
+                parent[find(i)] = find(n + j)
+    groups: dict[int, tuple[list[int], list[int]]] = {}
+    for k in range(2 * n):
+        rows, cols = groups.setdefault(find(k), ([], []))
+        (rows if k < n else cols).append(k if k < n else k - n)
+    return list(groups.values())
+
+
+def _cramer(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
+    """Solve ``A X = B`` by Cramer's rule, :math:`X = \\mathrm{adj}(A) B / \\det A`.
+
+    The adjugate and determinant are formed on placeholder symbols so that the
+    entries of ``A`` appear once each, shared, in the result.
+    """
+    n = A.rows
+    if n == 1:
+        return B / A[0, 0]
+    rule, back = {}, {}
+    P = sm.zeros(n, n)
+    for i in range(n):
+        for j in range(n):
+            a = A[i, j]
+            if a.is_Number:
+                P[i, j] = a
+            else:
+                s = rule.setdefault(a, sm.Dummy())
+                back[s] = a
+                P[i, j] = s
+    det = P.det(method="berkowitz") if n > 3 else P.det(method="bareiss")
+    det = sm.expand(det)
+    adj = P.adjugate(method="berkowitz")
+    d = sm.Dummy()
+    X = (adj.applyfunc(sm.expand) * B) / d
+    back[d] = det.xreplace(back)
+    return X.xreplace(back)
+
+
+def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str) -> sm.Matrix:
+    """Solve the symbolic linear system ``A X = B`` without 0/0 hazards.
+
+    The nonzero pattern of ``A`` is split into independent diagonal blocks; each
+    block of size up to 6 is solved by Cramer's rule, so the only divisor is
+    the block determinant, which vanishes only where ``A`` is singular
+    (unlike a symbolic LU, whose pivots can vanish where ``A`` is regular;
+    sympy issue #9641).
+
+    Parameters
+    ----------
+    A : Matrix, (n, n)
+    B : Matrix, (n, k)
+    what : str
+        Names the system in the error message.
+
+    Raises
+    ------
+    ModelError
+        If ``A`` is singular for all values of its symbols.
+    """
+    n = A.rows
+    if A.cols != n:
+        raise ModelError(f"{what}: the system is {A.rows} x {A.cols}, not square")
+    if n == 0:
+        return sm.zeros(0, B.cols)
+    if is_singular(A):
+        raise ModelError(f"{what}: the matrix is singular for every configuration")
+    X = sm.zeros(n, B.cols)
+    for rows, cols in _blocks(A):
+        if len(rows) != len(cols):
+            raise ModelError(f"{what}: the matrix is structurally singular")
+        Ab = A.extract(rows, cols)
+        Bb = B.extract(rows, list(range(B.cols)))
+        if len(rows) <= _CRAMER_MAX:
+            Xb = _cramer(Ab, Bb)
+        else:
+            Xb = Ab.LUsolve(Bb)
+        for a, c in enumerate(cols):
+            X[c, :] = Xb[a, :]
+    return X
+
+
+def _linear_coefficients(exprs: sm.Matrix, xs: Sequence, *, what: str, of: str) -> sm.Matrix:
+    """Jacobian of ``exprs`` with respect to ``xs``; raise unless it is free of ``xs``."""
+    if not xs:
+        return sm.zeros(exprs.rows, 0)
+    J = exprs.jacobian(list(xs))
+    if J.has(*xs):
+        # An expression such as (sin^2 + cos^2 - 1) u^2 may still be linear;
+        # decide on the second derivatives numerically.
+        H = sm.Matrix([[J[i, j].diff(x) for x in xs] for i in range(J.rows) for j in range(J.cols)])
+        if any(np.max(np.abs(h)) > 1e-12 for h in _random_evaluations(H)):
+            bad = [i for i in range(J.rows) if J[i, :].has(*xs)]
+            raise ModelError(
+                f"{what} {bad} {'is' if len(bad) == 1 else 'are'} not linear in {of}; "
+                f"Kane's method needs {what} of the form A x + b in {of}"
+            )
+        J = J.xreplace(dict.fromkeys(xs, 0))
+    return J
+
+
+# ---------------------------------------------------------------------------
+# Stages
+# ---------------------------------------------------------------------------
+
+
+def _as_mass(body: Any) -> Mass:
+    if isinstance(body, Mass):
+        return body
+    if isinstance(body, RigidBody):
+        return Mass(str(body.name), body.mass, body.masscenter, body.frame, body.central_inertia)
+    if isinstance(body, Particle):
+        return Mass(str(body.name), body.mass, body.masscenter)
+    raise ModelError(f"bodies: {body!r} is not a kanedyn Mass or a sympy RigidBody or Particle")
+
+
+def _as_load(load: Any, k: int) -> tuple[Point | ReferenceFrame, Vector]:
+    try:
+        where, vec = load
+    except (TypeError, ValueError):
+        raise ModelError(
+            f"loads[{k}]: expected a (Point, Vector) or (ReferenceFrame, Vector) pair"
+        ) from None
+    if not isinstance(where, Point | ReferenceFrame) or not isinstance(vec, Vector | int):
+        raise ModelError(
+            f"loads[{k}]: expected a (Point, Vector) or (ReferenceFrame, Vector) pair, "
+            f"got ({type(where).__name__}, {type(vec).__name__})"
+        )
+    return where, Vector(0) if vec == 0 else vec
+
+
+def _check_speeds_and_coordinates(q_ind, q_dep, u_ind, u_dep) -> None:
+    allsyms = [*q_ind, *q_dep, *u_ind, *u_dep]
+    for s in allsyms:
+        if not (isinstance(s, AppliedUndef) and s.args == (_t,)):
+            raise ModelError(f"coordinates and speeds must be dynamic symbols of t, got {s!r}")
+    if len(set(allsyms)) != len(allsyms):
+        raise ModelError("q_ind, q_dep, u_ind and u_dep must be distinct dynamic symbols")
+    if not u_ind:
+        raise ModelError("u_ind: at least one independent speed is needed")
+
+
+@attrs.frozen
+class _Kinematics:
+    """Kinematic differential equations solved for the coordinate rates."""
+
+    K_qd: sm.Matrix  # (nq, nq)
+    k: sm.Matrix  # (nq, 1), k = K_u u + k_0
+    qdot: sm.Matrix  # (nq, 1), in q and all u
+    qdot_map: dict  # q' -> qdot entry
+
+
+def _kinematics(kd_eqs: Sequence, q: Sequence, u: Sequence) -> _Kinematics:
+    """:math:`K_{\\dot q} \\dot q + K_u u + k_0 = 0 \\Rightarrow \\dot q = -K_{\\dot q}^{-1}(K_u u + k_0)`."""
+    kd = sm.Matrix(list(kd_eqs))
+    qd = [qi.diff(_t) for qi in q]
+    if kd.rows != len(q):
+        raise ModelError(
+            f"kd_eqs: {kd.rows} kinematic differential equations for {len(q)} coordinates; "
+            "give one per coordinate"
+        )
+    if kd.has(*[ui.diff(_t) for ui in u]):
+        raise ModelError("kd_eqs: the kinematic differential equations contain u'")
+    K_qd = _linear_coefficients(kd, qd, what="kd_eqs", of="q'")
+    K_u = _linear_coefficients(kd, u, what="kd_eqs", of="the speeds u")
+    if K_qd.has(*u) or K_u.has(*qd):
+        raise ModelError("kd_eqs: the kinematic differential equations are not linear in q' and u")
+    k = kd.xreplace(dict.fromkeys(qd, 0))
+    if is_singular(K_qd):
+        raise ModelError(
+            "kd_eqs: the kinematic differential equations cannot be solved for q' "
+            "(their q' coefficient matrix is singular), so the speeds are not independent"
+        )
+    if _column_rank(K_u) < len(q):
+        raise ModelError(
+            "kd_eqs: the definition of the generalized speeds is singular: the speeds' "
+            "coefficient matrix has rank below the number of coordinates, so the speeds "
+            "are not independent combinations of q'"
+        )
+    qdot = solve_linear(K_qd, -k, what="kd_eqs (solving for q')")
+    return _Kinematics(K_qd, k, qdot, dict(zip(qd, qdot, strict=True)))
+
+
+@attrs.frozen
+class _Constraints:
+    """Velocity constraints :math:`f_v = B_d u_d + B_i u_i + b = 0` and their rate."""
+
+    f_c: sm.Matrix  # (nc, 1)
+    B: sm.Matrix  # (nm, nu)
+    b: sm.Matrix  # (nm, 1)
+    h: sm.Matrix  # (nm, 1), d/dt f_v at u' = 0 (contains q')
+
+
+def _constraints(
+    configuration_constraints, velocity_constraints, q_dep, u_ind, u_dep, kin
+) -> _Constraints:
+    f_c = sm.Matrix(list(configuration_constraints))
+    if f_c.rows != len(q_dep):
+        raise ModelError(
+            f"configuration_constraints: {f_c.rows} constraints for {len(q_dep)} dependent "
+            "coordinates q_dep; give one per dependent coordinate"
+        )
+    if f_c.rows and f_c.has(*kin.qdot_map):
+        raise ModelError("configuration_constraints: must not contain coordinate rates q'")
+    f_v = sm.Matrix(list(velocity_constraints))
+    if f_v.rows != len(u_dep):
+        raise ModelError(
+            f"velocity_constraints: {f_v.rows} constraints for {len(u_dep)} dependent speeds "
+            "u_dep; give one per dependent speed"
+        )
+    u = [*u_ind, *u_dep]
+    if f_v.rows == 0:
+        return _Constraints(f_c, sm.zeros(0, len(u)), sm.zeros(0, 1), sm.zeros(0, 1))
+    f_v = f_v.xreplace(kin.qdot_map)
+    B = _linear_coefficients(f_v, u, what="velocity_constraints", of="the speeds u")
+    b = f_v.xreplace(dict.fromkeys(u, 0))
+    h = (B * sm.Matrix(u) + b).diff(_t).xreplace({ui.diff(_t): 0 for ui in u})
+    return _Constraints(f_c, B, b, h)
+
+
+@attrs.frozen
+class _Motion:
+    """Velocities of one mass (q' eliminated) and their partials for all speeds."""
+
+    v: Vector
+    w: Vector
+    v_r: tuple  # of Vector, one per speed
+    w_r: tuple
+
+
+def _motion(N: ReferenceFrame, mass: Mass, u: Sequence, qdot_map: dict) -> _Motion:
+    try:
+        v = mass.point.vel(N).xreplace(qdot_map)
+    except ValueError as exc:
+        raise ModelError(
+            f"bodies: the velocity of {mass.name}'s mass centre is undefined: {exc}"
+        ) from None
+    w = Vector(0) if mass.frame is None else mass.frame.ang_vel_in(N).xreplace(qdot_map)
+    v_r = tuple(v.diff(ur, N, var_in_dcm=False) for ur in u)
+    w_r = tuple(w.diff(ur, N, var_in_dcm=False) for ur in u)
+    return _Motion(v, w, v_r, w_r)
+
+
+def _inertia_forces(N: ReferenceFrame, mass: Mass, mo: _Motion, ud_zero: dict):
+    """Inertia force and torque at :math:`\\dot u = 0` (Kane & Levinson 1985, eq. 4.11.5).
+
+    .. math::
+
+        R^* = -m a, \\qquad T^* = -(\\alpha \\cdot I + \\omega \\times I \\cdot \\omega)
+    """
+    R = -mass.mass * mo.v.dt(N).xreplace(ud_zero)
+    if mass.frame is None or mass.inertia is None:
+        return R, Vector(0)
+    I = mass.inertia
+    alpha = mo.w.dt(N).xreplace(ud_zero)
+    T = -((alpha & I) + (mo.w ^ (I & mo.w)))
+    return R, T
+
+
+def _generalized_forces(N, masses, motions, loads, u, qdot_map):
+    """Unconstrained :math:`F_r`, :math:`F^*_r|_{\\dot u=0}` and :math:`M_{rs}`.
+
+    .. math::
+
+        F_r = \\sum_P R_P \\cdot v^P_r + \\sum_A T_A \\cdot \\omega^A_r, \\qquad
+        M_{rs} = \\sum_i m_i\\, v^i_r \\cdot v^i_s + \\omega^i_r \\cdot I_i \\cdot \\omega^i_s
+    """
+    n = len(u)
+    ud_zero = {ur.diff(_t): 0 for ur in u}
+    Fr = sm.zeros(n, 1)
+    for where, vec in loads:
+        if isinstance(where, Point):
+            try:
+                vel = where.vel(N).xreplace(qdot_map)
+            except ValueError as exc:
+                raise ModelError(
+                    f"loads: velocity of point {where.name} is undefined: {exc}"
+                ) from None
+        else:
+            vel = where.ang_vel_in(N).xreplace(qdot_map)
+        for r, ur in enumerate(u):
+            Fr[r] += vec & vel.diff(ur, N, var_in_dcm=False)
+    Fstar = sm.zeros(n, 1)
+    M = sm.zeros(n, n)
+    for mass, mo in zip(masses, motions, strict=True):
+        R, T = _inertia_forces(N, mass, mo, ud_zero)
+        Iw_s = [mass.inertia & w for w in mo.w_r] if mass.inertia is not None else None
+        for r in range(n):
+            Fstar[r] += (R & mo.v_r[r]) + (T & mo.w_r[r])
+            for s in range(r, n):
+                m_rs = mass.mass * (mo.v_r[r] & mo.v_r[s])
+                if Iw_s is not None:
+                    m_rs += mo.w_r[r] & Iw_s[s]
+                M[r, s] += m_rs
+    for r in range(n):
+        for s in range(r):
+            M[r, s] = M[s, r]
+    return Fr, Fstar, M
+
+
+def _simplified(M: sm.Matrix, budget: float | None, start: float) -> sm.Matrix:
+    """Apply ``sympy.simplify`` entry by entry until ``budget`` seconds have passed."""
+    out = M.copy()
+    for k in sorted(range(len(out)), key=lambda k: sm.count_ops(out[k])):
+        if budget is not None and time.perf_counter() - start > budget:
+            break
+        out[k] = sm.simplify(out[k])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The problem
+# ---------------------------------------------------------------------------
+
+
+class KaneProblem:
+    """Kane's equations of motion with dependent coordinates and speeds.
+
+    Parameters
+    ----------
+    frame : ReferenceFrame
+        The inertial frame N.
+    q_ind : sequence of dynamic symbols
+        Independent generalized coordinates.
+    u_ind : sequence of dynamic symbols
+        Independent generalized speeds.
+    kd_eqs : sequence of expressions
+        Kinematic differential equations, each ``= 0``, linear in :math:`\\dot q`
+        and :math:`u`, one per coordinate (independent and dependent). The speeds
+        may be any invertible linear combination of the coordinate rates, and
+        there may be more speeds than coordinates (e.g. wheel spin speeds).
+    q_dep : sequence of dynamic symbols, optional
+        Dependent coordinates, fixed by ``configuration_constraints``.
+    configuration_constraints : sequence of expressions, optional
+        Holonomic constraints :math:`f_c(q) = 0`, one per dependent coordinate.
+        They are used by linearization (the dynamics only need their time
+        derivatives, which must be among the velocity constraints or built into
+        the kinematics).
+    u_dep : sequence of dynamic symbols, optional
+        Dependent speeds, fixed by ``velocity_constraints``.
+    velocity_constraints : sequence of expressions, optional
+        Motion constraints :math:`f_v(q, u) = 0`, linear in the speeds, one per
+        dependent speed.
+    bodies : sequence of RigidBody, Particle or :class:`Mass`
+    loads : sequence of (Point, Vector) or (ReferenceFrame, Vector)
+        Forces applied at points and torques applied to frames.
+    simplify : bool, optional
+        Apply ``sympy.simplify`` to the mass matrix and forcing entries
+        (default False; expressions are otherwise left as built).
+    time_budget : float, optional
+        Seconds allowed for ``simplify``; entries are simplified smallest first
+        and the rest are left as they are once the budget is spent (checked
+        between entries).
+
+    Notes
+    -----
+    The constructor runs the stages of the method in order (kinematic
+    differential equations, velocity constraints, partial velocities,
+    generalized forces); the results are attributes, and eliminated forms are
+    formed when first read. The unconstrained equations (``.raw``) are
+
+    .. math::
+
+        F_r + F^*_r = F_r(q,\\dot q,u) - \\sum_s M_{rs}\\dot u_s
+        + F^*_r|_{\\dot u = 0}, \\qquad r = 1..n,
+
+    and the constrained ones, with :math:`T = [I; A]` (Kane & Levinson 1985,
+    eq. 6.1.3; seed 004),
+
+    .. math::
+
+        \\underbrace{T^\\top M T}_{\\tilde M} \\dot u_i
+        = T^\\top \\left(F - M \\begin{bmatrix} 0 \\\\ c \\end{bmatrix}\\right),
+        \\qquad \\dot u_d = A \\dot u_i + c, \\quad c = -B_d^{-1} h.
+
+    Examples
+    --------
+    A particle pendulum:
+
+    >>> import sympy as sm
+    >>> from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
+    >>> q, u = dynamicsymbols("q u")
+    >>> m, l, g = sm.symbols("m l g")
+    >>> N = ReferenceFrame("N"); A = N.orientnew("A", "Axis", (q, N.z))
+    >>> A.set_ang_vel(N, u * N.z)
+    >>> O = Point("O"); O.set_vel(N, 0)
+    >>> P = O.locatenew("P", l * A.x); _ = P.v2pt_theory(O, N, A)
+    >>> kp = KaneProblem(N, [q], [u], [q.diff() - u],
+    ...                  bodies=[Particle("p", P, m)], loads=[(P, m * g * N.x)])
+    >>> sm.simplify(kp.forcing[0] / kp.mass_matrix[0])
+    -g*sin(q(t))/l
+    """
+
+    def __init__(
+        self,
+        frame: ReferenceFrame,
+        q_ind: Sequence,
+        u_ind: Sequence,
+        kd_eqs: Sequence,
+        *,
+        q_dep: Sequence = (),
+        configuration_constraints: Sequence = (),
+        u_dep: Sequence = (),
+        velocity_constraints: Sequence = (),
+        bodies: Sequence = (),
+        loads: Sequence = (),
+        simplify: bool = False,
+        time_budget: float | None = None,
+    ) -> None:
+        if not isinstance(frame, ReferenceFrame):
+            raise ModelError(f"frame: expected a ReferenceFrame, got {type(frame).__name__}")
+        q_ind, q_dep, u_ind, u_dep = (tuple(x) for x in (q_ind, q_dep, u_ind, u_dep))
+        _check_speeds_and_coordinates(q_ind, q_dep, u_ind, u_dep)
+        self.frame = frame
+        self.q_ind, self.q_dep, self.u_ind, self.u_dep = q_ind, q_dep, u_ind, u_dep
+        self.q = sm.Matrix([*q_ind, *q_dep])
+        self.u = sm.Matrix([*u_ind, *u_dep])
+        self.bodies = tuple(_as_mass(b) for b in bodies)
+        self.loads = tuple(_as_load(ld, k) for k, ld in enumerate(loads))
+        self._simplify = bool(simplify)
+        self._time_budget = time_budget
+        u = list(self.u)
+
+        self._kin = _kinematics(kd_eqs, list(self.q), u)
+        self._con = _constraints(
+            configuration_constraints, velocity_constraints, q_dep, u_ind, u_dep, self._kin
+        )
+        self._motions = tuple(_motion(frame, b, u, self._kin.qdot_map) for b in self.bodies)
+        Fr, Fstar, M = _generalized_forces(
+            frame, self.bodies, self._motions, self.loads, u, self._kin.qdot_map
+        )
+        self.raw = self._raw_equations(Fr, Fstar, M)
+
+    # -- the unconstrained equations in stand-in symbols -----------------------
+
+    def _raw_equations(self, Fr, Fstar, M) -> RawEquations:
+        q, u = list(self.q), list(self.u)
+        qd = [x.diff(_t) for x in q]
+        ud = [x.diff(_t) for x in u]
+        pieces = [self._kin.K_qd, self._kin.k, self._con.f_c, self._con.B, self._con.b]
+        pieces += [self._con.h, M, Fr, Fstar]
+        for P in pieces:
+            for e in P:
+                for d in e.atoms(sm.Derivative):
+                    if d.expr in q and d.derivative_count > 1:
+                        raise ModelError(
+                            f"second derivative {d} of a coordinate appears in the "
+                            "kinematics; define velocities with u or q' only"
+                        )
+        to_raw: dict = {}
+        for names, xs in (("qd", qd), ("ud", ud), ("q", q), ("u", u)):
+            for x in xs:
+                to_raw[x] = sm.Dummy(f"{names}_{x}")
+        # Specified functions of time (inputs) and their rates become parameters.
+        specified: dict = {}
+        for P in pieces:
+            for e in P:
+                for d in e.atoms(sm.Derivative):
+                    if d not in to_raw:
+                        specified.setdefault(d, sm.Dummy(str(d)))
+                for f in e.atoms(AppliedUndef):
+                    if f not in to_raw and f.args == (_t,):
+                        specified.setdefault(f, sm.Dummy(str(f)))
+        to_raw.update(specified)
+        K_qd, k, f_c, B, b, h, M, Fr, Fstar = (P.xreplace(to_raw) for P in pieces)
+        consts = set()
+        for P in (K_qd, k, f_c, B, b, h, M, Fr, Fstar):
+            consts |= P.free_symbols
+        consts -= set(to_raw.values())
+        params = sorted(consts | set(specified.values()), key=str)
+        public = {v: k for k, v in to_raw.items()}
+        public.update({p: p for p in consts})
+        self._to_raw = to_raw
+        return RawEquations(
+            q=tuple(to_raw[x] for x in q),
+            qd=tuple(to_raw[x] for x in qd),
+            u=tuple(to_raw[x] for x in u),
+            ud=tuple(to_raw[x] for x in ud),
+            n_q_ind=len(self.q_ind),
+            n_u_ind=len(self.u_ind),
+            parameters=tuple(params),
+            K_qd=K_qd,
+            k=k,
+            f_c=f_c,
+            B=B,
+            b=b,
+            h=h,
+            M=M,
+            F=Fr + Fstar,
+            Fr=Fr,
+            public=public,
+        )
+
+    @property
+    def parameters(self) -> tuple:
+        """Constants and specified functions of time in the equations, sorted by name.
+
+        This is the order of the ``params`` argument of :meth:`rhs`.
+        """
+        return tuple(self.raw.public[p] for p in self.raw.parameters)
+
+    def _public(self, X):
+        rule = {k: v for k, v in self.raw.public.items() if k is not v}
+        return X.xreplace(rule)
+
+    # -- eliminated (constrained) symbolic forms, formed on first access -------
+
+    @functools.cached_property
+    def _elimination(self) -> dict:
+        """:math:`A`, :math:`B_s`, :math:`c` and the substitution rules, in stand-ins."""
+        raw = self.raw
+        p, m = raw.n_u_ind, raw.n_u_dep
+        u_i = sm.Matrix(raw.u[:p])
+        if m:
+            B_i, B_d = raw.B[:, :p], raw.B[:, p:]
+            X = solve_linear(
+                B_d,
+                (-B_i).row_join(-raw.b).row_join(-raw.h),
+                what="velocity_constraints (solving for u_dep)",
+            )
+            A, B_s, c = X[:, :p], X[:, p], X[:, p + 1]
+            u_d_rule = dict(zip(raw.u[p:], A * u_i + B_s, strict=True))
+        else:
+            A, B_s, c = sm.zeros(0, p), sm.zeros(0, 1), sm.zeros(0, 1)
+            u_d_rule = {}
+        qdot = self._kin.qdot.xreplace(self._to_raw).xreplace(u_d_rule)
+        qd_rule = dict(zip(raw.qd, qdot, strict=True))
+        c = c.xreplace(qd_rule).xreplace(u_d_rule)
+        T = sm.eye(p).col_join(A)
+        return {"A": A, "B_s": B_s, "c": c, "T": T, "qdot": qdot, "u_d": u_d_rule, "qd": qd_rule}
+
+    def _eliminate(self, X: sm.Matrix) -> sm.Matrix:
+        e = self._elimination
+        return X.xreplace(e["qd"]).xreplace(e["u_d"])
+
+    @functools.cached_property
+    def _reduced(self) -> dict:
+        """:math:`\\tilde M`, forcing and :math:`\\tilde F_r` in stand-in symbols."""
+        raw, e = self.raw, self._elimination
+        p = raw.n_u_ind
+        T = e["T"]
+        M = raw.M
+        Mt = T.T * M * T
+        F = self._eliminate(raw.F)
+        if raw.n_u_dep:
+            F = F - M[:, p:] * e["c"]
+        forcing = T.T * F
+        Fr = T.T * self._eliminate(raw.Fr)
+        if self._simplify:
+            start = time.perf_counter()
+            Mt = _simplified(Mt, self._time_budget, start)
+            forcing = _simplified(forcing, self._time_budget, start)
+        return {"M": Mt, "forcing": forcing, "Fr": Fr}
+
+    @functools.cached_property
+    def A_sr(self) -> sm.Matrix:
+        """Dependent-speed coefficients :math:`A_{sr}`, shape (n_dep, n_ind), in q."""
+        return self._public(self._elimination["A"])
+
+    @functools.cached_property
+    def B_s(self) -> sm.Matrix:
+        """Dependent-speed offsets :math:`B_s`, shape (n_dep, 1), in q."""
+        return self._public(self._elimination["B_s"])
+
+    @functools.cached_property
+    def u_dep_solution(self) -> dict:
+        """Dependent speeds in terms of q and the independent speeds, :math:`u_d = A u_i + B_s`."""
+        return {
+            self.raw.public[k]: self._public(sm.Matrix([v]))[0]
+            for k, v in self._elimination["u_d"].items()
+        }
+
+    @functools.cached_property
+    def qdot_solution(self) -> dict:
+        """Coordinate rates :math:`\\dot q` in terms of q and the independent speeds."""
+        qd = self._public(self._elimination["qdot"])
+        return dict(zip([x.diff(_t) for x in self.q], qd, strict=True))
+
+    @functools.cached_property
+    def partial_velocities(self) -> dict:
+        """Nonholonomic partial velocities of each mass centre, :math:`\\tilde v_r = v_r + \\sum_s v_s A_{sr}`.
+
+        A dict ``body name -> tuple of Vector``, one per independent speed.
+        """
+        return {
+            b.name: self._tilde(mo.v_r) for b, mo in zip(self.bodies, self._motions, strict=True)
+        }
+
+    @functools.cached_property
+    def partial_angular_velocities(self) -> dict:
+        """Nonholonomic partial angular velocities, :math:`\\tilde\\omega_r = \\omega_r + \\sum_s \\omega_s A_{sr}`."""
+        return {
+            b.name: self._tilde(mo.w_r) for b, mo in zip(self.bodies, self._motions, strict=True)
+        }
+
+    def _tilde(self, vecs: Sequence[Vector]) -> tuple:
+        p = len(self.u_ind)
+        A = self.A_sr
+        out = []
+        for r in range(p):
+            v = vecs[r]
+            for s in range(A.rows):
+                if A[s, r] != 0:
+                    v = v + A[s, r] * vecs[p + s]
+            out.append(v)
+        return tuple(out)
+
+    @functools.cached_property
+    def Fr(self) -> sm.Matrix:
+        """Generalized active forces :math:`\\tilde F_r`, shape (n_ind, 1)."""
+        return self._public(self._reduced["Fr"])
+
+    @functools.cached_property
+    def Fr_star(self) -> sm.Matrix:
+        """Generalized inertia forces :math:`\\tilde F^*_r`, shape (n_ind, 1), linear in :math:`\\dot u_i`."""
+        red = self._reduced
+        ud_i = sm.Matrix(self.raw.ud[: self.raw.n_u_ind])
+        return self._public(red["forcing"] - red["Fr"] - red["M"] * ud_i)
+
+    @functools.cached_property
+    def mass_matrix(self) -> sm.Matrix:
+        """:math:`\\tilde M`, shape (n_ind, n_ind): ``mass_matrix * d/dt(u_ind) = forcing``."""
+        return self._public(self._reduced["M"])
+
+    @functools.cached_property
+    def forcing(self) -> sm.Matrix:
+        """Right-hand side, shape (n_ind, 1), with dependent speeds and rates eliminated."""
+        return self._public(self._reduced["forcing"])
+
+    @functools.cached_property
+    def mass_matrix_full(self) -> sm.Matrix:
+        """Mass matrix for the state [q; u_ind], shape (nq + n_ind, nq + n_ind)."""
+        return sm.diag(sm.eye(len(self.q)), self.mass_matrix)
+
+    @functools.cached_property
+    def forcing_full(self) -> sm.Matrix:
+        """Forcing for the state [q; u_ind]: :math:`[\\dot q(q, u_i); \\mathrm{forcing}]`."""
+        qd = self._public(self._elimination["qdot"])
+        return qd.col_join(self.forcing)
+
+    # -- numeric evaluation ------------------------------------------------------
+
+    @functools.cached_property
+    def _numeric(self):
+        raw = self.raw
+        qs, qds, us, ps = list(raw.q), list(raw.qd), list(raw.u), list(raw.parameters)
+        lam = functools.partial(sm.lambdify, modules="numpy", cse=True)
+        return (
+            lam([qs, us, ps], [raw.B, raw.b]),
+            lam([qs, us, ps], [raw.K_qd, raw.k]),
+            lam([qs, qds, us, ps], [raw.M, raw.F, raw.h]),
+        )
+
+    def _param_values(self, params) -> list:
+        names = self.parameters
+        if params is None:
+            params = {}
+        if isinstance(params, Mapping):
+            missing = [str(p) for p in names if p not in params]
+            if missing:
+                raise ModelError(f"params: no value for {', '.join(missing)}")
+            return [params[p] for p in names]
+        params = list(np.ravel(np.asarray(params, dtype=float)))
+        if len(params) != len(names):
+            raise ModelError(
+                f"params: expected {len(names)} values in the order "
+                f"{[str(p) for p in names]}, got {len(params)}"
+            )
+        return params
+
+    def _solve_numeric(self, A: np.ndarray, b: np.ndarray, what: str, q) -> np.ndarray:
+        if _numerically_singular(A):
+            raise ModelError(f"{what} is singular at q = {np.round(q, 12).tolist()}")
+        return np.linalg.solve(A, b)
+
+    def dependent_speeds(self, q, u_ind, params=None) -> np.ndarray:
+        """Numeric :math:`u_d = -B_d^{-1}(B_i u_i + b)` at one state, shape (n_dep,)."""
+        raw = self.raw
+        q = np.asarray(q, dtype=float)
+        u_i = np.asarray(u_ind, dtype=float)
+        p, m = raw.n_u_ind, raw.n_u_dep
+        if m == 0:
+            return np.zeros(0)
+        pv = self._param_values(params)
+        u0 = np.concatenate([u_i, np.zeros(m)])
+        Bm, bv = (np.asarray(x, dtype=float) for x in self._numeric[0](q, u0, pv))
+        return self._solve_numeric(
+            Bm[:, p:],
+            -(Bm[:, :p] @ u_i + bv.ravel()),
+            "velocity_constraints: the dependent-speed solve",
+            q,
+        )
+
+    def rhs(self, q, u_ind, params=None, *, full: bool = False) -> np.ndarray:
+        """Numeric state derivative :math:`[\\dot q; \\dot u_i]` at one state.
+
+        Parameters
+        ----------
+        q : array_like, (nq,)
+            All coordinates, independent first.
+        u_ind : array_like, (n_ind,)
+        params : mapping or sequence, optional
+            Values of :attr:`parameters` (a dict by symbol, or a sequence in that
+            order).
+        full : bool, optional
+            Also return :math:`\\dot u_d` at the end.
+
+        Returns
+        -------
+        ndarray, (nq + n_ind,) or (nq + nu,)
+
+        Raises
+        ------
+        ModelError
+            If the kinematic, dependent-speed or mass-matrix solve is singular at
+            this state.
+        """
+        raw = self.raw
+        q = np.asarray(q, dtype=float)
+        u_i = np.asarray(u_ind, dtype=float)
+        if q.shape != (len(raw.q),) or u_i.shape != (raw.n_u_ind,):
+            raise ModelError(
+                f"rhs: expected q of length {len(raw.q)} and u_ind of length {raw.n_u_ind}"
+            )
+        pv = self._param_values(params)
+        p, m = raw.n_u_ind, raw.n_u_dep
+        f_con, f_kin, f_dyn = self._numeric
+        A = np.zeros((m, p))
+        u = np.concatenate([u_i, np.zeros(m)])
+        if m:
+            Bm, bv = (np.asarray(x, dtype=float) for x in f_con(q, u, pv))
+            B_d = Bm[:, p:]
+            what = "velocity_constraints: the dependent-speed solve"
+            X = self._solve_numeric(B_d, -np.column_stack([Bm[:, :p], bv.ravel()]), what, q)
+            A = X[:, :p]
+            u[p:] = A @ u_i + X[:, p]
+        K_qd, k = (np.asarray(x, dtype=float) for x in f_kin(q, u, pv))
+        qd = self._solve_numeric(K_qd, -k.ravel(), "kd_eqs: the solve for q'", q)
+        M, F, h = (np.asarray(x, dtype=float) for x in f_dyn(q, qd, u, pv))
+        F = F.ravel()
+        c = np.zeros(m)
+        if m:
+            c = self._solve_numeric(B_d, -h.ravel(), "velocity_constraints", q)
+            F = F - M[:, p:] @ c
+        T = np.vstack([np.eye(p), A])
+        ud_i = self._solve_numeric(T.T @ M @ T, T.T @ F, "the mass matrix", q)
+        out = [qd, ud_i]
+        if full:
+            out.append(A @ ud_i + c)
+        return np.concatenate(out)
+
+    def lambdify(self, params=None):
+        """A numeric function ``f(q, u_ind, params) -> [q'; u_ind']``.
+
+        With ``params`` given here, the function takes ``(q, u_ind)`` only.
+        """
+        if params is None:
+            return self.rhs
+        pv = self._param_values(params)
+
+        def f(q, u_ind):
+            return self.rhs(q, u_ind, pv)
+
+        return f
+
+    # -- teaching view ------------------------------------------------------------
+
+    def table(self, latex: bool = False) -> str:
+        """Markdown table of partial velocities and generalized forces per speed.
+
+        One row per independent speed :math:`u_r`: the nonholonomic partial
+        velocity of each mass centre and partial angular velocity of each body,
+        then :math:`\\tilde F_r` and :math:`\\tilde F^*_r`. With ``latex=True`` the
+        cells are LaTeX math (``$...$``), for notebooks.
+        """
+
+        def fmt(x) -> str:
+            if latex:
+                from sympy.physics.vector.printing import vlatex
+
+                return f"${vlatex(x)}$"
+            from sympy.physics.vector.printing import vsstrrepr
+
+            return f"`{vsstrrepr(x)}`"
+
+        pv, pw = self.partial_velocities, self.partial_angular_velocities
+        head = ["r", "u_r"]
+        for b in self.bodies:
+            head.append(f"v_r ({b.name})" if not latex else f"$\\tilde v_r^{{{b.name}}}$")
+            if b.frame is not None:
+                head.append(f"ω_r ({b.name})" if not latex else f"$\\tilde\\omega_r^{{{b.name}}}$")
+        head += ["F_r", "F*_r"] if not latex else ["$\\tilde F_r$", "$\\tilde F^*_r$"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r, ur in enumerate(self.u_ind):
+            row = [str(r + 1), fmt(ur)]
+            for b in self.bodies:
+                row.append(fmt(pv[b.name][r]))
+                if b.frame is not None:
+                    row.append(fmt(pw[b.name][r]))
+            row += [fmt(self.Fr[r]), fmt(self.Fr_star[r])]
+            lines.append("| " + " | ".join(row) + " |")
+        return "\n".join(lines) + "\n"
