@@ -6,7 +6,8 @@ The pipeline (each stage a module; dependencies point one way)::
         -> integrate -> io -> cli
 """
 
-from kanedyn import examples, rotation
+from kanedyn import examples, msd, rotation
+from kanedyn.constraints import ConstraintForces, constraint_forces
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
 from kanedyn.inertia import (
     composite_mass_properties,
@@ -15,6 +16,7 @@ from kanedyn.inertia import (
     principal_axes,
     validate_inertia,
 )
+from kanedyn.integrate import Lock, Trajectory, Unlock, simulate
 from kanedyn.kane import (
     forward_dynamics,
     generalized_active_forces,
@@ -42,6 +44,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Body",
+    "ConstraintForces",
+    "Lock",
+    "Trajectory",
+    "Unlock",
+    "constraint_forces",
+    "msd",
+    "simulate",
     "FileFormatError",
     "Force",
     "Joint",

@@ -22,6 +22,8 @@ composition down the tree is done by pointer jumping over the precomputed schedu
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 from numpy.typing import NDArray
@@ -34,11 +36,14 @@ __all__ = ["Kinematics", "cross", "kinematics"]
 Array = NDArray[np.float64]
 
 
+_EYE = np.eye(3)
+_I1 = np.array([1, 2, 0])
+_I2 = np.array([2, 0, 1])
+
+
 def cross(a: Array, b: Array) -> Array:
     """Cross product over the last axis (broadcasting), cheaper than ``np.cross``."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+    return a[..., _I1] * b[..., _I2] - a[..., _I2] * b[..., _I1]
 
 
 def mv(A: Array, x: Array) -> Array:
@@ -57,7 +62,7 @@ class Kinematics:
     Joint arrays (index k; joint k feeds body k): ``R_N_Gi``, ``R_N_Go`` (nj, 3, 3);
     ``o`` (nj, 3) joint points (Go origins) and ``v_o`` their velocities;
     ``Gamma`` (nj, 3, 3) joint partials in Go (unused columns are the rotational
-    constraint axes); ``Gds`` (nj, 3) = Γ̇σ in Go; ``omega_rel`` (nj, 3) = R_N_Go Γσ;
+    constraint axes); ``Gamma_dot`` (nj, 3, 3) its time derivative; ``Gds`` (nj, 3) = Γ̇σ; ``omega_rel`` (nj, 3) = R_N_Go Γσ;
     ``w`` (nj, 3) = R_N_Gi Δ s, the slide velocity; ``omega_in`` (nj, 3) the inner
     body's angular velocity (zero for roots).
     """
@@ -72,6 +77,7 @@ class Kinematics:
     o: Array
     v_o: Array
     Gamma: Array
+    Gamma_dot: Array
     Gds: Array
     omega_rel: Array
     w: Array
@@ -79,7 +85,7 @@ class Kinematics:
 
 
 def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array]:
-    """Per-joint ``R_Gi_Go``, ``Gamma`` and ``Gamma_dot sigma`` (Go components).
+    """Per-joint ``R_Gi_Go``, ``Gamma`` and ``Gamma_dot`` (Go components).
 
     Gimbals: ``R_Gi_Go = euler_to_dcm(seq, θ)`` with unused angles zero, ``ω = Γ(θ) θ̇``
     (42 ``JointPartials``). Spherical: ``R_Gi_Go = quat_to_dcm(q)``, ``Γ = U``, ``Γ̇ = 0``.
@@ -88,19 +94,42 @@ def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Arra
     nj = model.nb
     R_Gi_Go = np.broadcast_to(np.eye(3), (nj, 3, 3)).copy()
     Gamma = np.zeros((nj, 3, 3))
-    Gds = np.zeros((nj, 3))
+    Gamma_dot = np.zeros((nj, 3, 3))
     if lay.gimbal.size:
-        theta = qpad[lay.gimbal_q]
-        sigma = upad[lay.gimbal_u]
-        R_Gi_Go[lay.gimbal] = rot.euler_to_dcm_axes(lay.gimbal_axes, theta)
-        Gamma[lay.gimbal] = rot.euler_gamma_axes(lay.gimbal_axes, theta)
-        Gds[lay.gimbal] = mv(rot.euler_gamma_dot_axes(lay.gimbal_axes, theta, sigma), sigma)
+        R_Gi_Go[lay.gimbal], Gamma[lay.gimbal], Gamma_dot[lay.gimbal] = _gimbal(
+            lay, qpad[lay.gimbal_q], upad[lay.gimbal_u]
+        )
     if lay.spherical.size:
         quat = qpad[lay.quat_q]
         quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
         R_Gi_Go[lay.spherical] = rot.quat_to_dcm(quat)
         Gamma[lay.spherical] = np.eye(3)
-    return R_Gi_Go, Gamma, Gds
+    return R_Gi_Go, Gamma, Gamma_dot
+
+
+def _gimbal(lay: Any, theta: Array, sigma: Array) -> tuple[Array, Array, Array]:
+    """All gimbal joints at once: ``R_Gi_Go``, ``Γ``, ``Γ̇`` (the formulas of
+    :func:`kanedyn.rotation.euler_to_dcm_axes`, ``euler_gamma_axes`` and
+    ``euler_gamma_dot_axes``, with the per-axis constants precomputed by the model).
+
+    ``R_k = e eᵀ + cos θ_k (U - e eᵀ) + sin θ_k [e]×``; ``R = R_1 R_2 R_3``;
+    ``Γ = [R_3ᵀR_2ᵀ e_1 | R_3ᵀ e_2 | e_3]``; ``γ̇_1 = γ_1 × (σ_2 γ_2 + σ_3 γ_3)``,
+    ``γ̇_2 = γ_2 × σ_3 γ_3``, ``γ̇_3 = 0``.
+    """
+    c = np.cos(theta)[..., None, None]
+    s = np.sin(theta)[..., None, None]
+    eeT = lay.gimbal_eeT
+    Rk = eeT + c * (_EYE - eeT) + s * lay.gimbal_skew  # (ng, 3, 3, 3)
+    R2T, R3T = np.swapaxes(Rk[:, 1], -1, -2), np.swapaxes(Rk[:, 2], -1, -2)
+    e = lay.gimbal_e
+    g3 = e[:, 2]
+    g2 = mv(R3T, e[:, 1])
+    g1 = mv(R3T, mv(R2T, e[:, 0]))
+    Gamma = np.stack((g1, g2, g3), axis=-1)
+    d1 = cross(g1, sigma[:, 1:2] * g2 + sigma[:, 2:3] * g3)
+    d2 = cross(g2, sigma[:, 2:3] * g3)
+    Gamma_dot = np.stack((d1, d2, np.zeros_like(d1)), axis=-1)
+    return Rk[:, 0] @ Rk[:, 1] @ Rk[:, 2], Gamma, Gamma_dot
 
 
 def kinematics(model: Model, state: State) -> Kinematics:
@@ -114,6 +143,7 @@ def kinematics(model: Model, state: State) -> Kinematics:
     >>> kd.kinematics(m, m.initial_state()).r.shape
     (2, 3)
     """
+    model.check_state(state)
     return _kinematics(model, state.q, state.u)
 
 
@@ -123,7 +153,7 @@ def _kinematics(model: Model, q: Array, u: Array) -> Kinematics:
     P = lay.path
     qpad = np.append(q, 0.0)
     upad = np.append(u, 0.0)
-    R_Gi_Go, Gamma, Gds = joint_rotations(model, qpad, upad)
+    R_Gi_Go, Gamma, Gamma_dot = joint_rotations(model, qpad, upad)
 
     # joint k: body k relative to its inner body (or to N for a root)
     R_Bi_Go = lay.R_Bi_Gi @ R_Gi_Go
@@ -149,7 +179,8 @@ def _kinematics(model: Model, q: Array, u: Array) -> Kinematics:
     r = p + mv(R_N_B, lay.com)
 
     # velocities: sums over the path
-    omega_rel = mv(R_N_Go, mv(Gamma, upad[lay.rot_u]))
+    sigma = upad[lay.rot_u]
+    omega_rel = mv(R_N_Go, mv(Gamma, sigma))
     w = mv(R_N_Gi, mv(lay.Delta, upad[lay.trn_u]))
     omega = P @ omega_rel
     transport = P @ w - P @ cross(omega_rel, o)  # Σ_k [w_k - ω_k^rel × o_k]
@@ -167,7 +198,8 @@ def _kinematics(model: Model, q: Array, u: Array) -> Kinematics:
         o=o,
         v_o=v_o,
         Gamma=Gamma,
-        Gds=Gds,
+        Gamma_dot=Gamma_dot,
+        Gds=mv(Gamma_dot, sigma),
         omega_rel=omega_rel,
         w=w,
         omega_in=omega_in,

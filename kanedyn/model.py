@@ -155,7 +155,7 @@ _ROT_TYPES = ("gimbal", "spherical")
 
 
 def _cyclic_sequence(axis: int, what: str) -> str:
-    if axis not in (1, 2, 3):
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or axis not in (1, 2, 3):
         raise ModelError(f"{what}: axis must be 1, 2 or 3, got {axis!r}")
     return "".join(str((axis - 1 + k) % 3 + 1) for k in range(3))
 
@@ -616,6 +616,9 @@ class _Layout:
     gimbal_q: NDArray[np.intp]  # (ng, 3) q indices of angles, sentinel for unused
     gimbal_u: NDArray[np.intp]  # (ng, 3) speed indices, sentinel for unused
     gimbal3: NDArray[np.intp]  # rows of `gimbal` with rot_dof == 3 (can lock)
+    gimbal_e: Array  # (ng, 3, 3) row j = unit vector of axis j
+    gimbal_eeT: Array  # (ng, 3, 3, 3) e e^T per axis, for R = eeT + cos (U - eeT) + sin [e]x
+    gimbal_skew: Array  # (ng, 3, 3, 3) [e]x per axis
     spherical: NDArray[np.intp]  # joints with spherical rotation
     quat_q: NDArray[np.intp]  # (nsph, 4)
     quat_u: NDArray[np.intp]  # (nsph, 3)
@@ -712,6 +715,9 @@ class _Layout:
             d = joints[k].rot_dof
             gimbal_q[row, :d] = q_index[k][:d]
             gimbal_u[row, :d] = u_index[k][:d]
+        gimbal_e = np.eye(3)[gimbal_axes - 1]
+        gimbal_eeT = gimbal_e[..., :, None] * gimbal_e[..., None, :]
+        gimbal_skew = rot.skew(gimbal_e)
         gimbal3 = np.array(
             [row for row, k in enumerate(gimbal) if joints[k].rot_dof == 3], dtype=np.intp
         )
@@ -774,6 +780,9 @@ class _Layout:
             gimbal_q=gimbal_q,
             gimbal_u=gimbal_u,
             gimbal3=gimbal3,
+            gimbal_e=gimbal_e,
+            gimbal_eeT=gimbal_eeT,
+            gimbal_skew=gimbal_skew,
             spherical=ix(spherical),
             quat_q=quat_q,
             quat_u=quat_u,

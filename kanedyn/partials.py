@@ -84,6 +84,7 @@ def partials(model: Model, state: State) -> Partials:
     >>> par.Omega_u.shape, par.V_u.shape, par.V_s.shape
     ((2, 3, 2), (2, 3, 2), (2, 3, 0))
     """
+    model.check_state(state)
     return _partials(model, _kinematics(model, state.q, state.u))
 
 

@@ -198,6 +198,17 @@ def _permutation_sign(a: int, b: int, c: int) -> int:
 # ---------------------------------------------------------------------------
 
 
+# [v]x = v @ _SKEW_BASIS reshaped: row k holds [e_k]x flattened (one matmul, no stacking)
+_SKEW_BASIS = np.array(
+    [
+        [0, 0, 0, 0, 0, -1, 0, 1, 0],
+        [0, 0, 1, 0, 0, 0, -1, 0, 0],
+        [0, -1, 0, 1, 0, 0, 0, 0, 0],
+    ],
+    dtype=float,
+)
+
+
 def skew(v) -> np.ndarray:
     """Cross-product matrix of ``v``.
 
@@ -218,16 +229,7 @@ def skew(v) -> np.ndarray:
     array([-3.,  6., -3.])
     """
     v = _vec3(v)
-    x, y, z = v[..., 0], v[..., 1], v[..., 2]
-    zero = np.zeros_like(x)
-    return np.stack(
-        [
-            np.stack([zero, -z, y], axis=-1),
-            np.stack([z, zero, -x], axis=-1),
-            np.stack([-y, x, zero], axis=-1),
-        ],
-        axis=-2,
-    )
+    return (v @ _SKEW_BASIS).reshape(v.shape[:-1] + (3, 3))
 
 
 def elementary_rotation(axis: int, angle) -> np.ndarray:

@@ -1,0 +1,26 @@
+"""Model files: kanedyn's TOML, NASA 42 spacecraft files, and URDF.
+
+>>> import kanedyn as kd                                   # doctest: +SKIP
+>>> model, state = kd.io.read_42("SC_TumbleSat.txt")       # doctest: +SKIP
+>>> kd.io.write_toml(model, "tumblesat.toml", state)       # doctest: +SKIP
+>>> case = kd.io.read_toml_case("tumblesat.toml")          # doctest: +SKIP
+>>> model, state = kd.io.read_model("arm.urdf")            # doctest: +SKIP
+"""
+
+from kanedyn.io.detect import detect_format, read_model
+from kanedyn.io.fortytwo import UnsupportedFeatureWarning, read_42
+from kanedyn.io.toml import Case, read_toml, read_toml_case, write_toml
+from kanedyn.io.urdf import read_urdf, rpy_to_dcm
+
+__all__ = [
+    "Case",
+    "UnsupportedFeatureWarning",
+    "detect_format",
+    "read_42",
+    "read_model",
+    "read_toml",
+    "read_toml_case",
+    "read_urdf",
+    "rpy_to_dcm",
+    "write_toml",
+]

@@ -1,0 +1,81 @@
+"""Tell a model file's format from its content, and read any of them.
+
+* **42**: a NASA 42 spacecraft description file. Its first line is 42's
+  ``"42: Spacecraft Description File"`` banner, or it has 42's body and joint fields
+  (``Number of Bodies``, ``Inner, outer body indices``).
+* **urdf**: XML whose root element is ``<robot>``.
+* **toml**: anything that parses as TOML and has a ``[[bodies]]`` array.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from kanedyn.errors import FileFormatError
+from kanedyn.model import Model, State
+
+__all__ = ["detect_format", "read_model"]
+
+Format = Literal["toml", "42", "urdf"]
+
+_XML_ROOT = re.compile(r"<(?![?!])\s*([A-Za-z_][\w.:-]*)")
+
+
+def detect_format(path: str | os.PathLike[str]) -> Format:
+    """``"toml"``, ``"42"`` or ``"urdf"``, judged from the file's content (not its name).
+
+    Raises
+    ------
+    FileFormatError
+        If the file cannot be read or is none of the three.
+    """
+    shown = os.fspath(path)
+    try:
+        text = Path(shown).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise FileFormatError(f"{shown}: cannot read the file ({exc.strerror})") from None
+    stripped = text.lstrip("\ufeff \t\r\n")
+    first = stripped.splitlines()[0] if stripped else ""
+    if "Spacecraft Description File" in first or (
+        "Number of Bodies" in text and "Inner, outer body indices" in text
+    ):
+        return "42"
+    if stripped.startswith("<"):
+        body = re.sub(r"<!--.*?-->", "", stripped, flags=re.S)
+        match = _XML_ROOT.search(body)
+        if match and match.group(1) == "robot":
+            return "urdf"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        data = None
+    if isinstance(data, dict) and "bodies" in data:
+        return "toml"
+    raise FileFormatError(
+        f"{shown}: cannot tell the format: not a kanedyn TOML model (no [[bodies]]), "
+        "not a 42 spacecraft file, not a URDF <robot>"
+    )
+
+
+def read_model(path: str | os.PathLike[str]) -> tuple[Model, State]:
+    """Read a model file of any supported format and return ``(model, initial state)``.
+
+    TOML gives its ``[initial]`` state, 42 its initial attitude and joint state, and
+    URDF ``model.initial_state()``.
+    """
+    from kanedyn.io.fortytwo import read_42
+    from kanedyn.io.toml import read_toml_case
+    from kanedyn.io.urdf import read_urdf
+
+    fmt = detect_format(path)
+    if fmt == "42":
+        return read_42(path)
+    if fmt == "urdf":
+        model = read_urdf(path)
+        return model, model.initial_state()
+    case = read_toml_case(path)
+    return case.model, case.state

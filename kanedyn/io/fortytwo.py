@@ -1,0 +1,463 @@
+"""NASA 42 spacecraft description files (``SC_*.txt``) and their joint files (``Jnt_*.txt``).
+
+42 reads these files positionally: every field is the first token(s) of its line, the
+rest of the line (after ``!``) is a comment, and blank lines are skipped. This reader
+does the same, field by field in 42's order, and every error names the file, the line
+and the field it expected there.
+
+Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
+``InitSpacecraft``):
+
+* Body ``i`` becomes ``Body("B<i>")`` with the mass, the moments and the products of
+  inertia (42 gives the products as positive integrals, as :func:`kanedyn.inertia_tensor`
+  takes them), the mass centre (body axes, from the body origin) and the constant
+  embedded momentum.
+* Joint ``k`` becomes ``Joint("G<k>")`` from ``B<Bin>`` to ``B<Bout>``: ``RotDOF``,
+  ``RotSeq``, ``GIMBAL``/``SPHERICAL``, ``TrnDOF``, ``TrnSeq``;
+  ``inner_rotation = euler_to_dcm(seq, Bi->Gi angles)`` (42's ``C_GiBi = A2C(seq, ...)``
+  transposed) and ``outer_rotation = euler_to_dcm(seq, Go->Bo angles)`` (42's
+  ``C_BoGo`` transposed); the joint positions relative to the body origins pass through
+  unchanged (42's ``REFPT_CM`` subtracts the mass centres internally; kanedyn keeps
+  origin-relative points and the mass centre separately). Passive spring and damper
+  coefficients come from the joint's parameter file (the first ``RotDOF`` rotational
+  and ``TrnDOF`` translational entries).
+* Body 0 gets a free root joint ``"root"`` whose joint point is body 0's mass centre, so
+  the translational coordinates are the position of B0's mass centre in N (initially
+  zero). Its attitude and rate come from the "Initial Attitude" block.
+* Initial joint angles (deg), rates (deg/s), displacements (m) and their rates (m/s) give
+  the initial state. A spherical joint's angles are a 123 sequence turned into a
+  quaternion and its rates are Go's angular velocity relative to Gi in Go, as in 42.
+
+What kanedyn does not model is reported with :class:`UnsupportedFeatureWarning`, never
+dropped silently: the orbit (other than ``FIXED``), flight software other than
+``PASSIVE_FSW``, flexible bodies, node files, shakers, magnetic dipoles, actuated and
+locked joints, wheels, magnetic torquers, thrusters and sensors. ``NONE`` file names and
+zero counts do not warn. Graphics-only fields (label, sprite, geometry files) and the
+drag coefficient (used by 42's environment models, which kanedyn does not have) are read
+and ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from kanedyn.errors import FileFormatError, ModelError
+from kanedyn.inertia import inertia_tensor, validate_inertia
+from kanedyn.model import Body, Joint, Model, State
+from kanedyn.rotation import dcm_to_quat, euler_to_dcm, parse_sequence
+
+__all__ = ["UnsupportedFeatureWarning", "read_42"]
+
+
+class UnsupportedFeatureWarning(UserWarning):
+    """A feature of an input file that kanedyn reads but does not model."""
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+_JOINT_TYPES = ("PASSIVE", "ACTUATED", "AD_HOC")
+
+
+class _Line:
+    def __init__(self, number: int, text: str) -> None:
+        self.number = number
+        content, _, comment = text.partition("!")
+        self.content = content.strip()
+        self.comment = comment.strip()
+        self.tokens = self.content.split()
+
+
+class _Lines:
+    """The non-blank lines of a 42 input file, read in order, one field per line."""
+
+    def __init__(self, path: Path, shown: str) -> None:
+        self.name = shown
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise FileFormatError(f"{shown}: cannot read the file ({exc.strerror})") from None
+        self.lines = [_Line(n, t) for n, t in enumerate(text.splitlines(), 1) if t.strip()]
+        self.pos = 0
+        self.last = self.lines[-1].number if self.lines else 0
+
+    def error(self, line: _Line, message: str) -> FileFormatError:
+        return FileFormatError(f"{self.name} line {line.number}: {message}")
+
+    def line(self, label: str) -> _Line:
+        if self.pos >= len(self.lines):
+            where = f"after line {self.last}" if self.last else "(the file is empty)"
+            raise FileFormatError(f"{self.name}: the file ends {where}; expected {label!r}")
+        line = self.lines[self.pos]
+        self.pos += 1
+        return line
+
+    def skip(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.line("a header line")
+
+    def _fail(self, line: _Line, label: str, what: str) -> FileFormatError:
+        return self.error(line, f"expected {label!r} as {what}, got {line.content!r}")
+
+    def numbers(self, label: str, n: int) -> tuple[np.ndarray, _Line]:
+        line = self.line(label)
+        what = "a number" if n == 1 else f"{n} numbers"
+        toks = line.tokens[:n]
+        if len(toks) < n or not all(_NUMBER.fullmatch(t) for t in toks):
+            raise self._fail(line, label, what)
+        return np.array([float(t) for t in toks]), line
+
+    def number(self, label: str) -> tuple[float, _Line]:
+        values, line = self.numbers(label, 1)
+        return float(values[0]), line
+
+    def integer(self, label: str) -> tuple[int, _Line]:
+        line = self.line(label)
+        if not line.tokens or not _INTEGER.fullmatch(line.tokens[0]):
+            raise self._fail(line, label, "an integer")
+        return int(line.tokens[0]), line
+
+    def words(
+        self, label: str, n: int = 1, choices: tuple[str, ...] = ()
+    ) -> tuple[list[str], _Line]:
+        line = self.line(label)
+        toks = line.tokens[:n]
+        what = "a word" if n == 1 else f"{n} words"
+        if choices:
+            what += f" from {', '.join(choices)}"
+        if len(toks) < n or (choices and any(t.upper() not in choices for t in toks)):
+            raise self._fail(line, label, what)
+        return toks, line
+
+    def angles_and_seq(self, label: str) -> tuple[np.ndarray, str, _Line]:
+        """Three angles in degrees and an Euler sequence (42's ``A2C`` input)."""
+        line = self.line(label)
+        toks = line.tokens[:4]
+        if len(toks) < 4 or not all(_NUMBER.fullmatch(t) for t in toks[:3]):
+            raise self._fail(line, label, "3 numbers and a sequence")
+        try:
+            parse_sequence(toks[3])
+        except ModelError as exc:
+            raise self.error(line, f"{label}: {exc}") from None
+        return np.deg2rad([float(t) for t in toks[:3]]), toks[3], line
+
+
+def _flag(lines: _Lines, label: str) -> tuple[bool, _Line]:
+    (word,), line = lines.words(label, 1, ("TRUE", "FALSE"))
+    return word.upper() == "TRUE", line
+
+
+def _is_none(name: str) -> bool:
+    return name.upper() == "NONE"
+
+
+def read_42(path: str | os.PathLike[str]) -> tuple[Model, State]:
+    """Read a 42 spacecraft description file and the joint files it names.
+
+    Joint parameter files are resolved relative to the SC file's folder.
+
+    Returns
+    -------
+    model : Model
+        Bodies ``"B0"``, ``"B1"``, ...; joints ``"root"`` (free, at B0's mass centre)
+        and ``"G0"``, ``"G1"``, ... in 42's joint order.
+    state : State
+        42's initial attitude, rates, joint angles and displacements.
+
+    Raises
+    ------
+    FileFormatError
+        Naming the file, the line and the field expected there.
+
+    Warns
+    -----
+    UnsupportedFeatureWarning
+        For every part of the file kanedyn does not model (see the module docstring).
+    UserWarning
+        For a body whose principal moments violate the triangle inequality (42 accepts
+        them, and so does this reader, as in the Explorer-1 demo).
+    """
+    shown = os.fspath(path)
+    notes: list[tuple[str, type[Warning]]] = []
+    model, state = _read_sc(Path(shown), shown, notes)
+    for message, category in notes:
+        warnings.warn(message, category, stacklevel=2)
+    return model, state
+
+
+def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> tuple[Model, State]:
+    L = _Lines(path, shown)
+
+    def note(line: _Line, message: str) -> None:
+        notes.append((f"{shown} line {line.number}: {message}", UnsupportedFeatureWarning))
+
+    # -- header -----------------------------------------------------------------------
+    L.skip(4)  # title, description, label, sprite file
+    (fsw,), line = L.words("Flight Software Identifier")
+    if fsw.upper() != "PASSIVE_FSW":
+        note(line, f"flight software {fsw} is not modelled (kanedyn runs it as PASSIVE_FSW)")
+    L.number("FSW Sample Time, sec")
+    # -- orbit ------------------------------------------------------------------------
+    L.skip()
+    (orbit,), line = L.words(
+        "Orbit Prop FIXED, EULER_HILL, ENCKE, or COWELL", 1,
+        ("FIXED", "EULER_HILL", "ENCKE", "COWELL"),
+    )  # fmt: skip
+    if orbit.upper() != "FIXED":
+        note(
+            line,
+            f"orbit propagation ({orbit}) and the orbital environment are not modelled: "
+            "the spacecraft floats free, without gravity",
+        )
+    L.words("Pos of CM or ORIGIN, wrt F", 1, ("CM", "ORIGIN"))
+    L.numbers("Pos wrt Formation (m), expressed in F", 3)
+    L.numbers("Vel wrt Formation (m/s), expressed in F", 3)
+    # -- initial attitude ---------------------------------------------------------------
+    L.skip()
+    (code,), code_line = L.words("Ang Vel wrt [NL], Att [QA] wrt [NLF]")
+    code = code.upper()
+    if len(code) != 3 or code[0] not in "NL" or code[1] not in "QA" or code[2] not in "NLF":
+        raise L._fail(code_line, "Ang Vel wrt [NL], Att [QA] wrt [NLF]", "3 letters such as NAN")
+    w0, _ = L.numbers("Ang Vel (deg/sec)", 3)
+    if code[1] == "Q":
+        q0, qline = L.numbers("Quaternion", 4)
+        if not np.any(q0):
+            raise L.error(qline, "the initial quaternion is zero")
+        L.skip()
+    else:
+        L.skip()
+        angles0, seq0, _ = L.angles_and_seq("Angles (deg) & Euler Sequence")
+        q0 = dcm_to_quat(euler_to_dcm(seq0, angles0))  # 42: C_BN = A2C, so R_N_B = its transpose
+    if code[0] == "L" or code[2] in "LF":
+        note(
+            code_line,
+            f"attitude code {code}: rates and attitudes relative to the L (LVLH) or F "
+            "(formation) frame need an orbit, which kanedyn does not model; taken relative to N",
+        )
+    # -- dynamics flags -----------------------------------------------------------------
+    L.skip()
+    L.words("Solve Dynamics by GAUSS_ELIM or ORDER_N", 1, ("GAUSS_ELIM", "ORDER_N"))
+    constraints, line = _flag(L, "Compute Constraint Forces and Torques")
+    if constraints:
+        note(line, "constraint forces and torques are not output during import or simulation")
+    (refpt,), line = L.words("Mass Props referenced to REFPT_CM or REFPT_JOINT", 1,
+                             ("REFPT_CM", "REFPT_JOINT"))  # fmt: skip
+    if refpt.upper() == "REFPT_JOINT":
+        note(
+            line,
+            "REFPT_JOINT: kanedyn always uses the true mass centres (rigid 42 models with "
+            "REFPT_JOINT behave as if each mass centre were at its body origin)",
+        )
+    flex, line = _flag(L, "Flex Active")
+    if flex:
+        note(line, "flexible-body dynamics (Flex Active) are not modelled; bodies are rigid")
+    L.words("Include 2nd Order Flex Terms", 1, ("TRUE", "FALSE"))
+    (shaker,), line = L.words("Shaker File Name")
+    if not _is_none(shaker):
+        note(line, f"shaker file {shaker} is not used")
+    L.number("Drag Coefficient")
+    # -- bodies -------------------------------------------------------------------------
+    L.skip(3)
+    nb, nb_line = L.integer("Number of Bodies")
+    if nb < 1:
+        raise L.error(nb_line, f"expected at least 1 body, got {nb}")
+    bodies = [_read_body(L, i, note, notes) for i in range(nb)]
+    # -- joints -------------------------------------------------------------------------
+    L.skip(4)
+    joints = [Joint.free("root", outer="B0", outer_point=bodies[0].com)]
+    initial: list[tuple[str, dict[str, np.ndarray]]] = []
+    inbound: dict[int, int] = {}
+    for k in range(nb - 1):
+        joint, init = _read_joint(L, path.parent, k, nb, inbound, note)
+        joints.append(joint)
+        initial.append((joint.name, init))
+    # -- everything after the joints: wheels, MTBs, thrusters, sensors ----------------
+    _scan_equipment(L, note)
+    try:
+        model = Model(bodies, joints)
+    except ModelError as exc:
+        raise FileFormatError(f"{shown}: {exc}") from None
+    state = model.set_joint(model.initial_state(), "root", quaternion=q0, rates=np.deg2rad(w0))
+    for name, init in initial:
+        state = model.set_joint(state, name, **init)
+    return model, state
+
+
+def _read_body(L: _Lines, i: int, note, notes: list[tuple[str, type[Warning]]]) -> Body:  # type: ignore[no-untyped-def]
+    name = f"B{i}"
+    L.skip()
+    mass, mass_line = L.number("Mass")
+    if mass <= 0.0:
+        raise L.error(mass_line, f"body {name}: mass must be positive, got {mass!r}")
+    moments, I_line = L.numbers("Moments of Inertia (kg-m^2)", 3)
+    products, _ = L.numbers("Products of Inertia (xy,xz,yz)", 3)
+    com, _ = L.numbers("Location of mass center, m", 3)
+    h_emb, _ = L.numbers("Constant Embedded Momentum (Nms)", 3)
+    dipole, line = L.numbers("Constant Embedded Magnetic Dipole (A-m^2)", 3)
+    if np.any(dipole):
+        note(line, f"body {name}: the magnetic dipole is not modelled (no magnetic field)")
+    L.words("Geometry Input File Name")
+    (node_file,), line = L.words("Node File Name")
+    if not _is_none(node_file):
+        note(line, f"body {name}: node file {node_file} is not used (kanedyn has no nodes)")
+    (flex_file,), line = L.words("Flex File Name")
+    if not _is_none(flex_file):
+        note(line, f"body {name}: flex file {flex_file} is not used; the body is rigid")
+    inertia = inertia_tensor(*moments, *products)
+    try:
+        validate_inertia(inertia, name=f"body {name}", check_triangle=False)
+    except ModelError as exc:
+        raise L.error(I_line, f"{exc} (moments on this line, products on the next)") from None
+    try:
+        validate_inertia(inertia, name=f"body {name}")
+        triangle = True
+    except ModelError as exc:
+        notes.append((f"{L.name} line {I_line.number}: {exc}; kept, as 42 accepts it", UserWarning))
+        triangle = False
+    return Body(name, mass=mass, inertia=inertia, com=com, embedded_momentum=h_emb,
+                check_triangle=triangle)  # fmt: skip
+
+
+def _read_joint(L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int], note):  # type: ignore[no-untyped-def]
+    name = f"G{k}"
+    L.skip()
+    (jtype,), type_line = L.words("Type of joint (PASSIVE, ACTUATED, others)", 1, _JOINT_TYPES)
+    jtype = jtype.upper()
+    line = L.line("Inner, outer body indices")
+    toks = line.tokens[:2]
+    if len(toks) < 2 or not all(_INTEGER.fullmatch(t) for t in toks):
+        raise L._fail(line, "Inner, outer body indices", "2 integers")
+    b_in, b_out = int(toks[0]), int(toks[1])
+    for which, b in (("inner", b_in), ("outer", b_out)):
+        if not 0 <= b < nb:
+            raise L.error(line, f"joint {name}: {which} body index {b} is out of range 0..{nb - 1}")
+    if b_in >= b_out:
+        raise L.error(
+            line, f"joint {name}: inner body index ({b_in}) must be less than the outer ({b_out})"
+        )
+    if b_out in inbound:
+        raise L.error(
+            line, f"joint {name}: body {b_out} already has inbound joint G{inbound[b_out]}"
+        )
+    inbound[b_out] = k
+    # rotational DOF, sequence, GIMBAL or SPHERICAL
+    label = "RotDOF, Seq, GIMBAL or SPHERICAL"
+    line = L.line(label)
+    toks = line.tokens[:3]
+    if (len(toks) < 3 or not _INTEGER.fullmatch(toks[0]) or not _INTEGER.fullmatch(toks[1])
+            or toks[2].upper() not in ("GIMBAL", "SPHERICAL")):  # fmt: skip
+        raise L._fail(line, label, "an integer, a sequence and GIMBAL or SPHERICAL")
+    rot_dof, rot_seq, spherical = int(toks[0]), toks[1], toks[2].upper() == "SPHERICAL"
+    if not 0 <= rot_dof <= 3:
+        raise L.error(line, f"joint {name}: RotDOF must be 0..3, got {rot_dof}")
+    if spherical and rot_dof != 3:
+        raise L.error(line, f"joint {name}: a SPHERICAL joint needs RotDOF = 3, got {rot_dof}")
+    _check_seq(L, line, name, "RotSeq", rot_seq)
+    label = "TrnDOF, Seq"
+    line = L.line(label)
+    toks = line.tokens[:2]
+    if len(toks) < 2 or not all(_INTEGER.fullmatch(t) for t in toks):
+        raise L._fail(line, label, "an integer and a sequence")
+    trn_dof, trn_seq = int(toks[0]), toks[1]
+    if not 0 <= trn_dof <= 3:
+        raise L.error(line, f"joint {name}: TrnDOF must be 0..3, got {trn_dof}")
+    _check_seq(L, line, name, "TrnSeq", trn_seq)
+    for label in ("RotDOF Locked", "TrnDOF Locked"):
+        words, line = L.words(label, 3, ("TRUE", "FALSE"))
+        if any(w.upper() == "TRUE" for w in words):
+            note(line, f"joint {name}: locked DOF are not supported yet; the joint is left free")
+    angles, _ = L.numbers("Initial Angles [deg]", 3)
+    rates, _ = L.numbers("Initial Rates, deg/sec", 3)
+    disp, _ = L.numbers("Initial Displacements [m]", 3)
+    disp_rates, _ = L.numbers("Initial Displacement Rates, m/sec", 3)
+    a_in, seq_in, _ = L.angles_and_seq("Bi to Gi Static Angles [deg] & Seq")
+    a_out, seq_out, _ = L.angles_and_seq("Go to Bo Static Angles [deg] & Seq")
+    p_in, _ = L.numbers("Position wrt inner body origin, m", 3)
+    p_out, _ = L.numbers("Position wrt outer body origin, m", 3)
+    (parm_file,), parm_line = L.words("Parameter File Name")
+    k_rot = c_rot = k_trn = c_trn = np.zeros(3)
+    if jtype == "PASSIVE":
+        if not _is_none(parm_file):
+            k_rot, c_rot, k_trn, c_trn = _read_jnt(folder / parm_file, L, parm_line)
+    else:
+        what = (
+            "42's actuator rate loop is not modelled"
+            if jtype == "ACTUATED"
+            else "42's ad-hoc joint torques are not modelled"
+        )
+        extra = "" if _is_none(parm_file) else f"; parameter file {parm_file} not read"
+        note(type_line, f"joint {name} is {jtype}: {what}; the joint is unactuated "
+             f"(apply kanedyn.JointLoad records for its efforts){extra}")  # fmt: skip
+    try:
+        joint = Joint(
+            name, f"B{b_in}", f"B{b_out}",
+            rot_type="spherical" if spherical else "gimbal",
+            rot_dof=rot_dof, rot_seq="123" if spherical else rot_seq,
+            trn_dof=trn_dof, trn_seq=trn_seq,
+            inner_point=p_in, outer_point=p_out,
+            inner_rotation=euler_to_dcm(seq_in, a_in),   # R_Bi_Gi = C_GiBi^T
+            outer_rotation=euler_to_dcm(seq_out, a_out),  # R_Go_Bo = C_BoGo^T
+            stiffness=np.r_[k_rot[:rot_dof], k_trn[:trn_dof]],
+            damping=np.r_[c_rot[:rot_dof], c_trn[:trn_dof]],
+        )  # fmt: skip
+    except ModelError as exc:
+        raise L.error(parm_line, f"joint {name}: {exc}") from None
+    init: dict[str, np.ndarray] = {}
+    if rot_dof:
+        init["angles"] = np.deg2rad(angles[:rot_dof])
+        init["rates"] = np.deg2rad(rates[:rot_dof])
+    if trn_dof:
+        init["displacements"] = disp[:trn_dof]
+        init["displacement_rates"] = disp_rates[:trn_dof]
+    return joint, init
+
+
+def _check_seq(L: _Lines, line: _Line, joint: str, field: str, seq: str) -> None:
+    if len(seq) != 3 or set(seq) != {"1", "2", "3"}:
+        raise L.error(
+            line, f"joint {joint}: {field} {seq!r} must name the three axes 1, 2, 3 once each"
+        )
+
+
+def _read_jnt(path: Path, sc: _Lines, line: _Line) -> tuple[np.ndarray, ...]:
+    """Spring and damper coefficients from a 42 passive joint parameter file."""
+    if not path.is_file():
+        raise sc.error(line, f"joint parameter file {os.fspath(path)!r} not found")
+    J = _Lines(path, os.fspath(path))
+    J.skip(3)
+    coefs = []
+    for label in (
+        "Rot Passive Spring Coefficients (Nm/rad)",
+        "Rot Passive Damping Coefficients (Nms/rad)",
+        "Trn Passive Spring Coefficients (N/m)",
+        "Trn Passive Damping Coefficients (Ns/m)",
+    ):
+        values, vline = J.numbers(label, 3)
+        if np.any(values < 0.0):
+            raise J.error(vline, f"{label} must be non-negative, got {values.tolist()}")
+        coefs.append(values)
+    return tuple(coefs)
+
+
+def _scan_equipment(L: _Lines, note) -> None:  # type: ignore[no-untyped-def]
+    """Warn for every equipment section (wheels, MTBs, thrusters, sensors) with items.
+
+    The sections after the joints differ between 42 versions, so each is found by its
+    banner (a line of ``*``); its count is the first integer line after the banner.
+    """
+    title, want_count = "", False
+    for line in L.lines[L.pos :]:
+        if line.content.startswith("*"):
+            title, want_count = line.content.strip("* ").strip(), True
+            continue
+        if want_count and line.tokens and _INTEGER.fullmatch(line.tokens[0]):
+            want_count = False
+            count = int(line.tokens[0])
+            if count > 0:
+                what = line.comment or title
+                note(line, f"{what} = {count} ({title}): not modelled by kanedyn; ignored")
+    L.pos = len(L.lines)

@@ -1,0 +1,732 @@
+"""kanedyn's own model file: TOML, read with the stdlib ``tomllib``.
+
+The schema is documented in ``docs/toml-schema.md``. In short::
+
+    [model]         gravity_m_s2
+    [[bodies]]      name, mass_kg, inertia_kg_m2 = {Ixx, Iyy, Izz, Ixy, Ixz, Iyz}
+                    (or inertia_tensor_kg_m2), com_m, embedded_momentum_N_m_s, check_triangle
+    [[joints]]      name, inner, outer, kind, <kind fields>, inner_point_m, outer_point_m,
+                    inner_angles_deg|inner_angles_rad + inner_seq | inner_rotation_dcm,
+                    the same for outer, stiffness, damping
+    [initial.<joint>]  angles_deg|angles_rad, rates_deg_s|rates_rad_s, quaternion,
+                    displacements_m, displacement_rates_m_s
+    [[loads]]       type = "force"|"torque"|"joint", body|joint, values, frame, point_m
+    [simulation]    t_final_s, dt_s, method, formulation, output_every_s
+
+Units are in the field names; angles are radians unless the name says ``_deg``.
+Unknown keys are errors (they are usually typos). Every error is a
+:class:`~kanedyn.FileFormatError` that names the file and the table and field, e.g.
+``model.toml: bodies[2].mass_kg: expected a number, got 'heavy'``.
+
+:func:`write_toml` writes floats with ``repr`` precision, so ``read_toml_case`` of a
+written file rebuilds the same model, state, loads and settings bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from kanedyn.errors import FileFormatError, ModelError
+from kanedyn.inertia import inertia_tensor
+from kanedyn.loads import Force, JointLoad, Torque
+from kanedyn.model import Body, Joint, Model, State
+from kanedyn.rotation import euler_to_dcm, quat_normalize
+
+__all__ = ["Case", "read_toml", "read_toml_case", "write_toml"]
+
+PathLike = str | os.PathLike[str]
+
+
+@attrs.frozen(eq=False)
+class Case:
+    """Everything a model file describes: the model, its initial state, loads, settings.
+
+    ``settings`` holds only the keys the file gives, named as :func:`kanedyn.simulate`'s
+    arguments: ``t_final``, ``dt``, ``method``, ``formulation``, ``output_every``.
+    """
+
+    model: Model
+    state: State
+    loads: tuple[Force | Torque | JointLoad, ...] = attrs.field(default=(), converter=tuple)
+    settings: dict[str, Any] = attrs.field(factory=dict)
+
+
+# =========================================================================== reading
+_TOP_KEYS = ("model", "bodies", "joints", "initial", "loads", "simulation")
+_BODY_KEYS = (
+    "name",
+    "mass_kg",
+    "inertia_kg_m2",
+    "inertia_tensor_kg_m2",
+    "com_m",
+    "embedded_momentum_N_m_s",
+    "check_triangle",
+)
+_JOINT_COMMON = (
+    "name",
+    "inner",
+    "outer",
+    "kind",
+    "inner_point_m",
+    "outer_point_m",
+    "inner_angles_deg",
+    "inner_angles_rad",
+    "inner_seq",
+    "inner_rotation_dcm",
+    "outer_angles_deg",
+    "outer_angles_rad",
+    "outer_seq",
+    "outer_rotation_dcm",
+    "stiffness",
+    "damping",
+)
+_JOINT_KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "free": (),
+    "revolute": ("axis",),
+    "prismatic": ("axis",),
+    "spherical": (),
+    "gimbal": ("seq", "dof"),
+    "weld": (),
+    "general": ("rot_type", "rot_dof", "rot_seq", "trn_dof", "trn_seq"),
+}
+_INITIAL_KEYS = (
+    "angles_deg",
+    "angles_rad",
+    "rates_deg_s",
+    "rates_rad_s",
+    "quaternion",
+    "displacements_m",
+    "displacement_rates_m_s",
+)
+_LOAD_KEYS = {
+    "force": ("type", "body", "values", "frame", "point_m"),
+    "torque": ("type", "body", "values", "frame"),
+    "joint": ("type", "joint", "values"),
+}
+_SIM_KEYS = {  # file key -> Case.settings key
+    "t_final_s": "t_final",
+    "dt_s": "dt",
+    "method": "method",
+    "formulation": "formulation",
+    "output_every_s": "output_every",
+}
+_REQUIRED = object()
+
+
+class _Table:
+    """One TOML table being read; every error names the file and ``where.key``."""
+
+    def __init__(self, fname: str, where: str, table: Any, allowed: Sequence[str]) -> None:
+        self.fname, self.where = fname, where
+        if not isinstance(table, dict):
+            raise self.error(None, f"expected a table, got {_show(table)}")
+        self.table = table
+        unknown = [k for k in table if k not in allowed]
+        if unknown:
+            raise self.error(
+                None,
+                f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"allowed keys are {', '.join(allowed)}",
+            )
+
+    def path(self, key: str | None) -> str:
+        if key is None:
+            return self.where
+        return f"{self.where}.{key}" if self.where else key
+
+    def error(self, key: str | None, message: str) -> FileFormatError:
+        return FileFormatError(f"{self.fname}: {self.path(key)}: {message}")
+
+    def has(self, key: str) -> bool:
+        return key in self.table
+
+    def get(self, key: str, default: Any = _REQUIRED) -> Any:
+        if key not in self.table:
+            if default is _REQUIRED:
+                raise self.error(key, "required field is missing")
+            return default
+        return self.table[key]
+
+    def number(self, key: str, default: Any = _REQUIRED) -> float:
+        value = self.get(key, default)
+        if value is default and key not in self.table:
+            return value
+        return _number(value, lambda msg: self.error(key, msg))
+
+    def vector(self, key: str, n: int | None = 3, default: Any = _REQUIRED) -> Any:
+        """A list of ``n`` numbers (any length if ``n`` is None)."""
+        value = self.get(key, default)
+        if key not in self.table:
+            return value
+        return _vector(value, n, lambda msg: self.error(key, msg))
+
+    def matrix3(self, key: str) -> np.ndarray:
+        value = self.get(key)
+        fail = lambda msg: self.error(key, msg)  # noqa: E731
+        if not isinstance(value, list) or len(value) != 3:
+            raise fail(f"expected a 3x3 array (3 rows of 3 numbers), got {_show(value)}")
+        return np.array([_vector(row, 3, fail) for row in value])
+
+    def string(self, key: str, default: Any = _REQUIRED, choices: Sequence[str] = ()) -> Any:
+        value = self.get(key, default)
+        if key not in self.table:
+            return value
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {_show(value)}")
+        if choices and value not in choices:
+            raise self.error(key, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+
+    def integer(self, key: str, default: Any = _REQUIRED, allowed: Sequence[int] = ()) -> Any:
+        value = self.get(key, default)
+        if key not in self.table:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"expected an integer, got {_show(value)}")
+        if allowed and value not in allowed:
+            raise self.error(key, f"expected one of {list(allowed)}, got {value}")
+        return value
+
+    def sequence(self, key: str, default: Any = _REQUIRED) -> Any:
+        """An Euler or slide sequence: a string of 3 digits ("312"); an integer is accepted."""
+        value = self.get(key, default)
+        if key not in self.table:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or len(value) != 3 or any(c not in "123" for c in value):
+            raise self.error(key, f'expected a sequence such as "312", got {_show(value)}')
+        return value
+
+    def boolean(self, key: str, default: Any = _REQUIRED) -> Any:
+        value = self.get(key, default)
+        if key not in self.table:
+            return value
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {_show(value)}")
+        return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(value: Any, fail: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fail(f"expected a number, got {_show(value)}")
+    if not math.isfinite(value):
+        raise fail(f"expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _vector(value: Any, n: int | None, fail: Any) -> np.ndarray:
+    what = "a list of numbers" if n is None else f"a list of {n} numbers"
+    if not isinstance(value, list) or (n is not None and len(value) != n):
+        raise fail(f"expected {what}, got {_show(value)}")
+    return np.array([_number(x, fail) for x in value], dtype=float)
+
+
+def read_toml(path: PathLike) -> Model:
+    """Read a kanedyn TOML model file and return its :class:`~kanedyn.Model`.
+
+    The whole file is validated (initial state, loads and settings included); use
+    :func:`read_toml_case` to get them too.
+
+    Raises
+    ------
+    FileFormatError
+        Naming the file and the table and field (and the line, for TOML syntax errors).
+    """
+    return read_toml_case(path).model
+
+
+def read_toml_case(path: PathLike) -> Case:
+    """Read a kanedyn TOML file: model, initial state, loads and simulation settings.
+
+    The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied.
+    """
+    fname = os.fspath(path)
+    try:
+        with open(fname, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise FileFormatError(f"{fname}: cannot read the file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FileFormatError(f"{fname}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(f"{fname}: not UTF-8 text ({exc.reason})") from None
+    top = _Table(fname, "", data, _TOP_KEYS)
+    model = _read_model(fname, top)
+    state = _read_initial(fname, top, model)
+    loads = _read_loads(fname, top, model)
+    settings = _read_settings(fname, top)
+    return Case(model=model, state=state, loads=loads, settings=settings)
+
+
+def _array_of_tables(fname: str, top: _Table, key: str) -> list[Any]:
+    value = top.get(key, [])
+    if not isinstance(value, list):
+        raise top.error(key, f"expected an array of tables ([[{key}]]), got {_show(value)}")
+    return value
+
+
+def _read_model(fname: str, top: _Table) -> Model:
+    gravity = np.zeros(3)
+    if top.has("model"):
+        gravity = _Table(fname, "model", top.get("model"), ("gravity_m_s2",)).vector(
+            "gravity_m_s2", 3, np.zeros(3)
+        )
+    raw_bodies = _array_of_tables(fname, top, "bodies")
+    if not raw_bodies:
+        raise top.error("bodies", "the file defines no bodies ([[bodies]] tables)")
+    bodies = [_read_body(fname, i, raw) for i, raw in enumerate(raw_bodies)]
+    joints = [
+        _read_joint(fname, k, raw) for k, raw in enumerate(_array_of_tables(fname, top, "joints"))
+    ]
+    try:
+        return Model(bodies, joints, gravity=gravity)
+    except ModelError as exc:
+        raise FileFormatError(f"{fname}: {exc}") from None
+
+
+def _name(t: _Table, key: str = "name") -> str:
+    name = t.string(key)
+    if not name:
+        raise t.error(key, "must not be empty")
+    return name
+
+
+def _read_body(fname: str, i: int, raw: Any) -> Body:
+    t = _Table(fname, f"bodies[{i}]", raw, _BODY_KEYS)
+    name = _name(t)
+    if name == "N":
+        raise t.error("name", "'N' is reserved for the inertial frame")
+    mass = t.number("mass_kg")
+    if t.has("inertia_kg_m2") == t.has("inertia_tensor_kg_m2"):
+        raise t.error(
+            None, "give exactly one of inertia_kg_m2 = {Ixx, ...} or inertia_tensor_kg_m2"
+        )
+    if t.has("inertia_kg_m2"):
+        parts = _Table(
+            fname,
+            t.path("inertia_kg_m2"),
+            t.get("inertia_kg_m2"),
+            ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"),
+        )
+        inertia = inertia_tensor(
+            parts.number("Ixx"),
+            parts.number("Iyy"),
+            parts.number("Izz"),
+            parts.number("Ixy", 0.0),
+            parts.number("Ixz", 0.0),
+            parts.number("Iyz", 0.0),
+        )
+    else:
+        inertia = t.matrix3("inertia_tensor_kg_m2")
+    try:
+        return Body(
+            name,
+            mass=mass,
+            inertia=inertia,
+            com=t.vector("com_m", 3, np.zeros(3)),
+            embedded_momentum=t.vector("embedded_momentum_N_m_s", 3, np.zeros(3)),
+            check_triangle=t.boolean("check_triangle", True),
+        )
+    except ModelError as exc:
+        raise t.error(None, str(exc)) from None
+
+
+def _rotation(t: _Table, side: str) -> np.ndarray:
+    """``inner_rotation`` (R_Bi_Gi) or ``outer_rotation`` (R_Go_Bo) from angles or a DCM."""
+    deg, rad, seq, dcm = (f"{side}_angles_deg", f"{side}_angles_rad", f"{side}_seq",
+                          f"{side}_rotation_dcm")  # fmt: skip
+    given = [k for k in (deg, rad, dcm) if t.has(k)]
+    if len(given) > 1:
+        raise t.error(given[1], f"give only one of {deg}, {rad}, {dcm}")
+    if not given:
+        if t.has(seq):
+            raise t.error(seq, f"{seq} needs {deg} or {rad}")
+        return np.eye(3)
+    if given[0] == dcm:
+        if t.has(seq):
+            raise t.error(seq, f"{seq} goes with angles, not with {dcm}")
+        return t.matrix3(dcm)
+    angles = t.vector(given[0], 3)
+    if given[0] == deg:
+        angles = np.deg2rad(angles)
+    sequence = t.sequence(seq)
+    try:
+        return euler_to_dcm(sequence, angles)
+    except ModelError as exc:
+        raise t.error(seq, str(exc)) from None
+
+
+def _axis(t: _Table) -> int:
+    return t.integer("axis", _REQUIRED, (1, 2, 3))
+
+
+def _per_dof(t: _Table, key: str) -> Any:
+    if isinstance(t.get(key, 0.0), list):
+        return t.vector(key, None)
+    return t.number(key, 0.0)
+
+
+def _read_joint(fname: str, k: int, raw: Any) -> Joint:
+    where = f"joints[{k}]"
+    if not isinstance(raw, dict):
+        raise FileFormatError(f"{fname}: {where}: expected a table, got {_show(raw)}")
+    kinds = tuple(_JOINT_KIND_KEYS)
+    kind = _Table(fname, where, {"kind": raw.get("kind")} if "kind" in raw else {}, ("kind",))
+    kind_name = kind.string("kind", _REQUIRED, kinds)
+    t = _Table(fname, where, raw, _JOINT_COMMON + _JOINT_KIND_KEYS[kind_name])
+    name = _name(t)
+    inner = t.string("inner", None)
+    if inner == "N":
+        inner = None
+    if inner == "":
+        raise t.error("inner", 'must not be empty (omit it or write "N" for a root joint)')
+    outer = _name(t, "outer")
+    kw: dict[str, Any] = dict(
+        inner_point=t.vector("inner_point_m", 3, np.zeros(3)),
+        outer_point=t.vector("outer_point_m", 3, np.zeros(3)),
+        inner_rotation=_rotation(t, "inner"),
+        outer_rotation=_rotation(t, "outer"),
+        stiffness=_per_dof(t, "stiffness"),
+        damping=_per_dof(t, "damping"),
+    )
+    try:
+        if kind_name == "free":
+            return Joint.free(name, outer, inner=inner, **kw)
+        if kind_name == "revolute":
+            return Joint.revolute(name, inner, outer, axis=_axis(t), **kw)
+        if kind_name == "prismatic":
+            return Joint.prismatic(name, inner, outer, axis=_axis(t), **kw)
+        if kind_name == "spherical":
+            return Joint.spherical(name, inner, outer, **kw)
+        if kind_name == "gimbal":
+            dof = t.integer("dof", _REQUIRED, (1, 2, 3))
+            return Joint.gimbal(name, inner, outer, seq=t.sequence("seq"), dof=dof, **kw)
+        if kind_name == "weld":
+            return Joint.weld(name, inner, outer, **kw)
+        return Joint(
+            name,
+            inner,
+            outer,
+            rot_type=t.string("rot_type", "gimbal", ("gimbal", "spherical")),
+            rot_dof=t.integer("rot_dof", 0, (0, 1, 2, 3)),
+            rot_seq=t.sequence("rot_seq", "123"),
+            trn_dof=t.integer("trn_dof", 0, (0, 1, 2, 3)),
+            trn_seq=t.sequence("trn_seq", "123"),
+            **kw,
+        )
+    except ModelError as exc:
+        raise t.error(None, str(exc)) from None
+
+
+def _read_initial(fname: str, top: _Table, model: Model) -> State:
+    state = model.initial_state()
+    if not top.has("initial"):
+        return state
+    initial = top.get("initial")
+    if not isinstance(initial, dict):
+        raise top.error("initial", f"expected tables [initial.<joint>], got {_show(initial)}")
+    for joint, raw in initial.items():
+        t = _Table(fname, f"initial.{joint}", raw, _INITIAL_KEYS)
+        if joint not in model.layout.joint_index:
+            raise t.error(
+                None, f"no joint named {joint!r}; joints are {list(model.layout.joint_index)}"
+            )
+        state = _initial_joint(t, model, state, joint)
+    return state
+
+
+def _initial_joint(t: _Table, model: Model, state: State, joint: str) -> State:
+    jnt = model.joint(joint)
+    for a, b in (("angles_deg", "angles_rad"), ("rates_deg_s", "rates_rad_s"),
+                 ("angles_deg", "quaternion"), ("angles_rad", "quaternion")):  # fmt: skip
+        if t.has(a) and t.has(b):
+            raise t.error(b, f"give {a} or {b}, not both")
+
+    def apply(key: str, **kw: Any) -> State:
+        try:
+            return model.set_joint(state, joint, **kw)
+        except ModelError as exc:
+            raise t.error(key, str(exc)) from None
+
+    for key, deg in (("angles_deg", True), ("angles_rad", False)):
+        if t.has(key):
+            values = t.vector(key, None)
+            state = apply(key, angles=np.deg2rad(values) if deg else values)
+    if t.has("quaternion"):
+        quat = t.vector("quaternion", 4)
+        if jnt.rot_type != "spherical":
+            raise t.error("quaternion", f"joint {joint!r} is a gimbal: give its angles instead")
+        norm = float(np.linalg.norm(quat))
+        if norm == 0.0:
+            raise t.error("quaternion", "must not be zero")
+        if abs(norm - 1.0) > 1e-12:  # a unit quaternion is kept bit for bit
+            quat = quat_normalize(quat)
+        q = state.q.copy()
+        q[model.coordinates(joint)[:4]] = quat
+        state = State(q, state.u)
+    for key, deg in (("rates_deg_s", True), ("rates_rad_s", False)):
+        if t.has(key):
+            values = t.vector(key, None)
+            state = apply(key, rates=np.deg2rad(values) if deg else values)
+    if t.has("displacements_m"):
+        state = apply("displacements_m", displacements=t.vector("displacements_m", None))
+    if t.has("displacement_rates_m_s"):
+        state = apply(
+            "displacement_rates_m_s", displacement_rates=t.vector("displacement_rates_m_s", None)
+        )
+    return state
+
+
+def _read_loads(fname: str, top: _Table, model: Model) -> tuple[Any, ...]:
+    loads: list[Any] = []
+    for i, raw in enumerate(_array_of_tables(fname, top, "loads")):
+        where = f"loads[{i}]"
+        if not isinstance(raw, dict):
+            raise FileFormatError(f"{fname}: {where}: expected a table, got {_show(raw)}")
+        kind = _Table(fname, where, {"type": raw.get("type")} if "type" in raw else {}, ("type",))
+        type_ = kind.string("type", _REQUIRED, tuple(_LOAD_KEYS))
+        t = _Table(fname, where, raw, _LOAD_KEYS[type_])
+        if type_ == "joint":
+            joint = t.string("joint")
+            if joint not in model.layout.joint_index:
+                raise t.error("joint", f"no joint named {joint!r}")
+            values = t.vector("values", None)
+            if values.size != model.joint(joint).ndof:
+                raise t.error(
+                    "values",
+                    f"joint {joint!r} has {model.joint(joint).ndof} DOF, got {values.size} values",
+                )
+            loads.append(JointLoad(joint, values))
+            continue
+        body = t.string("body")
+        if body not in model.layout.body_index:
+            raise t.error("body", f"no body named {body!r}")
+        values = t.vector("values", 3)
+        frame = t.string("frame", "N", ("N", "body"))
+        if type_ == "force":
+            point = t.vector("point_m", 3, None)
+            loads.append(Force(body, values, point=point, frame=frame))
+        else:
+            loads.append(Torque(body, values, frame=frame))
+    return tuple(loads)
+
+
+def _read_settings(fname: str, top: _Table) -> dict[str, Any]:
+    if not top.has("simulation"):
+        return {}
+    t = _Table(fname, "simulation", top.get("simulation"), tuple(_SIM_KEYS))
+    out: dict[str, Any] = {}
+    for key, name in _SIM_KEYS.items():
+        if not t.has(key):
+            continue
+        if key in ("method", "formulation"):
+            out[name] = t.string(key, _REQUIRED, ("kane", "msd") if key == "formulation" else ())
+        else:
+            value = t.number(key)
+            if value <= 0.0:
+                raise t.error(key, f"must be positive, got {value!r}")
+            out[name] = value
+    return out
+
+
+# =========================================================================== writing
+def write_toml(
+    model: Model,
+    path: PathLike,
+    state: State | None = None,
+    settings: dict[str, Any] | None = None,
+    *,
+    loads: Sequence[Force | Torque | JointLoad] | None = None,
+) -> None:
+    """Write ``model`` (and optionally an initial state, loads, settings) as kanedyn TOML.
+
+    Floats are written with ``repr`` precision, so reading the file back gives the same
+    numbers bit for bit. Rotations are written as DCMs (``inner_rotation_dcm``); a
+    spherical joint's state as its quaternion. ``settings`` takes the keys of
+    :class:`Case.settings <Case>` (``t_final``, ``dt``, ``method``, ``formulation``,
+    ``output_every``).
+    """
+    text = _dumps(model, state, settings, loads)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def _f(x: Any) -> str:
+    value = float(x) + 0.0  # no "-0.0" in files
+    if not math.isfinite(value):
+        raise ModelError(f"cannot write the non-finite number {value!r}")
+    return repr(value)
+
+
+def _vec(x: Any) -> str:
+    return "[" + ", ".join(_f(v) for v in np.asarray(x).ravel()) + "]"
+
+
+def _mat(x: Any) -> str:
+    return "[" + ", ".join(_vec(row) for row in np.asarray(x)) + "]"
+
+
+def _s(text: str) -> str:
+    """A TOML basic string."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in "\b\t\n\f\r":
+            out.append({"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+_CYCLIC = {"123": 1, "231": 2, "312": 3}
+
+
+def _joint_kind(j: Joint) -> str:
+    rot_seq, trn_seq = str(j.rot_seq), str(j.trn_seq)
+    if j.rot_type == "spherical":
+        if rot_seq == "123" and trn_seq == "123" and j.trn_dof in (0, 3):
+            return "free" if j.trn_dof == 3 else "spherical"
+        return "general"
+    if j.rot_dof == 0 and rot_seq == "123":
+        if j.trn_dof == 0 and trn_seq == "123":
+            return "weld"
+        if j.trn_dof == 1 and trn_seq in _CYCLIC:
+            return "prismatic"
+    if j.trn_dof == 0 and trn_seq == "123" and j.rot_dof > 0:
+        return "revolute" if j.rot_dof == 1 and rot_seq in _CYCLIC else "gimbal"
+    return "general"
+
+
+def _dumps(
+    model: Model,
+    state: State | None,
+    settings: dict[str, Any] | None,
+    loads: Sequence[Any] | None,
+) -> str:
+    if model.is_symbolic:
+        raise ModelError("write_toml: the model has symbolic parameters; use model.subs first")
+    lines = ["# kanedyn model file (schema: docs/toml-schema.md)", ""]
+    lines += ["[model]", f"gravity_m_s2 = {_vec(model.gravity)}", ""]
+    for b in model.bodies:
+        I = b.inertia
+        lines += [
+            "[[bodies]]",
+            f"name = {_s(b.name)}",
+            f"mass_kg = {_f(b.mass)}",
+            f"inertia_kg_m2 = {{ Ixx = {_f(I[0, 0])}, Iyy = {_f(I[1, 1])}, Izz = {_f(I[2, 2])}, "
+            f"Ixy = {_f(-I[0, 1])}, Ixz = {_f(-I[0, 2])}, Iyz = {_f(-I[1, 2])} }}",
+            f"com_m = {_vec(b.com)}",
+        ]
+        if np.any(b.embedded_momentum != 0.0):
+            lines.append(f"embedded_momentum_N_m_s = {_vec(b.embedded_momentum)}")
+        if not b.check_triangle:
+            lines.append("check_triangle = false")
+        lines.append("")
+    for j in model.joints:
+        kind = _joint_kind(j)
+        lines += ["[[joints]]", f"name = {_s(j.name)}"]
+        lines.append(f"inner = {_s('N' if j.inner is None else j.inner)}")
+        lines += [f"outer = {_s(j.outer)}", f"kind = {_s(kind)}"]
+        if kind in ("revolute", "prismatic"):
+            seq = str(j.rot_seq) if kind == "revolute" else str(j.trn_seq)
+            lines.append(f"axis = {_CYCLIC[seq]}")
+        elif kind == "gimbal":
+            lines += [f"seq = {_s(str(j.rot_seq))}", f"dof = {j.rot_dof}"]
+        elif kind == "general":
+            lines += [
+                f"rot_type = {_s(j.rot_type)}",
+                f"rot_dof = {j.rot_dof}",
+                f"rot_seq = {_s(str(j.rot_seq))}",
+                f"trn_dof = {j.trn_dof}",
+                f"trn_seq = {_s(str(j.trn_seq))}",
+            ]
+        lines += [
+            f"inner_point_m = {_vec(j.inner_point)}",
+            f"outer_point_m = {_vec(j.outer_point)}",
+        ]
+        for side, R in (("inner", j.inner_rotation), ("outer", j.outer_rotation)):
+            if not np.array_equal(R, np.eye(3)):
+                lines.append(f"{side}_rotation_dcm = {_mat(R)}")
+        for field in ("stiffness", "damping"):
+            values = getattr(j, field)
+            if np.any(values != 0.0):
+                lines.append(f"{field} = {_vec(values)}")
+        lines.append("")
+    if state is not None:
+        lines += _dump_state(model, state)
+    for rec in loads or ():
+        lines += _dump_load(model, rec)
+    if settings:
+        names = {v: k for k, v in _SIM_KEYS.items()}
+        unknown = [k for k in settings if k not in names]
+        if unknown:
+            raise ModelError(f"write_toml: unknown settings {unknown}; allowed are {list(names)}")
+        lines.append("[simulation]")
+        for name, value in settings.items():
+            if name in ("method", "formulation"):
+                lines.append(f"{names[name]} = {_s(str(value))}")
+            else:
+                lines.append(f"{names[name]} = {_f(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _dump_state(model: Model, state: State) -> list[str]:
+    model.check_state(state)
+    lines: list[str] = []
+    for k, j in enumerate(model.joints):
+        qi, ui = model.layout.q_index[k], model.layout.u_index[k]
+        nr = j.n_rot_coordinates
+        rot_q, trn_q = state.q[qi[:nr]], state.q[qi[nr:]]
+        rot_u, trn_u = state.u[ui[: j.rot_dof]], state.u[ui[j.rot_dof :]]
+        entries = []
+        if j.rot_type == "spherical":
+            if not np.array_equal(rot_q, [0.0, 0.0, 0.0, 1.0]):
+                entries.append(f"quaternion = {_vec(rot_q)}")
+        elif np.any(rot_q != 0.0):
+            entries.append(f"angles_rad = {_vec(rot_q)}")
+        if np.any(rot_u != 0.0):
+            entries.append(f"rates_rad_s = {_vec(rot_u)}")
+        if np.any(trn_q != 0.0):
+            entries.append(f"displacements_m = {_vec(trn_q)}")
+        if np.any(trn_u != 0.0):
+            entries.append(f"displacement_rates_m_s = {_vec(trn_u)}")
+        if entries:
+            lines += [f"[initial.{_s(j.name)}]", *entries, ""]
+    return lines
+
+
+def _dump_load(model: Model, rec: Any) -> list[str]:
+    if isinstance(rec, Force):
+        lines = ["[[loads]]", 'type = "force"', f"body = {_s(rec.body)}",
+                 f"values = {_vec(rec.force)}", f"frame = {_s(rec.frame)}"]  # fmt: skip
+        if rec.point is not None:
+            lines.append(f"point_m = {_vec(rec.point)}")
+    elif isinstance(rec, Torque):
+        lines = ["[[loads]]", 'type = "torque"', f"body = {_s(rec.body)}",
+                 f"values = {_vec(rec.torque)}", f"frame = {_s(rec.frame)}"]  # fmt: skip
+    elif isinstance(rec, JointLoad):
+        lines = ["[[loads]]", 'type = "joint"', f"joint = {_s(rec.joint)}",
+                 f"values = {_vec(rec.values)}"]  # fmt: skip
+    else:
+        raise ModelError(
+            f"write_toml: cannot write the load {rec!r}; only kanedyn Force, Torque and "
+            "JointLoad records (not callables) can be stored in a file"
+        )
+    return [*lines, ""]

@@ -1,0 +1,165 @@
+"""Momentum-state dynamics (MSD): joint momenta ``h_k``, ``p_k`` as states.
+
+Stoneking, *Momentum State Dynamics* and *Linear Momentum States for Translational
+Joints* (refs/42-docs/MSD_NBody, Translational MSD States), with the corrections of
+refs/notes/42-kane-msd.md §15.7, derived in docs/theory/msd.md.
+
+**States.** For every joint k, with ``P_k`` and ``H_k`` the linear momentum of everything
+outboard of k and its angular momentum about the joint point ``o_k`` (N components):
+
+.. math::
+
+    h_k = (R_{N G_o} \\Gamma_k)^T H_k, \\qquad p_k = (R_{N G_i} \\Delta_k)^T P_k
+
+These are exactly Kane's generalized momenta ``∂K/∂ν = M ν + Ωᵀ h_emb`` (the note's
+"key structural fact"), so the speeds come back with the Kane mass matrix
+(:func:`speeds`). A free root (spherical rotation with 0 or 3 slides, from N) instead
+stores the **total** angular momentum about N's origin (about its fixed joint point when
+it has no slides) and the total linear momentum, both in N: linear invariants that any
+Runge-Kutta method keeps to round-off when no external load acts.
+
+**Rates** (the corrected slide equations; ``T_k``, ``F_k`` are the resultant external
+torque about ``o_k`` and force on the bodies outboard of k, ``Q_k`` the joint's own
+springs, dampers and actuators, all other joint efforts cancel inside the subtree):
+
+.. math::
+
+    \\dot h_k &= Q_k + \\Gamma_k^T [T_k - v_{o_k} \\times P_k - \\omega_{o(k)} \\times H_k]
+        + \\dot\\Gamma_k^T H_k \\\\
+    \\dot p_k &= Q_k + \\Delta_k^T F_k + (\\omega_{i(k)} \\times \\Delta_k)^T P_k \\\\
+    \\dot H_O &= \\sum_i T_i + r_i \\times F_i, \\qquad \\dot P = \\sum_i F_i
+
+(Γ and Δ columns taken in N: ``R_N_Go Γ`` and ``R_N_Gi Δ``.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+from numpy.typing import ArrayLike, NDArray
+
+from kanedyn.errors import ModelError
+from kanedyn.kane import _mass_matrix, _terms
+from kanedyn.kinematics import Kinematics, _kinematics, cross, mv
+from kanedyn.loads import AppliedLoads
+from kanedyn.model import Model, State
+from kanedyn.partials import joint_axes
+
+__all__ = ["momenta", "momentum_roots", "rates", "speeds"]
+
+Array = NDArray[np.float64]
+
+
+def momentum_roots(model: Model) -> list[int]:
+    """Joints whose MSD states are total momenta in N: roots with a spherical rotation
+    and no slide (H about the fixed joint point) or three slides (H about N's origin, P)."""
+    return [
+        k
+        for k, j in enumerate(model.joints)
+        if j.inner is None and j.rot_type == "spherical" and j.trn_dof in (0, 3)
+    ]
+
+
+def _generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
+    tm = _terms(model, kin)
+    h = mv(kin.R_N_B, model.layout.h_embedded)
+    return _mass_matrix(model, tm) @ u + tm.Omega.reshape(-1, model.n).T @ h.ravel()
+
+
+def _root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False) -> Array:
+    """Map the generalized momenta of momentum roots to total (H, P) in N, or back."""
+    y = p.copy()
+    lay = model.layout
+    for k in momentum_roots(model):
+        idx = lay.u_index[k]
+        r_idx, t_idx = idx[:3], idx[3:]
+        R_go = kin.R_N_Go[k]
+        D = kin.R_N_Gi[k] @ lay.Delta[k]
+        if not inverse:
+            P = D @ p[t_idx] if t_idx.size else np.zeros(3)
+            y[r_idx] = R_go @ p[r_idx] + cross(kin.o[k], P)
+            if t_idx.size:
+                y[t_idx] = P
+        else:
+            P = p[t_idx] if t_idx.size else np.zeros(3)
+            y[r_idx] = R_go.T @ (p[r_idx] - cross(kin.o[k], P))
+            if t_idx.size:
+                y[t_idx] = D.T @ P
+    return y
+
+
+def momenta(model: Model, state: State) -> Array:
+    """The MSD states at ``state``, shape (n,), laid out like the speeds ``[u | s]``.
+
+    Entry r holds ``h_k`` (rotational speed r of joint k) or ``p_k`` (translational);
+    for momentum roots (:func:`momentum_roots`) the six entries hold total ``H`` and
+    ``P`` in N. Embedded rotor momentum is included.
+    """
+    model.check_state(state)
+    kin = _kinematics(model, state.q, state.u)
+    return _root_to_total(model, kin, _generalized_momenta(model, kin, state.u))
+
+
+def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = ()) -> Array:
+    """Speeds ``[u | s]`` from the MSD states by one Cholesky solve of ``M ν = p - Ωᵀh``.
+
+    ``locked`` lists speed indices held at zero (their momentum entries are ignored).
+    """
+    q = np.asarray(q, dtype=float)
+    y = np.asarray(momenta, dtype=float)
+    if q.shape != (model.nq,):
+        raise ModelError(f"q has length {q.size}; this model has nq = {model.nq}")
+    if y.shape != (model.n,):
+        raise ModelError(f"momentum vector has length {y.size}; this model has n = {model.n}")
+    kin = _kinematics(model, q, np.zeros(model.n))
+    return _speeds(model, kin, y, np.asarray(locked, dtype=np.intp))
+
+
+def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -> Array:
+    tm = _terms(model, kin)
+    M = _mass_matrix(model, tm)
+    h = mv(kin.R_N_B, model.layout.h_embedded)
+    p = _root_to_total(model, kin, y, inverse=True) - tm.Omega.reshape(-1, model.n).T @ h.ravel()
+    free = np.setdiff1d(np.arange(model.n), locked)
+    u = np.zeros(model.n)
+    u[free] = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M[np.ix_(free, free)]), p[free])
+    return u
+
+
+def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
+    """Time derivative of the MSD states (see the module docstring), shape (n,).
+
+    ``kin`` must be evaluated at the speeds recovered from the states.
+    """
+    lay = model.layout
+    S = lay.path.T  # S[k, i] = 1 if body i is outboard of joint k (inclusive)
+    m = lay.mass[:, None]
+    I_N = kin.R_N_B @ lay.inertia @ np.swapaxes(kin.R_N_B, -1, -2)
+    mv_i = m * kin.v
+    H_i = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded) + cross(kin.r, mv_i)  # about N origin
+    P_k = S @ mv_i
+    H_k = S @ H_i - cross(kin.o, P_k)
+    F_k = S @ L.F
+    T_k = S @ (L.T + cross(kin.r, L.F)) - cross(kin.o, F_k)
+
+    Hw, Hs = joint_axes(model, kin)
+    # d/dt (R_N_Go Γ) = ω_o × (R_N_Go Γ) + R_N_Go Γ̇, column by column
+    RG = np.swapaxes(kin.R_N_Go @ kin.Gamma, -1, -2)  # (nj, col, 3)
+    RGd = np.swapaxes(kin.R_N_Go @ kin.Gamma_dot, -1, -2)
+    dHw = (cross(kin.omega[:, None, :], RG) + RGd)[lay.u_joint, lay.u_col]
+    ku, ks = lay.u_joint, lay.s_joint
+    ydot = L.Q.copy()
+    ydot[: model.nu] += np.einsum("ri,ri->r", Hw, T_k[ku] - cross(kin.v_o[ku], P_k[ku]))
+    ydot[: model.nu] += np.einsum("ri,ri->r", dHw, H_k[ku])
+    ydot[model.nu :] += np.einsum("ci,ci->c", Hs, F_k[ks])
+    ydot[model.nu :] += np.einsum("ci,ci->c", cross(kin.omega_in[ks], Hs), P_k[ks])
+    for k in momentum_roots(model):
+        idx = lay.u_index[k]
+        torque = kin.R_N_Go[k] @ L.Q[idx[:3]]  # the root joint's own effort, from N
+        if idx.size == 6:  # H about N's origin, P
+            force = kin.R_N_Gi[k] @ lay.Delta[k] @ L.Q[idx[3:]]
+            ydot[idx[:3]] = S[k] @ (L.T + cross(kin.r, L.F)) + torque + cross(kin.o[k], force)
+            ydot[idx[3:]] = F_k[k] + force
+        else:  # H about the fixed joint point
+            ydot[idx[:3]] = T_k[k] + torque
+    return ydot

@@ -1,0 +1,850 @@
+"""Kane's equations of a multibody tree in sympy: the symbolic twin of :mod:`kanedyn.kane`.
+
+The stages, equations and names are those of the numeric engine
+(:mod:`kanedyn.kinematics`, :mod:`kanedyn.partials`, :mod:`kanedyn.loads`,
+:mod:`kanedyn.kane`), evaluated on ``sympy`` expressions instead of arrays:
+
+1. joint rotations ``R_Gi_Go``, ``Gamma``, ``Gds`` = Γ̇σ (gimbal angles or quaternion);
+2. the chain Bi → Gi → slide → rotation → Go → Bo (42 Joints slides 10-17)::
+
+       R_N_Bo = R_N_Bi R_Bi_Gi R_Gi_Go R_Go_Bo
+       p_Bo   = p_Bi + R_N_Bi (inner_point + R_Bi_Gi Δ d) - R_N_Bo outer_point
+
+3. angular velocities and velocities down the tree,
+
+   .. math::
+
+       \\omega_i = \\omega_{i(k)} + \\omega^{rel}_k, \\quad
+       \\omega^{rel}_k = R_{N G_o} \\Gamma_k \\sigma_k, \\quad
+       w_k = R_{N G_i} \\Delta_k s_k, \\quad
+       v_i = \\omega_i \\times r_i + \\sum_{k \\in path(i)} (w_k - \\omega^{rel}_k \\times o_k);
+
+4. partials read off the joint axes (Kane_NBody slides 18-22), never by differentiation,
+
+   .. math::
+
+       \\Omega_u[i][:, r] = R_{N G_o} \\Gamma_{k}[:, r], \\quad
+       V_u[i][:, r] = \\big(R_{N G_o} \\Gamma_{k}[:, r]\\big) \\times (r_i - o_k), \\quad
+       V_s[i][:, c] = R_{N G_i} \\Delta_k[:, c]
+
+   for joints k on the path from body i to N (zero columns otherwise), and the
+   remainders :math:`\\alpha_r`, :math:`a_r` of :mod:`kanedyn.partials`;
+5. Kane's equations (Kane_NBody slide 23),
+
+   .. math::
+
+       F_r &= \\sum_i \\Omega_i^T T_i + V_i^T m_i g + Q, \\qquad
+       F_r^* = -M \\dot\\nu + \\sum_i \\Omega_i^T(-I_i \\alpha_{r,i} - \\omega_i \\times H_i)
+           - V_i^T m_i a_{r,i}, \\\\
+       M &= \\sum_i \\Omega_i^T I_i \\Omega_i + m_i V_i^T V_i, \\qquad
+       M \\dot\\nu = F_r + F_r^*\\big|_{\\dot\\nu = 0} = \\mathrm{forcing}
+
+   with :math:`\\nu = [u | s]`, :math:`H_i = I_i \\omega_i + h_i` (embedded momentum) and
+   ``Q`` the joint springs and dampers of :mod:`kanedyn.loads`.
+
+**Compact form.** Nothing is expanded. Every non-trivial intermediate (each entry of
+each body's ``R_N_B``, each position, angular velocity, velocity, partial column,
+remainder) is a named quantity: a ``sympy.Dummy`` with its defining expression, kept
+in order in :attr:`CompactEquations.intermediates`. The mass matrix and forcing are
+short expressions in those names, so the derivation grows polynomially with the number
+of bodies (the mass matrix is a sum over bodies of column dot products, O(n³) terms for
+a chain). :meth:`KaneEquations.lambdify` prints the intermediates as assignments (the
+``cse`` of ``sympy.lambdify``). The explicit forms in the coordinates, speeds and
+parameters (``.mass_matrix``, ``.forcing``, ``.Omega_u``, ...) are built by substituting
+the intermediates back, on first access; they are for small systems (teaching views and
+closed-form checks) and grow quickly with the depth of the tree.
+
+**Limits.** Spherical joints use the unit-quaternion DCM (numeric callables normalize
+the quaternion first, as the numeric engine does). Spherical-joint *springs* need the
+rotation vector and the inverse right Jacobian, whose closed forms are 0/0 at zero
+rotation; a model with a non-zero spherical stiffness raises :class:`~kanedyn.ModelError`
+(spherical dampers, ``-C ω``, are supported). Only the model-level loads enter: gravity
+and the joints' springs and dampers.
+
+References
+----------
+E. Stoneking, "Kane's method for N-body dynamics" (Kane_NBody slides 18-23) and NASA 42
+(``KaneNBodyEOM``, ``JointPartials``); refs/notes/42-kane-msd.md §3.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+import scipy.linalg
+import sympy as sm
+
+from kanedyn.errors import ModelError
+from kanedyn.model import Model
+from kanedyn.symbolic import _rotation as srot
+from kanedyn.symbolic._rotation import cross
+
+__all__ = ["CompactEquations", "KaneEquations", "kane"]
+
+_ZERO3 = sm.ImmutableMatrix.zeros(3, 1)
+
+
+# --------------------------------------------------------------------------- helpers
+def _const(x: Any) -> sm.Expr:
+    """A model number as sympy: integral values exact (so identities stay exact), else Float."""
+    if isinstance(x, sm.Basic):
+        if x.is_Float and float(x).is_integer():
+            return sm.Integer(int(x))
+        return x
+    xf = float(x)
+    return sm.Integer(int(xf)) if xf.is_integer() else sm.Float(xf)
+
+
+def _cmat(arr: Any) -> sm.Matrix:
+    return sm.Matrix(np.asarray(arr, dtype=object).tolist()).applyfunc(_const)
+
+
+def _dot(a: Sequence[Any], b: Sequence[Any]) -> sm.Expr:
+    return sm.Add(*[x * y for x, y in zip(a, b, strict=True) if x != 0 and y != 0])
+
+
+def _is_zero(v: sm.Matrix) -> bool:
+    return all(x == 0 for x in v)
+
+
+def _atomic(expr: sm.Expr) -> bool:
+    """Leave numbers, symbols and ``c * symbol`` unnamed; name everything else."""
+    if expr.is_Atom:
+        return True
+    return bool(
+        expr.is_Mul and len(expr.args) == 2 and expr.args[0].is_Number and expr.args[1].is_Atom
+    )
+
+
+class _Tape:
+    """Named intermediates in definition order; equal expressions share one name."""
+
+    def __init__(self) -> None:
+        self.defs: list[tuple[sm.Dummy, sm.Expr]] = []
+        self.index: dict[sm.Dummy, int] = {}
+        self._memo: dict[sm.Expr, sm.Dummy] = {}
+
+    def name(self, expr: sm.Expr, label: str) -> sm.Expr:
+        expr = sm.sympify(expr)
+        if _atomic(expr):
+            return expr
+        s = self._memo.get(expr)
+        if s is None:
+            s = sm.Dummy(label)
+            self.index[s] = len(self.defs)
+            self.defs.append((s, expr))
+            self._memo[expr] = s
+        return s
+
+    def vec(self, v: sm.Matrix, label: str) -> sm.Matrix:
+        return sm.Matrix([self.name(x, f"{label}{c}") for c, x in enumerate(v)])
+
+    def mat(self, A: sm.Matrix, label: str, *, symmetric: bool = False) -> sm.Matrix:
+        out = sm.zeros(3, 3)
+        for a in range(3):
+            for b in range(3):
+                if symmetric and b < a:
+                    out[a, b] = out[b, a]
+                else:
+                    out[a, b] = self.name(A[a, b], f"{label}{a}{b}")
+        return out
+
+    def needed(self, exprs: Sequence[sm.Basic]) -> list[tuple[sm.Dummy, sm.Expr]]:
+        """The definitions that ``exprs`` depend on, in definition order."""
+        seen: set[int] = set()
+        stack = [s for e in exprs for s in e.free_symbols if s in self.index]
+        while stack:
+            i = self.index[stack.pop()]
+            if i in seen:
+                continue
+            seen.add(i)
+            stack.extend(s for s in self.defs[i][1].free_symbols if s in self.index)
+        return [self.defs[i] for i in sorted(seen)]
+
+
+# --------------------------------------------------------------------------- records
+@attrs.frozen(eq=False)
+class CompactEquations:
+    """Kane's equations as named intermediates plus short expressions in them.
+
+    Attributes
+    ----------
+    intermediates : tuple of (sympy.Dummy, sympy.Expr)
+        Definitions in order; each uses the coordinates, speeds, parameters and earlier
+        intermediates only.
+    mass_matrix : ImmutableMatrix, (n, n)
+    forcing : ImmutableMatrix, (n, 1)
+        ``mass_matrix * d/dt[u | s] = forcing``.
+    Fr : ImmutableMatrix, (n, 1)
+        Generalized active forces (gravity, springs, dampers).
+    Fr_star : ImmutableMatrix, (n, 1)
+        Generalized inertia forces, linear in the ``u_dot`` symbols.
+    """
+
+    intermediates: tuple[tuple[sm.Dummy, sm.Expr], ...]
+    mass_matrix: sm.ImmutableMatrix
+    forcing: sm.ImmutableMatrix
+    Fr: sm.ImmutableMatrix
+    Fr_star: sm.ImmutableMatrix
+
+    def count_ops(self) -> int:
+        """``sympy.count_ops`` of the intermediates the mass matrix and forcing use, plus
+        the upper triangle of the mass matrix and the forcing (the cost of one evaluation)."""
+        M, f = self.mass_matrix, self.forcing
+        outputs = [M[r, c] for r in range(M.rows) for c in range(r, M.cols)] + list(f)
+        tape = _Tape()
+        tape.defs = list(self.intermediates)
+        tape.index = {s: i for i, (s, _) in enumerate(self.intermediates)}
+        used = tape.needed(outputs)
+        return int(sum(sm.count_ops(e) for _, e in used) + sum(sm.count_ops(e) for e in outputs))
+
+
+@attrs.frozen(eq=False)
+class _Derivation:
+    """Everything :func:`kane` builds, in tape names (lists are per body / per speed)."""
+
+    tape: _Tape
+    R_N_B: list[sm.Matrix]
+    r: list[sm.Matrix]
+    o: list[sm.Matrix]
+    omega: list[sm.Matrix]
+    v: list[sm.Matrix]
+    Omega_u: list[sm.Matrix]
+    V_u: list[sm.Matrix]
+    V_s: list[sm.Matrix]
+    alpha_r: list[sm.Matrix]
+    a_r: list[sm.Matrix]
+    M: sm.Matrix
+    Fr: sm.Matrix
+    Fr_star0: sm.Matrix
+
+
+# --------------------------------------------------------------------------- symbols
+def _symbols(model: Model) -> tuple[list, list, list]:
+    """Coordinates, speeds [u | s] and their rates, named after the joints."""
+    lay = model.layout
+    q: list[Any] = [None] * model.nq
+    u: list[Any] = [None] * model.n
+    ud: list[Any] = [None] * model.n
+    for k, j in enumerate(model.joints):
+        nr = j.n_rot_coordinates
+        qi, ui = lay.q_index[k], lay.u_index[k]
+        rot_q = (
+            [f"q_{j.name}_{c}" for c in "xyzw"]
+            if j.rot_type == "spherical"
+            else [f"q_{j.name}_{c}" for c in range(j.rot_dof)]
+        )
+        names_q = rot_q + [f"d_{j.name}_{c}" for c in range(j.trn_dof)]
+        names_u = [f"u_{j.name}_{c}" for c in range(j.rot_dof)]
+        names_u += [f"s_{j.name}_{c}" for c in range(j.trn_dof)]
+        for idx, name in zip(qi[:nr].tolist() + qi[nr:].tolist(), names_q, strict=True):
+            q[idx] = sm.Symbol(name, real=True)
+        for idx, name in zip(ui.tolist(), names_u, strict=True):
+            u[idx] = sm.Symbol(name, real=True)
+            ud[idx] = sm.Symbol(name.replace("_", "dot_", 1), real=True)
+    return q, u, ud
+
+
+def _parameters(model: Model) -> tuple[sm.Symbol, ...]:
+    lay = model.layout
+    found: set[sm.Symbol] = set()
+    arrays = [model.gravity, lay.stiffness, lay.damping, lay.mass, lay.inertia, lay.com]
+    arrays += [lay.h_embedded, lay.inner_point, lay.outer_point, lay.R_Bi_Gi, lay.R_Go_Bo]
+    for arr in arrays:
+        for x in np.asarray(arr, dtype=object).ravel():
+            if isinstance(x, sm.Basic):
+                found |= x.free_symbols
+    return tuple(sorted(found, key=str))
+
+
+# --------------------------------------------------------------------------- derivation
+def _derive(model: Model, q: list, u: list) -> _Derivation:
+    """Stages 1-3 of the numeric engine on sympy expressions (see the module docstring)."""
+    lay = model.layout
+    nb, nu, ns, n = model.nb, model.nu, model.ns, model.n
+    t = _Tape()
+    g = _cmat(model.gravity)
+    R_N_B, p, r, o, omega, v, v_o = ([None] * nb for _ in range(7))
+    R_N_Gi, R_N_Go, Gamma, omega_rel, w = ([None] * nb for _ in range(5))
+    transport, alpha_r, C, a_r = ([None] * nb for _ in range(4))
+    for k, j in enumerate(model.joints):
+        qi, ui = lay.q_index[k], lay.u_index[k]
+        nr = j.n_rot_coordinates
+        # stage 1: joint rotation R_Gi_Go, partial Gamma and Gamma_dot sigma (Go axes)
+        if j.rot_type == "spherical":
+            R_Gi_Go = srot.quat_to_dcm([q[i] for i in qi[:4]])
+            G = sm.eye(3)
+            Gds = sm.zeros(3, 1)
+            sigma = sm.Matrix([u[i] for i in ui[:3]])
+        else:
+            pad = [0] * (3 - j.rot_dof)
+            theta = [q[i] for i in qi[: j.rot_dof]] + pad
+            sig = [u[i] for i in ui[: j.rot_dof]] + pad
+            R_Gi_Go = srot.euler_to_dcm(j.rot_seq, theta)
+            G = srot.euler_gamma(j.rot_seq, theta)
+            Gds = srot.euler_gamma_dot(j.rot_seq, theta, sig) * sm.Matrix(sig)
+            sigma = sm.Matrix(sig)
+        R_Gi_Go = t.mat(R_Gi_Go, f"R_Gi_Go{k}_")
+        Gamma[k] = t.mat(G, f"Gamma{k}_")
+        Gds = t.vec(Gds, f"Gds{k}_")
+        Delta = _cmat(lay.Delta[k])
+        d = sm.Matrix([q[i] for i in qi[nr:]] + [0] * (3 - j.trn_dof))
+        s = sm.Matrix([u[i] for i in ui[j.rot_dof :]] + [0] * (3 - j.trn_dof))
+
+        # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
+        R_Bi_Gi, R_Go_Bo = _cmat(lay.R_Bi_Gi[k]), _cmat(lay.R_Go_Bo[k])
+        R_Bi_Go = t.mat(R_Bi_Gi * R_Gi_Go, f"R_Bi_Go{k}_")
+        R_Bi_Bo = R_Bi_Go * R_Go_Bo
+        p_Bi_Bo = (
+            _cmat(lay.inner_point[k]) + R_Bi_Gi * (Delta * d) - R_Bi_Bo * _cmat(lay.outer_point[k])
+        )
+        i_in = int(lay.parent[k])
+        if i_in < 0:
+            R_N_Bi, p_Bi = sm.eye(3), sm.zeros(3, 1)
+            omega_in, T_in, alpha_in, C_in = (sm.zeros(3, 1) for _ in range(4))
+        else:
+            R_N_Bi, p_Bi = R_N_B[i_in], p[i_in]
+            omega_in, T_in, alpha_in, C_in = omega[i_in], transport[i_in], alpha_r[i_in], C[i_in]
+        R_N_B[k] = t.mat(R_N_Bi * R_Bi_Bo, f"R_N_B{k}_")
+        p[k] = t.vec(p_Bi + R_N_Bi * p_Bi_Bo, f"p{k}_")
+        R_N_Gi[k] = t.mat(R_N_Bi * R_Bi_Gi, f"R_N_Gi{k}_")
+        R_N_Go[k] = t.mat(R_N_Bi * R_Bi_Go, f"R_N_Go{k}_")
+        o[k] = t.vec(p[k] + R_N_B[k] * _cmat(lay.outer_point[k]), f"o{k}_")
+        r[k] = t.vec(p[k] + R_N_B[k] * _cmat(lay.com[k]), f"r{k}_")
+
+        # stage 3: velocities; omega_rel = R_N_Go Gamma sigma, w = R_N_Gi Delta s
+        omega_rel[k] = t.vec(R_N_Go[k] * (Gamma[k] * sigma), f"omega_rel{k}_")
+        w[k] = t.vec(R_N_Gi[k] * (Delta * s), f"w{k}_")
+        omega[k] = t.vec(omega_in + omega_rel[k], f"omega{k}_")
+        transport[k] = t.vec(T_in + w[k] - cross(omega_rel[k], o[k]), f"T{k}_")
+        v[k] = t.vec(cross(omega[k], r[k]) + transport[k], f"v{k}_")
+        v_o[k] = t.vec(cross(omega[k], o[k]) + transport[k], f"v_o{k}_")
+
+        # remainders: alpha_k = omega x omega_rel + R_N_Go Gds, summed down the path
+        alpha_k = t.vec(cross(omega[k], omega_rel[k]) + R_N_Go[k] * Gds, f"alpha_k{k}_")
+        alpha_r[k] = t.vec(alpha_in + alpha_k, f"alpha_r{k}_")
+        C[k] = t.vec(
+            C_in - cross(alpha_k, o[k]) - cross(omega_rel[k], v_o[k]) + cross(omega_in, w[k]),
+            f"C{k}_",
+        )
+        a_r[k] = t.vec(cross(alpha_r[k], r[k]) + cross(omega[k], v[k]) + C[k], f"a_r{k}_")
+
+    # joint axes in N: Hw[r] = R_N_Go Gamma[:, col], Hs[c] = R_N_Gi Delta[:, col]
+    Hw = [
+        t.vec(R_N_Go[k] * Gamma[k][:, c], f"Hw{rr}_")
+        for rr, (k, c) in enumerate(zip(lay.u_joint.tolist(), lay.u_col.tolist(), strict=True))
+    ]
+    Hs = [
+        R_N_Gi[k] * _cmat(lay.Delta[k])[:, c]
+        for k, c in zip(lay.s_joint.tolist(), lay.s_col.tolist(), strict=True)
+    ]
+    P = lay.path
+    Omega_u, V_u, V_s = [], [], []
+    for i in range(nb):
+        Om = sm.zeros(3, nu)
+        Vu = sm.zeros(3, nu)
+        Vs = sm.zeros(3, ns)
+        for rr, k in enumerate(lay.u_joint.tolist()):
+            if P[i, k]:
+                Om[:, rr] = Hw[rr]
+                Vu[:, rr] = t.vec(cross(Hw[rr], r[i] - o[k]), f"V_u{i}_{rr}_")
+        for c, k in enumerate(lay.s_joint.tolist()):
+            if P[i, k]:
+                Vs[:, c] = Hs[c]
+        Omega_u.append(Om)
+        V_u.append(Vu)
+        V_s.append(Vs)
+
+    # stage 4: Kane's equations, M = sum Omega^T I Omega + m V^T V, and the bias terms
+    M_terms: dict[tuple[int, int], list] = {}
+    Fr_terms: list[list] = [[] for _ in range(n)]
+    F0_terms: list[list] = [[] for _ in range(n)]
+    Q = _joint_forces(model, q, u)
+    for i in range(nb):
+        R = R_N_B[i]
+        m = _const(lay.mass[i])
+        I_N = t.mat(R * _cmat(lay.inertia[i]) * R.T, f"I_N{i}_", symmetric=True)
+        H = t.vec(I_N * omega[i] + R * _cmat(lay.h_embedded[i]), f"H{i}_")
+        Tb = t.vec(-I_N * alpha_r[i] - cross(omega[i], H), f"T_star{i}_")
+        Fb = t.vec(-m * a_r[i], f"F_star{i}_")
+        F = m * g
+        cols = []  # (speed, Omega column, V column, I Omega column, m V column)
+        for rr in range(nu):
+            if not _is_zero(Omega_u[i][:, rr]):
+                IOm = t.vec(I_N * Omega_u[i][:, rr], f"IOm{i}_{rr}_")
+                mV = t.vec(m * V_u[i][:, rr], f"mV{i}_{rr}_")
+                cols.append((rr, Omega_u[i][:, rr], V_u[i][:, rr], IOm, mV))
+        for c in range(ns):
+            if not _is_zero(V_s[i][:, c]):
+                mV = t.vec(m * V_s[i][:, c], f"mV{i}_{nu + c}_")
+                cols.append((nu + c, _ZERO3, V_s[i][:, c], _ZERO3, mV))
+        for a, (ra, Om_a, V_a, _, _) in enumerate(cols):
+            for rb, _, _, IOm_b, mV_b in cols[a:]:
+                M_terms.setdefault((ra, rb), []).extend((_dot(Om_a, IOm_b), _dot(V_a, mV_b)))
+            Fr_terms[ra].append(_dot(V_a, F))
+            F0_terms[ra].extend((_dot(Om_a, Tb), _dot(V_a, Fb)))
+    M = sm.zeros(n, n)
+    for (ra, rb), terms in M_terms.items():
+        lo, hi = min(ra, rb), max(ra, rb)
+        M[lo, hi] = M[hi, lo] = sm.Add(*terms)
+    Fr = sm.Matrix([sm.Add(*Fr_terms[rr]) + Q[rr] for rr in range(n)])
+    Fr_star0 = sm.Matrix([sm.Add(*F0_terms[rr]) for rr in range(n)])
+    return _Derivation(
+        tape=t,
+        R_N_B=R_N_B,
+        r=r,
+        o=o,
+        omega=omega,
+        v=v,
+        Omega_u=Omega_u,
+        V_u=V_u,
+        V_s=V_s,
+        alpha_r=alpha_r,
+        a_r=a_r,
+        M=M,
+        Fr=Fr,
+        Fr_star0=Fr_star0,
+    )
+
+
+def _joint_forces(model: Model, q: list, u: list) -> list:
+    """Springs and dampers per speed: ``Q = -k q - c u`` (gimbal angles and slides),
+    ``Q = -C ω`` (spherical); see :func:`kanedyn.loads.joint_spring_forces`."""
+    lay = model.layout
+    Q = [-_const(c) * ui for c, ui in zip(lay.damping, u, strict=True)]
+    for qi, ui in zip(lay.angle_q.tolist(), lay.angle_u.tolist(), strict=True):
+        Q[ui] -= _const(lay.stiffness[ui]) * q[qi]
+    for k in lay.spherical.tolist():
+        stiff = [_const(x) for x in model.joints[k].stiffness[:3]]
+        if any(x != 0 for x in stiff):
+            raise ModelError(
+                f"joint {model.joints[k].name!r}: spherical-joint springs are not supported by "
+                "kanedyn.symbolic.kane (the rotation-vector spring force is 0/0 at zero "
+                "rotation in closed form); set its rotational stiffness to 0, or use the "
+                "numeric engine"
+            )
+    return Q
+
+
+def _kinematic_equations(model: Model, q: list, u: list) -> sm.Matrix:
+    """q̇: angle and slide rates are speeds; quaternions ``q̇ = ½ q ⊗ [ω, 0]``."""
+    lay = model.layout
+    qdot: list[Any] = [None] * model.nq
+    for qi, ui in zip(lay.angle_q.tolist(), lay.angle_u.tolist(), strict=True):
+        qdot[qi] = u[ui]
+    for qq, uu in zip(lay.quat_q.tolist(), lay.quat_u.tolist(), strict=True):
+        rates = srot.quat_rate([q[i] for i in qq], [u[i] for i in uu])
+        for i, x in zip(qq, rates, strict=True):
+            qdot[i] = x
+    return sm.ImmutableMatrix(qdot)
+
+
+# --------------------------------------------------------------------------- result
+class KaneEquations:
+    """Kane's equations of a kanedyn Model in sympy (built by :func:`kane`).
+
+    All vectors are in N components, with the numeric engine's names and shapes.
+
+    Attributes
+    ----------
+    model : Model
+    q : ImmutableMatrix, (nq, 1)
+        Coordinates in the model's order: ``q_<joint>_<i>`` (gimbal angles),
+        ``q_<joint>_x .. q_<joint>_w`` (spherical quaternion, scalar last),
+        ``d_<joint>_<i>`` (slides); rotational first.
+    u : ImmutableMatrix, (n, 1)
+        Speeds ``[u | s]``: ``u_<joint>_<i>`` (gimbal rates; spherical ω in Go axes),
+        ``s_<joint>_<i>`` (slide rates).
+    u_dot : ImmutableMatrix, (n, 1)
+        Their rates, ``udot_<joint>_<i>``, ``sdot_<joint>_<i>``.
+    parameters : tuple of Symbol
+        The model's free symbols (masses, lengths, g, ...), sorted by name.
+    kinematic_equations : ImmutableMatrix, (nq, 1)
+        q̇ as functions of q and the speeds.
+    compact : CompactEquations
+        The mass matrix, forcing, Fr and Fr* as short expressions in named
+        intermediates (what :meth:`lambdify` evaluates).
+    simplify_report : str
+        What ``simplify=True`` did (empty when not asked).
+
+    The explicit forms below are in q, the speeds and the parameters; they are built
+    from the compact form on first access (and simplified if asked):
+    ``mass_matrix`` (n, n), ``forcing`` (n, 1), ``Fr`` (n, 1), ``Fr_star`` (n, 1, in
+    ``u_dot``), and per body i (lists of length nb): ``Omega_u[i]`` (3, nu), ``V_u[i]``
+    (3, nu), ``V_s[i]`` (3, ns), ``alpha_r[i]``, ``a_r[i]``, ``R_N_B[i]``, ``r[i]``,
+    ``omega[i]``, ``v[i]``.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        q: list,
+        u: list,
+        u_dot: list,
+        der: _Derivation,
+        kinematic_equations: sm.ImmutableMatrix,
+    ) -> None:
+        self.model = model
+        self.q = sm.ImmutableMatrix(q)
+        self.u = sm.ImmutableMatrix(u)
+        self.u_dot = sm.ImmutableMatrix(u_dot)
+        self.parameters = _parameters(model)
+        self.kinematic_equations = kinematic_equations
+        self._der = der
+        M = sm.ImmutableMatrix(der.M)
+        Fr = sm.ImmutableMatrix(der.Fr)
+        n = model.n
+        Fr_star = sm.ImmutableMatrix(
+            [
+                der.Fr_star0[a]
+                - sm.Add(*[der.M[a, b] * u_dot[b] for b in range(n) if der.M[a, b] != 0])
+                for a in range(n)
+            ]
+        )
+        self.compact = CompactEquations(
+            intermediates=tuple(der.tape.defs),
+            mass_matrix=M,
+            forcing=sm.ImmutableMatrix(der.Fr + der.Fr_star0),
+            Fr=Fr,
+            Fr_star=Fr_star,
+        )
+        self.simplify_report = ""
+        self._values: dict[sm.Dummy, sm.Expr] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"KaneEquations(bodies={self.model.nb}, nq={self.model.nq}, nu={self.model.nu}, "
+            f"ns={self.model.ns}, intermediates={len(self.compact.intermediates)})"
+        )
+
+    # -- explicit forms ---------------------------------------------------------
+    def explicit(self, expr: Any) -> Any:
+        """``expr`` (an expression or Matrix in the named intermediates) in q, u and the
+        parameters: the intermediates are substituted back, in definition order."""
+        tape = self._der.tape
+        items = list(expr) if isinstance(expr, sm.MatrixBase) else [expr]
+        for s, e in tape.needed(items):
+            if s not in self._values:
+                self._values[s] = e.xreplace(self._values)
+        if isinstance(expr, sm.MatrixBase):
+            return sm.ImmutableMatrix(
+                expr.rows, expr.cols, [e.xreplace(self._values) for e in items]
+            )
+        return expr.xreplace(self._values)
+
+    def _explicit_list(self, mats: list) -> list:
+        return [self.explicit(sm.ImmutableMatrix(m)) for m in mats]
+
+    @functools.cached_property
+    def mass_matrix(self) -> sm.ImmutableMatrix:
+        """``M`` (n, n), symmetric: ``mass_matrix * d/dt[u | s] = forcing``."""
+        return self.explicit(self.compact.mass_matrix)
+
+    @functools.cached_property
+    def forcing(self) -> sm.ImmutableMatrix:
+        """``Fr + Fr*`` at zero acceleration, (n, 1)."""
+        return self.explicit(self.compact.forcing)
+
+    @functools.cached_property
+    def Fr(self) -> sm.ImmutableMatrix:
+        """Generalized active forces ``Σ V_iᵀ m_i g + Q``, (n, 1)."""
+        return self.explicit(self.compact.Fr)
+
+    @functools.cached_property
+    def Fr_star(self) -> sm.ImmutableMatrix:
+        """Generalized inertia forces ``-M u̇ + Fr*|_{u̇=0}``, (n, 1), linear in ``u_dot``."""
+        return self.explicit(self.compact.Fr_star)
+
+    @functools.cached_property
+    def Omega_u(self) -> list:
+        """Partial angular velocities, per body a (3, nu) Matrix in N components."""
+        return self._explicit_list(self._der.Omega_u)
+
+    @functools.cached_property
+    def V_u(self) -> list:
+        """Partial velocities of the mass centres for the rotational speeds, (3, nu) each."""
+        return self._explicit_list(self._der.V_u)
+
+    @functools.cached_property
+    def V_s(self) -> list:
+        """Partial velocities of the mass centres for the slide speeds, (3, ns) each."""
+        return self._explicit_list(self._der.V_s)
+
+    @functools.cached_property
+    def alpha_r(self) -> list:
+        """Angular-acceleration remainders ``ω̇_i - Ω_u[i] u̇``, (3, 1) each."""
+        return self._explicit_list(self._der.alpha_r)
+
+    @functools.cached_property
+    def a_r(self) -> list:
+        """Acceleration remainders ``a_i - V_u[i] u̇ - V_s[i] ṡ``, (3, 1) each."""
+        return self._explicit_list(self._der.a_r)
+
+    @functools.cached_property
+    def R_N_B(self) -> list:
+        """Body attitudes (3, 3) each."""
+        return self._explicit_list(self._der.R_N_B)
+
+    @functools.cached_property
+    def r(self) -> list:
+        """Mass-centre positions in N, (3, 1) each."""
+        return self._explicit_list(self._der.r)
+
+    @functools.cached_property
+    def omega(self) -> list:
+        """Angular velocities in N, (3, 1) each."""
+        return self._explicit_list(self._der.omega)
+
+    @functools.cached_property
+    def v(self) -> list:
+        """Mass-centre velocities in N, (3, 1) each."""
+        return self._explicit_list(self._der.v)
+
+    def _simplify(self, time_budget: float | None) -> None:
+        """Simplify the explicit mass matrix and forcing entry by entry, smallest first,
+        until ``time_budget`` seconds have passed."""
+        start = time.perf_counter()
+        M = sm.Matrix(self.mass_matrix)
+        f = sm.Matrix(self.forcing)
+        n = M.rows
+        entries = [("M", a, b) for a in range(n) for b in range(a, n)] + [
+            ("f", a, 0) for a in range(n)
+        ]
+
+        def get(e):
+            return M[e[1], e[2]] if e[0] == "M" else f[e[1]]
+
+        entries.sort(key=lambda e: sm.count_ops(get(e)))
+        done = 0
+        for e in entries:
+            if time_budget is not None and time.perf_counter() - start > time_budget:
+                break
+            value = sm.simplify(get(e))
+            if e[0] == "M":
+                M[e[1], e[2]] = M[e[2], e[1]] = value
+            else:
+                f[e[1]] = value
+            done += 1
+        self.mass_matrix = sm.ImmutableMatrix(M)
+        self.forcing = sm.ImmutableMatrix(f)
+        elapsed = time.perf_counter() - start
+        if done < len(entries):
+            self.simplify_report = (
+                f"time budget of {time_budget} s exceeded: simplified {done} of "
+                f"{len(entries)} entries of the mass matrix (upper triangle) and forcing "
+                f"in {elapsed:.1f} s; the rest are as derived"
+            )
+        else:
+            self.simplify_report = (
+                f"simplified all {len(entries)} entries of the mass matrix (upper "
+                f"triangle) and forcing in {elapsed:.1f} s"
+            )
+
+    # -- numeric evaluation -------------------------------------------------------
+    def _params(self, params: Sequence[Any] | None) -> list:
+        params = list(self.parameters if params is None else params)
+        missing = sorted(set(self.parameters) - set(params), key=str)
+        if missing:
+            raise ModelError(
+                f"lambdify: params must include every model parameter; missing {missing}"
+            )
+        return params
+
+    def lambdify(self, params: Sequence[Any] | None = None):
+        """A numeric function ``f(q, u, p=None) -> (M, forcing)``.
+
+        Parameters
+        ----------
+        params : sequence of Symbol, optional
+            Order of the parameter values ``p`` (default :attr:`parameters`). ``p`` may
+            also be a mapping from symbol to value.
+
+        Returns
+        -------
+        callable
+            ``f(q, u, p)`` with ``q`` (nq,), ``u`` (n,) = [u | s]; returns ``M`` (n, n)
+            and ``forcing`` (n,). Quaternions in ``q`` are normalized first, as in the
+            numeric engine. The named intermediates become assignments in the generated
+            code (``sympy.lambdify`` with them as its common subexpressions).
+        """
+        syms = self._params(params)
+        comp = self.compact
+        outputs = [comp.mass_matrix, comp.forcing]
+        defs = self._der.tape.needed([e for m in outputs for e in m])
+        fn = sm.lambdify(
+            [list(self.q), list(self.u), syms],
+            outputs,
+            modules="numpy",
+            cse=lambda exprs: (defs, exprs),
+        )
+        quat_q = self.model.layout.quat_q
+        nq, n, npar = self.model.nq, self.model.n, len(syms)
+
+        def f(q, u, p=None):
+            q = np.array(q, dtype=float).reshape(-1)
+            u = np.asarray(u, dtype=float).reshape(-1)
+            if q.shape != (nq,) or u.shape != (n,):
+                raise ModelError(f"expected q of length {nq} and u of length {n}")
+            if quat_q.size:
+                quat = q[quat_q]
+                q[quat_q] = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
+            if isinstance(p, Mapping):
+                try:
+                    p = [p[s] for s in syms]
+                except KeyError as exc:
+                    raise ModelError(f"no value for parameter {exc.args[0]}") from None
+            pv = [] if p is None else list(np.asarray(p, dtype=float).reshape(-1))
+            if len(pv) != npar:
+                raise ModelError(
+                    f"expected {npar} parameter values in the order {[str(s) for s in syms]}"
+                )
+            M, F = fn(q, u, pv)
+            return np.asarray(M, dtype=float).reshape(n, n), np.asarray(F, dtype=float).ravel()
+
+        return f
+
+    def lambdify_rhs(self, params: Sequence[Any] | None = None):
+        """A numeric function ``f_acc(q, u, p=None) -> d/dt[u | s]`` (Cholesky solve of
+        ``M ν̇ = forcing``); arguments as for :meth:`lambdify`."""
+        f = self.lambdify(params)
+
+        def f_acc(q, u, p=None):
+            M, F = f(q, u, p)
+            try:
+                return scipy.linalg.cho_solve(scipy.linalg.cho_factor(M), F)
+            except np.linalg.LinAlgError:
+                raise ModelError(
+                    "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
+                ) from None
+
+        return f_acc
+
+    @functools.cached_property
+    def _rhs(self):
+        return self.lambdify_rhs()
+
+    def rhs(self, q, u, params=None) -> np.ndarray:
+        """``d/dt[u | s]`` at one state; ``params`` are values of :attr:`parameters`."""
+        return self._rhs(q, u, params)
+
+    # -- teaching view ------------------------------------------------------------
+    def table(self, fmt: str = "markdown") -> str:
+        """Partial angular velocities and partial velocities per generalized speed.
+
+        One group of rows per speed :math:`\\nu_r` (N components, explicit forms): for
+        each body, :math:`\\partial\\omega_i/\\partial\\nu_r` (column r of
+        :math:`\\Omega_u[i]`, zero for slide speeds) and
+        :math:`\\partial v_i/\\partial\\nu_r` (column r of :math:`[V_u | V_s][i]`); then
+        :math:`F_r` and :math:`F^*_r` in the group's first row.
+
+        Parameters
+        ----------
+        fmt : {"markdown", "latex"}
+            Markdown with code cells, or a LaTeX ``array`` (display math).
+        """
+        if fmt not in ("markdown", "latex"):
+            raise ModelError(f"table: fmt must be 'markdown' or 'latex', got {fmt!r}")
+        latex = fmt == "latex"
+        nu = self.model.nu
+        names = [b.name for b in self.model.bodies]
+
+        def cell(x: Any) -> str:
+            if isinstance(x, sm.MatrixBase):
+                x = sm.ImmutableMatrix(x).T
+            return sm.latex(x) if latex else f"`{sm.sstr(x)}`"
+
+        rows = []
+        for rr, speed in enumerate(self.u):
+            for i, name in enumerate(names):
+                if rr < nu:
+                    om, vel = self.Omega_u[i][:, rr], self.V_u[i][:, rr]
+                else:
+                    om, vel = _ZERO3, self.V_s[i][:, rr - nu]
+                first = i == 0
+                rows.append(
+                    [
+                        str(rr + 1) if first else "",
+                        cell(speed) if first else "",
+                        (f"\\text{{{name}}}" if latex else name),
+                        cell(om),
+                        cell(vel),
+                        cell(self.Fr[rr]) if first else "",
+                        cell(self.Fr_star[rr]) if first else "",
+                    ]
+                )
+        if latex:
+            head = ["r", "\\nu_r", "\\text{body}", "\\partial\\omega_i/\\partial\\nu_r",
+                    "\\partial v_i/\\partial\\nu_r", "F_r", "F^*_r"]  # fmt: skip
+            body = " \\\\\n".join(" & ".join(row) for row in rows)
+            return (
+                "\\begin{array}{c|c|c|c|c|c|c}\n"
+                + " & ".join(head)
+                + " \\\\ \\hline\n"
+                + body
+                + "\n\\end{array}"
+            )
+        head = ["r", "ν_r", "body", "∂ω_i/∂ν_r (N)", "∂v_i/∂ν_r (N)", "F_r", "F*_r"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        return "\n".join(lines) + "\n"
+
+    def _repr_markdown_(self) -> str:
+        return f"**{self!r}**\n\n" + self.table("markdown")
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.table("latex") + "$$"
+
+
+def kane(
+    model: Model, *, simplify: bool = False, time_budget: float | None = None
+) -> KaneEquations:
+    """Kane's equations of ``model`` in sympy (the numeric engine's stages, symbolically).
+
+    Parameters
+    ----------
+    model : Model
+        Numeric (its numbers become sympy Integers/Floats) or with sympy parameters
+        (masses, inertias, points, rotations, stiffness, damping, gravity).
+    simplify : bool, optional
+        Build the explicit mass matrix and forcing now and ``sympy.simplify`` them
+        entry by entry (smallest first). Default False: nothing is expanded or
+        simplified.
+    time_budget : float, optional
+        Seconds allowed for ``simplify``; when exceeded the remaining entries are left
+        as derived and :attr:`KaneEquations.simplify_report` says so.
+
+    Returns
+    -------
+    KaneEquations
+        ``mass_matrix * d/dt[u | s] = forcing``; see the module docstring for the
+        equations (Kane_NBody slides 18-23).
+
+    Raises
+    ------
+    ModelError
+        For a spherical joint with a non-zero spring (see the module docstring).
+
+    Examples
+    --------
+    >>> import kanedyn as kd
+    >>> from kanedyn.symbolic.kane import kane
+    >>> eom = kane(kd.examples.double_pendulum())
+    >>> eom.u.T
+    Matrix([[u_joint0_0, u_joint1_0]])
+    >>> M, forcing = eom.lambdify()([0.1, 0.2], [0.0, 0.0])
+    >>> M.shape, forcing.shape
+    ((2, 2), (2,))
+    """
+    if not isinstance(model, Model):
+        raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
+    q, u, ud = _symbols(model)
+    der = _derive(model, q, u)
+    eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u))
+    if simplify:
+        eom._simplify(time_budget)
+    return eom

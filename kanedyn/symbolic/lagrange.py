@@ -1,0 +1,393 @@
+"""Lagrange's equations for a joint tree, in the closed form of the seed's serial-chain notes.
+
+This is an oracle for the Kane path that shares none of its kinematics: body attitudes and
+mass-centre positions are built here in sympy, the link Jacobians come from
+differentiating them, and the equations of motion come from the kinetic and potential
+energies, not from partial velocities and generalized inertia forces.
+
+With the generalized coordinates ``q`` (gimbal angles and slide displacements) and the
+speeds ``q̇`` (their rates), each body i has the link Jacobians (seed 000, eqs. 2-2 to 2-4)
+
+.. math::
+
+    v_{ci} = J_L^{(i)} \\dot q, \\qquad \\omega_i = J_A^{(i)} \\dot q, \\qquad
+    J_L^{(i)} = \\frac{\\partial r_{ci}}{\\partial q}, \\qquad
+    J_{A,j}^{(i)} = \\begin{cases} b_j & \\text{rotational coordinate } j
+        \\text{ on the path of body } i \\\\ 0 & \\text{otherwise} \\end{cases}
+
+with ``b_j`` the axis of coordinate j in N. The kinetic energy is ``T = ½ q̇ᵀ H q̇`` with
+(eqs. 2-5 to 2-8)
+
+.. math::
+
+    H = \\sum_i m_i J_L^{(i)T} J_L^{(i)} + J_A^{(i)T} I_i J_A^{(i)}, \\qquad
+    I_i = R_i \\bar I_i R_i^T
+
+and Lagrange's equations are (eqs. 2-9 to 2-11)
+
+.. math::
+
+    \\sum_j H_{ij} \\ddot q_j + \\sum_{j,k} h_{ijk} \\dot q_j \\dot q_k + G_i = Q_i, \\qquad
+    h_{ijk} = \\frac{\\partial H_{ij}}{\\partial q_k}
+        - \\frac12 \\frac{\\partial H_{jk}}{\\partial q_i}, \\qquad
+    G_i = \\frac{\\partial U}{\\partial q_i}, \\quad U = -\\sum_i m_i\\, g \\cdot r_{ci}
+
+where ``g`` is the model's gravity (the acceleration, pointing down; the seed's ``g``
+points the other way, hence the minus sign) and ``Q = τ + Jᵀ F_ext`` (eq. 2-10) holds the
+joint springs and dampers ``-k q - c q̇``, joint torques and body forces.
+
+Only joints whose speeds are coordinate rates fit this form: fixed or moving roots with
+hinges, gimbals (1-3 Euler angles) and slides. Spherical joints (and so free-floating
+roots) are refused, because their speeds are angular velocities, not the rates of their
+quaternion coordinates.
+
+References
+----------
+G. Schaffner, *Musculoskeletal Dynamics* lecture notes (seed 000), eqs. 2-1 to 2-11;
+H. Asada and J.-J. E. Slotine, *Robot Analysis and Control*, Wiley, 1986, ch. 6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+import sympy as sm
+
+from kanedyn.errors import ModelError
+from kanedyn.model import Model
+from kanedyn.rotation import parse_sequence
+
+__all__ = ["LagrangeEquations", "elementary_rotation", "generalized_symbols", "lagrange"]
+
+
+# --------------------------------------------------------------------------- symbols
+def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
+    """The coordinate and speed symbols of a gimbal/slide tree, in the model's order.
+
+    Coordinates are ``q_<joint>_<i>`` (gimbal angle i) and ``d_<joint>_<i>`` (slide i);
+    speeds are their rates ``u_<joint>_<i>`` and ``s_<joint>_<i>``. Both follow the
+    model's partition ``[all rotational | all translational]``, joints in model order,
+    so index r of ``u`` is index r of ``[u | s]`` in the numeric engine.
+
+    Parameters
+    ----------
+    model : Model
+        A model without spherical joints.
+
+    Returns
+    -------
+    q, u : sympy.Matrix, shape (n, 1)
+
+    Examples
+    --------
+    >>> import kanedyn as kd
+    >>> q, u = generalized_symbols(kd.examples.double_pendulum())
+    >>> list(q), list(u)  # doctest: +SKIP
+    ([q_j0_0, q_j1_0], [u_j0_0, u_j1_0])
+    """
+    _refuse_spherical(model)
+    q_rot, q_trn, u_rot, u_trn = [], [], [], []
+    for j in model.joints:
+        q_rot += [sm.Symbol(f"q_{j.name}_{i}") for i in range(j.rot_dof)]
+        u_rot += [sm.Symbol(f"u_{j.name}_{i}") for i in range(j.rot_dof)]
+        q_trn += [sm.Symbol(f"d_{j.name}_{i}") for i in range(j.trn_dof)]
+        u_trn += [sm.Symbol(f"s_{j.name}_{i}") for i in range(j.trn_dof)]
+    return sm.Matrix(q_rot + q_trn), sm.Matrix(u_rot + u_trn)
+
+
+def _refuse_spherical(model: Model) -> None:
+    bad = [j.name for j in model.joints if j.rot_type == "spherical"]
+    if bad:
+        raise ModelError(
+            f"lagrange: joints {bad} are spherical (a free-floating root is one too). "
+            "Lagrange's equations in the form H q̈ + h q̇ q̇ + G = Q need speeds that are the "
+            "rates of the coordinates, but a spherical joint's coordinates are a quaternion "
+            "and its speeds are an angular velocity. Model the joint as a 3-DOF gimbal "
+            "(kd.Joint.gimbal(name, inner, outer, seq='123', dof=3)), whose speeds are angle "
+            "rates, or derive the equations with kd.symbolic.kane, which handles spherical "
+            "joints directly."
+        )
+
+
+def elementary_rotation(axis: int, angle: Any) -> sm.Matrix:
+    """Active elementary rotation about coordinate axis ``axis`` (1, 2, 3), in sympy.
+
+    .. math:: R_1(a) = \\begin{bmatrix} 1 & 0 & 0 \\\\ 0 & c & -s \\\\ 0 & s & c
+              \\end{bmatrix}, \\text{ and cyclically for } R_2, R_3
+
+    the same matrix as :func:`kanedyn.rotation.elementary_rotation`.
+    """
+    c, s = sm.cos(angle), sm.sin(angle)
+    if axis == 1:
+        return sm.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]])
+    if axis == 2:
+        return sm.Matrix([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    if axis == 3:
+        return sm.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    raise ModelError(f"rotation axis must be 1, 2 or 3, got {axis!r}")
+
+
+def _exact(x: Any) -> Any:
+    """Sympy expressions as they are; numbers as exact rationals (the shortest decimal
+    that round-trips), so that symbolic differences cancel exactly."""
+    if isinstance(x, (float, int, np.floating, np.integer)):
+        return sm.Rational(repr(float(x))) if np.isfinite(x) else sm.sympify(x)
+    return sm.sympify(x)
+
+
+def _matrix(x: Any) -> sm.Matrix:
+    arr = np.asarray(x, dtype=object)
+    return sm.Matrix(
+        arr.shape[0], arr.shape[1] if arr.ndim == 2 else 1, [_exact(e) for e in arr.ravel()]
+    )
+
+
+def _load(values: Any, n: int, what: str) -> sm.Matrix:
+    out = sm.Matrix([_exact(v) for v in np.asarray(values, dtype=object).ravel()])
+    if out.shape != (n, 1):
+        raise ModelError(f"lagrange: {what} needs {n} values, got {out.shape[0]}")
+    return out
+
+
+# --------------------------------------------------------------------------- result
+@attrs.frozen(eq=False)
+class LagrangeEquations:
+    """Lagrange's equations ``H q̈ + C(q, q̇) + G = Q`` of a joint tree (seed 000, eq. 2-11).
+
+    Attributes
+    ----------
+    model : Model
+    q : sympy.Matrix, (n, 1)
+        Generalized coordinates (``q_<joint>_<i>`` angles, ``d_<joint>_<i>`` slides).
+    u : sympy.Matrix, (n, 1)
+        Generalized speeds ``u = q̇`` (``u_<joint>_<i>``, ``s_<joint>_<i>``), named so that
+        they line up with :func:`kanedyn.symbolic.kane`.
+    R : tuple of sympy.Matrix (3, 3)
+        Body attitudes ``R_N_B``, model order.
+    r : tuple of sympy.Matrix (3, 1)
+        Mass-centre positions in N.
+    J_L, J_A : tuple of sympy.Matrix (3, n)
+        Link Jacobians of each body (eqs. 2-2 to 2-4): ``v_ci = J_L q̇``, ``ω_i = J_A q̇``.
+    H : sympy.Matrix, (n, n)
+        Inertia matrix (eq. 2-7), ``T = ½ q̇ᵀ H q̇``.
+    christoffel : sympy.Array, (n, n, n)
+        ``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11).
+    C : sympy.Matrix, (n, 1)
+        Centrifugal and Coriolis terms ``C_i = Σ_jk h_ijk q̇_j q̇_k``.
+    G : sympy.Matrix, (n, 1)
+        Gravity terms ``G_i = ∂U/∂q_i`` (eq. 2-9).
+    Q : sympy.Matrix, (n, 1)
+        Generalized forces (eq. 2-10): springs, dampers, joint torques, body loads and the
+        gyroscopic torque of embedded rotors.
+    kinetic_energy, potential_energy : sympy.Expr
+        ``T = ½ q̇ᵀ H q̇`` and ``U`` (gravity only; springs are in ``Q``).
+    """
+
+    model: Model
+    q: sm.Matrix
+    u: sm.Matrix
+    R: tuple[sm.Matrix, ...]
+    r: tuple[sm.Matrix, ...]
+    J_L: tuple[sm.Matrix, ...]
+    J_A: tuple[sm.Matrix, ...]
+    H: sm.Matrix
+    christoffel: sm.Array
+    C: sm.Matrix
+    G: sm.Matrix
+    Q: sm.Matrix
+    potential_energy: sm.Expr
+
+    @property
+    def mass_matrix(self) -> sm.Matrix:
+        """``H``: the left side of ``mass_matrix · d/dt(u) = forcing``."""
+        return self.H
+
+    @property
+    def forcing(self) -> sm.Matrix:
+        """``Q - G - C``: the right side of ``mass_matrix · d/dt(u) = forcing``."""
+        return self.Q - self.G - self.C
+
+    @property
+    def kinetic_energy(self) -> sm.Expr:
+        """``T = ½ q̇ᵀ H q̇`` (eq. 2-6)."""
+        return (self.u.T * self.H * self.u)[0, 0] / 2
+
+    @property
+    def parameters(self) -> tuple[sm.Symbol, ...]:
+        """The model's symbols (masses, lengths, ...), sorted by name."""
+        free = set().union(*(e.free_symbols for e in (*self.H, *self.forcing)))
+        return tuple(sorted(free - set(self.q) - set(self.u), key=str))
+
+    def __repr__(self) -> str:
+        n = len(self.q)
+        return f"LagrangeEquations(n={n}, q={list(self.q)}, parameters={list(self.parameters)})"
+
+
+# --------------------------------------------------------------------------- derivation
+def lagrange(
+    model: Model,
+    *,
+    joint_torques: Mapping[str, Sequence[Any]] | None = None,
+    body_forces: Mapping[str, Sequence[Any]] | None = None,
+    body_torques: Mapping[str, Sequence[Any]] | None = None,
+    simplify: bool = False,
+) -> LagrangeEquations:
+    """Lagrange's equations of motion of a gimbal/slide tree (seed 000, eqs. 2-1 to 2-11).
+
+    The body attitudes and mass-centre positions are built in sympy along the joint chain
+    ``Bi → Gi → slides along the Gi axes → gimbal R_i1(θ1) R_i2(θ2) R_i3(θ3) → Go → Bo``;
+    then
+
+    .. math::
+
+        J_L^{(i)} = \\partial r_{ci} / \\partial q, \\qquad
+        H = \\sum_i m_i J_L^{(i)T} J_L^{(i)} + J_A^{(i)T} R_i \\bar I_i R_i^T J_A^{(i)}
+        \\quad (2\\text{-}7, 2\\text{-}8)
+
+    .. math::
+
+        h_{ijk} = \\frac{\\partial H_{ij}}{\\partial q_k}
+            - \\frac12 \\frac{\\partial H_{jk}}{\\partial q_i}, \\qquad
+        G_i = -\\sum_j m_j\\, g^T J_{L,i}^{(j)}, \\qquad
+        Q = \\tau - K q - C \\dot q + J^T F_{ext} \\quad (2\\text{-}9 \\ldots 2\\text{-}11)
+
+    and ``mass_matrix = H``, ``forcing = Q - G - Σ_jk h_ijk q̇_j q̇_k``, so that
+    ``mass_matrix · q̈ = forcing`` is directly comparable with Kane's
+    ``M ν̇ = f`` (:func:`kanedyn.symbolic.compare`).
+
+    Parameters
+    ----------
+    model : Model
+        Numeric or symbolic (sympy parameters). Roots may be fixed (weld) or move on
+        hinges, gimbals and slides; **spherical joints and free roots are refused**
+        (:class:`~kanedyn.ModelError`): Lagrange's equations in this form need speeds
+        that are coordinate rates, and a spherical joint's speeds are an angular
+        velocity. Use a 3-DOF gimbal instead, or :func:`kanedyn.symbolic.kane`.
+    joint_torques : mapping joint name -> sequence, optional
+        Actuator efforts τ on each DOF of the joint (rotational first), as in
+        :class:`kanedyn.JointLoad`; may be sympy expressions.
+    body_forces, body_torques : mapping body name -> (3,), optional
+        Force at the mass centre and pure torque, N components (eq. 2-10's
+        ``Jᵀ F_ext``).
+    simplify : bool
+        ``trigsimp`` the attitudes, positions, H and G (slower; cleaner output for
+        small models).
+
+    Returns
+    -------
+    LagrangeEquations
+
+    Examples
+    --------
+    >>> import sympy as sm, kanedyn as kd
+    >>> m, l, g = sm.symbols("m l g", positive=True)
+    >>> rod = kd.Body("rod", mass=m, inertia=sm.diag(1, 1, 1) * m * l**2 / 12,
+    ...               com=(l / 2, 0, 0))
+    >>> model = kd.Model([rod], [kd.Joint.revolute("j", None, "rod", axis=3)],
+    ...                  gravity=(0, -g, 0))
+    >>> lag = lagrange(model, simplify=True)
+    >>> lag.H
+    Matrix([[l**2*m/3]])
+    >>> lag.G
+    Matrix([[g*l*m*cos(q_j_0)/2]])
+    """
+    q, u = generalized_symbols(model)
+    n = len(q)
+    lay = model.layout
+    tidy = (lambda e: sm.trigsimp(e)) if simplify else (lambda e: e)
+
+    # attitudes and mass-centre positions along the chain (model order is topological)
+    index = {s: r for r, s in enumerate(q)}
+    R_N_B: list[sm.Matrix] = []
+    p_B: list[sm.Matrix] = []  # body-frame origins
+    r_c: list[sm.Matrix] = []
+    J_A: list[sm.Matrix] = []
+    for k, j in enumerate(model.joints):
+        par = lay.parent[k]
+        R_N_Bi = sm.eye(3) if par < 0 else R_N_B[par]
+        p_Bi = sm.zeros(3, 1) if par < 0 else p_B[par]
+        J_Ai = sm.zeros(3, n) if par < 0 else J_A[par].copy()
+        R_N_Gi = R_N_Bi * _matrix(j.inner_rotation)
+        # slides along the Gi axes named by trn_seq
+        trn_axes = parse_sequence(j.trn_seq)
+        slide = sm.zeros(3, 1)
+        for c in range(j.trn_dof):
+            slide[trn_axes[c] - 1] += sm.Symbol(f"d_{j.name}_{c}")
+        o = p_Bi + R_N_Bi * _matrix(j.inner_point) + R_N_Gi * slide
+        # gimbal R_Gi_Go = R_i1(θ1) R_i2(θ2) R_i3(θ3); column of J_A = joint axis in N (2-4)
+        R_N_Go = R_N_Gi
+        rot_axes = parse_sequence(j.rot_seq)
+        for c in range(j.rot_dof):
+            theta = sm.Symbol(f"q_{j.name}_{c}")
+            axis = rot_axes[c]
+            J_Ai[:, index[theta]] = R_N_Go[:, axis - 1]
+            R_N_Go = (R_N_Go * elementary_rotation(axis, theta)).applyfunc(tidy)
+        R = (R_N_Go * _matrix(j.outer_rotation)).applyfunc(tidy)
+        p = o - R * _matrix(j.outer_point)
+        R_N_B.append(R)
+        p_B.append(p.applyfunc(tidy))
+        r_c.append((p + R * _matrix(lay.com[k])).applyfunc(tidy))
+        J_A.append(J_Ai)
+
+    # link Jacobians and the inertia matrix (2-2 .. 2-8)
+    J_L = [r.jacobian(q) for r in r_c]
+    mass = [_exact(m) for m in lay.mass]
+    H = sm.zeros(n, n)
+    for i in range(model.nb):
+        I_N = R_N_B[i] * _matrix(lay.inertia[i]) * R_N_B[i].T  # (2-8)
+        H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N * J_A[i]
+    H = H.applyfunc(lambda e: tidy(sm.expand(e)) if simplify else e)
+
+    # Christoffel terms h_ijk (2-11)
+    dH = [H.diff(qk) for qk in q]  # dH[k][i, j] = ∂H_ij/∂q_k
+    h = sm.MutableDenseNDimArray.zeros(n, n, n)
+    for i in range(n):
+        for j in range(n):
+            for k in range(n):
+                h[i, j, k] = dH[k][i, j] - dH[i][j, k] / 2
+    C = sm.Matrix(
+        [sum(h[i, j, k] * u[j] * u[k] for j in range(n) for k in range(n)) for i in range(n)]
+    )
+
+    # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
+    g = _matrix(model.gravity)
+    U = -sum((mass[i] * (g.T * r_c[i])[0, 0] for i in range(model.nb)), sm.Integer(0))
+    G = sm.Matrix([tidy(sm.diff(U, qr)) for qr in q])
+
+    # generalized forces (2-10): springs, dampers, joint torques, body loads, rotors
+    Q = sm.Matrix(
+        [-_exact(lay.stiffness[r]) * q[r] - _exact(lay.damping[r]) * u[r] for r in range(n)]
+    )
+    for name, values in (joint_torques or {}).items():
+        idx = model.layout.u_index[model.joint_index(name)]
+        Q[list(idx), 0] = Q[list(idx), 0] + _load(values, len(idx), f"joint_torques[{name!r}]")
+    for name, F in (body_forces or {}).items():
+        i = model.body_index(name)
+        Q += J_L[i].T * _load(F, 3, f"body_forces[{name!r}]")
+    for name, T in (body_torques or {}).items():
+        i = model.body_index(name)
+        Q += J_A[i].T * _load(T, 3, f"body_torques[{name!r}]")
+    for i in range(model.nb):
+        h_B = _matrix(lay.h_embedded[i])
+        if any(e != 0 for e in h_B):
+            omega = J_A[i] * u
+            Q -= J_A[i].T * omega.cross(R_N_B[i] * h_B)  # gyroscopic torque -ω × h
+
+    return LagrangeEquations(
+        model=model,
+        q=q,
+        u=u,
+        R=tuple(R_N_B),
+        r=tuple(r_c),
+        J_L=tuple(J_L),
+        J_A=tuple(J_A),
+        H=sm.ImmutableMatrix(H),
+        christoffel=sm.ImmutableDenseNDimArray(h),
+        C=sm.ImmutableMatrix(C),
+        G=sm.ImmutableMatrix(G),
+        Q=sm.ImmutableMatrix(Q),
+        potential_energy=U,
+    )
