@@ -6,7 +6,7 @@ The pipeline (each stage a module; dependencies point one way)::
         -> integrate -> io -> cli
 """
 
-from kanedyn import examples, msd, rotation
+from kanedyn import examples, io, msd, rotation
 from kanedyn.constraints import ConstraintForces, constraint_forces
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
 from kanedyn.inertia import (
@@ -73,6 +73,7 @@ __all__ = [
     "generalized_active_forces",
     "generalized_inertia_forces",
     "inertia_tensor",
+    "io",
     "inverse_dynamics",
     "kinematics",
     "kinetic_energy",

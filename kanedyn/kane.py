@@ -129,8 +129,10 @@ def generalized_inertia_forces(model: Model, state: State, acc: ArrayLike) -> Ar
 
 
 def _solve(M: Array, f: Array) -> Array:
+    """Solve ``M x = f`` by Cholesky (M symmetric positive definite)."""
     try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(M), f)
+        factor = scipy.linalg.cho_factor(M, check_finite=False)
+        return scipy.linalg.cho_solve(factor, f, check_finite=False)
     except np.linalg.LinAlgError:
         raise ModelError(
             "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"

@@ -35,11 +35,10 @@ springs, dampers and actuators, all other joint efforts cancel inside the subtre
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError
-from kanedyn.kane import _mass_matrix, _terms
+from kanedyn.kane import _mass_matrix, _solve, _terms
 from kanedyn.kinematics import Kinematics, _kinematics, cross, mv
 from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model, State
@@ -122,7 +121,7 @@ def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -
     p = _root_to_total(model, kin, y, inverse=True) - tm.Omega.reshape(-1, model.n).T @ h.ravel()
     free = np.setdiff1d(np.arange(model.n), locked)
     u = np.zeros(model.n)
-    u[free] = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M[np.ix_(free, free)]), p[free])
+    u[free] = _solve(M[np.ix_(free, free)], p[free])
     return u
 
 

@@ -93,6 +93,16 @@ class GimbalLockError(ModelError):
 # ---------------------------------------------------------------------------
 
 
+_C1 = np.array([1, 2, 0])
+_C2 = np.array([2, 0, 1])
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product over the last axis, broadcasting (cheaper than ``np.cross``)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a[..., _C1] * b[..., _C2] - a[..., _C2] * b[..., _C1]
+
+
 def _vec3(v) -> np.ndarray:
     v = np.asarray(v, dtype=float)
     if v.shape[-1:] != (3,):
@@ -515,8 +525,8 @@ def euler_gamma_dot_axes(axes, angles, rates) -> np.ndarray:
     g1, g2, g3 = Gamma[..., 0], Gamma[..., 1], Gamma[..., 2]
     w3 = r[..., 2, None] * g3
     w23 = r[..., 1, None] * g2 + w3
-    g1_dot = np.cross(g1, w23)
-    g2_dot = np.cross(g2, w3)
+    g1_dot = _cross(g1, w23)
+    g2_dot = _cross(g2, w3)
     g1_dot, g2_dot = np.broadcast_arrays(g1_dot, g2_dot)
     return np.stack([g1_dot, g2_dot, np.zeros_like(g1_dot)], axis=-1)
 
@@ -568,7 +578,7 @@ def euler_gamma_dot(seq, angles, rates) -> np.ndarray:
 
 def _gamma_det(Gamma: np.ndarray) -> np.ndarray:
     """det Gamma = gamma_1 . (gamma_2 x gamma_3); +-cos t2 (or +-sin t2, symmetric)."""
-    return np.einsum("...i,...i->...", Gamma[..., 0], np.cross(Gamma[..., 1], Gamma[..., 2]))
+    return np.einsum("...i,...i->...", Gamma[..., 0], _cross(Gamma[..., 1], Gamma[..., 2]))
 
 
 def gimbal_lock(seq, angles, *, tol: float = 1e-9) -> np.ndarray:
@@ -645,7 +655,7 @@ def euler_rates_from_omega(seq, angles, omega, *, tol: float = 1e-9) -> np.ndarr
             f"|det Gamma| < {tol}); Euler rates are undefined, use a quaternion instead"
         )
     g1, g2, g3 = Gamma[..., 0], Gamma[..., 1], Gamma[..., 2]
-    Gamma_inv = np.stack([np.cross(g2, g3), np.cross(g3, g1), np.cross(g1, g2)], axis=-2)
+    Gamma_inv = np.stack([_cross(g2, g3), _cross(g3, g1), _cross(g1, g2)], axis=-2)
     return _matvec(Gamma_inv, _vec3(omega)) / det[..., None]
 
 
@@ -721,7 +731,7 @@ def quat_multiply(p, q) -> np.ndarray:
     p, q = _quat(p), _quat(q)
     pv, pw = p[..., :3], p[..., 3:]
     qv, qw = q[..., :3], q[..., 3:]
-    vec = pw * qv + qw * pv + np.cross(pv, qv)
+    vec = pw * qv + qw * pv + _cross(pv, qv)
     scalar = pw * qw - np.sum(pv * qv, axis=-1, keepdims=True)
     scalar = np.broadcast_to(scalar, vec.shape[:-1] + (1,))
     return np.concatenate([vec, scalar], axis=-1)

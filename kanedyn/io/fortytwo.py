@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,9 @@ class _Line:
         self.tokens = self.content.split()
 
 
+_Note = Callable[["_Line", str], None]  # records an UnsupportedFeatureWarning
+
+
 class _Lines:
     """The non-blank lines of a 42 input file, read in order, one field per line."""
 
@@ -100,7 +104,7 @@ class _Lines:
         for _ in range(n):
             self.line("a header line")
 
-    def _fail(self, line: _Line, label: str, what: str) -> FileFormatError:
+    def expected(self, line: _Line, label: str, what: str) -> FileFormatError:
         return self.error(line, f"expected {label!r} as {what}, got {line.content!r}")
 
     def numbers(self, label: str, n: int) -> tuple[np.ndarray, _Line]:
@@ -108,7 +112,7 @@ class _Lines:
         what = "a number" if n == 1 else f"{n} numbers"
         toks = line.tokens[:n]
         if len(toks) < n or not all(_NUMBER.fullmatch(t) for t in toks):
-            raise self._fail(line, label, what)
+            raise self.expected(line, label, what)
         return np.array([float(t) for t in toks]), line
 
     def number(self, label: str) -> tuple[float, _Line]:
@@ -118,7 +122,7 @@ class _Lines:
     def integer(self, label: str) -> tuple[int, _Line]:
         line = self.line(label)
         if not line.tokens or not _INTEGER.fullmatch(line.tokens[0]):
-            raise self._fail(line, label, "an integer")
+            raise self.expected(line, label, "an integer")
         return int(line.tokens[0]), line
 
     def words(
@@ -130,7 +134,7 @@ class _Lines:
         if choices:
             what += f" from {', '.join(choices)}"
         if len(toks) < n or (choices and any(t.upper() not in choices for t in toks)):
-            raise self._fail(line, label, what)
+            raise self.expected(line, label, what)
         return toks, line
 
     def angles_and_seq(self, label: str) -> tuple[np.ndarray, str, _Line]:
@@ -138,7 +142,7 @@ class _Lines:
         line = self.line(label)
         toks = line.tokens[:4]
         if len(toks) < 4 or not all(_NUMBER.fullmatch(t) for t in toks[:3]):
-            raise self._fail(line, label, "3 numbers and a sequence")
+            raise self.expected(line, label, "3 numbers and a sequence")
         try:
             parse_sequence(toks[3])
         except ModelError as exc:
@@ -204,9 +208,10 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     # -- orbit ------------------------------------------------------------------------
     L.skip()
     (orbit,), line = L.words(
-        "Orbit Prop FIXED, EULER_HILL, ENCKE, or COWELL", 1,
+        "Orbit Prop FIXED, EULER_HILL, ENCKE, or COWELL",
+        1,
         ("FIXED", "EULER_HILL", "ENCKE", "COWELL"),
-    )  # fmt: skip
+    )
     if orbit.upper() != "FIXED":
         note(
             line,
@@ -221,7 +226,7 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     (code,), code_line = L.words("Ang Vel wrt [NL], Att [QA] wrt [NLF]")
     code = code.upper()
     if len(code) != 3 or code[0] not in "NL" or code[1] not in "QA" or code[2] not in "NLF":
-        raise L._fail(code_line, "Ang Vel wrt [NL], Att [QA] wrt [NLF]", "3 letters such as NAN")
+        raise L.expected(code_line, "Ang Vel wrt [NL], Att [QA] wrt [NLF]", "3 letters such as NAN")
     w0, _ = L.numbers("Ang Vel (deg/sec)", 3)
     if code[1] == "Q":
         q0, qline = L.numbers("Quaternion", 4)
@@ -243,9 +248,14 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     L.words("Solve Dynamics by GAUSS_ELIM or ORDER_N", 1, ("GAUSS_ELIM", "ORDER_N"))
     constraints, line = _flag(L, "Compute Constraint Forces and Torques")
     if constraints:
-        note(line, "constraint forces and torques are not output during import or simulation")
-    (refpt,), line = L.words("Mass Props referenced to REFPT_CM or REFPT_JOINT", 1,
-                             ("REFPT_CM", "REFPT_JOINT"))  # fmt: skip
+        note(
+            line,
+            "constraint forces are not computed on import "
+            "(kanedyn.constraint_forces gives them for any state)",
+        )
+    (refpt,), line = L.words(
+        "Mass Props referenced to REFPT_CM or REFPT_JOINT", 1, ("REFPT_CM", "REFPT_JOINT")
+    )
     if refpt.upper() == "REFPT_JOINT":
         note(
             line,
@@ -287,7 +297,7 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     return model, state
 
 
-def _read_body(L: _Lines, i: int, note, notes: list[tuple[str, type[Warning]]]) -> Body:  # type: ignore[no-untyped-def]
+def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warning]]]) -> Body:
     name = f"B{i}"
     L.skip()
     mass, mass_line = L.number("Mass")
@@ -318,11 +328,14 @@ def _read_body(L: _Lines, i: int, note, notes: list[tuple[str, type[Warning]]]) 
     except ModelError as exc:
         notes.append((f"{L.name} line {I_line.number}: {exc}; kept, as 42 accepts it", UserWarning))
         triangle = False
-    return Body(name, mass=mass, inertia=inertia, com=com, embedded_momentum=h_emb,
-                check_triangle=triangle)  # fmt: skip
+    return Body(
+        name, mass=mass, inertia=inertia, com=com, embedded_momentum=h_emb, check_triangle=triangle
+    )
 
 
-def _read_joint(L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int], note):  # type: ignore[no-untyped-def]
+def _read_joint(
+    L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int], note: _Note
+) -> tuple[Joint, dict[str, np.ndarray]]:
     name = f"G{k}"
     L.skip()
     (jtype,), type_line = L.words("Type of joint (PASSIVE, ACTUATED, others)", 1, _JOINT_TYPES)
@@ -330,7 +343,7 @@ def _read_joint(L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int
     line = L.line("Inner, outer body indices")
     toks = line.tokens[:2]
     if len(toks) < 2 or not all(_INTEGER.fullmatch(t) for t in toks):
-        raise L._fail(line, "Inner, outer body indices", "2 integers")
+        raise L.expected(line, "Inner, outer body indices", "2 integers")
     b_in, b_out = int(toks[0]), int(toks[1])
     for which, b in (("inner", b_in), ("outer", b_out)):
         if not 0 <= b < nb:
@@ -348,9 +361,13 @@ def _read_joint(L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int
     label = "RotDOF, Seq, GIMBAL or SPHERICAL"
     line = L.line(label)
     toks = line.tokens[:3]
-    if (len(toks) < 3 or not _INTEGER.fullmatch(toks[0]) or not _INTEGER.fullmatch(toks[1])
-            or toks[2].upper() not in ("GIMBAL", "SPHERICAL")):  # fmt: skip
-        raise L._fail(line, label, "an integer, a sequence and GIMBAL or SPHERICAL")
+    if (
+        len(toks) < 3
+        or not _INTEGER.fullmatch(toks[0])
+        or not _INTEGER.fullmatch(toks[1])
+        or toks[2].upper() not in ("GIMBAL", "SPHERICAL")
+    ):
+        raise L.expected(line, label, "an integer, a sequence and GIMBAL or SPHERICAL")
     rot_dof, rot_seq, spherical = int(toks[0]), toks[1], toks[2].upper() == "SPHERICAL"
     if not 0 <= rot_dof <= 3:
         raise L.error(line, f"joint {name}: RotDOF must be 0..3, got {rot_dof}")
@@ -361,7 +378,7 @@ def _read_joint(L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int
     line = L.line(label)
     toks = line.tokens[:2]
     if len(toks) < 2 or not all(_INTEGER.fullmatch(t) for t in toks):
-        raise L._fail(line, label, "an integer and a sequence")
+        raise L.expected(line, label, "an integer and a sequence")
     trn_dof, trn_seq = int(toks[0]), toks[1]
     if not 0 <= trn_dof <= 3:
         raise L.error(line, f"joint {name}: TrnDOF must be 0..3, got {trn_dof}")
@@ -390,20 +407,28 @@ def _read_joint(L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int
             else "42's ad-hoc joint torques are not modelled"
         )
         extra = "" if _is_none(parm_file) else f"; parameter file {parm_file} not read"
-        note(type_line, f"joint {name} is {jtype}: {what}; the joint is unactuated "
-             f"(apply kanedyn.JointLoad records for its efforts){extra}")  # fmt: skip
+        note(
+            type_line,
+            f"joint {name} is {jtype}: {what}; the joint is unactuated "
+            f"(apply kanedyn.JointLoad records for its efforts){extra}",
+        )
     try:
         joint = Joint(
-            name, f"B{b_in}", f"B{b_out}",
+            name,
+            f"B{b_in}",
+            f"B{b_out}",
             rot_type="spherical" if spherical else "gimbal",
-            rot_dof=rot_dof, rot_seq="123" if spherical else rot_seq,
-            trn_dof=trn_dof, trn_seq=trn_seq,
-            inner_point=p_in, outer_point=p_out,
-            inner_rotation=euler_to_dcm(seq_in, a_in),   # R_Bi_Gi = C_GiBi^T
+            rot_dof=rot_dof,
+            rot_seq="123" if spherical else rot_seq,
+            trn_dof=trn_dof,
+            trn_seq=trn_seq,
+            inner_point=p_in,
+            outer_point=p_out,
+            inner_rotation=euler_to_dcm(seq_in, a_in),  # R_Bi_Gi = C_GiBi^T
             outer_rotation=euler_to_dcm(seq_out, a_out),  # R_Go_Bo = C_BoGo^T
             stiffness=np.r_[k_rot[:rot_dof], k_trn[:trn_dof]],
             damping=np.r_[c_rot[:rot_dof], c_trn[:trn_dof]],
-        )  # fmt: skip
+        )
     except ModelError as exc:
         raise L.error(parm_line, f"joint {name}: {exc}") from None
     init: dict[str, np.ndarray] = {}
@@ -443,7 +468,7 @@ def _read_jnt(path: Path, sc: _Lines, line: _Line) -> tuple[np.ndarray, ...]:
     return tuple(coefs)
 
 
-def _scan_equipment(L: _Lines, note) -> None:  # type: ignore[no-untyped-def]
+def _scan_equipment(L: _Lines, note: _Note) -> None:
     """Warn for every equipment section (wheels, MTBs, thrusters, sensors) with items.
 
     The sections after the joints differ between 42 versions, so each is found by its

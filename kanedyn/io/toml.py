@@ -118,6 +118,8 @@ _SIM_KEYS = {  # file key -> Case.settings key
     "formulation": "formulation",
     "output_every_s": "output_every",
 }
+_METHODS = ("rk4", "RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")  # kanedyn.simulate's
+_FORMULATIONS = ("kane", "msd")
 _REQUIRED = object()
 
 
@@ -347,8 +349,12 @@ def _read_body(fname: str, i: int, raw: Any) -> Body:
 
 def _rotation(t: _Table, side: str) -> np.ndarray:
     """``inner_rotation`` (R_Bi_Gi) or ``outer_rotation`` (R_Go_Bo) from angles or a DCM."""
-    deg, rad, seq, dcm = (f"{side}_angles_deg", f"{side}_angles_rad", f"{side}_seq",
-                          f"{side}_rotation_dcm")  # fmt: skip
+    deg, rad, seq, dcm = (
+        f"{side}_angles_deg",
+        f"{side}_angles_rad",
+        f"{side}_seq",
+        f"{side}_rotation_dcm",
+    )
     given = [k for k in (deg, rad, dcm) if t.has(k)]
     if len(given) > 1:
         raise t.error(given[1], f"give only one of {deg}, {rad}, {dcm}")
@@ -451,8 +457,12 @@ def _read_initial(fname: str, top: _Table, model: Model) -> State:
 
 def _initial_joint(t: _Table, model: Model, state: State, joint: str) -> State:
     jnt = model.joint(joint)
-    for a, b in (("angles_deg", "angles_rad"), ("rates_deg_s", "rates_rad_s"),
-                 ("angles_deg", "quaternion"), ("angles_rad", "quaternion")):  # fmt: skip
+    for a, b in (
+        ("angles_deg", "angles_rad"),
+        ("rates_deg_s", "rates_rad_s"),
+        ("angles_deg", "quaternion"),
+        ("angles_rad", "quaternion"),
+    ):
         if t.has(a) and t.has(b):
             raise t.error(b, f"give {a} or {b}, not both")
 
@@ -534,7 +544,9 @@ def _read_settings(fname: str, top: _Table) -> dict[str, Any]:
         if not t.has(key):
             continue
         if key in ("method", "formulation"):
-            out[name] = t.string(key, _REQUIRED, ("kane", "msd") if key == "formulation" else ())
+            out[name] = t.string(
+                key, _REQUIRED, _FORMULATIONS if key == "formulation" else _METHODS
+            )
         else:
             value = t.number(key)
             if value <= 0.0:
@@ -621,6 +633,8 @@ def _dumps(
 ) -> str:
     if model.is_symbolic:
         raise ModelError("write_toml: the model has symbolic parameters; use model.subs first")
+    if any(b.name == "N" for b in model.bodies):
+        raise ModelError("write_toml: a body is named 'N', which the file format reserves for N")
     lines = ["# kanedyn model file (schema: docs/toml-schema.md)", ""]
     lines += ["[model]", f"gravity_m_s2 = {_vec(model.gravity)}", ""]
     for b in model.bodies:
@@ -714,16 +728,30 @@ def _dump_state(model: Model, state: State) -> list[str]:
 
 def _dump_load(model: Model, rec: Any) -> list[str]:
     if isinstance(rec, Force):
-        lines = ["[[loads]]", 'type = "force"', f"body = {_s(rec.body)}",
-                 f"values = {_vec(rec.force)}", f"frame = {_s(rec.frame)}"]  # fmt: skip
+        lines = [
+            "[[loads]]",
+            'type = "force"',
+            f"body = {_s(rec.body)}",
+            f"values = {_vec(rec.force)}",
+            f"frame = {_s(rec.frame)}",
+        ]
         if rec.point is not None:
             lines.append(f"point_m = {_vec(rec.point)}")
     elif isinstance(rec, Torque):
-        lines = ["[[loads]]", 'type = "torque"', f"body = {_s(rec.body)}",
-                 f"values = {_vec(rec.torque)}", f"frame = {_s(rec.frame)}"]  # fmt: skip
+        lines = [
+            "[[loads]]",
+            'type = "torque"',
+            f"body = {_s(rec.body)}",
+            f"values = {_vec(rec.torque)}",
+            f"frame = {_s(rec.frame)}",
+        ]
     elif isinstance(rec, JointLoad):
-        lines = ["[[loads]]", 'type = "joint"', f"joint = {_s(rec.joint)}",
-                 f"values = {_vec(rec.values)}"]  # fmt: skip
+        lines = [
+            "[[loads]]",
+            'type = "joint"',
+            f"joint = {_s(rec.joint)}",
+            f"values = {_vec(rec.values)}",
+        ]
     else:
         raise ModelError(
             f"write_toml: cannot write the load {rec!r}; only kanedyn Force, Torque and "

@@ -99,22 +99,42 @@ class _Doc:
             ) from None
         self.root = roots[0]
 
-    def where(self, el: ET.Element, *children: str) -> str:
+    def where(self, el: ET.Element, *children: str, at: ET.Element | None = None) -> str:
+        """``file line L: <tag name='...'> <child> ...``, L the line of ``at`` (or ``el``)."""
         name = el.get("name")
         text = f"<{el.tag} name={name!r}>" if name is not None else f"<{el.tag}>"
         for child in children:
             text += f" <{child}>"
-        return f"{self.name} line {self.line.get(id(el), '?')}: {text}"
+        return f"{self.name} line {self.line.get(id(at if at is not None else el), '?')}: {text}"
 
     def error(self, el: ET.Element, message: str, *children: str) -> FileFormatError:
         return FileFormatError(f"{self.where(el, *children)}: {message}")
 
 
-def _floats(doc: _Doc, el: ET.Element, attr: str, n: int, default: Any = None) -> np.ndarray:
+def _floats(
+    doc: _Doc,
+    el: ET.Element,
+    attr: str,
+    n: int,
+    default: Any = None,
+    owner: tuple[Any, ...] | None = None,
+) -> np.ndarray:
+    """``n`` numbers from attribute ``attr`` of ``el``.
+
+    ``owner = (link or joint element, intermediate tags...)`` names where ``el`` sits.
+    """
+
+    def fail(message: str) -> FileFormatError:
+        if owner is None:
+            where = doc.where(el)
+        else:
+            where = doc.where(owner[0], *owner[1:], el.tag, at=el)
+        return FileFormatError(f"{where}: {message}")
+
     text = el.get(attr)
     if text is None:
         if default is None:
-            raise doc.error(el, f"missing attribute {attr!r}")
+            raise fail(f"missing attribute {attr!r}")
         return np.array(default, dtype=float)
     try:
         values = np.array([float(t) for t in text.split()], dtype=float)
@@ -122,17 +142,17 @@ def _floats(doc: _Doc, el: ET.Element, attr: str, n: int, default: Any = None) -
         values = np.array([])
     if values.size != n or not np.all(np.isfinite(values)):
         what = "a number" if n == 1 else f"{n} numbers"
-        raise doc.error(el, f"attribute {attr}: expected {what}, got {text!r}")
+        raise fail(f"attribute {attr}: expected {what}, got {text!r}")
     return values
 
 
-def _origin(doc: _Doc, parent: ET.Element) -> tuple[np.ndarray, np.ndarray]:
+def _origin(doc: _Doc, parent: ET.Element, owner: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
     """``(xyz, R)`` of a child ``<origin>`` (identity when absent)."""
     el = parent.find("origin")
     if el is None:
         return np.zeros(3), np.eye(3)
-    xyz = _floats(doc, el, "xyz", 3, (0.0, 0.0, 0.0))
-    rpy = _floats(doc, el, "rpy", 3, (0.0, 0.0, 0.0))
+    xyz = _floats(doc, el, "xyz", 3, (0.0, 0.0, 0.0), owner)
+    rpy = _floats(doc, el, "rpy", 3, (0.0, 0.0, 0.0), owner)
     return xyz, rpy_to_dcm(rpy)
 
 
@@ -211,13 +231,15 @@ def read_urdf(
                 raise doc.error(el, f"unknown link {sub.get('link')!r}", side)
         child = el.find("child").get("link")  # type: ignore[union-attr]
         if child in children:
-            raise doc.error(el, f"link {child!r} is already the child of joint "
-                            f"{children[child].get('name')!r}")  # fmt: skip
+            raise doc.error(
+                el, f"link {child!r} is already the child of joint {children[child].get('name')!r}"
+            )
         children[child] = el  # type: ignore[index]
     roots = [name for name in links if name not in children]
     if len(roots) != 1:
-        raise doc.error(robot, f"expected exactly one root link (a link that is no joint's "
-                        f"child), got {roots}")  # fmt: skip
+        raise doc.error(
+            robot, f"expected exactly one root link (a link that is no joint's child), got {roots}"
+        )
     root = roots[0]
     world = root == "world" and links[root].find("inertial") is None
 
@@ -253,7 +275,7 @@ def read_urdf(
 
 
 def _body(doc: _Doc, link: ET.Element, check_triangle: bool) -> Body:
-    name = link.get("name")
+    name = link.get("name", "")
     inertial = link.find("inertial")
     if inertial is None:
         raise doc.error(
@@ -264,47 +286,56 @@ def _body(doc: _Doc, link: ET.Element, check_triangle: bool) -> Body:
     mass_el = inertial.find("mass")
     if mass_el is None:
         raise doc.error(link, "missing <mass value='...'>", "inertial")
-    mass = float(_floats(doc, mass_el, "value", 1)[0])
+    mass = float(_floats(doc, mass_el, "value", 1, None, (link, "inertial"))[0])
     if mass <= 0.0:
         raise doc.error(link, f"mass must be positive, got {mass!r}", "inertial", "mass")
     inertia_el = inertial.find("inertia")
     if inertia_el is None:
         raise doc.error(link, "missing <inertia ixx=... />", "inertial")
     ixx, ixy, ixz, iyy, iyz, izz = (
-        float(_floats(doc, inertia_el, a, 1)[0]) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+        float(_floats(doc, inertia_el, a, 1, None, (link, "inertial"))[0])
+        for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
     )
     I_inertial = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    com, R = _origin(doc, inertial)
+    com, R = _origin(doc, inertial, (link, "inertial"))
     try:
-        return Body(name, mass=mass, inertia=R @ I_inertial @ R.T, com=com,
-                    check_triangle=check_triangle)  # fmt: skip
+        return Body(
+            name, mass=mass, inertia=R @ I_inertial @ R.T, com=com, check_triangle=check_triangle
+        )
     except ModelError as exc:
         raise doc.error(link, str(exc), "inertial") from None
 
 
 def _joint(doc: _Doc, el: ET.Element, root: str | None, notes: list[str]) -> Joint:
-    name = el.get("name")
+    name = el.get("name", "")
     jtype = el.get("type")
-    parent = el.find("parent").get("link")  # type: ignore[union-attr]
-    child = el.find("child").get("link")  # type: ignore[union-attr]
+    parent = str(el.find("parent").get("link"))  # type: ignore[union-attr]
+    child = str(el.find("child").get("link"))  # type: ignore[union-attr]
     inner = None if root is None and parent == "world" else parent
-    xyz, R_origin = _origin(doc, el)
+    xyz, R_origin = _origin(doc, el, (el,))
     axis_el = el.find("axis")
-    axis = np.array([1.0, 0.0, 0.0]) if axis_el is None else _floats(doc, axis_el, "xyz", 3)
+    axis = (
+        np.array([1.0, 0.0, 0.0])
+        if axis_el is None
+        else _floats(doc, axis_el, "xyz", 3, None, (el,))
+    )
     norm = float(np.linalg.norm(axis))
     if jtype in ("revolute", "continuous", "prismatic", "planar") and norm < 1e-12:
         raise doc.error(el, "the axis must not be zero", "axis")
     damping = 0.0
     dyn = el.find("dynamics")
     if dyn is not None:
-        damping = float(_floats(doc, dyn, "damping", 1, (0.0,))[0])
+        damping = float(_floats(doc, dyn, "damping", 1, (0.0,), (el,))[0])
         if damping < 0.0:
             raise doc.error(el, f"damping must be non-negative, got {damping}", "dynamics")
-        if float(_floats(doc, dyn, "friction", 1, (0.0,))[0]) != 0.0:
+        if float(_floats(doc, dyn, "friction", 1, (0.0,), (el,))[0]) != 0.0:
             notes.append(f"{doc.where(el, 'dynamics')}: friction is not modelled; ignored")
-    for tag, what in (("limit", "joint limits are"), ("mimic", "mimic joints are"),
-                      ("calibration", "calibration is"),
-                      ("safety_controller", "safety controllers are")):  # fmt: skip
+    for tag, what in (
+        ("limit", "joint limits are"),
+        ("mimic", "mimic joints are"),
+        ("calibration", "calibration is"),
+        ("safety_controller", "safety controllers are"),
+    ):
         if el.find(tag) is not None and not (tag == "limit" and jtype in ("fixed", "floating")):
             notes.append(f"{doc.where(el, tag)}: {what} not modelled; ignored")
     A, k = _axis_frame(axis / norm if norm > 0 else axis)
@@ -314,14 +345,22 @@ def _joint(doc: _Doc, el: ET.Element, root: str | None, notes: list[str]) -> Joi
             return Joint.weld(name, inner, child, **kw)
         if jtype == "floating":
             return Joint.free(name, child, inner=inner, **kw)
-        kw.update(inner_rotation=R_origin @ A, outer_rotation=A.T)
+        kw.update(inner_rotation=R_origin @ A, outer_rotation=A.T, damping=damping)
         if jtype in ("revolute", "continuous"):
-            return Joint.revolute(name, inner, child, axis=k, damping=damping, **kw)
+            return Joint.revolute(name, inner, child, axis=k, **kw)
         if jtype == "prismatic":
-            return Joint.prismatic(name, inner, child, axis=k, damping=damping, **kw)
+            return Joint.prismatic(name, inner, child, axis=k, **kw)
         # planar: slides along the two Gi axes normal to the axis, then a rotation about it
         seq = {1: "231", 2: "312", 3: "123"}[k]  # first two digits: the normal axes
-        return Joint(name, inner, child, rot_dof=1, rot_seq=f"{k}{seq[0]}{seq[1]}",
-                     trn_dof=2, trn_seq=seq, damping=damping, **kw)  # fmt: skip
+        return Joint(
+            name,
+            inner,
+            child,
+            rot_dof=1,
+            rot_seq=f"{k}{seq[0]}{seq[1]}",
+            trn_dof=2,
+            trn_seq=seq,
+            **kw,
+        )
     except ModelError as exc:
         raise doc.error(el, str(exc)) from None

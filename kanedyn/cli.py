@@ -1,0 +1,228 @@
+"""The ``kanedyn`` command line: ``simulate``, ``check``, ``derive``.
+
+Every error the user can cause is reported on one line on stderr with exit code 2, and
+no traceback; output files are written to a temporary folder and moved into place only
+when the run succeeded, so a failed run leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import kanedyn as kd
+from kanedyn.errors import KanedynError
+
+EXPLORER1_T_FINAL = 20000.0
+EXPLORER1_DT = 1.0
+
+
+def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
+    """Model, initial state, settings (with ``loads``) from the file, and a label."""
+    if path is None:
+        model = kd.examples.explorer1()
+        settings = {"t_final": EXPLORER1_T_FINAL, "dt": EXPLORER1_DT, "output_every": 20.0}
+        return (
+            model,
+            kd.examples.explorer1_state(model),
+            settings,
+            "built-in Explorer-1 (42 TumbleSat)",
+        )
+    p = Path(path)
+    if not p.is_file():
+        raise kd.FileFormatError(f"{path}: no such file")
+    if kd.io.detect_format(p) == "toml":
+        case = kd.io.read_toml_case(p)
+        settings = dict(case.settings)
+        settings["loads"] = list(case.loads)
+        return case.model, case.state, settings, str(p)
+    model, state = kd.io.read_model(p)
+    return model, state, {}, str(p)
+
+
+def _summary(traj: kd.Trajectory, label: str) -> dict[str, Any]:
+    from kanedyn.plotting import nutation_angle
+
+    E = traj.total_energy
+    H, P = traj.angular_momentum, traj.linear_momentum
+    h0 = float(np.linalg.norm(H[0]))
+    nut = nutation_angle(traj)
+    return {
+        "model": label,
+        "bodies": traj.model.nb,
+        "dof": traj.model.n,
+        "formulation": traj.formulation,
+        "method": traj.method,
+        "t_final_s": float(traj.t[-1]),
+        "steps": int(traj.steps),
+        "wall_time_s": round(traj.wall_time, 3),
+        "energy_initial_J": float(E[0]),
+        "energy_final_J": float(E[-1]),
+        "energy_relative_change": float((E[-1] - E[0]) / abs(E[0])) if E[0] else 0.0,
+        "angular_momentum_relative_drift": float(np.max(np.linalg.norm(H - H[0], axis=1)) / h0)
+        if h0
+        else 0.0,
+        "linear_momentum_drift_N_s": float(np.max(np.linalg.norm(P - P[0], axis=1))),
+        "nutation_initial_deg": float(np.degrees(nut[0])),
+        "nutation_final_deg": float(np.degrees(nut[-1])),
+    }
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    model, state, settings, label = _load(args.model)
+    t_final = args.t_final if args.t_final is not None else settings.get("t_final", 10.0)
+    dt = args.dt if args.dt is not None else settings.get("dt", 0.01)
+    method = args.method or settings.get("method", "rk4")
+    formulation = args.formulation or settings.get("formulation", "kane")
+    every = settings.get("output_every")
+    if every is not None and method == "rk4" and abs(every / dt - round(every / dt)) > 1e-9:
+        every = None
+    if every is not None and every > t_final:
+        every = None
+    traj = kd.simulate(
+        model, state, t_final, dt, method=method, formulation=formulation,
+        output_every=every, progress=not args.quiet, loads=settings.get("loads") or None,
+    )  # fmt: skip
+    summary = _summary(traj, label)
+    out = Path(args.out)
+    with tempfile.TemporaryDirectory(
+        prefix=".kanedyn-", dir=out.parent if out.parent.exists() else None
+    ) as tmp:
+        tmpdir = Path(tmp)
+        traj.to_csv(tmpdir / "trajectory.csv")
+        traj.to_npz(tmpdir / "trajectory.npz")
+        (tmpdir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        plotted = False
+        try:
+            import matplotlib  # noqa: F401
+
+            traj.plot(tmpdir / "trajectory.png")
+            plotted = True
+        except ImportError:
+            pass
+        out.mkdir(parents=True, exist_ok=True)
+        for f in tmpdir.iterdir():
+            shutil.move(str(f), out / f.name)
+    _print_summary(summary, out, plotted)
+    return 0
+
+
+def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
+    print(f"kanedyn simulate: {s['model']}")
+    print(
+        f"  bodies {s['bodies']}, degrees of freedom {s['dof']}, formulation {s['formulation']}, method {s['method']}"
+    )
+    print(f"  {s['steps']} steps to t = {s['t_final_s']:g} s in {s['wall_time_s']:.2f} s wall time")
+    print(
+        f"  energy {s['energy_initial_J']:.6g} J -> {s['energy_final_J']:.6g} J (relative change {s['energy_relative_change']:+.3e})"
+    )
+    print(
+        f"  angular momentum relative drift {s['angular_momentum_relative_drift']:.3e}, linear momentum drift {s['linear_momentum_drift_N_s']:.3e} N s"
+    )
+    print(
+        f"  nutation angle {s['nutation_initial_deg']:.2f} deg -> {s['nutation_final_deg']:.2f} deg"
+    )
+    files = ["trajectory.csv", "trajectory.npz", "summary.json"] + (
+        ["trajectory.png"] if plotted else []
+    )
+    print(
+        f"  wrote {', '.join(files)} to {out}/"
+        + ("" if plotted else "  (install 'kanedyn[plot]' for the plot)")
+    )
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    model, state, _, label = _load(args.model)
+    m, c, I = kd.system_mass_properties(model, state)
+    print(f"{label}: OK")
+    print(
+        f"  bodies {model.nb}, joints {len(model.joints)}, coordinates nq = {model.nq}, speeds nu = {model.nu} + ns = {model.ns}"
+    )
+    for k, j in enumerate(model.joints):
+        kind = "spherical" if j.rot_type == "spherical" else f"gimbal {j.rot_dof}-DOF {j.rot_seq}"
+        print(
+            f"  joint {j.name!r}: {j.inner or 'N'} -> {j.outer}, {kind}, {j.trn_dof} slide(s); speeds {model.layout.u_index[k].tolist()}"
+        )
+    print(f"  total mass {m:.6g} kg, mass centre {np.array2string(c, precision=6)} m (N)")
+    print(f"  inertia about the mass centre (N axes):\n{np.array2string(I, precision=6)}")
+    print(f"  kinetic energy {kd.kinetic_energy(model, state):.6g} J")
+    return 0
+
+
+def _cmd_derive(args: argparse.Namespace) -> int:
+    model, _, _, label = _load(args.model)
+    from kanedyn import symbolic
+
+    eom = symbolic.kane(model)
+    print(eom.table(fmt="latex" if args.latex else "markdown"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kanedyn", description="Kane's method and momentum-state dynamics for multibody trees."
+    )
+    parser.add_argument("--version", action="version", version=f"kanedyn {kd.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser(
+        "simulate", help="simulate a model (default: the built-in Explorer-1 flat spin)"
+    )
+    p.add_argument("model", nargs="?", help="model file (TOML, NASA 42 SC_*.txt, or URDF)")
+    p.add_argument("--t-final", type=float, help="final time [s]")
+    p.add_argument("--dt", type=float, help="time step [s]")
+    p.add_argument("--method", help="rk4 (default) or a scipy solve_ivp method such as DOP853")
+    p.add_argument("--formulation", choices=("kane", "msd"), help="Kane speeds or momentum states")
+    p.add_argument("--out", default="kanedyn-out", help="output folder (default ./kanedyn-out)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_simulate)
+    p = sub.add_parser("check", help="validate a model and print its DOF and mass properties")
+    p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
+    p.set_defaults(func=_cmd_check)
+    p = sub.add_parser(
+        "derive", help="derive Kane's equations symbolically and print the teaching table"
+    )
+    p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
+    p.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
+    p.set_defaults(func=_cmd_derive)
+    return parser
+
+
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    print(f"kanedyn: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        try:
+            return int(args.func(args))
+        except BrokenPipeError:
+            return 0
+        except (KanedynError, OSError) as exc:
+            print(f"kanedyn {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("kanedyn: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:  # a bug, not bad input: still one line, no traceback
+            msg = " ".join(str(exc).split())
+            print(
+                f"kanedyn {args.command}: internal error: {type(exc).__name__}: {msg}",
+                file=sys.stderr,
+            )
+            return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

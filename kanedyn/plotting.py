@@ -1,0 +1,86 @@
+"""Plots of a Trajectory (needs the ``plot`` extra: matplotlib)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from kanedyn.integrate import Trajectory
+
+__all__ = ["nutation_angle", "plot_trajectory"]
+
+
+def nutation_angle(
+    traj: Trajectory, body: str | None = None, axis: int | None = None
+) -> np.ndarray:
+    """Angle (rad) between the angular momentum H and a body axis, over time.
+
+    ``axis`` defaults to the body axis closest to H at t = 0 (the initial spin axis);
+    ``body`` defaults to the first (root) body. A minor-axis spinner going flat has this
+    angle growing from ~0 to π/2.
+    """
+    name = body or traj.model.bodies[0].name
+    hist = traj.body(name)
+    H_B = np.einsum("tji,tj->ti", hist.R_N_B, traj.angular_momentum)
+    norm = np.linalg.norm(H_B, axis=1)
+    if axis is None:
+        axis = int(np.argmax(np.abs(H_B[0])))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosang = np.abs(H_B[:, axis]) / np.where(norm > 0, norm, np.nan)
+    return np.arccos(np.clip(cosang, 0.0, 1.0))
+
+
+def plot_trajectory(
+    traj: Trajectory, path: str | Path | None = None, body: str | None = None
+) -> Any:
+    """Four panels: energies, momentum drift, one body's rates (body axes), nutation.
+
+    Returns the matplotlib Figure; writes it to ``path`` (PNG, ...) when given.
+    """
+    try:
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("plotting needs matplotlib: pip install 'kanedyn[plot]'") from exc
+
+    name = body or traj.model.bodies[0].name
+    t = traj.t
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
+    ax = axes[0, 0]
+    ax.plot(t, traj.kinetic_energy, label="kinetic")
+    ax.plot(t, traj.potential_energy, label="potential")
+    ax.plot(t, traj.total_energy, "k--", label="total")
+    ax.set(xlabel="t [s]", ylabel="energy [J]", title="Energy")
+    ax.legend()
+
+    ax = axes[0, 1]
+    H, P = traj.angular_momentum, traj.linear_momentum
+    h0 = max(float(np.linalg.norm(H[0])), np.finfo(float).tiny)
+    p_scale = max(float(np.linalg.norm(P[0])), traj.model.total_mass * 1e-12)
+    ax.semilogy(t[1:], np.linalg.norm(H - H[0], axis=1)[1:] / h0 + 1e-300, label="|H - H0| / |H0|")
+    ax.semilogy(
+        t[1:], np.linalg.norm(P - P[0], axis=1)[1:] / p_scale + 1e-300, label="|P - P0| / scale"
+    )
+    ax.set(xlabel="t [s]", ylabel="relative drift", title=f"Momentum drift ({traj.formulation})")
+    ax.legend()
+
+    ax = axes[1, 0]
+    w = traj.body(name).omega
+    for c, lab in enumerate("xyz"):
+        ax.plot(t, np.degrees(w[:, c]), label=f"ω_{lab}")
+    ax.set(xlabel="t [s]", ylabel="deg/s", title=f"Angular velocity of {name!r} (body axes)")
+    ax.legend()
+
+    ax = axes[1, 1]
+    ax.plot(t, np.degrees(nutation_angle(traj, name)))
+    ax.set(xlabel="t [s]", ylabel="deg", title=f"Nutation: H to the initial spin axis of {name!r}")
+    ax.set_ylim(0, 95)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig

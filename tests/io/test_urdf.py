@@ -1,0 +1,280 @@
+"""URDF import: closed-form planar arm, hand-computed kinematics, parse errors.
+
+Oracles: the textbook two-link mass matrix; link poses composed by hand with scipy
+(``Rotation.from_euler("xyz", rpy)`` is URDF's extrinsic roll-pitch-yaw); and a mass
+matrix assembled from finite-difference Jacobians of those poses.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+import kanedyn as kd
+from kanedyn.io import UnsupportedFeatureWarning, detect_format, read_model, read_urdf
+
+DATA = Path(__file__).parent / "data"
+
+
+def rpy(r: float, p: float, y: float) -> np.ndarray:
+    return Rotation.from_euler("xyz", [r, p, y]).as_matrix()
+
+
+def about(axis, angle: float) -> np.ndarray:
+    n = np.asarray(axis, float) / np.linalg.norm(axis)
+    return Rotation.from_rotvec(angle * n).as_matrix()
+
+
+def read_quiet(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        return read_urdf(path, **kw)
+
+
+# --------------------------------------------------------------------- two-link planar arm
+@pytest.mark.parametrize("theta2", [0.0, 0.7, -1.9, np.pi])
+def test_planar_arm_mass_matrix_closed_form(theta2):
+    model = read_quiet(DATA / "arm2.urdf")
+    m1, l1, lc1, I1, m2, lc2, I2 = 2.0, 1.0, 0.4, 0.15, 1.5, 0.6, 0.1
+    state = model.set_joint(model.initial_state(), "shoulder", angles=[0.3])
+    state = model.set_joint(state, "elbow", angles=[theta2])
+    M = kd.mass_matrix(model, state)
+    i1, i2 = model.speeds("shoulder")[0], model.speeds("elbow")[0]
+    c2 = np.cos(theta2)
+    H11 = m1 * lc1**2 + I1 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * c2) + I2
+    H12 = m2 * (lc2**2 + l1 * lc2 * c2) + I2
+    H22 = m2 * lc2**2 + I2
+    np.testing.assert_allclose(M[i1, i1], H11, rtol=1e-13)
+    np.testing.assert_allclose(M[i1, i2], H12, rtol=1e-13)
+    np.testing.assert_allclose(M[i2, i1], H12, rtol=1e-13)
+    np.testing.assert_allclose(M[i2, i2], H22, rtol=1e-13)
+    assert model.nq == 2 and model.n == 2
+
+
+def test_planar_arm_warns_about_limits():
+    with pytest.warns(
+        UnsupportedFeatureWarning, match=r"<joint name='shoulder'> <limit>: joint limits"
+    ):
+        read_urdf(DATA / "arm2.urdf")
+
+
+# --------------------------------------------------------------------- three-link arm
+N1 = np.array([0.0, 1.0, 1.0]) / np.sqrt(2.0)
+
+
+def arm3_poses(theta: float, d: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(R_N_link, mass centre in N) of every link, composed from the URDF by hand."""
+    R0, p0 = np.eye(3), np.zeros(3)
+    R1 = rpy(0, 0, 0.5) @ about(N1, theta)
+    p1 = p0 + np.array([0, 0, 0.5])
+    Rj2 = R1 @ rpy(0.1, 0.2, 0.3)
+    R2, p2 = Rj2, p1 + R1 @ [0.6, 0, 0] + Rj2 @ [d, 0, 0]
+    R3, p3 = R2 @ rpy(0, 0.5, 0), p2 + R2 @ [0.3, 0.1, 0]
+    return {
+        "base": (R0, p0 + R0 @ [0, 0, 0.1]),
+        "link1": (R1, p1 + R1 @ [0.2, 0.05, 0.1]),
+        "link2": (R2, p2 + R2 @ [0.25, 0, 0]),
+        "tool": (R3, p3 + R3 @ [0, 0, 0.05]),
+    }
+
+
+def arm3_state(model, theta, d, theta_dot=0.0, d_dot=0.0):
+    state = model.set_joint(model.initial_state(), "shoulder", angles=[theta], rates=[theta_dot])
+    return model.set_joint(state, "slide", displacements=[d], displacement_rates=[d_dot])
+
+
+def test_three_link_arm_structure_and_inertia():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = read_urdf(DATA / "arm3.urdf")
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "<joint name='slide'> <limit>" in messages[0]
+    assert [j.name for j in model.joints] == ["root", "shoulder", "slide", "wrist"]
+    assert model.joint("root").inner is None and model.joint("root").ndof == 0
+    assert model.nu == 1 and model.ns == 1
+    np.testing.assert_array_equal(model.joint("shoulder").damping, [0.3])
+    np.testing.assert_array_equal(model.joint("slide").damping, [0.0])
+    I = np.array([[0.02, 0.001, -0.002], [0.001, 0.15, 0.003], [-0.002, 0.003, 0.16]])
+    R = rpy(0.3, -0.2, 0.5)
+    np.testing.assert_allclose(model.body("link1").inertia, R @ I @ R.T, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(model.body("link1").com, [0.2, 0.05, 0.1])
+    assert model.body("link2").mass == 1.2
+
+
+@pytest.mark.parametrize(("theta", "d"), [(0.0, 0.0), (0.8, 0.2), (-2.5, -0.1)])
+def test_three_link_arm_poses_and_velocities(theta, d):
+    model = read_quiet(DATA / "arm3.urdf")
+    theta_dot, d_dot = 0.7, -0.3
+    kin = kd.kinematics(model, arm3_state(model, theta, d, theta_dot, d_dot))
+    poses = arm3_poses(theta, d)
+    h = 1e-6
+    ahead, behind = (
+        arm3_poses(theta + h * theta_dot, d + h * d_dot),
+        arm3_poses(theta - h * theta_dot, d - h * d_dot),
+    )
+    for name, (R, r) in poses.items():
+        i = model.body_index(name)
+        np.testing.assert_allclose(kin.R_N_B[i], R, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(kin.r[i], r, rtol=0, atol=1e-14)
+        v = (ahead[name][1] - behind[name][1]) / (2 * h)
+        Rdot = (ahead[name][0] - behind[name][0]) / (2 * h)
+        W = Rdot @ R.T
+        omega = np.array([W[2, 1], W[0, 2], W[1, 0]])
+        np.testing.assert_allclose(kin.v[i], v, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(kin.omega[i], omega, rtol=0, atol=1e-8)
+    # the shoulder turns about its URDF axis, expressed in N
+    np.testing.assert_allclose(
+        kin.omega[model.body_index("link1")], theta_dot * rpy(0, 0, 0.5) @ N1, atol=1e-15
+    )
+
+
+def test_three_link_arm_mass_matrix_from_jacobians():
+    model = read_quiet(DATA / "arm3.urdf")
+    theta, d, h = 1.1, 0.15, 1e-6
+    M = np.zeros((2, 2))
+    for name, (R, _) in arm3_poses(theta, d).items():
+        body = model.body(name)
+        Jv, Jw = np.zeros((3, 2)), np.zeros((3, 2))
+        for c, dq in enumerate(((h, 0.0), (0.0, h))):
+            (Ra, ra), (Rb, rb) = (
+                arm3_poses(theta + s * dq[0], d + s * dq[1])[name] for s in (1, -1)
+            )
+            Jv[:, c] = (ra - rb) / (2 * h)
+            W = (Ra - Rb) / (2 * h) @ R.T
+            Jw[:, c] = [W[2, 1], W[0, 2], W[1, 0]]
+        I_N = R @ body.inertia @ R.T
+        M += body.mass * Jv.T @ Jv + Jw.T @ I_N @ Jw
+    state = arm3_state(model, theta, d)
+    order = [model.speeds("shoulder")[0], model.speeds("slide")[0]]
+    M_kd = kd.mass_matrix(model, state)[np.ix_(order, order)]
+    np.testing.assert_allclose(M_kd, M, rtol=1e-8, atol=1e-9)
+
+
+def test_floating_base_and_gravity():
+    model = read_quiet(DATA / "arm3.urdf", floating_base=True, gravity=(0, 0, -9.81))
+    root = model.joint("root")
+    assert root.rot_type == "spherical" and root.trn_dof == 3
+    assert model.nq == 7 + 2 and model.n == 6 + 2
+    np.testing.assert_array_equal(model.gravity, [0, 0, -9.81])
+
+
+# --------------------------------------------------------------------- other joint types
+def urdf(body: str) -> str:
+    link = ('<link name="{}"><inertial><mass value="1"/>'
+            '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>')  # fmt: skip
+    links = "".join(link.format(n) for n in ("a", "b", "c"))
+    return f'<?xml version="1.0"?>\n<robot name="t">\n{links}\n{body}\n</robot>\n'
+
+
+def joint(name, jtype, parent, child, extra=""):
+    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
+            f'<child link="{child}"/>{extra}</joint>')  # fmt: skip
+
+
+def test_planar_floating_and_negative_axis(tmp_path):
+    path = tmp_path / "t.urdf"
+    path.write_text(urdf(
+        joint("p", "planar", "a", "b", '<origin xyz="1 0 0"/><axis xyz="0 0 1"/>')
+        + joint("f", "floating", "b", "c", '<origin xyz="0 1 0" rpy="0.2 0 0"/>')
+    ))  # fmt: skip
+    model = read_urdf(path)
+    assert model.joint("p").ndof == 3 and model.joint("f").ndof == 6
+    state = model.set_joint(model.initial_state(), "p", angles=[0.4], displacements=[0.3, -0.2])
+    kin = kd.kinematics(model, state)
+    ib = model.body_index("b")
+    np.testing.assert_allclose(kin.p[ib], [1.3, -0.2, 0.0], atol=1e-15)
+    np.testing.assert_allclose(kin.R_N_B[ib], about([0, 0, 1], 0.4), atol=1e-15)
+    # a revolute joint about -y turns the child the other way
+    path.write_text(urdf(
+        joint("r", "revolute", "a", "b", '<axis xyz="0 -1 0"/>')
+        + joint("w", "fixed", "b", "c")
+    ))  # fmt: skip
+    model = read_quiet(path)
+    state = model.set_joint(model.initial_state(), "r", angles=[0.3])
+    kin = kd.kinematics(model, state)
+    np.testing.assert_allclose(kin.R_N_B[model.body_index("b")], about([0, -1, 0], 0.3), atol=1e-15)
+
+
+def test_world_link_is_N(tmp_path):
+    path = tmp_path / "world.urdf"
+    path.write_text(urdf(
+        '<link name="world"/>'
+        + joint("mount", "fixed", "world", "a", '<origin xyz="0 0 1"/>')
+        + joint("j1", "continuous", "a", "b", '<axis xyz="1 0 0"/>')
+        + joint("j2", "prismatic", "b", "c", '<axis xyz="0 0 1"/><dynamics damping="2" friction="0.1"/>')
+    ))  # fmt: skip
+    with pytest.warns(UnsupportedFeatureWarning, match="friction is not modelled"):
+        model = read_urdf(path)
+    assert [j.name for j in model.joints] == ["mount", "j1", "j2"]
+    assert model.joint("mount").inner is None
+    np.testing.assert_array_equal(model.joint("j2").damping, [2.0])
+    assert detect_format(path) == "urdf"
+    with pytest.warns(UnsupportedFeatureWarning):
+        m, s = read_model(path)
+    assert m.nb == 3 and np.array_equal(s.q, m.initial_state().q)
+
+
+# --------------------------------------------------------------------- parse errors
+BAD = [
+    ("missing_mass", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "a", "c")).replace(
+        '<mass value="1"/>', "", 1), "<link name='a'> <inertial>: missing <mass"),
+    ("bad_xyz", urdf(joint("j", "fixed", "a", "b", '<origin xyz="1 2"/>') + joint("k", "fixed", "a", "c")),
+     "<joint name='j'> <origin>: attribute xyz: expected 3 numbers, got '1 2'"),
+    ("bad_number", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "a", "c")).replace(
+        'ixx="0.1"', 'ixx="heavy"', 1), "<link name='a'> <inertial> <inertia>: attribute ixx: expected a number, got 'heavy'"),
+    ("unknown_type", urdf(joint("j", "hinge", "a", "b") + joint("k", "fixed", "a", "c")),
+     "<joint name='j'>: unknown joint type 'hinge'"),
+    ("unknown_link", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "a", "d")),
+     "<joint name='k'> <child>: unknown link 'd'"),
+    ("no_inertial", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "a", "c")
+                         + '<link name="e"/>' + joint("l", "fixed", "c", "e")),
+     "<link name='e'>: has no <inertial>"),
+    ("not_pd", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "a", "c")).replace(
+        'izz="0.1"', 'izz="-0.1"', 1), "<link name='a'> <inertial>: body 'a': inertia is not positive definite"),
+    ("zero_mass", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "a", "c")).replace(
+        '<mass value="1"/>', '<mass value="0"/>', 1), "<link name='a'> <inertial> <mass>: mass must be positive"),
+    ("two_roots", urdf(joint("j", "fixed", "a", "b")), "expected exactly one root link"),
+    ("two_parents", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "c", "b")),
+     "<joint name='k'>: link 'b' is already the child of joint 'j'"),
+    ("cycle", urdf(joint("j", "fixed", "a", "b") + joint("k", "fixed", "b", "c") + joint("l", "fixed", "c", "a")),
+     "expected exactly one root link"),
+    ("zero_axis", urdf(joint("j", "revolute", "a", "b", '<axis xyz="0 0 0"/>') + joint("k", "fixed", "a", "c")),
+     "<joint name='j'> <axis>: the axis must not be zero"),
+    ("malformed", '<robot name="x"><link name="a"></robot>', "line 1: not well-formed XML"),
+    ("not_robot", '<sdf version="1.6"><model name="x"/></sdf>', "<sdf>: the root element must be <robot>"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "expected"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_parse_errors_name_the_element(tmp_path, text, expected):
+    path = tmp_path / "bad.urdf"
+    path.write_text(text)
+    with pytest.raises(kd.FileFormatError) as info:
+        read_quiet(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    assert expected in message, message
+
+
+def test_error_gives_the_line(tmp_path):
+    path = tmp_path / "bad.urdf"
+    text = (DATA / "arm3.urdf").read_text().replace('xyz="0.6 0 0"', 'xyz="0.6 zero 0"')
+    path.write_text(text)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "0.6 zero" in t)
+    with pytest.raises(
+        kd.FileFormatError,
+        match=rf"bad.urdf line {line}: <joint name='slide'> <origin>: attribute xyz",
+    ):
+        read_quiet(path)
+
+
+def test_detect_format_rejects_other_files(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("just some text\n")
+    with pytest.raises(kd.FileFormatError, match="cannot tell the format"):
+        detect_format(path)
+    assert detect_format(DATA / "arm3.urdf") == "urdf"
