@@ -8,6 +8,7 @@ The pipeline (each stage a module; dependencies point one way)::
 
 from kanedyn import examples, io, msd, rotation
 from kanedyn.constraints import ConstraintForces, constraint_forces
+from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels, wheel_loads
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
 from kanedyn.inertia import (
     composite_mass_properties,
@@ -44,6 +45,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Body",
+    "Controller",
+    "QuaternionPD",
+    "ReactionWheel",
+    "add_wheels",
+    "wheel_loads",
     "ConstraintForces",
     "Lock",
     "Trajectory",

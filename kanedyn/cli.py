@@ -104,7 +104,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         try:
             import matplotlib  # noqa: F401
 
+            from kanedyn.plotting import plot_attitude, plot_joints
+
             traj.plot(tmpdir / "trajectory.png")
+            plot_attitude(traj, tmpdir / "attitude.png")
+            plot_joints(traj, tmpdir / "joints.png")
             plotted = True
         except ImportError:
             pass
@@ -131,7 +135,7 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
         f"  nutation angle {s['nutation_initial_deg']:.2f} deg -> {s['nutation_final_deg']:.2f} deg"
     )
     files = ["trajectory.csv", "trajectory.npz", "summary.json"] + (
-        ["trajectory.png"] if plotted else []
+        ["trajectory.png", "attitude.png", "joints.png"] if plotted else []
     )
     print(
         f"  wrote {', '.join(files)} to {out}/"
@@ -154,6 +158,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
     print(f"  total mass {m:.6g} kg, mass centre {np.array2string(c, precision=6)} m (N)")
     print(f"  inertia about the mass centre (N axes):\n{np.array2string(I, precision=6)}")
     print(f"  kinetic energy {kd.kinetic_energy(model, state):.6g} J")
+    return 0
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    src, dst = Path(args.input), Path(args.output)
+    if dst.suffix.lower() != ".toml":
+        raise kd.FileFormatError(f"{dst}: kanedyn writes TOML model files only (give a .toml name)")
+    model, state, settings, _ = _load(str(src))
+    settings = {k: v for k, v in settings.items() if k != "loads"}
+    loads = _load(str(src))[2].get("loads") or None
+    tmp = dst.with_name(f".{dst.name}.part")
+    try:
+        kd.io.write_toml(model, tmp, state=state, settings=settings or None, loads=loads)
+        tmp.replace(dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+    print(f"kanedyn convert: wrote {dst} ({model.nb} bodies, {model.n} DOF)")
     return 0
 
 
@@ -192,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
     p.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
     p.set_defaults(func=_cmd_derive)
+    p = sub.add_parser("convert", help="convert a model file (TOML, 42, URDF) to kanedyn TOML")
+    p.add_argument("input", help="model file to read")
+    p.add_argument("output", help="TOML file to write")
+    p.set_defaults(func=_cmd_convert)
     return parser
 
 

@@ -10,13 +10,23 @@
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
+from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels
 from kanedyn.inertia import inertia_tensor
 from kanedyn.model import Body, Joint, Model, State
-from kanedyn.rotation import dcm_to_quat, euler_to_dcm
+from kanedyn.rotation import dcm_to_quat, euler_to_dcm, rotvec_to_quat
 
-__all__ = ["chain", "double_pendulum", "explorer1", "explorer1_state", "hub_with_panels"]
+__all__ = [
+    "SlewCase",
+    "chain",
+    "double_pendulum",
+    "explorer1",
+    "explorer1_state",
+    "hub_with_panels",
+    "wheel_slew",
+]
 
 
 def explorer1() -> Model:
@@ -126,3 +136,58 @@ def hub_with_panels(*, stiffness: float = 50.0, damping: float = 0.5) -> Model:
             )  # fmt: skip
         )
     return Model(bodies, joints)
+
+
+@attrs.frozen(eq=False)
+class SlewCase:
+    """A ready-to-run slew: ``kd.simulate(c.model, c.state, t, dt, controller=c.controller)``."""
+
+    model: Model
+    state: State
+    controller: Controller
+    target: np.ndarray
+    wheels: tuple[ReactionWheel, ...]
+
+
+def wheel_slew(angle_deg: float = 30.0, axis=(0.0, 0.0, 1.0), *, period: float = 0.1,
+               Kp: float = 4.0, Kd: float = 18.0) -> SlewCase:  # fmt: skip
+    """A 200 kg spacecraft with two flexible solar-array hinges and three orthogonal
+    reaction wheels (0.5 N·m), slewing ``angle_deg`` about ``axis`` (N) under the
+    quaternion-feedback PD law :class:`~kanedyn.QuaternionPD` sampled every ``period`` s.
+    """
+    hub = Body("hub", mass=200.0, inertia=inertia_tensor(60.0, 50.0, 40.0))
+    panel_I = inertia_tensor(5 * (1.0**2) / 12, 5 * (1.5**2 + 1.0**2) / 12, 5 * (1.5**2) / 12)
+    bodies = [hub]
+    joints = [Joint.free("root", outer="hub")]
+    for side, sign in (("left", -1.0), ("right", 1.0)):
+        name = f"array_{side}"
+        bodies.append(Body(name, mass=5.0, inertia=panel_I, com=(sign * 0.75, 0.0, 0.0)))
+        joints.append(
+            Joint.revolute(
+                f"hinge_{side}",
+                "hub",
+                name,
+                axis=2,
+                inner_point=(sign * 0.6, 0, 0),
+                stiffness=8.0,
+                damping=0.4,
+            )  # fmt: skip
+        )
+    wheels = tuple(
+        ReactionWheel(
+            f"wheel_{c}",
+            "hub",
+            axis=np.eye(3)[k],
+            inertia=0.05,
+            mass=3.0,
+            position=0.2 * np.eye(3)[k],
+            max_torque=0.5,
+            friction=1e-4,
+        )  # fmt: skip
+        for k, c in enumerate("xyz")
+    )
+    model = add_wheels(bodies, joints, wheels)
+    a = np.asarray(axis, dtype=float)
+    target = rotvec_to_quat(np.deg2rad(angle_deg) * a / np.linalg.norm(a))
+    law = QuaternionPD("hub", target, wheels, Kp=Kp, Kd=Kd)
+    return SlewCase(model, model.initial_state(), Controller(period, law), target, wheels)

@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from kanedyn import msd
 from kanedyn import rotation as rot
+from kanedyn.control import Controller
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.kane import (
     _bias,
@@ -98,6 +99,7 @@ class _System:
     formulation: str
     loads: LoadsLike
     locked: NDArray[np.intp] = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
+    held: list[Any] = attrs.field(factory=list)  # controller commands, zero-order hold
 
     def speeds(self, q: Array, y: Array) -> Array:
         if self.formulation == "kane":
@@ -113,7 +115,10 @@ class _System:
         u = self.speeds(q, y)
         kin = _kinematics(model, q, u)
         state = State(q, u) if callable(self.loads) else _LightState(q, u)
-        L = applied_loads(model, state, kin, self.loads, t)  # type: ignore[arg-type]
+        records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
+        if self.held:
+            records = [*(records or ()), *self.held]
+        L = applied_loads(model, state, kin, records, t)  # type: ignore[arg-type]
         if self.formulation == "kane":
             tm = _terms(model, kin)
             M, f = _mass_matrix(model, tm), _bias(model, tm, L)
@@ -402,6 +407,7 @@ def simulate(
     rtol: float = 1e-9,
     atol: float = 1e-12,
     events: Sequence[Lock | Unlock] = (),
+    controller: Controller | None = None,
     progress: bool | None = None,
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
@@ -417,6 +423,9 @@ def simulate(
         Output interval (a multiple of ``dt`` for RK4); default every step.
     events : Lock / Unlock records, applied at the first step boundary at or after
         their time.
+    controller : :class:`kanedyn.Controller`, sampled at its period from t = 0 (at the
+        first step boundary at or after each sample time) and held in between; its
+        loads add to ``loads``.
     progress : show a progress bar (default: when stderr is a terminal).
 
     Raises
@@ -449,12 +458,14 @@ def simulate(
     schedule = _lock_indices(model, events)
     system = _System(model, formulation, loads)
     x = system.initial(state)
+    sampler = _Sampler(controller, model)
+    sampler.sample(system, 0.0, x)
     system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
     if progress is None:
         progress = sys.stderr.isatty()
     start = _time.perf_counter()
     if method == "rk4":
-        ts, xs, locks, steps = _run_rk4(system, x, t_final, dt, every, schedule, progress)
+        ts, xs, locks, steps = _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler)
     else:
         ts, xs, locks, steps = _run_adaptive(
             system, x, t_final, dt, every, schedule, method, rtol, atol
@@ -509,7 +520,35 @@ def _check_finite(model: Model, t: float, x: Array) -> None:
             )
 
 
-def _run_rk4(system, x, t_final, dt, every, schedule, progress):
+class _Sampler:
+    """Samples a Controller at its period and stores the held commands in the system."""
+
+    def __init__(self, controller: Controller | None, model: Model):
+        self.controller, self.model = controller, model
+        self.next = 0.0
+
+    def times(self, t_final: float) -> list[float]:
+        if self.controller is None:
+            return []
+        n = int(np.floor(t_final / self.controller.period + 1e-9))
+        return [
+            k * self.controller.period
+            for k in range(1, n + 1)
+            if k * self.controller.period < t_final
+        ]
+
+    def sample(self, system: _System, t: float, x: Array) -> None:
+        if self.controller is None or t < self.next - 1e-9:
+            return
+        model = self.model
+        q = _normalize_quaternions(model, x[: model.nq])
+        u = system.speeds(q, x[model.nq :])
+        system.held = list(self.controller.law(t, model, State(q, u)))
+        while self.next <= t + 1e-9:
+            self.next += self.controller.period
+
+
+def _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler):
     model = system.model
     n_steps = int(np.ceil(t_final / dt - 1e-9))
     stride = max(1, int(round(every / dt)))
@@ -536,6 +575,7 @@ def _run_rk4(system, x, t_final, dt, every, schedule, progress):
         if due != applied:
             applied = due
             x = _apply_events(system, x, schedule, applied)
+        sampler.sample(system, t, x)
         if step % stride == 0 or step == n_steps:
             ts.append(t)
             xs.append(x.copy())
@@ -559,18 +599,21 @@ def _n_due(schedule: list, t: float) -> int:
     return sum(1 for e in schedule if e[0] <= t + 1e-12)
 
 
-def _run_adaptive(system, x, t_final, dt, every, schedule, method, rtol, atol):
+def _run_adaptive(system, x, t_final, dt, every, schedule, method, rtol, atol, sampler):
     model = system.model
     t_out = np.arange(0.0, t_final + 0.5 * every, every)
     t_out = t_out[t_out <= t_final + 1e-12]
     if t_out[-1] < t_final - 1e-12:
         t_out = np.append(t_out, t_final)
-    bounds = sorted({0.0, t_final, *[e[0] for e in schedule if 0.0 < e[0] < t_final]})
+    bounds = sorted(
+        {0.0, t_final, *[e[0] for e in schedule if 0.0 < e[0] < t_final], *sampler.times(t_final)}
+    )
     ts, xs, locks, nfev, applied = [], [], [], 0, 0
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         if _n_due(schedule, a) != applied:
             applied = _n_due(schedule, a)
             x = _apply_events(system, x, schedule, applied)
+        sampler.sample(system, a, x)
         inside = np.union1d(t_out[(t_out >= a - 1e-12) & (t_out <= b + 1e-12)], [a, b])
         sol = scipy.integrate.solve_ivp(
             system, (a, b), x, method=method, t_eval=inside, rtol=rtol, atol=atol

@@ -10,7 +10,7 @@ import numpy as np
 if TYPE_CHECKING:
     from kanedyn.integrate import Trajectory
 
-__all__ = ["nutation_angle", "plot_trajectory"]
+__all__ = ["nutation_angle", "plot_attitude", "plot_joints", "plot_trajectory"]
 
 
 def nutation_angle(
@@ -33,13 +33,7 @@ def nutation_angle(
     return np.arccos(np.clip(cosang, 0.0, 1.0))
 
 
-def plot_trajectory(
-    traj: Trajectory, path: str | Path | None = None, body: str | None = None
-) -> Any:
-    """Four panels: energies, momentum drift, one body's rates (body axes), nutation.
-
-    Returns the matplotlib Figure; writes it to ``path`` (PNG, ...) when given.
-    """
+def _pyplot(path: str | Path | None) -> Any:
     try:
         import matplotlib
 
@@ -48,7 +42,72 @@ def plot_trajectory(
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("plotting needs matplotlib: pip install 'kanedyn[plot]'") from exc
+    return plt
 
+
+def plot_attitude(traj: Trajectory, path: str | Path | None = None, body: str | None = None) -> Any:
+    """Attitude (quaternion of ``R_N_B``) and angular velocity (body axes) of one body."""
+    from kanedyn.rotation import dcm_to_quat
+
+    plt = _pyplot(path)
+    name = body or traj.model.bodies[0].name
+    hist = traj.body(name)
+    quat = dcm_to_quat(hist.R_N_B)
+    # keep the quaternion continuous in time (q and -q are the same attitude)
+    for i in range(1, len(quat)):
+        if np.dot(quat[i], quat[i - 1]) < 0.0:
+            quat[i:] *= -1.0
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True, constrained_layout=True)
+    for c, lab in enumerate(("x", "y", "z", "w")):
+        axes[0].plot(traj.t, quat[:, c], label=f"q_{lab}")
+    axes[0].set(ylabel="quaternion of R_N_B", title=f"Attitude of {name!r}")
+    axes[0].legend(ncol=4)
+    for c, lab in enumerate("xyz"):
+        axes[1].plot(traj.t, np.degrees(hist.omega[:, c]), label=f"ω_{lab}")
+    axes[1].set(xlabel="t [s]", ylabel="deg/s (body axes)")
+    axes[1].legend(ncol=3)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_joints(traj: Trajectory, path: str | Path | None = None) -> Any:
+    """Every gimbal angle and slide displacement against time."""
+    from kanedyn.integrate import coordinate_names
+
+    plt = _pyplot(path)
+    lay = traj.model.layout
+    names = coordinate_names(traj.model)
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True, constrained_layout=True)
+    n_rot = n_trn = 0
+    for qi in lay.angle_q:
+        label = names[qi]
+        if ".angle" in label:
+            axes[0].plot(traj.t, np.degrees(traj.q[:, qi]), label=label)
+            n_rot += 1
+        else:
+            axes[1].plot(traj.t, traj.q[:, qi], label=label)
+            n_trn += 1
+    axes[0].set(ylabel="deg", title="Joint angles")
+    axes[1].set(xlabel="t [s]", ylabel="m", title="Slide displacements")
+    for ax, n in ((axes[0], n_rot), (axes[1], n_trn)):
+        if n:
+            ax.legend(fontsize="small", ncol=2)
+        else:
+            ax.text(0.5, 0.5, "none", transform=ax.transAxes, ha="center")
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_trajectory(
+    traj: Trajectory, path: str | Path | None = None, body: str | None = None
+) -> Any:
+    """Four panels: energies, momentum drift, one body's rates (body axes), nutation.
+
+    Returns the matplotlib Figure; writes it to ``path`` (PNG, ...) when given.
+    """
+    plt = _pyplot(path)
     name = body or traj.model.bodies[0].name
     t = traj.t
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)

@@ -255,29 +255,30 @@ def _blocks(A: sm.Matrix) -> list[tuple[list[int], list[int]]]:
 def _cramer(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
     """Solve ``A X = B`` by Cramer's rule, :math:`X = \\mathrm{adj}(A) B / \\det A`.
 
-    The adjugate and determinant are formed on placeholder symbols so that the
-    entries of ``A`` appear once each, shared, in the result.
+    The adjugate, determinant and product are formed on placeholder symbols and
+    the entries of ``A`` and ``B`` are put back in one pass, so each appears
+    shared in the result rather than copied into a tree.
     """
-    n = A.rows
-    if n == 1:
-        return B / A[0, 0]
-    rule, back = {}, {}
-    P = sm.zeros(n, n)
-    for i in range(n):
-        for j in range(n):
-            a = A[i, j]
+    back: dict = {}
+    seen: dict = {}
+
+    def placeholders(X: sm.Matrix) -> sm.Matrix:
+        def ph(a):
             if a.is_Number:
-                P[i, j] = a
-            else:
-                s = rule.setdefault(a, sm.Dummy())
-                back[s] = a
-                P[i, j] = s
-    det = P.det(method="berkowitz") if n > 3 else P.det(method="bareiss")
-    det = sm.expand(det)
-    adj = P.adjugate(method="berkowitz")
+                return a
+            if a not in seen:
+                seen[a] = sm.Dummy()
+                back[seen[a]] = a
+            return seen[a]
+
+        return X.applyfunc(ph)
+
+    P, Q = placeholders(A), placeholders(B)
+    if A.rows == 1:
+        return (Q / P[0, 0]).xreplace(back)
     d = sm.Dummy()
-    X = (adj.applyfunc(sm.expand) * B) / d
-    back[d] = det.xreplace(back)
+    back[d] = sm.expand(P.det(method="berkowitz")).xreplace(back)
+    X = (P.adjugate(method="berkowitz").applyfunc(sm.expand) * Q).applyfunc(sm.expand) / d
     return X.xreplace(back)
 
 
@@ -748,76 +749,69 @@ class KaneProblem:
         return X.xreplace(rule)
 
     # -- eliminated (constrained) symbolic forms, formed on first access -------
+    #
+    # Each substitution below is one xreplace pass over a small expression with
+    # a rule whose values are not traversed again, so the results are shared
+    # graphs of the small pieces rather than expanded trees.
 
     @functools.cached_property
     def _elimination(self) -> dict:
-        """:math:`A`, :math:`B_s`, :math:`c` and the substitution rules, in stand-ins."""
+        """:math:`A`, :math:`B_s`, :math:`c`, :math:`\\dot q` and the substitution rule."""
         raw = self.raw
         p, m = raw.n_u_ind, raw.n_u_dep
-        u_i = sm.Matrix(raw.u[:p])
+        B, b, h = (self._public(X) for X in (raw.B, raw.b, raw.h))
         if m:
-            B_i, B_d = raw.B[:, :p], raw.B[:, p:]
             X = solve_linear(
-                B_d,
-                (-B_i).row_join(-raw.b).row_join(-raw.h),
+                B[:, p:],
+                (-B[:, :p]).row_join(-b).row_join(-h),
                 what="velocity_constraints (solving for u_dep)",
             )
             A, B_s, c = X[:, :p], X[:, p], X[:, p + 1]
-            u_d_rule = dict(zip(raw.u[p:], A * u_i + B_s, strict=True))
         else:
             A, B_s, c = sm.zeros(0, p), sm.zeros(0, 1), sm.zeros(0, 1)
-            u_d_rule = {}
-        qdot = self._kin.qdot.xreplace(self._to_raw).xreplace(u_d_rule)
-        qd_rule = dict(zip(raw.qd, qdot, strict=True))
-        c = c.xreplace(qd_rule).xreplace(u_d_rule)
-        T = sm.eye(p).col_join(A)
-        return {"A": A, "B_s": B_s, "c": c, "T": T, "qdot": qdot, "u_d": u_d_rule, "qd": qd_rule}
-
-    def _eliminate(self, X: sm.Matrix) -> sm.Matrix:
-        e = self._elimination
-        return X.xreplace(e["qd"]).xreplace(e["u_d"])
+        u_d = A * sm.Matrix(self.u_ind) + B_s
+        rule = dict(zip(self.u_dep, u_d, strict=True))
+        qdot = self._kin.qdot.xreplace(rule)
+        rule.update(zip([x.diff(_t) for x in self.q], qdot, strict=True))
+        return {"A": A, "B_s": B_s, "u_d": u_d, "qdot": qdot, "c": c.xreplace(rule), "rule": rule}
 
     @functools.cached_property
     def _reduced(self) -> dict:
-        """:math:`\\tilde M`, forcing and :math:`\\tilde F_r` in stand-in symbols."""
+        """:math:`\\tilde M`, forcing and :math:`\\tilde F_r` (seed 004; Kane & Levinson eq. 6.1.3)."""
         raw, e = self.raw, self._elimination
         p = raw.n_u_ind
-        T = e["T"]
-        M = raw.M
-        Mt = T.T * M * T
-        F = self._eliminate(raw.F)
+        T = sm.eye(p).col_join(e["A"])
+        M = self._public(raw.M)
+        F = self._public(raw.F).xreplace(e["rule"])
         if raw.n_u_dep:
             F = F - M[:, p:] * e["c"]
-        forcing = T.T * F
-        Fr = T.T * self._eliminate(raw.Fr)
+        Mt, forcing = T.T * M * T, T.T * F
+        Fr = T.T * self._public(raw.Fr).xreplace(e["rule"])
         if self._simplify:
             start = time.perf_counter()
             Mt = _simplified(Mt, self._time_budget, start)
             forcing = _simplified(forcing, self._time_budget, start)
         return {"M": Mt, "forcing": forcing, "Fr": Fr}
 
-    @functools.cached_property
+    @property
     def A_sr(self) -> sm.Matrix:
         """Dependent-speed coefficients :math:`A_{sr}`, shape (n_dep, n_ind), in q."""
-        return self._public(self._elimination["A"])
+        return self._elimination["A"]
 
-    @functools.cached_property
+    @property
     def B_s(self) -> sm.Matrix:
         """Dependent-speed offsets :math:`B_s`, shape (n_dep, 1), in q."""
-        return self._public(self._elimination["B_s"])
+        return self._elimination["B_s"]
 
-    @functools.cached_property
+    @property
     def u_dep_solution(self) -> dict:
-        """Dependent speeds in terms of q and the independent speeds, :math:`u_d = A u_i + B_s`."""
-        return {
-            self.raw.public[k]: self._public(sm.Matrix([v]))[0]
-            for k, v in self._elimination["u_d"].items()
-        }
+        """Dependent speeds in q and the independent speeds, :math:`u_d = A u_i + B_s`."""
+        return dict(zip(self.u_dep, self._elimination["u_d"], strict=True))
 
-    @functools.cached_property
+    @property
     def qdot_solution(self) -> dict:
-        """Coordinate rates :math:`\\dot q` in terms of q and the independent speeds."""
-        qd = self._public(self._elimination["qdot"])
+        """Coordinate rates :math:`\\dot q` in q and the independent speeds."""
+        qd = self._elimination["qdot"]
         return dict(zip([x.diff(_t) for x in self.q], qd, strict=True))
 
     @functools.cached_property
@@ -849,27 +843,27 @@ class KaneProblem:
             out.append(v)
         return tuple(out)
 
-    @functools.cached_property
+    @property
     def Fr(self) -> sm.Matrix:
         """Generalized active forces :math:`\\tilde F_r`, shape (n_ind, 1)."""
-        return self._public(self._reduced["Fr"])
+        return self._reduced["Fr"]
 
     @functools.cached_property
     def Fr_star(self) -> sm.Matrix:
         """Generalized inertia forces :math:`\\tilde F^*_r`, shape (n_ind, 1), linear in :math:`\\dot u_i`."""
         red = self._reduced
-        ud_i = sm.Matrix(self.raw.ud[: self.raw.n_u_ind])
-        return self._public(red["forcing"] - red["Fr"] - red["M"] * ud_i)
+        ud_i = sm.Matrix([x.diff(_t) for x in self.u_ind])
+        return red["forcing"] - red["Fr"] - red["M"] * ud_i
 
-    @functools.cached_property
+    @property
     def mass_matrix(self) -> sm.Matrix:
         """:math:`\\tilde M`, shape (n_ind, n_ind): ``mass_matrix * d/dt(u_ind) = forcing``."""
-        return self._public(self._reduced["M"])
+        return self._reduced["M"]
 
-    @functools.cached_property
+    @property
     def forcing(self) -> sm.Matrix:
         """Right-hand side, shape (n_ind, 1), with dependent speeds and rates eliminated."""
-        return self._public(self._reduced["forcing"])
+        return self._reduced["forcing"]
 
     @functools.cached_property
     def mass_matrix_full(self) -> sm.Matrix:
@@ -879,8 +873,7 @@ class KaneProblem:
     @functools.cached_property
     def forcing_full(self) -> sm.Matrix:
         """Forcing for the state [q; u_ind]: :math:`[\\dot q(q, u_i); \\mathrm{forcing}]`."""
-        qd = self._public(self._elimination["qdot"])
-        return qd.col_join(self.forcing)
+        return self._elimination["qdot"].col_join(self.forcing)
 
     # -- numeric evaluation ------------------------------------------------------
 

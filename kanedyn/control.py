@@ -1,0 +1,142 @@
+"""Reaction wheels and sampled controllers.
+
+A reaction wheel is a rotor body on a hinge about its spin axis (``Joint.revolute`` with
+the Gi z axis along the wheel axis). Its hinge speed is the wheel rate relative to the
+host, its viscous friction is the hinge damping, and its motor torque is a
+:class:`~kanedyn.JointLoad` (equal and opposite on rotor and host). Under the MSD
+formulation the wheel's momentum state is its axial angular momentum, 42's wheel state
+``h_w`` (refs/notes/42-kane-msd.md §9.3). An axisymmetric rotor leaves the mass matrix
+independent of the wheel angle, so fast wheels add no stiffness.
+
+A :class:`Controller` is flight software: ``law(t, model, state)`` returns load records
+(usually wheel and joint torques), sampled every ``period`` seconds and held constant
+in between (zero-order hold), as 42's FSW is sampled at ``FswSampleTime >= DTSIM``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from kanedyn import rotation as rot
+from kanedyn.errors import ModelError
+from kanedyn.inertia import inertia_tensor
+from kanedyn.kinematics import _kinematics
+from kanedyn.loads import JointLoad
+from kanedyn.model import Body, Joint, Model, State
+
+__all__ = ["Controller", "QuaternionPD", "ReactionWheel", "add_wheels", "wheel_loads"]
+
+Array = NDArray[np.float64]
+
+
+def _unit(v: ArrayLike, what: str) -> Array:
+    a = np.asarray(v, dtype=float).reshape(3)
+    n = float(np.linalg.norm(a))
+    if not np.isfinite(n) or n == 0.0:
+        raise ModelError(f"{what}: axis must be a non-zero finite 3-vector, got {v!r}")
+    return a / n
+
+
+@attrs.frozen
+class ReactionWheel:
+    """A reaction wheel on ``body``.
+
+    ``axis`` and ``position`` are in the host's body axes (position from the host frame
+    origin). ``inertia`` is the rotor's axial moment (kg m²), ``transverse`` its
+    transverse moment (default: half the axial, a thin disc), ``mass`` the rotor mass.
+    ``max_torque`` (N m) saturates the motor; ``friction`` is viscous (N m s/rad).
+    """
+
+    name: str
+    body: str
+    axis: Array = attrs.field(converter=lambda v: _unit(v, "ReactionWheel"))
+    inertia: float = 0.05
+    mass: float = 3.0
+    position: Array = attrs.field(
+        default=(0.0, 0.0, 0.0), converter=lambda v: np.asarray(v, float).reshape(3)
+    )
+    transverse: float | None = None
+    max_torque: float = 0.2
+    friction: float = 0.0
+
+    def rotor(self) -> Body:
+        jt = 0.5 * self.inertia if self.transverse is None else self.transverse
+        return Body(self.name, mass=self.mass, inertia=inertia_tensor(jt, jt, self.inertia))
+
+    def joint(self) -> Joint:
+        # Gi's z axis along the wheel axis: any proper rotation whose third column is axis
+        z = self.axis
+        helper = np.eye(3)[int(np.argmin(np.abs(z)))]
+        x = np.cross(helper, z)
+        x /= np.linalg.norm(x)
+        R_Bi_Gi = np.column_stack((x, np.cross(z, x), z))
+        return Joint.revolute(
+            f"{self.name}_spin", self.body, self.name, axis=3,
+            inner_point=self.position, inner_rotation=R_Bi_Gi, damping=self.friction,
+        )  # fmt: skip
+
+
+def add_wheels(bodies: Sequence[Body], joints: Sequence[Joint], wheels: Sequence[ReactionWheel],
+               gravity: ArrayLike = (0.0, 0.0, 0.0)) -> Model:  # fmt: skip
+    """A Model of ``bodies`` and ``joints`` with each wheel added as a rotor on a hinge."""
+    return Model(
+        [*bodies, *(w.rotor() for w in wheels)], [*joints, *(w.joint() for w in wheels)], gravity
+    )
+
+
+def wheel_loads(wheels: Sequence[ReactionWheel], torques: ArrayLike) -> list[JointLoad]:
+    """Motor torques (on the rotors, about their axes), saturated at ``max_torque``."""
+    tau = np.asarray(torques, dtype=float).reshape(-1)
+    if tau.size != len(wheels):
+        raise ModelError(f"wheel_loads: {len(wheels)} wheels but {tau.size} torques")
+    return [
+        JointLoad(f"{w.name}_spin", [float(np.clip(t, -w.max_torque, w.max_torque))])
+        for w, t in zip(wheels, tau, strict=True)
+    ]
+
+
+@attrs.frozen
+class Controller:
+    """Sampled control law: ``law(t, model, state) -> load records``, held for ``period`` s."""
+
+    period: float
+    law: Callable[[float, Model, State], Sequence[Any]]
+
+    def __attrs_post_init__(self) -> None:
+        if not np.isfinite(self.period) or self.period <= 0.0:
+            raise ModelError(f"Controller period must be positive, got {self.period}")
+
+
+@attrs.frozen
+class QuaternionPD:
+    """Quaternion-feedback PD attitude law with reaction wheels (Wie, *Space Vehicle
+    Dynamics and Control*, §7.3): body torque command
+
+    .. math:: T = -K_p\\, \\mathrm{sign}(q_{e4})\\, q_{e,1:3} - K_d\\, \\omega_B
+
+    with ``q_e = q_target⁻¹ ⊗ q`` (attitude of ``body`` relative to the target, both
+    ``R_N_B`` quaternions), realized by the wheels: the motors apply ``τ`` to the rotors
+    and ``-τ`` to the host, so ``τ = -A⁺ T`` with ``A`` the wheel axes as columns.
+    """
+
+    body: str
+    target: Array = attrs.field(converter=lambda q: rot.quat_normalize(np.asarray(q, float)))
+    wheels: tuple[ReactionWheel, ...] = attrs.field(converter=tuple)
+    Kp: float = 1.0
+    Kd: float = 5.0
+
+    def __call__(self, t: float, model: Model, state: State) -> list[JointLoad]:
+        kin = _kinematics(model, state.q, state.u)
+        i = model.body_index(self.body)
+        R = kin.R_N_B[i]
+        q = rot.dcm_to_quat(R)
+        q_err = rot.quat_multiply(rot.quat_conjugate(self.target), q)
+        w_B = R.T @ kin.omega[i]
+        T = -self.Kp * np.sign(q_err[3] if q_err[3] != 0 else 1.0) * q_err[:3] - self.Kd * w_B
+        A = np.column_stack([w.axis for w in self.wheels])
+        return wheel_loads(self.wheels, -np.linalg.pinv(A) @ T)
