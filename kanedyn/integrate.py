@@ -575,7 +575,8 @@ def _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler):
         if due != applied:
             applied = due
             x = _apply_events(system, x, schedule, applied)
-        sampler.sample(system, t, x)
+        if step < n_steps:
+            sampler.sample(system, t, x)
         if step % stride == 0 or step == n_steps:
             ts.append(t)
             xs.append(x.copy())
