@@ -468,7 +468,7 @@ def simulate(
         ts, xs, locks, steps = _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler)
     else:
         ts, xs, locks, steps = _run_adaptive(
-            system, x, t_final, dt, every, schedule, method, rtol, atol
+            system, x, t_final, dt, every, schedule, method, rtol, atol, sampler
         )
     wall = _time.perf_counter() - start
     q = xs[:, : model.nq]
