@@ -41,9 +41,9 @@ def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
         raise kd.FileFormatError(f"{path}: no such file")
     if kd.io.detect_format(p) == "toml":
         case = kd.io.read_toml_case(p)
-        settings = dict(case.settings)
-        settings["loads"] = list(case.loads)
-        return case.model, case.state, settings, str(p)
+        case_settings: dict[str, Any] = dict(case.settings)
+        case_settings["loads"] = list(case.loads)
+        return case.model, case.state, case_settings, str(p)
     model, state = kd.io.read_model(p)
     return model, state, {}, str(p)
 

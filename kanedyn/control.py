@@ -15,7 +15,7 @@ in between (zero-order hold), as 42's FSW is sampled at ``FswSampleTime >= DTSIM
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -112,6 +112,10 @@ class Controller:
             raise ModelError(f"Controller period must be positive, got {self.period}")
 
 
+def _wheels(value: Iterable[ReactionWheel]) -> tuple[ReactionWheel, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class QuaternionPD:
     """Quaternion-feedback PD attitude law with reaction wheels (Wie, *Space Vehicle
@@ -126,7 +130,7 @@ class QuaternionPD:
 
     body: str
     target: Array = attrs.field(converter=lambda q: rot.quat_normalize(np.asarray(q, float)))
-    wheels: tuple[ReactionWheel, ...] = attrs.field(converter=tuple)
+    wheels: tuple[ReactionWheel, ...] = attrs.field(converter=_wheels)
     Kp: float = 1.0
     Kd: float = 5.0
 

@@ -27,7 +27,6 @@ from typing import Any
 import attrs
 import numpy as np
 import scipy.integrate
-import scipy.linalg
 from numpy.typing import NDArray
 
 from kanedyn import msd
@@ -37,6 +36,7 @@ from kanedyn.errors import ModelError, SimulationError
 from kanedyn.kane import (
     _bias,
     _mass_matrix,
+    _solve,
     _terms,
     kinetic_energy,
     momentum,
@@ -123,16 +123,14 @@ class _System:
             tm = _terms(model, kin)
             M, f = _mass_matrix(model, tm), _bias(model, tm, L)
             ydot = np.zeros(model.n)
-            free = (
-                np.setdiff1d(np.arange(model.n), self.locked) if self.locked.size else slice(None)
-            )
             try:
-                ydot[free] = scipy.linalg.cho_solve(
-                    scipy.linalg.cho_factor(M[np.ix_(free, free)] if self.locked.size else M),
-                    f[free],
-                )
-            except np.linalg.LinAlgError:
-                raise SimulationError(f"t = {t:.6g}: mass matrix not positive definite") from None
+                if self.locked.size:
+                    free = np.setdiff1d(np.arange(model.n), self.locked)
+                    ydot[free] = _solve(M[np.ix_(free, free)], f[free])
+                else:
+                    ydot = _solve(M, f)
+            except ModelError as exc:
+                raise SimulationError(f"t = {t:.6g}: {exc}") from None
         else:
             ydot = msd.rates(model, kin, L)
             ydot[self.locked] = 0.0

@@ -19,16 +19,20 @@ actuators. Every sum is one ``matmul`` over the stacked (nb, 3, n) partials.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import attrs
 import numpy as np
-import scipy.linalg
+import scipy.linalg.lapack
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn import rotation as rot
 from kanedyn.errors import ModelError
-from kanedyn.kinematics import Kinematics, _kinematics, cross, mv
+from kanedyn.kinematics import FORCE_CROSS, Kinematics, _kinematics, bilinear, cross, mv
 from kanedyn.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
 from kanedyn.model import Model, State
-from kanedyn.partials import Partials, _partials
+from kanedyn.partials import Partials, _partials, bias_accelerations, joint_subspace
+from kanedyn.plan import Params, plan_of
 
 __all__ = [
     "generalized_active_forces",
@@ -43,45 +47,121 @@ __all__ = [
 
 Array = NDArray[np.float64]
 
+_EYE = np.eye(3)
+_vecdot = getattr(np, "vecdot", None) or (lambda a, b: np.einsum("...i,...i->...", a, b))
+_POTRF, _POTRS = scipy.linalg.lapack.get_lapack_funcs(("potrf", "potrs"), (np.zeros(1),))
 
-@attrs.frozen(eq=False)
+
+_SKEW = rot.skew(np.eye(3)).reshape(3, 9)  # r @ _SKEW = [r]× flattened
+
+
+@attrs.frozen(eq=False, slots=False)
 class _Terms:
-    """Everything one evaluation of Kane's equations needs (one per right-hand side)."""
+    """Everything one evaluation of Kane's equations needs (one per right-hand side).
 
-    par: Partials
-    Omega: Array  # (nb, 3, n)
-    V: Array  # (nb, 3, n)
-    I_N: Array  # (nb, 3, 3) inertia about each mass centre, N axes
-    H: Array  # (nb, 3) I_N ω + h, N
+    ``S`` (..., n, 6) the motion subspace per speed (:func:`kanedyn.partials.joint_subspace`);
+    ``I_N`` (..., nb, 3, 3) inertias about the mass centres, N axes; ``I_O`` (..., nb, 6, 6)
+    spatial inertias about N's origin; ``A_r`` (..., nb, 6) spatial bias accelerations;
+    ``h_O`` (..., nb, 6) = I_O V + (h, 0) spatial momenta about N's origin (embedded
+    rotor momentum h included). ``par``, ``Omega``, ``V``, ``H`` are built on first use.
+    """
+
+    model: Model
+    kin: Kinematics
+    params: Params
+    S: Array
+    I_N: Array
+    I_O: Array
+    A_r: Array
+    IA: Array  # (..., nb, 6) I_O A_r
+    h_O: Array
+
+    @cached_property
+    def par(self) -> Partials:
+        return _partials(self.model, self.kin)
+
+    @cached_property
+    def Omega(self) -> Array:  # (nb, 3, n)
+        return self.par.Omega
+
+    @cached_property
+    def V(self) -> Array:  # (nb, 3, n)
+        return self.par.V
+
+    @cached_property
+    def H(self) -> Array:
+        """(nb, 3) = I_N ω + h, N."""
+        H = mv(self.I_N, self.kin.omega)
+        if self.params.has_h:
+            H = H + mv(self.kin.R_N_B, self.params.h_embedded)
+        return H
+
+
+def spatial_inertia(I_N: Array, m: Array, r: Array) -> Array:
+    """Spatial inertia about N's origin of a body with mass centre ``r``, (..., 6, 6):
+
+    .. math:: I_O = \\begin{bmatrix} I - m [r]_\\times^2 & m [r]_\\times \\\\
+              -m [r]_\\times & m U \\end{bmatrix}
+
+    so that ``I_O (ω, v_O) = (H_O, P)`` (Featherstone, *Rigid Body Dynamics
+    Algorithms*, eq. 2.63, with the body's point at N's origin).
+    """
+    m_ = m[..., None, None]
+    mrx = m_ * (r @ _SKEW).reshape(r.shape[:-1] + (3, 3))
+    I_O = np.empty(mrx.shape[:-2] + (6, 6))
+    I_O[..., :3, :3] = I_N - mrx @ (r @ _SKEW).reshape(mrx.shape)
+    I_O[..., :3, 3:] = mrx
+    I_O[..., 3:, :3] = np.swapaxes(mrx, -1, -2)
+    I_O[..., 3:, 3:] = m_ * _EYE
+    return I_O
 
 
 def _terms(model: Model, kin: Kinematics) -> _Terms:
-    lay = model.layout
-    par = _partials(model, kin)
+    """Inertias and spatial momenta at ``kin`` (the parameters are ``kin.params``)."""
+    pa = kin.params
     R = kin.R_N_B
-    I_N = R @ lay.inertia @ np.swapaxes(R, -1, -2)
-    H = mv(I_N, kin.omega) + mv(R, lay.h_embedded)
-    return _Terms(par=par, Omega=par.Omega, V=par.V, I_N=I_N, H=H)
+    I_N = R @ pa.inertia @ np.swapaxes(R, -1, -2)
+    I_O = spatial_inertia(I_N, pa.mass, kin.r)
+    A_r = bias_accelerations(model, kin)
+    IAV = I_O @ np.stack((A_r, kin.V), axis=-1)  # (..., nb, 6, 2): I_O A_r, I_O V
+    h_O = IAV[..., 1]
+    if pa.has_h:
+        h_O = h_O.copy()
+        h_O[..., :3] += mv(R, pa.h_embedded)
+    S = joint_subspace(model, kin)
+    return _Terms(model, kin, pa, S, I_N, I_O, A_r, IAV[..., 0], h_O)
 
 
 def _mass_matrix(model: Model, tm: _Terms) -> Array:
-    n = model.n
-    Om = tm.Omega.reshape(-1, n)
-    V = tm.V.reshape(-1, n)
-    IOm = (tm.I_N @ tm.Omega).reshape(-1, n)
-    mV = (model.layout.mass[:, None, None] * tm.V).reshape(-1, n)
-    M = Om.T @ IOm + V.T @ mV
-    return 0.5 * (M + M.T)
+    """``M = Σ Ωᵀ I Ω + m VᵀV`` by composite rigid bodies, (..., n, n).
+
+    ``I^c_k = Σ_{i outboard of k} I_O,i`` (one product with the path matrix), then for
+    joint k(r) on the path of joint k(s): ``M_rs = S_rᵀ I^c_{k(s)} S_s``; the masks of
+    :class:`kanedyn.plan.Plan` keep those entries and mirror them (Featherstone's CRBA,
+    in the subtree form).
+    """
+    pl = plan_of(model)
+    I_O = tm.I_O
+    Ic = (model.layout.path.T @ I_O.reshape(I_O.shape[:-2] + (36,))).reshape(I_O.shape)
+    S = tm.S
+    Y = Ic[..., pl.dof_joint, :, :] @ S[..., None]  # (..., n, 6, 1): I^c_{k(s)} S_s
+    G = S @ np.swapaxes(Y[..., 0], -1, -2)  # G[r, s] = S_r · I^c_{k(s)} S_s
+    return pl.A_up * G + np.swapaxes(pl.A_strict * G, -1, -2)
 
 
 def _bias(model: Model, tm: _Terms, L: AppliedLoads) -> Array:
-    """``Fr + Fr*`` at zero acceleration: the right-hand side of ``M ν̇ = f``."""
-    lay = model.layout
-    kin = tm.par.kin
-    T = L.T - mv(tm.I_N, tm.par.alpha_r) - cross(kin.omega, tm.H)
-    F = L.F - lay.mass[:, None] * tm.par.a_r
-    n = model.n
-    return tm.Omega.reshape(-1, n).T @ T.ravel() + tm.V.reshape(-1, n).T @ F.ravel() + L.Q
+    """``Fr + Fr*`` at zero acceleration: the right-hand side of ``M ν̇ = f``.
+
+    Per body, the spatial force about N's origin that the joints must supply,
+    ``f_i = I_O A_r + V ×f h_O - (T + r × F, F)``; summed over each joint's subtree
+    (``Pᵀ f``) and projected on the joint's subspace: ``f_r = -S_r · (Pᵀ f)_{k(r)} + Q_r``.
+    """
+    pl = plan_of(model)
+    kin = tm.kin
+    F_ext = np.concatenate((L.T + cross(kin.r, L.F), L.F), axis=-1)
+    f = tm.IA + bilinear(kin.V, tm.h_O, FORCE_CROSS) - F_ext
+    f_sub = (model.layout.path.T @ f)[..., pl.dof_joint, :]
+    return L.Q - _vecdot(tm.S, f_sub)
 
 
 def _check(model: Model, state: State) -> State:
@@ -129,14 +209,13 @@ def generalized_inertia_forces(model: Model, state: State, acc: ArrayLike) -> Ar
 
 
 def _solve(M: Array, f: Array) -> Array:
-    """Solve ``M x = f`` by Cholesky (M symmetric positive definite)."""
-    try:
-        factor = scipy.linalg.cho_factor(M, check_finite=False)
-        return scipy.linalg.cho_solve(factor, f, check_finite=False)
-    except np.linalg.LinAlgError:
+    """Solve ``M x = f`` by Cholesky (M symmetric positive definite; LAPACK potrf/potrs)."""
+    c, info = _POTRF(M, lower=1, clean=0)
+    if info != 0:
         raise ModelError(
             "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
-        ) from None
+        )
+    return _POTRS(c, f, lower=1)[0]
 
 
 def forward_dynamics(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:

@@ -16,8 +16,12 @@ velocity is a sum over the path (all vectors in N components):
     w_k = R_{N G_i} \\Delta_k s_k
 
 with ``o_k`` the joint point (Go origin) and ``x`` any point fixed in body i. The
-composition down the tree is done by pointer jumping over the precomputed schedule
-``model.layout.jump`` (⌈log2 depth⌉ batched products), never by a loop over bodies.
+composition down the tree is done by pointer jumping on 4×4 homogeneous transforms,
+``T <- T[a_p] @ T`` over the schedule of :class:`kanedyn.plan.Plan` (⌈log2 depth⌉
+batched products), never by a loop over bodies.
+
+Every array may carry leading batch axes (states and parameters of an ensemble): the
+single-state path is the batched path with an empty batch shape.
 """
 
 from __future__ import annotations
@@ -30,25 +34,70 @@ from numpy.typing import NDArray
 
 from kanedyn import rotation as rot
 from kanedyn.model import Model, State
+from kanedyn.plan import Params, Plan, params_of, plan_of
 
-__all__ = ["Kinematics", "cross", "kinematics"]
+__all__ = ["Kinematics", "bilinear", "cross", "kinematics"]
 
 Array = NDArray[np.float64]
 
 
 _EYE = np.eye(3)
-_I1 = np.array([1, 2, 0])
-_I2 = np.array([2, 0, 1])
+_EYE4 = np.eye(4)
+
+
+def _bilinear_form(pairs: list[tuple[int, int, int, float]], p: int) -> tuple:
+    """Constant (I, J, K) with ``z = (x[..., I] * y[..., J]) @ K`` for the terms
+    ``z[out] += sign * x[i] * y[j]`` listed in ``pairs``; ``p`` outputs."""
+    I = np.array([i for i, _, _, _ in pairs], dtype=np.intp)
+    J = np.array([j for _, j, _, _ in pairs], dtype=np.intp)
+    K = np.zeros((len(pairs), p))
+    for row, (_, _, out, sign) in enumerate(pairs):
+        K[row, out] = sign
+    return I, J, K
+
+
+def _cross_terms(xo: int, yo: int, zo: int) -> list[tuple[int, int, int, float]]:
+    """Terms of ``z[zo:zo+3] += x[xo:xo+3] × y[yo:yo+3]``."""
+    terms = []
+    for c, (a, b) in enumerate(((1, 2), (2, 0), (0, 1))):
+        terms += [(xo + a, yo + b, zo + c, 1.0), (xo + b, yo + a, zo + c, -1.0)]
+    return terms
+
+
+CROSS = _bilinear_form(_cross_terms(0, 0, 0), 3)
+#: spatial motion cross product (ω, v) ×ₘ (ω₂, v₂) = (ω × ω₂, ω × v₂ + v × ω₂)
+MOTION_CROSS = _bilinear_form(
+    _cross_terms(0, 0, 0) + _cross_terms(0, 3, 3) + _cross_terms(3, 0, 3), 6
+)
+#: spatial force cross product (ω, v) ×f (n, f) = (ω × n + v × f, ω × f)
+FORCE_CROSS = _bilinear_form(
+    _cross_terms(0, 0, 0) + _cross_terms(3, 3, 0) + _cross_terms(0, 3, 3), 6
+)
+
+
+def bilinear(x: Array, y: Array, form: tuple) -> Array:
+    """A constant bilinear map over the last axis, ``(x[..., I] * y[..., J]) @ K``
+    (broadcasting): one gather per operand, one product, one matmul."""
+    I, J, K = form
+    return (x[..., I] * y[..., J]) @ K
 
 
 def cross(a: Array, b: Array) -> Array:
     """Cross product over the last axis (broadcasting), cheaper than ``np.cross``."""
-    return a[..., _I1] * b[..., _I2] - a[..., _I2] * b[..., _I1]
+    I, J, K = CROSS
+    return (a[..., I] * b[..., J]) @ K
 
 
 def mv(A: Array, x: Array) -> Array:
     """Batched matrix-vector product ``A[k] @ x[k]``."""
     return (A @ x[..., None])[..., 0]
+
+
+def _pad(x: Array) -> Array:
+    """``x`` (..., m) with a trailing zero (..., m + 1): the sentinel entry."""
+    out = np.zeros(x.shape[:-1] + (x.shape[-1] + 1,))
+    out[..., :-1] = x
+    return out
 
 
 @attrs.frozen(eq=False)
@@ -65,6 +114,14 @@ class Kinematics:
     constraint axes); ``Gamma_dot`` (nj, 3, 3) its time derivative; ``Gds`` (nj, 3) = Γ̇σ; ``omega_rel`` (nj, 3) = R_N_Go Γσ;
     ``w`` (nj, 3) = R_N_Gi Δ s, the slide velocity; ``omega_in`` (nj, 3) the inner
     body's angular velocity (zero for roots).
+
+    Spatial (Plücker) quantities about N's origin, in N: ``V`` (nb, 6) = (ω_i, v_O)
+    the body's spatial velocity (v_O: velocity of the body point at N's origin);
+    ``Phi`` (nj, 6, 6) the joint's motion subspace, row j < 3 = (h_j, o × h_j) for the
+    rotational axis ``h_j = R_N_Go Γ[:, j]``, row 3 + j = (0, R_N_Gi Δ[:, j]);
+    ``V_rel`` (nj, 6) = Φᵀ [σ | ṡ] the joint's relative spatial velocity.
+
+    With a batch of states or parameters every array has the leading batch axes too.
     """
 
     R_N_B: Array
@@ -82,54 +139,75 @@ class Kinematics:
     omega_rel: Array
     w: Array
     omega_in: Array
+    V: Array
+    Phi: Array
+    V_rel: Array
+    params: Params
 
 
-def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array]:
-    """Per-joint ``R_Gi_Go``, ``Gamma`` and ``Gamma_dot`` (Go components).
+def joint_rotations(
+    model: Model, qpad: Array, upad: Array
+) -> tuple[Array, Array, Array, Array]:
+    """Per-joint ``R_Gi_Go``, ``Γᵀ`` (rows are Γ's columns), ``Γ̇`` and ``Γ̇σ`` (Go).
 
     Gimbals: ``R_Gi_Go = euler_to_dcm(seq, θ)`` with unused angles zero, ``ω = Γ(θ) θ̇``
     (42 ``JointPartials``). Spherical: ``R_Gi_Go = quat_to_dcm(q)``, ``Γ = U``, ``Γ̇ = 0``.
+    Joints without rotation: ``R_Gi_Go = U``, ``Γ = 0``. ``qpad``, ``upad`` (..., nq + 1),
+    (..., n + 1) end with the sentinel zero.
     """
-    lay = model.layout
-    nj = model.nb
-    R_Gi_Go = np.broadcast_to(np.eye(3), (nj, 3, 3)).copy()
-    Gamma = np.zeros((nj, 3, 3))
-    Gamma_dot = np.zeros((nj, 3, 3))
+    lay, pl = model.layout, plan_of(model)
+    batch, nj = qpad.shape[:-1], pl.nb
+    if pl.gimbal_all:
+        return _gimbal(lay, pl, qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u])
+    R_Gi_Go = np.zeros(batch + (nj, 3, 3))
+    R_Gi_Go[...] = _EYE
+    GammaT = np.zeros(batch + (nj, 3, 3))
+    Gamma_dot = np.zeros(batch + (nj, 3, 3))
+    Gds = np.zeros(batch + (nj, 3))
     if lay.gimbal.size:
-        R_Gi_Go[lay.gimbal], Gamma[lay.gimbal], Gamma_dot[lay.gimbal] = _gimbal(
-            lay, qpad[lay.gimbal_q], upad[lay.gimbal_u]
+        g = lay.gimbal
+        (R_Gi_Go[..., g, :, :], GammaT[..., g, :, :], Gamma_dot[..., g, :, :], Gds[..., g, :]) = (
+            _gimbal(lay, pl, qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u])
         )
-    if lay.spherical.size:
-        quat = qpad[lay.quat_q]
-        quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
-        R_Gi_Go[lay.spherical] = rot.quat_to_dcm(quat)
-        Gamma[lay.spherical] = np.eye(3)
-    return R_Gi_Go, Gamma, Gamma_dot
+    if pl.has_spherical:
+        R_Gi_Go[..., lay.spherical, :, :] = rot.quat_to_dcm(qpad[..., lay.quat_q])
+        GammaT[..., lay.spherical, :, :] = _EYE
+    return R_Gi_Go, GammaT, Gamma_dot, Gds
 
 
-def _gimbal(lay: Any, theta: Array, sigma: Array) -> tuple[Array, Array, Array]:
-    """All gimbal joints at once: ``R_Gi_Go``, ``Γ``, ``Γ̇`` (the formulas of
+def _gimbal(lay: Any, pl: Plan, theta: Array, sigma: Array) -> tuple[Array, Array, Array, Array]:
+    """All gimbal joints at once: ``R_Gi_Go``, ``Γᵀ``, ``Γ̇`` and ``Γ̇σ`` (the formulas of
     :func:`kanedyn.rotation.euler_to_dcm_axes`, ``euler_gamma_axes`` and
     ``euler_gamma_dot_axes``, with the per-axis constants precomputed by the model).
 
     ``R_k = e eᵀ + cos θ_k (U - e eᵀ) + sin θ_k [e]×``; ``R = R_1 R_2 R_3``;
     ``Γ = [R_3ᵀR_2ᵀ e_1 | R_3ᵀ e_2 | e_3]``; ``γ̇_1 = γ_1 × (σ_2 γ_2 + σ_3 γ_3)``,
-    ``γ̇_2 = γ_2 × σ_3 γ_3``, ``γ̇_3 = 0``.
+    ``γ̇_2 = γ_2 × σ_3 γ_3``, ``γ̇_3 = 0``. One-axis gimbals (``pl.gimbal_dof == 1``)
+    keep only ``R_1``: then ``Γ = [e_1 | e_2 | e_3]`` and ``Γ̇ = 0``.
     """
+    eeT, e = lay.gimbal_eeT, lay.gimbal_e
+    zeros3 = np.zeros(theta.shape[:-1] + (3, 3))
+    if pl.gimbal_dof == 1:
+        c = np.cos(theta[..., 0])[..., None, None]
+        s = np.sin(theta[..., 0])[..., None, None]
+        R = eeT[:, 0] + c * (_EYE - eeT[:, 0]) + s * lay.gimbal_skew[:, 0]
+        return R, np.broadcast_to(e, R.shape), zeros3, zeros3[..., 0]
     c = np.cos(theta)[..., None, None]
     s = np.sin(theta)[..., None, None]
-    eeT = lay.gimbal_eeT
-    Rk = eeT + c * (_EYE - eeT) + s * lay.gimbal_skew  # (ng, 3, 3, 3)
-    R2T, R3T = np.swapaxes(Rk[:, 1], -1, -2), np.swapaxes(Rk[:, 2], -1, -2)
-    e = lay.gimbal_e
-    g3 = e[:, 2]
-    g2 = mv(R3T, e[:, 1])
-    g1 = mv(R3T, mv(R2T, e[:, 0]))
-    Gamma = np.stack((g1, g2, g3), axis=-1)
-    d1 = cross(g1, sigma[:, 1:2] * g2 + sigma[:, 2:3] * g3)
-    d2 = cross(g2, sigma[:, 2:3] * g3)
-    Gamma_dot = np.stack((d1, d2, np.zeros_like(d1)), axis=-1)
-    return Rk[:, 0] @ Rk[:, 1] @ Rk[:, 2], Gamma, Gamma_dot
+    Rk = eeT + c * (_EYE - eeT) + s * lay.gimbal_skew  # (..., ng, 3, 3, 3)
+    R3 = Rk[..., 2, :, :]
+    R23 = Rk[..., 1, :, :] @ R3
+    GammaT = np.empty(R3.shape)
+    GammaT[..., 0:1, :] = e[:, 0:1, :] @ R23  # γ_1ᵀ = e_1ᵀ R_2 R_3
+    GammaT[..., 1:2, :] = e[:, 1:2, :] @ R3
+    GammaT[..., 2, :] = e[:, 2, :]
+    W = sigma[..., None] * GammaT  # rows σ_j γ_j
+    B = np.cumsum(W[..., :0:-1, :], axis=-2)[..., ::-1, :]  # rows σ_2γ_2 + σ_3γ_3, σ_3γ_3
+    DT = cross(GammaT[..., :2, :], B)  # rows γ̇_1, γ̇_2
+    Gamma_dot = zeros3
+    Gamma_dot[..., :, :2] = np.swapaxes(DT, -1, -2)
+    Gds = (sigma[..., None, :2] @ DT)[..., 0, :]
+    return Rk[..., 0, :, :] @ R23, GammaT, Gamma_dot, Gds
 
 
 def kinematics(model: Model, state: State) -> Kinematics:
@@ -147,60 +225,78 @@ def kinematics(model: Model, state: State) -> Kinematics:
     return _kinematics(model, state.q, state.u)
 
 
-def _kinematics(model: Model, q: Array, u: Array) -> Kinematics:
-    lay = model.layout
-    nb = model.nb
-    P = lay.path
-    qpad = np.append(q, 0.0)
-    upad = np.append(u, 0.0)
-    R_Gi_Go, Gamma, Gamma_dot = joint_rotations(model, qpad, upad)
+def _kinematics(model: Model, q: Array, u: Array, params: Params | None = None) -> Kinematics:
+    """Kinematics at ``q`` (..., nq), ``u`` (..., n) with ``params`` (default: the model's).
 
-    # joint k: body k relative to its inner body (or to N for a root)
-    R_Bi_Go = lay.R_Bi_Gi @ R_Gi_Go
-    R_Bi_Bo = R_Bi_Go @ lay.R_Go_Bo
-    slide = mv(lay.Delta, qpad[lay.trn_q])  # Δ d, Gi components
-    p_Bi_Bo = lay.inner_point + mv(lay.R_Bi_Gi, slide) - mv(R_Bi_Bo, lay.outer_point)
+    Steps (all joints and bodies at once):
 
-    # compose down the tree by pointer jumping: T_k <- T_anc(k) ∘ T_k
-    R_N_B = R_Bi_Bo.copy()
-    p = p_Bi_Bo.copy()
-    for idx, src in lay.jump:
-        R_src, p_src = R_N_B[src], p[src]
-        p[idx] = p_src + mv(R_src, p[idx])
-        R_N_B[idx] = R_src @ R_N_B[idx]
+    1. ``J_k = [R_Gi_Go, Δd]`` and ``T_Bi_Bo = C_in J C_out`` (see :mod:`kanedyn.plan`);
+    2. pointer jumping ``T <- T[a_p] @ T`` gives ``T_N_B``; then ``T_N_Gi = T_N_Bi C_in``,
+       ``T_N_Go = T_N_Gi J``, ``r = T_N_B [com; 1]``;
+    3. ``Φ`` from ``h = R_N_Go Γ``, ``d = R_N_Gi Δ``; ``V_rel = Φᵀ[σ | ṡ]``,
+       ``V = P V_rel``; ``v_x = v_O + ω × x`` for the mass centres and joint points.
+    """
+    pl = plan_of(model)
+    pa = params_of(model) if params is None else params
+    nb = pl.nb
+    qpad, upad = _pad(q), _pad(u)
+    R_Gi_Go, GammaT, Gamma_dot, Gds = joint_rotations(model, qpad, upad)
+    batch = np.broadcast_shapes(R_Gi_Go.shape[:-3], pa.batch_shape)
 
-    # frames and points of each joint, in N; index nb of the extended arrays is N itself
-    R_ext = np.concatenate((R_N_B, np.eye(3)[None]), axis=0)
-    inner = np.where(lay.parent < 0, nb, lay.parent)
-    R_N_Bi = R_ext[inner]
-    R_N_Gi = R_N_Bi @ lay.R_Bi_Gi
-    R_N_Go = R_N_Bi @ R_Bi_Go
-    o = p + mv(R_N_B, lay.outer_point)
-    r = p + mv(R_N_B, lay.com)
+    J = np.zeros(R_Gi_Go.shape[:-2] + (4, 4))
+    J[..., :3, :3] = R_Gi_Go
+    J[..., 3, 3] = 1.0
+    if pl.has_slides:
+        J[..., :3, 3] = (qpad[..., model.layout.trn_q][..., None, :] @ pl.Delta_T)[..., 0, :]
 
-    # velocities: sums over the path
-    sigma = upad[lay.rot_u]
-    omega_rel = mv(R_N_Go, mv(Gamma, sigma))
-    w = mv(R_N_Gi, mv(lay.Delta, upad[lay.trn_u]))
-    omega = P @ omega_rel
-    transport = P @ w - P @ cross(omega_rel, o)  # Σ_k [w_k - ω_k^rel × o_k]
-    v = cross(omega, r) + transport
-    v_o = cross(omega, o) + transport
-    omega_in = np.concatenate((omega, np.zeros((1, 3))), axis=0)[inner]
+    T = np.empty(batch + (nb + 1, 4, 4))
+    T[..., :nb, :, :] = pa.C_in @ J @ pa.C_out
+    T[..., nb, :, :] = _EYE4
+    for a in pl.jumps:
+        T = T[..., a, :, :] @ T
+    T_N_B = T[..., :nb, :, :]
+    T_N_Gi = T[..., pl.parent_ext, :, :] @ pa.C_in
+    T_N_Go = T_N_Gi @ J
+    R_N_Go, o = T_N_Go[..., :3, :3], T_N_Go[..., :3, 3]
+    R_N_Gi = T_N_Gi[..., :3, :3]
+    r = (T_N_B @ pa.com_h)[..., :3, 0]
+
+    # motion subspace Φ and spatial velocities about N's origin
+    HT = GammaT @ np.swapaxes(R_N_Go, -1, -2)  # rows h_j = R_N_Go Γ[:, j]
+    Phi = np.zeros(batch + (nb, 6, 6))
+    Phi[..., :3, :3] = HT
+    Phi[..., :3, 3:] = cross(o[..., None, :], HT)
+    if pl.has_slides:
+        Phi[..., 3:, 3:] = pl.Delta_T @ np.swapaxes(R_N_Gi, -1, -2)
+    z = upad[..., pl.slots_u]  # (..., nj, 6) = [σ | ṡ], zero in unused slots
+    V_rel = (z[..., None, :] @ Phi)[..., 0, :]
+    V = model.layout.path @ V_rel
+    omega_rel = V_rel[..., :3]
+    if pl.has_slides:
+        w = (z[..., None, 3:] @ Phi[..., 3:, 3:])[..., 0, :]
+    else:
+        w = np.zeros(V_rel.shape[:-1] + (3,))
+    omega, v_O = V[..., :3], V[..., 3:]
+    v_x = v_O[..., None, :] + cross(omega[..., None, :], np.stack((r, o), axis=-2))
+    omega_in = np.concatenate((omega, np.zeros(batch + (1, 3))), axis=-2)[..., pl.parent_ext, :]
     return Kinematics(
-        R_N_B=R_N_B,
-        p=p,
+        R_N_B=T_N_B[..., :3, :3],
+        p=T_N_B[..., :3, 3],
         r=r,
         omega=omega,
-        v=v,
+        v=v_x[..., 0, :],
         R_N_Gi=R_N_Gi,
         R_N_Go=R_N_Go,
         o=o,
-        v_o=v_o,
-        Gamma=Gamma,
+        v_o=v_x[..., 1, :],
+        Gamma=np.swapaxes(GammaT, -1, -2),
         Gamma_dot=Gamma_dot,
-        Gds=mv(Gamma_dot, sigma),
+        Gds=Gds,
         omega_rel=omega_rel,
         w=w,
         omega_in=omega_in,
+        V=V,
+        Phi=Phi,
+        V_rel=V_rel,
+        params=pa,
     )

@@ -18,7 +18,7 @@ joint of body k**. Use ``model.body_index(name)`` and ``model.joint_index(name)`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -75,11 +75,22 @@ def is_symbolic(value: Any) -> bool:
     return bool(getattr(value, "free_symbols", None))
 
 
-def _vec3(what: str):
-    def convert(value: ArrayLike) -> Array:
-        return _frozen_array(value, (3,), what)
+def _gravity(value: ArrayLike) -> Array:
+    return _frozen_array(value, (3,), "model gravity")
 
-    return convert
+
+def _array_like(value: ArrayLike) -> Array:
+    """Accept any array-like at construction; ``__attrs_post_init__`` validates, copies
+    and freezes it (the annotation is the stored type)."""
+    return value  # type: ignore[return-value]
+
+
+def _bodies(value: Iterable[Body]) -> tuple[Body, ...]:
+    return tuple(value)
+
+
+def _joints(value: Iterable[Joint]) -> tuple[Joint, ...]:
+    return tuple(value)
 
 
 def _scalar(value: Any, what: str) -> Any:
@@ -119,9 +130,9 @@ class Body:
 
     name: str = attrs.field()
     mass: float = attrs.field()
-    inertia: Array = attrs.field()
-    com: Array = attrs.field(default=(0.0, 0.0, 0.0))
-    embedded_momentum: Array = attrs.field(default=(0.0, 0.0, 0.0))
+    inertia: Array = attrs.field(converter=_array_like)
+    com: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
+    embedded_momentum: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
     check_triangle: bool = attrs.field(default=True, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
@@ -193,12 +204,12 @@ class Joint:
     rot_seq: str = attrs.field(default="123")
     trn_dof: int = attrs.field(default=0)
     trn_seq: str = attrs.field(default="123")
-    inner_point: Array = attrs.field(default=(0.0, 0.0, 0.0))
-    outer_point: Array = attrs.field(default=(0.0, 0.0, 0.0))
-    inner_rotation: Array = attrs.field(default=np.eye(3))
-    outer_rotation: Array = attrs.field(default=np.eye(3))
-    stiffness: Array = attrs.field(default=0.0)
-    damping: Array = attrs.field(default=0.0)
+    inner_point: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
+    outer_point: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
+    inner_rotation: Array = attrs.field(default=np.eye(3), converter=_array_like)
+    outer_rotation: Array = attrs.field(default=np.eye(3), converter=_array_like)
+    stiffness: Array = attrs.field(default=0.0, converter=_array_like)
+    damping: Array = attrs.field(default=0.0, converter=_array_like)
 
     def __attrs_post_init__(self) -> None:
         name = _check_name(self.name, "joint")
@@ -212,13 +223,9 @@ class Joint:
             raise ModelError(
                 f"{what}: rot_type must be 'gimbal' or 'spherical', got {self.rot_type!r}"
             )
-        for field, value in (("rot_dof", self.rot_dof), ("trn_dof", self.trn_dof)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, np.integer))
-                or not 0 <= value <= 3
-            ):
-                raise ModelError(f"{what}: {field} must be an integer 0-3, got {value!r}")
+        for field, dof in (("rot_dof", self.rot_dof), ("trn_dof", self.trn_dof)):
+            if isinstance(dof, bool) or not isinstance(dof, (int, np.integer)) or not 0 <= dof <= 3:
+                raise ModelError(f"{what}: {field} must be an integer 0-3, got {dof!r}")
         if self.rot_type == "spherical" and self.rot_dof != 3:
             raise ModelError(f"{what}: a spherical joint has rot_dof = 3, got {self.rot_dof}")
         for field, seq in (("rot_seq", self.rot_seq), ("trn_seq", self.trn_seq)):
@@ -243,15 +250,15 @@ class Joint:
         for field in ("stiffness", "damping"):
             where = f"{what}: {field} (one value per DOF, rotational first)"
             raw = getattr(self, field)
-            value = _frozen_array(raw, np.shape(raw), where)
-            if value.ndim == 0:
-                value = np.full(ndof, value.item(), dtype=value.dtype)
-            if value.shape != (ndof,):
-                raise ModelError(f"{where}: expected {ndof} values, got shape {value.shape}")
-            value.setflags(write=False)
-            if not is_symbolic(value) and np.any(value < 0.0):
-                raise ModelError(f"{what}: {field} must be non-negative, got {value.tolist()}")
-            object.__setattr__(self, field, value)
+            values: NDArray[Any] = _frozen_array(raw, np.shape(raw), where)
+            if values.ndim == 0:
+                values = np.full(ndof, values.item(), dtype=values.dtype)
+            if values.shape != (ndof,):
+                raise ModelError(f"{where}: expected {ndof} values, got shape {values.shape}")
+            values.setflags(write=False)
+            if not is_symbolic(values) and np.any(values < 0.0):
+                raise ModelError(f"{what}: {field} must be non-negative, got {values.tolist()}")
+            object.__setattr__(self, field, values)
 
     # -- derived sizes -------------------------------------------------------------
     @property
@@ -316,8 +323,8 @@ class State:
     model's joint order (see ``Model.coordinates`` / ``Model.speeds``).
     """
 
-    q: Array = attrs.field()
-    u: Array = attrs.field()
+    q: Array = attrs.field(converter=_array_like)
+    u: Array = attrs.field(converter=_array_like)
 
     def __attrs_post_init__(self) -> None:
         for field in ("q", "u"):
@@ -342,9 +349,9 @@ class Model:
     ``Joint.free`` for a free-floating root and ``Joint.weld`` for a fixed one).
     """
 
-    bodies: tuple[Body, ...] = attrs.field(converter=tuple)
-    joints: tuple[Joint, ...] = attrs.field(converter=tuple)
-    gravity: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_vec3("model gravity"))
+    bodies: tuple[Body, ...] = attrs.field(converter=_bodies)
+    joints: tuple[Joint, ...] = attrs.field(converter=_joints)
+    gravity: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_gravity)
 
     # derived layout (filled in __attrs_post_init__) ------------------------------
     nq: int = attrs.field(init=False, default=0)
@@ -746,7 +753,9 @@ class _Layout:
             s_col += list(range(j.trn_dof))
             stiffness[u_index[k]] = j.stiffness
             damping[u_index[k]] = j.damping
-        angle_pairs = []  # (q index, speed index) where q_dot is the speed itself
+        angle_pairs: list[
+            tuple[int, int]
+        ] = []  # (q index, speed index) where q_dot is the speed itself
         for k, j in enumerate(joints):
             nr = j.n_rot_coordinates
             if j.rot_type == "gimbal":
@@ -755,7 +764,7 @@ class _Layout:
         angle_q = np.array([a for a, _ in angle_pairs], dtype=np.intp)
         angle_u = np.array([b for _, b in angle_pairs], dtype=np.intp)
 
-        def stack(values: list[Array], shape: tuple[int, ...]) -> Array:
+        def stack(values: Sequence[Any], shape: tuple[int, ...]) -> Array:
             arr = np.empty(shape, dtype=dtype)
             flat = [x for v in values for x in np.asarray(v, dtype=dtype).ravel()]
             arr.ravel()[:] = flat

@@ -30,8 +30,9 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.kinematics import Kinematics, _kinematics, cross, mv
+from kanedyn.kinematics import MOTION_CROSS, Kinematics, _kinematics, bilinear, cross, mv
 from kanedyn.model import Model, State
+from kanedyn.plan import plan_of
 
 __all__ = ["Partials", "partials"]
 
@@ -56,21 +57,54 @@ class Partials:
     @property
     def Omega(self) -> Array:
         """Ω over all speeds [u | s], (nb, 3, nu + ns): Ω_s = 0."""
-        nb = self.Omega_u.shape[0]
-        return np.concatenate((self.Omega_u, np.zeros((nb, 3, self.V_s.shape[2]))), axis=2)
+        zeros = np.zeros(self.V_s.shape)
+        return np.concatenate((self.Omega_u, zeros), axis=-1)
 
     @property
     def V(self) -> Array:
         """V over all speeds [u | s], (nb, 3, nu + ns)."""
-        return np.concatenate((self.V_u, self.V_s), axis=2)
+        return np.concatenate((self.V_u, self.V_s), axis=-1)
 
 
 def joint_axes(model: Model, kin: Kinematics) -> tuple[Array, Array]:
-    """Columns of the joint partials in N: ``Hw`` (nu, 3) = R_N_Go Γ, ``Hs`` (ns, 3) = R_N_Gi Δ."""
-    lay = model.layout
-    Hw = (kin.R_N_Go @ kin.Gamma)[lay.u_joint, :, lay.u_col]
-    Hs = (kin.R_N_Gi @ lay.Delta)[lay.s_joint, :, lay.s_col]
-    return Hw, Hs
+    """Columns of the joint partials in N: ``Hw`` (..., nu, 3) = R_N_Go Γ, ``Hs`` (..., ns, 3)
+    = R_N_Gi Δ (one row per speed, read from the motion subspace ``kin.Phi``)."""
+    S = joint_subspace(model, kin)
+    nu = model.nu
+    return S[..., :nu, :3], S[..., nu:, 3:]
+
+
+def joint_subspace(model: Model, kin: Kinematics) -> Array:
+    """The motion subspace per speed, ``S`` (..., n, 6): row r is (h_r, o × h_r) for a
+    rotational speed and (0, d_r) for a slide (Plücker, about N's origin, in N)."""
+    pl = plan_of(model)
+    Phi = kin.Phi
+    return Phi.reshape(Phi.shape[:-3] + (6 * pl.nb, 6))[..., pl.dof_flat, :]
+
+
+def bias_accelerations(model: Model, kin: Kinematics) -> Array:
+    """Spatial bias accelerations ``A_r`` (..., nb, 6) = (α_r, a_O) about N's origin:
+    the body accelerations at zero generalized accelerations.
+
+    .. math::
+
+        c_k = (V_k + (0, w_k)) \\times_m V^{rel}_k + (g_k, o_k \\times g_k),
+        \\quad g_k = R_{N G_o} \\dot\\Gamma_k \\sigma_k, \\qquad A_r = P c
+
+    (equal to the α_k and a_r terms of the module docstring, with
+    ``a_r = a_O + α_r × r + ω × v``).
+    """
+    pl = plan_of(model)
+    Vk = kin.V
+    if pl.has_slides:
+        Vk = Vk.copy()
+        Vk[..., 3:] += kin.w
+    c = bilinear(Vk, kin.V_rel, MOTION_CROSS)
+    if pl.gimbal_dof >= 2:
+        g = mv(kin.R_N_Go, kin.Gds)
+        c[..., :3] += g
+        c[..., 3:] += cross(kin.o, g)
+    return model.layout.path @ c
 
 
 def partials(model: Model, state: State) -> Partials:
@@ -89,23 +123,17 @@ def partials(model: Model, state: State) -> Partials:
 
 
 def _partials(model: Model, kin: Kinematics) -> Partials:
+    """Partials of ``kin`` (any leading batch axes)."""
     lay = model.layout
     P = lay.path
     Hw, Hs = joint_axes(model, kin)
     Pu = P[:, lay.u_joint]  # (nb, nu)
     Ps = P[:, lay.s_joint]  # (nb, ns)
-    Omega_u = Pu[:, None, :] * Hw.T[None]
-    lever = kin.r[:, None, :] - kin.o[lay.u_joint][None, :, :]  # (nb, nu, 3)
-    V_u = Pu[:, None, :] * cross(Hw[None], lever).transpose(0, 2, 1)
-    V_s = Ps[:, None, :] * Hs.T[None]
-
-    alpha_k = cross(kin.omega, kin.omega_rel) + mv(kin.R_N_Go, kin.Gds)
-    alpha_r = P @ alpha_k
-    a_r = (
-        cross(alpha_r, kin.r)
-        - P @ cross(alpha_k, kin.o)
-        + cross(kin.omega, kin.v)
-        - P @ cross(kin.omega_rel, kin.v_o)
-        + P @ cross(kin.omega_in, kin.w)
-    )
+    Omega_u = Pu[:, None, :] * np.swapaxes(Hw, -1, -2)[..., None, :, :]
+    lever = kin.r[..., :, None, :] - kin.o[..., None, lay.u_joint, :]  # (nb, nu, 3)
+    V_u = Pu[:, None, :] * np.swapaxes(cross(Hw[..., None, :, :], lever), -1, -2)
+    V_s = Ps[:, None, :] * np.swapaxes(Hs, -1, -2)[..., None, :, :]
+    A = bias_accelerations(model, kin)
+    alpha_r = A[..., :3]
+    a_r = A[..., 3:] + cross(alpha_r, kin.r) + cross(kin.omega, kin.v)
     return Partials(Omega_u=Omega_u, V_u=V_u, V_s=V_s, alpha_r=alpha_r, a_r=a_r, kin=kin)

@@ -1,0 +1,233 @@
+"""Per-model evaluation plan and parameter arrays for the numeric engine.
+
+Two small frozen records, built once per model and cached:
+
+* :class:`Plan` holds the topology: index arrays and the pointer-jumping schedule,
+  padded so that one evaluation of the dynamics is a fixed, short sequence of batched
+  NumPy calls with no dispatch per joint or per body.
+* :class:`Params` holds the physical parameters (masses, inertias, joint placements,
+  springs, gravity) as stacked arrays. Every field may carry leading batch axes, so an
+  ensemble of dispersed models is the same computation with one more axis
+  (see :class:`kanedyn.batch.ModelBatch`).
+
+Homogeneous transforms are 4×4: ``T_A_B = [[R_A_B, p], [0, 1]]`` maps B coordinates to
+A coordinates. The joint chain of Stoneking's model (42 Joints slides 10-17) is then
+
+.. math:: T_{B_i B_o} = C^{in}_k \\, J_k(q) \\, C^{out}_k, \\qquad
+    C^{in} = [R_{B_i G_i}, \\; \\text{inner point}], \\quad J = [R_{G_i G_o}, \\; \\Delta d], \\quad
+    C^{out} = [R_{G_o B_o}, \\; -R_{G_o B_o} \\, \\text{outer point}]
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.model import Model
+
+__all__ = ["Params", "Plan", "params_of", "plan_of"]
+
+Array = NDArray[np.float64]
+Index = NDArray[np.intp]
+
+
+def _frozen(arr: Any) -> Any:
+    arr = np.ascontiguousarray(arr)
+    arr.setflags(write=False)
+    return arr
+
+
+def homogeneous(R: Array, p: Array) -> Array:
+    """``[[R, p], [0, 1]]`` for stacked ``R`` (..., 3, 3) and ``p`` (..., 3): (..., 4, 4)."""
+    T = np.zeros(np.broadcast_shapes(R.shape[:-2], p.shape[:-1]) + (4, 4))
+    T[..., :3, :3] = R
+    T[..., :3, 3] = p
+    T[..., 3, 3] = 1.0
+    return T
+
+
+# --------------------------------------------------------------------------- Params
+@attrs.frozen(eq=False)
+class Params:
+    """Physical parameters as stacked arrays; ``...`` is an optional batch shape.
+
+    ``mass`` (..., nb), ``inertia`` (..., nb, 3, 3) about the mass centre in body axes,
+    ``com`` (..., nb, 3), ``h_embedded`` (..., nb, 3), ``inner_point``, ``outer_point``
+    (..., nj, 3), ``R_Bi_Gi``, ``R_Go_Bo`` (..., nj, 3, 3), ``stiffness``, ``damping``
+    (..., n), ``gravity`` (..., 3). Derived: ``C_in``, ``C_out`` (..., nj, 4, 4) (see the
+    module docstring), ``com_h`` (..., nb, 4, 1) = [com; 1], ``has_h`` (any embedded
+    momentum), ``batch_shape``.
+    """
+
+    mass: Array
+    inertia: Array
+    com: Array
+    h_embedded: Array
+    inner_point: Array
+    outer_point: Array
+    R_Bi_Gi: Array
+    R_Go_Bo: Array
+    stiffness: Array
+    damping: Array
+    gravity: Array
+    C_in: Array = attrs.field(init=False)
+    C_out: Array = attrs.field(init=False)
+    com_h: Array = attrs.field(init=False)
+    has_h: bool = attrs.field(init=False)
+    batch_shape: tuple[int, ...] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        batch = np.broadcast_shapes(
+            self.mass.shape[:-1],
+            self.inertia.shape[:-3],
+            self.com.shape[:-2],
+            self.h_embedded.shape[:-2],
+            self.inner_point.shape[:-2],
+            self.outer_point.shape[:-2],
+            self.R_Bi_Gi.shape[:-3],
+            self.R_Go_Bo.shape[:-3],
+            self.stiffness.shape[:-1],
+            self.damping.shape[:-1],
+            self.gravity.shape[:-1],
+        )
+        R_out = self.R_Go_Bo
+        p_out = -(R_out @ self.outer_point[..., None])[..., 0]
+        com_h = np.concatenate(
+            (self.com, np.ones(self.com.shape[:-1] + (1,))), axis=-1
+        )[..., None]
+        object.__setattr__(self, "C_in", _frozen(homogeneous(self.R_Bi_Gi, self.inner_point)))
+        object.__setattr__(self, "C_out", _frozen(homogeneous(R_out, p_out)))
+        object.__setattr__(self, "com_h", _frozen(com_h))
+        object.__setattr__(self, "has_h", bool(np.any(self.h_embedded)))
+        object.__setattr__(self, "batch_shape", tuple(batch))
+
+    @classmethod
+    def of_model(cls, model: Model) -> Params:
+        lay = model.layout
+        return cls(
+            mass=lay.mass,
+            inertia=lay.inertia,
+            com=lay.com,
+            h_embedded=lay.h_embedded,
+            inner_point=lay.inner_point,
+            outer_point=lay.outer_point,
+            R_Bi_Gi=lay.R_Bi_Gi,
+            R_Go_Bo=lay.R_Go_Bo,
+            stiffness=lay.stiffness,
+            damping=lay.damping,
+            gravity=model.gravity,
+        )
+
+
+# --------------------------------------------------------------------------- Plan
+@attrs.frozen(eq=False)
+class Plan:
+    """Topology of one model, as index arrays for the batched engine.
+
+    Sentinels: index ``nb`` of an extended body array is N (identity transform, zero
+    velocity); index ``nq`` / ``n`` of a padded q / u gathers a zero.
+
+    ``jumps``: pointer-jumping schedule, one (nb+1,) ancestor array per pass, so that
+    ``T <- T[a_p] @ T`` composes every transform down to N in ⌈log2 depth⌉ products.
+    ``parent_ext`` (nb,) inner body with N as ``nb``. ``slots_u`` (nj, 6) the speed index of
+    each joint DOF slot (3 rotational, then 3 translational; sentinel when unused).
+    ``dof_flat`` (n,) slot ``6 k + j`` of each speed, ``dof_joint`` (n,) its joint k.
+    ``A_up``, ``A_strict`` (n, n) the CRBA masks (see :func:`kanedyn.kane._mass_matrix`).
+    Flags, decided once here: ``gimbal_all`` (every joint is a gimbal with rotation),
+    ``gimbal_dof`` (largest gimbal ``rot_dof``), ``has_slides``, ``has_spherical``.
+    """
+
+    nb: int
+    nq: int
+    n: int
+    nu: int
+    ns: int
+    jumps: tuple[Index, ...]
+    parent_ext: Index
+    slots_u: Index
+    dof_flat: Index
+    dof_joint: Index
+    A_up: Array
+    A_strict: Array
+    gimbal_all: bool
+    gimbal_dof: int
+    has_slides: bool
+    has_spherical: bool
+    Delta_T: Array  # (nj, 3, 3) Δᵀ: rows are slide axes in Gi
+    quat_spring: bool  # any spherical joint with stiffness
+
+    @classmethod
+    def build(cls, model: Model) -> Plan:
+        lay = model.layout
+        nb, n = model.nb, model.n
+        parent_ext = np.where(lay.parent < 0, nb, lay.parent).astype(np.intp)
+        anc = np.append(parent_ext, nb).astype(np.intp)
+        jumps = []
+        while np.any(anc[:nb] < nb):
+            jumps.append(_frozen(anc.copy()))
+            anc = anc[anc]
+        slots_u = np.concatenate((lay.rot_u, lay.trn_u), axis=1).astype(np.intp)
+        dof_flat = np.empty(n, dtype=np.intp)
+        dof_joint = np.empty(n, dtype=np.intp)
+        for k in range(nb):
+            for j in range(6):
+                r = slots_u[k, j]
+                if r < n:
+                    dof_flat[r] = 6 * k + j
+                    dof_joint[r] = k
+        # CRBA masks: A[r, s] = 1 when joint k(r) is an ancestor of (or is) joint k(s)
+        A = lay.path[dof_joint][:, dof_joint].T
+        same = dof_joint[:, None] == dof_joint[None, :]
+        r_le_s = np.arange(n)[:, None] <= np.arange(n)[None, :]
+        A_up = np.where(same, r_le_s, A).astype(float)
+        A_strict = A_up - np.eye(n)
+        gdof = max((j.rot_dof for j in model.joints if j.rot_type == "gimbal"), default=0)
+        quat_spring = bool(lay.spherical.size and np.any(lay.stiffness[lay.quat_u]))
+        return cls(
+            nb=nb,
+            nq=model.nq,
+            n=n,
+            nu=model.nu,
+            ns=model.ns,
+            jumps=tuple(jumps),
+            parent_ext=_frozen(parent_ext),
+            slots_u=_frozen(slots_u),
+            dof_flat=_frozen(dof_flat),
+            dof_joint=_frozen(dof_joint),
+            A_up=_frozen(A_up),
+            A_strict=_frozen(A_strict),
+            gimbal_all=lay.gimbal.size == nb,
+            gimbal_dof=gdof,
+            has_slides=model.ns > 0,
+            has_spherical=lay.spherical.size > 0,
+            Delta_T=_frozen(np.swapaxes(lay.Delta, -1, -2)),
+            quat_spring=quat_spring,
+        )
+
+
+# A model is frozen, so its plan and parameters are pure functions of it: cache them
+# beside the model for its lifetime.
+_PLANS: weakref.WeakKeyDictionary[Model, Plan] = weakref.WeakKeyDictionary()
+_PARAMS: weakref.WeakKeyDictionary[Model, Params] = weakref.WeakKeyDictionary()
+
+
+def plan_of(model: Model) -> Plan:
+    """The (cached) :class:`Plan` of ``model``."""
+    try:
+        return _PLANS[model]
+    except KeyError:
+        plan = _PLANS[model] = Plan.build(model)
+        return plan
+
+
+def params_of(model: Model) -> Params:
+    """The (cached) :class:`Params` of ``model``, without batch axes."""
+    try:
+        return _PARAMS[model]
+    except KeyError:
+        params = _PARAMS[model] = Params.of_model(model)
+        return params
