@@ -145,9 +145,7 @@ class Kinematics:
     params: Params
 
 
-def joint_rotations(
-    model: Model, qpad: Array, upad: Array
-) -> tuple[Array, Array, Array, Array]:
+def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array, Array]:
     """Per-joint ``R_Gi_Go``, ``Γᵀ`` (rows are Γ's columns), ``Γ̇`` and ``Γ̇σ`` (Go).
 
     Gimbals: ``R_Gi_Go = euler_to_dcm(seq, θ)`` with unused angles zero, ``ω = Γ(θ) θ̇``

@@ -96,9 +96,7 @@ class Params:
         )
         R_out = self.R_Go_Bo
         p_out = -(R_out @ self.outer_point[..., None])[..., 0]
-        com_h = np.concatenate(
-            (self.com, np.ones(self.com.shape[:-1] + (1,))), axis=-1
-        )[..., None]
+        com_h = np.concatenate((self.com, np.ones(self.com.shape[:-1] + (1,))), axis=-1)[..., None]
         object.__setattr__(self, "C_in", _frozen(homogeneous(self.R_Bi_Gi, self.inner_point)))
         object.__setattr__(self, "C_out", _frozen(homogeneous(R_out, p_out)))
         object.__setattr__(self, "com_h", _frozen(com_h))
