@@ -208,14 +208,17 @@ class Trajectory:
 
     @cached_property
     def kinetic_energy(self) -> Array:
+        """Kinetic energy at each output time, (nt,) [J]."""
         return self._map(kinetic_energy)
 
     @cached_property
     def potential_energy(self) -> Array:
+        """Gravity and spring potential energy at each output time, (nt,) [J]."""
         return self._map(potential_energy)
 
     @property
     def total_energy(self) -> Array:
+        """Kinetic plus potential energy, (nt,) [J]."""
         return self.kinetic_energy + self.potential_energy
 
     @cached_property
@@ -225,10 +228,12 @@ class Trajectory:
 
     @property
     def linear_momentum(self) -> Array:
+        """Total linear momentum in N, (nt, 3) [N s]."""
         return self._momenta[0]
 
     @property
     def angular_momentum(self) -> Array:
+        """Total angular momentum about the system mass centre, N axes, (nt, 3) [N m s]."""
         return self._momenta[1]
 
     def body(self, name: str) -> BodyHistory:
@@ -412,19 +417,37 @@ def simulate(
 
     Parameters
     ----------
+    model : Model
+    state : State
+        Initial coordinates and speeds.
+    t_final : float
+        Duration [s], from t = 0.
     dt : float
         Step of fixed-step RK4; for adaptive methods, the output spacing when
         ``output_every`` is not given.
-    method : ``"rk4"`` or a ``scipy.integrate.solve_ivp`` method name.
-    formulation : ``"kane"`` or ``"msd"`` (momentum states).
+    method : str
+        ``"rk4"`` (default) or a ``scipy.integrate.solve_ivp`` method name such as
+        ``"DOP853"``.
+    formulation : str
+        ``"kane"`` (speeds as states) or ``"msd"`` (momentum states).
+    loads : None, sequence of load records, or callable
+        Extra loads (see :mod:`kanedyn.loads`); a callable is evaluated at every
+        right-hand side as ``loads(t, model, state, kin)``.
     output_every : float, optional
         Output interval (a multiple of ``dt`` for RK4); default every step.
-    events : Lock / Unlock records, applied at the first step boundary at or after
-        their time.
-    controller : :class:`kanedyn.Controller`, sampled at its period from t = 0 (at the
-        first step boundary at or after each sample time) and held in between; its
-        loads add to ``loads``.
-    progress : show a progress bar (default: when stderr is a terminal).
+    rtol, atol : float
+        Tolerances of the adaptive methods.
+    events : sequence of Lock or Unlock
+        Applied at the first step boundary at or after their time.
+    controller : Controller, optional
+        Sampled at its period from t = 0 (at the first step boundary at or after each
+        sample time) and held in between; its loads add to ``loads``.
+    progress : bool, optional
+        Show a progress bar (default: when stderr is a terminal).
+
+    Returns
+    -------
+    Trajectory
 
     Raises
     ------

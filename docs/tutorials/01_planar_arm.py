@@ -1,0 +1,1 @@
+../../notebooks/01_planar_arm.py

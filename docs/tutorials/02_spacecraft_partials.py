@@ -1,0 +1,1 @@
+../../notebooks/02_spacecraft_partials.py

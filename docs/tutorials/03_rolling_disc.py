@@ -1,0 +1,1 @@
+../../notebooks/03_rolling_disc.py

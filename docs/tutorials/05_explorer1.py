@@ -1,0 +1,1 @@
+../../notebooks/05_explorer1.py

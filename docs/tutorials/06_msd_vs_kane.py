@@ -1,0 +1,1 @@
+../../notebooks/06_msd_vs_kane.py
