@@ -6,7 +6,7 @@ The pipeline (each stage a module; dependencies point one way)::
         -> integrate -> io -> cli
 """
 
-from kanedyn import examples, io, msd, rotation
+from kanedyn import examples, io, msd, rotation, symbolic
 from kanedyn.constraints import ConstraintForces, constraint_forces
 from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels, wheel_loads
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
@@ -33,6 +33,7 @@ from kanedyn.kinematics import Kinematics, kinematics
 from kanedyn.loads import Force, JointLoad, Torque
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.partials import Partials, partials
+from kanedyn.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
 from kanedyn.rotation import (
     dcm_to_euler,
     dcm_to_quat,
@@ -81,6 +82,9 @@ __all__ = [
     "inertia_tensor",
     "io",
     "inverse_dynamics",
+    "inverse_dynamics_rnea",
+    "newton_euler",
+    "NewtonEuler",
     "kinematics",
     "kinetic_energy",
     "mass_matrix",
@@ -92,6 +96,7 @@ __all__ = [
     "quat_to_dcm",
     "rotation",
     "skew",
+    "symbolic",
     "system_mass_properties",
     "validate_inertia",
 ]

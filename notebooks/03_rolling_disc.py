@@ -28,7 +28,8 @@
 #
 # The tool is `kanedyn.symbolic.problem.KaneProblem`: Kane's method for a system
 # described with sympy's frames and points, with dependent coordinates and speeds
-# eliminated as in Kane & Levinson (1985, §6.1).
+# eliminated as in Kane & Levinson (1985, §6.1). The disc is one of kanedyn's built-in
+# problems, `kanedyn.symbolic.examples.rolling_disc`.
 
 # %%
 import matplotlib.pyplot as plt
@@ -37,12 +38,9 @@ import scipy.integrate
 import scipy.optimize
 import sympy as sm
 from IPython.display import Markdown, display
-from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dot, dynamicsymbols, inertia
 
+from kanedyn.symbolic.examples import rolling_disc
 from kanedyn.symbolic.linearize import linearize
-from kanedyn.symbolic.problem import KaneProblem
-
-r, m, g = sm.symbols("r m g", positive=True)
 
 # %% [markdown]
 # ## Coordinates, speeds and the constraints
@@ -58,47 +56,20 @@ r, m, g = sm.symbols("r m g", positive=True)
 # * **Nonholonomic constraints**: the contact point P has zero velocity,
 #   $v_P = v_{C_o} + \omega\times r_{C_o\to P} = 0$. These three equations fix
 #   $u_4, u_5, u_6$: **dependent speeds**.
+#
+# `rolling_disc("constrained")` builds exactly this with `sympy.physics.vector` and
+# hands the pieces to `KaneProblem`; they are kept in `kane_args`.
 
 # %%
-q1, q2, q3, q4, q5, q6 = q = dynamicsymbols("q1:7")
-u1, u2, u3, u4, u5, u6 = u = dynamicsymbols("u1:7")
-N = ReferenceFrame("N")
-NO = Point("NO")
-NO.set_vel(N, 0)
-A = N.orientnew("A", "Axis", [q1, N.z])
-B = A.orientnew("B", "Axis", [q2, A.x])
-C = B.orientnew("C", "Axis", [q3, B.y])
-CO = NO.locatenew("CO", q4 * N.x + q5 * N.y + q6 * N.z)
-w_from_qdot = C.ang_vel_in(N)
-C.set_ang_vel(N, u1 * B.x + u2 * B.y + u3 * B.z)
-v_from_qdot = CO.pos_from(NO).dt(N)
-CO.set_vel(N, u4 * C.x + u5 * C.y + u6 * C.z)
-P = CO.locatenew("P", r * B.z)  # contact point: the centre is r above it, along -B.z
-P.v2pt_theory(CO, N, C)
-
-configuration_constraint = [q6 - dot(CO.pos_from(P), N.z)]
-velocity_constraints = [dot(P.vel(N), e) for e in C]
-kinematic_equations = [dot(w_from_qdot - C.ang_vel_in(N), e) for e in B]
-kinematic_equations += [dot(v_from_qdot - CO.vel(N), e) for e in N]
-
-disc = RigidBody("disc", CO, C, m, (inertia(C, m * r**2 / 4, m * r**2 / 2, m * r**2 / 4), CO))
-problem = KaneProblem(
-    N,
-    q_ind=[q1, q2, q3, q4, q5],
-    u_ind=[u1, u2, u3],
-    kd_eqs=kinematic_equations,
-    q_dep=[q6],
-    configuration_constraints=configuration_constraint,
-    u_dep=[u4, u5, u6],
-    velocity_constraints=velocity_constraints,
-    bodies=[disc],
-    loads=[(CO, m * g * A.z)],  # gravity; N.z = A.z points down
-)
-display(
-    Markdown(
-        f"velocity constraints: ${sm.latex([sm.simplify(c) for c in velocity_constraints])} = 0$"
-    )
-)
+disc = rolling_disc("constrained")
+problem = disc.problem
+q1, q2, q3, q4, q5, q6 = disc.q
+u1, u2, u3, u4, u5, u6 = disc.u
+r, m, g = disc.r, disc.m, disc.g
+spec = disc.kane_args
+for name in ("configuration_constraints", "velocity_constraints"):
+    eqs = sm.Matrix([sm.simplify(e) for e in spec[name]])
+    display(Markdown(f"{name.replace('_', ' ')}: ${sm.latex(eqs)} = 0$"))
 
 # %% [markdown]
 # The dependent speeds, solved from the velocity constraints: the centre velocity is

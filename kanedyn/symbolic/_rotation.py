@@ -57,7 +57,7 @@ def skew(v: Sequence[Any]) -> sm.Matrix:
 
 
 def cross(a: Sequence[Any], b: Sequence[Any]) -> sm.Matrix:
-    """``a × b`` as a 3×1 Matrix, with zero factors skipped (no expansion)."""
+    """``a × b`` as a 3×1 Matrix (products of the entries, nothing expanded)."""
     a0, a1, a2 = a
     b0, b1, b2 = b
     return sm.Matrix([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])

@@ -33,7 +33,7 @@ The stages, equations and names are those of the numeric engine
 
    .. math::
 
-       F_r &= \\sum_i \\Omega_i^T T_i + V_i^T m_i g + Q, \\qquad
+       F_r &= \\sum_i V_i^T m_i g + Q, \\qquad
        F_r^* = -M \\dot\\nu + \\sum_i \\Omega_i^T(-I_i \\alpha_{r,i} - \\omega_i \\times H_i)
            - V_i^T m_i a_{r,i}, \\\\
        M &= \\sum_i \\Omega_i^T I_i \\Omega_i + m_i V_i^T V_i, \\qquad
@@ -48,8 +48,10 @@ remainder) is a named quantity: a ``sympy.Dummy`` with its defining expression, 
 in order in :attr:`CompactEquations.intermediates`. The mass matrix and forcing are
 short expressions in those names, so the derivation grows polynomially with the number
 of bodies (the mass matrix is a sum over bodies of column dot products, O(n³) terms for
-a chain). :meth:`KaneEquations.lambdify` prints the intermediates as assignments (the
-``cse`` of ``sympy.lambdify``). The explicit forms in the coordinates, speeds and
+a chain). :meth:`KaneEquations.lambdify` writes the intermediates as straight-line
+assignments (its own small printer, or ``sympy.lambdify`` with them as the ``cse``), and
+:meth:`KaneEquations.lambdify_stages` evaluates the kinematic stages the same way. The
+explicit forms in the coordinates, speeds and
 parameters (``.mass_matrix``, ``.forcing``, ``.Omega_u``, ...) are built by substituting
 the intermediates back, on first access; they are for small systems (teaching views and
 closed-form checks) and grow quickly with the depth of the tree.
@@ -82,11 +84,13 @@ import sympy as sm
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.symbolic import _rotation as srot
-from kanedyn.symbolic._rotation import cross
 
 __all__ = ["CompactEquations", "KaneEquations", "kane"]
 
 _ZERO3 = sm.ImmutableMatrix.zeros(3, 1)
+# Jupyter shows the explicit teaching table only for systems this small (in named
+# intermediates); larger ones show a summary, and ``.table()`` builds it on request.
+_TABLE_MAX_INTERMEDIATES = 250
 
 
 # --------------------------------------------------------------------------- helpers
@@ -104,8 +108,67 @@ def _cmat(arr: Any) -> sm.Matrix:
     return sm.Matrix(np.asarray(arr, dtype=object).tolist()).applyfunc(_const)
 
 
+def _tex(text: str) -> str:
+    """Escape a name for LaTeX math (``\\mathrm``/``\\mathtt``)."""
+    return text.replace("_", "\\_")
+
+
+def _slots(nb: int) -> list[Any]:
+    """One (not yet computed) entry per body."""
+    return [None] * nb
+
+
+def _product(x: sm.Expr, y: sm.Expr, sign: int = 1) -> sm.Expr:
+    """``sign * x * y``. Products of numbers and named quantities (atoms) are built in
+    canonical order without sympy's evaluation machinery; anything else is evaluated."""
+    if x.is_Number and y.is_Number:
+        return sign * x * y
+    if y.is_Number:
+        x, y = y, x
+    if x.is_Atom and y.is_Atom:
+        if x.is_Number:
+            c = sign * x
+            return y if c == 1 else sm.Mul(c, y, evaluate=False)
+        if sign == 1:
+            return sm.Mul(x, y, evaluate=False)
+        return sm.Mul(sm.S.NegativeOne, x, y, evaluate=False)
+    return sign * x * y
+
+
+def _sum(terms: list) -> sm.Expr:
+    terms = [e for e in terms if e != 0]
+    return sm.Add(*terms, evaluate=False) if len(terms) > 1 else sm.Add(*terms)
+
+
 def _dot(a: Sequence[Any], b: Sequence[Any]) -> sm.Expr:
-    return sm.Add(*[x * y for x, y in zip(a, b, strict=True) if x != 0 and y != 0])
+    return _sum([_product(x, y) for x, y in zip(a, b, strict=True) if x != 0 and y != 0])
+
+
+def cross(a: Sequence[Any], b: Sequence[Any]) -> sm.Matrix:
+    """``a × b`` (as :func:`kanedyn.symbolic._rotation.cross`), zero products skipped."""
+    a0, a1, a2 = a
+    b0, b1, b2 = b
+
+    def d(x, y, z, w):  # x*y - z*w
+        return _sum([_product(x, y) if x != 0 and y != 0 else 0,
+                     _product(z, w, -1) if z != 0 and w != 0 else 0])  # fmt: skip
+
+    return sm.Matrix([d(a1, b2, a2, b1), d(a2, b0, a0, b2), d(a0, b1, a1, b0)])
+
+
+def _mm(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
+    """Matrix product as sums of the non-zero products (cheaper than ``A * B`` in sympy)."""
+    a, b = A.tolist(), B.tolist()
+    nk, nc = B.rows, B.cols
+    return sm.Matrix(
+        A.rows,
+        nc,
+        [
+            sm.Add(*[row[k] * b[k][c] for k in range(nk) if row[k] != 0 and b[k][c] != 0])
+            for row in a
+            for c in range(nc)
+        ],
+    )
 
 
 def _is_zero(v: sm.Matrix) -> bool:
@@ -269,9 +332,9 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
     nb, nu, ns, n = model.nb, model.nu, model.ns, model.n
     t = _Tape()
     g = _cmat(model.gravity)
-    R_N_B, p, r, o, omega, v, v_o = ([None] * nb for _ in range(7))
-    R_N_Gi, R_N_Go, Gamma, omega_rel, w = ([None] * nb for _ in range(5))
-    transport, alpha_r, C, a_r = ([None] * nb for _ in range(4))
+    R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
+    R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
+    transport, alpha_r, C, a_r = (_slots(nb) for _ in range(4))
     for k, j in enumerate(model.joints):
         qi, ui = lay.q_index[k], lay.u_index[k]
         nr = j.n_rot_coordinates
@@ -287,7 +350,7 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
             sig = [u[i] for i in ui[: j.rot_dof]] + pad
             R_Gi_Go = srot.euler_to_dcm(j.rot_seq, theta)
             G = srot.euler_gamma(j.rot_seq, theta)
-            Gds = srot.euler_gamma_dot(j.rot_seq, theta, sig) * sm.Matrix(sig)
+            Gds = _mm(srot.euler_gamma_dot(j.rot_seq, theta, sig), sm.Matrix(sig))
             sigma = sm.Matrix(sig)
         R_Gi_Go = t.mat(R_Gi_Go, f"R_Gi_Go{k}_")
         Gamma[k] = t.mat(G, f"Gamma{k}_")
@@ -298,10 +361,12 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
 
         # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
         R_Bi_Gi, R_Go_Bo = _cmat(lay.R_Bi_Gi[k]), _cmat(lay.R_Go_Bo[k])
-        R_Bi_Go = t.mat(R_Bi_Gi * R_Gi_Go, f"R_Bi_Go{k}_")
-        R_Bi_Bo = R_Bi_Go * R_Go_Bo
+        R_Bi_Go = t.mat(_mm(R_Bi_Gi, R_Gi_Go), f"R_Bi_Go{k}_")
+        R_Bi_Bo = _mm(R_Bi_Go, R_Go_Bo)
         p_Bi_Bo = (
-            _cmat(lay.inner_point[k]) + R_Bi_Gi * (Delta * d) - R_Bi_Bo * _cmat(lay.outer_point[k])
+            _cmat(lay.inner_point[k])
+            + _mm(R_Bi_Gi, _mm(Delta, d))
+            - _mm(R_Bi_Bo, _cmat(lay.outer_point[k]))
         )
         i_in = int(lay.parent[k])
         if i_in < 0:
@@ -310,23 +375,23 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         else:
             R_N_Bi, p_Bi = R_N_B[i_in], p[i_in]
             omega_in, T_in, alpha_in, C_in = omega[i_in], transport[i_in], alpha_r[i_in], C[i_in]
-        R_N_B[k] = t.mat(R_N_Bi * R_Bi_Bo, f"R_N_B{k}_")
-        p[k] = t.vec(p_Bi + R_N_Bi * p_Bi_Bo, f"p{k}_")
-        R_N_Gi[k] = t.mat(R_N_Bi * R_Bi_Gi, f"R_N_Gi{k}_")
-        R_N_Go[k] = t.mat(R_N_Bi * R_Bi_Go, f"R_N_Go{k}_")
-        o[k] = t.vec(p[k] + R_N_B[k] * _cmat(lay.outer_point[k]), f"o{k}_")
-        r[k] = t.vec(p[k] + R_N_B[k] * _cmat(lay.com[k]), f"r{k}_")
+        R_N_B[k] = t.mat(_mm(R_N_Bi, R_Bi_Bo), f"R_N_B{k}_")
+        p[k] = t.vec(p_Bi + _mm(R_N_Bi, p_Bi_Bo), f"p{k}_")
+        R_N_Gi[k] = t.mat(_mm(R_N_Bi, R_Bi_Gi), f"R_N_Gi{k}_")
+        R_N_Go[k] = t.mat(_mm(R_N_Bi, R_Bi_Go), f"R_N_Go{k}_")
+        o[k] = t.vec(p[k] + _mm(R_N_B[k], _cmat(lay.outer_point[k])), f"o{k}_")
+        r[k] = t.vec(p[k] + _mm(R_N_B[k], _cmat(lay.com[k])), f"r{k}_")
 
         # stage 3: velocities; omega_rel = R_N_Go Gamma sigma, w = R_N_Gi Delta s
-        omega_rel[k] = t.vec(R_N_Go[k] * (Gamma[k] * sigma), f"omega_rel{k}_")
-        w[k] = t.vec(R_N_Gi[k] * (Delta * s), f"w{k}_")
+        omega_rel[k] = t.vec(_mm(R_N_Go[k], _mm(Gamma[k], sigma)), f"omega_rel{k}_")
+        w[k] = t.vec(_mm(R_N_Gi[k], _mm(Delta, s)), f"w{k}_")
         omega[k] = t.vec(omega_in + omega_rel[k], f"omega{k}_")
         transport[k] = t.vec(T_in + w[k] - cross(omega_rel[k], o[k]), f"T{k}_")
         v[k] = t.vec(cross(omega[k], r[k]) + transport[k], f"v{k}_")
         v_o[k] = t.vec(cross(omega[k], o[k]) + transport[k], f"v_o{k}_")
 
         # remainders: alpha_k = omega x omega_rel + R_N_Go Gds, summed down the path
-        alpha_k = t.vec(cross(omega[k], omega_rel[k]) + R_N_Go[k] * Gds, f"alpha_k{k}_")
+        alpha_k = t.vec(cross(omega[k], omega_rel[k]) + _mm(R_N_Go[k], Gds), f"alpha_k{k}_")
         alpha_r[k] = t.vec(alpha_in + alpha_k, f"alpha_r{k}_")
         C[k] = t.vec(
             C_in - cross(alpha_k, o[k]) - cross(omega_rel[k], v_o[k]) + cross(omega_in, w[k]),
@@ -336,11 +401,11 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
 
     # joint axes in N: Hw[r] = R_N_Go Gamma[:, col], Hs[c] = R_N_Gi Delta[:, col]
     Hw = [
-        t.vec(R_N_Go[k] * Gamma[k][:, c], f"Hw{rr}_")
+        t.vec(_mm(R_N_Go[k], Gamma[k][:, c]), f"Hw{rr}_")
         for rr, (k, c) in enumerate(zip(lay.u_joint.tolist(), lay.u_col.tolist(), strict=True))
     ]
     Hs = [
-        R_N_Gi[k] * _cmat(lay.Delta[k])[:, c]
+        _mm(R_N_Gi[k], _cmat(lay.Delta[k])[:, c])
         for k, c in zip(lay.s_joint.tolist(), lay.s_col.tolist(), strict=True)
     ]
     P = lay.path
@@ -368,15 +433,15 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
     for i in range(nb):
         R = R_N_B[i]
         m = _const(lay.mass[i])
-        I_N = t.mat(R * _cmat(lay.inertia[i]) * R.T, f"I_N{i}_", symmetric=True)
-        H = t.vec(I_N * omega[i] + R * _cmat(lay.h_embedded[i]), f"H{i}_")
-        Tb = t.vec(-I_N * alpha_r[i] - cross(omega[i], H), f"T_star{i}_")
+        I_N = t.mat(_mm(_mm(R, _cmat(lay.inertia[i])), R.T), f"I_N{i}_", symmetric=True)
+        H = t.vec(_mm(I_N, omega[i]) + _mm(R, _cmat(lay.h_embedded[i])), f"H{i}_")
+        Tb = t.vec(-_mm(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")
         F = m * g
         cols = []  # (speed, Omega column, V column, I Omega column, m V column)
         for rr in range(nu):
             if not _is_zero(Omega_u[i][:, rr]):
-                IOm = t.vec(I_N * Omega_u[i][:, rr], f"IOm{i}_{rr}_")
+                IOm = t.vec(_mm(I_N, Omega_u[i][:, rr]), f"IOm{i}_{rr}_")
                 mV = t.vec(m * V_u[i][:, rr], f"mV{i}_{rr}_")
                 cols.append((rr, Omega_u[i][:, rr], V_u[i][:, rr], IOm, mV))
         for c in range(ns):
@@ -444,6 +509,83 @@ def _kinematic_equations(model: Model, q: list, u: list) -> sm.Matrix:
     return sm.ImmutableMatrix(qdot)
 
 
+# --------------------------------------------------------------------------- code generation
+_MATH_FUNCTIONS = {
+    sm.sin: "sin", sm.cos: "cos", sm.tan: "tan", sm.asin: "asin", sm.acos: "acos",
+    sm.atan: "atan", sm.atan2: "atan2", sm.sinh: "sinh", sm.cosh: "cosh", sm.tanh: "tanh",
+    sm.exp: "exp", sm.log: "log", sm.Abs: "fabs",
+}  # fmt: skip
+
+
+class _PythonPrinter:
+    """Python source for expressions over Add, Mul, Pow, numbers and math functions.
+
+    Other nodes (rare: whatever a user's parameter expressions contain) go through
+    sympy's ``pycode`` with the local names substituted.
+    """
+
+    def __init__(self, names: dict[sm.Basic, str]) -> None:
+        self.names = names
+
+    def __call__(self, e: sm.Basic) -> str:
+        name = self.names.get(e)
+        if name is not None:
+            return name
+        if e.is_Number or e.is_NumberSymbol:
+            x = float(e)
+            return repr(x) if x >= 0 else f"({x!r})"
+        if e.is_Add:
+            return "(" + " + ".join(map(self, e.args)) + ")"
+        if e.is_Mul:
+            return "(" + "*".join(map(self, e.args)) + ")"
+        if e.is_Pow:
+            base, ex = e.args
+            if ex == sm.S.Half:
+                return f"sqrt({self(base)})"
+            return f"({self(base)}**{self(ex)})"
+        func = _MATH_FUNCTIONS.get(getattr(e, "func", None))
+        if func is not None:
+            return f"{func}(" + ", ".join(map(self, e.args)) + ")"
+        from sympy.printing.pycode import pycode
+
+        local = {s: sm.Symbol(self.names[s]) for s in e.free_symbols}
+        return pycode(e.xreplace(local), fully_qualified_modules=True)
+
+
+def _python_function(args: list[list], defs: list, outputs: list[sm.MatrixBase]):
+    """Compile ``f(*args) -> [nested lists of outputs]`` with ``defs`` as assignments."""
+    names: dict[sm.Basic, str] = {}
+    lines = []
+    params = []
+    for g, group in enumerate(args):
+        params.append(f"a{g}")
+        local = [f"a{g}_{i}" for i in range(len(group))]
+        names.update(zip(group, local, strict=True))
+        if local:
+            lines.append(f"    {', '.join(local)}, = a{g}")
+    pr = _PythonPrinter(names)
+    for i, (s, e) in enumerate(defs):
+        code = pr(e)
+        names[s] = f"t{i}"
+        lines.append(f"    t{i} = {code}")
+    outs = []
+    for X in outputs:
+        rows = ", ".join(
+            "[" + ", ".join(pr(X[r, c]) for c in range(X.cols)) + "]" for r in range(X.rows)
+        )
+        outs.append(f"[{rows}]")
+    lines.append(f"    return {', '.join(outs)}")
+    source = f"def _kane_numeric({', '.join(params)}):\n" + "\n".join(lines) + "\n"
+    import math
+
+    namespace: dict[str, Any] = {k: getattr(math, k) for k in dir(math) if not k.startswith("_")}
+    namespace.update(math=math, numpy=np)
+    exec(compile(source, "<kanedyn.symbolic.kane>", "exec"), namespace)  # noqa: S102
+    fn = namespace["_kane_numeric"]
+    fn.__doc__ = source
+    return fn
+
+
 # --------------------------------------------------------------------------- result
 class KaneEquations:
     """Kane's equations of a kanedyn Model in sympy (built by :func:`kane`).
@@ -477,7 +619,11 @@ class KaneEquations:
     ``mass_matrix`` (n, n), ``forcing`` (n, 1), ``Fr`` (n, 1), ``Fr_star`` (n, 1, in
     ``u_dot``), and per body i (lists of length nb): ``Omega_u[i]`` (3, nu), ``V_u[i]``
     (3, nu), ``V_s[i]`` (3, ns), ``alpha_r[i]``, ``a_r[i]``, ``R_N_B[i]``, ``r[i]``,
-    ``omega[i]``, ``v[i]``.
+    ``omega[i]``, ``v[i]``. :meth:`explicit` converts any compact expression.
+
+    Numeric evaluation: :meth:`lambdify` (M and forcing), :meth:`lambdify_rhs` and
+    :meth:`rhs` (accelerations), :meth:`lambdify_stages` (kinematics and partials);
+    teaching view: :meth:`table`.
     """
 
     def __init__(
@@ -515,6 +661,7 @@ class KaneEquations:
         )
         self.simplify_report = ""
         self._values: dict[sm.Dummy, sm.Expr] = {}
+        self._sizes: dict[sm.Basic, int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -655,37 +802,12 @@ class KaneEquations:
             )
         return params
 
-    def lambdify(self, params: Sequence[Any] | None = None):
-        """A numeric function ``f(q, u, p=None) -> (M, forcing)``.
-
-        Parameters
-        ----------
-        params : sequence of Symbol, optional
-            Order of the parameter values ``p`` (default :attr:`parameters`). ``p`` may
-            also be a mapping from symbol to value.
-
-        Returns
-        -------
-        callable
-            ``f(q, u, p)`` with ``q`` (nq,), ``u`` (n,) = [u | s]; returns ``M`` (n, n)
-            and ``forcing`` (n,). Quaternions in ``q`` are normalized first, as in the
-            numeric engine. The named intermediates become assignments in the generated
-            code (``sympy.lambdify`` with them as its common subexpressions).
-        """
-        syms = self._params(params)
-        comp = self.compact
-        outputs = [comp.mass_matrix, comp.forcing]
-        defs = self._der.tape.needed([e for m in outputs for e in m])
-        fn = sm.lambdify(
-            [list(self.q), list(self.u), syms],
-            outputs,
-            modules="numpy",
-            cse=lambda exprs: (defs, exprs),
-        )
+    def _arguments(self, syms: list):
+        """Check and convert ``(q, u, p)``; quaternions normalized as in the numeric engine."""
         quat_q = self.model.layout.quat_q
         nq, n, npar = self.model.nq, self.model.n, len(syms)
 
-        def f(q, u, p=None):
+        def args(q, u, p):
             q = np.array(q, dtype=float).reshape(-1)
             u = np.asarray(u, dtype=float).reshape(-1)
             if q.shape != (nq,) or u.shape != (n,):
@@ -698,15 +820,88 @@ class KaneEquations:
                     p = [p[s] for s in syms]
                 except KeyError as exc:
                     raise ModelError(f"no value for parameter {exc.args[0]}") from None
-            pv = [] if p is None else list(np.asarray(p, dtype=float).reshape(-1))
+            pv = [] if p is None else [float(x) for x in np.asarray(p, dtype=float).reshape(-1)]
             if len(pv) != npar:
                 raise ModelError(
                     f"expected {npar} parameter values in the order {[str(s) for s in syms]}"
                 )
-            M, F = fn(q, u, pv)
+            return q.tolist(), u.tolist(), pv
+
+        return args
+
+    def lambdify(self, params: Sequence[Any] | None = None, *, backend: str = "python"):
+        """A numeric function ``f(q, u, p=None) -> (M, forcing)``.
+
+        Parameters
+        ----------
+        params : sequence of Symbol, optional
+            Order of the parameter values ``p`` (default :attr:`parameters`). ``p`` may
+            also be a mapping from symbol to value.
+        backend : {"python", "sympy"}
+            ``"python"`` (default) writes the named intermediates as straight-line
+            Python assignments with a small printer for the node types the derivation
+            produces (Add, Mul, Pow, elementary functions), which is fast to build;
+            ``"sympy"`` uses ``sympy.lambdify`` with the intermediates as its common
+            subexpressions (``cse``), slower to build for large trees. Both evaluate the
+            same expressions.
+
+        Returns
+        -------
+        callable
+            ``f(q, u, p)`` with ``q`` (nq,), ``u`` (n,) = [u | s]; returns ``M`` (n, n)
+            and ``forcing`` (n,). Quaternions in ``q`` are normalized first, as in the
+            numeric engine.
+        """
+        syms = self._params(params)
+        comp = self.compact
+        outputs = [comp.mass_matrix, comp.forcing]
+        defs = self._der.tape.needed([e for m in outputs for e in m])
+        args = [list(self.q), list(self.u), syms]
+        if backend == "python":
+            fn = _python_function(args, defs, outputs)
+        elif backend == "sympy":
+            fn = sm.lambdify(args, outputs, modules="numpy", cse=lambda exprs: (defs, exprs))
+        else:
+            raise ModelError(f"lambdify: backend must be 'python' or 'sympy', got {backend!r}")
+        n = self.model.n
+        f_args = self._arguments(syms)
+
+        def f(q, u, p=None):
+            M, F = fn(*f_args(q, u, p))
             return np.asarray(M, dtype=float).reshape(n, n), np.asarray(F, dtype=float).ravel()
 
         return f
+
+    _STAGES = ("R_N_B", "r", "omega", "v", "Omega_u", "V_u", "V_s", "alpha_r", "a_r")
+
+    def lambdify_stages(self, params: Sequence[Any] | None = None):
+        """A numeric function ``g(q, u, p=None) -> dict`` of the kinematic stages.
+
+        Evaluates the compact form (no explicit expressions are built), so it works for
+        large trees. The dict holds the numeric engine's arrays and shapes:
+        ``R_N_B`` (nb, 3, 3), ``r``, ``omega``, ``v``, ``alpha_r``, ``a_r`` (nb, 3),
+        ``Omega_u``, ``V_u`` (nb, 3, nu), ``V_s`` (nb, 3, ns); compare
+        :func:`kanedyn.kinematics` and :func:`kanedyn.partials`. Arguments as for
+        :meth:`lambdify`.
+        """
+        syms = self._params(params)
+        der = self._der
+        nb = self.model.nb
+        mats = [sm.ImmutableMatrix(m) for k in self._STAGES for m in getattr(der, k)]
+        defs = der.tape.needed([e for m in mats for e in m])
+        fn = _python_function([list(self.q), list(self.u), syms], defs, mats)
+        shapes = {k: getattr(der, k)[0].shape for k in self._STAGES}
+        f_args = self._arguments(syms)
+
+        def g(q, u, p=None):
+            out = fn(*f_args(q, u, p))
+            result = {}
+            for a, k in enumerate(self._STAGES):
+                arr = np.array(out[a * nb : (a + 1) * nb], dtype=float).reshape((nb, *shapes[k]))
+                result[k] = arr[..., 0] if k in ("r", "omega", "v", "alpha_r", "a_r") else arr
+            return result
+
+        return g
 
     def lambdify_rhs(self, params: Sequence[Any] | None = None):
         """A numeric function ``f_acc(q, u, p=None) -> d/dt[u | s]`` (Cholesky solve of
@@ -733,7 +928,25 @@ class KaneEquations:
         return self._rhs(q, u, params)
 
     # -- teaching view ------------------------------------------------------------
-    def table(self, fmt: str = "markdown") -> str:
+    def explicit_size(self, expr: Any) -> int:
+        """Number of nodes of ``explicit(expr)``'s expression tree, without building it
+        (each named intermediate counts as the size of its own explicit tree)."""
+        sizes = self._sizes
+        for s, e in self._der.tape.needed(
+            list(expr) if isinstance(expr, sm.MatrixBase) else [expr]
+        ):
+            if s not in sizes:
+                sizes[s] = self._tree_size(e)
+        items = list(expr) if isinstance(expr, sm.MatrixBase) else [expr]
+        return sum(self._tree_size(e) for e in items)
+
+    def _tree_size(self, e: sm.Basic) -> int:
+        size = self._sizes.get(e)
+        if size is not None:
+            return size
+        return 1 + sum(self._tree_size(a) for a in e.args)
+
+    def table(self, fmt: str = "markdown", *, max_size: int | None = 2000) -> str:
         """Partial angular velocities and partial velocities per generalized speed.
 
         One group of rows per speed :math:`\\nu_r` (N components, explicit forms): for
@@ -746,35 +959,54 @@ class KaneEquations:
         ----------
         fmt : {"markdown", "latex"}
             Markdown with code cells, or a LaTeX ``array`` (display math).
+        max_size : int or None
+            Cells whose explicit expression would have more tree nodes than this
+            (:meth:`explicit_size`, estimated without building it) show a placeholder
+            naming the attribute that holds them (``Fr_star[r]``, ``V_u[i][:, r]``, ...);
+            None shows everything. Explicit forms grow quickly with the depth of the
+            tree, so for large trees the placeholders are the readable choice (compare
+            stages numerically with :meth:`lambdify_stages`).
         """
         if fmt not in ("markdown", "latex"):
             raise ModelError(f"table: fmt must be 'markdown' or 'latex', got {fmt!r}")
         latex = fmt == "latex"
         nu = self.model.nu
+        der, comp = self._der, self.compact
         names = [b.name for b in self.model.bodies]
 
-        def cell(x: Any) -> str:
+        def cell(x: Any, where: str) -> str:
+            x = sm.ImmutableMatrix(x).T if isinstance(x, sm.MatrixBase) else x
+            size = self.explicit_size(x)
+            if max_size is not None and size > max_size:
+                if latex:
+                    return f"\\text{{({size} nodes: }}\\mathtt{{eom.{_tex(where)}}}\\text{{)}}"
+                return f"({size} nodes: eom.{where})"
+            x = self.explicit(x)
+            if latex:
+                return sm.latex(x)
             if isinstance(x, sm.MatrixBase):
-                x = sm.ImmutableMatrix(x).T
-            return sm.latex(x) if latex else f"`{sm.sstr(x)}`"
+                return "`[" + ", ".join(sm.sstr(e) for e in x) + "]`"
+            return f"`{sm.sstr(x)}`"
 
         rows = []
         for rr, speed in enumerate(self.u):
             for i, name in enumerate(names):
                 if rr < nu:
-                    om, vel = self.Omega_u[i][:, rr], self.V_u[i][:, rr]
+                    om, vel = der.Omega_u[i][:, rr], der.V_u[i][:, rr]
+                    w_om, w_v = f"Omega_u[{i}][:, {rr}]", f"V_u[{i}][:, {rr}]"
                 else:
-                    om, vel = _ZERO3, self.V_s[i][:, rr - nu]
+                    om, vel = _ZERO3, der.V_s[i][:, rr - nu]
+                    w_om, w_v = "", f"V_s[{i}][:, {rr - nu}]"
                 first = i == 0
                 rows.append(
                     [
                         str(rr + 1) if first else "",
-                        cell(speed) if first else "",
-                        (f"\\text{{{name}}}" if latex else name),
-                        cell(om),
-                        cell(vel),
-                        cell(self.Fr[rr]) if first else "",
-                        cell(self.Fr_star[rr]) if first else "",
+                        cell(speed, "u") if first else "",
+                        (f"\\mathrm{{{_tex(name)}}}" if latex else name),
+                        cell(om, w_om),
+                        cell(vel, w_v),
+                        cell(comp.Fr[rr], f"Fr[{rr}]") if first else "",
+                        cell(comp.Fr_star[rr], f"Fr_star[{rr}]") if first else "",
                     ]
                 )
         if latex:
@@ -793,10 +1025,17 @@ class KaneEquations:
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         return "\n".join(lines) + "\n"
 
+    def _shows_table(self) -> bool:
+        return len(self.compact.intermediates) <= _TABLE_MAX_INTERMEDIATES
+
     def _repr_markdown_(self) -> str:
+        if not self._shows_table():
+            return f"**{self!r}** (large: call `.table()` for the explicit teaching table)"
         return f"**{self!r}**\n\n" + self.table("markdown")
 
-    def _repr_latex_(self) -> str:
+    def _repr_latex_(self) -> str | None:
+        if not self._shows_table():
+            return None  # Jupyter falls back to the Markdown summary
         return "$$" + self.table("latex") + "$$"
 
 

@@ -91,10 +91,10 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
     _refuse_spherical(model)
     q_rot, q_trn, u_rot, u_trn = [], [], [], []
     for j in model.joints:
-        q_rot += [sm.Symbol(f"q_{j.name}_{i}") for i in range(j.rot_dof)]
-        u_rot += [sm.Symbol(f"u_{j.name}_{i}") for i in range(j.rot_dof)]
-        q_trn += [sm.Symbol(f"d_{j.name}_{i}") for i in range(j.trn_dof)]
-        u_trn += [sm.Symbol(f"s_{j.name}_{i}") for i in range(j.trn_dof)]
+        q_rot += [sm.Symbol(f"q_{j.name}_{i}", real=True) for i in range(j.rot_dof)]
+        u_rot += [sm.Symbol(f"u_{j.name}_{i}", real=True) for i in range(j.rot_dof)]
+        q_trn += [sm.Symbol(f"d_{j.name}_{i}", real=True) for i in range(j.trn_dof)]
+        u_trn += [sm.Symbol(f"s_{j.name}_{i}", real=True) for i in range(j.trn_dof)]
     return sm.Matrix(q_rot + q_trn), sm.Matrix(u_rot + u_trn)
 
 
@@ -315,13 +315,13 @@ def lagrange(
         trn_axes = parse_sequence(j.trn_seq)
         slide = sm.zeros(3, 1)
         for c in range(j.trn_dof):
-            slide[trn_axes[c] - 1] += sm.Symbol(f"d_{j.name}_{c}")
+            slide[trn_axes[c] - 1] += sm.Symbol(f"d_{j.name}_{c}", real=True)
         o = p_Bi + R_N_Bi * _matrix(j.inner_point) + R_N_Gi * slide
         # gimbal R_Gi_Go = R_i1(θ1) R_i2(θ2) R_i3(θ3); column of J_A = joint axis in N (2-4)
         R_N_Go = R_N_Gi
         rot_axes = parse_sequence(j.rot_seq)
         for c in range(j.rot_dof):
-            theta = sm.Symbol(f"q_{j.name}_{c}")
+            theta = sm.Symbol(f"q_{j.name}_{c}", real=True)
             axis = rot_axes[c]
             J_Ai[:, index[theta]] = R_N_Go[:, axis - 1]
             R_N_Go = (R_N_Go * elementary_rotation(axis, theta)).applyfunc(tidy)
@@ -344,12 +344,12 @@ def lagrange(
     # Christoffel terms h_ijk (2-11)
     dH = [H.diff(qk) for qk in q]  # dH[k][i, j] = ∂H_ij/∂q_k
     h = sm.MutableDenseNDimArray.zeros(n, n, n)
-    for i in range(n):
-        for j in range(n):
-            for k in range(n):
-                h[i, j, k] = dH[k][i, j] - dH[i][j, k] / 2
+    for a in range(n):
+        for b in range(n):
+            for c in range(n):
+                h[a, b, c] = dH[c][a, b] - dH[a][b, c] / 2
     C = sm.Matrix(
-        [sum(h[i, j, k] * u[j] * u[k] for j in range(n) for k in range(n)) for i in range(n)]
+        [sum(h[a, b, c] * u[b] * u[c] for b in range(n) for c in range(n)) for a in range(n)]
     )
 
     # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
@@ -362,8 +362,10 @@ def lagrange(
         [-_exact(lay.stiffness[r]) * q[r] - _exact(lay.damping[r]) * u[r] for r in range(n)]
     )
     for name, values in (joint_torques or {}).items():
-        idx = model.layout.u_index[model.joint_index(name)]
-        Q[list(idx), 0] = Q[list(idx), 0] + _load(values, len(idx), f"joint_torques[{name!r}]")
+        idx = [int(r) for r in model.layout.u_index[model.joint_index(name)]]
+        tau = _load(values, len(idx), f"joint_torques[{name!r}]")
+        for r, t in zip(idx, tau, strict=True):
+            Q[r] += t
     for name, F in (body_forces or {}).items():
         i = model.body_index(name)
         Q += J_L[i].T * _load(F, 3, f"body_forces[{name!r}]")

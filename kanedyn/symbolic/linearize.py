@@ -15,7 +15,7 @@ dependent perturbations are eliminated afterwards (Peterson, Gede & Hubbard
 
 Perturbing about :math:`(q_0, u_0, \\dot u_0, \\lambda_0)` and projecting with
 :math:`T_0^\\top = [I \\;\\; A_0^\\top]` (which annihilates :math:`B_0^\\top`, so
-:math:`\\delta\\lambda` drops out; Kane & Levinson 1985, eq. 6.1.3) gives, for the
+:math:`\\delta\\lambda` drops out; Kane & Levinson 1985, Kane's equations with motion constraints) gives, for the
 state :math:`x = [q_i; u_i]`,
 
 .. math::
@@ -137,6 +137,14 @@ def _jacobian_at(exprs: sm.Matrix, xs: Sequence, x0: Mapping) -> sm.Matrix:
     return J
 
 
+def _tidy(e: sm.Expr, free_states: Mapping) -> sm.Expr:
+    """Expand an entry; simplify small ones that still hold coordinates or speeds."""
+    e = sm.expand(e)
+    if free_states and e.has(*free_states) and sm.count_ops(e) < 300:
+        e = sm.simplify(e)
+    return e
+
+
 def _is_numeric(X: sm.Matrix) -> bool:
     return not X.free_symbols
 
@@ -178,7 +186,8 @@ def _op_values(problem: KaneProblem, op_point: Mapping, inputs) -> tuple[dict, d
     raw = problem.raw
     to_raw = {v: k for k, v in raw.public.items()}
     rates = {x.diff(_t) for x in [*problem.q, *problem.u]}
-    params, state = {}, {}
+    params: dict = {}
+    state: dict = {}
     for key, val in op_point.items():
         if key in rates:
             continue  # rates at the operating point follow from the equations
@@ -208,9 +217,15 @@ def _complete_coordinates(raw, f_c: sm.Matrix, x0: dict) -> None:
                 "op_point: give the dependent coordinates q_dep; they cannot be solved from "
                 "the configuration constraints with symbolic values"
             )
-        guess = [0.0] * len(missing)
-        sol = sm.nsolve(list(fc), missing, guess, tol=1e-14, prec=30)
-        x0.update({q: sm.Float(sol[k], 17) for k, q in enumerate(missing)})
+        J = fc.jacobian(missing)
+        if not J.has(*missing):  # linear in q_dep: solve exactly
+            sol = _solve(
+                J, -fc.xreplace(dict.fromkeys(missing, 0)), "the configuration constraints"
+            )
+            x0.update({q: sol[k] for k, q in enumerate(missing)})
+        else:
+            sol = sm.nsolve(list(fc), missing, [0.0] * len(missing), tol=1e-14, prec=30)
+            x0.update({q: sm.Float(sol[k], 17) for k, q in enumerate(missing)})
     res = f_c.xreplace(x0)
     if any(_nonzero(r) for r in res):
         raise ModelError(
@@ -264,8 +279,9 @@ def linearize(
         Parameters (constants or specified functions of time) to treat as
         inputs r; their operating values default to 0.
     check_equilibrium : bool, optional
-        Raise ModelError unless the speeds are steady at the operating point,
-        :math:`\\dot u_0 = 0` (an equilibrium or a steady motion).
+        Raise ModelError unless the independent speeds are steady at the
+        operating point, :math:`\\dot u_i = 0` (an equilibrium or a steady
+        motion; dependent speeds may still change, e.g. body-frame components).
 
     Returns
     -------
@@ -277,6 +293,25 @@ def linearize(
     ModelError
         If the operating point violates a constraint, a solve is singular there,
         or (with ``check_equilibrium``) the speeds are not steady.
+
+    Examples
+    --------
+    A pendulum hanging from O, about its lowest point:
+
+    >>> import sympy as sm
+    >>> from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
+    >>> q, u = dynamicsymbols("q u")
+    >>> m, l, g = sm.symbols("m l g", positive=True)
+    >>> N = ReferenceFrame("N"); A = N.orientnew("A", "Axis", (q, N.z))
+    >>> A.set_ang_vel(N, u * N.z)
+    >>> O = Point("O"); O.set_vel(N, 0)
+    >>> P = O.locatenew("P", l * A.x); _ = P.v2pt_theory(O, N, A)
+    >>> kp = KaneProblem(N, [q], [u], [q.diff() - u],
+    ...                  bodies=[Particle("p", P, m)], loads=[(P, m * g * N.x)])
+    >>> linearize(kp, {q: 0, u: 0}, check_equilibrium=True).A
+    Matrix([
+    [   0, 1],
+    [-g/l, 0]])
     """
     raw = problem.raw
     nq, nu, p = len(raw.q), len(raw.u), raw.n_u_ind
@@ -306,27 +341,38 @@ def linearize(
     F0c = F0 - M0[:, p:] * c0 if m else F0
     ud_i0 = _solve(Mt0, T0.T * F0c, "the mass matrix")
     ud0 = T0 * ud_i0 + sm.zeros(p, 1).col_join(c0)
-    if check_equilibrium and any(_nonzero(a) for a in ud0):
+    back = {s: v for s, v in raw.public.items() if s is not v}
+    if check_equilibrium and any(_nonzero(a) for a in ud_i0):
+        rates = [sm.sympify(a).xreplace(back).evalf(6) for a in ud_i0]
         raise ModelError(
-            "op_point: not an equilibrium or steady motion: the speeds change there, "
-            f"u' = {[sm.sympify(a).evalf(6) for a in ud0]}"
+            "op_point: not an equilibrium or steady motion: the independent speeds "
+            f"change there, u_ind' = {rates}"
         )
     x0.update(zip(ud, ud0, strict=True))
     R0 = F0 - M0 * ud0
     lam0 = _solve(B_d0.T, -R0[p:, :], "the multiplier solve") if m else sm.zeros(0, 1)
 
-    # Jacobians of the unconstrained expressions at the operating point.
-    udv = sm.Matrix(ud0)
-    E = F - M * udv + (Bm.T * lam0 if m else sm.zeros(nu, 1))
-    R_q = _jacobian_at(E, q, x0)
-    R_qd, R_u, R_r = (_jacobian_at(F, xs, x0) for xs in (qd, u, r))
+    # Jacobians of the unconstrained expressions at the operating point. Values
+    # that depend on coordinates or speeds left symbolic are held fixed while
+    # differentiating (frozen), so only the explicit dependence is differentiated.
+    freeze = {s: sm.Dummy() for s in [*q, *u] if s not in x0}
+    thaw = {d: s for s, d in freeze.items()}
+    xf = {k: sm.sympify(v).xreplace(freeze) for k, v in x0.items()}
+    udv, lamv = sm.Matrix(ud0).xreplace(freeze), lam0.xreplace(freeze)
+
+    def jac(exprs, xs):
+        return _jacobian_at(exprs, xs, xf).xreplace(thaw)
+
+    E = F - M * udv + (Bm.T * lamv if m else sm.zeros(nu, 1))
+    R_q = jac(E, q)
+    R_qd, R_u, R_r = (jac(F, xs) for xs in (qd, u, r))
     kd = K_qd * sm.Matrix(qd) + k
-    kd_q, kd_u = (_jacobian_at(kd, xs, x0) for xs in (q, u))
+    kd_q, kd_u = (jac(kd, xs) for xs in (q, u))
     fv = Bm * sm.Matrix(u) + b
-    fv_q = _jacobian_at(fv, q, x0)
+    fv_q = jac(fv, q)
     fa = Bm * udv + h
-    fa_q, fa_qd, fa_u = (_jacobian_at(fa, xs, x0) for xs in (q, qd, u))
-    fc_q = _jacobian_at(f_c, q, x0)
+    fa_q, fa_qd, fa_u = (jac(fa, xs) for xs in (q, qd, u))
+    fc_q = jac(f_c, q)
 
     # Eliminate the dependent perturbations: rows are variables, columns x = [q_i; u_i].
     nx = nqi + p
@@ -351,10 +397,9 @@ def linearize(
         Ml = sm.eye(nx)
     else:
         A, B, Ml = top.col_join(G_x), sm.zeros(nqi, len(r)).col_join(G_r), sm.diag(sm.eye(nqi), Mt0)
-    A, B, Ml = (X.applyfunc(sm.expand) for X in (A, B, Ml))
+    A, B, Ml = (X.applyfunc(lambda e: _tidy(e, freeze)) for X in (A, B, Ml))
 
     pub = raw.public
-    back = {s: v for s, v in pub.items() if s is not v}
     state = tuple(pub[s] for s in [*q[:nqi], *u[:p]])
     op = {pub[s]: sm.sympify(v).xreplace(back) for s, v in x0.items()}
     op.update({pub[s]: v for s, v in params.items()})

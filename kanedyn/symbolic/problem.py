@@ -1,6 +1,6 @@
 """Kane's method for a system given as frames, points, speeds and constraints.
 
-This is the textbook form of Kane's method (Kane & Levinson 1985, chapters 2-6)
+This is the textbook form of Kane's method (Kane & Levinson 1985)
 for systems that are not a joint tree: the user builds the kinematics with
 ``sympy.physics.vector`` (frames, points, angular and linear velocities in terms
 of the generalized speeds), names the generalized coordinates and speeds, and
@@ -9,7 +9,7 @@ gives the kinematic differential equations and the constraints. Holonomic
 constraints make some speeds dependent.
 
 With ``n`` speeds of which ``m`` are dependent, the velocity constraints are
-solved for the dependent speeds (Kane & Levinson 1985, eq. 4.4.1),
+solved for the dependent speeds (Kane & Levinson 1985, motion constraints),
 
 .. math::
 
@@ -17,7 +17,8 @@ solved for the dependent speeds (Kane & Levinson 1985, eq. 4.4.1),
     \\quad p = n - m,
 
 and the nonholonomic partial velocities and generalized forces are
-(Kane & Levinson 1985, eqs. 4.4.3, 4.4.5; seed 004)
+(Kane & Levinson 1985, nonholonomic partial velocities and generalized
+forces; seed 004)
 
 .. math::
 
@@ -36,7 +37,8 @@ symbolic inverse has to be evaluated where it would be 0/0.
 References
 ----------
 T. R. Kane and D. A. Levinson, *Dynamics: Theory and Applications*,
-McGraw-Hill, 1985 (sections 2.14, 4.4-4.5 and 6.1).
+McGraw-Hill, 1985 (motion constraints, partial velocities, generalized
+active and inertia forces, Kane's dynamical equations).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import sympy as sm
 from sympy.core.function import AppliedUndef
 from sympy.physics.mechanics import Particle, RigidBody
 from sympy.physics.vector import Dyadic, Point, ReferenceFrame, Vector, dynamicsymbols
+from sympy.physics.vector.printing import vlatex, vsstrrepr
 
 from kanedyn.errors import ModelError
 
@@ -458,6 +461,12 @@ def _constraints(
         return _Constraints(f_c, sm.zeros(0, len(u)), sm.zeros(0, 1), sm.zeros(0, 1))
     f_v = f_v.xreplace(kin.qdot_map)
     B = _linear_coefficients(f_v, u, what="velocity_constraints", of="the speeds u")
+    if is_singular(B[:, len(u_ind) :]):
+        raise ModelError(
+            "velocity_constraints: the dependent-speed solve is singular for every "
+            "configuration: the constraints do not determine u_dep (their u_dep "
+            "coefficient matrix is singular)"
+        )
     b = f_v.xreplace(dict.fromkeys(u, 0))
     h = (B * sm.Matrix(u) + b).diff(_t).xreplace({ui.diff(_t): 0 for ui in u})
     return _Constraints(f_c, B, b, h)
@@ -487,7 +496,7 @@ def _motion(N: ReferenceFrame, mass: Mass, u: Sequence, qdot_map: dict) -> _Moti
 
 
 def _inertia_forces(N: ReferenceFrame, mass: Mass, mo: _Motion, ud_zero: dict):
-    """Inertia force and torque at :math:`\\dot u = 0` (Kane & Levinson 1985, eq. 4.11.5).
+    """Inertia force and torque at :math:`\\dot u = 0` (Kane & Levinson 1985, generalized inertia forces).
 
     .. math::
 
@@ -609,8 +618,8 @@ class KaneProblem:
         F_r + F^*_r = F_r(q,\\dot q,u) - \\sum_s M_{rs}\\dot u_s
         + F^*_r|_{\\dot u = 0}, \\qquad r = 1..n,
 
-    and the constrained ones, with :math:`T = [I; A]` (Kane & Levinson 1985,
-    eq. 6.1.3; seed 004),
+    and the constrained ones, with :math:`T = [I; A]` (Kane & Levinson 1985;
+    seed 004),
 
     .. math::
 
@@ -777,7 +786,7 @@ class KaneProblem:
 
     @functools.cached_property
     def _reduced(self) -> dict:
-        """:math:`\\tilde M`, forcing and :math:`\\tilde F_r` (seed 004; Kane & Levinson eq. 6.1.3)."""
+        """:math:`\\tilde M`, forcing and :math:`\\tilde F_r` (seed 004; Kane & Levinson 1985)."""
         raw, e = self.raw, self._elimination
         p = raw.n_u_ind
         T = sm.eye(p).col_join(e["A"])
@@ -862,7 +871,13 @@ class KaneProblem:
 
     @property
     def forcing(self) -> sm.Matrix:
-        """Right-hand side, shape (n_ind, 1), with dependent speeds and rates eliminated."""
+        """Right-hand side, shape (n_ind, 1), with dependent speeds and rates eliminated.
+
+        The entries share the dependent-speed solution as common subexpressions;
+        for a large nonholonomic system (the bicycle) written out as a tree they
+        are very large, so evaluate numerically with :meth:`rhs` rather than by
+        lambdifying this matrix.
+        """
         return self._reduced["forcing"]
 
     @functools.cached_property
@@ -1012,13 +1027,7 @@ class KaneProblem:
         """
 
         def fmt(x) -> str:
-            if latex:
-                from sympy.physics.vector.printing import vlatex
-
-                return f"${vlatex(x)}$"
-            from sympy.physics.vector.printing import vsstrrepr
-
-            return f"`{vsstrrepr(x)}`"
+            return f"${vlatex(x)}$" if latex else f"`{vsstrrepr(x)}`"
 
         pv, pw = self.partial_velocities, self.partial_angular_velocities
         head = ["r", "u_r"]

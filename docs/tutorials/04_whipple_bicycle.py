@@ -1,0 +1,1 @@
+../../notebooks/04_whipple_bicycle.py
