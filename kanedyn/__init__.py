@@ -7,8 +7,10 @@ The pipeline (each stage a module; dependencies point one way)::
 """
 
 from kanedyn import examples, io, msd, rotation, symbolic
+from kanedyn.batch import ModelBatch, States
 from kanedyn.constraints import ConstraintForces, constraint_forces
 from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels, wheel_loads
+from kanedyn.ensemble import EnsembleTrajectory, simulate_ensemble
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
 from kanedyn.inertia import (
     composite_mass_properties,
@@ -46,6 +48,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Body",
+    "EnsembleTrajectory",
+    "ModelBatch",
+    "States",
+    "simulate_ensemble",
     "Controller",
     "QuaternionPD",
     "ReactionWheel",

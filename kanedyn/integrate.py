@@ -100,6 +100,7 @@ class _System:
     loads: LoadsLike
     locked: NDArray[np.intp] = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     held: list[Any] = attrs.field(factory=list)  # controller commands, zero-order hold
+    started: bool = False  # after the first call, errors from loads name the time
 
     def speeds(self, q: Array, y: Array) -> Array:
         if self.formulation == "kane":
@@ -118,7 +119,12 @@ class _System:
         records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
         if self.held:
             records = [*(records or ()), *self.held]
-        L = applied_loads(model, state, kin, records, t)  # type: ignore[arg-type]
+        try:
+            L = applied_loads(model, state, kin, records, t)  # type: ignore[arg-type]
+        except ModelError as exc:
+            if not self.started:
+                raise
+            raise SimulationError(f"t = {t:.6g}: loads: {exc}") from None
         if self.formulation == "kane":
             tm = _terms(model, kin)
             M, f = _mass_matrix(model, tm), _bias(model, tm, L)
@@ -482,6 +488,7 @@ def simulate(
     sampler = _Sampler(controller, model)
     sampler.sample(system, 0.0, x)
     system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
+    system.started = True
     if progress is None:
         progress = sys.stderr.isatty()
     start = _time.perf_counter()
@@ -523,22 +530,57 @@ def _output_speeds(system: _System, xs: Array, locks: list[NDArray[np.intp]]) ->
     return out
 
 
-def _check_finite(model: Model, t: float, x: Array) -> None:
-    if not np.all(np.isfinite(x)):
-        raise SimulationError(f"t = {t:.6g}: the state became non-finite: {x}")
-    lay = model.layout
-    if lay.gimbal3.size:
-        rows = lay.gimbal3
-        theta = np.append(x[: model.nq], 0.0)[lay.gimbal_q[rows]]
-        det = np.linalg.det(rot.euler_gamma_axes(lay.gimbal_axes[rows], theta))
-        bad = np.nonzero(np.abs(det) < 1e-4)[0]
-        if bad.size:
-            j = model.joints[lay.gimbal[rows[bad[0]]]]
-            raise SimulationError(
-                f"t = {t:.6g}: joint {j.name!r} (3-DOF gimbal, sequence {j.rot_seq}) reached its "
-                f"singular angle (gimbal lock, angles {np.round(theta[bad[0]], 6).tolist()} rad); "
-                "model it as a spherical joint"
-            )
+class _Monitor:
+    """Checks each accepted state: finite, and no 3-DOF gimbal at or through lock.
+
+    ``det Γ`` of a 3-DOF gimbal vanishes at its singular middle angle (cos θ2 = 0, or
+    sin θ2 = 0 for symmetric sequences). A state within ``|det Γ| < tol`` of it, or a
+    sign change of ``det Γ`` between two accepted states (the angle stepped through
+    it), is gimbal lock. When a step fails (non-finite values, a singular mass matrix)
+    next to a nearly singular gimbal, the error names that gimbal too.
+    """
+
+    tol = 1e-4
+    near = 0.2  # |det Γ| of the last good state below which a failure is blamed on lock
+
+    def __init__(self, model: Model, x0: Array):
+        self.model = model
+        self.det = self._dets(x0)
+
+    def _dets(self, x: Array) -> Array:
+        lay = self.model.layout
+        if not lay.gimbal3.size:
+            return np.zeros(0)
+        theta = np.append(x[: self.model.nq], 0.0)[lay.gimbal_q[lay.gimbal3]]
+        return np.linalg.det(rot.euler_gamma_axes(lay.gimbal_axes[lay.gimbal3], theta))
+
+    def _lock(self, t: float, row: int, x: Array, how: str) -> SimulationError:
+        lay = self.model.layout
+        j = self.model.joints[lay.gimbal[lay.gimbal3[row]]]
+        theta = np.append(x[: self.model.nq], 0.0)[lay.gimbal_q[lay.gimbal3[row]]]
+        return SimulationError(
+            f"t = {t:.6g}: joint {j.name!r} (3-DOF gimbal, sequence {j.rot_seq}) {how} its "
+            f"singular angle (gimbal lock, angles {np.round(theta, 6).tolist()} rad); "
+            "model it as a spherical joint"
+        )
+
+    def check(self, t: float, x: Array) -> None:
+        if not np.all(np.isfinite(x)):
+            raise self.failure(t, f"the state became non-finite: {x}")
+        det = self._dets(x)
+        if det.size:
+            bad = np.nonzero((np.abs(det) < self.tol) | (np.sign(det) != np.sign(self.det)))[0]
+            if bad.size:
+                raise self._lock(t, int(bad[0]), x, "reached or passed")
+        self.det, self.x = det, x
+
+    def failure(self, t: float, reason: str) -> SimulationError:
+        """The error for a step that failed at ``t``, blaming a nearly locked gimbal."""
+        if self.det.size:
+            row = int(np.argmin(np.abs(self.det)))
+            if abs(self.det[row]) < self.near:
+                return self._lock(t, row, getattr(self, "x", np.zeros(self.model.nq)), "approached")
+        return SimulationError(f"t = {t:.6g}: {reason}")
 
 
 class _Sampler:
@@ -582,16 +624,22 @@ def _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler):
     if applied:
         x = _apply_events(system, x, schedule, applied)
     ts, xs, locks = [0.0], [x.copy()], [system.locked]
+    monitor = _Monitor(model, x)
+    monitor.x = x
     for step in range(1, n_steps + 1):
         h = min(dt, t_final - t)
-        k1 = system(t, x)
-        k2 = system(t + 0.5 * h, x + 0.5 * h * k1)
-        k3 = system(t + 0.5 * h, x + 0.5 * h * k2)
-        k4 = system(t + h, x + h * k3)
+        try:
+            with np.errstate(all="ignore"):
+                k1 = system(t, x)
+                k2 = system(t + 0.5 * h, x + 0.5 * h * k1)
+                k3 = system(t + 0.5 * h, x + 0.5 * h * k2)
+                k4 = system(t + h, x + h * k3)
+        except (ModelError, np.linalg.LinAlgError) as exc:
+            raise monitor.failure(t + h, str(exc)) from None
         x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
         x[:nq] = _normalize_quaternions(model, x[:nq])
         t = step * dt if step < n_steps else t_final
-        _check_finite(model, t, x)
+        monitor.check(t, x)
         due = _n_due(schedule, t)
         if due != applied:
             applied = due
@@ -624,22 +672,26 @@ def _n_due(schedule: list, t: float) -> int:
 def _run_adaptive(system, x, t_final, dt, every, schedule, method, rtol, atol, sampler):
     model = system.model
     t_out = np.arange(0.0, t_final + 0.5 * every, every)
-    t_out = t_out[t_out <= t_final + 1e-12]
+    t_out = np.minimum(t_out[t_out <= t_final + 1e-9 * max(every, 1.0)], t_final)
     if t_out[-1] < t_final - 1e-12:
         t_out = np.append(t_out, t_final)
     bounds = sorted(
         {0.0, t_final, *[e[0] for e in schedule if 0.0 < e[0] < t_final], *sampler.times(t_final)}
     )
     ts, xs, locks, nfev, applied = [], [], [], 0, 0
+    monitor = _Monitor(model, x)
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         if _n_due(schedule, a) != applied:
             applied = _n_due(schedule, a)
             x = _apply_events(system, x, schedule, applied)
         sampler.sample(system, a, x)
-        inside = np.union1d(t_out[(t_out >= a - 1e-12) & (t_out <= b + 1e-12)], [a, b])
-        sol = scipy.integrate.solve_ivp(
-            system, (a, b), x, method=method, t_eval=inside, rtol=rtol, atol=atol
-        )
+        inside = np.union1d(t_out[(t_out > a) & (t_out < b)], [a, b])
+        try:
+            sol = scipy.integrate.solve_ivp(
+                system, (a, b), x, method=method, t_eval=inside, rtol=rtol, atol=atol
+            )
+        except (ModelError, np.linalg.LinAlgError) as exc:
+            raise monitor.failure(a, str(exc)) from None
         if not sol.success:
             raise SimulationError(
                 f"t = {sol.t[-1] if sol.t.size else a:.6g}: {method} failed: {sol.message}"
@@ -650,7 +702,7 @@ def _run_adaptive(system, x, t_final, dt, every, schedule, method, rtol, atol, s
                 continue
             xk = xk.copy()
             xk[: model.nq] = _normalize_quaternions(model, xk[: model.nq])
-            _check_finite(model, t, xk)
+            monitor.check(t, xk)
             ts.append(t)
             xs.append(xk)
             locks.append(system.locked)

@@ -32,7 +32,6 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn import rotation as rot
 from kanedyn.model import Model, State
 from kanedyn.plan import Params, Plan, params_of, plan_of
 
@@ -154,23 +153,57 @@ def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Arra
     (..., n + 1) end with the sentinel zero.
     """
     lay, pl = model.layout, plan_of(model)
-    batch, nj = qpad.shape[:-1], pl.nb
     if pl.gimbal_all:
         return _gimbal(lay, pl, qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u])
-    R_Gi_Go = np.zeros(batch + (nj, 3, 3))
-    R_Gi_Go[...] = _EYE
-    GammaT = np.zeros(batch + (nj, 3, 3))
-    Gamma_dot = np.zeros(batch + (nj, 3, 3))
-    Gds = np.zeros(batch + (nj, 3))
+    batch = qpad.shape[:-1]
+    parts = []  # (R_Gi_Go, Γᵀ, Γ̇, Γ̇σ) of the gimbals, the spherical joints, the others
     if lay.gimbal.size:
-        g = lay.gimbal
-        (R_Gi_Go[..., g, :, :], GammaT[..., g, :, :], Gamma_dot[..., g, :, :], Gds[..., g, :]) = (
-            _gimbal(lay, pl, qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u])
-        )
+        parts.append(_gimbal(lay, pl, qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u]))
     if pl.has_spherical:
-        R_Gi_Go[..., lay.spherical, :, :] = rot.quat_to_dcm(qpad[..., lay.quat_q])
-        GammaT[..., lay.spherical, :, :] = _EYE
-    return R_Gi_Go, GammaT, Gamma_dot, Gds
+        zeros = np.zeros(batch + (lay.spherical.size, 3, 3))
+        eye = zeros + _EYE
+        parts.append((quat_to_dcm(qpad[..., lay.quat_q]), eye, zeros, zeros[..., 0]))
+    if pl.n_other:
+        zeros = np.zeros(batch + (pl.n_other, 3, 3))
+        parts.append((zeros + _EYE, zeros, zeros, zeros[..., 0]))
+    if len(parts) == 1:
+        return parts[0]
+    R, GammaT, Gamma_dot, Gds = (
+        _assemble(arrays, batch, pl.joint_order, nd)
+        for arrays, nd in zip(zip(*parts, strict=True), (3, 3, 3, 2), strict=True)
+    )
+    return R, GammaT, Gamma_dot, Gds
+
+
+def _assemble(arrays: tuple[Array, ...], batch: tuple[int, ...], order: Any, nd: int) -> Array:
+    """Per-joint array from the blocks [gimbals | spherical | others] (core ndim ``nd``)."""
+    if batch:
+        arrays = tuple(np.broadcast_to(a, batch + a.shape[-nd:]) for a in arrays)
+    return np.take(np.concatenate(arrays, axis=-nd), order, axis=-nd)
+
+
+def quat_to_dcm(quat: Array) -> Array:
+    """``R_A_B`` of scalar-last quaternions (..., 4), normalized: the quadratic form
+    ``R = [(q_4² - q_v·q_v) U + 2 q_v q_vᵀ + 2 q_4 [q_v]×] / |q|²`` (see
+    :func:`kanedyn.rotation.quat_to_dcm`) as one :func:`bilinear` map."""
+    R = bilinear(quat, quat, _QUAT_DCM) / np.sum(quat * quat, axis=-1, keepdims=True)
+    return R.reshape(quat.shape[:-1] + (3, 3))
+
+
+def _quat_dcm_terms() -> list[tuple[int, int, int, float]]:
+    x, y, z, w = range(4)
+    entries = {  # R[i, j] as sums of sign * q_a q_b
+        (0, 0): [(w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)],
+        (1, 1): [(w, w, 1), (y, y, 1), (x, x, -1), (z, z, -1)],
+        (2, 2): [(w, w, 1), (z, z, 1), (x, x, -1), (y, y, -1)],
+        (0, 1): [(x, y, 2), (w, z, -2)], (1, 0): [(x, y, 2), (w, z, 2)],
+        (0, 2): [(x, z, 2), (w, y, 2)], (2, 0): [(x, z, 2), (w, y, -2)],
+        (1, 2): [(y, z, 2), (w, x, -2)], (2, 1): [(y, z, 2), (w, x, 2)],
+    }  # fmt: skip
+    return [(a, b, 3 * i + j, c) for (i, j), terms in entries.items() for a, b, c in terms]
+
+
+_QUAT_DCM = _bilinear_form(_quat_dcm_terms(), 9)
 
 
 def _gimbal(lay: Any, pl: Plan, theta: Array, sigma: Array) -> tuple[Array, Array, Array, Array]:
@@ -189,7 +222,8 @@ def _gimbal(lay: Any, pl: Plan, theta: Array, sigma: Array) -> tuple[Array, Arra
         c = np.cos(theta[..., 0])[..., None, None]
         s = np.sin(theta[..., 0])[..., None, None]
         R = eeT[:, 0] + c * (_EYE - eeT[:, 0]) + s * lay.gimbal_skew[:, 0]
-        return R, np.broadcast_to(e, R.shape), zeros3, zeros3[..., 0]
+        GammaT = e if R.ndim == 3 else np.broadcast_to(e, R.shape)  # constant: [e_1 | e_2 | e_3]
+        return R, GammaT, zeros3, zeros3[..., 0]
     c = np.cos(theta)[..., None, None]
     s = np.sin(theta)[..., None, None]
     Rk = eeT + c * (_EYE - eeT) + s * lay.gimbal_skew  # (..., ng, 3, 3, 3)
@@ -203,7 +237,7 @@ def _gimbal(lay: Any, pl: Plan, theta: Array, sigma: Array) -> tuple[Array, Arra
     B = np.cumsum(W[..., :0:-1, :], axis=-2)[..., ::-1, :]  # rows σ_2γ_2 + σ_3γ_3, σ_3γ_3
     DT = cross(GammaT[..., :2, :], B)  # rows γ̇_1, γ̇_2
     Gamma_dot = zeros3
-    Gamma_dot[..., :, :2] = np.swapaxes(DT, -1, -2)
+    Gamma_dot[..., :, :2] = DT.swapaxes(-1, -2)
     Gds = (sigma[..., None, :2] @ DT)[..., 0, :]
     return Rk[..., 0, :, :] @ R23, GammaT, Gamma_dot, Gds
 
@@ -239,7 +273,9 @@ def _kinematics(model: Model, q: Array, u: Array, params: Params | None = None) 
     nb = pl.nb
     qpad, upad = _pad(q), _pad(u)
     R_Gi_Go, GammaT, Gamma_dot, Gds = joint_rotations(model, qpad, upad)
-    batch = np.broadcast_shapes(R_Gi_Go.shape[:-3], pa.batch_shape)
+    batch = q.shape[:-1]
+    if pa.batch_shape:
+        batch = np.broadcast_shapes(batch, pa.batch_shape)
 
     J = np.zeros(R_Gi_Go.shape[:-2] + (4, 4))
     J[..., :3, :3] = R_Gi_Go
@@ -260,34 +296,36 @@ def _kinematics(model: Model, q: Array, u: Array, params: Params | None = None) 
     r = (T_N_B @ pa.com_h)[..., :3, 0]
 
     # motion subspace Φ and spatial velocities about N's origin
-    HT = GammaT @ np.swapaxes(R_N_Go, -1, -2)  # rows h_j = R_N_Go Γ[:, j]
+    HT = GammaT @ R_N_Go.swapaxes(-1, -2)  # rows h_j = R_N_Go Γ[:, j]
     Phi = np.zeros(batch + (nb, 6, 6))
     Phi[..., :3, :3] = HT
     Phi[..., :3, 3:] = cross(o[..., None, :], HT)
     if pl.has_slides:
-        Phi[..., 3:, 3:] = pl.Delta_T @ np.swapaxes(R_N_Gi, -1, -2)
+        Phi[..., 3:, 3:] = pl.Delta_T @ R_N_Gi.swapaxes(-1, -2)
     z = upad[..., pl.slots_u]  # (..., nj, 6) = [σ | ṡ], zero in unused slots
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
-    V = model.layout.path @ V_rel
+    V_ext = pl.path_ext @ V_rel  # row nb: N at rest
+    V = V_ext[..., :nb, :]
     omega_rel = V_rel[..., :3]
     if pl.has_slides:
         w = (z[..., None, 3:] @ Phi[..., 3:, 3:])[..., 0, :]
     else:
         w = np.zeros(V_rel.shape[:-1] + (3,))
     omega, v_O = V[..., :3], V[..., 3:]
-    v_x = v_O[..., None, :] + cross(omega[..., None, :], np.stack((r, o), axis=-2))
-    omega_in = np.concatenate((omega, np.zeros(batch + (1, 3))), axis=-2)[..., pl.parent_ext, :]
+    v = v_O + cross(omega, r)
+    v_o = v_O + cross(omega, o)
+    omega_in = V_ext[..., pl.parent_ext, :3]
     return Kinematics(
         R_N_B=T_N_B[..., :3, :3],
         p=T_N_B[..., :3, 3],
         r=r,
         omega=omega,
-        v=v_x[..., 0, :],
+        v=v,
         R_N_Gi=R_N_Gi,
         R_N_Go=R_N_Go,
         o=o,
-        v_o=v_x[..., 1, :],
-        Gamma=np.swapaxes(GammaT, -1, -2),
+        v_o=v_o,
+        Gamma=GammaT.swapaxes(-1, -2),
         Gamma_dot=Gamma_dot,
         Gds=Gds,
         omega_rel=omega_rel,

@@ -20,7 +20,7 @@ generalized forces are (per DOF; refs/notes/42-kane-msd.md §3.4, §8):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import numpy as np
@@ -30,6 +30,10 @@ from kanedyn import rotation as rot
 from kanedyn.errors import ModelError
 from kanedyn.kinematics import Kinematics, cross, mv
 from kanedyn.model import Model, State
+from kanedyn.plan import Params, params_of
+
+if TYPE_CHECKING:
+    from kanedyn.batch import States
 
 __all__ = ["AppliedLoads", "Force", "JointLoad", "Torque", "applied_loads", "joint_spring_forces"]
 
@@ -98,17 +102,22 @@ class AppliedLoads:
 LoadsLike = None | Sequence[Any] | Callable[..., Sequence[Any]]
 
 
-def joint_spring_forces(model: Model, q: Array, u: Array) -> Array:
-    """Generalized forces of every joint's springs and dampers, shape (n,)."""
+def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None = None) -> Array:
+    """Generalized forces of every joint's springs and dampers, shape (..., n).
+
+    ``params`` (default: the model's) may carry batch axes, like ``q`` and ``u``.
+    """
     lay = model.layout
-    Q = -lay.damping * u
-    Q[lay.angle_u] -= lay.stiffness[lay.angle_u] * q[lay.angle_q]
+    stiffness, damping = (lay.stiffness, lay.damping) if params is None else (
+        params.stiffness, params.damping)  # fmt: skip
+    Q = -damping * u
+    Q[..., lay.angle_u] -= stiffness[..., lay.angle_u] * q[..., lay.angle_q]
     if lay.spherical.size:
-        k = lay.stiffness[lay.quat_u]  # (nsph, 3)
+        k = stiffness[..., lay.quat_u]  # (..., nsph, 3)
         if np.any(k):
-            phi = rot.quat_to_rotvec(q[lay.quat_q])
+            phi = rot.quat_to_rotvec(q[..., lay.quat_q])
             JinvT = np.swapaxes(rot.rotvec_rate_matrix_inv(phi), -1, -2)
-            Q[lay.quat_u] -= mv(JinvT, k * phi)
+            Q[..., lay.quat_u] -= mv(JinvT, k * phi)
     return Q
 
 
@@ -123,13 +132,23 @@ def spring_potential(model: Model, q: Array) -> float:
 
 
 def applied_loads(
-    model: Model, state: State, kin: Kinematics, loads: LoadsLike = None, t: float = 0.0
+    model: Model, state: State | States, kin: Kinematics, loads: LoadsLike = None, t: float = 0.0
 ) -> AppliedLoads:
-    """Gravity, joint springs and dampers, and the user's loads, resolved at ``state``."""
-    lay = model.layout
-    F = lay.mass[:, None] * model.gravity[None, :]
-    T = np.zeros((model.nb, 3))
-    Q = joint_spring_forces(model, state.q, state.u)
+    """Gravity, joint springs and dampers, and the user's loads, resolved at ``state``.
+
+    The parameters (masses, gravity, springs) are ``kin.params``; with a batch of states
+    or parameters, ``F``, ``T`` (..., nb, 3) and ``Q`` (..., n) carry the batch axes and
+    each record applies to every member.
+    """
+    pa = kin.params
+    F = pa.mass[..., :, None] * pa.gravity[..., None, :]
+    batch = kin.r.shape[:-2]
+    T = np.zeros(batch + (model.nb, 3))
+    if F.shape != T.shape:
+        F = np.broadcast_to(F, T.shape)
+    Q = joint_spring_forces(model, state.q, state.u, None if pa is params_of(model) else pa)
+    if Q.shape[:-1] != batch:
+        Q = np.broadcast_to(Q, batch + Q.shape[-1:]).copy()
     records = loads(t, model, state, kin) if callable(loads) else loads
     if records:
         F = F.copy()
@@ -141,14 +160,15 @@ def applied_loads(
 def _add(model: Model, kin: Kinematics, rec: Any, F: Array, T: Array, Q: Array) -> None:
     if isinstance(rec, Force):
         i = model.body_index(rec.body)
-        f = kin.R_N_B[i] @ rec.force if rec.frame == "body" else rec.force
-        F[i] += f
+        R = kin.R_N_B[..., i, :, :]
+        f = R @ rec.force if rec.frame == "body" else rec.force
+        F[..., i, :] += f
         if rec.point is not None:
-            arm = kin.R_N_B[i] @ (rec.point - model.layout.com[i])
-            T[i] += cross(arm, f)
+            arm = R @ (rec.point - kin.params.com[..., i, :])[..., None]
+            T[..., i, :] += cross(arm[..., 0], f)
     elif isinstance(rec, Torque):
         i = model.body_index(rec.body)
-        T[i] += kin.R_N_B[i] @ rec.torque if rec.frame == "body" else rec.torque
+        T[..., i, :] += kin.R_N_B[..., i, :, :] @ rec.torque if rec.frame == "body" else rec.torque
     elif isinstance(rec, JointLoad):
         k = model.joint_index(rec.joint)
         idx = model.layout.u_index[k]
@@ -159,7 +179,7 @@ def _add(model: Model, kin: Kinematics, rec: Any, F: Array, T: Array, Q: Array) 
             )
         if not np.all(np.isfinite(rec.values)):
             raise ModelError(f"JointLoad on joint {rec.joint!r}: non-finite values")
-        Q[idx] += rec.values
+        Q[..., idx] += rec.values
     else:
         raise ModelError(
             f"unknown load {rec!r}: use kanedyn.Force, kanedyn.Torque or kanedyn.JointLoad"

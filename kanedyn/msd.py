@@ -62,7 +62,7 @@ def momentum_roots(model: Model) -> list[int]:
 def _generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
     tm = _terms(model, kin)
     h = mv(kin.R_N_B, model.layout.h_embedded)
-    return _mass_matrix(model, tm) @ u + tm.Omega.reshape(-1, model.n).T @ h.ravel()
+    return _mass_matrix(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
 
 
 def _root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False) -> Array:
@@ -118,7 +118,10 @@ def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -
     tm = _terms(model, kin)
     M = _mass_matrix(model, tm)
     h = mv(kin.R_N_B, model.layout.h_embedded)
-    p = _root_to_total(model, kin, y, inverse=True) - tm.Omega.reshape(-1, model.n).T @ h.ravel()
+    p = (
+        _root_to_total(model, kin, y, inverse=True)
+        - tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
+    )
     free = np.setdiff1d(np.arange(model.n), locked)
     u = np.zeros(model.n)
     u[free] = _solve(M[np.ix_(free, free)], p[free])

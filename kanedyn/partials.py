@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.batch import ModelBatch, States, resolve
 from kanedyn.kinematics import MOTION_CROSS, Kinematics, _kinematics, bilinear, cross, mv
 from kanedyn.model import Model, State
 from kanedyn.plan import plan_of
@@ -56,13 +57,13 @@ class Partials:
 
     @property
     def Omega(self) -> Array:
-        """Ω over all speeds [u | s], (nb, 3, nu + ns): Ω_s = 0."""
+        """Ω over all speeds [u | s], shape (nb, 3, nu + ns); Ω_s = 0."""
         zeros = np.zeros(self.V_s.shape)
         return np.concatenate((self.Omega_u, zeros), axis=-1)
 
     @property
     def V(self) -> Array:
-        """V over all speeds [u | s], (nb, 3, nu + ns)."""
+        """V over all speeds [u | s], shape (nb, 3, nu + ns)."""
         return np.concatenate((self.V_u, self.V_s), axis=-1)
 
 
@@ -107,10 +108,12 @@ def bias_accelerations(model: Model, kin: Kinematics) -> Array:
     return model.layout.path @ c
 
 
-def partials(model: Model, state: State) -> Partials:
+def partials(model: Model | ModelBatch, state: State | States) -> Partials:
     """Ω_u, V_u, V_s and the remainder accelerations α_r, a_r at ``state``.
 
-    See the module docstring for the equations (Kane_NBody slides 18-22).
+    See the module docstring for the equations (Kane_NBody slides 18-22). With
+    :class:`~kanedyn.States` and/or a :class:`~kanedyn.ModelBatch`, every array gains
+    the leading batch axis.
 
     >>> import kanedyn as kd
     >>> m = kd.examples.double_pendulum()
@@ -118,8 +121,8 @@ def partials(model: Model, state: State) -> Partials:
     >>> par.Omega_u.shape, par.V_u.shape, par.V_s.shape
     ((2, 3, 2), (2, 3, 2), (2, 3, 0))
     """
-    model.check_state(state)
-    return _partials(model, _kinematics(model, state.q, state.u))
+    base, params, q, u = resolve(model, state)
+    return _partials(base, _kinematics(base, q, u, params))
 
 
 def _partials(model: Model, kin: Kinematics) -> Partials:
@@ -129,10 +132,10 @@ def _partials(model: Model, kin: Kinematics) -> Partials:
     Hw, Hs = joint_axes(model, kin)
     Pu = P[:, lay.u_joint]  # (nb, nu)
     Ps = P[:, lay.s_joint]  # (nb, ns)
-    Omega_u = Pu[:, None, :] * np.swapaxes(Hw, -1, -2)[..., None, :, :]
+    Omega_u = Pu[:, None, :] * Hw.swapaxes(-1, -2)[..., None, :, :]
     lever = kin.r[..., :, None, :] - kin.o[..., None, lay.u_joint, :]  # (nb, nu, 3)
-    V_u = Pu[:, None, :] * np.swapaxes(cross(Hw[..., None, :, :], lever), -1, -2)
-    V_s = Ps[:, None, :] * np.swapaxes(Hs, -1, -2)[..., None, :, :]
+    V_u = Pu[:, None, :] * cross(Hw[..., None, :, :], lever).swapaxes(-1, -2)
+    V_s = Ps[:, None, :] * Hs.swapaxes(-1, -2)[..., None, :, :]
     A = bias_accelerations(model, kin)
     alpha_r = A[..., :3]
     a_r = A[..., 3:] + cross(alpha_r, kin.r) + cross(kin.omega, kin.v)

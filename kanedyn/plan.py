@@ -134,7 +134,11 @@ class Plan:
     ``parent_ext`` (nb,) inner body with N as ``nb``. ``slots_u`` (nj, 6) the speed index of
     each joint DOF slot (3 rotational, then 3 translational; sentinel when unused).
     ``dof_flat`` (n,) slot ``6 k + j`` of each speed, ``dof_joint`` (n,) its joint k.
-    ``A_up``, ``A_strict`` (n, n) the CRBA masks (see :func:`kanedyn.kane._mass_matrix`).
+    ``A_up``, ``A_low`` (n, n) the CRBA masks (see :func:`kanedyn.kane._mass_matrix`):
+    ``A_up[r, s] = 1`` when joint k(r) is a strict ancestor of k(s), or the same joint
+    and r ≤ s; ``A_low`` is the transpose of ``A_up`` without its diagonal.
+    ``path_ext`` (nb + 1, nj) the path matrix with a zero row for N.
+    ``joint_order`` (nj,) gathers the per-joint arrays from [gimbals | spherical | others].
     Flags, decided once here: ``gimbal_all`` (every joint is a gimbal with rotation),
     ``gimbal_dof`` (largest gimbal ``rot_dof``), ``has_slides``, ``has_spherical``.
     """
@@ -150,7 +154,10 @@ class Plan:
     dof_flat: Index
     dof_joint: Index
     A_up: Array
-    A_strict: Array
+    A_low: Array
+    path_ext: Array
+    joint_order: Index
+    n_other: int
     gimbal_all: bool
     gimbal_dof: int
     has_slides: bool
@@ -182,7 +189,11 @@ class Plan:
         same = dof_joint[:, None] == dof_joint[None, :]
         r_le_s = np.arange(n)[:, None] <= np.arange(n)[None, :]
         A_up = np.where(same, r_le_s, A).astype(float)
-        A_strict = A_up - np.eye(n)
+        A_low = (A_up - np.eye(n)).T
+        path_ext = np.vstack((lay.path, np.zeros((1, nb))))
+        groups = list(lay.gimbal) + list(lay.spherical)
+        others = [k for k in range(nb) if k not in set(groups)]
+        joint_order = np.argsort(np.array(groups + others, dtype=np.intp)).astype(np.intp)
         gdof = max((j.rot_dof for j in model.joints if j.rot_type == "gimbal"), default=0)
         quat_spring = bool(lay.spherical.size and np.any(lay.stiffness[lay.quat_u]))
         return cls(
@@ -197,7 +208,10 @@ class Plan:
             dof_flat=_frozen(dof_flat),
             dof_joint=_frozen(dof_joint),
             A_up=_frozen(A_up),
-            A_strict=_frozen(A_strict),
+            A_low=_frozen(A_low),
+            path_ext=_frozen(path_ext),
+            joint_order=_frozen(joint_order),
+            n_other=len(others),
             gimbal_all=lay.gimbal.size == nb,
             gimbal_dof=gdof,
             has_slides=model.ns > 0,

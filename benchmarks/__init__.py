@@ -1,0 +1,1 @@
+"""kanedyn's benchmark suite against Pinocchio and MuJoCo: ``python -m benchmarks.run``."""

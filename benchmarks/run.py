@@ -1,0 +1,220 @@
+"""kanedyn against its peers: ``python -m benchmarks.run [--quick] [--out DIR]``.
+
+For every workload the peers' accelerations are first checked against kanedyn's (1e-10
+relative); then each engine is timed in blocks, the engines interleaved block by block,
+and the median per-call time over the repeats is reported, with the ratio to
+``pin.aba`` from the same run. Results are printed as a table and written as JSON to
+``benchmarks/results/`` (git-ignored). A missing peer is reported and skipped.
+
+Timing uses the process CPU time (``time.process_time``) with single-threaded BLAS,
+so that other load on the machine inflates the numbers less than wall time would.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import kanedyn as kd  # noqa: E402
+from benchmarks import models  # noqa: E402
+from benchmarks.checks import relative_error  # noqa: E402
+from benchmarks.peers import PEERS, available  # noqa: E402
+from kanedyn.loads import joint_spring_forces  # noqa: E402
+
+TOLERANCE = 1e-10
+CHAINS = (1, 2, 5, 10, 20, 50)
+SPACECRAFT = (3, 6, 12)
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def per_call(fn: Callable[[], Any], calls: int) -> float:
+    """CPU seconds per call of ``fn`` over one block of ``calls`` calls."""
+    t0 = time.process_time()
+    for _ in range(calls):
+        fn()
+    return (time.process_time() - t0) / calls
+
+
+def interleaved(
+    fns: dict[str, Callable[[], Any]], repeats: int, budget: float = 0.05
+) -> dict[str, float]:
+    """Median per-call time of each function; blocks sized to ~``budget`` s, interleaved."""
+    calls = {}
+    for name, fn in fns.items():
+        fn()
+        t = per_call(fn, 3)
+        calls[name] = max(1, int(budget / max(t, 1e-7)))
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            samples[name].append(per_call(fn, calls[name]))
+    return {name: float(np.median(s)) for name, s in samples.items()}
+
+
+def single_state(model: kd.Model, label: str, peers: dict, repeats: int) -> dict[str, Any]:
+    """Forward dynamics at one random state: kanedyn and every installed peer."""
+    state = models.random_state(model, np.random.default_rng(1))
+    tau = joint_spring_forces(model, state.q, state.u)
+    row: dict[str, Any] = {"workload": label, "nb": model.nb, "n": model.n, "errors": {}}
+    fns: dict[str, Callable[[], Any]] = {"kanedyn": lambda: kd.forward_dynamics(model, state)}
+    for name, make in peers.items():
+        try:
+            peer = make(model)
+        except Exception as exc:  # a peer that cannot represent the model
+            row["errors"][name] = f"not built: {str(exc).splitlines()[0]}"
+            continue
+        err = relative_error(model, peer)
+        row["errors"][name] = err
+        if err > TOLERANCE:
+            raise SystemExit(f"{label}: {name} disagrees with kanedyn ({err:.2e} > {TOLERANCE})")
+        peer.set_state(state.q, state.u, tau)
+        fns[name] = peer.timed
+    row["seconds"] = interleaved(fns, repeats)
+    return row
+
+
+def batched(model: kd.Model, label: str, B: int, peers: dict, repeats: int) -> dict[str, Any]:
+    """States per second: one batched kanedyn call against a Python loop over each peer."""
+    rng = np.random.default_rng(2)
+    states = models.random_states(model, B, rng)
+    row: dict[str, Any] = {"workload": f"{label}, B = {B}", "nb": model.nb, "n": model.n, "B": B}
+    fns: dict[str, Callable[[], Any]] = {"kanedyn": lambda: kd.forward_dynamics(model, states)}
+    tau = np.zeros(model.n)
+    for name, make in peers.items():
+        peer = make(model)
+        qs, us = states.q, states.u
+
+        def loop(peer=peer, qs=qs, us=us) -> None:
+            for b in range(B):
+                peer.set_state(qs[b], us[b], tau)
+                peer.timed()
+
+        fns[name] = loop
+    sec = interleaved(fns, repeats, budget=0.2)
+    row["states_per_second"] = {name: B / s for name, s in sec.items()}
+    return row
+
+
+def explorer_run(t_final: float) -> dict[str, Any]:
+    """Explorer-1, RK4 at dt = 0.1 for ``t_final`` s (4 right-hand sides per step)."""
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    t0, c0 = time.perf_counter(), time.process_time()
+    traj = kd.simulate(model, state, t_final, 0.1, progress=False, output_every=10.0)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"workload": f"Explorer-1, {t_final:g} s, dt = 0.1, RK4", "t_final": t_final,
+            "rhs_evaluations": 4 * traj.steps, "wall_seconds": wall, "cpu_seconds": cpu,
+            "cpu_seconds_per_rhs": cpu / (4 * traj.steps)}  # fmt: skip
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "numpy": np.__version__,
+        "kanedyn": kd.__version__,
+        "peers": available(),
+    }
+
+
+def table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
+    head = ["workload", "n", "kanedyn µs"] + [f"{p} µs" for p in peer_names] + ["kanedyn / pin.aba"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        s = r["seconds"]
+        cells = [r["workload"], str(r["n"]), f"{1e6 * s['kanedyn']:.1f}"]
+        cells += [f"{1e6 * s[p]:.2f}" if p in s else "—" for p in peer_names]
+        cells.append(f"{s['kanedyn'] / s['pinocchio']:.1f}×" if "pinocchio" in s else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def batch_table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
+    head = ["workload", "kanedyn states/s"] + [f"{p} loop states/s" for p in peer_names]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        s = r["states_per_second"]
+        cells = [r["workload"], f"{s['kanedyn']:,.0f}"]
+        cells += [f"{s[p]:,.0f}" if p in s else "—" for p in peer_names]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="small sizes, few repeats, short Explorer-1 run"
+    )
+    ap.add_argument(
+        "--repeats", type=int, default=None, help="timed blocks per engine (default 15, quick 3)"
+    )
+    ap.add_argument(
+        "--explorer-t-final",
+        type=float,
+        default=None,
+        help="Explorer-1 run length, s (default 20000)",
+    )
+    ap.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON results")
+    args = ap.parse_args(argv)
+    repeats = args.repeats or (3 if args.quick else 15)
+    versions = available()
+    for name, version in versions.items():
+        print(
+            f"{name}: {version}"
+            if version
+            else f"{name}: not installed, skipped (pip install 'kanedyn[benchmarks]')"
+        )
+    peers = {name: PEERS[name] for name, v in versions.items() if v}
+    names = list(peers)
+
+    chains = (1, 2, 5, 10) if args.quick else CHAINS
+    crafts = (3,) if args.quick else SPACECRAFT
+    rows = [single_state(models.chain(n), f"chain n = {n}", peers, repeats) for n in chains]
+    rows += [
+        single_state(models.spacecraft(k), f"spacecraft k = {k}", peers, repeats) for k in crafts
+    ]
+    rows.append(single_state(kd.examples.explorer1(), "Explorer-1", peers, repeats))
+    print("\nForward dynamics, one state (median CPU µs per call):\n")
+    print(table(rows, names))
+
+    sizes = ((10, 1000),) if args.quick else ((10, 1000), (10, 10000), (50, 1000), (50, 10000))
+    brows = [
+        batched(models.chain(n), f"chain n = {n}", B, peers, max(3, repeats // 3)) for n, B in sizes
+    ]
+    print("\nBatched forward dynamics (states per CPU second):\n")
+    print(batch_table(brows, names))
+
+    t_final = args.explorer_t_final or (200.0 if args.quick else 20000.0)
+    long = explorer_run(t_final)
+    print(f"\n{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "
+          f"{long['wall_seconds']:.1f} s wall, {long['cpu_seconds']:.1f} s CPU "
+          f"({1e6 * long['cpu_seconds_per_rhs']:.0f} µs per right-hand side)")  # fmt: skip
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = args.out / f"bench-{stamp}.json"
+    path.write_text(json.dumps({"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
+                                "environment": environment(), "single_state": rows,
+                                "batched": brows, "explorer1": long}, indent=2))  # fmt: skip
+    print(f"\nwritten {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""The benchmark suite's correctness pre-checks, on small sizes: each peer's forward
+dynamics equals kanedyn's on the benchmark models and on random trees with every joint
+type. Skipped, naming the package, when a peer is not installed. No timing here."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import kanedyn as kd
+from benchmarks import models
+from benchmarks.checks import relative_error
+from benchmarks.run import TOLERANCE
+from tests.test_batch import random_tree
+
+PEERS = [("pinocchio", "pinocchio_peer"), ("mujoco", "mujoco_peer")]
+
+
+def peer_builder(package: str, builder: str):
+    pytest.importorskip(
+        package, reason=f"{package} is not installed (pip install 'kanedyn[benchmarks]')"
+    )
+    from benchmarks import peers
+
+    return getattr(peers, builder)
+
+
+def without_rotors(model: kd.Model) -> kd.Model:
+    """The peers have no embedded rotor momentum: drop it."""
+    bodies = [attrs.evolve(b, embedded_momentum=(0.0, 0.0, 0.0)) for b in model.bodies]
+    return kd.Model(bodies, model.joints, gravity=model.gravity)
+
+
+BENCHMARK_MODELS = {
+    "chain1": lambda: models.chain(1),
+    "chain5": lambda: models.chain(5),
+    "spacecraft3": lambda: models.spacecraft(3),
+    "hub_with_panels": kd.examples.hub_with_panels,  # springs and dampers enter as Q
+}
+
+
+@pytest.mark.parametrize("package, builder", PEERS)
+@pytest.mark.parametrize("name", list(BENCHMARK_MODELS))
+def test_peer_agrees_on_benchmark_models(package, builder, name):
+    make = peer_builder(package, builder)
+    model = BENCHMARK_MODELS[name]()
+    assert relative_error(model, make(model)) < TOLERANCE
+
+
+@pytest.mark.parametrize("package, builder", PEERS)
+@pytest.mark.parametrize("seed", [1, 2, 4, 6, 7])
+def test_peer_agrees_on_random_trees(package, builder, seed):
+    make = peer_builder(package, builder)
+    model = without_rotors(random_tree(seed))
+    assert relative_error(model, make(model), seed=seed) < TOLERANCE
+
+
+def test_pinocchio_agrees_on_explorer1():
+    make = peer_builder("pinocchio", "pinocchio_peer")
+    model = kd.examples.explorer1()
+    assert relative_error(model, make(model)) < TOLERANCE
+
+
+def test_the_check_fails_on_a_different_model():
+    """The pre-check has teeth: a peer built with another gravity disagrees."""
+    make = peer_builder("pinocchio", "pinocchio_peer")
+    model = models.chain(3)
+    other = kd.Model(model.bodies, model.joints, gravity=(0.0, -9.0, 0.0))
+    assert relative_error(model, make(other)) > 1e-3
+
+
+def test_suite_runs_without_peers(monkeypatch, tmp_path, capsys):
+    """A missing peer is reported and skipped; the suite still produces its results."""
+    from benchmarks import run
+
+    monkeypatch.setattr(run, "available", lambda: {"pinocchio": None, "mujoco": None})
+    monkeypatch.setattr(run, "CHAINS", (1,))
+    assert (
+        run.main(["--quick", "--repeats", "1", "--explorer-t-final", "0.2", "--out", str(tmp_path)])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "pinocchio: not installed, skipped" in out
+    assert list(tmp_path.glob("bench-*.json"))
