@@ -194,6 +194,7 @@ def _check_long_run(steps, dt):
     d_msd, E_msd = momentum_drift_and_energy("msd", steps, dt)
     d_kane, E_kane = momentum_drift_and_energy("kane", steps, dt)
     msg = f"relative momentum drift over {steps} RK4 steps: msd {d_msd:.3e}, kane {d_kane:.3e}"
+    print(msg)  # shown in CI's slow run (-rP)
     assert d_msd <= 1e-13, msg
     assert d_kane > 100 * max(d_msd, 1e-16), msg
     for E in (E_msd, E_kane):
