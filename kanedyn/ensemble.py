@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from kanedyn import rotation as rot
 from kanedyn.batch import ModelBatch, States, resolve
 from kanedyn.errors import ModelError, SimulationError
-from kanedyn.integrate import Trajectory
+from kanedyn.integrate import Trajectory, check_times
 from kanedyn.kane import _bias, _mass_matrix, _solve, _terms
 from kanedyn.kinematics import _kinematics
 from kanedyn.loads import LoadsLike, applied_loads
@@ -148,14 +148,7 @@ def simulate_ensemble(
     if not isinstance(states, States):
         raise ModelError(f"simulate_ensemble needs kd.States, got {type(states).__name__}")
     base, params, q0, u0 = resolve(model, states)
-    try:
-        t_final, dt = float(t_final), float(dt)
-    except (TypeError, ValueError):
-        raise ModelError(f"t_final and dt must be numbers, got {t_final!r}, {dt!r}") from None
-    if not np.isfinite(dt) or dt <= 0.0:
-        raise ModelError(f"dt must be positive, got {dt}")
-    if not np.isfinite(t_final) or t_final < 0.0:
-        raise ModelError(f"t_final must be non-negative, got {t_final}")
+    t_final, dt = check_times(t_final, dt)
     every = dt if output_every is None else float(output_every)
     stride = max(1, int(round(every / dt)))
     if not np.isfinite(every) or every <= 0.0 or abs(stride * dt - every) > 1e-9 * max(every, 1.0):

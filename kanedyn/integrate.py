@@ -465,14 +465,7 @@ def simulate(
         angle (naming the time and the joint).
     """
     model.check_state(state)
-    try:
-        t_final, dt = float(t_final), float(dt)
-    except (TypeError, ValueError):
-        raise ModelError(f"t_final and dt must be numbers, got {t_final!r}, {dt!r}") from None
-    if not np.isfinite(dt) or dt <= 0.0:
-        raise ModelError(f"dt must be positive, got {dt}")
-    if not np.isfinite(t_final) or t_final < 0.0:
-        raise ModelError(f"t_final must be non-negative, got {t_final}")
+    t_final, dt = check_times(t_final, dt)
     if formulation not in _FORMULATIONS:
         raise ModelError(f"formulation must be one of {_FORMULATIONS}, got {formulation!r}")
     if method != "rk4" and method not in scipy.integrate._ivp.ivp.METHODS:
@@ -506,6 +499,19 @@ def simulate(
         model=model, t=ts, q=q, u=u, formulation=formulation, method=method, wall_time=wall,
         steps=steps, events=tuple(events),
     )  # fmt: skip
+
+
+def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
+    """``(t_final, dt)`` as floats, or a ModelError: ``dt > 0`` and ``t_final >= 0``."""
+    try:
+        t_final, dt = float(t_final), float(dt)
+    except (TypeError, ValueError):
+        raise ModelError(f"t_final and dt must be numbers, got {t_final!r}, {dt!r}") from None
+    if not np.isfinite(dt) or dt <= 0.0:
+        raise ModelError(f"dt must be positive, got {dt}")
+    if not np.isfinite(t_final) or t_final < 0.0:
+        raise ModelError(f"t_final must be non-negative, got {t_final}")
+    return t_final, dt
 
 
 def _locked_at(

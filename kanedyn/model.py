@@ -615,7 +615,6 @@ class _Layout:
     joint_index: dict[str, int]
     parent: NDArray[np.intp]  # (nb,) inner body of joint k, -1 for N
     path: Array  # (nb, nj) 1 if joint k is on the path from body i to N
-    jump: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]  # pointer-jumping schedule
     q_index: tuple[NDArray[np.intp], ...]  # per joint, rot then trn
     u_index: tuple[NDArray[np.intp], ...]
     gimbal: NDArray[np.intp]  # joints with gimbal rotation and rot_dof > 0
@@ -685,13 +684,6 @@ class _Layout:
             while k >= 0:
                 path[i, k] = 1.0
                 k = parent[k]
-        jump = []  # pointer jumping: after pass p, transform k is relative to its 2^p-th ancestor
-        anc = parent.copy()
-        while np.any(anc >= 0):
-            idx = np.nonzero(anc >= 0)[0]
-            jump.append((idx, anc[idx].copy()))
-            anc = anc.copy()
-            anc[idx] = anc[anc[idx]]
         # rotational coordinates first, then translational
         nq_rot = sum(j.n_rot_coordinates for j in joints)
         nq = nq_rot + sum(j.trn_dof for j in joints)
@@ -781,7 +773,6 @@ class _Layout:
             joint_index=joint_index,
             parent=parent,
             path=path,
-            jump=tuple(jump),
             q_index=tuple(q_index),
             u_index=tuple(u_index),
             gimbal=ix(gimbal),
