@@ -114,28 +114,38 @@ def double_pendulum(length: float = 1.0, mass: float = 1.0) -> Model:
     return chain(2, length=length, mass=mass)
 
 
-def hub_with_panels(*, stiffness: float = 50.0, damping: float = 0.5) -> Model:
-    """A free-floating 500 kg hub with two 20 kg solar panels hinged about the hub's y axis."""
-    hub = Body("hub", mass=500.0, inertia=inertia_tensor(400.0, 350.0, 300.0))
-    panel_I = inertia_tensor(20 * (0.02**2 + 1.0**2) / 12, 20 * (2.0**2 + 0.02**2) / 12,
-                             20 * (2.0**2 + 1.0**2) / 12)  # fmt: skip
-    bodies = [hub]
-    joints = [Joint.free("root", outer="hub")]
+def _hub_and_panels(
+    hub: Body, panel: str, mass: float, size: tuple[float, float], hinge_x: float,
+    stiffness: float, damping: float,
+) -> tuple[list[Body], list[Joint]]:  # fmt: skip
+    """A free hub and two thin rectangular plates in the body x-y plane (span along x,
+    chord along y, ``size`` = (span, chord)), hinged about the hub's y axis at
+    ``±hinge_x`` so that they flap out of plane, their centres half a span out."""
+    span, chord = size
+    I = inertia_tensor(mass * chord**2 / 12, mass * span**2 / 12, mass * (span**2 + chord**2) / 12)
+    bodies, joints = [hub], [Joint.free("root", outer=hub.name)]
     for side, sign in (("left", -1.0), ("right", 1.0)):
-        name = f"panel_{side}"
-        bodies.append(Body(name, mass=20.0, inertia=panel_I, com=(sign * 1.0, 0.0, 0.0)))
+        name = f"{panel}_{side}"
+        bodies.append(Body(name, mass=mass, inertia=I, com=(sign * span / 2, 0.0, 0.0)))
         joints.append(
             Joint.revolute(
                 f"hinge_{side}",
-                "hub",
+                hub.name,
                 name,
                 axis=2,
-                inner_point=(sign * 0.8, 0, 0),
+                inner_point=(sign * hinge_x, 0, 0),
                 stiffness=stiffness,
                 damping=damping,
             )  # fmt: skip
         )
-    return Model(bodies, joints)
+    return bodies, joints
+
+
+def hub_with_panels(*, stiffness: float = 50.0, damping: float = 0.5) -> Model:
+    """A free-floating 500 kg hub with two 20 kg, 2 m × 1 m solar panels hinged about the
+    hub's y axis."""
+    hub = Body("hub", mass=500.0, inertia=inertia_tensor(400.0, 350.0, 300.0))
+    return Model(*_hub_and_panels(hub, "panel", 20.0, (2.0, 1.0), 0.8, stiffness, damping))
 
 
 @attrs.frozen(eq=False)
@@ -156,23 +166,7 @@ def wheel_slew(angle_deg: float = 30.0, axis=(0.0, 0.0, 1.0), *, period: float =
     quaternion-feedback PD law :class:`~kanedyn.QuaternionPD` sampled every ``period`` s.
     """
     hub = Body("hub", mass=200.0, inertia=inertia_tensor(60.0, 50.0, 40.0))
-    panel_I = inertia_tensor(5 * (1.0**2) / 12, 5 * (1.5**2 + 1.0**2) / 12, 5 * (1.5**2) / 12)
-    bodies = [hub]
-    joints = [Joint.free("root", outer="hub")]
-    for side, sign in (("left", -1.0), ("right", 1.0)):
-        name = f"array_{side}"
-        bodies.append(Body(name, mass=5.0, inertia=panel_I, com=(sign * 0.75, 0.0, 0.0)))
-        joints.append(
-            Joint.revolute(
-                f"hinge_{side}",
-                "hub",
-                name,
-                axis=2,
-                inner_point=(sign * 0.6, 0, 0),
-                stiffness=8.0,
-                damping=0.4,
-            )  # fmt: skip
-        )
+    bodies, joints = _hub_and_panels(hub, "array", 5.0, (1.5, 1.0), 0.6, 8.0, 0.4)
     wheels = tuple(
         ReactionWheel(
             f"wheel_{c}",
