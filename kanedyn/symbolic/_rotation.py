@@ -22,6 +22,7 @@ from typing import Any
 
 import sympy as sm
 
+from kanedyn.errors import ModelError
 from kanedyn.rotation import parse_sequence
 
 __all__ = [
@@ -78,6 +79,8 @@ def elementary_rotation(axis: int, angle: Any) -> sm.Matrix:
     [sin(a),  cos(a), 0],
     [     0,       0, 1]])
     """
+    if axis not in (1, 2, 3):
+        raise ModelError(f"rotation axis must be 1, 2 or 3, got {axis!r}")
     R = sm.eye(3)
     if angle == 0:
         return R

@@ -59,8 +59,9 @@ import sympy as sm
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.rotation import parse_sequence
+from kanedyn.symbolic._rotation import elementary_rotation
 
-__all__ = ["LagrangeEquations", "elementary_rotation", "generalized_symbols", "lagrange"]
+__all__ = ["LagrangeEquations", "generalized_symbols", "lagrange"]
 
 
 # --------------------------------------------------------------------------- symbols
@@ -110,24 +111,6 @@ def _refuse_spherical(model: Model) -> None:
             "rates, or derive the equations with kd.symbolic.kane, which handles spherical "
             "joints directly."
         )
-
-
-def elementary_rotation(axis: int, angle: Any) -> sm.Matrix:
-    """Active elementary rotation about coordinate axis ``axis`` (1, 2, 3), in sympy.
-
-    .. math:: R_1(a) = \\begin{bmatrix} 1 & 0 & 0 \\\\ 0 & c & -s \\\\ 0 & s & c
-              \\end{bmatrix}, \\text{ and cyclically for } R_2, R_3
-
-    the same matrix as :func:`kanedyn.rotation.elementary_rotation`.
-    """
-    c, s = sm.cos(angle), sm.sin(angle)
-    if axis == 1:
-        return sm.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]])
-    if axis == 2:
-        return sm.Matrix([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-    if axis == 3:
-        return sm.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-    raise ModelError(f"rotation axis must be 1, 2 or 3, got {axis!r}")
 
 
 def _exact(x: Any) -> Any:

@@ -8,8 +8,9 @@ import pytest
 import sympy as sm
 
 import kanedyn as kd
+from kanedyn.symbolic._rotation import elementary_rotation
 from kanedyn.symbolic.compare import Equations, compare
-from kanedyn.symbolic.lagrange import elementary_rotation, generalized_symbols, lagrange
+from kanedyn.symbolic.lagrange import generalized_symbols, lagrange
 
 m1, m2, l1, lc1, lc2, I1, I2, g = sm.symbols("m1 m2 l1 lc1 lc2 I1 I2 g", positive=True)
 
