@@ -64,12 +64,41 @@ def interleaved(
     return {name: float(np.median(s)) for name, s in samples.items()}
 
 
+class CompiledPeer:
+    """kanedyn's compiled engine, checked against the dense one like a peer."""
+
+    def __init__(self, model: kd.Model):
+        t0 = time.process_time()
+        self.cm = kd.compile_model(model)
+        self.compile_seconds = time.process_time() - t0
+
+    def accelerations(self, q: Any, u: Any, tau: Any) -> Any:
+        return self.cm.forward_dynamics(kd.State(q, u))  # springs are in the model
+
+
+def compiled_check(model: kd.Model, label: str) -> CompiledPeer:
+    """Build the compiled equations and check them against ``kd.forward_dynamics``."""
+    peer = CompiledPeer(model)
+    err = relative_error(model, peer)  # type: ignore[arg-type]
+    if err > TOLERANCE:
+        raise SystemExit(f"{label}: compiled engine disagrees ({err:.2e} > {TOLERANCE})")
+    return peer
+
+
 def single_state(model: kd.Model, label: str, peers: dict, repeats: int) -> dict[str, Any]:
-    """Forward dynamics at one random state: kanedyn and every installed peer."""
+    """Forward dynamics at one random state: kanedyn (dense and compiled) and every
+    installed peer."""
     state = models.random_state(model, np.random.default_rng(1))
     tau = joint_spring_forces(model, state.q, state.u)
     row: dict[str, Any] = {"workload": label, "nb": model.nb, "n": model.n, "errors": {}}
-    fns: dict[str, Callable[[], Any]] = {"kanedyn": lambda: kd.forward_dynamics(model, state)}
+    compiled = compiled_check(model, label)
+    cm = compiled.cm
+    row["compile_seconds"] = compiled.compile_seconds
+    row["compiled_ops"] = cm.n_ops
+    fns: dict[str, Callable[[], Any]] = {
+        "kanedyn": lambda: kd.forward_dynamics(model, state),
+        "compiled": lambda: cm.forward_dynamics(state),
+    }
     for name, make in peers.items():
         try:
             peer = make(model)
@@ -91,7 +120,11 @@ def batched(model: kd.Model, label: str, B: int, peers: dict, repeats: int) -> d
     rng = np.random.default_rng(2)
     states = models.random_states(model, B, rng)
     row: dict[str, Any] = {"workload": f"{label}, B = {B}", "nb": model.nb, "n": model.n, "B": B}
-    fns: dict[str, Callable[[], Any]] = {"kanedyn": lambda: kd.forward_dynamics(model, states)}
+    cm = compiled_check(model, label).cm
+    fns: dict[str, Callable[[], Any]] = {
+        "kanedyn": lambda: kd.forward_dynamics(model, states),
+        "compiled": lambda: cm.forward_dynamics(states),
+    }
     tau = np.zeros(model.n)
     for name, make in peers.items():
         peer = make(model)
@@ -108,14 +141,17 @@ def batched(model: kd.Model, label: str, B: int, peers: dict, repeats: int) -> d
     return row
 
 
-def explorer_run(t_final: float) -> dict[str, Any]:
-    """Explorer-1, RK4 at dt = 0.1 for ``t_final`` s (4 right-hand sides per step)."""
+def explorer_run(t_final: float, engine: str) -> dict[str, Any]:
+    """Explorer-1, RK4 at dt = 0.1 for ``t_final`` s (4 right-hand sides per step),
+    compile time included."""
     model = kd.examples.explorer1()
     state = kd.examples.explorer1_state(model)
     t0, c0 = time.perf_counter(), time.process_time()
-    traj = kd.simulate(model, state, t_final, 0.1, progress=False, output_every=10.0)
+    traj = kd.simulate(model, state, t_final, 0.1, progress=False, output_every=10.0,
+                       engine=engine)  # fmt: skip
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"workload": f"Explorer-1, {t_final:g} s, dt = 0.1, RK4", "t_final": t_final,
+    return {"workload": f"Explorer-1, {t_final:g} s, dt = 0.1, RK4, engine = {engine}",
+            "t_final": t_final, "engine": engine,
             "rhs_evaluations": 4 * traj.steps, "wall_seconds": wall, "cpu_seconds": cpu,
             "cpu_seconds_per_rhs": cpu / (4 * traj.steps)}  # fmt: skip
 
@@ -134,23 +170,28 @@ def environment() -> dict[str, Any]:
 
 
 def table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
-    head = ["workload", "n", "kanedyn µs"] + [f"{p} µs" for p in peer_names] + ["kanedyn / pin.aba"]
+    head = ["workload", "n", "dense µs", "compiled µs"] + [f"{p} µs" for p in peer_names]
+    head += ["dense / pin.aba", "compiled / pin.aba", "compile ms"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["seconds"]
-        cells = [r["workload"], str(r["n"]), f"{1e6 * s['kanedyn']:.1f}"]
+        cells = [r["workload"], str(r["n"]), f"{1e6 * s['kanedyn']:.1f}",
+                 f"{1e6 * s['compiled']:.1f}"]  # fmt: skip
         cells += [f"{1e6 * s[p]:.2f}" if p in s else "—" for p in peer_names]
-        cells.append(f"{s['kanedyn'] / s['pinocchio']:.1f}×" if "pinocchio" in s else "—")
+        for mine in ("kanedyn", "compiled"):
+            cells.append(f"{s[mine] / s['pinocchio']:.1f}×" if "pinocchio" in s else "—")
+        cells.append(f"{1e3 * r['compile_seconds']:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def batch_table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
-    head = ["workload", "kanedyn states/s"] + [f"{p} loop states/s" for p in peer_names]
+    head = ["workload", "dense states/s", "compiled states/s"]
+    head += [f"{p} loop states/s" for p in peer_names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["states_per_second"]
-        cells = [r["workload"], f"{s['kanedyn']:,.0f}"]
+        cells = [r["workload"], f"{s['kanedyn']:,.0f}", f"{s['compiled']:,.0f}"]
         cells += [f"{s[p]:,.0f}" if p in s else "—" for p in peer_names]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -201,17 +242,20 @@ def main(argv: list[str] | None = None) -> int:
     print(batch_table(brows, names))
 
     t_final = args.explorer_t_final or (200.0 if args.quick else 20000.0)
-    long = explorer_run(t_final)
-    print(f"\n{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "
-          f"{long['wall_seconds']:.1f} s wall, {long['cpu_seconds']:.1f} s CPU "
-          f"({1e6 * long['cpu_seconds_per_rhs']:.0f} µs per right-hand side)")  # fmt: skip
+    # the dense engine over a 1/50 slice (its full run takes minutes), then the full run
+    longs = [explorer_run(t_final / 50.0, "dense"), explorer_run(t_final, "compiled")]
+    print()
+    for long in longs:
+        print(f"{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "
+              f"{long['wall_seconds']:.1f} s wall, {long['cpu_seconds']:.1f} s CPU "
+              f"({1e6 * long['cpu_seconds_per_rhs']:.0f} µs per right-hand side)")  # fmt: skip
 
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = args.out / f"bench-{stamp}.json"
     path.write_text(json.dumps({"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
                                 "environment": environment(), "single_state": rows,
-                                "batched": brows, "explorer1": long}, indent=2))  # fmt: skip
+                                "batched": brows, "explorer1": longs}, indent=2))  # fmt: skip
     print(f"\nwritten {path}")
     return 0
 

@@ -8,6 +8,7 @@ The pipeline (each stage a module; dependencies point one way)::
 
 from kanedyn import examples, io, msd, rotation, symbolic
 from kanedyn.batch import ModelBatch, States
+from kanedyn.compiled import CompiledModel, compile_model
 from kanedyn.constraints import ConstraintForces, constraint_forces
 from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels, wheel_loads
 from kanedyn.ensemble import EnsembleTrajectory, simulate_ensemble
@@ -48,6 +49,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Body",
+    "CompiledModel",
+    "compile_model",
     "EnsembleTrajectory",
     "ModelBatch",
     "States",

@@ -263,6 +263,12 @@ class _Joint:
     d: Vec  # slide displacement in Gi (Δ d)
 
 
+def _remainder(J: _Joint, vk: Vec) -> Vec:
+    """``c_k = c_J + v_k ×ₘ v_J``: body k's acceleration at zero ``ν̇`` beyond its inner
+    body's, the remainder terms (α_r, a_r) of Kane_NBody slides 20-22 in Go."""
+    return _add(J.cJ, _cross_m(vk, J.vJ))
+
+
 def supports(model: Model) -> str | None:
     """``None`` if ``model`` can be compiled, else the reason it cannot."""
     if model.is_symbolic:
@@ -398,7 +404,7 @@ class _Trace:
                 vk = J.vJ
             else:
                 vk = _add(_motion_to_child(E, r, v[p]), J.vJ)
-            ck = _add(J.cJ, _cross_m(vk, J.vJ))
+            ck = _remainder(J, vk)
             # body k in Go_k: mass centre and inertia
             R_Go_Bo = lay.R_Go_Bo[k]
             com = R_Go_Bo @ (lay.com[k] - lay.outer_point[k])

@@ -17,6 +17,7 @@ re-solved from the generalized momenta, so momentum is redistributed, not lost.
 
 from __future__ import annotations
 
+import math
 import sys
 import time as _time
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from numpy.typing import NDArray
 
 from kanedyn import msd
 from kanedyn import rotation as rot
+from kanedyn.compiled import compile_model, supports
 from kanedyn.control import Controller
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.kane import (
@@ -51,6 +53,25 @@ __all__ = ["BodyHistory", "Lock", "Trajectory", "Unlock", "simulate"]
 Array = NDArray[np.float64]
 
 _FORMULATIONS = ("kane", "msd")
+_ENGINES = ("auto", "compiled", "dense")
+
+
+def resolve_engine(model: Model, engine: str, formulation: str = "kane") -> bool:
+    """Whether to use the compiled engine (:mod:`kanedyn.compiled`) for ``engine``.
+
+    ``"auto"``: compiled when the formulation is Kane's and the model can be compiled;
+    ``"compiled"``: compiled, or a ModelError saying why not; ``"dense"``: never.
+    """
+    if engine not in _ENGINES:
+        raise ModelError(f"engine must be one of {_ENGINES}, got {engine!r}")
+    if engine == "dense":
+        return False
+    why = supports(model)
+    if why is None and formulation != "kane":
+        why = f"the compiled engine evaluates the Kane formulation, not {formulation!r}"
+    if why is not None and engine == "compiled":
+        raise ModelError(f"engine='compiled': {why}; use engine='dense'")
+    return why is None
 
 
 @attrs.frozen
@@ -101,6 +122,7 @@ class _System:
     locked: NDArray[np.intp] = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
     held: list[Any] = attrs.field(factory=list)  # controller commands, zero-order hold
     started: bool = False  # after the first call, errors from loads name the time
+    compiled: bool = False  # Kane formulation through kanedyn.compiled
 
     def speeds(self, q: Array, y: Array) -> Array:
         if self.formulation == "kane":
@@ -114,6 +136,8 @@ class _System:
         q = _normalize_quaternions(model, x[: model.nq])
         y = x[model.nq :]
         u = self.speeds(q, y)
+        if self.compiled and not (self.loads or self.held):
+            return self._compiled(t, q, u, None)
         kin = _kinematics(model, q, u)
         state = State(q, u) if callable(self.loads) else _LightState(q, u)
         records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
@@ -125,6 +149,8 @@ class _System:
             if not self.started:
                 raise
             raise SimulationError(f"t = {t:.6g}: loads: {exc}") from None
+        if self.compiled:
+            return self._compiled(t, q, u, L)
         if self.formulation == "kane":
             tm = _terms(model, kin)
             M, f = _mass_matrix(model, tm), _bias(model, tm, L)
@@ -141,6 +167,20 @@ class _System:
             ydot = msd.rates(model, kin, L)
             ydot[self.locked] = 0.0
         return np.concatenate((qdot(model, q, u), ydot))
+
+    def _compiled(self, t: float, q: Array, u: Array, L: Any) -> Array:
+        """``[q̇ | ν̇]`` from the compiled equations (locked speeds held at zero)."""
+        cm = compile_model(self.model, self.locked.tolist())
+        qv, uv = q.tolist(), u.tolist()
+        with np.errstate(all="ignore"):
+            out = cm.rhs(qv, uv) if L is None else cm.rhs_with_loads(qv, uv, L)
+        n = self.model.n
+        xdot = np.array(out[n:] + out[:n])
+        if not np.all(np.isfinite(xdot)):
+            raise ModelError(
+                "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
+            )
+        return xdot
 
     def initial(self, state: State) -> Array:
         if self.formulation == "kane":
@@ -418,6 +458,7 @@ def simulate(
     events: Sequence[Lock | Unlock] = (),
     controller: Controller | None = None,
     progress: bool | None = None,
+    engine: str = "auto",
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
 
@@ -450,6 +491,12 @@ def simulate(
         sample time) and held in between; its loads add to ``loads``.
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
+    engine : {"auto", "compiled", "dense"}
+        How the Kane formulation's right-hand side is evaluated: ``"compiled"`` by the
+        generated equations of :mod:`kanedyn.compiled` (5-10 times faster; built once
+        per model), ``"dense"`` by :func:`kanedyn.forward_dynamics`'s engine.
+        ``"auto"`` (default) compiles when the formulation is Kane's and the model
+        can be compiled (:func:`kanedyn.compiled.supports`). Both agree to round-off.
 
     Returns
     -------
@@ -476,7 +523,7 @@ def simulate(
     if not np.isfinite(every) or every <= 0.0:
         raise ModelError(f"output_every must be positive, got {output_every}")
     schedule = _lock_indices(model, events)
-    system = _System(model, formulation, loads)
+    system = _System(model, formulation, loads, compiled=resolve_engine(model, engine, formulation))
     x = system.initial(state)
     sampler = _Sampler(controller, model)
     sampler.sample(system, 0.0, x)
@@ -485,7 +532,9 @@ def simulate(
     if progress is None:
         progress = sys.stderr.isatty()
     start = _time.perf_counter()
-    if method == "rk4":
+    if method == "rk4" and system.compiled and not (loads or controller or schedule):
+        ts, xs, locks, steps = _run_rk4_compiled(system, x, t_final, dt, every, progress)
+    elif method == "rk4":
         ts, xs, locks, steps = _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler)
     else:
         ts, xs, locks, steps = _run_adaptive(
@@ -661,6 +710,66 @@ def _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler):
     bar.update(n_steps)
     bar.close()
     return np.array(ts), np.array(xs), locks, n_steps
+
+
+def _run_rk4_compiled(system, x, t_final, dt, every, progress):
+    """:func:`_run_rk4` for the common case (Kane formulation, compiled, no loads,
+    controller or events), on Python floats: the same arithmetic per step (quaternions
+    normalized inside every right-hand side and after every step), without NumPy calls.
+    """
+    model = system.model
+    n = model.n
+    cm = compile_model(model)
+    rhs = cm._scalar
+    n_steps = int(np.ceil(t_final / dt - 1e-9))
+    stride = max(1, int(round(every / dt)))
+    if abs(stride * dt - every) > 1e-9 * max(every, 1.0):
+        raise ModelError(f"output_every = {every} is not a multiple of dt = {dt}")
+    bar = _Progress(n_steps, progress and n_steps > 2000)
+    quats = [[int(i) for i in row] for row in model.layout.quat_q]
+    monitor = _Monitor(model, x)
+    monitor.x = x
+    gimbal3 = bool(model.layout.gimbal3.size)
+    # state as [q | ν]; the kernel returns [ν̇ | q̇]
+    xs_l = x.tolist()
+    ts, out = [0.0], [list(xs_l)]
+    t = 0.0
+    isfinite = math.isfinite
+    for step in range(1, n_steps + 1):
+        h = min(dt, t_final - t)
+        h2, h6 = 0.5 * h, h / 6.0
+        try:
+            k1 = rhs(*xs_l)
+            k1 = k1[n:] + k1[:n]
+            k2 = rhs(*[a + h2 * b for a, b in zip(xs_l, k1, strict=True)])
+            k2 = k2[n:] + k2[:n]
+            k3 = rhs(*[a + h2 * b for a, b in zip(xs_l, k2, strict=True)])
+            k3 = k3[n:] + k3[:n]
+            k4 = rhs(*[a + h * b for a, b in zip(xs_l, k3, strict=True)])
+            k4 = k4[n:] + k4[:n]
+        except (ZeroDivisionError, ValueError, OverflowError) as exc:
+            raise monitor.failure(t + h, f"the right-hand side failed ({exc})") from None
+        xs_l = [
+            a + h6 * (b1 + 2.0 * b2 + 2.0 * b3 + b4)
+            for a, b1, b2, b3, b4 in zip(xs_l, k1, k2, k3, k4, strict=True)
+        ]
+        for idx in quats:
+            s = 1.0 / math.sqrt(sum(xs_l[i] * xs_l[i] for i in idx))
+            for i in idx:
+                xs_l[i] *= s
+        t = step * dt if step < n_steps else t_final
+        if gimbal3:
+            monitor.check(t, np.array(xs_l))
+        elif not isfinite(sum(xs_l)):
+            raise monitor.failure(t, f"the state became non-finite: {np.array(xs_l)}")
+        if step % stride == 0 or step == n_steps:
+            ts.append(t)
+            out.append(xs_l)
+        if step % 200 == 0:
+            bar.update(step)
+    bar.update(n_steps)
+    bar.close()
+    return np.array(ts), np.array(out), [system.locked] * len(ts), n_steps
 
 
 def _apply_events(system: _System, x: Array, schedule: list, n_applied: int) -> Array:

@@ -11,6 +11,7 @@ shows that the check then fails.
 from __future__ import annotations
 
 import importlib
+import weakref
 
 import attrs
 import numpy as np
@@ -19,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kanedyn as kd
+import kanedyn.compiled
 import kanedyn.kane
 import kanedyn.loads
 from kanedyn.errors import ModelError
@@ -37,6 +39,7 @@ from tests.strategies import (
 SEEDS = st.integers(0, 2**32 - 1)
 # the package exports a function named ``partials``, which hides the submodule attribute
 partials_module = importlib.import_module("kanedyn.partials")
+ENGINES = ("dense", "compiled")
 
 # --------------------------------------------------------------------------- sympy oracle
 _ORACLES: dict = {}
@@ -305,6 +308,9 @@ def _drop_remainders(monkeypatch):
 
     monkeypatch.setattr(partials_module, "bias_accelerations", broken)
     monkeypatch.setattr(kanedyn.kane, "bias_accelerations", broken)
+    # the compiled engine's remainder terms (traced at compile time: clear the cache)
+    monkeypatch.setattr(kanedyn.compiled, "_remainder", lambda J, vk: [0.0] * 6)
+    monkeypatch.setattr(kanedyn.compiled, "_CACHE", weakref.WeakKeyDictionary())
 
 
 def _damping_per_speed(model):
@@ -322,6 +328,15 @@ def _flip_dampers(monkeypatch):
         return original(model, q, u, *args, **kwargs) + 2.0 * _damping_per_speed(model) * u
 
     monkeypatch.setattr(kanedyn.loads, "joint_spring_forces", broken)
+    traced = kanedyn.compiled._Trace.generalized_forces
+
+    def broken_traced(self):
+        Q = traced(self)
+        c = _damping_per_speed(self.model)
+        return [Qr + 2.0 * c[r] * self.u[r] for r, Qr in enumerate(Q)]
+
+    monkeypatch.setattr(kanedyn.compiled._Trace, "generalized_forces", broken_traced)
+    monkeypatch.setattr(kanedyn.compiled, "_CACHE", weakref.WeakKeyDictionary())
 
 
 # --------------------------------------------------------------------------- conservation
@@ -333,28 +348,31 @@ def _spatial_chain():
     return model, state
 
 
-def energy_convergence_slope(model, state, dts=(0.005, 0.0025, 0.00125), t_final=2.0):
+def energy_convergence_slope(model, state, engine, dts=(0.005, 0.0025, 0.00125), t_final=2.0):
     """Log-log slope of |E(t_final) - E(0)| against the RK4 step."""
     errs = []
     for dt in dts:
-        traj = kd.simulate(model, state, t_final, dt, output_every=t_final, progress=False)
+        traj = kd.simulate(model, state, t_final, dt, output_every=t_final, progress=False,
+                           engine=engine)  # fmt: skip
         E = traj.total_energy
         errs.append(abs(E[-1] - E[0]))
     slope = np.polyfit(np.log(dts), np.log(errs), 1)[0]
     return slope, errs
 
 
-def test_undamped_energy_error_converges_at_order_4():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_undamped_energy_error_converges_at_order_4(engine):
     """RK4's global error is O(dt⁴), so is the energy error of a conservative system.
     Steps are chosen so the errors sit far above round-off (1e-12 J here)."""
-    slope, errs = energy_convergence_slope(*_spatial_chain())
+    slope, errs = energy_convergence_slope(*_spatial_chain(), engine)
     assert min(errs) > 1e-10
     assert 3.6 < slope < 4.4, (slope, errs)
 
 
-def test_energy_convergence_check_fails_without_remainder_terms(monkeypatch):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_energy_convergence_check_fails_without_remainder_terms(monkeypatch, engine):
     _drop_remainders(monkeypatch)
-    slope, errs = energy_convergence_slope(*_spatial_chain())
+    slope, errs = energy_convergence_slope(*_spatial_chain(), engine)
     assert not 3.6 < slope < 4.4, (slope, errs)
 
 
@@ -367,22 +385,25 @@ def _damped_hub():
     return model, state
 
 
-def energy_decreases(model, state, t_final=10.0, dt=0.01):
+def energy_decreases(model, state, engine, t_final=10.0, dt=0.01):
     """True if the total energy never rises (beyond round-off) and falls overall."""
-    traj = kd.simulate(model, state, t_final, dt, output_every=0.05, progress=False)
+    traj = kd.simulate(model, state, t_final, dt, output_every=0.05, progress=False,
+                       engine=engine)  # fmt: skip
     E = traj.total_energy
     tol = 1e-12 * abs(E[0])
     return bool(np.all(np.diff(E) <= tol) and E[-1] < E[0] - 1e-3 * abs(E[0])), E
 
 
-def test_dampers_strictly_lower_energy():
-    ok, E = energy_decreases(*_damped_hub())
+@pytest.mark.parametrize("engine", ENGINES)
+def test_dampers_strictly_lower_energy(engine):
+    ok, E = energy_decreases(*_damped_hub(), engine)
     assert ok, E
 
 
-def test_damper_check_fails_when_dampers_inject_energy(monkeypatch):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_damper_check_fails_when_dampers_inject_energy(monkeypatch, engine):
     _flip_dampers(monkeypatch)
-    ok, _ = energy_decreases(*_damped_hub())
+    ok, _ = energy_decreases(*_damped_hub(), engine)
     assert not ok
 
 
