@@ -90,6 +90,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     traj = kd.simulate(
         model, state, t_final, dt, method=method, formulation=formulation,
         output_every=every, progress=not args.quiet, loads=settings.get("loads") or None,
+        engine=args.engine,
     )  # fmt: skip
     summary = _summary(traj, label)
     out = Path(args.out)
@@ -201,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dt", type=float, help="time step [s]")
     p.add_argument("--method", help="rk4 (default) or a scipy solve_ivp method such as DOP853")
     p.add_argument("--formulation", choices=("kane", "msd"), help="Kane speeds or momentum states")
+    p.add_argument("--engine", choices=("auto", "compiled", "dense"), default="auto",
+                   help="right-hand side: generated code (compiled), the NumPy engine (dense), "
+                        "or compiled when possible (auto, default)")  # fmt: skip
     p.add_argument("--out", default="kanedyn-out", help="output folder (default ./kanedyn-out)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_simulate)
