@@ -30,6 +30,8 @@ def no_work(monkeypatch):
     monkeypatch.setattr(kanedyn.integrate, "_kinematics", forbidden)
     monkeypatch.setattr(kanedyn.integrate, "_run_rk4", forbidden)
     monkeypatch.setattr(kanedyn.integrate, "_run_adaptive", forbidden)
+    monkeypatch.setattr(kanedyn.integrate, "_run_rk4_compiled", forbidden)
+    monkeypatch.setattr(kanedyn.integrate, "compile_model", forbidden)
 
 
 @pytest.mark.parametrize(
