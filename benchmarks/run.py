@@ -71,6 +71,7 @@ class CompiledPeer:
         t0 = time.process_time()
         self.cm = kd.compile_model(model)
         self.compile_seconds = time.process_time() - t0
+        self.error = float("nan")  # set by compiled_check
 
     def accelerations(self, q: Any, u: Any, tau: Any) -> Any:
         return self.cm.forward_dynamics(kd.State(q, u))  # springs are in the model
@@ -82,6 +83,7 @@ def compiled_check(model: kd.Model, label: str) -> CompiledPeer:
     err = relative_error(model, peer)  # type: ignore[arg-type]
     if err > TOLERANCE:
         raise SystemExit(f"{label}: compiled engine disagrees ({err:.2e} > {TOLERANCE})")
+    peer.error = err
     return peer
 
 
@@ -93,6 +95,7 @@ def single_state(model: kd.Model, label: str, peers: dict, repeats: int) -> dict
     row: dict[str, Any] = {"workload": label, "nb": model.nb, "n": model.n, "errors": {}}
     compiled = compiled_check(model, label)
     cm = compiled.cm
+    row["errors"]["compiled"] = compiled.error
     row["compile_seconds"] = compiled.compile_seconds
     row["compiled_ops"] = cm.n_ops
     fns: dict[str, Callable[[], Any]] = {
