@@ -263,6 +263,8 @@ class Tape:
         def operand(arg: tuple[str, Any]) -> str:
             if arg[0] == "c":
                 x = arg[1]
+                if not math.isfinite(x):
+                    return f"float('{x!r}')"
                 return repr(x) if x >= 0 else f"({x!r})"
             return expr.pop(arg[1]) if arg[1] in expr else names[arg[1]]
 

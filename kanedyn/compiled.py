@@ -544,8 +544,10 @@ class CompiledModel:
             _check_finite(acc)
             return acc
         model.check_state(state)
-        with np.errstate(all="ignore"):
+        try:
             out = self._scalar(*state.q.tolist(), *state.u.tolist())
+        except (ZeroDivisionError, ValueError, OverflowError):  # float arithmetic raises
+            out = [np.nan] * n
         acc = np.array(out[:n], dtype=float)
         _check_finite(acc)
         return acc

@@ -172,9 +172,11 @@ class _System:
         """``[q̇ | ν̇]`` from the compiled equations (locked speeds held at zero)."""
         cm = compile_model(self.model, self.locked.tolist())
         qv, uv = q.tolist(), u.tolist()
-        with np.errstate(all="ignore"):
-            out = cm.rhs(qv, uv) if L is None else cm.rhs_with_loads(qv, uv, L)
         n = self.model.n
+        try:
+            out = cm.rhs(qv, uv) if L is None else cm.rhs_with_loads(qv, uv, L)
+        except (ZeroDivisionError, ValueError, OverflowError):  # float arithmetic raises
+            out = [np.nan] * (n + self.model.nq)
         xdot = np.array(out[n:] + out[:n])
         if not np.all(np.isfinite(xdot)):
             raise ModelError(
