@@ -144,17 +144,18 @@ def batched(model: kd.Model, label: str, B: int, peers: dict, repeats: int) -> d
     return row
 
 
-def explorer_run(t_final: float, engine: str) -> dict[str, Any]:
+def explorer_run(t_final: float, engine: str, formulation: str = "kane") -> dict[str, Any]:
     """Explorer-1, RK4 at dt = 0.1 for ``t_final`` s (4 right-hand sides per step),
     compile time included."""
     model = kd.examples.explorer1()
     state = kd.examples.explorer1_state(model)
     t0, c0 = time.perf_counter(), time.process_time()
     traj = kd.simulate(model, state, t_final, 0.1, progress=False, output_every=10.0,
-                       engine=engine)  # fmt: skip
+                       engine=engine, formulation=formulation)  # fmt: skip
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"workload": f"Explorer-1, {t_final:g} s, dt = 0.1, RK4, engine = {engine}",
-            "t_final": t_final, "engine": engine,
+    return {"workload": f"Explorer-1, {t_final:g} s, dt = 0.1, RK4, {formulation}, "
+                        f"engine = {engine}",
+            "t_final": t_final, "engine": engine, "formulation": formulation,
             "rhs_evaluations": 4 * traj.steps, "wall_seconds": wall, "cpu_seconds": cpu,
             "cpu_seconds_per_rhs": cpu / (4 * traj.steps)}  # fmt: skip
 
@@ -246,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
 
     t_final = args.explorer_t_final or (200.0 if args.quick else 20000.0)
     # the dense engine over a 1/50 slice (its full run takes minutes), then the full run
-    longs = [explorer_run(t_final / 50.0, "dense"), explorer_run(t_final, "compiled")]
+    longs = [explorer_run(t_final / 50.0, "dense"), explorer_run(t_final, "compiled"),
+             explorer_run(t_final / 50.0, "dense", "msd"),
+             explorer_run(t_final, "compiled", "msd")]  # fmt: skip
     print()
     for long in longs:
         print(f"{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "

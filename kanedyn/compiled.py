@@ -258,9 +258,25 @@ class _Joint:
 
     R: Mat  # R_Gi_Go
     cols: list[tuple[Vec, int]]  # free DOFs: (S column, speed index)
+    dcols: list[Vec]  # rate of each column in Go (Ṡ)
     vJ: Vec
     cJ: Vec
     d: Vec  # slide displacement in Gi (Δ d)
+
+
+@attrs.frozen
+class _Body:
+    """Joint k and its body in Go_k: transform (E = R_P_Go, r) from the inner frame P,
+    spatial inertia about the joint point, mass centre, embedded momentum."""
+
+    J: _Joint
+    parent: int
+    E: Mat
+    r: Vec
+    inertia: Mat
+    com: Vec
+    h: Vec
+    has_h: bool
 
 
 def _remainder(J: _Joint, vk: Vec) -> Vec:
@@ -330,20 +346,24 @@ class _Trace:
                 for b in range(a + 1, j.rot_dof):
                     g = _mtv(Rs[b], g)
                 gammas.append(g)
-            # Γ̇σ = Σ_a σ_a γ̇_a, γ̇_a = γ_a × Σ_{b > a} σ_b γ_b
-            Gds = zero
-            for a in range(j.rot_dof - 1):
+            # γ̇_a = γ_a × Σ_{b > a} σ_b γ_b, and Γ̇σ = Σ_a σ_a γ̇_a
+            dgammas: list[Vec] = []
+            for a in range(j.rot_dof):
                 tail = zero
                 for b in range(a + 1, j.rot_dof):
                     tail = _add(tail, _scale(sigma[b], gammas[b]))
-                Gds = _add(Gds, _scale(sigma[a], _cross(gammas[a], tail)))
+                dgammas.append(_cross(gammas[a], tail))
+            Gds = zero
+            for a in range(j.rot_dof):
+                Gds = _add(Gds, _scale(sigma[a], dgammas[a]))
         elif k in self.sph_row:
             R = _quat_dcm(*self.quat[k])
             gammas = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+            dgammas = [zero, zero, zero]
             Gds = zero
         else:
             R = _const(np.eye(3))
-            gammas, Gds = [], zero
+            gammas, dgammas, Gds = [], [], zero
         omega_J = zero
         for g, s in zip(gammas, sigma, strict=True):
             omega_J = _add(omega_J, _scale(s, g))
@@ -358,10 +378,12 @@ class _Trace:
             trn_cols.append((col, r))
             v_lin = _add(v_lin, _scale(self.u[r], col))
         cols = [(g + zero, r) for g, r in zip(gammas, rot_u, strict=True) if r not in self.locked]
+        dcols = [dg + zero for dg, r in zip(dgammas, rot_u, strict=True) if r not in self.locked]
         cols += [(zero + col, r) for col, r in trn_cols if r not in self.locked]
+        dcols += [zero + _cross(col, omega_J) for col, r in trn_cols if r not in self.locked]
         vJ = omega_J + v_lin
         cJ = Gds + _scale(-1.0, _cross(omega_J, v_lin))
-        return _Joint(R, cols, vJ, cJ, d)
+        return _Joint(R, cols, dcols, vJ, cJ, d)
 
     def generalized_forces(self) -> list[Scalar]:
         """``Q``: springs and dampers per speed; with loads, the input ``Q`` (which holds
@@ -376,20 +398,14 @@ class _Trace:
             Q[r] = Q[r] - float(lay.damping[r]) * self.u[r]
         return Q
 
-    def run(self) -> tuple[list[Scalar], list[Scalar]]:
-        """Trace ABA; returns (ν̇, q̇)."""
+    def geometry(self) -> list[_Body]:
+        """Per joint: its traced kinematics at the current speeds ``self.u``, the
+        transform from the inner frame, and the body's constants in Go_k."""
         model, lay = self.model, self.model.layout
-        nb = model.nb
-        parent = [int(p) for p in lay.parent]
-        # uniform gravity as an acceleration of N (with loads, it is in the input F)
-        g = [0.0, 0.0, 0.0] if self.loads else _const(model.gravity)
-        Q = self.generalized_forces()
-        X: list[tuple[Mat, Vec]] = []
-        joints, v, c, IA, pA = [], [], [], [], []
-        R_N: list[Mat] = []  # R_N_Go, only with loads
-        for k in range(nb):
+        out: list[_Body] = []
+        for k in range(model.nb):
             J = self.joint(k)
-            p = parent[k]
+            p = int(lay.parent[k])
             R_Bi_Gi = lay.R_Bi_Gi[k]
             if p < 0:
                 R_P_Gi, r0 = R_Bi_Gi, lay.inner_point[k]
@@ -399,96 +415,198 @@ class _Trace:
             R_P_Gi_c = _const(R_P_Gi)
             E = _mm(R_P_Gi_c, J.R)
             r = _add(_const(r0), _mv(R_P_Gi_c, J.d))
-            X.append((E, r))
-            if p < 0:
-                vk = J.vJ
-            else:
-                vk = _add(_motion_to_child(E, r, v[p]), J.vJ)
-            ck = _remainder(J, vk)
-            # body k in Go_k: mass centre and inertia
             R_Go_Bo = lay.R_Go_Bo[k]
             com = R_Go_Bo @ (lay.com[k] - lay.outer_point[k])
             I_c = R_Go_Bo @ lay.inertia[k] @ R_Go_Bo.T
-            Ik = _body_inertia(float(lay.mass[k]), I_c, com)
-            hk = _sym_mv(Ik, vk)
-            pk = _cross_f(vk, hk)
+            inertia = _body_inertia(float(lay.mass[k]), I_c, com)
             h = R_Go_Bo @ lay.h_embedded[k]
-            if np.any(h):
-                pk = _add(pk[:3], _cross(vk[:3], _const(h))) + pk[3:]
-            if self.loads:
-                RN = E if p < 0 else _mm(R_N[p], E)
-                R_N.append(RN)
-                # T, F at the mass centre, in N: to Go_k about its origin
-                F_go = _mtv(RN, self.F[k])
-                T_go = _mtv(RN, self.T[k])
-                n_go = _add(T_go, _cross(_const(com), F_go))
-                pk = _sub(pk, n_go + F_go)
-            joints.append(J)
-            v.append(vk)
-            c.append(ck)
-            IA.append([list(row) for row in Ik])
-            pA.append(pk)
-        # pass 2: leaves to root
+            out.append(_Body(J, p, E, r, inertia, _const(com), _const(h), bool(np.any(h))))
+        return out
+
+    def velocities(self, geo: list[_Body]) -> list[Vec]:
+        """Pass 1: spatial velocities ``v_k = X_k v_P + v_J`` in Go_k."""
+        v: list[Vec] = []
+        for b in geo:
+            v.append(b.J.vJ if b.parent < 0 else
+                     _add(_motion_to_child(b.E, b.r, v[b.parent]), b.J.vJ))  # fmt: skip
+        return v
+
+    def aba(self, geo: list[_Body], c: list[Vec], p: list[Vec], Q: list[Scalar],
+            a_N: Vec) -> list[Scalar]:  # fmt: skip
+        """Passes 2 and 3: ``ν̇`` with remainder accelerations ``c``, bias forces ``p``
+        (Go_k), joint forces ``Q`` and the acceleration ``a_N`` of N (in N); the free
+        speeds only, locked entries 0. With ``c = 0``, ``a_N = 0`` this solves
+        ``M x = Q - Σ S_kᵀ (subtree sum of p)``."""
+        model = self.model
+        nb = model.nb
+        IA = [[list(row) for row in b.inertia] for b in geo]
+        pA = [list(x) for x in p]
         U: list[list[Vec]] = [[] for _ in range(nb)]
-        Dinv_cols: list[Any] = [None] * nb
+        Dk: list[Any] = [None] * nb
         uu: list[list[Scalar]] = [[] for _ in range(nb)]
         for k in reversed(range(nb)):
-            J = joints[k]
+            b = geo[k]
             Ia, pa = IA[k], pA[k]
-            cols = [col for col, _ in J.cols]
+            cols = [col for col, _ in b.J.cols]
             Uk = [_sym_mv(Ia, s) for s in cols]
-            uk = [Q[r] - _sdot(s, pa) for s, r in zip(cols, [r for _, r in J.cols], strict=True)]
-            D = [[_sdot(cols[a], Uk[b]) for b in range(len(cols))] for a in range(len(cols))]
+            uk = [Q[r] - _sdot(s, pa) for s, (_, r) in zip(cols, b.J.cols, strict=True)]
+            D = [[_sdot(cols[a], Uk[bb]) for bb in range(len(cols))] for a in range(len(cols))]
             for a in range(len(cols)):
-                for b in range(a):
-                    D[a][b] = D[b][a]
-            U[k], uu[k] = Uk, uk
-            if cols:
-                # W = U D⁻¹ as columns: solve D Wᵀ = Uᵀ row by row of U (6 right-hand sides)
-                rows = _solve_spd(D, [[Uk[a][i] for a in range(len(cols))] for i in range(6)])
-                Dinv_u = _solve_spd(D, [uk])[0]
-                Dinv_cols[k] = (D, Dinv_u)
-            p = parent[k]
-            if p < 0:
+                for bb in range(a):
+                    D[a][bb] = D[bb][a]
+            U[k], uu[k], Dk[k] = Uk, uk, D
+            if b.parent < 0:
                 continue
             if cols:
+                # W = U D⁻¹: solve D Wᵀ = Uᵀ for the 6 rows of U
+                W = _solve_spd(D, [[Uk[a][i] for a in range(len(cols))] for i in range(6)])
                 Ia2: Mat = [[0.0] * 6 for _ in range(6)]
                 for i in range(6):
                     for jj in range(i, 6):
-                        corr = sum((rows[i][a] * Uk[a][jj] for a in range(len(cols))), 0.0)
+                        corr = sum((W[i][a] * Uk[a][jj] for a in range(len(cols))), 0.0)
                         Ia2[i][jj] = Ia2[jj][i] = Ia[i][jj] - corr
-                Wu = [sum((rows[i][a] * uk[a] for a in range(len(cols))), 0.0) for i in range(6)]
+                Wu = [sum((W[i][a] * uk[a] for a in range(len(cols))), 0.0) for i in range(6)]
                 pa2 = _add(_add(pa, _sym_mv(Ia2, c[k])), Wu)
             else:
                 Ia2 = Ia
                 pa2 = _add(pa, _sym_mv(Ia2, c[k]))
-            E, r = X[k]
-            Ip = _inertia_to_parent(E, r, Ia2)
-            fp = _force_to_parent(E, r, pa2)
-            IA[p] = [[IA[p][i][jj] + Ip[i][jj] for jj in range(6)] for i in range(6)]
+            Ip = _inertia_to_parent(b.E, b.r, Ia2)
+            fp = _force_to_parent(b.E, b.r, pa2)
+            P = IA[b.parent]
             for i in range(6):
-                for jj in range(i):
-                    IA[p][i][jj] = IA[p][jj][i]
-            pA[p] = _add(pA[p], fp)
-        # pass 3: root to leaves
+                for jj in range(i, 6):
+                    P[i][jj] = P[jj][i] = P[i][jj] + Ip[i][jj]
+            pA[b.parent] = _add(pA[b.parent], fp)
         nudot: list[Scalar] = [0.0] * model.n
-        a_N = [0.0, 0.0, 0.0] + [-x for x in g]
         acc: list[Vec] = []
         for k in range(nb):
-            J = joints[k]
-            E, r = X[k]
-            p = parent[k]
-            ap = a_N if p < 0 else acc[p]
-            a1 = _add(_motion_to_child(E, r, ap), c[k])
-            if J.cols:
-                D, _ = Dinv_cols[k]
-                rhs = [uu[k][a] - _sdot(U[k][a], a1) for a in range(len(J.cols))]
-                zdd = _solve_spd(D, [rhs])[0]
-                for (s, rr), z in zip(J.cols, zdd, strict=True):
+            b = geo[k]
+            ap = a_N if b.parent < 0 else acc[b.parent]
+            a1 = _add(_motion_to_child(b.E, b.r, ap), c[k])
+            if b.J.cols:
+                rhs = [uu[k][a] - _sdot(U[k][a], a1) for a in range(len(b.J.cols))]
+                zdd = _solve_spd(Dk[k], [rhs])[0]
+                for (s, rr), z in zip(b.J.cols, zdd, strict=True):
                     nudot[rr] = z
                     a1 = _add(a1, _scale(z, s))
             acc.append(a1)
-        return nudot, self.qdot()
+        return nudot
+
+    def _load_forces(self, geo: list[_Body]) -> list[Vec]:
+        """The input loads T, F (N, at the mass centres) as spatial forces in Go_k."""
+        R_N: list[Mat] = []
+        out = []
+        for k, b in enumerate(geo):
+            RN = b.E if b.parent < 0 else _mm(R_N[b.parent], b.E)  # R_N_Go
+            R_N.append(RN)
+            F_go = _mtv(RN, self.F[k])
+            n_go = _add(_mtv(RN, self.T[k]), _cross(b.com, F_go))
+            out.append(n_go + F_go)
+        return out
+
+    def run(self) -> tuple[list[Scalar], list[Scalar]]:
+        """Forward dynamics by ABA; returns (ν̇, q̇)."""
+        model = self.model
+        geo = self.geometry()
+        v = self.velocities(geo)
+        c = [_remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
+        p = []
+        for b, vk in zip(geo, v, strict=True):
+            pk = _cross_f(vk, _sym_mv(b.inertia, vk))
+            if b.has_h:
+                pk = _add(pk[:3], _cross(vk[:3], b.h)) + pk[3:]
+            p.append(pk)
+        if self.loads:
+            p = [_sub(pk, fk) for pk, fk in zip(p, self._load_forces(geo), strict=True)]
+        # uniform gravity as an acceleration of N (with loads, it is in the input F)
+        g = [0.0, 0.0, 0.0] if self.loads else _const(model.gravity)
+        a_N = [0.0, 0.0, 0.0] + [-x for x in g]
+        return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
+
+    def run_msd(self) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:
+        """Momentum-state dynamics; returns (ẏ, q̇, ν) for the MSD states ``y`` (the
+        inputs named ``u*``: see :mod:`kanedyn.msd`).
+
+        1. Speeds: ``M ν = y_gen - Ωᵀ h`` by ABA at zero speed (``c = 0``, ``a_N = 0``,
+           bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``,
+           ``P`` (N) to its generalized momenta.
+        2. Rates, per joint in Go_k, with ``h^c_k`` the spatial momentum of the subtree
+           about the joint point and ``f^c_k`` its external (gravity) force:
+           ``ẏ_r = Q_r + s_rᵀ (f^c_k - v_k ×f h^c_k) + ṡ_rᵀ h^c_k`` (``ṡ_r`` the rate of
+           the column in Go: ``γ̇_j``, or ``-(Γσ) × R_Go_Gi Δ_j``); for a momentum
+           root, the total external wrench in N.
+        """
+        from kanedyn.msd import momentum_roots
+
+        model, lay = self.model, self.model.layout
+        n, nb = model.n, model.nb
+        y = self.u
+        roots = set(momentum_roots(model))
+        self.u = [0.0] * n
+        geo0 = self.geometry()
+        y_gen: list[Scalar] = list(y)
+        for k in roots:
+            b = geo0[k]
+            idx = [int(i) for i in lay.u_index[k]]
+            H, P = [y[i] for i in idx[:3]], ([y[i] for i in idx[3:]] or [0.0, 0.0, 0.0])
+            for i, val in zip(idx[:3], _mtv(b.E, _sub(H, _cross(b.r, P))), strict=True):
+                y_gen[i] = val  # R_N_Goᵀ (H - o × P)
+            if len(idx) == 6:
+                D = _const(lay.R_Bi_Gi[k] @ lay.Delta[k])  # R_N_Gi Δ
+                for i, val in zip(idx[3:], _mtv(D, P), strict=True):
+                    y_gen[i] = val
+        zero6 = [0.0] * 6
+        bias = [(b.h + [0.0, 0.0, 0.0]) if b.has_h else zero6 for b in geo0]
+        nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6)
+        self.u = nu
+        geo = self.geometry()
+        v = self.velocities(geo)
+        Q = self.generalized_forces()
+        g = _const(model.gravity)
+        # gravity in each Go_k, and the subtree momenta and external forces
+        g_go: list[Vec] = []
+        hc: list[Vec] = []
+        fc: list[Vec] = []
+        for b, vk in zip(geo, v, strict=True):
+            gk = _mtv(b.E, g if b.parent < 0 else g_go[b.parent])
+            g_go.append(gk)
+            hk = _sym_mv(b.inertia, vk)
+            if b.has_h:
+                hk = _add(hk[:3], b.h) + hk[3:]
+            hc.append(hk)
+            m = b.inertia[3][3]
+            F = _scale(m, gk)
+            fc.append(_cross(b.com, F) + F)
+        if self.loads:
+            fc = [_add(f, fl) for f, fl in zip(fc, self._load_forces(geo), strict=True)]
+        for k in reversed(range(nb)):
+            b = geo[k]
+            if b.parent >= 0:
+                hc[b.parent] = _add(hc[b.parent], _force_to_parent(b.E, b.r, hc[k]))
+                fc[b.parent] = _add(fc[b.parent], _force_to_parent(b.E, b.r, fc[k]))
+        ydot: list[Scalar] = [0.0] * n
+        for k, b in enumerate(geo):
+            if k in roots:
+                continue
+            drive = _sub(fc[k], _cross_f(v[k], hc[k]))
+            for (s, r), ds in zip(b.J.cols, b.J.dcols, strict=True):
+                ydot[r] = Q[r] + _sdot(s, drive) + _sdot(ds, hc[k])
+        for k in roots:
+            b = geo[k]
+            idx = [int(i) for i in lay.u_index[k]]
+            n_go, f_go = fc[k][:3], fc[k][3:]
+            n_go = _add(n_go, [Q[i] for i in idx[:3]])  # the root's own effort (Go)
+            for s, r in b.J.cols[3:]:
+                f_go = _add(f_go, _scale(Q[r], s[3:]))
+            F_N = _mv(b.E, f_go)
+            N_o = _mv(b.E, n_go)
+            if len(idx) == 6:
+                N_o = _add(N_o, _cross(b.r, F_N))  # about N's origin
+                for i, val in zip(idx[3:], F_N, strict=True):
+                    ydot[i] = val
+            for i, val in zip(idx[:3], N_o, strict=True):
+                ydot[i] = val
+        return ydot, self.qdot(), list(nu)
 
     def qdot(self) -> list[Scalar]:
         """Kinematic equations (:func:`kanedyn.integrate.qdot`)."""
@@ -513,24 +631,29 @@ class _Trace:
 class CompiledModel:
     """Generated equations of motion of one model (see the module docstring).
 
-    ``source`` is the generated Python (``def rhs(q, u)``: returns ν̇ then q̇, as a list);
-    ``n_ops`` its number of arithmetic operations. Build with :func:`compile_model`.
+    ``source`` is the generated Python, ``n_ops`` its number of arithmetic operations.
+    For ``formulation == "kane"`` it is ``def rhs(q, u)`` returning ``[ν̇ | q̇]``; for
+    ``"msd"``, ``def rhs(q, y)`` of the momentum states ``y`` (:mod:`kanedyn.msd`)
+    returning ``[ẏ | q̇ | ν]``. Build with :func:`compile_model`.
     """
 
     model: Model
     locked: frozenset[int]
+    formulation: str
     source: str
     n_ops: int
-    source_loads: str
+    source_loads: str | None
     _scalar: Callable[..., list]
     _array: Callable[..., list]
-    _scalar_loads: Callable[..., list]
+    _scalar_loads: Callable[..., list] | None
 
     def forward_dynamics(self, state: Any) -> Array:
         """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,) or :class:`~kanedyn.States`
         (B, n); the same numbers as :func:`kanedyn.forward_dynamics` to round-off."""
         from kanedyn.batch import States
 
+        if self.formulation != "kane":
+            raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
         n = model.n
         if isinstance(state, States):
@@ -562,6 +685,8 @@ class CompiledModel:
         :func:`kanedyn.loads.applied_loads`: gravity, springs and dampers included):
         torques ``T`` and forces ``F`` (nb, 3) at the mass centres in N, joint efforts
         ``Q`` (n,)."""
+        if self._scalar_loads is None:
+            raise ModelError("rhs_with_loads: the MSD compiled model takes no load inputs")
         return self._scalar_loads(*q, *u, *loads.T.ravel().tolist(), *loads.F.ravel().tolist(),
                                   *loads.Q.tolist())  # fmt: skip
 
@@ -580,10 +705,15 @@ def _check_finite(acc: Array) -> None:
         )
 
 
-def _generate(model: Model, locked: frozenset[int], loads: bool) -> tuple[str, int]:
+def _generate(model: Model, locked: frozenset[int], loads: bool,
+              formulation: str = "kane") -> tuple[str, int]:  # fmt: skip
     tr = _Trace(model, locked, loads)
-    nudot, qd = tr.run()
-    outputs = [*nudot, *qd]
+    if formulation == "kane":
+        nudot, qd = tr.run()
+        outputs = [*nudot, *qd]
+    else:
+        ydot, qd, nu = tr.run_msd()
+        outputs = [*ydot, *qd, *nu]
     args = [f"q{i}" for i in range(model.nq)] + [f"u{i}" for i in range(model.n)]
     if loads:
         args += [f"T{i}_{c}" for i in range(model.nb) for c in range(3)]
@@ -592,19 +722,23 @@ def _generate(model: Model, locked: frozenset[int], loads: bool) -> tuple[str, i
     return tr.tape.source("rhs", args, outputs), tr.tape.count(outputs)
 
 
-_CACHE: weakref.WeakKeyDictionary[Model, dict[frozenset[int], CompiledModel]] = (
-    weakref.WeakKeyDictionary()
-)
+_CACHE: weakref.WeakKeyDictionary[Model, dict[tuple, CompiledModel]] = weakref.WeakKeyDictionary()
 
 
-def compile_model(model: Model, locked: Sequence[int] = ()) -> CompiledModel:
-    """Generate (once per model and lock set; cached) the model's compiled equations.
+def compile_model(
+    model: Model, locked: Sequence[int] = (), formulation: str = "kane"
+) -> CompiledModel:
+    """Generate (once per model, lock set and formulation; cached) the model's compiled
+    equations.
 
     Parameters
     ----------
     model : Model
     locked : sequence of int
         Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
+    formulation : {"kane", "msd"}
+        Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
+        (``ẏ`` and the speeds from the momentum states; no load inputs).
 
     Raises
     ------
@@ -614,22 +748,36 @@ def compile_model(model: Model, locked: Sequence[int] = ()) -> CompiledModel:
     why = supports(model)
     if why is not None:
         raise ModelError(f"cannot compile this model: {why}")
-    key = frozenset(int(r) for r in locked)
+    if formulation not in ("kane", "msd"):
+        raise ModelError(f"formulation must be 'kane' or 'msd', got {formulation!r}")
+    lock_set = frozenset(int(r) for r in locked)
+    if formulation == "msd":
+        from kanedyn.msd import momentum_roots
+
+        for k in momentum_roots(model):
+            if lock_set & {int(r) for r in model.layout.u_index[k]}:
+                raise ModelError(
+                    f"joint {model.joints[k].name!r}: the DOFs of a free root cannot be "
+                    "locked (its MSD states are total momenta)"
+                )
+    key = (lock_set, formulation)
     per_model = _CACHE.setdefault(model, {})
     hit = per_model.get(key)
     if hit is not None:
         return hit
-    source, n_ops = _generate(model, key, loads=False)
-    source_loads, _ = _generate(model, key, loads=True)
+    source, n_ops = _generate(model, lock_set, False, formulation)
+    source_loads = _generate(model, lock_set, True)[0] if formulation == "kane" else None
     cm = CompiledModel(
         model=model,
-        locked=key,
+        locked=lock_set,
+        formulation=formulation,
         source=source,
         n_ops=n_ops,
         source_loads=source_loads,
         scalar=codegen.build(source, "rhs", codegen.SCALAR_NAMESPACE),
         array=codegen.build(source, "rhs", codegen.ARRAY_NAMESPACE),
-        scalar_loads=codegen.build(source_loads, "rhs", codegen.SCALAR_NAMESPACE),
-    )
+        scalar_loads=None if source_loads is None else
+        codegen.build(source_loads, "rhs", codegen.SCALAR_NAMESPACE),
+    )  # fmt: skip
     per_model[key] = cm
     return cm

@@ -56,10 +56,10 @@ _FORMULATIONS = ("kane", "msd")
 _ENGINES = ("auto", "compiled", "dense")
 
 
-def resolve_engine(model: Model, engine: str, formulation: str = "kane") -> bool:
+def resolve_engine(model: Model, engine: str) -> bool:
     """Whether to use the compiled engine (:mod:`kanedyn.compiled`) for ``engine``.
 
-    ``"auto"``: compiled when the formulation is Kane's and the model can be compiled;
+    ``"auto"``: compiled when the model can be compiled;
     ``"compiled"``: compiled, or a ModelError saying why not; ``"dense"``: never.
     """
     if engine not in _ENGINES:
@@ -67,8 +67,6 @@ def resolve_engine(model: Model, engine: str, formulation: str = "kane") -> bool
     if engine == "dense":
         return False
     why = supports(model)
-    if why is None and formulation != "kane":
-        why = f"the compiled engine evaluates the Kane formulation, not {formulation!r}"
     if why is not None and engine == "compiled":
         raise ModelError(f"engine='compiled': {why}; use engine='dense'")
     return why is None
@@ -135,9 +133,9 @@ class _System:
         model = self.model
         q = _normalize_quaternions(model, x[: model.nq])
         y = x[model.nq :]
-        u = self.speeds(q, y)
         if self.compiled and not (self.loads or self.held):
-            return self._compiled(t, q, u, None)
+            return self._compiled(t, q, y, None)
+        u = self.speeds(q, y)
         kin = _kinematics(model, q, u)
         state = State(q, u) if callable(self.loads) else _LightState(q, u)
         records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
@@ -149,7 +147,7 @@ class _System:
             if not self.started:
                 raise
             raise SimulationError(f"t = {t:.6g}: loads: {exc}") from None
-        if self.compiled:
+        if self.compiled and self.formulation == "kane":
             return self._compiled(t, q, u, L)
         if self.formulation == "kane":
             tm = _terms(model, kin)
@@ -168,16 +166,17 @@ class _System:
             ydot[self.locked] = 0.0
         return np.concatenate((qdot(model, q, u), ydot))
 
-    def _compiled(self, t: float, q: Array, u: Array, L: Any) -> Array:
-        """``[q̇ | ν̇]`` from the compiled equations (locked speeds held at zero)."""
-        cm = compile_model(self.model, self.locked.tolist())
-        qv, uv = q.tolist(), u.tolist()
-        n = self.model.n
+    def _compiled(self, t: float, q: Array, y: Array, L: Any) -> Array:
+        """``[q̇ | ẏ]`` from the compiled equations (locked speeds held at zero); ``y``
+        are the speeds (Kane) or the momentum states (MSD, then ``L`` is None)."""
+        cm = compile_model(self.model, self.locked.tolist(), self.formulation)
+        qv, yv = q.tolist(), y.tolist()
+        n, nq = self.model.n, self.model.nq
         try:
-            out = cm.rhs(qv, uv) if L is None else cm.rhs_with_loads(qv, uv, L)
+            out = cm.rhs(qv, yv) if L is None else cm.rhs_with_loads(qv, yv, L)
         except (ZeroDivisionError, ValueError, OverflowError):  # float arithmetic raises
-            out = [np.nan] * (n + self.model.nq)
-        xdot = np.array(out[n:] + out[:n])
+            out = [np.nan] * (2 * n + nq)
+        xdot = np.array(out[n : n + nq] + out[:n])
         if not np.all(np.isfinite(xdot)):
             raise ModelError(
                 "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
@@ -525,7 +524,15 @@ def simulate(
     if not np.isfinite(every) or every <= 0.0:
         raise ModelError(f"output_every must be positive, got {output_every}")
     schedule = _lock_indices(model, events)
-    system = _System(model, formulation, loads, compiled=resolve_engine(model, engine, formulation))
+    compiled = resolve_engine(model, engine)
+    if compiled and formulation == "msd" and (loads or controller):
+        if engine == "compiled":
+            raise ModelError(
+                "engine='compiled' runs the MSD formulation without loads or a controller; "
+                "use engine='auto' or 'dense'"
+            )
+        compiled = False
+    system = _System(model, formulation, loads, compiled=compiled)
     x = system.initial(state)
     sampler = _Sampler(controller, model)
     sampler.sample(system, 0.0, x)
@@ -534,8 +541,9 @@ def simulate(
     if progress is None:
         progress = sys.stderr.isatty()
     start = _time.perf_counter()
+    speeds = None
     if method == "rk4" and system.compiled and not (loads or controller or schedule):
-        ts, xs, locks, steps = _run_rk4_compiled(system, x, t_final, dt, every, progress)
+        ts, xs, locks, steps, speeds = _run_rk4_compiled(system, x, t_final, dt, every, progress)
     elif method == "rk4":
         ts, xs, locks, steps = _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler)
     else:
@@ -545,7 +553,7 @@ def simulate(
     wall = _time.perf_counter() - start
     q = xs[:, : model.nq]
     # speeds at the outputs (MSD stores momenta), with the lock set of each instant
-    u = _output_speeds(system, xs, locks)
+    u = _output_speeds(system, xs, locks) if speeds is None else speeds
     return Trajectory(
         model=model, t=ts, q=q, u=u, formulation=formulation, method=method, wall_time=wall,
         steps=steps, events=tuple(events),
@@ -720,9 +728,10 @@ def _run_rk4_compiled(system, x, t_final, dt, every, progress):
     normalized inside every right-hand side and after every step), without NumPy calls.
     """
     model = system.model
-    n = model.n
-    cm = compile_model(model)
+    n, nq = model.n, model.nq
+    cm = compile_model(model, formulation=system.formulation)
     rhs = cm._scalar
+    msd = system.formulation == "msd"
     n_steps = int(np.ceil(t_final / dt - 1e-9))
     stride = max(1, int(round(every / dt)))
     if abs(stride * dt - every) > 1e-9 * max(every, 1.0):
@@ -732,23 +741,26 @@ def _run_rk4_compiled(system, x, t_final, dt, every, progress):
     monitor = _Monitor(model, x)
     monitor.x = x
     gimbal3 = bool(model.layout.gimbal3.size)
-    # state as [q | ν]; the kernel returns [ν̇ | q̇]
+    # state as [q | y]; the kernel returns [ẏ | q̇] (Kane, y = ν) or [ẏ | q̇ | ν] (MSD)
     xs_l = x.tolist()
     ts, out = [0.0], [list(xs_l)]
+    first = rhs(*xs_l)
+    us = [first[n + nq :]] if msd else None
     t = 0.0
     isfinite = math.isfinite
     for step in range(1, n_steps + 1):
         h = min(dt, t_final - t)
         h2, h6 = 0.5 * h, h / 6.0
         try:
-            k1 = rhs(*xs_l)
-            k1 = k1[n:] + k1[:n]
+            k1 = first if first is not None else rhs(*xs_l)
+            first = None
+            k1 = k1[n : n + nq] + k1[:n]
             k2 = rhs(*[a + h2 * b for a, b in zip(xs_l, k1, strict=True)])
-            k2 = k2[n:] + k2[:n]
+            k2 = k2[n : n + nq] + k2[:n]
             k3 = rhs(*[a + h2 * b for a, b in zip(xs_l, k2, strict=True)])
-            k3 = k3[n:] + k3[:n]
+            k3 = k3[n : n + nq] + k3[:n]
             k4 = rhs(*[a + h * b for a, b in zip(xs_l, k3, strict=True)])
-            k4 = k4[n:] + k4[:n]
+            k4 = k4[n : n + nq] + k4[:n]
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
             raise monitor.failure(t + h, f"the right-hand side failed ({exc})") from None
         xs_l = [
@@ -767,11 +779,18 @@ def _run_rk4_compiled(system, x, t_final, dt, every, progress):
         if step % stride == 0 or step == n_steps:
             ts.append(t)
             out.append(xs_l)
+            if us is not None:  # the speeds at the output; k1 of the next step
+                try:
+                    first = rhs(*xs_l)
+                except (ZeroDivisionError, ValueError, OverflowError) as exc:
+                    raise monitor.failure(t, f"the right-hand side failed ({exc})") from None
+                us.append(first[n + nq :])
         if step % 200 == 0:
             bar.update(step)
     bar.update(n_steps)
     bar.close()
-    return np.array(ts), np.array(out), [system.locked] * len(ts), n_steps
+    speeds = None if us is None else np.array(us)
+    return np.array(ts), np.array(out), [system.locked] * len(ts), n_steps, speeds
 
 
 def _apply_events(system: _System, x: Array, schedule: list, n_applied: int) -> Array:

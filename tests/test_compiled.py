@@ -89,6 +89,63 @@ def free_root_speeds(model: kd.Model) -> set[int]:
 # --------------------------------------------------------------------------- dense oracle
 @COMPILED
 @given(model=compilable_trees(), seed=SEEDS, speed=SPEEDS)
+def test_msd_speeds_and_rates_equal_dense_on_random_trees(model, seed, speed):
+    """The MSD kernel: speeds from the momentum states (``kd.msd.speeds``) and the
+    momentum rates (``kd.msd.rates``, the corrected equations) at those speeds."""
+    state = draw_state(model, seed, speed)
+    y = kd.msd.momenta(model, state)
+    cm = compile_model(model, formulation="msd")
+    out = cm.rhs(state.q.tolist(), y.tolist())
+    n, nq = model.n, model.nq
+    assert len(out) == 2 * n + nq
+    c = cond(model, state)
+    nu = kd.msd.speeds(model, state.q, y)
+    assert_close(out[n + nq :], nu, c)
+    assert_close(out[n + nq :], state.u, c)
+    kin = _kinematics(model, state.q, nu)
+    want = kd.msd.rates(model, kin, applied_loads(model, kd.State(state.q, nu), kin))
+    assert_close(out[:n], want, c)
+
+
+@COMPILED
+@given(model=compilable_trees(), seed=SEEDS)
+def test_msd_with_locked_speeds_equals_dense(model, seed):
+    """Locked speeds are zero, their rates zero, the free speeds solve the restricted
+    mass matrix (``kd.msd.speeds(..., locked)``)."""
+    rng = np.random.default_rng(seed)
+    roots = {int(r) for k in kd.msd.momentum_roots(model) for r in model.layout.u_index[k]}
+    candidates = sorted(set(range(model.n)) - roots)
+    assume(candidates)
+    locked = sorted(rng.choice(candidates, size=min(2, len(candidates)), replace=False).tolist())
+    state = draw_state(model, seed, 1.0)
+    u = state.u.copy()
+    u[locked] = 0.0
+    state = kd.State(state.q, u)
+    y = kd.msd.momenta(model, state)
+    if roots:
+        with pytest.raises(ModelError, match="cannot be locked"):
+            compile_model(model, [min(roots)], formulation="msd")
+    out = compile_model(model, locked, formulation="msd").rhs(state.q.tolist(), y.tolist())
+    n, nq = model.n, model.nq
+    nu = kd.msd.speeds(model, state.q, y, locked)
+    assert all(out[n + nq + r] == 0.0 and out[r] == 0.0 for r in locked)
+    assert_close(out[n + nq :], nu, cond(model, state))
+
+
+def test_msd_compiled_model_has_no_forward_dynamics_or_loads():
+    model = kd.examples.double_pendulum()
+    cm = compile_model(model, formulation="msd")
+    assert cm.formulation == "msd" and cm is not compile_model(model)
+    with pytest.raises(ModelError, match="Kane formulation"):
+        cm.forward_dynamics(model.initial_state())
+    with pytest.raises(ModelError, match="no load inputs"):
+        cm.rhs_with_loads([0.0, 0.0], [0.0, 0.0], None)
+    with pytest.raises(ModelError, match="formulation must be"):
+        compile_model(model, formulation="lagrange")
+
+
+@COMPILED
+@given(model=compilable_trees(), seed=SEEDS, speed=SPEEDS)
 def test_compiled_equals_dense_on_random_trees(model, seed, speed):
     state = draw_state(model, seed, speed)
     cm = compile_model(model)

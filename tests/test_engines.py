@@ -44,10 +44,19 @@ def test_bad_engine_name_is_a_model_error():
         kd.simulate(model, state, 0.1, 0.01, engine="fast", progress=False)
 
 
-def test_compiled_msd_is_refused_with_the_reason():
+def test_compiled_msd_with_loads_is_refused_with_the_reason():
     model, state = _tree()
-    with pytest.raises(ModelError, match="Kane formulation"):
-        kd.simulate(model, state, 0.1, 0.01, formulation="msd", engine="compiled")
+    loads = random_loads(model, np.random.default_rng(1))
+    with pytest.raises(ModelError, match="MSD formulation without loads"):
+        kd.simulate(model, state, 0.1, 0.01, formulation="msd", engine="compiled", loads=loads)
+
+
+def test_auto_msd_with_loads_runs_dense_and_agrees():
+    model, state = _tree()
+    loads = random_loads(model, np.random.default_rng(1))
+    auto, dense = (kd.simulate(model, state, 0.3, 0.01, formulation="msd", loads=loads,
+                               progress=False, engine=e) for e in ("auto", "dense"))  # fmt: skip
+    np.testing.assert_array_equal(auto.u, dense.u)
 
 
 def test_compiled_spherical_spring_is_refused_with_the_reason():
@@ -106,6 +115,22 @@ def test_runs_with_loads_agree(kind):
     _assert_same(dense, compiled)
     free, _ = _runs(model, state)
     assert np.max(np.abs(free.u[-1] - dense.u[-1])) > 1e-3  # the loads matter
+
+
+@pytest.mark.parametrize("method", ["rk4", "DOP853"])
+def test_msd_runs_agree(method):
+    model, state = _tree()
+    dense, compiled = _runs(model, state, method=method, formulation="msd")
+    _assert_same(dense, compiled)
+    kane = kd.simulate(model, state, 0.5, 0.01, progress=False, method=method)
+    _assert_same(kane, compiled, tol=1e-5)  # the other formulation: same motion, to the step error
+
+
+def test_msd_runs_with_lock_events_agree():
+    model, state = _tree()
+    events = [kd.Lock(0.1, "j1"), kd.Lock(0.2, "j2", 1), kd.Unlock(0.35, "j1")]
+    dense, compiled = _runs(model, state, events=events, formulation="msd")
+    _assert_same(dense, compiled)
 
 
 def test_runs_with_lock_events_agree():

@@ -9,6 +9,8 @@ shown to catch a broken rate equation.
 
 from __future__ import annotations
 
+import weakref
+
 import attrs
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kanedyn as kd
+import kanedyn.compiled
 import kanedyn.msd
 from kanedyn.errors import ModelError
 from kanedyn.kinematics import _kinematics
@@ -178,22 +181,23 @@ def _spinning_hub(damping=0.5):
     return model, model.set_joint(state, "hinge_right", angles=(-0.2,), rates=(-0.4,))
 
 
-def momentum_drift_and_energy(formulation, steps, dt):
+def momentum_drift_and_energy(formulation, steps, dt, engine="auto"):
     """Relative drift of the root's total H and P (read through kd.msd.momenta from the
     stored states) and the total-energy history, for a torque-free RK4 run."""
     model, state = _spinning_hub()
     tr = kd.simulate(model, state, steps * dt, dt, formulation=formulation,
-                     output_every=steps * dt / 50, progress=False)  # fmt: skip
+                     output_every=steps * dt / 50, progress=False, engine=engine)  # fmt: skip
     y = np.array([kd.msd.momenta(model, tr.state(i)) for i in range(tr.t.size)])
     idx = model.speeds("root")
     drift = [np.abs(y[:, r] - y[0, r]).max() / np.abs(y[0, r]).max() for r in (idx[:3], idx[3:])]
     return max(drift), tr.total_energy
 
 
-def _check_long_run(steps, dt):
-    d_msd, E_msd = momentum_drift_and_energy("msd", steps, dt)
-    d_kane, E_kane = momentum_drift_and_energy("kane", steps, dt)
-    msg = f"relative momentum drift over {steps} RK4 steps: msd {d_msd:.3e}, kane {d_kane:.3e}"
+def _check_long_run(steps, dt, engine="auto"):
+    d_msd, E_msd = momentum_drift_and_energy("msd", steps, dt, engine)
+    d_kane, E_kane = momentum_drift_and_energy("kane", steps, dt, engine)
+    msg = (f"relative momentum drift over {steps} RK4 steps ({engine} engine): "
+           f"msd {d_msd:.3e}, kane {d_kane:.3e}")  # fmt: skip
     print(msg)  # shown in CI's slow run (-rP)
     assert d_msd <= 1e-13, msg
     assert d_kane > 100 * max(d_msd, 1e-16), msg
@@ -201,8 +205,45 @@ def _check_long_run(steps, dt):
         assert np.all(np.diff(E) < 0.0), msg
 
 
-def test_msd_keeps_total_momentum_to_round_off():
-    _check_long_run(steps=1000, dt=0.05)
+def _break_root_rates(monkeypatch):
+    """Break MSD on both engines: give the free root's total-momentum rate a transport
+    term of a rotating frame (``H × ω``, or the hub's ``-ω × I ω``), which an inertial
+    total momentum does not have."""
+    model, _ = _spinning_hub()
+    idx = model.speeds("root")[:3]
+    original = kanedyn.msd.rates
+
+    def broken(model, kin, L):
+        ydot = original(model, kin, L)
+        R, w = kin.R_N_B[0], kin.omega[0]
+        ydot[idx] -= np.cross(w, R @ model.layout.inertia[0] @ R.T @ w)
+        return ydot
+
+    monkeypatch.setattr(kanedyn.msd, "rates", broken)
+    traced = kanedyn.compiled._Trace.run_msd
+
+    def broken_traced(self):
+        y = list(self.u)
+        ydot, qd, nu = traced(self)
+        H, w = [y[i] for i in idx], [nu[i] for i in idx]
+        for c, i in enumerate(idx):
+            ydot[i] = ydot[i] + (H[(c + 1) % 3] * w[(c + 2) % 3] - H[(c + 2) % 3] * w[(c + 1) % 3])
+        return ydot, qd, nu
+
+    monkeypatch.setattr(kanedyn.compiled._Trace, "run_msd", broken_traced)
+    monkeypatch.setattr(kanedyn.compiled, "_CACHE", weakref.WeakKeyDictionary())
+
+
+@pytest.mark.parametrize("engine", ["dense", "compiled"])
+def test_msd_keeps_total_momentum_to_round_off(engine):
+    _check_long_run(steps=1000, dt=0.05, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ["dense", "compiled"])
+def test_momentum_check_fails_when_the_root_rate_is_broken(monkeypatch, engine):
+    _break_root_rates(monkeypatch)
+    d_msd, _ = momentum_drift_and_energy("msd", 1000, 0.05, engine)
+    assert d_msd > 1e-6
 
 
 @pytest.mark.slow
