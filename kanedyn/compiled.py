@@ -36,10 +36,16 @@ vectors (ω, v) and forces (n, f) (conventions page):
 ``Q`` holds the joint springs and dampers of :mod:`kanedyn.loads` (``-k q - c q̇`` per
 angle or slide, ``-c ω`` for a spherical joint).
 
+**MSD** (``formulation="msd"``, :meth:`_Trace.run_msd`): the speeds from the momentum
+states by the same elimination at zero speed (``M ν = y - Ωᵀh``), then the momentum
+rates ``ẏ_r = Q_r + s_rᵀ (f^c - v ×f h^c) + ṡ_rᵀ h^c`` from the subtree momenta ``h^c``
+and external forces ``f^c`` in Go (docs/theory/compiled.md); a free root's states take
+the total external wrench in N.
+
 **Scope.** A spherical joint with a spring (``-J_r⁻ᵀ K φ``) and models with sympy
 parameters are not compiled: :func:`supports` says why, and :func:`kanedyn.simulate`
-then uses the dense engine. External loads enter as per-body force and torque inputs in
-N (:meth:`CompiledModel.rhs_with_loads`).
+then uses the dense engine. External loads enter the Kane kernel as per-body force and
+torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); the MSD kernel has none.
 """
 
 from __future__ import annotations

@@ -493,11 +493,12 @@ def simulate(
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
     engine : {"auto", "compiled", "dense"}
-        How the Kane formulation's right-hand side is evaluated: ``"compiled"`` by the
-        generated equations of :mod:`kanedyn.compiled` (5-10 times faster; built once
-        per model), ``"dense"`` by :func:`kanedyn.forward_dynamics`'s engine.
-        ``"auto"`` (default) compiles when the formulation is Kane's and the model
-        can be compiled (:func:`kanedyn.compiled.supports`). Both agree to round-off.
+        How the right-hand side is evaluated: ``"compiled"`` by the generated
+        equations of :mod:`kanedyn.compiled` (5-20 times faster; built once per model
+        and formulation), ``"dense"`` by the NumPy engine of :func:`kanedyn.forward_dynamics`
+        and :mod:`kanedyn.msd`. ``"auto"`` (default) compiles when the model can be
+        compiled (:func:`kanedyn.compiled.supports`), except for the MSD formulation
+        with loads or a controller. Both agree to round-off.
 
     Returns
     -------
