@@ -169,7 +169,8 @@ for f, run in lock.items():
 # |---|---|---|
 # | integrated states | speeds $[u \mid s]$ | generalized momenta $h_k$, $p_k$; total $H$, $P$ of a free root |
 # | total momentum of a free body, no external load | drifts with the integration error | kept to round-off, with any RK method |
-# | per step | assemble $M$ and $F_r + F^*_r$, one Cholesky solve | assemble $M$, one Cholesky solve for the speeds, momentum rates from composite $H_k$, $P_k$ |
+# | per step (dense engine) | assemble $M$ and $F_r + F^*_r$, one Cholesky solve | assemble $M$, one Cholesky solve for the speeds, momentum rates from composite $H_k$, $P_k$ |
+# | per step (compiled engine, the default) | articulated-body elimination for $\dot\nu$ | the same elimination at zero speed for $\nu$, momentum rates from the subtree momenta |
 # | remainder accelerations $\alpha_r$, $a_r$ | needed | not needed (replaced by $\omega\times H$ and $v\times P$ terms) |
 # | locking a DOF | re-solve the speeds from the momenta at the event | drop one rate equation; the momenta carry over |
 # | constraint forces, teaching view, symbolic twin | yes (`constraint_forces`, `kd.symbolic`) | use Kane for these |
