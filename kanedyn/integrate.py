@@ -494,7 +494,7 @@ def simulate(
         Show a progress bar (default: when stderr is a terminal).
     engine : {"auto", "compiled", "dense"}
         How the right-hand side is evaluated: ``"compiled"`` by the generated
-        equations of :mod:`kanedyn.compiled` (5-20 times faster; built once per model
+        equations of :mod:`kanedyn.compiled` (5-25 times faster; built once per model
         and formulation), ``"dense"`` by the NumPy engine of :func:`kanedyn.forward_dynamics`
         and :mod:`kanedyn.msd`. ``"auto"`` (default) compiles when the model can be
         compiled (:func:`kanedyn.compiled.supports`), except for the MSD formulation
