@@ -309,8 +309,8 @@ class _Trace:
         self.model = model
         lay = model.layout
         self.tape = tape = Tape()
-        self.q = [tape.input(f"q{i}") for i in range(model.nq)]
-        self.u = [tape.input(f"u{i}") for i in range(model.n)]
+        self.q: list[Scalar] = [tape.input(f"q{i}") for i in range(model.nq)]
+        self.u: list[Scalar] = [tape.input(f"u{i}") for i in range(model.n)]
         nb = model.nb
         self.loads = loads
         if loads:
@@ -554,7 +554,8 @@ class _Trace:
         for k in roots:
             b = geo0[k]
             idx = [int(i) for i in lay.u_index[k]]
-            H, P = [y[i] for i in idx[:3]], ([y[i] for i in idx[3:]] or [0.0, 0.0, 0.0])
+            H: list[Scalar] = [y[i] for i in idx[:3]]
+            P: list[Scalar] = [y[i] for i in idx[3:]] or [0.0, 0.0, 0.0]
             for i, val in zip(idx[:3], _mtv(b.E, _sub(H, _cross(b.r, P))), strict=True):
                 y_gen[i] = val  # R_N_Goᵀ (H - o × P)
             if len(idx) == 6:
