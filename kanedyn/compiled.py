@@ -52,17 +52,21 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import codegen
-from kanedyn.codegen import Scalar, Tape, cos, sin, sqrt
+from kanedyn.codegen import Scalar, Tape, Value, cos, sin, sqrt
 from kanedyn.errors import ModelError
 from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model
+from kanedyn.plan import Params, params_of
+
+if TYPE_CHECKING:
+    from kanedyn.batch import ModelBatch
 
 __all__ = ["CompiledModel", "compile_model", "supports"]
 
@@ -192,18 +196,24 @@ def _inertia_to_parent(E: Mat, r: Vec, I: Mat) -> Mat:
     return out
 
 
-def _body_inertia(mass: float, inertia: Array, c: Array) -> Mat:
+def _body_inertia(mass: Scalar, inertia: Mat, c: Vec) -> Mat:
     """Spatial inertia about a frame's origin of a body with mass centre ``c`` and
-    inertia ``inertia`` (about the mass centre), both in that frame (see
-    :func:`kanedyn.kane.spatial_inertia`)."""
-    cx = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
-    I6 = np.zeros((6, 6))
-    I6[:3, :3] = inertia - mass * cx @ cx
-    I6[:3, 3:] = mass * cx
-    I6[3:, :3] = -mass * cx
-    I6[3:, 3:] = mass * np.eye(3)
-    I6 = 0.5 * (I6 + I6.T)
-    return _const(I6)
+    inertia ``inertia`` (about the mass centre, symmetric), both in that frame (see
+    :func:`kanedyn.kane.spatial_inertia`): ``[[I - m [c]×², m [c]×], [-m [c]×, m U]]``,
+    with ``-[c]×² = |c|² U - c cᵀ``."""
+    cc = _dot(c, c)
+    mc = _scale(mass, c)
+    out: Mat = [[0.0] * 6 for _ in range(6)]
+    for i in range(3):
+        for j in range(i, 3):
+            shift = (cc if i == j else 0.0) - c[i] * c[j]
+            out[i][j] = out[j][i] = inertia[i][j] + mass * shift
+        out[i + 3][i + 3] = mass
+    mcx = _skew(mc)
+    for i in range(3):
+        for j in range(3):
+            out[i][j + 3] = out[j + 3][i] = mcx[i][j]
+    return out
 
 
 def _solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
@@ -291,12 +301,14 @@ def _remainder(J: _Joint, vk: Vec) -> Vec:
     return _add(J.cJ, _cross_m(vk, J.vJ))
 
 
-def supports(model: Model) -> str | None:
-    """``None`` if ``model`` can be compiled, else the reason it cannot."""
+def supports(model: Model, params: Params | None = None) -> str | None:
+    """``None`` if ``model`` (with the parameters ``params`` of a batch, if given) can be
+    compiled, else the reason it cannot."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     lay = model.layout
-    if lay.spherical.size and np.any(lay.stiffness[lay.quat_u]):
+    stiffness = lay.stiffness if params is None else np.asarray(params.stiffness)
+    if lay.spherical.size and np.any(stiffness[..., lay.quat_u]):
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
     return None
 
@@ -305,7 +317,8 @@ def supports(model: Model) -> str | None:
 class _Trace:
     """The ABA of one model on a tape; inputs q, u (and optionally loads)."""
 
-    def __init__(self, model: Model, locked: frozenset[int], loads: bool):
+    def __init__(self, model: Model, locked: frozenset[int], loads: bool,
+                 params: Params | None = None):  # fmt: skip
         self.model = model
         lay = model.layout
         self.tape = tape = Tape()
@@ -317,6 +330,11 @@ class _Trace:
             self.T = [[tape.input(f"T{i}_{c}") for c in range(3)] for i in range(nb)]
             self.F = [[tape.input(f"F{i}_{c}") for c in range(3)] for i in range(nb)]
             self.Q = [tape.input(f"Q{r}") for r in range(model.n)]
+        # parameters: constants, except the entries that vary across a batch (inputs)
+        self.values, self.param_inputs = _parameter_values(params or params_of(model))
+        self.inputs: dict[tuple[str, int], Scalar] = {
+            key: tape.input(f"p{i}") for i, key in enumerate(self.param_inputs)
+        }
         self.locked = locked
         # normalized quaternions (as the dense engine normalizes them)
         self.quat: dict[int, list[Scalar]] = {}
@@ -327,6 +345,23 @@ class _Trace:
             self.quat[int(k)] = [x * s, y * s, z * s, w * s]
         self.gimbal_row = {int(k): row for row, k in enumerate(lay.gimbal)}
         self.sph_row = {int(k): row for row, k in enumerate(lay.spherical)}
+
+    def par(self, field: str, *index: int) -> Any:
+        """Parameter ``field[index]`` as nested lists: a float where every member of a
+        batch has the same value, a tape input where they differ."""
+        value = self.values[field][index]
+        if not self.param_inputs:
+            return _const(value)
+        flat0 = int(np.ravel_multi_index(index + (0,) * (value.ndim), self.values[field].shape))
+        flat = np.arange(value.size).reshape(value.shape) + flat0
+        table = self.inputs
+
+        def build(v: Any, f: Any) -> Any:
+            if np.ndim(v):
+                return [build(a, b) for a, b in zip(v, f, strict=True)]
+            return table.get((field, int(f)), float(v))
+
+        return build(value, flat)
 
     def joint(self, k: int) -> _Joint:
         model, lay = self.model, self.model.layout
@@ -399,9 +434,9 @@ class _Trace:
             return list(self.Q)
         Q: list[Scalar] = [0.0] * model.n
         for i, r in zip(lay.angle_q, lay.angle_u, strict=True):
-            Q[int(r)] = -float(lay.stiffness[r]) * self.q[int(i)]
+            Q[int(r)] = -self.par("stiffness", int(r)) * self.q[int(i)]
         for r in range(model.n):
-            Q[r] = Q[r] - float(lay.damping[r]) * self.u[r]
+            Q[r] = Q[r] - self.par("damping", r) * self.u[r]
         return Q
 
     def geometry(self) -> list[_Body]:
@@ -412,21 +447,22 @@ class _Trace:
         for k in range(model.nb):
             J = self.joint(k)
             p = int(lay.parent[k])
-            R_Bi_Gi = lay.R_Bi_Gi[k]
+            R_Bi_Gi = self.par("R_Bi_Gi", k)
             if p < 0:
-                R_P_Gi, r0 = R_Bi_Gi, lay.inner_point[k]
+                R_P_Gi, r0 = R_Bi_Gi, self.par("inner_point", k)
             else:
-                R_P_Gi = lay.R_Go_Bo[p] @ R_Bi_Gi
-                r0 = lay.R_Go_Bo[p] @ (lay.inner_point[k] - lay.outer_point[p])
-            R_P_Gi_c = _const(R_P_Gi)
-            E = _mm(R_P_Gi_c, J.R)
-            r = _add(_const(r0), _mv(R_P_Gi_c, J.d))
-            R_Go_Bo = lay.R_Go_Bo[k]
-            com = R_Go_Bo @ (lay.com[k] - lay.outer_point[k])
-            I_c = R_Go_Bo @ lay.inertia[k] @ R_Go_Bo.T
-            inertia = _body_inertia(float(lay.mass[k]), I_c, com)
-            h = R_Go_Bo @ lay.h_embedded[k]
-            out.append(_Body(J, p, E, r, inertia, _const(com), _const(h), bool(np.any(h))))
+                R_p = self.par("R_Go_Bo", p)
+                R_P_Gi = _mm(R_p, R_Bi_Gi)
+                r0 = _mv(R_p, _sub(self.par("inner_point", k), self.par("outer_point", p)))
+            E = _mm(R_P_Gi, J.R)
+            r = _add(r0, _mv(R_P_Gi, J.d))
+            R_Go_Bo = self.par("R_Go_Bo", k)
+            com = _mv(R_Go_Bo, _sub(self.par("com", k), self.par("outer_point", k)))
+            I_c = _rotate_sym(R_Go_Bo, self.par("inertia", k))
+            inertia = _body_inertia(self.par("mass", k), I_c, com)
+            h = _mv(R_Go_Bo, self.par("h_embedded", k))
+            has_h = any(isinstance(x, Value) or x != 0.0 for x in h)
+            out.append(_Body(J, p, E, r, inertia, com, h, has_h))
         return out
 
     def velocities(self, geo: list[_Body]) -> list[Vec]:
@@ -512,7 +548,6 @@ class _Trace:
 
     def run(self) -> tuple[list[Scalar], list[Scalar]]:
         """Forward dynamics by ABA; returns (ν̇, q̇)."""
-        model = self.model
         geo = self.geometry()
         v = self.velocities(geo)
         c = [_remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
@@ -525,7 +560,7 @@ class _Trace:
         if self.loads:
             p = [_sub(pk, fk) for pk, fk in zip(p, self._load_forces(geo), strict=True)]
         # uniform gravity as an acceleration of N (with loads, it is in the input F)
-        g = [0.0, 0.0, 0.0] if self.loads else _const(model.gravity)
+        g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         a_N = [0.0, 0.0, 0.0] + [-x for x in g]
         return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
 
@@ -559,7 +594,7 @@ class _Trace:
             for i, val in zip(idx[:3], _mtv(b.E, _sub(H, _cross(b.r, P))), strict=True):
                 y_gen[i] = val  # R_N_Goᵀ (H - o × P)
             if len(idx) == 6:
-                D = _const(lay.R_Bi_Gi[k] @ lay.Delta[k])  # R_N_Gi Δ
+                D = _mm(self.par("R_Bi_Gi", k), _const(lay.Delta[k]))  # R_N_Gi Δ
                 for i, val in zip(idx[3:], _mtv(D, P), strict=True):
                     y_gen[i] = val
         zero6 = [0.0] * 6
@@ -569,7 +604,7 @@ class _Trace:
         geo = self.geometry()
         v = self.velocities(geo)
         Q = self.generalized_forces()
-        g = _const(model.gravity)
+        g = self.par("gravity")
         # gravity in each Go_k, and the subtree momenta and external forces
         g_go: list[Vec] = []
         hc: list[Vec] = []
@@ -633,6 +668,31 @@ class _Trace:
         return qd
 
 
+_PARAM_FIELDS = ("mass", "inertia", "com", "h_embedded", "inner_point", "outer_point",
+                 "R_Bi_Gi", "R_Go_Bo", "stiffness", "damping", "gravity")  # fmt: skip
+_CORE_NDIM = {"mass": 1, "inertia": 3, "com": 2, "h_embedded": 2, "inner_point": 2,
+              "outer_point": 2, "R_Bi_Gi": 3, "R_Go_Bo": 3, "stiffness": 1, "damping": 1,
+              "gravity": 1}  # fmt: skip
+
+
+def _parameter_values(params: Params) -> tuple[dict[str, Array], list[tuple[str, int]]]:
+    """Per field, the values of member 0 (or the unbatched values); and the (field, flat
+    index) of every entry that differs between members of a batch, in a fixed order."""
+    values: dict[str, Array] = {}
+    varying: list[tuple[str, int]] = []
+    for field in _PARAM_FIELDS:
+        arr = np.asarray(getattr(params, field), dtype=float)
+        core = _CORE_NDIM[field]
+        if arr.ndim > core:
+            flat = arr.reshape((-1,) + arr.shape[arr.ndim - core :])
+            values[field] = flat[0]
+            differs = np.any(flat != flat[0], axis=0).ravel()
+            varying += [(field, int(i)) for i in np.flatnonzero(differs)]
+        else:
+            values[field] = arr
+    return values, varying
+
+
 # --------------------------------------------------------------------------- result
 @attrs.frozen(eq=False)
 class CompiledModel:
@@ -650,9 +710,23 @@ class CompiledModel:
     source: str
     n_ops: int
     source_loads: str | None
+    batch: Any  # the ModelBatch whose varying parameters are inputs, or None
+    param_inputs: tuple[tuple[str, int], ...]  # (Params field, flat index) of inputs p0, p1...
     _scalar: Callable[..., list]
     _array: Callable[..., list]
     _scalar_loads: Callable[..., list] | None
+
+    def parameter_arrays(self) -> list[Array]:
+        """The values of the inputs ``p0, p1, ...`` per member, each (B,)."""
+        if self.batch is None:
+            return []
+        pa = self.batch.params
+        B = pa.batch_shape[0] if pa.batch_shape else 1
+        out = []
+        for field, i in self.param_inputs:
+            arr = np.asarray(getattr(pa, field), dtype=float)
+            out.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
+        return out
 
     def forward_dynamics(self, state: Any) -> Array:
         """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,) or :class:`~kanedyn.States`
@@ -663,12 +737,21 @@ class CompiledModel:
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
         n = model.n
-        if isinstance(state, States):
-            q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
-            _check_batch(model, q, u)
+        if isinstance(state, States) or self.batch is not None:
+            if isinstance(state, States):
+                q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
+                _check_batch(model, q, u)
+            else:
+                model.check_state(state)
+                q, u = state.q[None, :], state.u[None, :]
+            p = self.parameter_arrays()
+            B = q.shape[0] if not p else p[0].shape[0]
+            if p and q.shape[0] not in (1, B):
+                raise ModelError(f"States: {q.shape[0]} states for a batch of {B} parameter sets")
+            B = max(B, q.shape[0])
             with np.errstate(all="ignore"):
-                out = self._array(*q.T, *u.T)
-            acc = np.empty((q.shape[0], n))
+                out = self._array(*q.T, *u.T, *p)
+            acc = np.empty((B, n))
             for r in range(n):
                 acc[:, r] = out[r]
             _check_finite(acc)
@@ -683,7 +766,11 @@ class CompiledModel:
         return acc
 
     def rhs(self, q: Sequence[float], u: Sequence[float]) -> list[float]:
-        """``[ν̇ | q̇]`` as a list of floats at ``q``, ``u`` (no checks: the inner loop)."""
+        """``[ν̇ | q̇]`` as a list of floats at ``q``, ``u`` (no checks: the inner loop);
+        for a batch, member b's parameters are the arrays of :meth:`parameter_arrays`,
+        appended as the last arguments of ``_array``."""
+        if self.batch is not None:
+            raise ModelError("rhs: a ModelBatch's compiled model is evaluated on States")
         return self._scalar(*q, *u)
 
     def rhs_with_loads(self, q: Sequence[float], u: Sequence[float],
@@ -712,9 +799,9 @@ def _check_finite(acc: Array) -> None:
         )
 
 
-def _generate(model: Model, locked: frozenset[int], loads: bool,
-              formulation: str = "kane") -> tuple[str, int]:  # fmt: skip
-    tr = _Trace(model, locked, loads)
+def _generate(model: Model, locked: frozenset[int], loads: bool, formulation: str = "kane",
+              params: Params | None = None) -> tuple[str, int, list]:  # fmt: skip
+    tr = _Trace(model, locked, loads, params)
     if formulation == "kane":
         nudot, qd = tr.run()
         outputs = [*nudot, *qd]
@@ -726,21 +813,25 @@ def _generate(model: Model, locked: frozenset[int], loads: bool,
         args += [f"T{i}_{c}" for i in range(model.nb) for c in range(3)]
         args += [f"F{i}_{c}" for i in range(model.nb) for c in range(3)]
         args += [f"Q{r}" for r in range(model.n)]
-    return tr.tape.source("rhs", args, outputs), tr.tape.count(outputs)
+    args += [f"p{i}" for i in range(len(tr.param_inputs))]
+    return tr.tape.source("rhs", args, outputs), tr.tape.count(outputs), tr.param_inputs
 
 
-_CACHE: weakref.WeakKeyDictionary[Model, dict[tuple, CompiledModel]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, CompiledModel]] = weakref.WeakKeyDictionary()
 
 
 def compile_model(
-    model: Model, locked: Sequence[int] = (), formulation: str = "kane"
+    model: Model | ModelBatch, locked: Sequence[int] = (), formulation: str = "kane"
 ) -> CompiledModel:
     """Generate (once per model, lock set and formulation; cached) the model's compiled
     equations.
 
     Parameters
     ----------
-    model : Model
+    model : Model or ModelBatch
+        With a :class:`~kanedyn.ModelBatch`, the parameters that differ between its
+        members are inputs of the generated code (the others stay folded constants),
+        and :meth:`CompiledModel.forward_dynamics` evaluates member b at state b.
     locked : sequence of int
         Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
     formulation : {"kane", "msd"}
@@ -752,7 +843,11 @@ def compile_model(
     ModelError
         When the model cannot be compiled (:func:`supports` gives the reason).
     """
-    why = supports(model)
+    from kanedyn.batch import ModelBatch
+
+    batch = model if isinstance(model, ModelBatch) else None
+    base: Model = model.model if isinstance(model, ModelBatch) else model
+    why = supports(base, None if batch is None else batch.params)
     if why is not None:
         raise ModelError(f"cannot compile this model: {why}")
     if formulation not in ("kane", "msd"):
@@ -761,26 +856,30 @@ def compile_model(
     if formulation == "msd":
         from kanedyn.msd import momentum_roots
 
-        for k in momentum_roots(model):
-            if lock_set & {int(r) for r in model.layout.u_index[k]}:
+        for k in momentum_roots(base):
+            if lock_set & {int(r) for r in base.layout.u_index[k]}:
                 raise ModelError(
-                    f"joint {model.joints[k].name!r}: the DOFs of a free root cannot be "
+                    f"joint {base.joints[k].name!r}: the DOFs of a free root cannot be "
                     "locked (its MSD states are total momenta)"
                 )
     key = (lock_set, formulation)
-    per_model = _CACHE.setdefault(model, {})
+    per_model = _CACHE.setdefault(batch if batch is not None else base, {})
     hit = per_model.get(key)
     if hit is not None:
         return hit
-    source, n_ops = _generate(model, lock_set, False, formulation)
-    source_loads = _generate(model, lock_set, True)[0] if formulation == "kane" else None
+    params = None if batch is None else batch.params
+    source, n_ops, inputs = _generate(base, lock_set, False, formulation, params)
+    source_loads = (_generate(base, lock_set, True, "kane", params)[0]
+                    if formulation == "kane" else None)  # fmt: skip
     cm = CompiledModel(
-        model=model,
+        model=base,
         locked=lock_set,
         formulation=formulation,
         source=source,
         n_ops=n_ops,
         source_loads=source_loads,
+        batch=batch,
+        param_inputs=tuple(inputs),
         scalar=codegen.build(source, "rhs", codegen.SCALAR_NAMESPACE),
         array=codegen.build(source, "rhs", codegen.ARRAY_NAMESPACE),
         scalar_loads=None if source_loads is None else

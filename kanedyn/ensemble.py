@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from kanedyn import rotation as rot
 from kanedyn.batch import ModelBatch, States, resolve
-from kanedyn.compiled import compile_model
+from kanedyn.compiled import compile_model, supports
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.integrate import Trajectory, check_times, resolve_engine
 from kanedyn.kane import _bias, _mass_matrix, _solve, _terms
@@ -112,8 +112,15 @@ class _Ensemble:
         operation per line of the generated code (quaternions normalized inside)."""
         n = self.model.n
         with np.errstate(all="ignore"):
-            out = self.compiled._array(*x.T)
-        return np.stack(out[n:] + out[:n], axis=-1)
+            out = self.compiled._array(*x.T, *self.parameter_arrays)
+        xdot = np.empty(x.shape)
+        for c, col in enumerate(out[n:] + out[:n]):
+            xdot[:, c] = col
+        return xdot
+
+    @property
+    def parameter_arrays(self) -> list[Array]:
+        return self.compiled.parameter_arrays()
 
 
 @attrs.frozen(eq=False)
@@ -151,9 +158,9 @@ def simulate_ensemble(
         Output interval, a multiple of ``dt`` (default every step).
     engine : {"auto", "compiled", "dense"}
         As for :func:`kanedyn.simulate`. ``"auto"`` runs the compiled equations
-        (:mod:`kanedyn.compiled`, on arrays of B states) when every member shares the
-        model's parameters (not a ModelBatch), there are no loads, and the model can
-        be compiled; otherwise the dense batched engine.
+        (:mod:`kanedyn.compiled`, on arrays of B states; with a ModelBatch, the
+        parameters that differ between members are inputs) when there are no loads
+        and the model can be compiled; otherwise the dense batched engine.
 
     Raises
     ------
@@ -177,14 +184,17 @@ def simulate_ensemble(
         axis=-1,
     )
     compiled = resolve_engine(base, engine)
-    if compiled and (params is not None or loads):
+    if compiled and isinstance(model, ModelBatch):
+        why = supports(base, model.params)
+        if why is not None:
+            if engine == "compiled":
+                raise ModelError(f"engine='compiled': {why}; use engine='dense'")
+            compiled = False
+    if compiled and loads:
         if engine == "compiled":
-            raise ModelError(
-                "engine='compiled' runs one parameter set without loads; use engine='dense' "
-                "for a ModelBatch or loads"
-            )
+            raise ModelError("engine='compiled' runs ensembles without loads; use engine='dense'")
         compiled = False
-    system = _Ensemble(base, params, loads, compile_model(base) if compiled else None)
+    system = _Ensemble(base, params, loads, compile_model(model) if compiled else None)
     system(0.0, x)  # resolves loads once: a bad load fails here, before any work
     start = _time.perf_counter()
     ts, xs, steps = _run_rk4(system, x, t_final, dt, stride)

@@ -176,12 +176,49 @@ def test_compiled_ensemble_equals_dense_ensemble_and_single_runs():
         np.testing.assert_allclose(compiled.u[:, b], one.u, rtol=0, atol=1e-12)
 
 
-def test_compiled_ensemble_refuses_a_model_batch():
+def _dispersed(model, B, seed):
+    rng = np.random.default_rng(seed)
+    lay = model.layout
+    return kd.ModelBatch.dispersed(
+        model,
+        mass=lay.mass * rng.uniform(0.8, 1.2, (B, model.nb)),
+        com=lay.com + rng.uniform(-0.05, 0.05, (B, model.nb, 3)),
+        stiffness=lay.stiffness * rng.uniform(0.5, 1.5, (B, model.n)),
+        gravity=np.tile(model.gravity, (B, 1)) * rng.uniform(0.5, 1.5, (B, 1)),
+    )
+
+
+def test_compiled_model_batch_equals_dense_and_single_members():
     model, _ = _tree()
-    states = _states(model, 3, 1)
-    batch = kd.ModelBatch.dispersed(model, mass=model.layout.mass * np.array([[1.0], [1.5], [2.0]]))
-    with pytest.raises(ModelError, match="engine='dense'"):
+    B = 5
+    batch = _dispersed(model, B, 2)
+    states = _states(model, B, 3)
+    cm = kd.compile_model(batch)
+    assert cm.param_inputs  # the dispersed entries are inputs, not constants
+    assert {f for f, _ in cm.param_inputs} == {"mass", "com", "stiffness", "gravity"}
+    got = cm.forward_dynamics(states)
+    np.testing.assert_allclose(got, kd.forward_dynamics(batch, states), rtol=0, atol=1e-11)
+    for b in (0, 3):
+        member = kd.compile_model(batch.member(b))
+        one = member.forward_dynamics(kd.State(states.q[b], states.u[b]))
+        np.testing.assert_allclose(got[b], one, rtol=0, atol=1e-12)
+    dense = kd.simulate_ensemble(batch, states, 0.3, 0.01, engine="dense")
+    compiled = kd.simulate_ensemble(batch, states, 0.3, 0.01)
+    np.testing.assert_allclose(compiled.q, dense.q, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(compiled.u, dense.u, rtol=0, atol=1e-9)
+    assert np.ptp(compiled.u[-1], axis=0).max() > 1e-3  # the members differ
+
+
+def test_model_batch_with_spherical_springs_is_not_compiled():
+    model = tree([0], ["free", "spherical"], ["123", "123"], seed=3, springs=False)
+    k = np.zeros((2, model.n))
+    k[1, model.speeds("j1")] = 0.5  # member 1 has a spherical spring
+    batch = kd.ModelBatch.dispersed(model, stiffness=k)
+    states = _states(model, 2, 1)
+    with pytest.raises(ModelError, match="spherical joint has a spring"):
         kd.simulate_ensemble(batch, states, 0.1, 0.01, engine="compiled")
+    auto = kd.simulate_ensemble(batch, states, 0.05, 0.01)  # falls back to dense
+    assert np.all(np.isfinite(auto.u))
 
 
 # --------------------------------------------------------------------------- CLI
