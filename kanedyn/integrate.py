@@ -230,7 +230,9 @@ class BodyHistory:
 
 @attrs.frozen(eq=False, slots=False)
 class Trajectory:
-    """The result of :func:`simulate`: ``t`` (nt,), ``q`` (nt, nq), ``u`` (nt, n).
+    """The result of :func:`simulate`: ``t`` (nt,), ``q`` (nt, nq), ``u`` (nt, n); for an
+    MSD run, ``momenta`` (nt, n) holds the integrated momentum states themselves
+    (:func:`kanedyn.msd.momenta` layout; ``None`` for Kane runs).
 
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
@@ -246,6 +248,7 @@ class Trajectory:
     wall_time: float
     steps: int
     events: tuple[Any, ...] = ()
+    momenta: Array | None = None
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
@@ -558,6 +561,7 @@ def simulate(
     return Trajectory(
         model=model, t=ts, q=q, u=u, formulation=formulation, method=method, wall_time=wall,
         steps=steps, events=tuple(events),
+        momenta=xs[:, model.nq :].copy() if formulation == "msd" else None,
     )  # fmt: skip
 
 

@@ -181,26 +181,37 @@ def _spinning_hub(damping=0.5):
     return model, model.set_joint(state, "hinge_right", angles=(-0.2,), rates=(-0.4,))
 
 
+def _drift(y, idx):
+    return max(np.abs(y[:, r] - y[0, r]).max() / np.abs(y[0, r]).max() for r in (idx[:3], idx[3:]))
+
+
 def momentum_drift_and_energy(formulation, steps, dt, engine="auto"):
-    """Relative drift of the root's total H and P (read through kd.msd.momenta from the
-    stored states) and the total-energy history, for a torque-free RK4 run."""
+    """Relative drift of the root's total H and P, and the total-energy history, for a
+    torque-free RK4 run: (drift read from the output speeds through kd.msd.momenta,
+    drift of the integrated MSD states themselves (None for Kane), energies)."""
     model, state = _spinning_hub()
     tr = kd.simulate(model, state, steps * dt, dt, formulation=formulation,
                      output_every=steps * dt / 50, progress=False, engine=engine)  # fmt: skip
     y = np.array([kd.msd.momenta(model, tr.state(i)) for i in range(tr.t.size)])
     idx = model.speeds("root")
-    drift = [np.abs(y[:, r] - y[0, r]).max() / np.abs(y[0, r]).max() for r in (idx[:3], idx[3:])]
-    return max(drift), tr.total_energy
+    states = None if tr.momenta is None else _drift(tr.momenta, idx)
+    return _drift(y, idx), states, tr.total_energy
 
 
 def _check_long_run(steps, dt, engine="auto"):
-    d_msd, E_msd = momentum_drift_and_energy("msd", steps, dt, engine)
-    d_kane, E_kane = momentum_drift_and_energy("kane", steps, dt, engine)
-    msg = (f"relative momentum drift over {steps} RK4 steps ({engine} engine): "
-           f"msd {d_msd:.3e}, kane {d_kane:.3e}")  # fmt: skip
+    """MSD's total-momentum states stay constant to round-off (and Kane's momentum
+    drifts far more); read back through the speeds, MSD's momentum carries the
+    round-off of recovering the speeds from H about N's origin, ~ε |o| |P| / |H|,
+    which grows as the hub drifts away from N's origin (compiled and dense engines
+    recover the speeds in different orders)."""
+    d_msd, s_msd, E_msd = momentum_drift_and_energy("msd", steps, dt, engine)
+    d_kane, _, E_kane = momentum_drift_and_energy("kane", steps, dt, engine)
+    msg = (f"relative momentum drift over {steps} RK4 steps ({engine} engine): msd states "
+           f"{s_msd:.3e}, msd through the speeds {d_msd:.3e}, kane {d_kane:.3e}")  # fmt: skip
     print(msg)  # shown in CI's slow run (-rP)
-    assert d_msd <= 1e-13, msg
-    assert d_kane > 100 * max(d_msd, 1e-16), msg
+    assert s_msd <= 1e-15, msg
+    assert d_msd <= 1e-11, msg
+    assert d_kane > 50 * d_msd, msg
     for E in (E_msd, E_kane):
         assert np.all(np.diff(E) < 0.0), msg
 
@@ -242,8 +253,8 @@ def test_msd_keeps_total_momentum_to_round_off(engine):
 @pytest.mark.parametrize("engine", ["dense", "compiled"])
 def test_momentum_check_fails_when_the_root_rate_is_broken(monkeypatch, engine):
     _break_root_rates(monkeypatch)
-    d_msd, _ = momentum_drift_and_energy("msd", 1000, 0.05, engine)
-    assert d_msd > 1e-6
+    d_msd, s_msd, _ = momentum_drift_and_energy("msd", 1000, 0.05, engine)
+    assert d_msd > 1e-6 and s_msd > 1e-6
 
 
 @pytest.mark.slow
