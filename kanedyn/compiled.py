@@ -45,7 +45,8 @@ the total external wrench in N.
 **Scope.** A spherical joint with a spring (``-J_r⁻ᵀ K φ``) and models with sympy
 parameters are not compiled: :func:`supports` says why, and :func:`kanedyn.simulate`
 then uses the dense engine. External loads enter the Kane kernel as per-body force and
-torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); the MSD kernel has none.
+torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); for MSD, whose loads may
+depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 """
 
 from __future__ import annotations
@@ -604,7 +605,8 @@ class _Trace:
         geo = self.geometry()
         v = self.velocities(geo)
         Q = self.generalized_forces()
-        g = self.par("gravity")
+        # with loads, gravity is in the input F (as in AppliedLoads)
+        g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         # gravity in each Go_k, and the subtree momenta and external forces
         g_go: list[Vec] = []
         hc: list[Vec] = []
@@ -709,12 +711,12 @@ class CompiledModel:
     formulation: str
     source: str
     n_ops: int
-    source_loads: str | None
+    source_loads: str
     batch: Any  # the ModelBatch whose varying parameters are inputs, or None
     param_inputs: tuple[tuple[str, int], ...]  # (Params field, flat index) of inputs p0, p1...
     _scalar: Callable[..., list]
     _array: Callable[..., list]
-    _scalar_loads: Callable[..., list] | None
+    _scalar_loads: Callable[..., list]
 
     def parameter_arrays(self) -> list[Array]:
         """The values of the inputs ``p0, p1, ...`` per member, each (B,)."""
@@ -778,9 +780,10 @@ class CompiledModel:
         """As :meth:`rhs`, with every load given by ``loads`` (from
         :func:`kanedyn.loads.applied_loads`: gravity, springs and dampers included):
         torques ``T`` and forces ``F`` (nb, 3) at the mass centres in N, joint efforts
-        ``Q`` (n,)."""
-        if self._scalar_loads is None:
-            raise ModelError("rhs_with_loads: the MSD compiled model takes no load inputs")
+        ``Q`` (n,). For the MSD formulation, ``u`` are the momentum states and the
+        loads must be those at the speeds they give (the last n outputs of :meth:`rhs`)."""
+        if self.batch is not None:
+            raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
         return self._scalar_loads(*q, *u, *loads.T.ravel().tolist(), *loads.F.ravel().tolist(),
                                   *loads.Q.tolist())  # fmt: skip
 
@@ -836,7 +839,7 @@ def compile_model(
         Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
     formulation : {"kane", "msd"}
         Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
-        (``ẏ`` and the speeds from the momentum states; no load inputs).
+        (``ẏ`` and the speeds from the momentum states).
 
     Raises
     ------
@@ -869,8 +872,7 @@ def compile_model(
         return hit
     params = None if batch is None else batch.params
     source, n_ops, inputs = _generate(base, lock_set, False, formulation, params)
-    source_loads = (_generate(base, lock_set, True, "kane", params)[0]
-                    if formulation == "kane" else None)  # fmt: skip
+    source_loads = _generate(base, lock_set, True, formulation, params)[0]
     cm = CompiledModel(
         model=base,
         locked=lock_set,
@@ -882,8 +884,7 @@ def compile_model(
         param_inputs=tuple(inputs),
         scalar=codegen.build(source, "rhs", codegen.SCALAR_NAMESPACE),
         array=codegen.build(source, "rhs", codegen.ARRAY_NAMESPACE),
-        scalar_loads=None if source_loads is None else
-        codegen.build(source_loads, "rhs", codegen.SCALAR_NAMESPACE),
+        scalar_loads=codegen.build(source_loads, "rhs", codegen.SCALAR_NAMESPACE),
     )  # fmt: skip
     per_model[key] = cm
     return cm

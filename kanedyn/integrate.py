@@ -125,6 +125,15 @@ class _System:
     def speeds(self, q: Array, y: Array) -> Array:
         if self.formulation == "kane":
             return y
+        if self.compiled:  # the last n outputs of the MSD kernel
+            cm = compile_model(self.model, self.locked.tolist(), "msd")
+            try:
+                out = cm.rhs(q.tolist(), y.tolist())
+            except (ZeroDivisionError, ValueError, OverflowError):
+                raise ModelError(
+                    "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
+                ) from None
+            return np.array(out[-self.model.n :]) if self.model.n else np.zeros(0)
         return msd._speeds(
             self.model, _kinematics(self.model, q, np.zeros(self.model.n)), y, self.locked
         )
@@ -147,8 +156,8 @@ class _System:
             if not self.started:
                 raise
             raise SimulationError(f"t = {t:.6g}: loads: {exc}") from None
-        if self.compiled and self.formulation == "kane":
-            return self._compiled(t, q, u, L)
+        if self.compiled:
+            return self._compiled(t, q, u if self.formulation == "kane" else y, L)
         if self.formulation == "kane":
             tm = _terms(model, kin)
             M, f = _mass_matrix(model, tm), _bias(model, tm, L)
@@ -500,8 +509,7 @@ def simulate(
         equations of :mod:`kanedyn.compiled` (5-25 times faster; built once per model
         and formulation), ``"dense"`` by the NumPy engine of :func:`kanedyn.forward_dynamics`
         and :mod:`kanedyn.msd`. ``"auto"`` (default) compiles when the model can be
-        compiled (:func:`kanedyn.compiled.supports`), except for the MSD formulation
-        with loads or a controller. Both agree to round-off.
+        compiled (:func:`kanedyn.compiled.supports`). Both agree to round-off.
 
     Returns
     -------
@@ -528,15 +536,7 @@ def simulate(
     if not np.isfinite(every) or every <= 0.0:
         raise ModelError(f"output_every must be positive, got {output_every}")
     schedule = _lock_indices(model, events)
-    compiled = resolve_engine(model, engine)
-    if compiled and formulation == "msd" and (loads or controller):
-        if engine == "compiled":
-            raise ModelError(
-                "engine='compiled' runs the MSD formulation without loads or a controller; "
-                "use engine='auto' or 'dense'"
-            )
-        compiled = False
-    system = _System(model, formulation, loads, compiled=compiled)
+    system = _System(model, formulation, loads, compiled=resolve_engine(model, engine))
     x = system.initial(state)
     sampler = _Sampler(controller, model)
     sampler.sample(system, 0.0, x)

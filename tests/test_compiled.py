@@ -132,14 +132,31 @@ def test_msd_with_locked_speeds_equals_dense(model, seed):
     assert_close(out[n + nq :], nu, cond(model, state))
 
 
-def test_msd_compiled_model_has_no_forward_dynamics_or_loads():
+@COMPILED
+@given(model=compilable_trees(), seed=SEEDS)
+def test_msd_rates_with_loads_equal_dense(model, seed):
+    """``rhs_with_loads`` of the MSD kernel, with the loads resolved at the speeds that
+    ``rhs`` recovers, equals ``kd.msd.rates`` with the same loads."""
+    rng = np.random.default_rng(seed)
+    state = draw_state(model, seed, 1.0)
+    y = kd.msd.momenta(model, state)
+    cm = compile_model(model, formulation="msd")
+    n, nq = model.n, model.nq
+    nu = np.array(cm.rhs(state.q.tolist(), y.tolist())[n + nq :])
+    at = kd.State(state.q, nu)
+    kin = _kinematics(model, state.q, nu)
+    L = applied_loads(model, at, kin, random_loads(model, rng))
+    got = cm.rhs_with_loads(state.q.tolist(), y.tolist(), L)
+    assert_close(got[:n], kd.msd.rates(model, kin, L), cond(model, at))
+    assert_close(got[n + nq :], nu, cond(model, at))
+
+
+def test_msd_compiled_model_has_no_forward_dynamics():
     model = kd.examples.double_pendulum()
     cm = compile_model(model, formulation="msd")
     assert cm.formulation == "msd" and cm is not compile_model(model)
     with pytest.raises(ModelError, match="Kane formulation"):
         cm.forward_dynamics(model.initial_state())
-    with pytest.raises(ModelError, match="no load inputs"):
-        cm.rhs_with_loads([0.0, 0.0], [0.0, 0.0], None)
     with pytest.raises(ModelError, match="formulation must be"):
         compile_model(model, formulation="lagrange")
 

@@ -44,19 +44,31 @@ def test_bad_engine_name_is_a_model_error():
         kd.simulate(model, state, 0.1, 0.01, engine="fast", progress=False)
 
 
-def test_compiled_msd_with_loads_is_refused_with_the_reason():
+@pytest.mark.parametrize("kind", ["records", "callable"])
+def test_msd_runs_with_loads_agree(kind):
+    """MSD with loads: the kernel gives the speeds, the loads are resolved at them, and
+    the kernel with load inputs gives the momentum rates."""
     model, state = _tree()
-    loads = random_loads(model, np.random.default_rng(1))
-    with pytest.raises(ModelError, match="MSD formulation without loads"):
-        kd.simulate(model, state, 0.1, 0.01, formulation="msd", engine="compiled", loads=loads)
+    records = random_loads(model, np.random.default_rng(1))
+    if kind == "records":
+        loads = records
+    else:
+
+        def loads(t, model, state, kin):  # depends on the speeds
+            return [kd.JointLoad("j1", [-0.5 * state.u[model.speeds("j1")[0]]]), *records]
+
+    dense, compiled = _runs(model, state, loads=loads, formulation="msd")
+    _assert_same(dense, compiled)
+    np.testing.assert_allclose(compiled.momenta, dense.momenta, rtol=0, atol=1e-10)
+    free, _ = _runs(model, state, formulation="msd")
+    assert np.max(np.abs(free.u[-1] - dense.u[-1])) > 1e-3  # the loads matter
 
 
-def test_auto_msd_with_loads_runs_dense_and_agrees():
-    model, state = _tree()
-    loads = random_loads(model, np.random.default_rng(1))
-    auto, dense = (kd.simulate(model, state, 0.3, 0.01, formulation="msd", loads=loads,
-                               progress=False, engine=e) for e in ("auto", "dense"))  # fmt: skip
-    np.testing.assert_array_equal(auto.u, dense.u)
+def test_msd_controlled_slew_agrees():
+    case = kd.examples.wheel_slew(angle_deg=10.0)
+    dense, compiled = _runs(case.model, case.state, t_final=1.0, dt=0.05,
+                            controller=case.controller, formulation="msd")  # fmt: skip
+    _assert_same(dense, compiled)
 
 
 def test_compiled_spherical_spring_is_refused_with_the_reason():
