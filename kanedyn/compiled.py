@@ -53,21 +53,19 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import codegen
+from kanedyn.batch import _PARAM_FIELDS, ModelBatch, States
 from kanedyn.codegen import Scalar, Tape, Value, cos, sin, sqrt
-from kanedyn.errors import ModelError
+from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model
 from kanedyn.plan import Params, params_of
-
-if TYPE_CHECKING:
-    from kanedyn.batch import ModelBatch
 
 __all__ = ["CompiledModel", "compile_model", "supports"]
 
@@ -332,7 +330,8 @@ class _Trace:
             self.F = [[tape.input(f"F{i}_{c}") for c in range(3)] for i in range(nb)]
             self.Q = [tape.input(f"Q{r}") for r in range(model.n)]
         # parameters: constants, except the entries that vary across a batch (inputs)
-        self.values, self.param_inputs = _parameter_values(params or params_of(model))
+        nominal = params_of(model)
+        self.values, self.param_inputs = _parameter_values(params or nominal, nominal)
         self.inputs: dict[tuple[str, int], Scalar] = {
             key: tape.input(f"p{i}") for i, key in enumerate(self.param_inputs)
         }
@@ -670,21 +669,18 @@ class _Trace:
         return qd
 
 
-_PARAM_FIELDS = ("mass", "inertia", "com", "h_embedded", "inner_point", "outer_point",
-                 "R_Bi_Gi", "R_Go_Bo", "stiffness", "damping", "gravity")  # fmt: skip
-_CORE_NDIM = {"mass": 1, "inertia": 3, "com": 2, "h_embedded": 2, "inner_point": 2,
-              "outer_point": 2, "R_Bi_Gi": 3, "R_Go_Bo": 3, "stiffness": 1, "damping": 1,
-              "gravity": 1}  # fmt: skip
-
-
-def _parameter_values(params: Params) -> tuple[dict[str, Array], list[tuple[str, int]]]:
+def _parameter_values(
+    params: Params, nominal: Params
+) -> tuple[dict[str, Array], list[tuple[str, int]]]:
     """Per field, the values of member 0 (or the unbatched values); and the (field, flat
-    index) of every entry that differs between members of a batch, in a fixed order."""
+    index) of every entry that differs between members of a batch, in a fixed order.
+    ``nominal`` (the model's own, unbatched parameters) gives each field's core shape."""
     values: dict[str, Array] = {}
     varying: list[tuple[str, int]] = []
-    for field in _PARAM_FIELDS:
+    for f in _PARAM_FIELDS:
+        field = f.name
         arr = np.asarray(getattr(params, field), dtype=float)
-        core = _CORE_NDIM[field]
+        core = np.ndim(getattr(nominal, field))
         if arr.ndim > core:
             flat = arr.reshape((-1,) + arr.shape[arr.ndim - core :])
             values[field] = flat[0]
@@ -712,29 +708,30 @@ class CompiledModel:
     source: str
     n_ops: int
     source_loads: str
-    batch: Any  # the ModelBatch whose varying parameters are inputs, or None
+    batch: ModelBatch | None  # the batch whose varying parameters are inputs
     param_inputs: tuple[tuple[str, int], ...]  # (Params field, flat index) of inputs p0, p1...
     _scalar: Callable[..., list]
     _array: Callable[..., list]
     _scalar_loads: Callable[..., list]
+    _param_values: tuple[Array, ...] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        values: list[Array] = []
+        if self.batch is not None:
+            pa = self.batch.params
+            B = pa.batch_shape[0] if pa.batch_shape else 1
+            for field, i in self.param_inputs:
+                arr = np.asarray(getattr(pa, field), dtype=float)
+                values.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
+        object.__setattr__(self, "_param_values", tuple(values))
 
     def parameter_arrays(self) -> list[Array]:
         """The values of the inputs ``p0, p1, ...`` per member, each (B,)."""
-        if self.batch is None:
-            return []
-        pa = self.batch.params
-        B = pa.batch_shape[0] if pa.batch_shape else 1
-        out = []
-        for field, i in self.param_inputs:
-            arr = np.asarray(getattr(pa, field), dtype=float)
-            out.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
-        return out
+        return list(self._param_values)
 
     def forward_dynamics(self, state: Any) -> Array:
         """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,) or :class:`~kanedyn.States`
         (B, n); the same numbers as :func:`kanedyn.forward_dynamics` to round-off."""
-        from kanedyn.batch import States
-
         if self.formulation != "kane":
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
@@ -756,24 +753,21 @@ class CompiledModel:
             acc = np.empty((B, n))
             for r in range(n):
                 acc[:, r] = out[r]
-            _check_finite(acc)
+            check_finite(acc)
             return acc
         model.check_state(state)
-        try:
-            out = self._scalar(*state.q.tolist(), *state.u.tolist())
-        except (ZeroDivisionError, ValueError, OverflowError):  # float arithmetic raises
-            out = [np.nan] * n
-        acc = np.array(out[:n], dtype=float)
-        _check_finite(acc)
+        acc = np.array(_evaluate(self._scalar, *state.q.tolist(), *state.u.tolist())[:n])
+        check_finite(acc)
         return acc
 
     def rhs(self, q: Sequence[float], u: Sequence[float]) -> list[float]:
-        """``[ν̇ | q̇]`` as a list of floats at ``q``, ``u`` (no checks: the inner loop);
-        for a batch, member b's parameters are the arrays of :meth:`parameter_arrays`,
+        """``[ν̇ | q̇]`` as a list of floats at ``q``, ``u`` (the inner loop: no checks but
+        a zero pivot, which raises the ModelError of a singular mass matrix); for a
+        batch, member b's parameters are the arrays of :meth:`parameter_arrays`,
         appended as the last arguments of ``_array``."""
         if self.batch is not None:
             raise ModelError("rhs: a ModelBatch's compiled model is evaluated on States")
-        return self._scalar(*q, *u)
+        return _evaluate(self._scalar, *q, *u)
 
     def rhs_with_loads(self, q: Sequence[float], u: Sequence[float],
                        loads: AppliedLoads) -> list[float]:  # fmt: skip
@@ -784,8 +778,8 @@ class CompiledModel:
         loads must be those at the speeds they give (the last n outputs of :meth:`rhs`)."""
         if self.batch is not None:
             raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
-        return self._scalar_loads(*q, *u, *loads.T.ravel().tolist(), *loads.F.ravel().tolist(),
-                                  *loads.Q.tolist())  # fmt: skip
+        return _evaluate(self._scalar_loads, *q, *u, *loads.T.ravel().tolist(),
+                         *loads.F.ravel().tolist(), *loads.Q.tolist())  # fmt: skip
 
 
 def _check_batch(model: Model, q: Array, u: Array) -> None:
@@ -795,11 +789,19 @@ def _check_batch(model: Model, q: Array, u: Array) -> None:
         )
 
 
-def _check_finite(acc: Array) -> None:
-    if not np.all(np.isfinite(acc)):
-        raise ModelError(
-            "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
-        )
+def check_finite(out: Any) -> None:
+    """The ModelError of a singular mass matrix if ``out`` holds a non-finite value."""
+    if not np.all(np.isfinite(out)):
+        raise ModelError(SINGULAR_MASS_MATRIX)
+
+
+def _evaluate(fn: Callable[..., list], *args: Any) -> list:
+    """``fn(*args)`` on floats, where a zero pivot raises instead of giving inf: the
+    ModelError of a singular mass matrix."""
+    try:
+        return fn(*args)
+    except (ZeroDivisionError, ValueError, OverflowError):
+        raise ModelError(SINGULAR_MASS_MATRIX) from None
 
 
 def _generate(model: Model, locked: frozenset[int], loads: bool, formulation: str = "kane",
@@ -846,8 +848,6 @@ def compile_model(
     ModelError
         When the model cannot be compiled (:func:`supports` gives the reason).
     """
-    from kanedyn.batch import ModelBatch
-
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     why = supports(base, None if batch is None else batch.params)

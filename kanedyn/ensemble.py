@@ -112,15 +112,11 @@ class _Ensemble:
         operation per line of the generated code (quaternions normalized inside)."""
         n = self.model.n
         with np.errstate(all="ignore"):
-            out = self.compiled._array(*x.T, *self.parameter_arrays)
+            out = self.compiled._array(*x.T, *self.compiled.parameter_arrays())
         xdot = np.empty(x.shape)
         for c, col in enumerate(out[n:] + out[:n]):
             xdot[:, c] = col
         return xdot
-
-    @property
-    def parameter_arrays(self) -> list[Array]:
-        return self.compiled.parameter_arrays()
 
 
 @attrs.frozen(eq=False)

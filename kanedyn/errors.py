@@ -6,6 +6,11 @@ user can fix the input without reading a traceback.
 
 from __future__ import annotations
 
+#: the message of the ModelError every engine raises when Kane's mass matrix is singular
+SINGULAR_MASS_MATRIX = (
+    "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
+)
+
 
 class KanedynError(Exception):
     """Base class of every error kanedyn raises on purpose."""

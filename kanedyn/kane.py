@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn import rotation as rot
 from kanedyn.batch import ModelBatch, States, resolve
-from kanedyn.errors import ModelError
+from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.kinematics import FORCE_CROSS, Kinematics, _kinematics, bilinear, cross, mv
 from kanedyn.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
 from kanedyn.model import Model, State
@@ -232,9 +232,7 @@ def _solve(M: Array, f: Array) -> Array:
         return _solve_stacked(M, f)
     c, info = _POTRF(M, lower=1, clean=0)
     if info != 0:
-        raise ModelError(
-            "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
-        )
+        raise ModelError(SINGULAR_MASS_MATRIX)
     return _POTRS(c, f, lower=1)[0]
 
 
