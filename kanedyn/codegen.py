@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Tape", "Value", "cos", "sin", "sqrt"]
+from kanedyn.spatial.arithmetic import Arithmetic, elementwise
+
+__all__ = ["TRACE", "Tape", "Value", "cos", "sin", "sqrt"]
 
 
 class Value:
@@ -320,3 +322,13 @@ def build(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., li
     ns = dict(namespace)
     exec(compile(source, f"<kanedyn.compiled {name}>", "exec"), ns)  # noqa: S102
     return ns[name]
+
+
+def _object_floats(x: Any) -> np.ndarray:
+    return np.asarray(np.asarray(x, dtype=float), dtype=object)
+
+
+TRACE = Arithmetic("trace", elementwise(sin), elementwise(cos), elementwise(sqrt), _object_floats)
+"""The arithmetic protocol (:mod:`kanedyn.spatial.arithmetic`) on traced values: object
+arrays of :class:`Value` s and floats. The shared equations run on it to record the
+compiled engine's tape."""

@@ -32,64 +32,18 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn import joints
 from kanedyn.model import Model, State
-from kanedyn.plan import Params, Plan, params_of, plan_of
+from kanedyn.plan import Params, params_of, plan_of
+from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
+from kanedyn.spatial.arithmetic import NUMPY
 
-__all__ = ["Kinematics", "bilinear", "cross", "kinematics"]
+__all__ = ["FORCE_CROSS", "MOTION_CROSS", "Kinematics", "bilinear", "cross", "kinematics", "mv"]
 
 Array = NDArray[np.float64]
 
 
-_EYE = np.eye(3)
 _EYE4 = np.eye(4)
-
-
-def _bilinear_form(pairs: list[tuple[int, int, int, float]], p: int) -> tuple:
-    """Constant (I, J, K) with ``z = (x[..., I] * y[..., J]) @ K`` for the terms
-    ``z[out] += sign * x[i] * y[j]`` listed in ``pairs``; ``p`` outputs."""
-    I = np.array([i for i, _, _, _ in pairs], dtype=np.intp)
-    J = np.array([j for _, j, _, _ in pairs], dtype=np.intp)
-    K = np.zeros((len(pairs), p))
-    for row, (_, _, out, sign) in enumerate(pairs):
-        K[row, out] = sign
-    return I, J, K
-
-
-def _cross_terms(xo: int, yo: int, zo: int) -> list[tuple[int, int, int, float]]:
-    """Terms of ``z[zo:zo+3] += x[xo:xo+3] × y[yo:yo+3]``."""
-    terms = []
-    for c, (a, b) in enumerate(((1, 2), (2, 0), (0, 1))):
-        terms += [(xo + a, yo + b, zo + c, 1.0), (xo + b, yo + a, zo + c, -1.0)]
-    return terms
-
-
-CROSS = _bilinear_form(_cross_terms(0, 0, 0), 3)
-#: spatial motion cross product (ω, v) ×ₘ (ω₂, v₂) = (ω × ω₂, ω × v₂ + v × ω₂)
-MOTION_CROSS = _bilinear_form(
-    _cross_terms(0, 0, 0) + _cross_terms(0, 3, 3) + _cross_terms(3, 0, 3), 6
-)
-#: spatial force cross product (ω, v) ×f (n, f) = (ω × n + v × f, ω × f)
-FORCE_CROSS = _bilinear_form(
-    _cross_terms(0, 0, 0) + _cross_terms(3, 3, 0) + _cross_terms(0, 3, 3), 6
-)
-
-
-def bilinear(x: Array, y: Array, form: tuple) -> Array:
-    """A constant bilinear map over the last axis, ``(x[..., I] * y[..., J]) @ K``
-    (broadcasting): one gather per operand, one product, one matmul."""
-    I, J, K = form
-    return (x[..., I] * y[..., J]) @ K
-
-
-def cross(a: Array, b: Array) -> Array:
-    """Cross product over the last axis (broadcasting), cheaper than ``np.cross``."""
-    I, J, K = CROSS
-    return (a[..., I] * b[..., J]) @ K
-
-
-def mv(A: Array, x: Array) -> Array:
-    """Batched matrix-vector product ``A[k] @ x[k]``."""
-    return (A @ x[..., None])[..., 0]
 
 
 def _pad(x: Array) -> Array:
@@ -145,27 +99,23 @@ class Kinematics:
 
 
 def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array, Array]:
-    """Per-joint ``R_Gi_Go``, ``Γᵀ`` (rows are Γ's columns), ``Γ̇`` and ``Γ̇σ`` (Go).
-
-    Gimbals: ``R_Gi_Go = euler_to_dcm(seq, θ)`` with unused angles zero, ``ω = Γ(θ) θ̇``
-    (42 ``JointPartials``). Spherical: ``R_Gi_Go = quat_to_dcm(q)``, ``Γ = U``, ``Γ̇ = 0``.
-    Joints without rotation: ``R_Gi_Go = U``, ``Γ = 0``. ``qpad``, ``upad`` (..., nq + 1),
-    (..., n + 1) end with the sentinel zero.
+    """Per-joint ``R_Gi_Go``, ``Γᵀ`` (rows are Γ's columns), ``Γ̇`` and ``Γ̇σ`` (Go), from
+    the joint model (:func:`kanedyn.joints.gimbal`, :func:`kanedyn.joints.spherical`),
+    all joints of a kind at once. Joints without rotation: ``R_Gi_Go = U``, ``Γ = 0``.
+    ``qpad``, ``upad`` (..., nq + 1), (..., n + 1) end with the sentinel zero.
     """
     lay, pl = model.layout, plan_of(model)
     if pl.gimbal_all:
-        return _gimbal(lay, pl, qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u])
+        return _gimbal(model, qpad, upad)
     batch = qpad.shape[:-1]
     parts = []  # (R_Gi_Go, Γᵀ, Γ̇, Γ̇σ) of the gimbals, the spherical joints, the others
     if lay.gimbal.size:
-        parts.append(_gimbal(lay, pl, qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u]))
+        parts.append(_gimbal(model, qpad, upad))
     if pl.has_spherical:
-        zeros = np.zeros(batch + (lay.spherical.size, 3, 3))
-        eye = zeros + _EYE
-        parts.append((quat_to_dcm(qpad[..., lay.quat_q]), eye, zeros, zeros[..., 0]))
+        parts.append(joints.spherical(qpad[..., lay.quat_q]))
     if pl.n_other:
         zeros = np.zeros(batch + (pl.n_other, 3, 3))
-        parts.append((zeros + _EYE, zeros, zeros, zeros[..., 0]))
+        parts.append((zeros + np.eye(3), zeros, zeros, zeros[..., 0]))
     if len(parts) == 1:
         return parts[0]
     R, GammaT, Gamma_dot, Gds = (
@@ -182,64 +132,16 @@ def _assemble(arrays: tuple[Array, ...], batch: tuple[int, ...], order: Any, nd:
     return np.take(np.concatenate(arrays, axis=-nd), order, axis=-nd)
 
 
-def quat_to_dcm(quat: Array) -> Array:
-    """``R_A_B`` of scalar-last quaternions (..., 4), normalized: the quadratic form
-    ``R = [(q_4² - q_v·q_v) U + 2 q_v q_vᵀ + 2 q_4 [q_v]×] / |q|²`` (see
-    :func:`kanedyn.rotation.quat_to_dcm`) as one :func:`bilinear` map."""
-    R = bilinear(quat, quat, _QUAT_DCM) / np.sum(quat * quat, axis=-1, keepdims=True)
-    return R.reshape(quat.shape[:-1] + (3, 3))
-
-
-def _quat_dcm_terms() -> list[tuple[int, int, int, float]]:
-    x, y, z, w = range(4)
-    entries = {  # R[i, j] as sums of sign * q_a q_b
-        (0, 0): [(w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)],
-        (1, 1): [(w, w, 1), (y, y, 1), (x, x, -1), (z, z, -1)],
-        (2, 2): [(w, w, 1), (z, z, 1), (x, x, -1), (y, y, -1)],
-        (0, 1): [(x, y, 2), (w, z, -2)], (1, 0): [(x, y, 2), (w, z, 2)],
-        (0, 2): [(x, z, 2), (w, y, 2)], (2, 0): [(x, z, 2), (w, y, -2)],
-        (1, 2): [(y, z, 2), (w, x, -2)], (2, 1): [(y, z, 2), (w, x, 2)],
-    }  # fmt: skip
-    return [(a, b, 3 * i + j, c) for (i, j), terms in entries.items() for a, b, c in terms]
-
-
-_QUAT_DCM = _bilinear_form(_quat_dcm_terms(), 9)
-
-
-def _gimbal(lay: Any, pl: Plan, theta: Array, sigma: Array) -> tuple[Array, Array, Array, Array]:
-    """All gimbal joints at once: ``R_Gi_Go``, ``Γᵀ``, ``Γ̇`` and ``Γ̇σ`` (the formulas of
-    :func:`kanedyn.rotation.euler_to_dcm_axes`, ``euler_gamma_axes`` and
-    ``euler_gamma_dot_axes``, with the per-axis constants precomputed by the model).
-
-    ``R_k = e eᵀ + cos θ_k (U - e eᵀ) + sin θ_k [e]×``; ``R = R_1 R_2 R_3``;
-    ``Γ = [R_3ᵀR_2ᵀ e_1 | R_3ᵀ e_2 | e_3]``; ``γ̇_1 = γ_1 × (σ_2 γ_2 + σ_3 γ_3)``,
-    ``γ̇_2 = γ_2 × σ_3 γ_3``, ``γ̇_3 = 0``. One-axis gimbals (``pl.gimbal_dof == 1``)
-    keep only ``R_1``: then ``Γ = [e_1 | e_2 | e_3]`` and ``Γ̇ = 0``.
-    """
-    eeT, e = lay.gimbal_eeT, lay.gimbal_e
-    zeros3 = np.zeros(theta.shape[:-1] + (3, 3))
-    if pl.gimbal_dof == 1:
-        c = np.cos(theta[..., 0])[..., None, None]
-        s = np.sin(theta[..., 0])[..., None, None]
-        R = eeT[:, 0] + c * (_EYE - eeT[:, 0]) + s * lay.gimbal_skew[:, 0]
-        GammaT = e if R.ndim == 3 else np.broadcast_to(e, R.shape)  # constant: [e_1 | e_2 | e_3]
-        return R, GammaT, zeros3, zeros3[..., 0]
-    c = np.cos(theta)[..., None, None]
-    s = np.sin(theta)[..., None, None]
-    Rk = eeT + c * (_EYE - eeT) + s * lay.gimbal_skew  # (..., ng, 3, 3, 3)
-    R3 = Rk[..., 2, :, :]
-    R23 = Rk[..., 1, :, :] @ R3
-    GammaT = np.empty(R3.shape)
-    GammaT[..., 0:1, :] = e[:, 0:1, :] @ R23  # γ_1ᵀ = e_1ᵀ R_2 R_3
-    GammaT[..., 1:2, :] = e[:, 1:2, :] @ R3
-    GammaT[..., 2, :] = e[:, 2, :]
-    W = sigma[..., None] * GammaT  # rows σ_j γ_j
-    B = np.cumsum(W[..., :0:-1, :], axis=-2)[..., ::-1, :]  # rows σ_2γ_2 + σ_3γ_3, σ_3γ_3
-    DT = cross(GammaT[..., :2, :], B)  # rows γ̇_1, γ̇_2
-    Gamma_dot = zeros3
-    Gamma_dot[..., :, :2] = DT.swapaxes(-1, -2)
-    Gds = (sigma[..., None, :2] @ DT)[..., 0, :]
-    return Rk[..., 0, :, :] @ R23, GammaT, Gamma_dot, Gds
+def _gimbal(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array, Array]:
+    """All gimbal joints at once (:func:`kanedyn.joints.gimbal` on float arrays, with the
+    axis constants of the model's plan)."""
+    lay, pl = model.layout, plan_of(model)
+    theta, sigma = qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u]
+    R, GammaT, Gamma_dot, Gds = joints.gimbal(NUMPY, pl.gimbal_axes, theta, sigma, pl.gimbal_dof)
+    if GammaT.ndim < R.ndim:  # one-axis gimbals: Γ is constant, give it the batch axes
+        GammaT, Gamma_dot = (np.broadcast_to(a, R.shape) for a in (GammaT, Gamma_dot))
+        Gds = np.broadcast_to(Gds, R.shape[:-1])
+    return R, GammaT, Gamma_dot, Gds
 
 
 def kinematics(model: Model, state: State) -> Kinematics:

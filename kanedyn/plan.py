@@ -28,6 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.model import Model
+from kanedyn.spatial.arithmetic import NUMPY
+from kanedyn.spatial.charts import EulerAxes, euler_axes
 
 __all__ = ["Params", "Plan", "params_of", "plan_of"]
 
@@ -164,6 +166,7 @@ class Plan:
     has_spherical: bool
     Delta_T: Array  # (nj, 3, 3) Δᵀ: rows are slide axes in Gi
     quat_spring: bool  # any spherical joint with stiffness
+    gimbal_axes: EulerAxes  # (ng, 3, 3) the gimbals' axis constants (joints.gimbal)
 
     @classmethod
     def build(cls, model: Model) -> Plan:
@@ -218,6 +221,7 @@ class Plan:
             has_spherical=lay.spherical.size > 0,
             Delta_T=_frozen(np.swapaxes(lay.Delta, -1, -2)),
             quat_spring=quat_spring,
+            gimbal_axes=euler_axes(NUMPY, lay.gimbal_e),
         )
 
 

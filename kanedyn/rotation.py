@@ -24,6 +24,8 @@ import warnings
 import numpy as np
 
 from kanedyn.errors import ModelError
+from kanedyn.spatial import algebra, charts
+from kanedyn.spatial.arithmetic import NUMPY
 
 __all__ = [
     "EULER_SEQUENCES",
@@ -98,9 +100,8 @@ _C2 = np.array([2, 0, 1])
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross product over the last axis, broadcasting (cheaper than ``np.cross``)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a[..., _C1] * b[..., _C2] - a[..., _C2] * b[..., _C1]
+    """Cross product over the last axis, broadcasting (:func:`kanedyn.spatial.algebra.cross`)."""
+    return algebra.cross(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
 
 
 def _vec3(v) -> np.ndarray:
@@ -127,10 +128,6 @@ def _quat(q) -> np.ndarray:
 def _matvec(M: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``M @ v`` for stacks: M (..., 3, 3), v (..., 3) -> (..., 3)."""
     return np.matmul(M, v[..., None])[..., 0]
-
-
-def _outer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return a[..., :, None] * b[..., None, :]
 
 
 def _even_series(a2: np.ndarray, coeffs: tuple[float, ...]) -> np.ndarray:
@@ -173,21 +170,6 @@ _JINV = (
 _ATANC = (1.0, -1.0 / 3, 1.0 / 5, -1.0 / 7, 1.0 / 9)
 
 
-def _axis_rotation(e: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """Active rotation by ``angle`` about the unit vector ``e``.
-
-    .. math:: R = e e^T + \\cos a\\,(I - e e^T) + \\sin a\\,[e]_\\times
-
-    For a coordinate axis ``e`` every entry is exactly 0, 1, cos a or +-sin a.
-    Shapes: e (..., 3), angle (...) -> (..., 3, 3).
-    """
-    angle = np.asarray(angle, dtype=float)
-    c = np.cos(angle)[..., None, None]
-    s = np.sin(angle)[..., None, None]
-    eeT = _outer(e, e)
-    return eeT + c * (_EYE - eeT) + s * skew(e)
-
-
 def _axes_to_unit_vectors(axes) -> np.ndarray:
     """Integer axes (..., 3) in 1..3 -> unit vectors (..., 3, 3), row j = e_{i_j}."""
     axes = np.asarray(axes)
@@ -198,6 +180,14 @@ def _axes_to_unit_vectors(axes) -> np.ndarray:
     return _EYE[axes - 1]
 
 
+def _euler_arguments(axes, angles) -> tuple[np.ndarray, np.ndarray]:
+    """Unit axis vectors and angles of an Euler sequence, broadcast to one batch shape."""
+    E = _axes_to_unit_vectors(axes)
+    theta = _vec3(angles)
+    batch = np.broadcast_shapes(E.shape[:-2], theta.shape[:-1])
+    return np.broadcast_to(E, batch + (3, 3)), np.broadcast_to(theta, batch + (3,))
+
+
 def _permutation_sign(a: int, b: int, c: int) -> int:
     """+1 for a cyclic order of (0, 1, 2), -1 for an anti-cyclic one."""
     return 1 if (b - a) % 3 == 1 and (c - b) % 3 == 1 else -1
@@ -206,17 +196,6 @@ def _permutation_sign(a: int, b: int, c: int) -> int:
 # ---------------------------------------------------------------------------
 # Basic matrices
 # ---------------------------------------------------------------------------
-
-
-# [v]x = v @ _SKEW_BASIS reshaped: row k holds [e_k]x flattened (one matmul, no stacking)
-_SKEW_BASIS = np.array(
-    [
-        [0, 0, 0, 0, 0, -1, 0, 1, 0],
-        [0, 0, 1, 0, 0, 0, -1, 0, 0],
-        [0, -1, 0, 1, 0, 0, 0, 0, 0],
-    ],
-    dtype=float,
-)
 
 
 def skew(v) -> np.ndarray:
@@ -238,8 +217,7 @@ def skew(v) -> np.ndarray:
     >>> skew([1.0, 2.0, 3.0]) @ [4.0, 5.0, 6.0]
     array([-3.,  6., -3.])
     """
-    v = _vec3(v)
-    return (v @ _SKEW_BASIS).reshape(v.shape[:-1] + (3, 3))
+    return algebra.skew(_vec3(v))
 
 
 def elementary_rotation(axis: int, angle) -> np.ndarray:
@@ -268,7 +246,9 @@ def elementary_rotation(axis: int, angle) -> np.ndarray:
     """
     if isinstance(axis, bool) or axis not in (1, 2, 3):
         raise ModelError(f"rotation axis must be 1, 2 or 3, got {axis!r}")
-    return _axis_rotation(_EYE[axis - 1], angle)
+    angle = np.asarray(angle, dtype=float)
+    axes = charts.euler_axes(NUMPY, _EYE[[axis - 1] * 3])
+    return charts.axis_rotations(NUMPY, axes, angle[..., None], 1)[..., 0, :, :]
 
 
 def is_rotation_matrix(R, tol: float = 1e-9) -> np.ndarray:
@@ -372,12 +352,8 @@ def euler_to_dcm_axes(axes, angles) -> np.ndarray:
     -------
     ndarray, shape (..., 3, 3)
     """
-    E = _axes_to_unit_vectors(axes)
-    theta = _vec3(angles)
-    R1 = _axis_rotation(E[..., 0, :], theta[..., 0])
-    R2 = _axis_rotation(E[..., 1, :], theta[..., 1])
-    R3 = _axis_rotation(E[..., 2, :], theta[..., 2])
-    return R1 @ R2 @ R3
+    E, theta = _euler_arguments(axes, angles)
+    return charts.euler(NUMPY, charts.euler_axes(NUMPY, E), theta)[0]
 
 
 def euler_to_dcm(seq, angles) -> np.ndarray:
@@ -490,14 +466,8 @@ def euler_gamma_axes(axes, angles) -> np.ndarray:
     -------
     ndarray, shape (..., 3, 3)
     """
-    E = _axes_to_unit_vectors(axes)
-    theta = _vec3(angles)
-    R2T = np.swapaxes(_axis_rotation(E[..., 1, :], theta[..., 1]), -1, -2)
-    R3T = np.swapaxes(_axis_rotation(E[..., 2, :], theta[..., 2]), -1, -2)
-    col3 = E[..., 2, :]
-    col2 = _matvec(R3T, E[..., 1, :])
-    col1 = _matvec(R3T, _matvec(R2T, E[..., 0, :]))
-    return np.stack(np.broadcast_arrays(col1, col2, col3), axis=-1)
+    E, theta = _euler_arguments(axes, angles)
+    return np.swapaxes(charts.euler(NUMPY, charts.euler_axes(NUMPY, E), theta)[1], -1, -2)
 
 
 def euler_gamma_dot_axes(axes, angles, rates) -> np.ndarray:
@@ -520,15 +490,10 @@ def euler_gamma_dot_axes(axes, angles, rates) -> np.ndarray:
     -------
     ndarray, shape (..., 3, 3)
     """
-    Gamma = euler_gamma_axes(axes, angles)
-    r = _vec3(rates)
-    g1, g2, g3 = Gamma[..., 0], Gamma[..., 1], Gamma[..., 2]
-    w3 = r[..., 2, None] * g3
-    w23 = r[..., 1, None] * g2 + w3
-    g1_dot = _cross(g1, w23)
-    g2_dot = _cross(g2, w3)
-    g1_dot, g2_dot = np.broadcast_arrays(g1_dot, g2_dot)
-    return np.stack([g1_dot, g2_dot, np.zeros_like(g1_dot)], axis=-1)
+    E, theta = _euler_arguments(axes, angles)
+    GammaT = charts.euler(NUMPY, charts.euler_axes(NUMPY, E), theta)[1]
+    r = np.broadcast_to(_vec3(rates), GammaT.shape[:-1])
+    return charts.euler_gamma_dot(GammaT, r)[0]
 
 
 def euler_gamma(seq, angles) -> np.ndarray:
@@ -759,14 +724,7 @@ def quat_to_dcm(q) -> np.ndarray:
     ...             elementary_rotation(3, 0.4))
     True
     """
-    q = quat_normalize(q)
-    v, w = q[..., :3], q[..., 3]
-    vv = np.sum(v * v, axis=-1)
-    return (
-        (w * w - vv)[..., None, None] * _EYE
-        + 2.0 * _outer(v, v)
-        + 2.0 * w[..., None, None] * skew(v)
-    )
+    return charts.quat_dcm_form(quat_normalize(q))
 
 
 def _canonical_quat(q: np.ndarray) -> np.ndarray:
@@ -850,8 +808,9 @@ def quat_rate(q, omega) -> np.ndarray:
     ndarray, shape (..., 4)
     """
     omega = _vec3(omega)
-    w_quat = np.concatenate([omega, np.zeros_like(omega[..., :1])], axis=-1)
-    return 0.5 * quat_multiply(q, w_quat)
+    q = _quat(q)
+    batch = np.broadcast_shapes(q.shape[:-1], omega.shape[:-1])
+    return charts.quat_rate(np.broadcast_to(q, batch + (4,)), np.broadcast_to(omega, batch + (3,)))
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,148 @@
+"""The joint model, written once: what each joint kind contributes to every engine.
+
+Stoneking's joint (42 Joints slides 10-17; refs/notes/42-kane-msd.md §3) connects an inner
+body Bi (or N) to an outer body Bo through the frames Gi (fixed in Bi) and Go (fixed in
+Bo). Per joint kind this module gives
+
+* the rotation ``R_Gi_Go`` and the partial ``Γ`` (``ω_rel = Γ σ`` in Go), with ``Γ̇`` and
+  ``Γ̇σ``: :func:`gimbal` (1-3 Euler angles), :func:`spherical` (a quaternion);
+* the translational map: the slide offset ``Δ d`` and velocity ``Δ ṡ`` along the Gi
+  axes ``Δ`` (:func:`slide`);
+* the kinematic equations ``q̇(q, u)`` (:func:`qdot`) and the quaternion normalization
+  (:func:`normalize_quaternions`);
+* the joint springs and dampers as generalized forces (:func:`spring_damper`).
+
+Every function is written over the arithmetic protocol (:mod:`kanedyn.spatial.arithmetic`):
+the dense engine runs it on float arrays (all joints of a kind, and every batch member,
+at once), the compiled engine on traced values (:data:`kanedyn.codegen.TRACE`), the
+symbolic Kane and Lagrange paths on sympy expressions
+(:data:`kanedyn.symbolic.arithmetic.SYMPY`). A new joint kind goes here, and every
+engine has it.
+
+Index arrays (``angle_q``, ``quat_q``, ...) come from the model's layout
+(:class:`kanedyn.model.Model`); arrays carry leading batch axes ``...``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.spatial import charts
+from kanedyn.spatial.arithmetic import Arithmetic
+from kanedyn.spatial.charts import EulerAxes, euler_axes
+
+__all__ = [
+    "EulerAxes",
+    "euler_axes",
+    "gimbal",
+    "normalize_quaternions",
+    "qdot",
+    "slide",
+    "spherical",
+    "spring_damper",
+]
+
+Array = NDArray[Any]
+
+
+def gimbal(
+    ar: Arithmetic, axes: EulerAxes, theta: Array, sigma: Array, dof: int = 3
+) -> tuple[Array, Array, Array, Array]:
+    """A gimbal joint: ``R_Gi_Go``, ``Γᵀ``, ``Γ̇`` and ``Γ̇σ`` (Go components).
+
+    .. math::
+
+        R_{G_i G_o} = R_1(\\theta_1) R_2(\\theta_2) R_3(\\theta_3), \\quad
+        \\Gamma = [R_3^T R_2^T e_1 \\,|\\, R_3^T e_2 \\,|\\, e_3], \\quad
+        \\dot\\gamma_1 = \\gamma_1 \\times (\\sigma_2\\gamma_2 + \\sigma_3\\gamma_3), \\;
+        \\dot\\gamma_2 = \\gamma_2 \\times \\sigma_3\\gamma_3, \\; \\dot\\gamma_3 = 0
+
+    (42 ``JointPartials``; Kane_NBody slides 10-12). The speeds are the angle rates,
+    ``σ = θ̇``. Columns of Γ beyond the joint's DOF are its rotational constraint axes
+    (Kane Constraints slide 8).
+
+    Parameters
+    ----------
+    ar : Arithmetic
+    axes : EulerAxes
+        The joints' sequences (:func:`euler_axes`), (..., 3, 3).
+    theta, sigma : array (..., 3)
+        Angles and rates, zero beyond the joint's DOF.
+    dof : int
+        The largest number of angles (1-3) of these joints.
+
+    Returns
+    -------
+    R_Gi_Go (..., 3, 3), GammaT (..., 3, 3) rows ``γ_j``, Gamma_dot (..., 3, 3) columns
+    ``γ̇_j``, Gds (..., 3).
+    """
+    R, GammaT = charts.euler(ar, axes, theta, dof)
+    Gamma_dot, Gds = charts.euler_gamma_dot(GammaT, sigma, dof)
+    return R, GammaT, Gamma_dot, Gds
+
+
+def spherical(quat: Array) -> tuple[Array, Array, Array, Array]:
+    """A spherical joint: ``R_Gi_Go`` of its quaternion (normalized: divided by ``|q|²``),
+    ``Γ = U`` (the speeds are Go's angular velocity relative to Gi, in Go) and
+    ``Γ̇ = 0``. Shapes as :func:`gimbal`, from ``quat`` (..., 4)."""
+    R = charts.quat_to_dcm(quat)
+    zero = R * 0
+    eye = zero + np.eye(3, dtype=int)
+    return R, eye, zero, zero[..., 0]
+
+
+def slide(Delta: Array, d: Array) -> Array:
+    """The translational map of slides along the Gi axes: ``Δ d`` (Gi components).
+
+    ``Delta`` (..., 3, 3) holds the slide axes as columns (zero beyond the joint's
+    translational DOF), ``d`` (..., 3) the displacements; the same map gives the slide
+    velocity ``Δ ṡ`` and acceleration ``Δ s̈`` (42 Translational Joints slides 3-5).
+    """
+    return (Delta @ d[..., None])[..., 0]
+
+
+def qdot(layout: Any, q: Array, u: Array) -> Array:
+    """The kinematic equations ``q̇(q, u)``, shape (..., nq).
+
+    Angles and slide displacements: ``q̇ = u`` (their speeds are their rates).
+    Quaternions: ``q̇ = ½ q ⊗ [ω, 0]`` with ω the joint's speeds (Go components; 42's
+    ``QW2QDOT``).
+    """
+    qd = np.zeros_like(q)
+    qd[..., layout.angle_q] = u[..., layout.angle_u]
+    if layout.quat_q.size:
+        qd[..., layout.quat_q] = charts.quat_rate(q[..., layout.quat_q], u[..., layout.quat_u])
+    return qd
+
+
+def normalize_quaternions(ar: Arithmetic, layout: Any, q: Array) -> Array:
+    """``q`` with every joint quaternion scaled to unit length (a copy), shape (..., nq).
+    42's ``KaneNBodyRK4`` does this before every stage."""
+    if not layout.quat_q.size:
+        return q
+    q = q.copy()
+    q[..., layout.quat_q] = charts.quat_normalize(ar, q[..., layout.quat_q])
+    return q
+
+
+def spring_damper(layout: Any, stiffness: Array, damping: Array, q: Array, u: Array) -> Array:
+    """Generalized forces of the joint springs and dampers on angles and slides, and the
+    dampers of spherical joints, shape (..., n).
+
+    .. math:: Q_r = -k_r\\, q_r - c_r\\, u_r \\;(\\text{angle or slide } r), \\qquad
+              Q_r = -c_r\\, \\omega_r \\;(\\text{spherical})
+
+    These are the generalized forces of the potential ``½ k q²`` and of the dissipation
+    ``½ c u²`` (virtual work ``Q δq``), not 42's ``Γ τ``. ``stiffness``, ``damping`` (...,
+    n) hold one value per speed. A spherical joint's spring is
+    ``-J_r⁻ᵀ(φ) K φ`` (:func:`kanedyn.loads.joint_spring_forces`, NumPy only: its series
+    branch at zero rotation depends on the value).
+    """
+    Q = -(damping * u)
+    Q[..., layout.angle_u] = (
+        Q[..., layout.angle_u] - stiffness[..., layout.angle_u] * q[..., layout.angle_q]
+    )
+    return Q
