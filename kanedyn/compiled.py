@@ -59,13 +59,14 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn import codegen
+from kanedyn import codegen, joints
 from kanedyn.batch import _PARAM_FIELDS, ModelBatch, States
-from kanedyn.codegen import Scalar, Tape, Value, cos, sin, sqrt
+from kanedyn.codegen import TRACE, Scalar, Tape, Value
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model
 from kanedyn.plan import Params, params_of
+from kanedyn.spatial.charts import euler_axes, quat_dcm_form
 
 __all__ = ["CompiledModel", "compile_model", "supports"]
 
@@ -248,25 +249,6 @@ def _solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
 
 
 # --------------------------------------------------------------------------- joints
-def _axis_rotation(e: Array, c: Scalar, s: Scalar) -> Mat:
-    """``R = e eᵀ + cos θ (U - e eᵀ) + sin θ [e]×`` (rotation about unit axis e)."""
-    eeT = np.outer(e, e)
-    ex = np.array([[0.0, -e[2], e[1]], [e[2], 0.0, -e[0]], [-e[1], e[0], 0.0]])
-    return [[float(eeT[i, j]) + c * float(np.eye(3)[i, j] - eeT[i, j]) + s * float(ex[i, j])
-             for j in range(3)] for i in range(3)]  # fmt: skip
-
-
-def _quat_dcm(x: Scalar, y: Scalar, z: Scalar, w: Scalar) -> Mat:
-    """``R_A_B`` of a unit scalar-last quaternion (:func:`kanedyn.rotation.quat_to_dcm`)."""
-    xx, yy, zz, ww = x * x, y * y, z * z, w * w
-    xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
-    return [
-        [ww + xx - yy - zz, 2.0 * (xy - wz), 2.0 * (xz + wy)],
-        [2.0 * (xy + wz), ww + yy - xx - zz, 2.0 * (yz - wx)],
-        [2.0 * (xz - wy), 2.0 * (yz + wx), ww + zz - xx - yy],
-    ]
-
-
 @attrs.frozen
 class _Joint:
     """One joint's traced kinematics (Go coordinates)."""
@@ -336,13 +318,8 @@ class _Trace:
             key: tape.input(f"p{i}") for i, key in enumerate(self.param_inputs)
         }
         self.locked = locked
-        # normalized quaternions (as the dense engine normalizes them)
-        self.quat: dict[int, list[Scalar]] = {}
-        for row, k in enumerate(lay.spherical):
-            idx = lay.quat_q[row]
-            x, y, z, w = (self.q[i] for i in idx)
-            s = 1.0 / sqrt(x * x + y * y + z * z + w * w)
-            self.quat[int(k)] = [x * s, y * s, z * s, w * s]
+        # coordinates with normalized quaternions (as the dense engine normalizes them)
+        self.qn = joints.normalize_quaternions(TRACE, lay, np.array(self.q, dtype=object))
         self.gimbal_row = {int(k): row for row, k in enumerate(lay.gimbal)}
         self.sph_row = {int(k): row for row, k in enumerate(lay.spherical)}
 
@@ -373,32 +350,19 @@ class _Trace:
         zero = [0.0, 0.0, 0.0]
         if k in self.gimbal_row:
             row = self.gimbal_row[k]
-            e = lay.gimbal_e[row]
-            q_idx = [int(i) for i in lay.q_index[k][: j.rot_dof]]
-            Rs = [_axis_rotation(e[a], cos(self.q[q_idx[a]]), sin(self.q[q_idx[a]]))
-                  for a in range(j.rot_dof)]  # fmt: skip
-            R = Rs[0]
-            for Ra in Rs[1:]:
-                R = _mm(R, Ra)
-            # Γ = [R_3ᵀ R_2ᵀ e_1 | R_3ᵀ e_2 | e_3] (only the first rot_dof columns)
-            gammas: list[Vec] = []
-            for a in range(j.rot_dof):
-                g: Vec = _const(e[a])
-                for b in range(a + 1, j.rot_dof):
-                    g = _mtv(Rs[b], g)
-                gammas.append(g)
-            # γ̇_a = γ_a × Σ_{b > a} σ_b γ_b, and Γ̇σ = Σ_a σ_a γ̇_a
-            dgammas: list[Vec] = []
-            for a in range(j.rot_dof):
-                tail = zero
-                for b in range(a + 1, j.rot_dof):
-                    tail = _add(tail, _scale(sigma[b], gammas[b]))
-                dgammas.append(_cross(gammas[a], tail))
-            Gds = zero
-            for a in range(j.rot_dof):
-                Gds = _add(Gds, _scale(sigma[a], dgammas[a]))
+            pad = [0.0] * (3 - j.rot_dof)
+            theta = np.array(
+                [self.q[int(i)] for i in lay.q_index[k][: j.rot_dof]] + pad, dtype=object
+            )
+            R_, GammaT, Gamma_dot, Gds_ = joints.gimbal(
+                TRACE, euler_axes(TRACE, lay.gimbal_e[row]), theta,
+                np.array(sigma + pad, dtype=object), j.rot_dof)  # fmt: skip
+            R = R_.tolist()
+            gammas = GammaT[: j.rot_dof].tolist()
+            dgammas = Gamma_dot.T[: j.rot_dof].tolist()
+            Gds = Gds_.tolist()
         elif k in self.sph_row:
-            R = _quat_dcm(*self.quat[k])
+            R = quat_dcm_form(self.qn[lay.quat_q[self.sph_row[k]]]).tolist()
             gammas = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
             dgammas = [zero, zero, zero]
             Gds = zero
@@ -409,12 +373,12 @@ class _Trace:
         for g, s in zip(gammas, sigma, strict=True):
             omega_J = _add(omega_J, _scale(s, g))
         Delta = lay.Delta[k]
-        d = zero
+        pad = [0.0] * (3 - j.trn_dof)
+        d = joints.slide(TRACE.const(Delta), np.array([self.q[i] for i in trn_q] + pad)).tolist()
         v_lin = zero
         trn_cols = []
-        for c, (r, i) in enumerate(zip(trn_u, trn_q, strict=True)):
+        for c, r in enumerate(trn_u):
             axis = _const(Delta[:, c])
-            d = _add(d, _scale(self.q[i], axis))
             col = _mtv(R, axis)  # R_Gi_Goᵀ Δ_c
             trn_cols.append((col, r))
             v_lin = _add(v_lin, _scale(self.u[r], col))
@@ -432,12 +396,10 @@ class _Trace:
         model, lay = self.model, self.model.layout
         if self.loads:
             return list(self.Q)
-        Q: list[Scalar] = [0.0] * model.n
-        for i, r in zip(lay.angle_q, lay.angle_u, strict=True):
-            Q[int(r)] = -self.par("stiffness", int(r)) * self.q[int(i)]
-        for r in range(model.n):
-            Q[r] = Q[r] - self.par("damping", r) * self.u[r]
-        return Q
+        k = np.array([self.par("stiffness", r) for r in range(model.n)], dtype=object)
+        c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
+        u = np.array(self.u, dtype=object)
+        return joints.spring_damper(lay, k, c, np.array(self.q, dtype=object), u).tolist()
 
     def geometry(self) -> list[_Body]:
         """Per joint: its traced kinematics at the current speeds ``self.u``, the
@@ -652,21 +614,10 @@ class _Trace:
         return ydot, self.qdot(), list(nu)
 
     def qdot(self) -> list[Scalar]:
-        """Kinematic equations (:func:`kanedyn.integrate.qdot`)."""
-        model, lay = self.model, self.model.layout
-        qd: list[Scalar] = [0.0] * model.nq
-        for i, r in zip(lay.angle_q, lay.angle_u, strict=True):
-            qd[int(i)] = self.u[int(r)]
-        for row, k in enumerate(lay.spherical):
-            x, y, z, w = self.quat[int(k)]
-            wx, wy, wz = (self.u[int(r)] for r in lay.quat_u[row])
-            qv = [x, y, z]
-            vec = _add(_scale(w, [wx, wy, wz]), _cross(qv, [wx, wy, wz]))
-            idx = lay.quat_q[row]
-            for c in range(3):
-                qd[int(idx[c])] = 0.5 * vec[c]
-            qd[int(idx[3])] = -0.5 * _dot(qv, [wx, wy, wz])
-        return qd
+        """Kinematic equations (:func:`kanedyn.joints.qdot`) at the normalized
+        coordinates."""
+        u = np.array(self.u, dtype=object)
+        return joints.qdot(self.model.layout, self.qn, u).tolist()
 
 
 def _parameter_values(

@@ -36,8 +36,8 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from kanedyn import rotation as rot
 from kanedyn.errors import ModelError
+from kanedyn.kinematics import joint_rotations
 from kanedyn.loads import LoadsLike, applied_loads, joint_spring_forces
 from kanedyn.model import Model, State
 
@@ -128,6 +128,7 @@ def newton_euler(
     alpha = np.zeros((nb, 3))
     o = np.zeros((nb, 3))
     axes_u = np.zeros((model.n, 3))  # axis in N of each speed (rotational: b_r, slide: δ_c)
+    R_joint, GammaT, _, Gds = joint_rotations(model, np.append(q, 0.0), np.append(u, 0.0))
     for k, j in enumerate(model.joints):
         par = lay.parent[k]
         if par < 0:
@@ -159,29 +160,13 @@ def newton_euler(
             + R_N_Gi @ (Delta @ s_ddot)
         )
         axes_u[uk[j.rot_dof :]] = (R_N_Gi @ Delta).T
-        # rotation of Go relative to Gi: relative rate x and its Gi-frame derivative x_dot
+        # rotation of Go relative to Gi (the joint model): relative rate x = R_Gi_Go Γ σ
+        # in Gi, and its Gi-frame derivative R_Gi_Go (Γ̇σ + Γ σ̇) (ω_rel × ω_rel = 0)
         sigma, sigma_dot = u[uk[: j.rot_dof]], acc[uk[: j.rot_dof]]
-        if j.rot_type == "spherical":
-            quat = q[qk[:4]] / np.linalg.norm(q[qk[:4]])
-            R_Gi_Go = rot.quat_to_dcm(quat)
-            b = R_Gi_Go.T.copy()  # rows: Go axes in Gi
-            x = R_Gi_Go @ sigma
-            # d/dt|_Gi (R_Gi_Go σ) = R_Gi_Go (σ × σ) + R_Gi_Go σ̇ = R_Gi_Go σ̇
-            x_dot = R_Gi_Go @ sigma_dot
-        else:
-            seq = rot.parse_sequence(j.rot_seq)
-            R_Gi_Go = np.eye(3)
-            b = np.zeros((j.rot_dof, 3))
-            w_int = np.zeros(3)  # rate of the intermediate gimbal frame, Gi components
-            x = np.zeros(3)
-            x_dot = np.zeros(3)
-            for c in range(j.rot_dof):
-                b[c] = R_Gi_Go[:, seq[c] - 1]
-                # b_c = R_1 .. R_{c-1} e_c, so d/dt|_Gi b_c = w_int × b_c
-                x_dot += b[c] * sigma_dot[c] + np.cross(w_int, b[c]) * sigma[c]
-                x += b[c] * sigma[c]
-                w_int = w_int + b[c] * sigma[c]
-                R_Gi_Go = R_Gi_Go @ rot.elementary_rotation(seq[c], q[qk[c]])
+        R_Gi_Go = R_joint[k]
+        b = GammaT[k, : j.rot_dof] @ R_Gi_Go.T  # rows: the rotational axes in Gi
+        x = sigma @ b
+        x_dot = R_Gi_Go @ Gds[k] + sigma_dot @ b
         w_rel = R_N_Gi @ x
         axes_u[uk[: j.rot_dof]] = b[: j.rot_dof] @ R_N_Gi.T
         omega[k] = w_p + w_rel

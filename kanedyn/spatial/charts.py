@@ -101,7 +101,7 @@ def euler(ar: Arithmetic, axes: EulerAxes, theta: Array, dof: int = 3) -> tuple[
         From :func:`euler_axes`, shape (..., 3, 3).
     theta : array, shape (..., 3)
     dof : int
-        1, 2 or 3.
+        0 (no rotation), 1, 2 or 3.
 
     Returns
     -------
@@ -110,9 +110,11 @@ def euler(ar: Arithmetic, axes: EulerAxes, theta: Array, dof: int = 3) -> tuple[
     GammaT : array (..., 3, 3)
         ``Γᵀ``: row j is column ``γ_j`` of Γ, in Go.
     """
-    Rk = axis_rotations(ar, axes, theta, dof)
     e = axes.e
     rows = [e[..., 0, :], e[..., 1, :], e[..., 2, :]]
+    if dof == 0:  # no rotation: R = U, and Γ's columns are the (constraint) axes
+        return axes.eeT[..., 0, :, :] * 0 + ar.const(np.eye(3)), e
+    Rk = axis_rotations(ar, axes, theta, dof)
     tail = Rk[..., dof - 1, :, :]  # R_a ... R_dof, built from the last factor inwards
     for a in reversed(range(dof - 1)):
         rows[a] = (rows[a][..., None, :] @ tail)[..., 0, :]  # γ_aᵀ = e_aᵀ R_{a+1} ... R_dof
@@ -207,7 +209,8 @@ def quat_to_dcm(q: Array) -> Array:
 
 def quat_normalize(ar: Arithmetic, q: Array) -> Array:
     """``q / |q|`` over the last axis."""
-    return q * (1.0 / ar.sqrt(np.sum(q * q, axis=-1)))[..., None]
+    scale = np.asarray(1.0 / ar.sqrt(np.sum(q * q, axis=-1)))  # stays an array when 0-d
+    return q * scale[..., None]
 
 
 def quat_rate(q: Array, omega: Array) -> Array:

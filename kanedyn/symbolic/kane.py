@@ -81,9 +81,13 @@ import numpy as np
 import scipy.linalg
 import sympy as sm
 
+from kanedyn import joints
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.symbolic import _rotation as srot
+from kanedyn.rotation import parse_sequence
+from kanedyn.spatial import charts
+from kanedyn.spatial.charts import euler_axes
+from kanedyn.symbolic.arithmetic import SYMPY, matrix
 
 __all__ = ["CompactEquations", "KaneEquations", "kane"]
 
@@ -145,7 +149,7 @@ def _dot(a: Sequence[Any], b: Sequence[Any]) -> sm.Expr:
 
 
 def cross(a: Sequence[Any], b: Sequence[Any]) -> sm.Matrix:
-    """``a × b`` (as :func:`kanedyn.symbolic._rotation.cross`), zero products skipped."""
+    """``a × b`` as a column, with the zero products skipped."""
     a0, a1, a2 = a
     b0, b1, b2 = b
 
@@ -339,18 +343,20 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         qi, ui = lay.q_index[k], lay.u_index[k]
         nr = j.n_rot_coordinates
         # stage 1: joint rotation R_Gi_Go, partial Gamma and Gamma_dot sigma (Go axes)
-        if j.rot_type == "spherical":
-            R_Gi_Go = srot.quat_to_dcm([q[i] for i in qi[:4]])
+        if j.rot_type == "spherical":  # a unit quaternion: R_Gi_Go is its quadratic form
+            R_Gi_Go = matrix(charts.quat_dcm_form(np.array([q[i] for i in qi[:4]], dtype=object)))
             G = sm.eye(3)
             Gds = sm.zeros(3, 1)
             sigma = sm.Matrix([u[i] for i in ui[:3]])
         else:
             pad = [0] * (3 - j.rot_dof)
-            theta = [q[i] for i in qi[: j.rot_dof]] + pad
+            theta = np.array([q[i] for i in qi[: j.rot_dof]] + pad, dtype=object)
             sig = [u[i] for i in ui[: j.rot_dof]] + pad
-            R_Gi_Go = srot.euler_to_dcm(j.rot_seq, theta)
-            G = srot.euler_gamma(j.rot_seq, theta)
-            Gds = _mm(srot.euler_gamma_dot(j.rot_seq, theta, sig), sm.Matrix(sig))
+            axes = euler_axes(SYMPY, np.eye(3)[[a - 1 for a in parse_sequence(j.rot_seq)]])
+            R_, GammaT, _, Gds_ = joints.gimbal(
+                SYMPY, axes, theta, np.array(sig, dtype=object), j.rot_dof
+            )
+            R_Gi_Go, G, Gds = matrix(R_), matrix(GammaT.T), matrix(Gds_)
             sigma = sm.Matrix(sig)
         R_Gi_Go = t.mat(R_Gi_Go, f"R_Gi_Go{k}_")
         Gamma[k] = t.mat(G, f"Gamma{k}_")
@@ -478,12 +484,9 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
 
 
 def _joint_forces(model: Model, q: list, u: list) -> list:
-    """Springs and dampers per speed: ``Q = -k q - c u`` (gimbal angles and slides),
-    ``Q = -C ω`` (spherical); see :func:`kanedyn.loads.joint_spring_forces`."""
+    """Springs and dampers per speed (:func:`kanedyn.joints.spring_damper`): ``Q = -k q
+    - c u`` (gimbal angles and slides), ``Q = -C ω`` (spherical)."""
     lay = model.layout
-    Q = [-_const(c) * ui for c, ui in zip(lay.damping, u, strict=True)]
-    for qi, ui in zip(lay.angle_q.tolist(), lay.angle_u.tolist(), strict=True):
-        Q[ui] -= _const(lay.stiffness[ui]) * q[qi]
     for k in lay.spherical.tolist():
         stiff = [_const(x) for x in model.joints[k].stiffness[:3]]
         if any(x != 0 for x in stiff):
@@ -493,20 +496,17 @@ def _joint_forces(model: Model, q: list, u: list) -> list:
                 "rotation in closed form); set its rotational stiffness to 0, or use the "
                 "numeric engine"
             )
-    return Q
+    stiffness, damping = (np.array([_const(x) for x in a], dtype=object)
+                          for a in (lay.stiffness, lay.damping))  # fmt: skip
+    obj = np.array(q, dtype=object), np.array(u, dtype=object)
+    return joints.spring_damper(lay, stiffness, damping, *obj).tolist()
 
 
 def _kinematic_equations(model: Model, q: list, u: list) -> sm.Matrix:
-    """q̇: angle and slide rates are speeds; quaternions ``q̇ = ½ q ⊗ [ω, 0]``."""
-    lay = model.layout
-    qdot: list[Any] = [None] * model.nq
-    for qi, ui in zip(lay.angle_q.tolist(), lay.angle_u.tolist(), strict=True):
-        qdot[qi] = u[ui]
-    for qq, uu in zip(lay.quat_q.tolist(), lay.quat_u.tolist(), strict=True):
-        rates = srot.quat_rate([q[i] for i in qq], [u[i] for i in uu])
-        for i, x in zip(qq, rates, strict=True):
-            qdot[i] = x
-    return sm.ImmutableMatrix(qdot)
+    """q̇ (:func:`kanedyn.joints.qdot`): angle and slide rates are speeds; quaternions
+    ``q̇ = ½ q ⊗ [ω, 0]``."""
+    qd = joints.qdot(model.layout, np.array(q, dtype=object), np.array(u, dtype=object))
+    return sm.ImmutableMatrix(qd.tolist())
 
 
 # --------------------------------------------------------------------------- code generation

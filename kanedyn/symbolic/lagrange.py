@@ -56,10 +56,12 @@ import attrs
 import numpy as np
 import sympy as sm
 
+from kanedyn import joints
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.rotation import parse_sequence
-from kanedyn.symbolic._rotation import elementary_rotation
+from kanedyn.spatial.charts import axis_rotations, euler_axes
+from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, matrix
 
 __all__ = ["LagrangeEquations", "generalized_symbols", "lagrange"]
 
@@ -113,23 +115,13 @@ def _refuse_spherical(model: Model) -> None:
         )
 
 
-def _exact(x: Any) -> Any:
-    """Sympy expressions as they are; numbers as exact rationals (the shortest decimal
-    that round-trips), so that symbolic differences cancel exactly."""
-    if isinstance(x, (float, int, np.floating, np.integer)):
-        return sm.Rational(repr(float(x))) if np.isfinite(x) else sm.sympify(x)
-    return sm.sympify(x)
-
-
 def _matrix(x: Any) -> sm.Matrix:
-    arr = np.asarray(x, dtype=object)
-    return sm.Matrix(
-        arr.shape[0], arr.shape[1] if arr.ndim == 2 else 1, [_exact(e) for e in arr.ravel()]
-    )
+    """A model constant as an exact sympy Matrix (a column for a vector)."""
+    return matrix(exact_array(x))
 
 
 def _load(values: Any, n: int, what: str) -> sm.Matrix:
-    out = sm.Matrix([_exact(v) for v in np.asarray(values, dtype=object).ravel()])
+    out = sm.Matrix([exact(v) for v in np.asarray(values, dtype=object).ravel()])
     if out.shape != (n, 1):
         raise ModelError(f"lagrange: {what} needs {n} values, got {out.shape[0]}")
     return out
@@ -303,11 +295,15 @@ def lagrange(
         # gimbal R_Gi_Go = R_i1(θ1) R_i2(θ2) R_i3(θ3); column of J_A = joint axis in N (2-4)
         R_N_Go = R_N_Gi
         rot_axes = parse_sequence(j.rot_seq)
-        for c in range(j.rot_dof):
-            theta = sm.Symbol(f"q_{j.name}_{c}", real=True)
+        thetas = [sm.Symbol(f"q_{j.name}_{c}", real=True) for c in range(j.rot_dof)]
+        if thetas:  # the elementary rotations R_c(θ_c) of the joint model
+            E = euler_axes(SYMPY, np.eye(3)[[a - 1 for a in rot_axes]])
+            theta = np.array(thetas + [0] * (3 - j.rot_dof), dtype=object)
+            factors = axis_rotations(SYMPY, E, theta, j.rot_dof)
+        for c, theta_c in enumerate(thetas):
             axis = rot_axes[c]
-            J_Ai[:, index[theta]] = R_N_Go[:, axis - 1]
-            R_N_Go = (R_N_Go * elementary_rotation(axis, theta)).applyfunc(tidy)
+            J_Ai[:, index[theta_c]] = R_N_Go[:, axis - 1]
+            R_N_Go = (R_N_Go * matrix(factors[c])).applyfunc(tidy)
         R = (R_N_Go * _matrix(j.outer_rotation)).applyfunc(tidy)
         p = o - R * _matrix(j.outer_point)
         R_N_B.append(R)
@@ -317,7 +313,7 @@ def lagrange(
 
     # link Jacobians and the inertia matrix (2-2 .. 2-8)
     J_L = [r.jacobian(q) for r in r_c]
-    mass = [_exact(m) for m in lay.mass]
+    mass = [exact(m) for m in lay.mass]
     H = sm.zeros(n, n)
     for i in range(model.nb):
         I_N = R_N_B[i] * _matrix(lay.inertia[i]) * R_N_B[i].T  # (2-8)
@@ -341,9 +337,12 @@ def lagrange(
     G = sm.Matrix([tidy(sm.diff(U, qr)) for qr in q])
 
     # generalized forces (2-10): springs, dampers, joint torques, body loads, rotors
-    Q = sm.Matrix(
-        [-_exact(lay.stiffness[r]) * q[r] - _exact(lay.damping[r]) * u[r] for r in range(n)]
-    )
+    Q = matrix(
+        joints.spring_damper(
+            lay, exact_array(lay.stiffness), exact_array(lay.damping),
+            np.array(list(q), dtype=object), np.array(list(u), dtype=object),
+        )
+    )  # fmt: skip
     for name, values in (joint_torques or {}).items():
         idx = [int(r) for r in model.layout.u_index[model.joint_index(name)]]
         tau = _load(values, len(idx), f"joint_torques[{name!r}]")

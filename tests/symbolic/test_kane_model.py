@@ -17,7 +17,6 @@ import sympy as sm
 import kanedyn as kd
 from kanedyn.errors import ModelError
 from kanedyn.rotation import EULER_SEQUENCES, euler_to_dcm, is_symmetric_sequence
-from kanedyn.symbolic import _rotation as srot
 from kanedyn.symbolic.kane import kane
 from tests.sympy_oracle import build, random_state
 
@@ -534,32 +533,6 @@ def test_spherical_spring_is_refused():
     model = kd.Model([rod("a")], [kd.Joint.spherical("ball", None, "a", stiffness=1.0)])
     with pytest.raises(ModelError, match="spherical-joint springs"):
         kane(model)
-
-
-def test_rotation_helpers_match_numeric():
-    th = sm.symbols("t1:4")
-    rates = sm.symbols("r1:4")
-    vals = {
-        **dict(zip(th, (0.3, -0.7, 1.1), strict=True)),
-        **dict(zip(rates, (0.2, 0.5, -0.4), strict=True)),
-    }
-    angles, rr = np.array([0.3, -0.7, 1.1]), np.array([0.2, 0.5, -0.4])
-    for seq in EULER_SEQUENCES:
-        num = lambda X: np.array(X.subs(vals), dtype=float)  # noqa: E731
-        close(num(srot.euler_to_dcm(seq, th)), kd.euler_to_dcm(seq, angles))
-        close(num(srot.euler_gamma(seq, th)), kd.rotation.euler_gamma(seq, angles))
-        close(
-            num(srot.euler_gamma_dot(seq, th, rates)), kd.rotation.euler_gamma_dot(seq, angles, rr)
-        )
-    qv = np.array([0.1, -0.4, 0.3, 0.5])
-    qv /= np.linalg.norm(qv)
-    qs = sm.symbols("x y z w")
-    sub = dict(zip(qs, qv, strict=True))
-    close(np.array(srot.quat_to_dcm(qs).subs(sub), dtype=float), kd.quat_to_dcm(qv))
-    w = np.array([0.3, -0.2, 0.9])
-    close(
-        np.array(srot.quat_rate(qs, w).subs(sub), dtype=float).ravel(), kd.rotation.quat_rate(qv, w)
-    )
 
 
 # --------------------------------------------------------------------------- growth

@@ -8,7 +8,8 @@ import pytest
 import sympy as sm
 
 import kanedyn as kd
-from kanedyn.symbolic._rotation import elementary_rotation
+from kanedyn.spatial.charts import axis_rotations, euler_axes
+from kanedyn.symbolic.arithmetic import SYMPY
 from kanedyn.symbolic.compare import Equations, compare
 from kanedyn.symbolic.lagrange import generalized_symbols, lagrange
 
@@ -99,9 +100,12 @@ def test_angular_velocity_from_rotation_rate():
 
 
 def test_elementary_rotation_matches_numeric():
+    """The elementary rotations Lagrange multiplies (the joint model's, on sympy)."""
     a = sm.Symbol("a")
     for axis in (1, 2, 3):
-        R = np.array(elementary_rotation(axis, a).subs(a, 0.7), dtype=float)
+        E = euler_axes(SYMPY, np.eye(3)[[axis - 1] * 3])
+        Rs = axis_rotations(SYMPY, E, np.array([a, 0, 0], dtype=object), 1)[0]
+        R = np.array([[e.subs(a, 0.7) for e in row] for row in Rs], dtype=float)
         assert np.allclose(R, kd.rotation.elementary_rotation(axis, 0.7))
 
 
