@@ -30,7 +30,7 @@ import numpy as np
 import scipy.integrate
 from numpy.typing import NDArray
 
-from kanedyn import msd
+from kanedyn import joints, msd
 from kanedyn import rotation as rot
 from kanedyn.compiled import check_finite, compile_model, supports
 from kanedyn.control import Controller
@@ -47,6 +47,7 @@ from kanedyn.kane import (
 from kanedyn.kinematics import _kinematics
 from kanedyn.loads import LoadsLike, applied_loads
 from kanedyn.model import Model, State
+from kanedyn.spatial.arithmetic import NUMPY
 
 __all__ = ["BodyHistory", "Lock", "Trajectory", "Unlock", "simulate"]
 
@@ -92,22 +93,14 @@ class Unlock:
 
 # --------------------------------------------------------------------------- right-hand sides
 def qdot(model: Model, q: Array, u: Array) -> Array:
-    """Kinematic equations: angle and slide rates are speeds; ``q̇ = ½ q ⊗ [ω, 0]``."""
-    lay = model.layout
-    qd = np.zeros(model.nq)
-    qd[lay.angle_q] = u[lay.angle_u]
-    if lay.quat_q.size:
-        qd[lay.quat_q] = rot.quat_rate(q[lay.quat_q], u[lay.quat_u])
-    return qd
+    """Kinematic equations (:func:`kanedyn.joints.qdot`): angle and slide rates are
+    speeds; ``q̇ = ½ q ⊗ [ω, 0]``."""
+    return joints.qdot(model.layout, q, u)
 
 
 def _normalize_quaternions(model: Model, q: Array) -> Array:
-    lay = model.layout
-    if lay.quat_q.size:
-        quat = q[lay.quat_q]
-        q = q.copy()
-        q[lay.quat_q] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    return q
+    """``q`` with unit quaternions (:func:`kanedyn.joints.normalize_quaternions`)."""
+    return joints.normalize_quaternions(NUMPY, model.layout, q)
 
 
 @attrs.define

@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn import joints
 from kanedyn import rotation as rot
 from kanedyn.errors import ModelError
 from kanedyn.kinematics import Kinematics, cross, mv
@@ -105,13 +106,16 @@ LoadsLike = None | Sequence[Any] | Callable[..., Sequence[Any]]
 def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None = None) -> Array:
     """Generalized forces of every joint's springs and dampers, shape (..., n).
 
-    ``params`` (default: the model's) may carry batch axes, like ``q`` and ``u``.
+    Angles, slides and dampers: :func:`kanedyn.joints.spring_damper`. A spherical
+    joint's spring is the gradient of ``½ φᵀ K φ`` in the rotation vector φ:
+    ``-J_r⁻ᵀ(φ) K φ`` (``J_r`` the right Jacobian of SO(3)), which for isotropic K equals
+    42's ``-k φ``. ``params`` (default: the model's) may carry batch axes, like ``q`` and
+    ``u``.
     """
     lay = model.layout
     stiffness, damping = (lay.stiffness, lay.damping) if params is None else (
         params.stiffness, params.damping)  # fmt: skip
-    Q = -damping * u
-    Q[..., lay.angle_u] -= stiffness[..., lay.angle_u] * q[..., lay.angle_q]
+    Q = joints.spring_damper(lay, stiffness, damping, q, u)
     if lay.spherical.size:
         k = stiffness[..., lay.quat_u]  # (..., nsph, 3)
         if np.any(k):
