@@ -651,10 +651,10 @@ def quat_normalize(q) -> np.ndarray:
     array([0., 0., 0., 1.])
     """
     q = _quat(q)
-    norm = np.linalg.norm(q, axis=-1, keepdims=True)
-    if not np.all(np.isfinite(norm)) or np.any(norm == 0.0):
+    norm2 = np.sum(q * q, axis=-1)
+    if not np.all(np.isfinite(norm2)) or np.any(norm2 == 0.0):
         raise ModelError(f"quaternion must be finite and non-zero to normalize, got {q!r}")
-    return q / norm
+    return charts.quat_normalize(NUMPY, q)
 
 
 def quat_conjugate(q) -> np.ndarray:
