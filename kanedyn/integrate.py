@@ -6,9 +6,11 @@ Two formulations share one state layout ``x = [q | y]``:
 * ``"msd"``: ``y`` = the momentum states of :mod:`kanedyn.msd`, ``ẏ`` from
   :func:`kanedyn.msd.rates`, and the speeds from one Cholesky solve.
 
-Methods: fixed-step classic RK4 (``method="rk4"``; quaternions are normalized before
-every stage, as 42's ``KaneNBodyRK4`` does), or any ``scipy.integrate.solve_ivp`` method
-(``"RK45"``, ``"DOP853"``, ``"Radau"``, ...) with ``rtol``/``atol``.
+Methods: fixed-step classic RK4 (``method="rk4"``, :func:`kanedyn.steppers.rk4_step`;
+quaternions are normalized before every stage, as 42's ``KaneNBodyRK4`` does), or any
+``scipy.integrate.solve_ivp`` method (``"RK45"``, ``"DOP853"``, ``"Radau"``, ... or an
+``OdeSolver`` subclass) with ``rtol``/``atol``. The options are parsed once, on entry,
+into the objects of :mod:`kanedyn.options`.
 
 Joint DOFs can be locked and unlocked during a run with :class:`Lock` / :class:`Unlock`
 events (MSD slide 19): the locked speed is held at zero and the free speeds are
@@ -32,7 +34,7 @@ from numpy.typing import NDArray
 
 from kanedyn import joints, msd
 from kanedyn import rotation as rot
-from kanedyn.compiled import check_finite, compile_model, supports
+from kanedyn.compiled import CompiledModel, check_finite, compile_model, supports
 from kanedyn.control import Controller
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.kane import (
@@ -47,28 +49,25 @@ from kanedyn.kane import (
 from kanedyn.kinematics import _kinematics
 from kanedyn.loads import LoadsLike, applied_loads
 from kanedyn.model import Model, State
+from kanedyn.options import Engine, Formulation, Method
 from kanedyn.spatial.arithmetic import NUMPY
+from kanedyn.steppers import FLOATS, Schedule, rk4_step
 
 __all__ = ["BodyHistory", "Lock", "Trajectory", "Unlock", "simulate"]
 
 Array = NDArray[np.float64]
 
-_FORMULATIONS = ("kane", "msd")
-_ENGINES = ("auto", "compiled", "dense")
 
-
-def resolve_engine(model: Model, engine: str) -> bool:
+def resolve_engine(model: Model, engine: Engine) -> bool:
     """Whether to use the compiled engine (:mod:`kanedyn.compiled`) for ``engine``.
 
-    ``"auto"``: compiled when the model can be compiled;
-    ``"compiled"``: compiled, or a ModelError saying why not; ``"dense"``: never.
+    ``AUTO``: compiled when the model can be compiled;
+    ``COMPILED``: compiled, or a ModelError saying why not; ``DENSE``: never.
     """
-    if engine not in _ENGINES:
-        raise ModelError(f"engine must be one of {_ENGINES}, got {engine!r}")
-    if engine == "dense":
+    if engine is Engine.DENSE:
         return False
     why = supports(model)
-    if why is not None and engine == "compiled":
+    if why is not None and engine is Engine.COMPILED:
         raise ModelError(f"engine='compiled': {why}; use engine='dense'")
     return why is None
 
@@ -105,22 +104,42 @@ def _normalize_quaternions(model: Model, q: Array) -> Array:
 
 @attrs.define
 class _System:
-    """Right-hand side ``ẋ = f(t, x)`` of one formulation with a set of locked speeds."""
+    """Right-hand side ``ẋ = f(t, x)`` of one formulation with a set of locked speeds.
+
+    With ``compiled``, ``cm`` is the model's compiled equations for the current lock set
+    (looked up once per lock set, not per right-hand side).
+    """
 
     model: Model
-    formulation: str
+    formulation: Formulation
     loads: LoadsLike
-    locked: NDArray[np.intp] = attrs.field(factory=lambda: np.zeros(0, dtype=np.intp))
+    compiled: bool = False  # either formulation through kanedyn.compiled
     held: list[Any] = attrs.field(factory=list)  # controller commands, zero-order hold
     started: bool = False  # after the first call, errors from loads name the time
-    compiled: bool = False  # either formulation through kanedyn.compiled
+    _locked: NDArray[np.intp] = attrs.field(
+        factory=lambda: np.zeros(0, dtype=np.intp), alias="locked"
+    )
+    cm: CompiledModel | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self.locked = self._locked
+
+    @property
+    def locked(self) -> NDArray[np.intp]:
+        """The locked speed indices (held at zero)."""
+        return self._locked
+
+    @locked.setter
+    def locked(self, locked: NDArray[np.intp]) -> None:
+        if self.compiled and (self.cm is None or not np.array_equal(locked, self._locked)):
+            self.cm = compile_model(self.model, locked.tolist(), self.formulation)
+        self._locked = locked
 
     def speeds(self, q: Array, y: Array) -> Array:
-        if self.formulation == "kane":
+        if self.formulation is Formulation.KANE:
             return y
-        if self.compiled:  # the last n outputs of the MSD kernel
-            cm = compile_model(self.model, self.locked.tolist(), "msd")
-            return np.array(cm.rhs(q.tolist(), y.tolist())[self.model.n + self.model.nq :])
+        if self.cm is not None:  # the last n outputs of the MSD kernel
+            return np.array(self.cm.rhs(q.tolist(), y.tolist())[self.model.n + self.model.nq :])
         return msd._speeds(
             self.model, _kinematics(self.model, q, np.zeros(self.model.n)), y, self.locked
         )
@@ -129,8 +148,8 @@ class _System:
         model = self.model
         q = _normalize_quaternions(model, x[: model.nq])
         y = x[model.nq :]
-        if self.compiled and not (self.loads or self.held):
-            return self._compiled(t, q, y, None)
+        if self.cm is not None and not (self.loads or self.held):
+            return self._compiled(self.cm, q, y, None)
         u = self.speeds(q, y)
         kin = _kinematics(model, q, u)
         state = State(q, u) if callable(self.loads) else _LightState(q, u)
@@ -143,9 +162,10 @@ class _System:
             if not self.started:
                 raise
             raise SimulationError(f"t = {t:.6g}: loads: {exc}") from None
-        if self.compiled:
-            return self._compiled(t, q, u if self.formulation == "kane" else y, L)
-        if self.formulation == "kane":
+        kane = self.formulation is Formulation.KANE
+        if self.cm is not None:
+            return self._compiled(self.cm, q, u if kane else y, L)
+        if kane:
             tm = _terms(model, kin)
             M, f = _mass_matrix(model, tm), _bias(model, tm, L)
             ydot = np.zeros(model.n)
@@ -162,10 +182,9 @@ class _System:
             ydot[self.locked] = 0.0
         return np.concatenate((qdot(model, q, u), ydot))
 
-    def _compiled(self, t: float, q: Array, y: Array, L: Any) -> Array:
+    def _compiled(self, cm: CompiledModel, q: Array, y: Array, L: Any) -> Array:
         """``[q̇ | ẏ]`` from the compiled equations (locked speeds held at zero); ``y``
         are the speeds (Kane) or the momentum states (MSD, then ``L`` is None)."""
-        cm = compile_model(self.model, self.locked.tolist(), self.formulation)
         qv, yv = q.tolist(), y.tolist()
         n, nq = self.model.n, self.model.nq
         out = cm.rhs(qv, yv) if L is None else cm.rhs_with_loads(qv, yv, L)
@@ -174,7 +193,7 @@ class _System:
         return xdot
 
     def initial(self, state: State) -> Array:
-        if self.formulation == "kane":
+        if self.formulation is Formulation.KANE:
             return np.concatenate((state.q, state.u))
         return np.concatenate((state.q, msd.momenta(self.model, state)))
 
@@ -191,7 +210,7 @@ class _System:
         p_old = msd._root_to_total(model, kin, msd._generalized_momenta(model, kin, u_old))
         was_locked = self.locked
         self.locked = locked
-        if self.formulation == "kane":
+        if self.formulation is Formulation.KANE:
             return msd._speeds(model, kin, p_old, locked)
         y_new = y.copy()
         y_new[was_locked] = p_old[was_locked]
@@ -443,8 +462,8 @@ def simulate(
     t_final: float,
     dt: float = 0.01,
     *,
-    method: str = "rk4",
-    formulation: str = "kane",
+    method: Method | str | type[scipy.integrate.OdeSolver] = "rk4",
+    formulation: Formulation | str = "kane",
     loads: LoadsLike = None,
     output_every: float | None = None,
     rtol: float = 1e-9,
@@ -452,7 +471,7 @@ def simulate(
     events: Sequence[Lock | Unlock] = (),
     controller: Controller | None = None,
     progress: bool | None = None,
-    engine: str = "auto",
+    engine: Engine | str = "auto",
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
 
@@ -466,10 +485,11 @@ def simulate(
     dt : float
         Step of fixed-step RK4; for adaptive methods, the output spacing when
         ``output_every`` is not given.
-    method : str
-        ``"rk4"`` (default) or a ``scipy.integrate.solve_ivp`` method name such as
-        ``"DOP853"``.
-    formulation : str
+    method : str, scipy.integrate.OdeSolver subclass or kanedyn.options.Method
+        ``"rk4"`` (default) or a ``scipy.integrate.solve_ivp`` method: a name
+        (``"RK45"``, ``"RK23"``, ``"DOP853"``, ``"Radau"``, ``"BDF"``, ``"LSODA"``) or an
+        ``OdeSolver`` subclass.
+    formulation : {"kane", "msd"} or kanedyn.options.Formulation
         ``"kane"`` (speeds as states) or ``"msd"`` (momentum states).
     loads : None, sequence of load records, or callable
         Extra loads (see :mod:`kanedyn.loads`); a callable is evaluated at every
@@ -485,7 +505,7 @@ def simulate(
         sample time) and held in between; its loads add to ``loads``.
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
-    engine : {"auto", "compiled", "dense"}
+    engine : {"auto", "compiled", "dense"} or kanedyn.options.Engine
         How the right-hand side is evaluated: ``"compiled"`` by the generated
         equations of :mod:`kanedyn.compiled` (5-25 times faster; built once per model
         and formulation), ``"dense"`` by the NumPy engine of :func:`kanedyn.forward_dynamics`
@@ -507,17 +527,15 @@ def simulate(
     """
     model.check_state(state)
     t_final, dt = check_times(t_final, dt)
-    if formulation not in _FORMULATIONS:
-        raise ModelError(f"formulation must be one of {_FORMULATIONS}, got {formulation!r}")
-    if method != "rk4" and method not in scipy.integrate._ivp.ivp.METHODS:
-        raise ModelError(
-            f"unknown method {method!r}: use 'rk4' or one of {sorted(scipy.integrate._ivp.ivp.METHODS)}"
-        )
+    form = Formulation.parse(formulation)
+    integrator = Method.parse(method)
+    use_compiled = resolve_engine(model, Engine.parse(engine))
     every = dt if output_every is None else float(output_every)
     if not np.isfinite(every) or every <= 0.0:
         raise ModelError(f"output_every must be positive, got {output_every}")
-    schedule = _lock_indices(model, events)
-    system = _System(model, formulation, loads, compiled=resolve_engine(model, engine))
+    schedule = None if integrator.adaptive else Schedule.of(t_final, dt, every)
+    lock_events = _lock_indices(model, events)
+    system = _System(model, form, loads, compiled=use_compiled)
     x = system.initial(state)
     sampler = _Sampler(controller, model)
     sampler.sample(system, 0.0, x)
@@ -527,22 +545,22 @@ def simulate(
         progress = sys.stderr.isatty()
     start = _time.perf_counter()
     speeds = None
-    if method == "rk4" and system.compiled and not (loads or controller or schedule):
-        ts, xs, locks, steps, speeds = _run_rk4_compiled(system, x, t_final, dt, every, progress)
-    elif method == "rk4":
-        ts, xs, locks, steps = _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler)
-    else:
+    if schedule is None:
         ts, xs, locks, steps = _run_adaptive(
-            system, x, t_final, dt, every, schedule, method, rtol, atol, sampler
+            system, x, t_final, every, lock_events, integrator, rtol, atol, sampler
         )
+    elif system.cm is not None and not (loads or controller or lock_events):
+        ts, xs, locks, steps, speeds = _run_rk4_compiled(system, system.cm, x, schedule, progress)
+    else:
+        ts, xs, locks, steps = _run_rk4(system, x, schedule, lock_events, progress, sampler)
     wall = _time.perf_counter() - start
     q = xs[:, : model.nq]
     # speeds at the outputs (MSD stores momenta), with the lock set of each instant
     u = _output_speeds(system, xs, locks) if speeds is None else speeds
     return Trajectory(
-        model=model, t=ts, q=q, u=u, formulation=formulation, method=method, wall_time=wall,
-        steps=steps, events=tuple(events),
-        momenta=xs[:, model.nq :].copy() if formulation == "msd" else None,
+        model=model, t=ts, q=q, u=u, formulation=form.value, method=integrator.name,
+        wall_time=wall, steps=steps, events=tuple(events),
+        momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
     )  # fmt: skip
 
 
@@ -560,10 +578,10 @@ def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
 
 
 def _locked_at(
-    schedule: list[tuple[float, str, int]], t: float, n_applied: int | None = None
+    lock_events: list[tuple[float, str, int]], t: float, n_applied: int | None = None
 ) -> NDArray[np.intp]:
     locked: set[int] = set()
-    for i, (te, kind, r) in enumerate(schedule):
+    for i, (te, kind, r) in enumerate(lock_events):
         if (n_applied is not None and i >= n_applied) or (n_applied is None and te > t):
             break
         (locked.add if kind == "lock" else locked.discard)(r)
@@ -572,7 +590,7 @@ def _locked_at(
 
 def _output_speeds(system: _System, xs: Array, locks: list[NDArray[np.intp]]) -> Array:
     model = system.model
-    if system.formulation == "kane":
+    if system.formulation is Formulation.KANE:
         return xs[:, model.nq :].copy()
     out = np.empty((len(xs), model.n))
     for i, (x, locked) in enumerate(zip(xs, locks, strict=True)):
@@ -662,164 +680,171 @@ class _Sampler:
             self.next += self.controller.period
 
 
-def _steps(t_final: float, dt: float, every: float) -> tuple[int, int]:
-    """Number of RK4 steps, and the output stride (``every`` must be a multiple of dt)."""
-    stride = max(1, int(round(every / dt)))
-    if abs(stride * dt - every) > 1e-9 * max(every, 1.0):
-        raise ModelError(f"output_every = {every} is not a multiple of dt = {dt}")
-    return int(np.ceil(t_final / dt - 1e-9)), stride
-
-
-def _run_rk4(system, x, t_final, dt, every, schedule, progress, sampler):
+def _run_rk4(
+    system: _System,
+    x: Array,
+    schedule: Schedule,
+    lock_events: list[tuple[float, str, int]],
+    progress: bool,
+    sampler: _Sampler,
+) -> tuple[Array, Array, list[NDArray[np.intp]], int]:
+    """RK4 on NumPy state vectors, with lock events, controller samples and callable
+    loads; quaternions normalized before every stage and after every step."""
     model = system.model
-    n_steps, stride = _steps(t_final, dt, every)
-    bar = _Progress(n_steps, progress and n_steps > 2000)
     nq = model.nq
-    t = 0.0
-    applied = _n_due(schedule, 0.0)
+    bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000)
+    applied = _n_due(lock_events, 0.0)
     if applied:
-        x = _apply_events(system, x, schedule, applied)
+        x = _apply_events(system, x, lock_events, applied)
     ts, xs, locks = [0.0], [x.copy()], [system.locked]
     monitor = _Monitor(model, x)
     monitor.x = x
-    for step in range(1, n_steps + 1):
-        h = min(dt, t_final - t)
+    for step, t, h, t_next, output in schedule:
         try:
             with np.errstate(all="ignore"):
-                k1 = system(t, x)
-                k2 = system(t + 0.5 * h, x + 0.5 * h * k1)
-                k3 = system(t + 0.5 * h, x + 0.5 * h * k2)
-                k4 = system(t + h, x + h * k3)
+                x = rk4_step(system, t, x, h)
         except (ModelError, np.linalg.LinAlgError) as exc:
             raise monitor.failure(t + h, str(exc)) from None
-        x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
         x[:nq] = _normalize_quaternions(model, x[:nq])
-        t = step * dt if step < n_steps else t_final
-        monitor.check(t, x)
-        due = _n_due(schedule, t)
+        monitor.check(t_next, x)
+        due = _n_due(lock_events, t_next)
         if due != applied:
             applied = due
-            x = _apply_events(system, x, schedule, applied)
-        if step < n_steps:
-            sampler.sample(system, t, x)
-        if step % stride == 0 or step == n_steps:
-            ts.append(t)
+            x = _apply_events(system, x, lock_events, applied)
+        if step < schedule.n_steps:
+            sampler.sample(system, t_next, x)
+        if output:
+            ts.append(t_next)
             xs.append(x.copy())
             locks.append(system.locked)
         if step % 200 == 0:
             bar.update(step)
-    bar.update(n_steps)
+    bar.update(schedule.n_steps)
     bar.close()
-    return np.array(ts), np.array(xs), locks, n_steps
+    return np.array(ts), np.array(xs), locks, schedule.n_steps
 
 
-def _run_rk4_compiled(system, x, t_final, dt, every, progress):
+def _run_rk4_compiled(
+    system: _System, cm: CompiledModel, x: Array, schedule: Schedule, progress: bool
+) -> tuple[Array, Array, list[NDArray[np.intp]], int, Array | None]:
     """:func:`_run_rk4` for the common case (either formulation, compiled, no loads,
-    controller or events), on Python floats: the same arithmetic per step (quaternions
-    normalized inside every right-hand side and after every step), without NumPy calls.
+    controller or events), on Python floats: the same step (quaternions normalized
+    inside every right-hand side and after every step), without NumPy calls.
     Under MSD it also returns the speeds at the outputs (the kernel's last n outputs).
     """
     model = system.model
     n, nq = model.n, model.nq
-    cm = compile_model(model, formulation=system.formulation)
     rhs = cm._scalar
-    msd = system.formulation == "msd"
-    n_steps, stride = _steps(t_final, dt, every)
-    bar = _Progress(n_steps, progress and n_steps > 2000)
-    quats = [[int(i) for i in row] for row in model.layout.quat_q]
+    msd = system.formulation is Formulation.MSD
+    bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000)
+    quats = [tuple(int(i) for i in row) for row in model.layout.quat_q]
     monitor = _Monitor(model, x)
     monitor.x = x
     gimbal3 = bool(model.layout.gimbal3.size)
-    # state as [q | y]; the kernel returns [ẏ | q̇] (Kane, y = ν) or [ẏ | q̇ | ν] (MSD)
+
+    # the state is [q | y]; the kernel returns [ẏ | q̇] (Kane, y = ν) or [ẏ | q̇ | ν] (MSD)
+    def xdot(t: float, xs: list[float]) -> list[float]:
+        out = rhs(*xs)
+        return out[n : n + nq] + out[:n]
+
     xs_l = x.tolist()
     ts, out = [0.0], [list(xs_l)]
     first = rhs(*xs_l)
     us = [first[n + nq :]] if msd else None
-    t = 0.0
+    k1: list[float] | None = first[n : n + nq] + first[:n]
     isfinite = math.isfinite
-    for step in range(1, n_steps + 1):
-        h = min(dt, t_final - t)
-        h2, h6 = 0.5 * h, h / 6.0
+    for step, t, h, t_next, output in schedule:
         try:
-            k1 = first if first is not None else rhs(*xs_l)
-            first = None
-            k1 = k1[n : n + nq] + k1[:n]
-            k2 = rhs(*[a + h2 * b for a, b in zip(xs_l, k1, strict=True)])
-            k2 = k2[n : n + nq] + k2[:n]
-            k3 = rhs(*[a + h2 * b for a, b in zip(xs_l, k2, strict=True)])
-            k3 = k3[n : n + nq] + k3[:n]
-            k4 = rhs(*[a + h * b for a, b in zip(xs_l, k3, strict=True)])
-            k4 = k4[n : n + nq] + k4[:n]
+            xs_l = rk4_step(xdot, t, xs_l, h, FLOATS, k1)
         except (ZeroDivisionError, ValueError, OverflowError) as exc:
             raise monitor.failure(t + h, f"the right-hand side failed ({exc})") from None
-        xs_l = [
-            a + h6 * (b1 + 2.0 * b2 + 2.0 * b3 + b4)
-            for a, b1, b2, b3, b4 in zip(xs_l, k1, k2, k3, k4, strict=True)
-        ]
-        for idx in quats:
-            s = 1.0 / math.sqrt(sum(xs_l[i] * xs_l[i] for i in idx))
-            for i in idx:
-                xs_l[i] *= s
-        t = step * dt if step < n_steps else t_final
+        k1 = None
+        for i0, i1, i2, i3 in quats:
+            qx, qy, qz, qw = xs_l[i0], xs_l[i1], xs_l[i2], xs_l[i3]
+            s = 1.0 / math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+            xs_l[i0], xs_l[i1], xs_l[i2], xs_l[i3] = qx * s, qy * s, qz * s, qw * s
         if gimbal3:
-            monitor.check(t, np.array(xs_l))
+            monitor.check(t_next, np.array(xs_l))
         elif not isfinite(sum(xs_l)):
-            raise monitor.failure(t, f"the state became non-finite: {np.array(xs_l)}")
-        if step % stride == 0 or step == n_steps:
-            ts.append(t)
+            raise monitor.failure(t_next, f"the state became non-finite: {np.array(xs_l)}")
+        if output:
+            ts.append(t_next)
             out.append(xs_l)
             if us is not None:  # the speeds at the output; k1 of the next step
                 try:
                     first = rhs(*xs_l)
                 except (ZeroDivisionError, ValueError, OverflowError) as exc:
-                    raise monitor.failure(t, f"the right-hand side failed ({exc})") from None
+                    raise monitor.failure(t_next, f"the right-hand side failed ({exc})") from None
                 us.append(first[n + nq :])
+                k1 = first[n : n + nq] + first[:n]
         if step % 200 == 0:
             bar.update(step)
-    bar.update(n_steps)
+    bar.update(schedule.n_steps)
     bar.close()
     speeds = None if us is None else np.array(us)
-    return np.array(ts), np.array(out), [system.locked] * len(ts), n_steps, speeds
+    return np.array(ts), np.array(out), [system.locked] * len(ts), schedule.n_steps, speeds
 
 
-def _apply_events(system: _System, x: Array, schedule: list, n_applied: int) -> Array:
+def _apply_events(
+    system: _System, x: Array, lock_events: list[tuple[float, str, int]], n_applied: int
+) -> Array:
     """Re-solve the state for the lock set after the first ``n_applied`` events."""
     model = system.model
-    locked = _locked_at(schedule, np.inf, n_applied=n_applied)
+    locked = _locked_at(lock_events, np.inf, n_applied=n_applied)
     q, y = x[: model.nq], x[model.nq :]
     return np.concatenate((q, system.relock(q, y, locked)))
 
 
-def _n_due(schedule: list, t: float) -> int:
-    return sum(1 for e in schedule if e[0] <= t + 1e-12)
+def _n_due(lock_events: list[tuple[float, str, int]], t: float) -> int:
+    return sum(1 for e in lock_events if e[0] <= t + 1e-12)
 
 
-def _run_adaptive(system, x, t_final, dt, every, schedule, method, rtol, atol, sampler):
+def _run_adaptive(
+    system: _System,
+    x: Array,
+    t_final: float,
+    every: float,
+    lock_events: list[tuple[float, str, int]],
+    method: Method,
+    rtol: float,
+    atol: float,
+    sampler: _Sampler,
+) -> tuple[Array, Array, list[NDArray[np.intp]], int]:
+    """``method``'s solver between the event and controller-sample times, with outputs
+    every ``every`` seconds."""
     model = system.model
     t_out = np.arange(0.0, t_final + 0.5 * every, every)
     t_out = np.minimum(t_out[t_out <= t_final + 1e-9 * max(every, 1.0)], t_final)
     if t_out[-1] < t_final - 1e-12:
         t_out = np.append(t_out, t_final)
     bounds = sorted(
-        {0.0, t_final, *[e[0] for e in schedule if 0.0 < e[0] < t_final], *sampler.times(t_final)}
+        {
+            0.0,
+            t_final,
+            *[e[0] for e in lock_events if 0.0 < e[0] < t_final],
+            *sampler.times(t_final),
+        }
     )
-    ts, xs, locks, nfev, applied = [], [], [], 0, 0
+    ts: list[float] = []
+    xs: list[Array] = []
+    locks: list[NDArray[np.intp]] = []
+    nfev, applied = 0, 0
     monitor = _Monitor(model, x)
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        if _n_due(schedule, a) != applied:
-            applied = _n_due(schedule, a)
-            x = _apply_events(system, x, schedule, applied)
+        if _n_due(lock_events, a) != applied:
+            applied = _n_due(lock_events, a)
+            x = _apply_events(system, x, lock_events, applied)
         sampler.sample(system, a, x)
         inside = np.union1d(t_out[(t_out > a) & (t_out < b)], [a, b])
         try:
             sol = scipy.integrate.solve_ivp(
-                system, (a, b), x, method=method, t_eval=inside, rtol=rtol, atol=atol
+                system, (a, b), x, method=method.solver, t_eval=inside, rtol=rtol, atol=atol
             )
         except (ModelError, np.linalg.LinAlgError) as exc:
             raise monitor.failure(a, str(exc)) from None
         if not sol.success:
             raise SimulationError(
-                f"t = {sol.t[-1] if sol.t.size else a:.6g}: {method} failed: {sol.message}"
+                f"t = {sol.t[-1] if sol.t.size else a:.6g}: {method.name} failed: {sol.message}"
             )
         nfev += sol.nfev
         for t, xk in zip(sol.t, sol.y.T, strict=True):

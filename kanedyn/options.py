@@ -1,0 +1,120 @@
+"""Simulation options as small frozen objects, parsed once at the public surface.
+
+:func:`kanedyn.simulate`, :func:`kanedyn.simulate_ensemble` and
+:func:`kanedyn.compile_model` accept these objects or their names as strings. Each
+function parses its options once, on entry, with :meth:`Formulation.parse`,
+:meth:`Engine.parse` and :meth:`Method.parse`, which raise a
+:class:`~kanedyn.ModelError` naming the valid choices. Everything inside dispatches on
+the parsed objects.
+
+>>> from kanedyn.options import Engine, Formulation, Method
+>>> Formulation.parse("msd") is Formulation.MSD
+True
+>>> Method.parse("rk4").adaptive, Method.parse("DOP853").adaptive
+(False, True)
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+import scipy.integrate
+
+from kanedyn.errors import ModelError
+
+__all__ = ["Engine", "Formulation", "Method"]
+
+
+def _parse(cls: Any, value: Any, what: str) -> Any:
+    """The member of the string enum ``cls`` named by ``value`` (a member or its string)."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        try:
+            return cls(value)
+        except ValueError:
+            pass
+    choices = ", ".join(repr(m.value) for m in cls)
+    raise ModelError(f"{what} must be one of {choices}, got {value!r}")
+
+
+class Formulation(enum.StrEnum):
+    """The states the equations of motion are written in.
+
+    ``KANE``: the generalized speeds ``ν = [u | s]`` (Kane's equations,
+    :func:`kanedyn.forward_dynamics`); ``MSD``: the momentum states of :mod:`kanedyn.msd`.
+    A member equals its string (``Formulation.MSD == "msd"``).
+    """
+
+    KANE = "kane"
+    MSD = "msd"
+
+    @classmethod
+    def parse(cls, value: Formulation | str) -> Formulation:
+        """``value`` as a Formulation, or a ModelError naming the choices."""
+        return _parse(cls, value, "formulation")  # type: ignore[no-any-return]
+
+
+class Engine(enum.StrEnum):
+    """How the right-hand side is evaluated.
+
+    ``COMPILED``: the generated equations of :mod:`kanedyn.compiled`; ``DENSE``: the NumPy
+    engine; ``AUTO``: compiled when the model can be compiled, otherwise dense.
+    """
+
+    AUTO = "auto"
+    COMPILED = "compiled"
+    DENSE = "dense"
+
+    @classmethod
+    def parse(cls, value: Engine | str) -> Engine:
+        """``value`` as an Engine, or a ModelError naming the choices."""
+        return _parse(cls, value, "engine")  # type: ignore[no-any-return]
+
+
+#: the adaptive methods of ``scipy.integrate.solve_ivp``, by name
+ADAPTIVE: dict[str, type[scipy.integrate.OdeSolver]] = {
+    name: getattr(scipy.integrate, name)
+    for name in ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+}
+
+
+@attrs.frozen
+class Method:
+    """An integration method: fixed-step classic RK4 (``solver`` is None), or an
+    adaptive ``scipy.integrate.solve_ivp`` solver class. ``name`` is what
+    :attr:`kanedyn.Trajectory.method` reports."""
+
+    name: str
+    solver: type[scipy.integrate.OdeSolver] | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the step size is chosen by the solver (from ``rtol``, ``atol``)."""
+        return self.solver is not None
+
+    @classmethod
+    def parse(cls, value: Method | str | type[scipy.integrate.OdeSolver]) -> Method:
+        """``"rk4"``, the name of a solve_ivp method (``"RK45"``, ``"RK23"``,
+        ``"DOP853"``, ``"Radau"``, ``"BDF"``, ``"LSODA"``), an ``OdeSolver`` subclass, or
+        a Method; anything else is a ModelError naming the choices."""
+        if isinstance(value, Method):
+            return value
+        if isinstance(value, str):
+            if value == RK4.name:
+                return RK4
+            if value in ADAPTIVE:
+                return cls(value, ADAPTIVE[value])
+        elif isinstance(value, type) and issubclass(value, scipy.integrate.OdeSolver):
+            return cls(value.__name__, value)
+        choices = ", ".join(repr(name) for name in (RK4.name, *ADAPTIVE))
+        raise ModelError(
+            f"unknown method {value!r}: use one of {choices} or a scipy.integrate.OdeSolver "
+            "subclass"
+        )
+
+
+#: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.steppers.rk4_step`)
+RK4 = Method("rk4")
