@@ -123,7 +123,7 @@ class ModelBatch:
             if _topology(m) != sig:
                 raise ModelError(f"ModelBatch.stack: model {b} has a different topology")
         each = [params_of(m) for m in models]
-        fields = {f.name: np.stack([getattr(p, f.name) for p in each]) for f in _PARAM_FIELDS}
+        fields = {f.name: np.stack([getattr(p, f.name) for p in each]) for f in PARAM_FIELDS}
         return cls(base, Params(**fields))
 
     @classmethod
@@ -142,7 +142,7 @@ class ModelBatch:
         names = {**_BODY_FIELDS, **_JOINT_FIELDS, "stiffness": "stiffness",
                  "damping": "damping", "gravity": "gravity"}  # fmt: skip
         base = params_of(model)
-        fields = {f.name: getattr(base, f.name) for f in _PARAM_FIELDS}
+        fields = {f.name: getattr(base, f.name) for f in PARAM_FIELDS}
         B = None
         for key, value in arrays.items():
             if key not in names:
@@ -162,7 +162,7 @@ class ModelBatch:
             fields[names[key]] = arr
         if B is None:
             raise ModelError("ModelBatch.dispersed: give at least one parameter array")
-        for f in _PARAM_FIELDS:
+        for f in PARAM_FIELDS:
             value = fields[f.name]
             if value.ndim == np.ndim(getattr(base, f.name)):
                 fields[f.name] = np.broadcast_to(value, (B,) + value.shape)
@@ -194,7 +194,7 @@ class ModelBatch:
         return Model(bodies, joints, gravity=p.gravity[b])
 
 
-_PARAM_FIELDS = [f for f in attrs.fields(Params) if f.init]
+PARAM_FIELDS = [f for f in attrs.fields(Params) if f.init]
 
 
 def _topology(model: Model) -> Any:

@@ -60,7 +60,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import codegen, joints
-from kanedyn.batch import _PARAM_FIELDS, ModelBatch, States
+from kanedyn.batch import PARAM_FIELDS, ModelBatch, States
 from kanedyn.codegen import TRACE, Scalar, Tape, Value
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.loads import AppliedLoads
@@ -628,7 +628,7 @@ def _parameter_values(
     ``nominal`` (the model's own, unbatched parameters) gives each field's core shape."""
     values: dict[str, Array] = {}
     varying: list[tuple[str, int]] = []
-    for f in _PARAM_FIELDS:
+    for f in PARAM_FIELDS:
         field = f.name
         arr = np.asarray(getattr(params, field), dtype=float)
         core = np.ndim(getattr(nominal, field))
@@ -651,39 +651,55 @@ class CompiledModel:
     For ``formulation == "kane"`` it is ``def rhs(q, u)`` returning ``[ν̇ | q̇]``; for
     ``"msd"``, ``def rhs(q, y)`` of the momentum states ``y`` (:mod:`kanedyn.msd`)
     returning ``[ẏ | q̇ | ν]``. Build with :func:`compile_model`.
+
+    It holds its model (or batch); the generated code is cached apart from it
+    (:class:`_Code`), so a model is freed once no CompiledModel of it is held.
     """
 
     model: Model
     locked: frozenset[int]
-    formulation: str
-    source: str
-    n_ops: int
-    source_loads: str
+    formulation: str  # a kanedyn.options.Formulation
     batch: ModelBatch | None  # the batch whose varying parameters are inputs
-    param_inputs: tuple[tuple[str, int], ...]  # (Params field, flat index) of inputs p0, p1...
-    _scalar: Callable[..., list]
-    _array: Callable[..., list]
-    _scalar_loads: Callable[..., list]
-    _param_values: tuple[Array, ...] = attrs.field(init=False)
+    _code: _Code
 
-    def __attrs_post_init__(self) -> None:
-        values: list[Array] = []
-        if self.batch is not None:
-            pa = self.batch.params
-            B = pa.batch_shape[0] if pa.batch_shape else 1
-            for field, i in self.param_inputs:
-                arr = np.asarray(getattr(pa, field), dtype=float)
-                values.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
-        object.__setattr__(self, "_param_values", tuple(values))
+    @property
+    def source(self) -> str:
+        """The generated Python of ``rhs``."""
+        return self._code.source
+
+    @property
+    def n_ops(self) -> int:
+        """The number of arithmetic operations of ``rhs``."""
+        return self._code.n_ops
+
+    @property
+    def source_loads(self) -> str:
+        """The generated Python of ``rhs`` with load inputs (:meth:`rhs_with_loads`)."""
+        return self._code.source_loads
+
+    @property
+    def param_inputs(self) -> tuple[tuple[str, int], ...]:
+        """(Params field, flat index) of the inputs ``p0, p1, ...``."""
+        return self._code.param_inputs
+
+    @property
+    def _scalar(self) -> Callable[..., list]:
+        return self._code.scalar
+
+    @property
+    def _array(self) -> Callable[..., list]:
+        return self._code.array
 
     def parameter_arrays(self) -> list[Array]:
         """The values of the inputs ``p0, p1, ...`` per member, each (B,)."""
-        return list(self._param_values)
+        return list(self._code.param_values)
 
     def forward_dynamics(self, state: Any) -> Array:
         """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,) or :class:`~kanedyn.States`
         (B, n); the same numbers as :func:`kanedyn.forward_dynamics` to round-off."""
-        if self.formulation != "kane":
+        from kanedyn.options import Formulation
+
+        if self.formulation is not Formulation.KANE:
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
         n = model.n
@@ -729,7 +745,7 @@ class CompiledModel:
         loads must be those at the speeds they give (the last n outputs of :meth:`rhs`)."""
         if self.batch is not None:
             raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
-        return _evaluate(self._scalar_loads, *q, *u, *loads.T.ravel().tolist(),
+        return _evaluate(self._code.scalar_loads, *q, *u, *loads.T.ravel().tolist(),
                          *loads.F.ravel().tolist(), *loads.Q.tolist())  # fmt: skip
 
 
@@ -755,15 +771,54 @@ def _evaluate(fn: Callable[..., list], *args: Any) -> list:
         raise ModelError(SINGULAR_MASS_MATRIX) from None
 
 
-def _generate(model: Model, locked: frozenset[int], loads: bool, formulation: str = "kane",
+@attrs.frozen(eq=False)
+class _Code:
+    """The generated code of one model (or batch), lock set and formulation: its source,
+    the functions built from it, and the batch's values of its parameter inputs. Nothing
+    here refers to the model, so the cache that holds it does not keep the model alive."""
+
+    source: str
+    n_ops: int
+    source_loads: str
+    param_inputs: tuple[tuple[str, int], ...]  # (Params field, flat index) of inputs p0, p1...
+    param_values: tuple[Array, ...]  # per input, its value for each member, (B,)
+    scalar: Callable[..., list]
+    array: Callable[..., list]
+    scalar_loads: Callable[..., list]
+
+    @classmethod
+    def generate(cls, model: Model, locked: frozenset[int], msd: bool,
+                 params: Params | None) -> _Code:  # fmt: skip
+        """The code of Kane's equations, or with ``msd`` of the momentum-state rates."""
+        source, n_ops, inputs = _generate(model, locked, False, msd, params)
+        source_loads = _generate(model, locked, True, msd, params)[0]
+        values = []
+        if params is not None:
+            B = params.batch_shape[0] if params.batch_shape else 1
+            for field, i in inputs:
+                arr = np.asarray(getattr(params, field), dtype=float)
+                values.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
+        return cls(
+            source=source,
+            n_ops=n_ops,
+            source_loads=source_loads,
+            param_inputs=tuple(inputs),
+            param_values=tuple(values),
+            scalar=codegen.build(source, "rhs", codegen.SCALAR_NAMESPACE),
+            array=codegen.build(source, "rhs", codegen.ARRAY_NAMESPACE),
+            scalar_loads=codegen.build(source_loads, "rhs", codegen.SCALAR_NAMESPACE),
+        )
+
+
+def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
               params: Params | None = None) -> tuple[str, int, list]:  # fmt: skip
     tr = _Trace(model, locked, loads, params)
-    if formulation == "kane":
-        nudot, qd = tr.run()
-        outputs = [*nudot, *qd]
-    else:
+    if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
+    else:
+        nudot, qd = tr.run()
+        outputs = [*nudot, *qd]
     args = [f"q{i}" for i in range(model.nq)] + [f"u{i}" for i in range(model.n)]
     if loads:
         args += [f"T{i}_{c}" for i in range(model.nb) for c in range(3)]
@@ -773,7 +828,17 @@ def _generate(model: Model, locked: frozenset[int], loads: bool, formulation: st
     return tr.tape.source("rhs", args, outputs), tr.tape.count(outputs), tr.param_inputs
 
 
-_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, CompiledModel]] = weakref.WeakKeyDictionary()
+@attrs.define
+class _Cached:
+    """A cache entry: the generated code, and the CompiledModel last handed out for it,
+    held weakly (it refers to the model, the cache's weak key)."""
+
+    code: _Code
+    compiled: weakref.ref[CompiledModel] | None = None
+
+
+# per model or batch (weak keys), per (lock set, formulation)
+_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, _Cached]] = weakref.WeakKeyDictionary()
 
 
 def compile_model(
@@ -790,52 +855,47 @@ def compile_model(
         and :meth:`CompiledModel.forward_dynamics` evaluates member b at state b.
     locked : sequence of int
         Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
-    formulation : {"kane", "msd"}
+    formulation : {"kane", "msd"} or kanedyn.options.Formulation
         Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
         (``ẏ`` and the speeds from the momentum states).
 
     Raises
     ------
     ModelError
-        When the model cannot be compiled (:func:`supports` gives the reason).
+        When the model cannot be compiled (:func:`supports` gives the reason), or for an
+        unknown formulation.
+
+    Notes
+    -----
+    The generated code is cached for the lifetime of the model; while a CompiledModel
+    is held, the same one is returned for the same arguments.
     """
+    from kanedyn.msd import momentum_roots
+    from kanedyn.options import Formulation
+
+    form = Formulation.parse(formulation)
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     why = supports(base, None if batch is None else batch.params)
     if why is not None:
         raise ModelError(f"cannot compile this model: {why}")
-    if formulation not in ("kane", "msd"):
-        raise ModelError(f"formulation must be 'kane' or 'msd', got {formulation!r}")
     lock_set = frozenset(int(r) for r in locked)
-    if formulation == "msd":
-        from kanedyn.msd import momentum_roots
-
+    if form is Formulation.MSD:
         for k in momentum_roots(base):
             if lock_set & {int(r) for r in base.layout.u_index[k]}:
                 raise ModelError(
                     f"joint {base.joints[k].name!r}: the DOFs of a free root cannot be "
                     "locked (its MSD states are total momenta)"
                 )
-    key = (lock_set, formulation)
     per_model = _CACHE.setdefault(batch if batch is not None else base, {})
-    hit = per_model.get(key)
-    if hit is not None:
-        return hit
-    params = None if batch is None else batch.params
-    source, n_ops, inputs = _generate(base, lock_set, False, formulation, params)
-    source_loads = _generate(base, lock_set, True, formulation, params)[0]
-    cm = CompiledModel(
-        model=base,
-        locked=lock_set,
-        formulation=formulation,
-        source=source,
-        n_ops=n_ops,
-        source_loads=source_loads,
-        batch=batch,
-        param_inputs=tuple(inputs),
-        scalar=codegen.build(source, "rhs", codegen.SCALAR_NAMESPACE),
-        array=codegen.build(source, "rhs", codegen.ARRAY_NAMESPACE),
-        scalar_loads=codegen.build(source_loads, "rhs", codegen.SCALAR_NAMESPACE),
-    )  # fmt: skip
-    per_model[key] = cm
+    key = (lock_set, form)
+    entry = per_model.get(key)
+    if entry is None:
+        params = None if batch is None else batch.params
+        msd = form is Formulation.MSD
+        entry = per_model[key] = _Cached(_Code.generate(base, lock_set, msd, params))
+    cm = None if entry.compiled is None else entry.compiled()
+    if cm is None:
+        cm = CompiledModel(base, lock_set, form, batch, entry.code)
+        entry.compiled = weakref.ref(cm)
     return cm

@@ -51,12 +51,15 @@ Array = NDArray[np.float64]
 
 def momentum_roots(model: Model) -> list[int]:
     """Joints whose MSD states are total momenta in N: roots with a spherical rotation
-    and no slide (H about the fixed joint point) or three slides (H about N's origin, P)."""
-    return [
-        k
-        for k, j in enumerate(model.joints)
+    and no slide (H about the fixed joint point) or three slides (H about N's origin, P).
+    Found once per model (:func:`kanedyn.plan.derived`)."""
+    from kanedyn.plan import derived
+
+    roots = derived(model, "momentum_roots", lambda m: tuple(
+        k for k, j in enumerate(m.joints)
         if j.inner is None and j.rot_type == "spherical" and j.trn_dof in (0, 3)
-    ]
+    ))  # fmt: skip
+    return list(roots)
 
 
 def _generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:

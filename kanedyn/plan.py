@@ -225,25 +225,30 @@ class Plan:
         )
 
 
-# A model is frozen, so its plan and parameters are pure functions of it: cache them
-# beside the model for its lifetime.
-_PLANS: weakref.WeakKeyDictionary[Model, Plan] = weakref.WeakKeyDictionary()
-_PARAMS: weakref.WeakKeyDictionary[Model, Params] = weakref.WeakKeyDictionary()
+# A model is frozen, so what is derived from it (its plan, its parameters, ...) is a pure
+# function of it: computed on first use and kept beside the model for its lifetime. The
+# store is keyed weakly by the model, and no value in it may refer to the model, so a
+# model the user deletes is freed with everything derived from it.
+_DERIVED: weakref.WeakKeyDictionary[Model, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def derived(model: Model, name: str, build: Any) -> Any:
+    """``build(model)``, computed once per model and ``name``; the value must not refer
+    to the model."""
+    try:
+        return _DERIVED[model][name]
+    except KeyError:
+        value = _DERIVED.setdefault(model, {})[name] = build(model)
+        return value
 
 
 def plan_of(model: Model) -> Plan:
     """The (cached) :class:`Plan` of ``model``."""
-    try:
-        return _PLANS[model]
-    except KeyError:
-        plan = _PLANS[model] = Plan.build(model)
-        return plan
+    plan: Plan = derived(model, "plan", Plan.build)
+    return plan
 
 
 def params_of(model: Model) -> Params:
     """The (cached) :class:`Params` of ``model``, without batch axes."""
-    try:
-        return _PARAMS[model]
-    except KeyError:
-        params = _PARAMS[model] = Params.of_model(model)
-        return params
+    params: Params = derived(model, "params", Params.of_model)
+    return params
