@@ -4,9 +4,17 @@ The pipeline (each stage a module; dependencies point one way)::
 
     rotation, inertia -> model -> kinematics -> partials -> kane / msd / symbolic
         -> integrate -> io -> cli
+
+``kanedyn.symbolic`` (and with it sympy) is loaded on first use, so ``import kanedyn``
+stays fast for numeric work.
 """
 
-from kanedyn import examples, io, msd, rotation, symbolic
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from kanedyn import examples, io, msd, rotation
 from kanedyn.batch import ModelBatch, States
 from kanedyn.compiled import CompiledModel, compile_model
 from kanedyn.constraints import ConstraintForces, constraint_forces
@@ -45,7 +53,13 @@ from kanedyn.rotation import (
     skew,
 )
 
+if TYPE_CHECKING:
+    from kanedyn import symbolic
+
 __version__ = "0.1.0"
+
+#: submodules imported on first attribute access (PEP 562): they pull in sympy
+_LAZY_SUBMODULES = ("symbolic",)
 
 __all__ = [
     "Body",
@@ -109,3 +123,13 @@ __all__ = [
     "system_mass_properties",
     "validate_inertia",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_SUBMODULES})

@@ -1,8 +1,11 @@
 """The ``kanedyn`` command line: ``simulate``, ``check``, ``derive``.
 
-Every error the user can cause is reported on one line on stderr with exit code 2, and
-no traceback; output files are written to a temporary folder and moved into place only
-when the run succeeded, so a failed run leaves nothing half-written.
+Every error the user can cause (a :class:`~kanedyn.KanedynError`, or an ``OSError`` on a
+file) is reported on one line on stderr with exit code 2, and no traceback. Any other
+exception is a bug in kanedyn: it gets a short "internal error" line and exit code 1, and
+``--debug`` (before or after the subcommand) shows its traceback instead. Output files are
+written to a temporary folder and moved into place only when the run succeeded, so a failed
+run leaves nothing half-written.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from kanedyn.errors import KanedynError
 
 EXPLORER1_T_FINAL = 20000.0
 EXPLORER1_DT = 1.0
+DEBUG_HELP = (
+    "show the full traceback of an error instead of a one-line message "
+    "(for bug reports; may be given before or after the subcommand)"
+)
 
 
 def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
@@ -83,8 +90,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     method = args.method or settings.get("method", "rk4")
     formulation = args.formulation or settings.get("formulation", "kane")
     every = settings.get("output_every")
-    if every is not None and method == "rk4" and abs(every / dt - round(every / dt)) > 1e-9:
-        every = None
+    # simulate reports a bad dt (zero, negative, NaN); only a usable one sets the grid here
+    usable_dt = isinstance(dt, (int, float)) and 0.0 < dt < np.inf
+    if every is not None and method == "rk4" and usable_dt:
+        if abs(every / dt - round(every / dt)) > 1e-9:
+            every = None
     if every is not None and every > t_final:
         every = None
     traj = kd.simulate(
@@ -193,9 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kanedyn", description="Kane's method and momentum-state dynamics for multibody trees."
     )
     parser.add_argument("--version", action="version", version=f"kanedyn {kd.__version__}")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    # the subcommands accept --debug too; SUPPRESS keeps one given before them
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser(
-        "simulate", help="simulate a model (default: the built-in Explorer-1 flat spin)"
+        "simulate",
+        parents=[common],
+        help="simulate a model (default: the built-in Explorer-1 flat spin)",
     )
     p.add_argument("model", nargs="?", help="model file (TOML, NASA 42 SC_*.txt, or URDF)")
     p.add_argument("--t-final", type=float, help="final time [s]")
@@ -208,16 +224,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="kanedyn-out", help="output folder (default ./kanedyn-out)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_simulate)
-    p = sub.add_parser("check", help="validate a model and print its DOF and mass properties")
+    p = sub.add_parser(
+        "check", parents=[common], help="validate a model and print its DOF and mass properties"
+    )
     p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
     p.set_defaults(func=_cmd_check)
     p = sub.add_parser(
-        "derive", help="derive Kane's equations symbolically and print the teaching table"
+        "derive",
+        parents=[common],
+        help="derive Kane's equations symbolically and print the teaching table",
     )
     p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
     p.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
     p.set_defaults(func=_cmd_derive)
-    p = sub.add_parser("convert", help="convert a model file (TOML, 42, URDF) to kanedyn TOML")
+    p = sub.add_parser(
+        "convert", parents=[common], help="convert a model file (TOML, 42, URDF) to kanedyn TOML"
+    )
     p.add_argument("input", help="model file to read")
     p.add_argument("output", help="TOML file to write")
     p.set_defaults(func=_cmd_convert)
@@ -238,19 +260,28 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.func(args))
         except BrokenPipeError:
             return 0
-        except (KanedynError, OSError) as exc:
-            print(f"kanedyn {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 2
         except KeyboardInterrupt:
             print("kanedyn: interrupted", file=sys.stderr)
             return 130
-        except Exception as exc:  # a bug, not bad input: still one line, no traceback
-            msg = " ".join(str(exc).split())
+        except (KanedynError, OSError) as exc:  # bad input: one line, exit code 2
+            if args.debug:
+                raise
+            print(f"kanedyn {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+            return 2
+        except Exception as exc:  # a bug in kanedyn, not bad input
+            if args.debug:
+                raise
             print(
-                f"kanedyn {args.command}: internal error: {type(exc).__name__}: {msg}",
+                f"kanedyn {args.command}: internal error: {type(exc).__name__}: "
+                f"{_one_line(exc)}; run again with --debug for the traceback, "
+                "and please report it",
                 file=sys.stderr,
             )
             return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels
+from kanedyn.errors import ModelError
 from kanedyn.inertia import inertia_tensor
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.rotation import dcm_to_quat, euler_to_dcm, rotvec_to_quat
@@ -92,7 +93,7 @@ def chain(n: int, *, length: float = 1.0, mass: float = 1.0, spatial: bool = Fal
     Planar: hinges about z. Spatial: 2-DOF gimbals (sequence 312: about z then x).
     """
     if n < 1:
-        raise ValueError("chain needs n >= 1")
+        raise ModelError(f"chain needs n >= 1, got {n}")
     bodies, joints = [], []
     inner: str | None = None
     rot = euler_to_dcm("123", (0.0, 0.0, -0.5 * np.pi))  # rod axis x points down -y

@@ -18,6 +18,7 @@ joint of body k**. Use ``model.body_index(name)`` and ``model.joint_index(name)`
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -39,8 +40,8 @@ def _frozen_array(value: ArrayLike, shape: tuple[int, ...], what: str) -> Array:
     """Copy to a read-only float array; sympy expressions give a read-only object array."""
     try:
         arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        arr = _symbolic_array(value, what)
+    except (TypeError, ValueError) as exc:
+        arr = _symbolic_array(value, what, exc)
     if arr.shape != shape:
         raise ModelError(f"{what}: expected shape {shape}, got {arr.shape}")
     if arr.dtype == float and not np.all(np.isfinite(arr)):
@@ -49,14 +50,21 @@ def _frozen_array(value: ArrayLike, shape: tuple[int, ...], what: str) -> Array:
     return arr
 
 
-def _symbolic_array(value: Any, what: str) -> NDArray[Any]:
+def _symbolic_array(value: Any, what: str, not_numbers: Exception) -> NDArray[Any]:
+    """``value`` as an object array of sympy expressions.
+
+    A value can only hold sympy objects once sympy has been imported, so a model of plain
+    numbers never imports it. Strings are not parsed into expressions.
+    """
+    if "sympy" not in sys.modules:
+        raise ModelError(f"{what}: cannot be read as numbers ({not_numbers})") from None
     import sympy
 
     try:
         arr = np.array(
             sympy.Array(value).tolist() if hasattr(value, "tolist") else value, dtype=object
         )
-        flat = [sympy.sympify(x) for x in arr.ravel()]
+        flat = [sympy.sympify(x, strict=True) for x in arr.ravel()]
     except (TypeError, ValueError, sympy.SympifyError) as exc:
         raise ModelError(
             f"{what}: cannot be read as numbers or sympy expressions ({exc})"

@@ -1,4 +1,9 @@
-"""Plots of a Trajectory (needs the ``plot`` extra: matplotlib)."""
+"""Plots of a Trajectory (needs the ``plot`` extra: matplotlib).
+
+matplotlib is imported on the first plot, and this module does not import
+:mod:`kanedyn.integrate` (``Trajectory`` is only a type hint here), so the two do not
+form an import cycle.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from kanedyn.rotation import dcm_to_quat
 
 if TYPE_CHECKING:
     from kanedyn.integrate import Trajectory
@@ -47,8 +54,6 @@ def _pyplot(path: str | Path | None) -> Any:
 
 def plot_attitude(traj: Trajectory, path: str | Path | None = None, body: str | None = None) -> Any:
     """Attitude (quaternion of ``R_N_B``) and angular velocity (body axes) of one body."""
-    from kanedyn.rotation import dcm_to_quat
-
     plt = _pyplot(path)
     name = body or traj.model.bodies[0].name
     hist = traj.body(name)
@@ -73,11 +78,9 @@ def plot_attitude(traj: Trajectory, path: str | Path | None = None, body: str | 
 
 def plot_joints(traj: Trajectory, path: str | Path | None = None) -> Any:
     """Every gimbal angle and slide displacement against time."""
-    from kanedyn.integrate import coordinate_names
-
     plt = _pyplot(path)
     lay = traj.model.layout
-    names = coordinate_names(traj.model)
+    names = traj.column_names()[1 : 1 + traj.model.nq]  # after "t": the coordinate names
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True, constrained_layout=True)
     n_rot = n_trn = 0
     for qi in lay.angle_q:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
+from kanedyn.cli import build_parser, main
 
 DATA = Path(__file__).parent / "io" / "data"
 
@@ -63,6 +64,8 @@ def test_simulate_42_file_and_formulation(tmp_path):
     [
         (("simulate", "missing.toml"), "missing.toml: no such file"),
         (("simulate", "--dt", "-1"), "dt must be positive"),
+        (("simulate", "--dt", "0"), "dt must be positive"),
+        (("simulate", "--dt", "nan"), "dt must be positive"),
         (("simulate", "--t-final", "-5"), "t_final must be non-negative"),
         (("simulate", "--method", "nonsense"), "unknown method 'nonsense'"),
         (("convert", str(DATA / "SC_Custom.txt"), "x.txt"), "writes TOML model files only"),
@@ -99,3 +102,40 @@ def test_convert_then_check_round_trip(tmp_path):
     assert np.array_equal(sa.u, sb.u)
     res = run("check", "custom.toml", cwd=tmp_path)
     assert res.returncode == 0 and "OK" in res.stdout and f"nu = {a.nu}" in res.stdout
+
+
+def _bug(*args, **kwargs):
+    raise RuntimeError("a bug\nover two lines")
+
+
+def test_internal_error_is_short_exit_1_without_traceback(monkeypatch, capsys):
+    monkeypatch.setattr(kd, "system_mass_properties", _bug)
+    assert main(["check"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "kanedyn check: internal error: RuntimeError: a bug over two lines; "
+        "run again with --debug for the traceback, and please report it"
+    ]
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["--debug", "check"], ["check", "--debug"]])
+def test_debug_lets_an_internal_error_propagate(monkeypatch, argv):
+    monkeypatch.setattr(kd, "system_mass_properties", _bug)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(argv)
+
+
+def test_debug_shows_the_traceback_of_a_bad_input_error(tmp_path):
+    res = run("--debug", "check", "missing.toml", cwd=tmp_path)
+    assert res.returncode == 1
+    assert "Traceback" in res.stderr and "FileFormatError: missing.toml: no such file" in res.stderr
+    res = run("check", "missing.toml", cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_debug_is_global_before_or_after_the_subcommand():
+    parser = build_parser()
+    assert parser.parse_args(["check"]).debug is False
+    assert parser.parse_args(["--debug", "check"]).debug is True
+    assert parser.parse_args(["check", "--debug"]).debug is True

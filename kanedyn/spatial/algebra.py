@@ -20,6 +20,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.errors import ModelError
+
 __all__ = [
     "CROSS",
     "FORCE_CROSS",
@@ -60,7 +62,7 @@ class Bilinear:
         for row, (_, _, out, coef) in enumerate(terms):
             K[row, out] = coef
         if not np.all(K == np.round(K)):
-            raise ValueError("bilinear coefficients must be integers; scale the result instead")
+            raise ModelError("bilinear coefficients must be integers; scale the result instead")
         exact = np.array([[int(c) for c in row] for row in K], dtype=object).reshape(K.shape)
         for arr in (I, J, K, exact):
             arr.setflags(write=False)

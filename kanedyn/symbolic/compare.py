@@ -267,7 +267,7 @@ def _short(text: str, n: int) -> str:
 # --------------------------------------------------------------------------- inputs
 def _parts(x: Any, speeds: Any, label: str) -> tuple[list, list, sm.Matrix, sm.Matrix]:
     if isinstance(x, tuple):
-        raise TypeError(
+        raise ModelError(
             f"compare: {label} is a tuple; wrap your own equations as "
             "kd.symbolic.Equations(q, u, mass_matrix, forcing)"
         )
@@ -339,6 +339,10 @@ def _trig_pairs(e: sm.Expr) -> tuple[sm.Expr, list[tuple[sm.Dummy, sm.Dummy]], d
     return e.xreplace(rep), pairs, back
 
 
+class _NotPolynomial(ValueError):
+    """Internal: ``_reduce`` met a term that is not a polynomial in the sines (caught below)."""
+
+
 def _reduce(e: sm.Expr, pairs: list[tuple[sm.Dummy, sm.Dummy]]) -> sm.Expr:
     """Normal form of a polynomial in S_x, C_x modulo S_x² + C_x² - 1: degree ≤ 1 in S_x.
 
@@ -353,7 +357,7 @@ def _reduce(e: sm.Expr, pairs: list[tuple[sm.Dummy, sm.Dummy]]) -> sm.Expr:
         for key, coeff in sm.collect(e, S, evaluate=False).items():
             k = 0 if key == 1 else sm.degree(key, S)
             if key != S**k or coeff.has(S):
-                raise ValueError("not a polynomial in sin x")
+                raise _NotPolynomial("not a polynomial in sin x")
             out += coeff * S ** (k % 2) * (1 - C**2) ** (k // 2)
         e = sm.expand(out)
     return e
@@ -371,7 +375,7 @@ def _trig_normal_form(e: sm.Expr) -> sm.Expr:
         e_sc = sm.numer(sm.together(e_sc))
     try:
         nf = _reduce(e_sc, pairs)
-    except (ValueError, sm.PolynomialError):
+    except (ValueError, sm.PolynomialError):  # _NotPolynomial, or sympy on a non-polynomial
         return sm.expand(e)
     return nf.xreplace(back)
 

@@ -91,7 +91,7 @@ def test_different_coordinates_or_sizes_raise(arm):
     wrong_shape = Equations(ref.q, ref.u, ref.mass_matrix[:1, :], ref.forcing)
     with pytest.raises(kd.ModelError, match="mass_matrix"):
         compare(arm, wrong_shape)
-    with pytest.raises(TypeError, match="Equations"):
+    with pytest.raises(kd.ModelError, match="Equations"):
         compare(arm, (ref.mass_matrix, ref.forcing, ref.q, ref.u))
 
 

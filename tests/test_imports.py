@@ -1,0 +1,72 @@
+"""``import kanedyn`` stays light: sympy and matplotlib load on first use only.
+
+Each check runs in a fresh interpreter, since this test process has imported both already.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+
+def run_python(code: str) -> str:
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_import_kanedyn_loads_neither_sympy_nor_matplotlib():
+    out = run_python(
+        """
+        import sys
+
+        import kanedyn as kd
+        import kanedyn.cli
+        import kanedyn.plotting
+
+        heavy = sorted(m for m in sys.modules if m.startswith(("sympy", "matplotlib")))
+        assert not heavy, heavy
+        # the numeric path runs without them too
+        model = kd.examples.chain(2)
+        kd.mass_matrix(model, model.initial_state())
+        heavy = sorted(m for m in sys.modules if m.startswith(("sympy", "matplotlib")))
+        assert not heavy, heavy
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_symbolic_loads_on_first_access():
+    out = run_python(
+        """
+        import sys
+
+        import kanedyn as kd
+
+        assert "symbolic" in kd.__all__ and "symbolic" in dir(kd)
+        assert "sympy" not in sys.modules and "kanedyn.symbolic" not in sys.modules
+        assert callable(kd.symbolic.kane)
+        assert "sympy" in sys.modules and kd.symbolic is sys.modules["kanedyn.symbolic"]
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_unknown_attribute_is_still_an_attribute_error():
+    out = run_python(
+        """
+        import kanedyn as kd
+
+        try:
+            kd.no_such_name
+        except AttributeError as exc:
+            print(exc)
+        """
+    )
+    assert "no_such_name" in out
