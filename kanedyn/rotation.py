@@ -107,21 +107,21 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _vec3(v) -> np.ndarray:
     v = np.asarray(v, dtype=float)
     if v.shape[-1:] != (3,):
-        raise ValueError(f"expected an array of shape (..., 3), got {v.shape}")
+        raise ModelError(f"expected an array of shape (..., 3), got {v.shape}")
     return v
 
 
 def _mat3(R) -> np.ndarray:
     R = np.asarray(R, dtype=float)
     if R.shape[-2:] != (3, 3):
-        raise ValueError(f"expected an array of shape (..., 3, 3), got {R.shape}")
+        raise ModelError(f"expected an array of shape (..., 3, 3), got {R.shape}")
     return R
 
 
 def _quat(q) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     if q.shape[-1:] != (4,):
-        raise ValueError(f"expected an array of shape (..., 4), got {q.shape}")
+        raise ModelError(f"expected an array of shape (..., 4), got {q.shape}")
     return q
 
 
