@@ -38,6 +38,7 @@ from kanedyn.kane import _bias, _mass_matrix, _solve, _terms
 from kanedyn.kinematics import _kinematics, cross, mv
 from kanedyn.loads import LoadsLike, applied_loads
 from kanedyn.model import Model, State
+from kanedyn.subtree import subtree_wrench
 
 __all__ = ["ConstraintForces", "constraint_forces"]
 
@@ -91,9 +92,7 @@ def constraint_forces(
     a = tm.V @ acc + tm.par.a_r
     F_net = lay.mass[:, None] * a - L.F  # what the joints must supply, per body
     T_net = mv(tm.I_N, alpha) + cross(kin.omega, tm.H) - L.T
-    S = lay.path.T
-    F_k = S @ F_net
-    T_k = S @ (T_net + cross(kin.r, F_net)) - cross(kin.o, F_k)
+    F_k, T_k = subtree_wrench(model, F_net, T_net, kin.r, kin.o)
 
     F_c, T_c = F_k.copy(), T_k.copy()
     generalized, axes = [], []

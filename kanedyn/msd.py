@@ -43,6 +43,7 @@ from kanedyn.kinematics import Kinematics, _kinematics, cross, mv
 from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model, State
 from kanedyn.partials import joint_axes
+from kanedyn.subtree import subtree_wrench
 
 __all__ = ["momenta", "momentum_roots", "rates", "speeds"]
 
@@ -137,15 +138,13 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
     ``kin`` must be evaluated at the speeds recovered from the states.
     """
     lay = model.layout
-    S = lay.path.T  # S[k, i] = 1 if body i is outboard of joint k (inclusive)
     m = lay.mass[:, None]
     I_N = kin.R_N_B @ lay.inertia @ np.swapaxes(kin.R_N_B, -1, -2)
-    mv_i = m * kin.v
-    H_i = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded) + cross(kin.r, mv_i)  # about N origin
-    P_k = S @ mv_i
-    H_k = S @ H_i - cross(kin.o, P_k)
-    F_k = S @ L.F
-    T_k = S @ (L.T + cross(kin.r, L.F)) - cross(kin.o, F_k)
+    h_i = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded)  # about each mass centre
+    # subtree momenta P_k, H_k (about o_k) and external force and torque F_k, T_k
+    P_k, H_k = subtree_wrench(model, m * kin.v, h_i, kin.r, kin.o)
+    F_k, T_k = subtree_wrench(model, L.F, L.T, kin.r, kin.o)
+    zero = np.zeros_like(kin.o)
 
     Hw, Hs = joint_axes(model, kin)
     # d/dt (R_N_Go Γ) = ω_o × (R_N_Go Γ) + R_N_Go Γ̇, column by column
@@ -163,7 +162,8 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
         torque = kin.R_N_Go[k] @ L.Q[idx[:3]]  # the root joint's own effort, from N
         if idx.size == 6:  # H about N's origin, P
             force = kin.R_N_Gi[k] @ lay.Delta[k] @ L.Q[idx[3:]]
-            ydot[idx[:3]] = S[k] @ (L.T + cross(kin.r, L.F)) + torque + cross(kin.o[k], force)
+            T_O = subtree_wrench(model, L.F, L.T, kin.r, zero)[1][k]  # about N's origin
+            ydot[idx[:3]] = T_O + torque + cross(kin.o[k], force)
             ydot[idx[3:]] = F_k[k] + force
         else:  # H about the fixed joint point
             ydot[idx[:3]] = T_k[k] + torque

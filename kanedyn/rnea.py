@@ -40,6 +40,8 @@ from kanedyn.errors import ModelError
 from kanedyn.kinematics import joint_rotations
 from kanedyn.loads import LoadsLike, applied_loads, joint_spring_forces
 from kanedyn.model import Model, State
+from kanedyn.spatial.algebra import cross, mv
+from kanedyn.subtree import subtree_wrench
 
 __all__ = ["NewtonEuler", "inverse_dynamics_rnea", "newton_euler"]
 
@@ -192,19 +194,12 @@ def newton_euler(
         L = applied_loads(model, state, kinematics(model, state), loads, t)
         F, T, Q = L.F, L.T, L.Q
 
-    # backward pass: free-body balance of each body, leaves first
-    f_joint = np.zeros((nb, 3))
-    N_joint = np.zeros((nb, 3))
-    for i in range(nb - 1, -1, -1):
-        I_N = R_N_B[i] @ lay.inertia[i] @ R_N_B[i].T
-        h_N = I_N @ omega[i] + R_N_B[i] @ lay.h_embedded[i]
-        F_net = lay.mass[i] * a[i] - F[i]
-        f_joint[i] += F_net
-        N_joint[i] += I_N @ alpha[i] + np.cross(omega[i], h_N) - T[i] + np.cross(r[i] - o[i], F_net)
-        par = lay.parent[i]
-        if par >= 0:
-            f_joint[par] += f_joint[i]
-            N_joint[par] += N_joint[i] + np.cross(o[i] - o[par], f_joint[i])
+    # backward pass: the free-body balance of each body, summed over each joint's subtree
+    I_N = R_N_B @ lay.inertia @ np.swapaxes(R_N_B, -1, -2)
+    h_N = mv(I_N, omega) + mv(R_N_B, lay.h_embedded)
+    F_net = lay.mass[:, None] * a - F  # what the joints must supply, per body
+    T_net = mv(I_N, alpha) + cross(omega, h_N) - T
+    f_joint, N_joint = subtree_wrench(model, F_net, T_net, r, o)
 
     tau = np.empty(model.n)
     for k, j in enumerate(model.joints):
