@@ -30,6 +30,11 @@ from kanedyn.inertia import (
 )
 from kanedyn.integrate import Lock, Trajectory, Unlock, simulate
 from kanedyn.kane import (
+    Fr,
+    Fr_star,
+    aba,
+    crba,
+    forcing,
     forward_dynamics,
     generalized_active_forces,
     generalized_inertia_forces,
@@ -43,6 +48,7 @@ from kanedyn.kane import (
 from kanedyn.kinematics import Kinematics, kinematics
 from kanedyn.loads import Force, JointLoad, Torque
 from kanedyn.model import Body, Joint, Model, State
+from kanedyn.options import Engine, Formulation, Method
 from kanedyn.partials import Partials, partials
 from kanedyn.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
 from kanedyn.rotation import (
@@ -62,6 +68,14 @@ __version__ = "0.1.0"
 _LAZY_SUBMODULES = ("symbolic",)
 
 __all__ = [
+    "Engine",
+    "Formulation",
+    "Method",
+    "Fr",
+    "Fr_star",
+    "aba",
+    "crba",
+    "forcing",
     "Body",
     "CompiledModel",
     "compile_model",

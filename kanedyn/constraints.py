@@ -34,8 +34,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.kane import _bias, _mass_matrix, _solve, _terms
-from kanedyn.kinematics import _kinematics, cross, mv
+from kanedyn.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.kinematics import cross, kinematics_at, mv
 from kanedyn.loads import LoadsLike, applied_loads
 from kanedyn.model import Model, State
 from kanedyn.subtree import subtree_wrench
@@ -84,10 +84,10 @@ def constraint_forces(
     """Joint reaction forces and torques at ``state`` (see the module docstring)."""
     model.check_state(state)
     lay = model.layout
-    kin = _kinematics(model, state.q, state.u)
-    tm = _terms(model, kin)
+    kin = kinematics_at(model, state.q, state.u)
+    tm = kane_terms(model, kin)
     L = applied_loads(model, state, kin, loads, t)
-    acc = _solve(_mass_matrix(model, tm), _bias(model, tm, L))
+    acc = solve_mass_matrix(mass_matrix_at(model, tm), forcing_at(model, tm, L))
     alpha = tm.Omega @ acc + tm.par.alpha_r
     a = tm.V @ acc + tm.par.a_r
     F_net = lay.mass[:, None] * a - L.F  # what the joints must supply, per body

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from kanedyn import rotation as rot
 from kanedyn.errors import ModelError
 from kanedyn.inertia import inertia_tensor
-from kanedyn.kinematics import _kinematics
+from kanedyn.kinematics import kinematics_at
 from kanedyn.loads import JointLoad
 from kanedyn.model import Body, Joint, Model, State
 
@@ -135,7 +135,7 @@ class QuaternionPD:
     Kd: float = 5.0
 
     def __call__(self, t: float, model: Model, state: State) -> list[JointLoad]:
-        kin = _kinematics(model, state.q, state.u)
+        kin = kinematics_at(model, state.q, state.u)
         i = model.body_index(self.body)
         R = kin.R_N_B[i]
         q = rot.dcm_to_quat(R)

@@ -28,8 +28,8 @@ from kanedyn.batch import ModelBatch, States, resolve
 from kanedyn.compiled import CompiledModel, compile_model, supports
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.integrate import Trajectory, check_times, resolve_engine
-from kanedyn.kane import _bias, _mass_matrix, _solve, _terms
-from kanedyn.kinematics import _kinematics
+from kanedyn.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.kinematics import kinematics_at
 from kanedyn.loads import LoadsLike, applied_loads
 from kanedyn.model import Model
 from kanedyn.options import RK4, Engine, Formulation
@@ -88,12 +88,12 @@ class _Ensemble:
             return self._compiled_rhs(self.compiled, x)
         q = self.normalize(x[..., : model.nq])
         u = x[..., model.nq :]
-        kin = _kinematics(model, q, u, self.params)
+        kin = kinematics_at(model, q, u, self.params)
         states: Any = States(q, u) if callable(self.loads) else _LightStates(q, u)
         L = applied_loads(model, states, kin, self.loads, t)
-        tm = _terms(model, kin)
+        tm = kane_terms(model, kin)
         try:
-            udot = _solve(_mass_matrix(model, tm), _bias(model, tm, L))
+            udot = solve_mass_matrix(mass_matrix_at(model, tm), forcing_at(model, tm, L))
         except ModelError as exc:
             raise SimulationError(f"t = {t:.6g}: {exc}") from None
         return np.concatenate((joints.qdot(model.layout, q, u), udot), axis=-1)

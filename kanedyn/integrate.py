@@ -38,15 +38,15 @@ from kanedyn.compiled import CompiledModel, check_finite, compile_model, support
 from kanedyn.control import Controller
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.kane import (
-    _bias,
-    _mass_matrix,
-    _solve,
-    _terms,
+    forcing_at,
+    kane_terms,
     kinetic_energy,
+    mass_matrix_at,
     momentum,
     potential_energy,
+    solve_mass_matrix,
 )
-from kanedyn.kinematics import _kinematics
+from kanedyn.kinematics import kinematics_at
 from kanedyn.loads import LoadsLike, applied_loads
 from kanedyn.model import Model, State
 from kanedyn.options import Engine, Formulation, Method
@@ -141,7 +141,7 @@ class _System:
         if self.cm is not None:  # the last n outputs of the MSD kernel
             return np.array(self.cm.rhs(q.tolist(), y.tolist())[self.model.n + self.model.nq :])
         return msd._speeds(
-            self.model, _kinematics(self.model, q, np.zeros(self.model.n)), y, self.locked
+            self.model, kinematics_at(self.model, q, np.zeros(self.model.n)), y, self.locked
         )
 
     def __call__(self, t: float, x: Array) -> Array:
@@ -151,7 +151,7 @@ class _System:
         if self.cm is not None and not (self.loads or self.held):
             return self._compiled(self.cm, q, y, None)
         u = self.speeds(q, y)
-        kin = _kinematics(model, q, u)
+        kin = kinematics_at(model, q, u)
         state = State(q, u) if callable(self.loads) else _LightState(q, u)
         records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
         if self.held:
@@ -166,15 +166,15 @@ class _System:
         if self.cm is not None:
             return self._compiled(self.cm, q, u if kane else y, L)
         if kane:
-            tm = _terms(model, kin)
-            M, f = _mass_matrix(model, tm), _bias(model, tm, L)
+            tm = kane_terms(model, kin)
+            M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
             ydot = np.zeros(model.n)
             try:
                 if self.locked.size:
                     free = np.setdiff1d(np.arange(model.n), self.locked)
-                    ydot[free] = _solve(M[np.ix_(free, free)], f[free])
+                    ydot[free] = solve_mass_matrix(M[np.ix_(free, free)], f[free])
                 else:
-                    ydot = _solve(M, f)
+                    ydot = solve_mass_matrix(M, f)
             except ModelError as exc:
                 raise SimulationError(f"t = {t:.6g}: {exc}") from None
         else:
@@ -206,7 +206,7 @@ class _System:
         """
         model = self.model
         u_old = self.speeds(q, y)
-        kin = _kinematics(model, q, u_old)
+        kin = kinematics_at(model, q, u_old)
         p_old = msd._root_to_total(model, kin, msd._generalized_momenta(model, kin, u_old))
         was_locked = self.locked
         self.locked = locked
@@ -297,7 +297,7 @@ class Trajectory:
 
     def body(self, name: str) -> BodyHistory:
         i = self.model.body_index(name)
-        kins = [_kinematics(self.model, q, u) for q, u in zip(self.q, self.u, strict=True)]
+        kins = [kinematics_at(self.model, q, u) for q, u in zip(self.q, self.u, strict=True)]
         R = np.array([k.R_N_B[i] for k in kins])
         w_N = np.array([k.omega[i] for k in kins])
         return BodyHistory(

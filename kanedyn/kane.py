@@ -29,13 +29,19 @@ from numpy.typing import ArrayLike, NDArray
 from kanedyn import rotation as rot
 from kanedyn.batch import ModelBatch, States, resolve
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
-from kanedyn.kinematics import FORCE_CROSS, Kinematics, _kinematics, bilinear, cross, mv
+from kanedyn.kinematics import FORCE_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
 from kanedyn.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
 from kanedyn.model import Model, State
-from kanedyn.partials import Partials, _partials, bias_accelerations, joint_subspace
+from kanedyn.partials import Partials, bias_accelerations, joint_subspace, partials_at
 from kanedyn.plan import Params, plan_of
+from kanedyn.subtree import subtree_sum
 
 __all__ = [
+    "Fr",
+    "Fr_star",
+    "aba",
+    "crba",
+    "forcing",
     "generalized_active_forces",
     "generalized_inertia_forces",
     "forward_dynamics",
@@ -57,7 +63,7 @@ _SKEW = rot.skew(np.eye(3)).reshape(3, 9)  # r @ _SKEW = [r]× flattened
 
 
 @attrs.frozen(eq=False, slots=False)
-class _Terms:
+class KaneTerms:
     """Everything one evaluation of Kane's equations needs (one per right-hand side).
 
     ``S`` (..., n, 6) the motion subspace per speed (:func:`kanedyn.partials.joint_subspace`);
@@ -79,7 +85,7 @@ class _Terms:
 
     @cached_property
     def par(self) -> Partials:
-        return _partials(self.model, self.kin)
+        return partials_at(self.model, self.kin)
 
     @cached_property
     def Omega(self) -> Array:  # (nb, 3, n)
@@ -118,7 +124,7 @@ def spatial_inertia(I_N: Array, m: Array, r: Array) -> Array:
     return I_O
 
 
-def _terms(model: Model, kin: Kinematics) -> _Terms:
+def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
     """Inertias and spatial momenta at ``kin`` (the parameters are ``kin.params``)."""
     pa = kin.params
     R = kin.R_N_B
@@ -133,10 +139,10 @@ def _terms(model: Model, kin: Kinematics) -> _Terms:
         h_O = h_O.copy()
         h_O[..., :3] += mv(R, pa.h_embedded)
     S = joint_subspace(model, kin)
-    return _Terms(model, kin, pa, S, I_N, I_O, A_r, IAV[..., 0], h_O)
+    return KaneTerms(model, kin, pa, S, I_N, I_O, A_r, IAV[..., 0], h_O)
 
 
-def _mass_matrix(model: Model, tm: _Terms) -> Array:
+def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
     """``M = Σ Ωᵀ I Ω + m VᵀV`` by composite rigid bodies, (..., n, n).
 
     ``I^c_k = Σ_{i outboard of k} I_O,i`` (one product with the path matrix), then for
@@ -153,7 +159,7 @@ def _mass_matrix(model: Model, tm: _Terms) -> Array:
     return pl.A_up * G + pl.A_low * G.swapaxes(-1, -2)
 
 
-def _bias(model: Model, tm: _Terms, L: AppliedLoads) -> Array:
+def forcing_at(model: Model, tm: KaneTerms, L: AppliedLoads) -> Array:
     """``Fr + Fr*`` at zero acceleration: the right-hand side of ``M ν̇ = f``.
 
     Per body, the spatial force about N's origin that the joints must supply,
@@ -165,7 +171,7 @@ def _bias(model: Model, tm: _Terms, L: AppliedLoads) -> Array:
     f = tm.IA + bilinear(kin.V, tm.h_O, FORCE_CROSS)
     f[..., :3] -= L.T + cross(kin.r, L.F)
     f[..., 3:] -= L.F
-    f_sub = (model.layout.path.T @ f)[..., pl.dof_joint, :]
+    f_sub = subtree_sum(model, f)[..., pl.dof_joint, :]
     return L.Q - _vecdot(tm.S, f_sub)
 
 
@@ -180,7 +186,7 @@ def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:
     :class:`~kanedyn.ModelBatch`, the result is (B, n, n).
     """
     base, params, q, u = resolve(model, state)
-    return _mass_matrix(base, _terms(base, _kinematics(base, q, u, params)))
+    return mass_matrix_at(base, kane_terms(base, kinematics_at(base, q, u, params)))
 
 
 def generalized_active_forces(
@@ -188,8 +194,8 @@ def generalized_active_forces(
 ) -> Array:
     """``Fr = Σ_i Ω_iᵀ T_i + V_iᵀ F_i + Q``, shape (n,): gravity, springs, dampers, loads."""
     _check(model, state)
-    kin = _kinematics(model, state.q, state.u)
-    par = _partials(model, kin)
+    kin = kinematics_at(model, state.q, state.u)
+    par = partials_at(model, kin)
     L = applied_loads(model, state, kin, loads, t)
     n = model.n
     return (
@@ -208,7 +214,7 @@ def generalized_inertia_forces(model: Model, state: State, acc: ArrayLike) -> Ar
     acc = np.asarray(acc, dtype=float)
     if acc.shape != (model.n,):
         raise ModelError(f"acc has shape {acc.shape}; this model has n = {model.n} speeds")
-    tm = _terms(model, _kinematics(model, state.q, state.u))
+    tm = kane_terms(model, kinematics_at(model, state.q, state.u))
     kin = tm.par.kin
     alpha = tm.Omega @ acc + tm.par.alpha_r
     a = tm.V @ acc + tm.par.a_r
@@ -221,7 +227,7 @@ def generalized_inertia_forces(model: Model, state: State, acc: ArrayLike) -> Ar
     )
 
 
-def _solve(M: Array, f: Array) -> Array:
+def solve_mass_matrix(M: Array, f: Array) -> Array:
     """Solve ``M x = f`` by Cholesky (M symmetric positive definite; LAPACK potrf/potrs).
 
     Stacked ``M`` (..., n, n), ``f`` (..., n): see :func:`_solve_stacked`.
@@ -263,10 +269,20 @@ def forward_dynamics(
     then apply to every member.
     """
     base, params, q, u = resolve(model, state)
-    kin = _kinematics(base, q, u, params)
-    tm = _terms(base, kin)
+    kin = kinematics_at(base, q, u, params)
+    tm = kane_terms(base, kin)
     L = applied_loads(base, state, kin, loads, t)
-    return _solve(_mass_matrix(base, tm), _bias(base, tm, L))
+    return solve_mass_matrix(mass_matrix_at(base, tm), forcing_at(base, tm, L))
+
+
+def forcing(
+    model: Model | ModelBatch, state: State | States, loads: LoadsLike = None, t: float = 0.0
+) -> Array:
+    """``f = Fr + Fr*|_{ν̇=0}``, the right-hand side of ``M ν̇ = f`` (Kane_NBody slide 23),
+    shape (n,) or (B, n): the numeric twin of the symbolic ``.forcing``."""
+    base, params, q, u = resolve(model, state)
+    kin = kinematics_at(base, q, u, params)
+    return forcing_at(base, kane_terms(base, kin), applied_loads(base, state, kin, loads, t))
 
 
 def inverse_dynamics(
@@ -285,7 +301,7 @@ def inverse_dynamics(
 def kinetic_energy(model: Model, state: State) -> float:
     """``T = ½ Σ ω_iᵀ I_i ω_i + m_i v_i·v_i`` (embedded rotor energy is constant, excluded)."""
     _check(model, state)
-    kin = _kinematics(model, state.q, state.u)
+    kin = kinematics_at(model, state.q, state.u)
     lay = model.layout
     w_B = np.einsum("bji,bj->bi", kin.R_N_B, kin.omega)
     rot_ke = np.einsum("bi,bij,bj->", w_B, lay.inertia, w_B)
@@ -295,7 +311,7 @@ def kinetic_energy(model: Model, state: State) -> float:
 def potential_energy(model: Model, state: State) -> float:
     """Gravity ``-Σ m_i g·r_i`` plus joint springs (see :mod:`kanedyn.loads`)."""
     _check(model, state)
-    kin = _kinematics(model, state.q, state.u)
+    kin = kinematics_at(model, state.q, state.u)
     gravity = -float(np.sum(model.layout.mass * (kin.r @ model.gravity)))
     return gravity + spring_potential(model, state.q)
 
@@ -303,7 +319,7 @@ def potential_energy(model: Model, state: State) -> float:
 def system_mass_properties(model: Model, state: State) -> tuple[float, Array, Array]:
     """Total mass, mass centre (N) and inertia about it (N axes) at ``state``."""
     _check(model, state)
-    kin = _kinematics(model, state.q, state.u)
+    kin = kinematics_at(model, state.q, state.u)
     lay = model.layout
     m = float(lay.mass.sum())
     c = lay.mass @ kin.r / m
@@ -321,7 +337,7 @@ def momentum(model: Model, state: State) -> tuple[Array, Array]:
     ``H = Σ_i I_i ω_i + h_i + m_i (r_i - r_c) × v_i``, embedded momentum included.
     """
     _check(model, state)
-    kin = _kinematics(model, state.q, state.u)
+    kin = kinematics_at(model, state.q, state.u)
     lay = model.layout
     P = lay.mass @ kin.v
     c = lay.mass @ kin.r / lay.mass.sum()
@@ -329,3 +345,17 @@ def momentum(model: Model, state: State) -> tuple[Array, Array]:
     H = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded)
     H = H.sum(axis=0) + np.sum(lay.mass[:, None] * cross(kin.r - c, kin.v), axis=0)
     return P, H
+
+
+# The numeric and symbolic paths use the same names (``kd.symbolic.kane(model).Fr``,
+# ``.Fr_star``, ``.mass_matrix``, ``.forcing``); Featherstone's algorithm names name the
+# functions that compute what they compute.
+Fr = generalized_active_forces
+"""Alias of :func:`generalized_active_forces` (the symbolic result's ``.Fr``)."""
+Fr_star = generalized_inertia_forces
+"""Alias of :func:`generalized_inertia_forces` (the symbolic result's ``.Fr_star``)."""
+crba = mass_matrix
+"""Alias of :func:`mass_matrix`: the composite-rigid-body mass matrix."""
+aba = forward_dynamics
+"""Alias of :func:`forward_dynamics` (the compiled engine runs the articulated-body
+algorithm itself; the dense engine solves the same equations by Cholesky)."""

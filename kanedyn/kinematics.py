@@ -156,10 +156,10 @@ def kinematics(model: Model, state: State) -> Kinematics:
     (2, 3)
     """
     model.check_state(state)
-    return _kinematics(model, state.q, state.u)
+    return kinematics_at(model, state.q, state.u)
 
 
-def _kinematics(model: Model, q: Array, u: Array, params: Params | None = None) -> Kinematics:
+def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None) -> Kinematics:
     """Kinematics at ``q`` (..., nq), ``u`` (..., n) with ``params`` (default: the model's).
 
     Steps (all joints and bodies at once):

@@ -38,8 +38,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError
-from kanedyn.kane import _mass_matrix, _solve, _terms
-from kanedyn.kinematics import Kinematics, _kinematics, cross, mv
+from kanedyn.kane import kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model, State
 from kanedyn.partials import joint_axes
@@ -64,9 +64,9 @@ def momentum_roots(model: Model) -> list[int]:
 
 
 def _generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
-    tm = _terms(model, kin)
+    tm = kane_terms(model, kin)
     h = mv(kin.R_N_B, model.layout.h_embedded)
-    return _mass_matrix(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
+    return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
 
 
 def _root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False) -> Array:
@@ -99,7 +99,7 @@ def momenta(model: Model, state: State) -> Array:
     ``P`` in N. Embedded rotor momentum is included.
     """
     model.check_state(state)
-    kin = _kinematics(model, state.q, state.u)
+    kin = kinematics_at(model, state.q, state.u)
     return _root_to_total(model, kin, _generalized_momenta(model, kin, state.u))
 
 
@@ -114,13 +114,13 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
         raise ModelError(f"q has length {q.size}; this model has nq = {model.nq}")
     if y.shape != (model.n,):
         raise ModelError(f"momentum vector has length {y.size}; this model has n = {model.n}")
-    kin = _kinematics(model, q, np.zeros(model.n))
+    kin = kinematics_at(model, q, np.zeros(model.n))
     return _speeds(model, kin, y, np.asarray(locked, dtype=np.intp))
 
 
 def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -> Array:
-    tm = _terms(model, kin)
-    M = _mass_matrix(model, tm)
+    tm = kane_terms(model, kin)
+    M = mass_matrix_at(model, tm)
     h = mv(kin.R_N_B, model.layout.h_embedded)
     p = (
         _root_to_total(model, kin, y, inverse=True)
@@ -128,7 +128,7 @@ def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -
     )
     free = np.setdiff1d(np.arange(model.n), locked)
     u = np.zeros(model.n)
-    u[free] = _solve(M[np.ix_(free, free)], p[free])
+    u[free] = solve_mass_matrix(M[np.ix_(free, free)], p[free])
     return u
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.batch import ModelBatch, States, resolve
-from kanedyn.kinematics import MOTION_CROSS, Kinematics, _kinematics, bilinear, cross, mv
+from kanedyn.kinematics import MOTION_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
 from kanedyn.model import Model, State
 from kanedyn.plan import plan_of
 
@@ -122,10 +122,10 @@ def partials(model: Model | ModelBatch, state: State | States) -> Partials:
     ((2, 3, 2), (2, 3, 2), (2, 3, 0))
     """
     base, params, q, u = resolve(model, state)
-    return _partials(base, _kinematics(base, q, u, params))
+    return partials_at(base, kinematics_at(base, q, u, params))
 
 
-def _partials(model: Model, kin: Kinematics) -> Partials:
+def partials_at(model: Model, kin: Kinematics) -> Partials:
     """Partials of ``kin`` (any leading batch axes)."""
     lay = model.layout
     P = lay.path

@@ -136,7 +136,7 @@ class Plan:
     ``parent_ext`` (nb,) inner body with N as ``nb``. ``slots_u`` (nj, 6) the speed index of
     each joint DOF slot (3 rotational, then 3 translational; sentinel when unused).
     ``dof_flat`` (n,) slot ``6 k + j`` of each speed, ``dof_joint`` (n,) its joint k.
-    ``A_up``, ``A_low`` (n, n) the CRBA masks (see :func:`kanedyn.kane._mass_matrix`):
+    ``A_up``, ``A_low`` (n, n) the CRBA masks (see :func:`kanedyn.kane.mass_matrix_at`):
     ``A_up[r, s] = 1`` when joint k(r) is a strict ancestor of k(s), or the same joint
     and r ≤ s; ``A_low`` is the transpose of ``A_up`` without its diagonal.
     ``path_ext`` (nb + 1, nj) the path matrix with a zero row for N.

@@ -21,7 +21,7 @@ import kanedyn.integrate
 from kanedyn.batch import States
 from kanedyn.compiled import CompiledModel, compile_model, supports
 from kanedyn.errors import ModelError
-from kanedyn.kinematics import _kinematics
+from kanedyn.kinematics import kinematics_at
 from kanedyn.loads import applied_loads
 from tests.strategies import SETTINGS, random_inertia, random_loads, random_state, tree, trees
 
@@ -102,7 +102,7 @@ def test_msd_speeds_and_rates_equal_dense_on_random_trees(model, seed, speed):
     nu = kd.msd.speeds(model, state.q, y)
     assert_close(out[n + nq :], nu, c)
     assert_close(out[n + nq :], state.u, c)
-    kin = _kinematics(model, state.q, nu)
+    kin = kinematics_at(model, state.q, nu)
     want = kd.msd.rates(model, kin, applied_loads(model, kd.State(state.q, nu), kin))
     assert_close(out[:n], want, c)
 
@@ -144,7 +144,7 @@ def test_msd_rates_with_loads_equal_dense(model, seed):
     n, nq = model.n, model.nq
     nu = np.array(cm.rhs(state.q.tolist(), y.tolist())[n + nq :])
     at = kd.State(state.q, nu)
-    kin = _kinematics(model, state.q, nu)
+    kin = kinematics_at(model, state.q, nu)
     L = applied_loads(model, at, kin, random_loads(model, rng))
     got = cm.rhs_with_loads(state.q.tolist(), y.tolist(), L)
     assert_close(got[:n], kd.msd.rates(model, kin, L), cond(model, at))
@@ -196,7 +196,7 @@ def test_rhs_with_loads_equals_dense_with_loads(model, seed):
     rng = np.random.default_rng(seed)
     state = random_state(model, rng)
     loads = random_loads(model, rng)
-    L = applied_loads(model, state, _kinematics(model, state.q, state.u), loads)
+    L = applied_loads(model, state, kinematics_at(model, state.q, state.u), loads)
     cm = compile_model(model)
     out = cm.rhs_with_loads(state.q.tolist(), state.u.tolist(), L)
     assert len(out) == model.n + model.nq
@@ -230,7 +230,7 @@ def test_locked_speeds_solve_the_restricted_mass_matrix(model, seed, with_loads)
     cm = compile_model(model, locked)
     assert cm.locked == frozenset(locked)
     if with_loads:
-        L = applied_loads(model, state, _kinematics(model, state.q, state.u), loads)
+        L = applied_loads(model, state, kinematics_at(model, state.q, state.u), loads)
         got = np.array(cm.rhs_with_loads(state.q.tolist(), state.u.tolist(), L)[: model.n])
     else:
         got = cm.forward_dynamics(state)

@@ -27,7 +27,7 @@ def no_work(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("simulate did work before rejecting its arguments")
 
-    monkeypatch.setattr(kanedyn.integrate, "_kinematics", forbidden)
+    monkeypatch.setattr(kanedyn.integrate, "kinematics_at", forbidden)
     monkeypatch.setattr(kanedyn.integrate, "_run_rk4", forbidden)
     monkeypatch.setattr(kanedyn.integrate, "_run_adaptive", forbidden)
     monkeypatch.setattr(kanedyn.integrate, "_run_rk4_compiled", forbidden)

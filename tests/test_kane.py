@@ -712,3 +712,23 @@ def test_zero_dof_model():
     assert kd.msd.momenta(model, state).shape == (0,)
     tr = kd.simulate(model, state, 0.1, 0.05, progress=False)
     assert tr.u.shape == (3, 0)
+
+
+def test_numeric_names_match_the_symbolic_ones():
+    """kd.Fr, kd.Fr_star, kd.forcing, kd.crba, kd.aba: the same names as the symbolic
+    result, and the same numbers as the long names; Fr + Fr* = 0 at the solution with
+    f = Fr + Fr*|ν̇=0 and M ν̇ = f."""
+    model = kd.examples.hub_with_panels()
+    state = model.set_joint(model.initial_state(), "root", rates=(0.1, -0.2, 0.3))
+    assert kd.Fr is kd.generalized_active_forces
+    assert kd.Fr_star is kd.generalized_inertia_forces
+    assert kd.crba is kd.mass_matrix and kd.aba is kd.forward_dynamics
+    acc = kd.forward_dynamics(model, state)
+    M = kd.mass_matrix(model, state)
+    f = kd.forcing(model, state)
+    np.testing.assert_allclose(M @ acc, f, atol=1e-10)
+    np.testing.assert_allclose(
+        kd.Fr(model, state) + kd.Fr_star(model, state, np.zeros(model.n)), f, atol=1e-10
+    )
+    eom = kd.symbolic.kane(model)
+    assert {"Fr", "Fr_star", "mass_matrix", "forcing"} <= set(dir(eom))

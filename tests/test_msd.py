@@ -21,7 +21,7 @@ import kanedyn as kd
 import kanedyn.compiled
 import kanedyn.msd
 from kanedyn.errors import ModelError
-from kanedyn.kinematics import _kinematics
+from kanedyn.kinematics import kinematics_at
 from kanedyn.loads import applied_loads
 from tests.strategies import SETTINGS, random_loads, random_state, tree, trees
 
@@ -109,7 +109,7 @@ def rate_error(model, state, loads=None, h=2e-3, substeps=20):
     ys = [kd.msd.momenta(model, traj.state(i)) for i in range(5)]
     fd = _fd5(ys, h)
     mid = traj.state(2)
-    kin = _kinematics(model, mid.q, mid.u)
+    kin = kinematics_at(model, mid.q, mid.u)
     rates = kanedyn.msd.rates(model, kin, applied_loads(model, mid, kin, loads, traj.t[2]))
     return np.abs(rates - fd).max() / (1.0 + np.abs(fd).max())
 

@@ -110,14 +110,14 @@ def _without(model, kin, term):
 
 
 def _break_partials(monkeypatch, term):
-    original = partials_module._partials
+    original = partials_module.partials_at
 
     def broken(model, kin):
         par = original(model, kin)
         drop = _without(model, kin, term)
         return attrs.evolve(par, **{k: getattr(par, k) - v for k, v in drop.items()})
 
-    monkeypatch.setattr(partials_module, "_partials", broken)
+    monkeypatch.setattr(partials_module, "partials_at", broken)
 
 
 @pytest.mark.parametrize(

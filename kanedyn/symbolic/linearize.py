@@ -149,7 +149,7 @@ def _is_numeric(X: sm.Matrix) -> bool:
     return not X.free_symbols
 
 
-def _solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
+def solve_mass_matrix(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
     """Solve ``A X = B`` at the operating point; numeric ``A`` is inverted in floats."""
     if A.rows == 0:
         return sm.zeros(0, B.cols)
@@ -219,7 +219,7 @@ def _complete_coordinates(raw, f_c: sm.Matrix, x0: dict) -> None:
             )
         J = fc.jacobian(missing)
         if not J.has(*missing):  # linear in q_dep: solve exactly
-            sol = _solve(
+            sol = solve_mass_matrix(
                 J, -fc.xreplace(dict.fromkeys(missing, 0)), "the configuration constraints"
             )
             x0.update({q: sol[k] for k, q in enumerate(missing)})
@@ -242,7 +242,7 @@ def _complete_speeds(raw, Bm: sm.Matrix, b: sm.Matrix, x0: dict) -> None:
     B0, b0 = Bm.xreplace(x0), b.xreplace(x0)
     if any(u not in x0 for u in u_dep):
         u_i = sm.Matrix([x0.get(u, u) for u in raw.u[:p]])
-        sol = _solve(B0[:, p:], -(B0[:, :p] * u_i + b0), "the dependent-speed solve")
+        sol = solve_mass_matrix(B0[:, p:], -(B0[:, :p] * u_i + b0), "the dependent-speed solve")
         for k, u in enumerate(u_dep):
             x0.setdefault(u, sol[k])
     res = B0 * sm.Matrix([x0.get(u, u) for u in raw.u]) + b0
@@ -328,18 +328,18 @@ def linearize(
     _complete_coordinates(raw, f_c, x0)
     _complete_speeds(raw, Bm, b, x0)
     K0 = K_qd.xreplace(x0)
-    qd0 = _solve(K0, -k.xreplace(x0), "the kinematic solve for q'")
+    qd0 = solve_mass_matrix(K0, -k.xreplace(x0), "the kinematic solve for q'")
     x0.update(zip(qd, qd0, strict=True))
     M0 = M.xreplace(x0)
     F0, h0 = F.xreplace(x0), h.xreplace(x0)
     B0 = Bm.xreplace(x0)
     B_i0, B_d0 = B0[:, :p], B0[:, p:]
-    X = _solve(B_d0, (-B_i0).row_join(-h0), "the dependent-speed solve")
+    X = solve_mass_matrix(B_d0, (-B_i0).row_join(-h0), "the dependent-speed solve")
     A0, c0 = X[:, :p], X[:, p:]
     T0 = sm.eye(p).col_join(A0)
     Mt0 = T0.T * M0 * T0
     F0c = F0 - M0[:, p:] * c0 if m else F0
-    ud_i0 = _solve(Mt0, T0.T * F0c, "the mass matrix")
+    ud_i0 = solve_mass_matrix(Mt0, T0.T * F0c, "the mass matrix")
     ud0 = T0 * ud_i0 + sm.zeros(p, 1).col_join(c0)
     back = {s: v for s, v in raw.public.items() if s is not v}
     if check_equilibrium and any(_nonzero(a) for a in ud_i0):
@@ -350,7 +350,7 @@ def linearize(
         )
     x0.update(zip(ud, ud0, strict=True))
     R0 = F0 - M0 * ud0
-    lam0 = _solve(B_d0.T, -R0[p:, :], "the multiplier solve") if m else sm.zeros(0, 1)
+    lam0 = solve_mass_matrix(B_d0.T, -R0[p:, :], "the multiplier solve") if m else sm.zeros(0, 1)
 
     # Jacobians of the unconstrained expressions at the operating point. Values
     # that depend on coordinates or speeds left symbolic are held fixed while
@@ -377,23 +377,23 @@ def linearize(
     # Eliminate the dependent perturbations: rows are variables, columns x = [q_i; u_i].
     nx = nqi + p
     T_q = sm.eye(nqi).col_join(
-        _solve(fc_q[:, nqi:], -fc_q[:, :nqi], "the configuration-constraint Jacobian")
+        solve_mass_matrix(fc_q[:, nqi:], -fc_q[:, :nqi], "the configuration-constraint Jacobian")
     )
     Dq = T_q.row_join(sm.zeros(nq, p))
     Du = sm.zeros(p, nqi).row_join(sm.eye(p))
     if m:
-        Du_d = A0 * Du[:, :] + _solve(B_d0, -fv_q * Dq, "the dependent-speed solve")
+        Du_d = A0 * Du[:, :] + solve_mass_matrix(B_d0, -fv_q * Dq, "the dependent-speed solve")
         Du = Du.col_join(Du_d)
-    Dqd = _solve(K0, -(kd_q * Dq + kd_u * Du), "the kinematic solve for q'")
+    Dqd = solve_mass_matrix(K0, -(kd_q * Dq + kd_u * Du), "the kinematic solve for q'")
     Rx = R_q * Dq + R_qd * Dqd + R_u * Du
     if m:
         W = fa_q * Dq + fa_qd * Dqd + fa_u * Du
-        Rx = Rx - M0[:, p:] * _solve(B_d0, -W, "the dependent-acceleration solve")
+        Rx = Rx - M0[:, p:] * solve_mass_matrix(B_d0, -W, "the dependent-acceleration solve")
     G_x, G_r = T0.T * Rx, T0.T * R_r
     top = Dqd[:nqi, :]
     if A_and_B:
-        A = top.col_join(_solve(Mt0, G_x, "the mass matrix"))
-        B = sm.zeros(nqi, len(r)).col_join(_solve(Mt0, G_r, "the mass matrix"))
+        A = top.col_join(solve_mass_matrix(Mt0, G_x, "the mass matrix"))
+        B = sm.zeros(nqi, len(r)).col_join(solve_mass_matrix(Mt0, G_r, "the mass matrix"))
         Ml = sm.eye(nx)
     else:
         A, B, Ml = top.col_join(G_x), sm.zeros(nqi, len(r)).col_join(G_r), sm.diag(sm.eye(nqi), Mt0)

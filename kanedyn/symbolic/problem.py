@@ -398,7 +398,7 @@ class _Kinematics:
     qdot_map: dict  # q' -> qdot entry
 
 
-def _kinematics(kd_eqs: Sequence, q: Sequence, u: Sequence) -> _Kinematics:
+def kinematics_at(kd_eqs: Sequence, q: Sequence, u: Sequence) -> _Kinematics:
     """:math:`K_{\\dot q} \\dot q + K_u u + k_0 = 0 \\Rightarrow \\dot q = -K_{\\dot q}^{-1}(K_u u + k_0)`."""
     kd = sm.Matrix(list(kd_eqs))
     qd = [qi.diff(_t) for qi in q]
@@ -675,7 +675,7 @@ class KaneProblem:
         self._time_budget = time_budget
         u = list(self.u)
 
-        self._kin = _kinematics(kd_eqs, list(self.q), u)
+        self._kin = kinematics_at(kd_eqs, list(self.q), u)
         self._con = _constraints(
             configuration_constraints, velocity_constraints, q_dep, u_ind, u_dep, self._kin
         )
