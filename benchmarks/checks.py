@@ -7,7 +7,7 @@ import numpy as np
 import kanedyn as kd
 from benchmarks.models import random_state
 from benchmarks.peers import Peer
-from kanedyn.loads import joint_spring_forces
+from kanedyn.dynamics.loads import joint_spring_forces
 
 #: condition number of M up to which the 1e-10 tolerance applies unscaled
 COND_REFERENCE = 1e5

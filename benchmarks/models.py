@@ -71,6 +71,6 @@ def random_state(model: kd.Model, rng: np.random.Generator) -> kd.State:
 
 def random_states(model: kd.Model, B: int, rng: np.random.Generator) -> kd.States:
     """B random states (see :func:`random_state`)."""
-    from kanedyn.batch import States
+    from kanedyn.model.batch import States
 
     return States.stack([random_state(model, rng) for _ in range(B)])

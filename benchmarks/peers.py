@@ -28,7 +28,7 @@ import attrs
 import numpy as np
 
 import kanedyn as kd
-from kanedyn.rotation import dcm_to_quat
+from kanedyn.spatial.rotation import dcm_to_quat
 
 __all__ = ["Peer", "available", "mujoco_peer", "pinocchio_peer"]
 

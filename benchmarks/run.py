@@ -32,7 +32,7 @@ import kanedyn as kd  # noqa: E402
 from benchmarks import models  # noqa: E402
 from benchmarks.checks import relative_error  # noqa: E402
 from benchmarks.peers import PEERS, available  # noqa: E402
-from kanedyn.loads import joint_spring_forces  # noqa: E402
+from kanedyn.dynamics.loads import joint_spring_forces  # noqa: E402
 
 TOLERANCE = 1e-10
 CHAINS = (1, 2, 5, 10, 20, 50)

@@ -1,9 +1,9 @@
 """kanedyn: Kane's method and momentum-state dynamics for multibody trees.
 
-The pipeline (each stage a module; dependencies point one way)::
+The layers (dependencies point one way; docs/architecture.md)::
 
-    rotation, inertia -> model -> kinematics -> partials -> kane / msd / symbolic
-        -> integrate -> io -> cli
+    spatial -> model -> joints -> dynamics -> compiled / symbolic -> simulation
+        -> io -> plotting, cli
 
 ``kanedyn.symbolic`` (and with it sympy) is loaded on first use, so ``import kanedyn``
 stays fast for numeric work.
@@ -12,24 +12,14 @@ stays fast for numeric work.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
-from kanedyn import examples, io, msd, rotation
-from kanedyn.batch import ModelBatch, States
+from kanedyn import examples, io
 from kanedyn.compiled import CompiledModel, compile_model
-from kanedyn.constraints import ConstraintForces, constraint_forces
-from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels, wheel_loads
-from kanedyn.ensemble import EnsembleTrajectory, simulate_ensemble
-from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
-from kanedyn.inertia import (
-    composite_mass_properties,
-    inertia_tensor,
-    parallel_axis,
-    principal_axes,
-    validate_inertia,
-)
-from kanedyn.integrate import Lock, Trajectory, Unlock, simulate
-from kanedyn.kane import (
+from kanedyn.dynamics import msd
+from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
+from kanedyn.dynamics.kane import (
     Fr,
     Fr_star,
     aba,
@@ -45,19 +35,55 @@ from kanedyn.kane import (
     potential_energy,
     system_mass_properties,
 )
-from kanedyn.kinematics import Kinematics, kinematics
-from kanedyn.loads import Force, JointLoad, Torque
+from kanedyn.dynamics.kinematics import Kinematics, kinematics
+from kanedyn.dynamics.loads import Force, JointLoad, Torque
+from kanedyn.dynamics.partials import Partials, partials
+from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
+from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
 from kanedyn.model import Body, Joint, Model, State
-from kanedyn.options import Engine, Formulation, Method
-from kanedyn.partials import Partials, partials
-from kanedyn.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
-from kanedyn.rotation import (
+from kanedyn.model.batch import ModelBatch, States
+from kanedyn.simulation.control import (
+    Controller,
+    QuaternionPD,
+    ReactionWheel,
+    add_wheels,
+    wheel_loads,
+)
+from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
+from kanedyn.simulation.integrate import Lock, Trajectory, Unlock, simulate
+from kanedyn.simulation.options import Engine, Formulation, Method
+from kanedyn.spatial import rotation
+from kanedyn.spatial.inertia import (
+    composite_mass_properties,
+    inertia_tensor,
+    parallel_axis,
+    principal_axes,
+    validate_inertia,
+)
+from kanedyn.spatial.rotation import (
     dcm_to_euler,
     dcm_to_quat,
     euler_to_dcm,
     quat_to_dcm,
     skew,
 )
+
+# Modules that moved into the layered packages stay importable under their old names
+# (``import kanedyn.kinematics``, ``from kanedyn.integrate import ...``): the same module
+# objects, registered once here.
+_MOVED = {
+    "rotation": "kanedyn.spatial.rotation",
+    "inertia": "kanedyn.spatial.inertia",
+    "plan": "kanedyn.model.plan",
+    "batch": "kanedyn.model.batch",
+    **{m: f"kanedyn.dynamics.{m}" for m in (
+        "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree")},
+    **{m: f"kanedyn.simulation.{m}" for m in (
+        "integrate", "ensemble", "control", "options", "steppers")},
+}  # fmt: skip
+for _old, _new in _MOVED.items():
+    sys.modules[f"kanedyn.{_old}"] = importlib.import_module(_new)
+
 
 if TYPE_CHECKING:
     from kanedyn import symbolic

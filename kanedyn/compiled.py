@@ -15,7 +15,7 @@ The same function runs
 **The equations are Kane's.** ABA solves ``M ν̇ = Fr + Fr*|_{ν̇=0}`` (Kane_NBody slide 23)
 without forming ``M``: eliminating the joints from the leaves inwards is a block
 factorization of Kane's mass matrix, and every quantity below is a Kane quantity in
-joint coordinates. The dense engine (:mod:`kanedyn.kane`) is its oracle; the tests hold
+joint coordinates. The dense engine (:mod:`kanedyn.dynamics.kane`) is its oracle; the tests hold
 them together to round-off on random trees with every joint type.
 
 Per joint k, in the frame ``Go_k`` (axes Go, origin at the joint point), with spatial
@@ -33,7 +33,7 @@ vectors (ω, v) and forces (n, f) (conventions page):
 * pass 3 (root to leaves): ``a' = X_k a_P + c_k``, ``ν̇_k = D⁻¹ (u - Uᵀ a')``,
   ``a_k = a' + S ν̇_k``; N accelerates at ``-g`` (uniform gravity).
 
-``Q`` holds the joint springs and dampers of :mod:`kanedyn.loads` (``-k q - c q̇`` per
+``Q`` holds the joint springs and dampers of :mod:`kanedyn.dynamics.loads` (``-k q - c q̇`` per
 angle or slide, ``-c ω`` for a spherical joint).
 
 **MSD** (``formulation="msd"``, :meth:`_Trace.run_msd`): the speeds from the momentum
@@ -60,12 +60,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import codegen, joints
-from kanedyn.batch import PARAM_FIELDS, ModelBatch, States
 from kanedyn.codegen import TRACE, Scalar, Tape, Value
+from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
-from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model
-from kanedyn.plan import Params, params_of
+from kanedyn.model.batch import PARAM_FIELDS, ModelBatch, States
+from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial.charts import euler_axes, quat_dcm_form
 
 __all__ = ["CompiledModel", "compile_model", "supports"]
@@ -199,7 +199,7 @@ def _inertia_to_parent(E: Mat, r: Vec, I: Mat) -> Mat:
 def _body_inertia(mass: Scalar, inertia: Mat, c: Vec) -> Mat:
     """Spatial inertia about a frame's origin of a body with mass centre ``c`` and
     inertia ``inertia`` (about the mass centre, symmetric), both in that frame (see
-    :func:`kanedyn.kane.spatial_inertia`): ``[[I - m [c]×², m [c]×], [-m [c]×, m U]]``,
+    :func:`kanedyn.dynamics.kane.spatial_inertia`): ``[[I - m [c]×², m [c]×], [-m [c]×, m U]]``,
     with ``-[c]×² = |c|² U - c cᵀ``."""
     cc = _dot(c, c)
     mc = _scale(mass, c)
@@ -392,7 +392,7 @@ class _Trace:
 
     def generalized_forces(self) -> list[Scalar]:
         """``Q``: springs and dampers per speed; with loads, the input ``Q`` (which holds
-        them, as :class:`kanedyn.loads.AppliedLoads` does)."""
+        them, as :class:`kanedyn.dynamics.loads.AppliedLoads` does)."""
         model, lay = self.model, self.model.layout
         if self.loads:
             return list(self.Q)
@@ -528,7 +528,7 @@ class _Trace:
 
     def run_msd(self) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:
         """Momentum-state dynamics; returns (ẏ, q̇, ν) for the MSD states ``y`` (the
-        inputs named ``u*``: see :mod:`kanedyn.msd`).
+        inputs named ``u*``: see :mod:`kanedyn.dynamics.msd`).
 
         1. Speeds: ``M ν = y_gen - Ωᵀ h`` by ABA at zero speed (``c = 0``, ``a_N = 0``,
            bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``,
@@ -539,7 +539,7 @@ class _Trace:
            the column in Go: ``γ̇_j``, or ``-(Γσ) × R_Go_Gi Δ_j``); for a momentum
            root, the total external wrench in N.
         """
-        from kanedyn.msd import momentum_roots
+        from kanedyn.dynamics.msd import momentum_roots
 
         model, lay = self.model, self.model.layout
         n, nb = model.n, model.nb
@@ -649,7 +649,7 @@ class CompiledModel:
 
     ``source`` is the generated Python, ``n_ops`` its number of arithmetic operations.
     For ``formulation == "kane"`` it is ``def rhs(q, u)`` returning ``[ν̇ | q̇]``; for
-    ``"msd"``, ``def rhs(q, y)`` of the momentum states ``y`` (:mod:`kanedyn.msd`)
+    ``"msd"``, ``def rhs(q, y)`` of the momentum states ``y`` (:mod:`kanedyn.dynamics.msd`)
     returning ``[ẏ | q̇ | ν]``. Build with :func:`compile_model`.
 
     It holds its model (or batch); the generated code is cached apart from it
@@ -658,7 +658,7 @@ class CompiledModel:
 
     model: Model
     locked: frozenset[int]
-    formulation: str  # a kanedyn.options.Formulation
+    formulation: str  # a kanedyn.simulation.options.Formulation
     batch: ModelBatch | None  # the batch whose varying parameters are inputs
     _code: _Code
 
@@ -697,7 +697,7 @@ class CompiledModel:
     def forward_dynamics(self, state: Any) -> Array:
         """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,) or :class:`~kanedyn.States`
         (B, n); the same numbers as :func:`kanedyn.forward_dynamics` to round-off."""
-        from kanedyn.options import Formulation
+        from kanedyn.simulation.options import Formulation
 
         if self.formulation is not Formulation.KANE:
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
@@ -739,7 +739,7 @@ class CompiledModel:
     def rhs_with_loads(self, q: Sequence[float], u: Sequence[float],
                        loads: AppliedLoads) -> list[float]:  # fmt: skip
         """As :meth:`rhs`, with every load given by ``loads`` (from
-        :func:`kanedyn.loads.applied_loads`: gravity, springs and dampers included):
+        :func:`kanedyn.dynamics.loads.applied_loads`: gravity, springs and dampers included):
         torques ``T`` and forces ``F`` (nb, 3) at the mass centres in N, joint efforts
         ``Q`` (n,). For the MSD formulation, ``u`` are the momentum states and the
         loads must be those at the speeds they give (the last n outputs of :meth:`rhs`)."""
@@ -855,7 +855,7 @@ def compile_model(
         and :meth:`CompiledModel.forward_dynamics` evaluates member b at state b.
     locked : sequence of int
         Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
-    formulation : {"kane", "msd"} or kanedyn.options.Formulation
+    formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
         Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
         (``ẏ`` and the speeds from the momentum states).
 
@@ -870,8 +870,8 @@ def compile_model(
     The generated code is cached for the lifetime of the model; while a CompiledModel
     is held, the same one is returned for the same arguments.
     """
-    from kanedyn.msd import momentum_roots
-    from kanedyn.options import Formulation
+    from kanedyn.dynamics.msd import momentum_roots
+    from kanedyn.simulation.options import Formulation
 
     form = Formulation.parse(formulation)
     batch = model if isinstance(model, ModelBatch) else None

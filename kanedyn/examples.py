@@ -13,11 +13,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from kanedyn.control import Controller, QuaternionPD, ReactionWheel, add_wheels
 from kanedyn.errors import ModelError
-from kanedyn.inertia import inertia_tensor
 from kanedyn.model import Body, Joint, Model, State
-from kanedyn.rotation import dcm_to_quat, euler_to_dcm, rotvec_to_quat
+from kanedyn.simulation.control import Controller, QuaternionPD, ReactionWheel, add_wheels
+from kanedyn.spatial.inertia import inertia_tensor
+from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, rotvec_to_quat
 
 __all__ = [
     "SlewCase",

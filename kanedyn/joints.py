@@ -138,7 +138,7 @@ def spring_damper(layout: Any, stiffness: Array, damping: Array, q: Array, u: Ar
     These are the generalized forces of the potential ``½ k q²`` and of the dissipation
     ``½ c u²`` (virtual work ``Q δq``), not 42's ``Γ τ``. ``stiffness``, ``damping`` (...,
     n) hold one value per speed. A spherical joint's spring is
-    ``-J_r⁻ᵀ(φ) K φ`` (:func:`kanedyn.loads.joint_spring_forces`, NumPy only: its series
+    ``-J_r⁻ᵀ(φ) K φ`` (:func:`kanedyn.dynamics.loads.joint_spring_forces`, NumPy only: its series
     branch at zero rotation depends on the value).
     """
     Q = -(damping * u)

@@ -1,7 +1,7 @@
 """Plots of a Trajectory (needs the ``plot`` extra: matplotlib).
 
 matplotlib is imported on the first plot, and this module does not import
-:mod:`kanedyn.integrate` (``Trajectory`` is only a type hint here), so the two do not
+:mod:`kanedyn.simulation.integrate` (``Trajectory`` is only a type hint here), so the two do not
 form an import cycle.
 """
 
@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kanedyn.rotation import dcm_to_quat
+from kanedyn.spatial.rotation import dcm_to_quat
 
 if TYPE_CHECKING:
-    from kanedyn.integrate import Trajectory
+    from kanedyn.simulation.integrate import Trajectory
 
 __all__ = ["nutation_angle", "plot_attitude", "plot_joints", "plot_trajectory"]
 

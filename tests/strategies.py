@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 import kanedyn as kd
-from kanedyn.rotation import EULER_SEQUENCES, is_symmetric_sequence
+from kanedyn.spatial.rotation import EULER_SEQUENCES, is_symmetric_sequence
 
 __all__ = [
     "KINDS",

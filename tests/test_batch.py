@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.batch import ModelBatch, States
-from kanedyn.ensemble import simulate_ensemble
 from kanedyn.errors import ModelError
+from kanedyn.model.batch import ModelBatch, States
+from kanedyn.simulation.ensemble import simulate_ensemble
 
 SEQS = ["123", "231", "312", "132", "213", "321", "121", "131", "212", "232", "313", "323"]
 KINDS = ["revolute", "gimbal2", "gimbal3", "spherical", "prismatic", "slide_gimbal",

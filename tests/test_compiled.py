@@ -2,7 +2,7 @@
 
 Oracles: the dense engine (``kd.forward_dynamics``: Kane's mass matrix and bias, solved
 by Cholesky; a different algorithm) on random trees with every joint kind, springs,
-dampers, embedded momentum, gravity, loads and locked speeds; ``kanedyn.integrate.qdot``
+dampers, embedded momentum, gravity, loads and locked speeds; ``kanedyn.simulation.integrate.qdot``
 for the kinematic equations; and, independent of both engines, conservation laws along
 an RK4 trajectory integrated here with ``CompiledModel.rhs`` alone.
 """
@@ -17,12 +17,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import kanedyn as kd
-import kanedyn.integrate
-from kanedyn.batch import States
+import kanedyn.simulation.integrate
 from kanedyn.compiled import CompiledModel, compile_model, supports
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import applied_loads
 from kanedyn.errors import ModelError
-from kanedyn.kinematics import kinematics_at
-from kanedyn.loads import applied_loads
+from kanedyn.model.batch import States
 from tests.strategies import SETTINGS, random_inertia, random_loads, random_state, tree, trees
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -183,8 +183,8 @@ def test_rhs_qdot_equals_integrate_qdot(model, seed, scale):
         q[lay.quat_q] *= scale * np.linspace(1.0, 1.3, lay.quat_q.shape[0])[:, None]
     out = compile_model(model).rhs(q.tolist(), state.u.tolist())
     assert isinstance(out, list) and len(out) == model.n + model.nq
-    q_unit = kanedyn.integrate._normalize_quaternions(model, q)
-    want = kanedyn.integrate.qdot(model, q_unit, state.u)
+    q_unit = kanedyn.simulation.integrate._normalize_quaternions(model, q)
+    want = kanedyn.simulation.integrate.qdot(model, q_unit, state.u)
     np.testing.assert_allclose(out[model.n :], want, rtol=1e-13, atol=1e-14)
     unit = kd.State(q_unit, state.u)
     assert_close(out[: model.n], kd.forward_dynamics(model, unit), cond(model, unit))

@@ -1,4 +1,4 @@
-"""Reaction wheels and sampled controllers (kanedyn.control)."""
+"""Reaction wheels and sampled controllers (kanedyn.simulation.control)."""
 
 import numpy as np
 import pytest

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-import kanedyn.integrate
+import kanedyn.simulation.integrate
 from kanedyn.errors import ModelError
 from tests.strategies import random_loads, random_state, tree
 
@@ -83,7 +83,7 @@ def test_auto_falls_back_to_dense_when_the_model_cannot_be_compiled(monkeypatch)
     def forbidden(*args, **kwargs):
         raise AssertionError("compiled engine used for a model it does not support")
 
-    monkeypatch.setattr(kanedyn.integrate, "compile_model", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "compile_model", forbidden)
     traj = kd.simulate(model, state, 0.05, 0.01, progress=False)
     assert np.all(np.isfinite(traj.u))
 
@@ -91,13 +91,13 @@ def test_auto_falls_back_to_dense_when_the_model_cannot_be_compiled(monkeypatch)
 def test_auto_uses_the_compiled_engine(monkeypatch):
     model, state = _tree()
     calls = []
-    original = kanedyn.integrate._run_rk4_compiled
+    original = kanedyn.simulation.integrate._run_rk4_compiled
 
     def spy(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(kanedyn.integrate, "_run_rk4_compiled", spy)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_rk4_compiled", spy)
     kd.simulate(model, state, 0.05, 0.01, progress=False)
     assert calls == [1]
 

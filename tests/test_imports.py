@@ -70,3 +70,18 @@ def test_unknown_attribute_is_still_an_attribute_error():
         """
     )
     assert "no_such_name" in out
+
+
+def test_old_module_paths_are_the_moved_modules():
+    """Modules that moved into the layered packages keep their old import paths, as the
+    same module objects (so patching either name patches both)."""
+    import importlib
+
+    import kanedyn
+
+    for old, new in kanedyn._MOVED.items():
+        assert importlib.import_module(f"kanedyn.{old}") is importlib.import_module(new)
+    from kanedyn.integrate import simulate as old_simulate
+    from kanedyn.simulation.integrate import simulate
+
+    assert old_simulate is simulate is kanedyn.simulate

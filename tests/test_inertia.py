@@ -1,4 +1,4 @@
-"""Tests of kanedyn.inertia against the integral definition and hand computations.
+"""Tests of kanedyn.spatial.inertia against the integral definition and hand computations.
 
 The oracle throughout is the definition of the inertia tensor of point masses about a
 point P,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-import kanedyn.integrate
+import kanedyn.simulation.integrate
 from kanedyn.errors import ModelError, SimulationError
 from tests.strategies import random_state, tree
 
@@ -27,11 +27,11 @@ def no_work(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("simulate did work before rejecting its arguments")
 
-    monkeypatch.setattr(kanedyn.integrate, "kinematics_at", forbidden)
-    monkeypatch.setattr(kanedyn.integrate, "_run_rk4", forbidden)
-    monkeypatch.setattr(kanedyn.integrate, "_run_adaptive", forbidden)
-    monkeypatch.setattr(kanedyn.integrate, "_run_rk4_compiled", forbidden)
-    monkeypatch.setattr(kanedyn.integrate, "compile_model", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "kinematics_at", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_rk4", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_adaptive", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_rk4_compiled", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "compile_model", forbidden)
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_bad_load_name_is_rejected_before_stepping(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("stepping started")
 
-    monkeypatch.setattr(kanedyn.integrate, "_run_rk4", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_rk4", forbidden)
     with pytest.raises(ModelError, match="ghost"):
         kd.simulate(model, state, 1.0, 0.01, loads=[kd.Torque("ghost", (1, 0, 0))],
                     progress=False)  # fmt: skip

@@ -16,9 +16,9 @@ from scipy.spatial.transform import Rotation
 import kanedyn as kd
 from kanedyn import codegen, joints
 from kanedyn.codegen import TRACE
-from kanedyn.rotation import EULER_SEQUENCES, parse_sequence
 from kanedyn.spatial import charts
 from kanedyn.spatial.arithmetic import NUMPY
+from kanedyn.spatial.rotation import EULER_SEQUENCES, parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY
 
 RNG = np.random.default_rng(7)

@@ -1,5 +1,5 @@
-"""Tests of kanedyn.kane (Fr, Fr*, M, forward and inverse dynamics, energy, momentum)
-and kanedyn.loads.
+"""Tests of kanedyn.dynamics.kane (Fr, Fr*, M, forward and inverse dynamics, energy, momentum)
+and kanedyn.dynamics.loads.
 
 Oracles: sympy.physics.mechanics KanesMethod on the same model (tests/sympy_oracle.py),
 quantities rebuilt here from kd.kinematics (kinetic energy, momenta, load moments),
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import kanedyn as kd
 import kanedyn.compiled
-import kanedyn.kane
-import kanedyn.loads
+import kanedyn.dynamics.kane
+import kanedyn.dynamics.loads
 from kanedyn.errors import ModelError
 from tests.strategies import (
     KINDS,
@@ -38,7 +38,7 @@ from tests.strategies import (
 
 SEEDS = st.integers(0, 2**32 - 1)
 # the package exports a function named ``partials``, which hides the submodule attribute
-partials_module = importlib.import_module("kanedyn.partials")
+partials_module = importlib.import_module("kanedyn.dynamics.partials")
 ENGINES = ("dense", "compiled")
 
 # --------------------------------------------------------------------------- sympy oracle
@@ -307,7 +307,7 @@ def _drop_remainders(monkeypatch):
         return 0.0 * original(model, kin)
 
     monkeypatch.setattr(partials_module, "bias_accelerations", broken)
-    monkeypatch.setattr(kanedyn.kane, "bias_accelerations", broken)
+    monkeypatch.setattr(kanedyn.dynamics.kane, "bias_accelerations", broken)
     # the compiled engine's remainder terms (traced at compile time: clear the cache)
     monkeypatch.setattr(kanedyn.compiled, "_remainder", lambda J, vk: [0.0] * 6)
     monkeypatch.setattr(kanedyn.compiled, "_CACHE", weakref.WeakKeyDictionary())
@@ -322,12 +322,12 @@ def _damping_per_speed(model):
 
 def _flip_dampers(monkeypatch):
     """Break the dampers: they push with the motion instead of against it."""
-    original = kanedyn.loads.joint_spring_forces
+    original = kanedyn.dynamics.loads.joint_spring_forces
 
     def broken(model, q, u, *args, **kwargs):
         return original(model, q, u, *args, **kwargs) + 2.0 * _damping_per_speed(model) * u
 
-    monkeypatch.setattr(kanedyn.loads, "joint_spring_forces", broken)
+    monkeypatch.setattr(kanedyn.dynamics.loads, "joint_spring_forces", broken)
     traced = kanedyn.compiled._Trace.generalized_forces
 
     def broken_traced(self):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.batch import ModelBatch, States
+from kanedyn.model.batch import ModelBatch, States
 
 
 def _freed(make_model, use) -> bool:

@@ -1,4 +1,4 @@
-"""Tests of kanedyn.msd (momentum states p_k, h_k) and simulate(formulation="msd").
+"""Tests of kanedyn.dynamics.msd (momentum states p_k, h_k) and simulate(formulation="msd").
 
 Oracles: generalized momenta as the gradient of the kinetic co-energy rebuilt from
 kd.kinematics (K = Σ ½ ωᵀIω + ω·h + ½ m v·v, central differences, exact for a
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 import kanedyn as kd
 import kanedyn.compiled
-import kanedyn.msd
+import kanedyn.dynamics.msd
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import applied_loads
 from kanedyn.errors import ModelError
-from kanedyn.kinematics import kinematics_at
-from kanedyn.loads import applied_loads
 from tests.strategies import SETTINGS, random_loads, random_state, tree, trees
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -102,7 +102,7 @@ def _fd5(values, h):
 
 
 def rate_error(model, state, loads=None, h=2e-3, substeps=20):
-    """Mismatch between kanedyn.msd.rates and the finite-difference derivative of
+    """Mismatch between kanedyn.dynamics.msd.rates and the finite-difference derivative of
     momenta() along an accurate Kane trajectory, relative to the rates' size."""
     traj = kd.simulate(model, state, 4 * h, h / substeps, loads=loads, output_every=h,
                        progress=False)  # fmt: skip
@@ -110,7 +110,7 @@ def rate_error(model, state, loads=None, h=2e-3, substeps=20):
     fd = _fd5(ys, h)
     mid = traj.state(2)
     kin = kinematics_at(model, mid.q, mid.u)
-    rates = kanedyn.msd.rates(model, kin, applied_loads(model, mid, kin, loads, traj.t[2]))
+    rates = kanedyn.dynamics.msd.rates(model, kin, applied_loads(model, mid, kin, loads, traj.t[2]))
     return np.abs(rates - fd).max() / (1.0 + np.abs(fd).max())
 
 
@@ -140,12 +140,12 @@ def test_rate_check_passes_on_reference_tree():
     [("Γ̇ᵀH", "Gamma_dot"), ("(ω_i × Δ)ᵀP", "omega_in")],
 )
 def test_rate_check_catches_a_broken_rate_equation(monkeypatch, term, field):
-    original = kanedyn.msd.rates
+    original = kanedyn.dynamics.msd.rates
 
     def broken(model, kin, L):
         return original(model, attrs.evolve(kin, **{field: 0 * getattr(kin, field)}), L)
 
-    monkeypatch.setattr(kanedyn.msd, "rates", broken)
+    monkeypatch.setattr(kanedyn.dynamics.msd, "rates", broken)
     assert rate_error(*_rate_tree()) > 1e-3, term
 
 
@@ -222,7 +222,7 @@ def _break_root_rates(monkeypatch):
     total momentum does not have."""
     model, _ = _spinning_hub()
     idx = model.speeds("root")[:3]
-    original = kanedyn.msd.rates
+    original = kanedyn.dynamics.msd.rates
 
     def broken(model, kin, L):
         ydot = original(model, kin, L)
@@ -230,7 +230,7 @@ def _break_root_rates(monkeypatch):
         ydot[idx] -= np.cross(w, R @ model.layout.inertia[0] @ R.T @ w)
         return ydot
 
-    monkeypatch.setattr(kanedyn.msd, "rates", broken)
+    monkeypatch.setattr(kanedyn.dynamics.msd, "rates", broken)
     traced = kanedyn.compiled._Trace.run_msd
 
     def broken_traced(self):

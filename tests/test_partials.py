@@ -1,4 +1,4 @@
-"""Tests of kanedyn.partials: Ω_u, V_u, V_s and the remainder accelerations α_r, a_r.
+"""Tests of kanedyn.dynamics.partials: Ω_u, V_u, V_s and the remainder accelerations α_r, a_r.
 
 The partials are checked against kd.kinematics (ω_i = Ω_u u, v_i = V_u u + V_s s), and
 the remainders against finite differences of kd.kinematics along an accurately
@@ -22,7 +22,7 @@ from tests.strategies import SETTINGS, random_loads, random_state, tree, trees
 
 SEEDS = st.integers(0, 2**32 - 1)
 # the package exports a function named ``partials``, which hides the submodule attribute
-partials_module = importlib.import_module("kanedyn.partials")
+partials_module = importlib.import_module("kanedyn.dynamics.partials")
 
 
 @SETTINGS

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.rnea import inverse_dynamics_rnea, newton_euler
+from kanedyn.dynamics.rnea import inverse_dynamics_rnea, newton_euler
 
 KINDS = (
     "free",

@@ -1,4 +1,4 @@
-"""Tests of kanedyn.rotation against independent oracles (scipy, finite differences, 42)."""
+"""Tests of kanedyn.spatial.rotation against independent oracles (scipy, finite differences, 42)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.spatial.transform import Rotation
 
-from kanedyn import rotation as kr
 from kanedyn.errors import ModelError
+from kanedyn.spatial import rotation as kr
 
 SEQS = kr.EULER_SEQUENCES
 ASYMMETRIC = [s for s in SEQS if s[0] != s[2]]

@@ -1,4 +1,4 @@
-"""The one RK4 step and the step schedule (kanedyn.steppers)."""
+"""The one RK4 step and the step schedule (kanedyn.simulation.steppers)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kanedyn.errors import ModelError
-from kanedyn.steppers import FLOATS, Schedule, per_float, rk4_step
+from kanedyn.simulation.steppers import FLOATS, Schedule, per_float, rk4_step
 
 
 def _oscillator(t, x):

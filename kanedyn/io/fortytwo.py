@@ -48,9 +48,9 @@ from pathlib import Path
 import numpy as np
 
 from kanedyn.errors import FileFormatError, ModelError
-from kanedyn.inertia import inertia_tensor, validate_inertia
 from kanedyn.model import Body, Joint, Model, State
-from kanedyn.rotation import dcm_to_quat, euler_to_dcm, parse_sequence
+from kanedyn.spatial.inertia import inertia_tensor, validate_inertia
+from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, parse_sequence
 
 __all__ = ["UnsupportedFeatureWarning", "read_42"]
 

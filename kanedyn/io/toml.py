@@ -34,11 +34,11 @@ from typing import Any
 import attrs
 import numpy as np
 
+from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import FileFormatError, ModelError
-from kanedyn.inertia import inertia_tensor
-from kanedyn.loads import Force, JointLoad, Torque
 from kanedyn.model import Body, Joint, Model, State
-from kanedyn.rotation import euler_to_dcm, quat_normalize
+from kanedyn.spatial.inertia import inertia_tensor
+from kanedyn.spatial.rotation import euler_to_dcm, quat_normalize
 
 __all__ = ["Case", "read_toml", "read_toml_case", "write_toml"]
 

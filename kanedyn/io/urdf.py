@@ -50,7 +50,7 @@ import numpy as np
 from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.io.fortytwo import UnsupportedFeatureWarning
 from kanedyn.model import Body, Joint, Model
-from kanedyn.rotation import euler_to_dcm
+from kanedyn.spatial.rotation import euler_to_dcm
 
 __all__ = ["read_urdf", "rpy_to_dcm"]
 

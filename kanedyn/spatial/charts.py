@@ -3,7 +3,7 @@
 Each function takes arrays with leading batch axes ``...`` whose elements are floats,
 traced values or sympy expressions (:mod:`kanedyn.spatial.arithmetic`), and uses only
 the protocol's operations, so the same lines serve the public rotation functions
-(:mod:`kanedyn.rotation`), the joint model (:mod:`kanedyn.joints`) and through it every
+(:mod:`kanedyn.spatial.rotation`), the joint model (:mod:`kanedyn.joints`) and through it every
 engine.
 
 Conventions (docs/conventions.md): ``R_A_B`` maps B components to A components; the

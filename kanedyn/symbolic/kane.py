@@ -1,8 +1,8 @@
-"""Kane's equations of a multibody tree in sympy: the symbolic twin of :mod:`kanedyn.kane`.
+"""Kane's equations of a multibody tree in sympy: the symbolic twin of :mod:`kanedyn.dynamics.kane`.
 
 The stages, equations and names are those of the numeric engine
-(:mod:`kanedyn.kinematics`, :mod:`kanedyn.partials`, :mod:`kanedyn.loads`,
-:mod:`kanedyn.kane`), evaluated on ``sympy`` expressions instead of arrays:
+(:mod:`kanedyn.dynamics.kinematics`, :mod:`kanedyn.dynamics.partials`, :mod:`kanedyn.dynamics.loads`,
+:mod:`kanedyn.dynamics.kane`), evaluated on ``sympy`` expressions instead of arrays:
 
 1. joint rotations ``R_Gi_Go``, ``Gamma``, ``Gds`` = Γ̇σ (gimbal angles or quaternion);
 2. the chain Bi → Gi → slide → rotation → Go → Bo (42 Joints slides 10-17)::
@@ -28,7 +28,7 @@ The stages, equations and names are those of the numeric engine
        V_s[i][:, c] = R_{N G_i} \\Delta_k[:, c]
 
    for joints k on the path from body i to N (zero columns otherwise), and the
-   remainders :math:`\\alpha_r`, :math:`a_r` of :mod:`kanedyn.partials`;
+   remainders :math:`\\alpha_r`, :math:`a_r` of :mod:`kanedyn.dynamics.partials`;
 5. Kane's equations (Kane_NBody slide 23),
 
    .. math::
@@ -40,7 +40,7 @@ The stages, equations and names are those of the numeric engine
        M \\dot\\nu = F_r + F_r^*\\big|_{\\dot\\nu = 0} = \\mathrm{forcing}
 
    with :math:`\\nu = [u | s]`, :math:`H_i = I_i \\omega_i + h_i` (embedded momentum) and
-   ``Q`` the joint springs and dampers of :mod:`kanedyn.loads`.
+   ``Q`` the joint springs and dampers of :mod:`kanedyn.dynamics.loads`.
 
 **Compact form.** Nothing is expanded. Every non-trivial intermediate (each entry of
 each body's ``R_N_B``, each position, angular velocity, velocity, partial column,
@@ -84,9 +84,9 @@ import sympy as sm
 from kanedyn import joints
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.rotation import parse_sequence
 from kanedyn.spatial import charts
 from kanedyn.spatial.charts import euler_axes
+from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, matrix
 
 __all__ = ["CompactEquations", "KaneEquations", "kane"]
@@ -881,7 +881,7 @@ class KaneEquations:
         large trees. The dict holds the numeric engine's arrays and shapes:
         ``R_N_B`` (nb, 3, 3), ``r``, ``omega``, ``v``, ``alpha_r``, ``a_r`` (nb, 3),
         ``Omega_u``, ``V_u`` (nb, 3, nu), ``V_s`` (nb, 3, ns); compare
-        :func:`kanedyn.kinematics` and :func:`kanedyn.partials`. Arguments as for
+        :func:`kanedyn.dynamics.kinematics` and :func:`kanedyn.dynamics.partials`. Arguments as for
         :meth:`lambdify`.
         """
         syms = self._params(params)

@@ -59,8 +59,8 @@ import sympy as sm
 from kanedyn import joints
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.rotation import parse_sequence
 from kanedyn.spatial.charts import axis_rotations, euler_axes
+from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, matrix
 
 __all__ = ["LagrangeEquations", "generalized_symbols", "lagrange"]

@@ -2,7 +2,7 @@
 
 The oracle for 42's conventions is written out here from refs/notes/42-kane-msd.md §2
 (``A2C`` as a product of passive elementary rotations, ``Q2C``), not taken from
-kanedyn.rotation, and quaternions come from scipy.
+kanedyn.spatial.rotation, and quaternions come from scipy.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import sympy as sm
 
 import kanedyn as kd
 from kanedyn.errors import ModelError
-from kanedyn.rotation import EULER_SEQUENCES, euler_to_dcm, is_symmetric_sequence
+from kanedyn.spatial.rotation import EULER_SEQUENCES, euler_to_dcm, is_symmetric_sequence
 from kanedyn.symbolic.kane import kane
 from tests.sympy_oracle import build, random_state
 

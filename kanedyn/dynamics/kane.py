@@ -26,15 +26,15 @@ import numpy as np
 import scipy.linalg.lapack
 from numpy.typing import ArrayLike, NDArray
 
-from kanedyn import rotation as rot
-from kanedyn.batch import ModelBatch, States, resolve
+from kanedyn.dynamics.kinematics import FORCE_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
+from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
+from kanedyn.dynamics.partials import Partials, bias_accelerations, joint_subspace, partials_at
+from kanedyn.dynamics.subtree import subtree_sum
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
-from kanedyn.kinematics import FORCE_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
-from kanedyn.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
 from kanedyn.model import Model, State
-from kanedyn.partials import Partials, bias_accelerations, joint_subspace, partials_at
-from kanedyn.plan import Params, plan_of
-from kanedyn.subtree import subtree_sum
+from kanedyn.model.batch import ModelBatch, States, resolve
+from kanedyn.model.plan import Params, plan_of
+from kanedyn.spatial import rotation as rot
 
 __all__ = [
     "Fr",
@@ -66,7 +66,7 @@ _SKEW = rot.skew(np.eye(3)).reshape(3, 9)  # r @ _SKEW = [r]× flattened
 class KaneTerms:
     """Everything one evaluation of Kane's equations needs (one per right-hand side).
 
-    ``S`` (..., n, 6) the motion subspace per speed (:func:`kanedyn.partials.joint_subspace`);
+    ``S`` (..., n, 6) the motion subspace per speed (:func:`kanedyn.dynamics.partials.joint_subspace`);
     ``I_N`` (..., nb, 3, 3) inertias about the mass centres, N axes; ``I_O`` (..., nb, 6, 6)
     spatial inertias about N's origin; ``A_r`` (..., nb, 6) spatial bias accelerations;
     ``h_O`` (..., nb, 6) = I_O V + (h, 0) spatial momenta about N's origin (embedded
@@ -147,7 +147,7 @@ def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
 
     ``I^c_k = Σ_{i outboard of k} I_O,i`` (one product with the path matrix), then for
     joint k(r) on the path of joint k(s): ``M_rs = S_rᵀ I^c_{k(s)} S_s``; the masks of
-    :class:`kanedyn.plan.Plan` keep those entries and mirror them (Featherstone's CRBA,
+    :class:`kanedyn.model.plan.Plan` keep those entries and mirror them (Featherstone's CRBA,
     in the subtree form).
     """
     pl = plan_of(model)
@@ -309,7 +309,7 @@ def kinetic_energy(model: Model, state: State) -> float:
 
 
 def potential_energy(model: Model, state: State) -> float:
-    """Gravity ``-Σ m_i g·r_i`` plus joint springs (see :mod:`kanedyn.loads`)."""
+    """Gravity ``-Σ m_i g·r_i`` plus joint springs (see :mod:`kanedyn.dynamics.loads`)."""
     _check(model, state)
     kin = kinematics_at(model, state.q, state.u)
     gravity = -float(np.sum(model.layout.mass * (kin.r @ model.gravity)))

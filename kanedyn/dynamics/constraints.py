@@ -34,11 +34,11 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
-from kanedyn.kinematics import cross, kinematics_at, mv
-from kanedyn.loads import LoadsLike, applied_loads
+from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kinematics import cross, kinematics_at, mv
+from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.model import Model, State
-from kanedyn.subtree import subtree_wrench
 
 __all__ = ["ConstraintForces", "constraint_forces"]
 

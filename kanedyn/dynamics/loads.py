@@ -27,14 +27,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn import joints
-from kanedyn import rotation as rot
+from kanedyn.dynamics.kinematics import Kinematics, cross, mv
 from kanedyn.errors import ModelError
-from kanedyn.kinematics import Kinematics, cross, mv
 from kanedyn.model import Model, State
-from kanedyn.plan import Params, params_of
+from kanedyn.model.plan import Params, params_of
+from kanedyn.spatial import rotation as rot
 
 if TYPE_CHECKING:
-    from kanedyn.batch import States
+    from kanedyn.model.batch import States
 
 __all__ = ["AppliedLoads", "Force", "JointLoad", "Torque", "applied_loads", "joint_spring_forces"]
 

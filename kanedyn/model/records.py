@@ -26,9 +26,9 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from kanedyn import rotation as rot
 from kanedyn.errors import ModelError
-from kanedyn.inertia import validate_inertia
+from kanedyn.spatial import rotation as rot
+from kanedyn.spatial.inertia import validate_inertia
 
 __all__ = ["Body", "Joint", "Model", "State"]
 

@@ -37,13 +37,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn.dynamics.kane import kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
+from kanedyn.dynamics.loads import AppliedLoads
+from kanedyn.dynamics.partials import joint_axes
+from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.errors import ModelError
-from kanedyn.kane import kane_terms, mass_matrix_at, solve_mass_matrix
-from kanedyn.kinematics import Kinematics, cross, kinematics_at, mv
-from kanedyn.loads import AppliedLoads
 from kanedyn.model import Model, State
-from kanedyn.partials import joint_axes
-from kanedyn.subtree import subtree_wrench
 
 __all__ = ["momenta", "momentum_roots", "rates", "speeds"]
 
@@ -53,8 +53,8 @@ Array = NDArray[np.float64]
 def momentum_roots(model: Model) -> list[int]:
     """Joints whose MSD states are total momenta in N: roots with a spherical rotation
     and no slide (H about the fixed joint point) or three slides (H about N's origin, P).
-    Found once per model (:func:`kanedyn.plan.derived`)."""
-    from kanedyn.plan import derived
+    Found once per model (:func:`kanedyn.model.plan.derived`)."""
+    from kanedyn.model.plan import derived
 
     roots = derived(model, "momentum_roots", lambda m: tuple(
         k for k, j in enumerate(m.joints)

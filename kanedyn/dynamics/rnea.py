@@ -27,7 +27,7 @@ own springs and dampers supply:
 (``b_r`` the axis of rotational speed r in N: the gimbal axis of angle r, or Go axis r of
 a spherical joint; ``δ_c`` the slide axis), so that ``τ = M ν̇ - f`` with Kane's ``M`` and
 ``f``: the same vector as :func:`kanedyn.inverse_dynamics`. Nothing of the Kane path
-(partials, mass matrix) is used; the spring law is the model's (:mod:`kanedyn.loads`).
+(partials, mass matrix) is used; the spring law is the model's (:mod:`kanedyn.dynamics.loads`).
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn.dynamics.kinematics import joint_rotations
+from kanedyn.dynamics.loads import LoadsLike, applied_loads, joint_spring_forces
+from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.errors import ModelError
-from kanedyn.kinematics import joint_rotations
-from kanedyn.loads import LoadsLike, applied_loads, joint_spring_forces
 from kanedyn.model import Model, State
 from kanedyn.spatial.algebra import cross, mv
-from kanedyn.subtree import subtree_wrench
 
 __all__ = ["NewtonEuler", "inverse_dynamics_rnea", "newton_euler"]
 
@@ -189,7 +189,7 @@ def newton_euler(
         T = np.zeros((nb, 3))
         Q = joint_spring_forces(model, q, u)
     else:
-        from kanedyn.kinematics import kinematics
+        from kanedyn.dynamics.kinematics import kinematics
 
         L = applied_loads(model, state, kinematics(model, state), loads, t)
         F, T, Q = L.F, L.T, L.Q

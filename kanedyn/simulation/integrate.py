@@ -3,14 +3,14 @@
 Two formulations share one state layout ``x = [q | y]``:
 
 * ``"kane"``: ``y = ν = [u | s]``, ``ẏ`` from :func:`kanedyn.forward_dynamics`;
-* ``"msd"``: ``y`` = the momentum states of :mod:`kanedyn.msd`, ``ẏ`` from
-  :func:`kanedyn.msd.rates`, and the speeds from one Cholesky solve.
+* ``"msd"``: ``y`` = the momentum states of :mod:`kanedyn.dynamics.msd`, ``ẏ`` from
+  :func:`kanedyn.dynamics.msd.rates`, and the speeds from one Cholesky solve.
 
-Methods: fixed-step classic RK4 (``method="rk4"``, :func:`kanedyn.steppers.rk4_step`;
+Methods: fixed-step classic RK4 (``method="rk4"``, :func:`kanedyn.simulation.steppers.rk4_step`;
 quaternions are normalized before every stage, as 42's ``KaneNBodyRK4`` does), or any
 ``scipy.integrate.solve_ivp`` method (``"RK45"``, ``"DOP853"``, ``"Radau"``, ... or an
 ``OdeSolver`` subclass) with ``rtol``/``atol``. The options are parsed once, on entry,
-into the objects of :mod:`kanedyn.options`.
+into the objects of :mod:`kanedyn.simulation.options`.
 
 Joint DOFs can be locked and unlocked during a run with :class:`Lock` / :class:`Unlock`
 events (MSD slide 19): the locked speed is held at zero and the free speeds are
@@ -32,12 +32,10 @@ import numpy as np
 import scipy.integrate
 from numpy.typing import NDArray
 
-from kanedyn import joints, msd
-from kanedyn import rotation as rot
+from kanedyn import joints
 from kanedyn.compiled import CompiledModel, check_finite, compile_model, supports
-from kanedyn.control import Controller
-from kanedyn.errors import ModelError, SimulationError
-from kanedyn.kane import (
+from kanedyn.dynamics import msd
+from kanedyn.dynamics.kane import (
     forcing_at,
     kane_terms,
     kinetic_energy,
@@ -46,12 +44,15 @@ from kanedyn.kane import (
     potential_energy,
     solve_mass_matrix,
 )
-from kanedyn.kinematics import kinematics_at
-from kanedyn.loads import LoadsLike, applied_loads
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model, State
-from kanedyn.options import Engine, Formulation, Method
+from kanedyn.simulation.control import Controller
+from kanedyn.simulation.options import Engine, Formulation, Method
+from kanedyn.simulation.steppers import FLOATS, Schedule, rk4_step
+from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.arithmetic import NUMPY
-from kanedyn.steppers import FLOATS, Schedule, rk4_step
 
 __all__ = ["BodyHistory", "Lock", "Trajectory", "Unlock", "simulate"]
 
@@ -241,7 +242,7 @@ class BodyHistory:
 class Trajectory:
     """The result of :func:`simulate`: ``t`` (nt,), ``q`` (nt, nq), ``u`` (nt, n); for an
     MSD run, ``momenta`` (nt, n) holds the integrated momentum states themselves
-    (:func:`kanedyn.msd.momenta` layout; ``None`` for Kane runs).
+    (:func:`kanedyn.dynamics.msd.momenta` layout; ``None`` for Kane runs).
 
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
@@ -485,14 +486,14 @@ def simulate(
     dt : float
         Step of fixed-step RK4; for adaptive methods, the output spacing when
         ``output_every`` is not given.
-    method : str, scipy.integrate.OdeSolver subclass or kanedyn.options.Method
+    method : str, scipy.integrate.OdeSolver subclass or kanedyn.simulation.options.Method
         ``"rk4"`` (default) or a ``scipy.integrate.solve_ivp`` method: a name
         (``"RK45"``, ``"RK23"``, ``"DOP853"``, ``"Radau"``, ``"BDF"``, ``"LSODA"``) or an
         ``OdeSolver`` subclass.
-    formulation : {"kane", "msd"} or kanedyn.options.Formulation
+    formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
         ``"kane"`` (speeds as states) or ``"msd"`` (momentum states).
     loads : None, sequence of load records, or callable
-        Extra loads (see :mod:`kanedyn.loads`); a callable is evaluated at every
+        Extra loads (see :mod:`kanedyn.dynamics.loads`); a callable is evaluated at every
         right-hand side as ``loads(t, model, state, kin)``.
     output_every : float, optional
         Output interval (a multiple of ``dt`` for RK4); default every step.
@@ -505,11 +506,11 @@ def simulate(
         sample time) and held in between; its loads add to ``loads``.
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
-    engine : {"auto", "compiled", "dense"} or kanedyn.options.Engine
+    engine : {"auto", "compiled", "dense"} or kanedyn.simulation.options.Engine
         How the right-hand side is evaluated: ``"compiled"`` by the generated
         equations of :mod:`kanedyn.compiled` (5-25 times faster; built once per model
         and formulation), ``"dense"`` by the NumPy engine of :func:`kanedyn.forward_dynamics`
-        and :mod:`kanedyn.msd`. ``"auto"`` (default) compiles when the model can be
+        and :mod:`kanedyn.dynamics.msd`. ``"auto"`` (default) compiles when the model can be
         compiled (:func:`kanedyn.compiled.supports`). Both agree to round-off.
 
     Returns

@@ -30,10 +30,10 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.batch import ModelBatch, States, resolve
-from kanedyn.kinematics import MOTION_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
+from kanedyn.dynamics.kinematics import MOTION_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
 from kanedyn.model import Model, State
-from kanedyn.plan import plan_of
+from kanedyn.model.batch import ModelBatch, States, resolve
+from kanedyn.model.plan import plan_of
 
 __all__ = ["Partials", "partials"]
 

@@ -7,7 +7,7 @@ function parses its options once, on entry, with :meth:`Formulation.parse`,
 :class:`~kanedyn.ModelError` naming the valid choices. Everything inside dispatches on
 the parsed objects.
 
->>> from kanedyn.options import Engine, Formulation, Method
+>>> from kanedyn.simulation.options import Engine, Formulation, Method
 >>> Formulation.parse("msd") is Formulation.MSD
 True
 >>> Method.parse("rk4").adaptive, Method.parse("DOP853").adaptive
@@ -44,7 +44,7 @@ class Formulation(enum.StrEnum):
     """The states the equations of motion are written in.
 
     ``KANE``: the generalized speeds ``ν = [u | s]`` (Kane's equations,
-    :func:`kanedyn.forward_dynamics`); ``MSD``: the momentum states of :mod:`kanedyn.msd`.
+    :func:`kanedyn.forward_dynamics`); ``MSD``: the momentum states of :mod:`kanedyn.dynamics.msd`.
     A member equals its string (``Formulation.MSD == "msd"``).
     """
 
@@ -116,5 +116,5 @@ class Method:
         )
 
 
-#: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.steppers.rk4_step`)
+#: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.simulation.steppers.rk4_step`)
 RK4 = Method("rk4")

@@ -8,7 +8,7 @@ Two small frozen records, built once per model and cached:
 * :class:`Params` holds the physical parameters (masses, inertias, joint placements,
   springs, gravity) as stacked arrays. Every field may carry leading batch axes, so an
   ensemble of dispersed models is the same computation with one more axis
-  (see :class:`kanedyn.batch.ModelBatch`).
+  (see :class:`kanedyn.model.batch.ModelBatch`).
 
 Homogeneous transforms are 4×4: ``T_A_B = [[R_A_B, p], [0, 1]]`` maps B coordinates to
 A coordinates. The joint chain of Stoneking's model (42 Joints slides 10-17) is then
@@ -136,7 +136,7 @@ class Plan:
     ``parent_ext`` (nb,) inner body with N as ``nb``. ``slots_u`` (nj, 6) the speed index of
     each joint DOF slot (3 rotational, then 3 translational; sentinel when unused).
     ``dof_flat`` (n,) slot ``6 k + j`` of each speed, ``dof_joint`` (n,) its joint k.
-    ``A_up``, ``A_low`` (n, n) the CRBA masks (see :func:`kanedyn.kane.mass_matrix_at`):
+    ``A_up``, ``A_low`` (n, n) the CRBA masks (see :func:`kanedyn.dynamics.kane.mass_matrix_at`):
     ``A_up[r, s] = 1`` when joint k(r) is a strict ancestor of k(s), or the same joint
     and r ≤ s; ``A_low`` is the transpose of ``A_up`` without its diagonal.
     ``path_ext`` (nb + 1, nj) the path matrix with a zero row for N.

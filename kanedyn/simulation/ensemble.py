@@ -24,18 +24,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
-from kanedyn.batch import ModelBatch, States, resolve
 from kanedyn.compiled import CompiledModel, compile_model, supports
+from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import LoadsLike, applied_loads
 from kanedyn.errors import ModelError, SimulationError
-from kanedyn.integrate import Trajectory, check_times, resolve_engine
-from kanedyn.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
-from kanedyn.kinematics import kinematics_at
-from kanedyn.loads import LoadsLike, applied_loads
 from kanedyn.model import Model
-from kanedyn.options import RK4, Engine, Formulation
-from kanedyn.plan import Params
+from kanedyn.model.batch import ModelBatch, States, resolve
+from kanedyn.model.plan import Params
+from kanedyn.simulation.integrate import Trajectory, check_times, resolve_engine
+from kanedyn.simulation.options import RK4, Engine, Formulation
+from kanedyn.simulation.steppers import Schedule, rk4_step
 from kanedyn.spatial.arithmetic import NUMPY
-from kanedyn.steppers import Schedule, rk4_step
 
 __all__ = ["EnsembleTrajectory", "simulate_ensemble"]
 
@@ -143,7 +143,7 @@ def simulate_ensemble(
         ``loads(t, model, states, kin)`` returning records.
     output_every : float, optional
         Output interval, a multiple of ``dt`` (default every step).
-    engine : {"auto", "compiled", "dense"} or kanedyn.options.Engine
+    engine : {"auto", "compiled", "dense"} or kanedyn.simulation.options.Engine
         As for :func:`kanedyn.simulate`. ``"auto"`` runs the compiled equations
         (:mod:`kanedyn.compiled`, on arrays of B states; with a ModelBatch, the
         parameters that differ between members are inputs) when there are no loads

@@ -1,6 +1,6 @@
 """Batches: many states, and many parameter sets, evaluated together.
 
-The numeric engine (:mod:`kanedyn.kinematics` to :mod:`kanedyn.kane`) works on arrays
+The numeric engine (:mod:`kanedyn.dynamics.kinematics` to :mod:`kanedyn.dynamics.kane`) works on arrays
 with leading batch axes, so a batch costs about as many NumPy calls as one state:
 
 * :class:`States` — ``q`` (B, nq) and ``u`` (B, n): B states of one model.
@@ -14,7 +14,7 @@ in place of ``Model`` / ``State``; the results gain the leading batch axis. The 
 shape of the states and of the parameters broadcast against each other.
 
 >>> import numpy as np, kanedyn as kd
->>> from kanedyn.batch import States
+>>> from kanedyn.model.batch import States
 >>> m = kd.examples.chain(3)
 >>> states = States(np.zeros((4, m.nq)), np.ones((4, m.n)))
 >>> kd.forward_dynamics(m, states).shape
@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.plan import Params, params_of
+from kanedyn.model.plan import Params, params_of
 
 __all__ = ["ModelBatch", "States", "resolve"]
 
@@ -101,7 +101,7 @@ class ModelBatch:
     """One model topology with a batch of parameter sets.
 
     ``model`` gives the topology (and is member 0's nominal values); ``params`` holds the
-    stacked arrays of :class:`kanedyn.plan.Params`, each with the leading batch axis
+    stacked arrays of :class:`kanedyn.model.plan.Params`, each with the leading batch axis
     (B,): ``mass`` (B, nb), ``inertia`` (B, nb, 3, 3), ``com`` (B, nb, 3), ...,
     ``stiffness`` (B, n), ``gravity`` (B, 3).
     """

@@ -17,7 +17,7 @@ velocity is a sum over the path (all vectors in N components):
 
 with ``o_k`` the joint point (Go origin) and ``x`` any point fixed in body i. The
 composition down the tree is done by pointer jumping on 4×4 homogeneous transforms,
-``T <- T[a_p] @ T`` over the schedule of :class:`kanedyn.plan.Plan` (⌈log2 depth⌉
+``T <- T[a_p] @ T`` over the schedule of :class:`kanedyn.model.plan.Plan` (⌈log2 depth⌉
 batched products), never by a loop over bodies.
 
 Every array may carry leading batch axes (states and parameters of an ensemble): the
@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from kanedyn import joints
 from kanedyn.model import Model, State
-from kanedyn.plan import Params, params_of, plan_of
+from kanedyn.model.plan import Params, params_of, plan_of
 from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
 from kanedyn.spatial.arithmetic import NUMPY
 
@@ -164,7 +164,7 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
 
     Steps (all joints and bodies at once):
 
-    1. ``J_k = [R_Gi_Go, Δd]`` and ``T_Bi_Bo = C_in J C_out`` (see :mod:`kanedyn.plan`);
+    1. ``J_k = [R_Gi_Go, Δd]`` and ``T_Bi_Bo = C_in J C_out`` (see :mod:`kanedyn.model.plan`);
     2. pointer jumping ``T <- T[a_p] @ T`` gives ``T_N_B``; then ``T_N_Gi = T_N_Bi C_in``,
        ``T_N_Go = T_N_Gi J``, ``r = T_N_B [com; 1]``;
     3. ``Φ`` from ``h = R_N_Go Γ``, ``d = R_N_Gi Δ``; ``V_rel = Φᵀ[σ | ṡ]``,

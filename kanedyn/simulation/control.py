@@ -22,12 +22,12 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from kanedyn import rotation as rot
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import JointLoad
 from kanedyn.errors import ModelError
-from kanedyn.inertia import inertia_tensor
-from kanedyn.kinematics import kinematics_at
-from kanedyn.loads import JointLoad
 from kanedyn.model import Body, Joint, Model, State
+from kanedyn.spatial import rotation as rot
+from kanedyn.spatial.inertia import inertia_tensor
 
 __all__ = ["Controller", "QuaternionPD", "ReactionWheel", "add_wheels", "wheel_loads"]
 

@@ -1,0 +1,13 @@
+"""The model layer: what a multibody system is, independent of any engine.
+
+* :mod:`kanedyn.model.records`: the frozen ``Body``, ``Joint`` and ``State`` records and
+  ``Model``, with its topology (parents, index arrays, the path matrix) built once.
+* :mod:`kanedyn.model.plan`: the evaluation plan of a model (pointer-jumping schedule,
+  masks) and ``Params``, the one store of the numbers a batch may vary.
+* :mod:`kanedyn.model.batch`: ``ModelBatch`` (a model with stacked parameters) and
+  ``States``.
+"""
+
+from kanedyn.model.records import Body, Joint, Model, State
+
+__all__ = ["Body", "Joint", "Model", "State"]
