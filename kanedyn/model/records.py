@@ -631,8 +631,6 @@ class _Layout:
     gimbal_u: NDArray[np.intp]  # (ng, 3) speed indices, sentinel for unused
     gimbal3: NDArray[np.intp]  # rows of `gimbal` with rot_dof == 3 (can lock)
     gimbal_e: Array  # (ng, 3, 3) row j = unit vector of axis j
-    gimbal_eeT: Array  # (ng, 3, 3, 3) e e^T per axis, for R = eeT + cos (U - eeT) + sin [e]x
-    gimbal_skew: Array  # (ng, 3, 3, 3) [e]x per axis
     spherical: NDArray[np.intp]  # joints with spherical rotation
     quat_q: NDArray[np.intp]  # (nsph, 4)
     quat_u: NDArray[np.intp]  # (nsph, 3)
@@ -723,8 +721,6 @@ class _Layout:
             gimbal_q[row, :d] = q_index[k][:d]
             gimbal_u[row, :d] = u_index[k][:d]
         gimbal_e = np.eye(3)[gimbal_axes - 1]
-        gimbal_eeT = gimbal_e[..., :, None] * gimbal_e[..., None, :]
-        gimbal_skew = rot.skew(gimbal_e)
         gimbal3 = np.array(
             [row for row, k in enumerate(gimbal) if joints[k].rot_dof == 3], dtype=np.intp
         )
@@ -789,8 +785,6 @@ class _Layout:
             gimbal_u=gimbal_u,
             gimbal3=gimbal3,
             gimbal_e=gimbal_e,
-            gimbal_eeT=gimbal_eeT,
-            gimbal_skew=gimbal_skew,
             spherical=ix(spherical),
             quat_q=quat_q,
             quat_u=quat_u,
