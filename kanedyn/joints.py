@@ -45,6 +45,8 @@ __all__ = [
     "spring_damper",
 ]
 
+_EYE_INT = np.eye(3, dtype=int)  # exact on every arithmetic
+
 Array = NDArray[Any]
 
 
@@ -90,8 +92,7 @@ def spherical(quat: Array) -> tuple[Array, Array, Array, Array]:
     ``Γ̇ = 0``. Shapes as :func:`gimbal`, from ``quat`` (..., 4)."""
     R = charts.quat_to_dcm(quat)
     zero = R * 0
-    eye = zero + np.eye(3, dtype=int)
-    return R, eye, zero, zero[..., 0]
+    return R, zero + _EYE_INT, zero, zero[..., 0]
 
 
 def slide(Delta: Array, d: Array) -> Array:

@@ -44,6 +44,7 @@ Array = NDArray[np.float64]
 
 
 _EYE4 = np.eye(4)
+_EYE3 = np.eye(3)
 
 
 def _pad(x: Array) -> Array:
@@ -115,7 +116,7 @@ def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Arra
         parts.append(joints.spherical(qpad[..., lay.quat_q]))
     if pl.n_other:
         zeros = np.zeros(batch + (pl.n_other, 3, 3))
-        parts.append((zeros + np.eye(3), zeros, zeros, zeros[..., 0]))
+        parts.append((zeros + _EYE3, zeros, zeros, zeros[..., 0]))
     if len(parts) == 1:
         return parts[0]
     R, GammaT, Gamma_dot, Gds = (

@@ -116,10 +116,12 @@ def euler(ar: Arithmetic, axes: EulerAxes, theta: Array, dof: int = 3) -> tuple[
         return axes.eeT[..., 0, :, :] * 0 + ar.const(np.eye(3)), e
     Rk = axis_rotations(ar, axes, theta, dof)
     tail = Rk[..., dof - 1, :, :]  # R_a ... R_dof, built from the last factor inwards
+    if dof == 1:  # Γ = [e_1 | e_2 | e_3] is constant: callers broadcast it if they must
+        return tail, e
+    GammaT = e + tail * 0  # rows γ_j, batched; γ_j = e_j for j ≥ dof
     for a in reversed(range(dof - 1)):
-        rows[a] = (rows[a][..., None, :] @ tail)[..., 0, :]  # γ_aᵀ = e_aᵀ R_{a+1} ... R_dof
+        GammaT[..., a, :] = (rows[a][..., None, :] @ tail)[..., 0, :]  # γ_aᵀ = e_aᵀ R_{a+1} ... R_dof
         tail = Rk[..., a, :, :] @ tail
-    GammaT = np.stack(np.broadcast_arrays(*rows), axis=-2)
     return tail, GammaT
 
 
@@ -149,18 +151,16 @@ def euler_gamma_dot(GammaT: Array, rates: Array, dof: int = 3) -> tuple[Array, A
     Gds : array (..., 3)
         ``Γ̇ θ̇``.
     """
-    zero = GammaT[..., 0, :] * 0
-    dots = [zero, zero, zero]
-    Gds = zero
-    w = None  # Σ_{b > a} θ̇_b γ_b
-    for a in reversed(range(dof)):
-        g = GammaT[..., a, :]
-        if w is not None:
-            dots[a] = cross(g, w)
-            Gds = Gds + rates[..., a, None] * dots[a]
-        term = rates[..., a, None] * g
-        w = term if w is None else w + term
-    return np.stack(np.broadcast_arrays(*dots), axis=-1), Gds
+    if dof <= 1:  # one angle: Γ is constant, Γ̇ = 0
+        zero = GammaT * 0
+        return zero, zero[..., 0]
+    W = rates[..., 1:dof, None] * GammaT[..., 1:dof, :]  # rows θ̇_b γ_b, b ≥ 2
+    B = np.cumsum(W[..., ::-1, :], axis=-2)[..., ::-1, :]  # row a: Σ_{b > a} θ̇_b γ_b
+    D = cross(GammaT[..., : dof - 1, :], B)  # rows γ̇_a, a < dof
+    Gamma_dot = GammaT * 0
+    Gamma_dot[..., :, : dof - 1] = D.swapaxes(-1, -2)
+    Gds = np.sum(rates[..., : dof - 1, None] * D, axis=-2)
+    return Gamma_dot, Gds
 
 
 # --------------------------------------------------------------------------- quaternions
