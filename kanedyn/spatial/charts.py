@@ -120,7 +120,8 @@ def euler(ar: Arithmetic, axes: EulerAxes, theta: Array, dof: int = 3) -> tuple[
         return tail, e
     GammaT = e + tail * 0  # rows γ_j, batched; γ_j = e_j for j ≥ dof
     for a in reversed(range(dof - 1)):
-        GammaT[..., a, :] = (rows[a][..., None, :] @ tail)[..., 0, :]  # γ_aᵀ = e_aᵀ R_{a+1} ... R_dof
+        # γ_aᵀ = e_aᵀ R_{a+1} ... R_dof
+        GammaT[..., a, :] = (rows[a][..., None, :] @ tail)[..., 0, :]
         tail = Rk[..., a, :, :] @ tail
     return tail, GammaT
 
