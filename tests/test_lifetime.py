@@ -94,3 +94,20 @@ def test_simulate_ensemble_frees_the_model_and_the_batch(engine):
     del model
     gc.collect()
     assert ref() is None and batch_ref() is None
+
+
+def test_a_used_model_pickles_without_what_was_derived_from_it():
+    """What is derived from a model lives on it but is not pickled: a model that has been
+    simulated (plan, parameters and compiled kernels built) still pickles, and the copy
+    rebuilds them and gives the same dynamics."""
+    import pickle
+
+    model = _explorer1()
+    state = kd.examples.explorer1_state(model)
+    kd.simulate(model, state, t_final=0.5, dt=0.1, progress=False)
+    kd.forward_dynamics(model, state)
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy is not model
+    np.testing.assert_array_equal(
+        kd.forward_dynamics(copy, state), kd.forward_dynamics(model, state)
+    )

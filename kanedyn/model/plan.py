@@ -20,7 +20,6 @@ A coordinates. The joint chain of Stoneking's model (42 Joints slides 10-17) is 
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import attrs
@@ -225,21 +224,9 @@ class Plan:
         )
 
 
-# A model is frozen, so what is derived from it (its plan, its parameters, ...) is a pure
-# function of it: computed on first use and kept beside the model for its lifetime. The
-# store is keyed weakly by the model, and no value in it may refer to the model, so a
-# model the user deletes is freed with everything derived from it.
-_DERIVED: weakref.WeakKeyDictionary[Model, dict[str, Any]] = weakref.WeakKeyDictionary()
-
-
 def derived(model: Model, name: str, build: Any) -> Any:
-    """``build(model)``, computed once per model and ``name``; the value must not refer
-    to the model."""
-    try:
-        return _DERIVED[model][name]
-    except KeyError:
-        value = _DERIVED.setdefault(model, {})[name] = build(model)
-        return value
+    """``build(model)``, computed once per model and ``name`` (:meth:`kanedyn.Model.derived`)."""
+    return model.derived(name, build)
 
 
 def plan_of(model: Model) -> Plan:

@@ -19,7 +19,7 @@ joint of body k**. Use ``model.body_index(name)`` and ``model.joint_index(name)`
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -366,6 +366,28 @@ class Model:
     nu: int = attrs.field(init=False, default=0)
     ns: int = attrs.field(init=False, default=0)
     layout: _Layout = attrs.field(init=False, default=None, repr=False)
+    # what is derived from the model (plan, parameters, compiled kernels): see `derived`
+    _derived: dict[str, Any] = attrs.field(init=False, factory=dict, repr=False)
+
+    def derived(self, name: str, build: Callable[[Model], Any]) -> Any:
+        """``build(self)``, computed on first use and kept on the model for its lifetime.
+
+        A model is frozen, so what is derived from it (its evaluation plan, its parameter
+        arrays, its compiled kernels) is a pure function of it. The store lives on the
+        model, so it is freed with the model; it is not pickled (a copy rebuilds it).
+        """
+        store = self._derived
+        try:
+            return store[name]
+        except KeyError:
+            value = store[name] = build(self)
+            return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.init}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
 
     def __attrs_post_init__(self) -> None:
         bodies, joints = _sorted_tree(self.bodies, self.joints)
