@@ -193,13 +193,14 @@ def _camera(fr: Frames, L: float, view: Any, R_view_N: Any) -> dict[str, Any]:
     pts = np.concatenate((fr.p.reshape(-1, 3), fr.c)) @ R_view_N.T
     target = fr.c.mean(axis=0) @ R_view_N.T
     if view is None:
-        # the direction of least spread of the motion, tilted by ~35 deg toward a diagonal
+        # the direction of least spread of the motion, tilted toward a diagonal for depth
         w, V = np.linalg.eigh(np.cov((pts - pts.mean(axis=0)).T) + 1e-12 * np.eye(3))
         n = V[:, 0] * (1.0 if V[2, 0] >= -1e-9 else -1.0)
         if w[-1] < 1e-10 * max(L, 1e-3) ** 2:  # nothing moves: a default oblique view
             n = np.array([0.0, 0.0, 1.0])
-        diag = np.array([1.0, -1.0, 1.0])
-        d = n + 0.8 * (diag - (diag @ n) * n) / max(np.linalg.norm(diag - (diag @ n) * n), 1e-12)
+        side = np.array([1.0, -1.0, 1.0])
+        side = side - (side @ n) * n
+        d = n + 0.8 * side / max(float(np.linalg.norm(side)), 1e-12)
     else:
         d = np.asarray(view, dtype=float)
         if d.shape != (3,) or not np.all(np.isfinite(d)) or not np.any(d):
@@ -219,8 +220,10 @@ def _camera(fr: Frames, L: float, view: Any, R_view_N: Any) -> dict[str, Any]:
 def read_frames(page: str | Path) -> dict[str, Any]:
     """The frame data of a written page (its ``kanedyn-frames`` JSON) as a dict:
     ``t``, ``bodies``, ``p`` (nf, nb, 3), ``quaternion`` (nf, nb, 4), ``H``, ``c``, ..."""
-    is_text = isinstance(page, str) and page.lstrip().startswith("<")
-    text = page if is_text else Path(page).read_text(encoding="utf-8")
+    if isinstance(page, str) and page.lstrip().startswith("<"):
+        text = page
+    else:
+        text = Path(page).read_text(encoding="utf-8")
     start_tag = f'<script type="application/json" id="{FRAMES_ID}">'
     i = text.find(start_tag)
     if i < 0:

@@ -89,7 +89,9 @@ def screenshot(
         timeout,
     )
     if not png.is_file():
-        raise KanedynError(f"Chromium wrote no screenshot (exit {res.returncode}): {res.stderr[-2000:]}")
+        raise KanedynError(
+            f"Chromium wrote no screenshot (exit {res.returncode}): {res.stderr[-2000:]}"
+        )
     return png
 
 
@@ -99,5 +101,7 @@ def dump_dom(
     """The page's DOM after its scripts ran (``--dump-dom``), as HTML text."""
     res = _run([f"--virtual-time-budget={wait_ms}", "--dump-dom", _url(page, t)], timeout)
     if res.returncode != 0 or not res.stdout:
-        raise KanedynError(f"Chromium --dump-dom failed (exit {res.returncode}): {res.stderr[-2000:]}")
+        raise KanedynError(
+            f"Chromium --dump-dom failed (exit {res.returncode}): {res.stderr[-2000:]}"
+        )
     return res.stdout

@@ -209,7 +209,11 @@ def build_scene(
             drawn = True
         if not drawn:
             if shape == "rod" or b.mass <= 0.0:
-                sc.add((*node, "shape"), sc.mesh(sc.mg.Sphere(1.5 * thin), color), _pose(np.eye(3), com))
+                sc.add(
+                    (*node, "shape"),
+                    sc.mesh(sc.mg.Sphere(1.5 * thin), color),
+                    _pose(np.eye(3), com),
+                )
                 parts.append("ball")
             else:
                 dims, R = inertia_dimensions(b.mass, I, shape)
@@ -219,7 +223,9 @@ def build_scene(
                     geom = sc.mg.Ellipsoid(np.maximum(dims, thin / 2).tolist())
                 sc.add((*node, "shape"), sc.mesh(geom, color, 0.85), _pose(R, com))
                 parts.append(shape)
-        body_size = max(float(np.linalg.norm(com)) * 2, *(np.linalg.norm(e) for e in ends), 4 * thin)
+        body_size = max(
+            2.0 * float(np.linalg.norm(com)), *(float(np.linalg.norm(e)) for e in ends), 4.0 * thin
+        )
         sc.triad((*node, "frame"), 0.6 * min(body_size, 0.5 * L))
         parts.append("frame")
         sc.parts[b.name] = parts
@@ -227,7 +233,9 @@ def build_scene(
     if joint_axes:
         for j in model.joints:
             for where, point, R, axes in joint_axis_placements(j):
-                owner = ("kanedyn", "N") if where is None else ("kanedyn", "bodies", node_name(where))
+                owner = (
+                    ("kanedyn", "N") if where is None else ("kanedyn", "bodies", node_name(where))
+                )
                 for k, ax in enumerate(axes):
                     d = R[:, ax]
                     a = point - 0.3 * L * d
@@ -348,7 +356,11 @@ def _visual(mg: Any, vis: ET.Element, path: Path, colors: dict[Any, Array]) -> A
     mat = vis.find("material")
     if mat is not None:
         col = mat.find("color")
-        rgba = _floats(col.get("rgba"), 4, [1, 1, 1, 1]) if col is not None else colors.get(mat.get("name"))
+        rgba = (
+            _floats(col.get("rgba"), 4, [1, 1, 1, 1])
+            if col is not None
+            else colors.get(mat.get("name"))
+        )
     geo = vis.find("geometry")
     if geo is None or len(geo) == 0:
         return None
