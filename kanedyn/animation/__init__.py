@@ -208,7 +208,7 @@ def _camera(fr: Frames, L: float, view: Any, R_view_N: Any) -> dict[str, Any]:
         d = R_view_N @ d
     d = d / np.linalg.norm(d)
     radius = max(float(np.linalg.norm(pts - target, axis=1).max()), 0.5 * L)
-    dist = 2.8 * radius + 1e-3
+    dist = 2.2 * radius + 1e-3
     return {
         "position": (target + dist * d).tolist(),
         "target": target.tolist(),

@@ -198,7 +198,7 @@ def build_scene(
         ends = [*outbound[b.name], com]
         for k, e in enumerate(ends):
             if np.linalg.norm(e - start) > 1e-12:
-                sc.rod((*node, f"rod{k}"), start, e, 0.25 * thin, ROD_COLOR)
+                sc.rod((*node, f"rod{k}"), start, e, 0.4 * thin, ROD_COLOR)
                 parts.append("rod")
         drawn = False
         for k, (geometry, T, rgba) in enumerate(visuals.get(b.name, [])):
