@@ -263,3 +263,19 @@ def test_no_warnings_for_plain_models(pendulum_run):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pendulum_run.animate(None)
+
+
+@pytest.mark.slow
+@needs_browser
+def test_play_runs_to_the_end_and_holds_it(pendulum_run, tmp_path):
+    """Press play (from a script in the page) at 1000 × real time: the 2 s run finishes,
+    and the page holds its last frame, paused."""
+    page = pendulum_run.animate(None).html.replace(
+        "</body>",
+        "<script>kanedyn.viewer.animator.mixer.timeScale = 1000; kanedyn.play();</script></body>",
+    )
+    path = tmp_path / "play.html"
+    path.write_text(page, encoding="utf-8")
+    dom = dump_dom(path)
+    assert float(re.search(r'data-kanedyn-time="([^"]*)"', dom).group(1)) == pendulum_run.t[-1]
+    assert "play" in re.search(r'id="kd-play"[^>]*>([^<]*)<', dom).group(1)

@@ -194,10 +194,13 @@ def _camera(fr: Frames, L: float, view: Any, R_view_N: Any) -> dict[str, Any]:
     target = fr.c.mean(axis=0) @ R_view_N.T
     if view is None:
         # the direction of least spread of the motion, tilted toward a diagonal for depth
-        w, V = np.linalg.eigh(np.cov((pts - pts.mean(axis=0)).T) + 1e-12 * np.eye(3))
-        n = V[:, 0] * (1.0 if V[2, 0] >= -1e-9 else -1.0)
-        if w[-1] < 1e-10 * max(L, 1e-3) ** 2:  # nothing moves: a default oblique view
-            n = np.array([0.0, 0.0, 1.0])
+        w, V = np.linalg.eigh(np.cov((pts - pts.mean(axis=0)).T))
+        # the least-spread directions (several when the points lie on a line or at one
+        # point): of these, the one closest to the vertical, so that we look from above
+        flat = V[:, w <= w[0] + 1e-6 * max(w[-1], L * L)]
+        up = flat @ (flat.T @ np.array([0.0, 0.0, 1.0]))
+        n = up / np.linalg.norm(up) if np.linalg.norm(up) > 1e-6 else V[:, 0]
+        n = n if n[2] >= -1e-9 else -n
         side = np.array([1.0, -1.0, 1.0])
         side = side - (side @ n) * n
         d = n + 0.8 * side / max(float(np.linalg.norm(side)), 1e-12)
@@ -207,8 +210,8 @@ def _camera(fr: Frames, L: float, view: Any, R_view_N: Any) -> dict[str, Any]:
             raise KanedynError(f"view must be a nonzero 3-vector (N axes), got {view!r}")
         d = R_view_N @ d
     d = d / np.linalg.norm(d)
-    radius = max(float(np.linalg.norm(pts - target, axis=1).max()), 0.5 * L)
-    dist = 2.2 * radius + 1e-3
+    radius = float(np.linalg.norm(pts - target, axis=1).max()) + 0.25 * L  # + the bodies' size
+    dist = 2.0 * radius + 1e-3
     return {
         "position": (target + dist * d).tolist(),
         "target": target.tolist(),

@@ -113,6 +113,7 @@ _PLAYER = r"""
   speed.value = data.speed;
   const digits = Math.max(0, 3 - Math.floor(Math.log10(Math.max(T, 1e-9))));
   let shown = t0;
+  let running = false;  // playing, as the user asked (meshcat's animator stops at the end)
 
   function show(t) {
     shown = t;
@@ -121,6 +122,7 @@ _PLAYER = r"""
     document.body.dataset.kanedynTime = String(t);
   }
   function seek(t) {
+    running = false;
     // just inside the clip: at exactly its end three.js would wrap to the start
     const tc = Math.max(0, Math.min(T * (1 - 1e-9), t - t0));
     anim.pause();
@@ -134,10 +136,12 @@ _PLAYER = r"""
   function start() {
     if (shown >= t0 + T * (1 - 1e-6)) seek(t0);
     anim.play();
+    running = true;
     play.textContent = "\u275A\u275A pause";
   }
   function stop() {
     anim.pause();
+    running = false;
     play.textContent = "\u25B6 play";
   }
   play.addEventListener("click", () => (anim.playing ? stop() : start()));
@@ -153,7 +157,7 @@ _PLAYER = r"""
   window.addEventListener("hashchange", fromHash);
   (function tick() {
     if (anim.playing) show(t0 + anim.time);
-    else if (play.textContent !== "\u25B6 play") play.textContent = "\u25B6 play";
+    else if (running) { running = false; seek(t0 + T); }  // finished: hold the last frame
     requestAnimationFrame(tick);
   })();
   fromHash();

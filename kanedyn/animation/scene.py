@@ -52,9 +52,11 @@ def meshcat_modules() -> tuple[Any, Any, Any]:
     """``(meshcat.geometry, meshcat.commands, meshcat.path)``, or a KanedynError naming
     the extra to install."""
     try:
-        import meshcat.commands as mc
-        import meshcat.geometry as mg
-        import meshcat.path as mp
+        with warnings.catch_warnings():  # meshcat's server modules import deprecated pyzmq names
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import meshcat.commands as mc
+            import meshcat.geometry as mg
+            import meshcat.path as mp
     except ImportError as exc:
         raise KanedynError(
             "animation needs the meshcat viewer: pip install 'kanedyn[animate]' "
