@@ -141,37 +141,49 @@ endsolid tri
 """
 
 
+URDF = """<?xml version="1.0"?>
+<robot name="arm">
+  <material name="red"><color rgba="0.9 0.1 0.1 1"/></material>
+  <link name="base">
+    <inertial><mass value="10.0"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+    <visual><geometry><mesh filename="package://arm/meshes/missing.stl"/></geometry></visual>
+  </link>
+  <link name="link1">
+    <inertial><origin xyz="0.5 0 0"/><mass value="2.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.15" iyz="0" izz="0.15"/></inertial>
+    <visual><origin xyz="0.5 0 0"/><geometry><box size="1 0.05 0.05"/></geometry>
+      <material name="red"/></visual>
+  </link>
+  <link name="link2">
+    <inertial><origin xyz="0.5 0 0"/><mass value="1.5"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <visual><geometry><mesh filename="package://arm/meshes/link2.stl" scale="0.5 0.5 0.5"/></geometry></visual>
+    <visual><origin xyz="1 0 0"/><geometry><cylinder radius="0.05" length="0.2"/></geometry></visual>
+  </link>
+  <joint name="shoulder" type="continuous">
+    <parent link="base"/><child link="link1"/><axis xyz="0 1 0"/>
+  </joint>
+  <joint name="elbow" type="continuous">
+    <parent link="link1"/><child link="link2"/><origin xyz="1.0 0 0"/><axis xyz="0 1 0"/>
+  </joint>
+</robot>
+"""
+
+
 def test_urdf_visual_meshes(tmp_path):
-    src = (Path(__file__).parent / "io" / "data" / "arm2.urdf").read_text()
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "link2.stl").write_text(ASCII_STL)
-    src = src.replace(
-        '<origin xyz="0.6 0 0" rpy="0 0 0.7"/>',
-        '<origin xyz="0.6 0 0" rpy="0 0 0.7"/>',
-    ).replace(
-        '  </link>\n  <joint name="shoulder"',
-        '    <visual><geometry><mesh filename="package://arm/meshes/link2.stl" scale="0.5 0.5 0.5"/>'
-        "</geometry></visual>\n  </link>\n"
-        '  <link name="ghost_ref"/>\n'
-        '  <joint name="shoulder"',
-        1,
-    )
-    # base gets a mesh that does not exist: a warning, and its inertia box instead
-    src = src.replace(
-        '<inertia ixx="1.0" ixy="0" ixz="0" iyy="1.0" iyz="0" izz="1.0"/>\n    </inertial>',
-        '<inertia ixx="1.0" ixy="0" ixz="0" iyy="1.0" iyz="0" izz="1.0"/>\n    </inertial>\n'
-        '    <visual><geometry><mesh filename="package://arm/meshes/missing.stl"/></geometry></visual>',
-    )
-    src = src.replace('  <link name="ghost_ref"/>\n', "")
     urdf = tmp_path / "arm.urdf"
-    urdf.write_text(src)
+    urdf.write_text(URDF)
     model = kd.io.read_urdf(urdf)
     state = model.set_joint(model.initial_state(), "shoulder", angles=(0.3,))
     traj = kd.simulate(model, state, 0.2, 0.01, progress=False)
     with pytest.warns(UserWarning, match="missing.stl"):
         a = traj.animate(tmp_path / "arm.html", urdf=urdf)
     assert a.parts["link1"].count("visual:Box") == 1  # the URDF's <box>
-    assert any(p.startswith("visual:MeshGeometry") for p in a.parts["link2"])
+    # the STL found through package://, and the cylinder
+    assert "visual:MeshGeometry" in a.parts["link2"] and "visual:Cylinder" in a.parts["link2"]
+    # the base's mesh is missing: its inertia box instead
     assert "box" in a.parts["base"] and not any(p.startswith("visual") for p in a.parts["base"])
 
 
