@@ -235,7 +235,7 @@ def _drawn_fraction(img: np.ndarray) -> float:
     vertical gradient, constant along each row; a blank or failed canvas is all
     background (or all one colour)."""
     background = np.median(img, axis=1, keepdims=True)
-    return float(np.mean(np.abs(img - background).max(axis=2) > 40.0))
+    return float(np.mean(np.abs(img - background).max(axis=2) > 20.0))
 
 
 @pytest.fixture(scope="module")
@@ -252,9 +252,9 @@ def test_screenshots_not_blank_and_differ(browser_page):
     t_last = page_frames(browser_page.read_text(encoding="utf-8"))["t"][-1]
     last = screenshot(browser_page, browser_page.with_name("last.png"), t=t_last)
     a, b = _pane(first), _pane(last)
-    assert _drawn_fraction(a) > 0.01 and _drawn_fraction(b) > 0.01
-    changed = np.mean(np.abs(a - b).max(axis=2) > 40.0)
-    assert changed > 0.005, f"only {changed:.4f} of the pixels changed between t = 0 and the end"
+    assert _drawn_fraction(a) > 0.005 and _drawn_fraction(b) > 0.005  # a blank pane gives 0
+    changed = np.mean(np.abs(a - b).max(axis=2) > 30.0)
+    assert changed > 0.003, f"only {changed:.4f} of the pixels changed between t = 0 and the end"
 
 
 @pytest.mark.slow
