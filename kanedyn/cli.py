@@ -111,6 +111,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         traj.to_csv(tmpdir / "trajectory.csv")
         traj.to_npz(tmpdir / "trajectory.npz")
         (tmpdir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if args.animate:  # needs the 'animate' extra; a KanedynError names it
+            urdf = args.model if args.model and kd.io.detect_format(args.model) == "urdf" else None
+            traj.animate(tmpdir / "animation.html", urdf=urdf, title=label)
         plotted = False
         try:
             import matplotlib  # noqa: F401
@@ -127,6 +130,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         for f in tmpdir.iterdir():
             shutil.move(str(f), out / f.name)
     _print_summary(summary, out, plotted)
+    if args.animate:
+        print(
+            f"  wrote animation.html to {out}/ (open it in a browser; #t=SECONDS opens at a time)"
+        )
     return 0
 
 
@@ -223,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "or compiled when possible (auto, default)")  # fmt: skip
     p.add_argument("--out", default="kanedyn-out", help="output folder (default ./kanedyn-out)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--animate", action="store_true",
+                   help="also write animation.html, a self-contained 3D view of the run "
+                        "(needs kanedyn[animate])")  # fmt: skip
     p.set_defaults(func=_cmd_simulate)
     p = sub.add_parser(
         "check", parents=[common], help="validate a model and print its DOF and mass properties"

@@ -276,3 +276,17 @@ print(f"max |M_numeric - M_symbolic| = {np.abs(M_num - M_sym).max():.1e}")
 print(
     f"max |acc_numeric - acc_symbolic| = {np.abs(kd.forward_dynamics(num, state) - acc_sym).max():.1e}"
 )
+
+# %% [markdown]
+# ## Watching it move
+#
+# A few seconds of the numeric arm from that state, free under gravity, as a 3D page
+# (`arm_traj.animate("arm.html")` would write it to a file; without a name it is shown
+# here). The links' inertias are spheres (we gave each the same moment about every
+# axis), so their inertia-equivalent boxes would be cubes: `shape="rod"` draws the
+# chain as rods between the joints instead, with a ball at each mass centre, and
+# `joint_axes=True` adds the hinge axes.
+
+# %%
+arm_traj = kd.simulate(num, state, 4.0, 0.005, output_every=0.02, progress=False)
+arm_traj.animate(shape="rod", joint_axes=True, title="2-DOF arm under gravity")

@@ -100,6 +100,21 @@ T_FINAL, DT = 20000.0, 1.0
 traj = kd.simulate(model, state, T_FINAL, DT, method="rk4", output_every=20.0, progress=False)
 print(f"{traj.steps} RK4 steps of {DT} s, {len(traj.t)} outputs, wall time {traj.wall_time:.1f} s")
 
+# %% [markdown]
+# ## Watching it tumble
+#
+# `traj.animate("explorer1.html")` writes the run as one self-contained HTML page (the
+# `animate` extra, meshcat's viewer): play it, drag to turn the view, and open
+# `explorer1.html#t=15000` to start paused at 15000 s. Each body is drawn as the uniform
+# box with its mass and principal moments (42's hub inertia violates the triangle
+# inequality, so no box has it: the hub comes out flat), the yellow arrow is the angular
+# momentum. Called without a file name, as here, it writes nothing and shows the page
+# in the notebook. Press play: the spin axis leaves $H$ and the hub ends up turning end
+# over end.
+
+# %%
+traj.animate(title="Explorer 1: the energy-sink flat spin", max_frames=400)
+
 # %%
 t_h = traj.t / 3600.0
 nut = np.degrees(nutation_angle(traj))

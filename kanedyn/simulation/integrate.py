@@ -358,6 +358,14 @@ class Trajectory:
 
         return plot_trajectory(self, path=path, body=body)
 
+    def animate(self, path: str | Path | None = None, **options: Any) -> Any:
+        """3D animation in the browser: one self-contained HTML page, written to ``path``
+        (``run.html#t=SECONDS`` opens it paused at a time). Needs the ``animate`` extra
+        (meshcat). Options and return value: :func:`kanedyn.animation.animate`."""
+        from kanedyn.animation import animate
+
+        return animate(self, path, **options)
+
 
 def coordinate_names(model: Model) -> list[str]:
     names = [""] * model.nq
