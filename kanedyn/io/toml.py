@@ -60,7 +60,10 @@ class Case:
 
 
 # =========================================================================== reading
-_TOP_KEYS = ("model", "bodies", "joints", "initial", "loads", "simulation")
+_TOP_KEYS = ("model", "bodies", "joints", "initial", "loads", "simulation",
+             # a Monte Carlo dispersion spec may sit in the model file (read by
+             # kanedyn.simulation.montecarlo.read_dispersions)
+             "seed", "outputs", "dispersion")  # fmt: skip
 _BODY_KEYS = (
     "name",
     "mass_kg",
