@@ -204,9 +204,9 @@ def _cmd_montecarlo(args: argparse.Namespace) -> int:
     if args.model is None:
         raise kd.FileFormatError("montecarlo needs a MODEL file")
     model, state, settings, label = _load(args.model)
-    dispersions, seed, outputs = read_dispersions(args.dispersions)
-    seed = args.seed if args.seed is not None else (0 if seed is None else seed)
-    outputs = args.output or outputs or None
+    dispersions, file_seed, file_outputs = read_dispersions(args.dispersions)
+    seed = args.seed if args.seed is not None else (file_seed or 0)
+    outputs = args.output or file_outputs or None
     t_final = args.t_final if args.t_final is not None else settings.get("t_final", 10.0)
     dt = args.dt if args.dt is not None else settings.get("dt", 0.01)
     every = settings.get("output_every")
