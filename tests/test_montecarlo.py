@@ -4,6 +4,8 @@ independent single runs (kd.simulate of a model built by hand) and numpy statist
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 import numpy as np
 import pytest
@@ -427,3 +429,14 @@ def test_bad_arguments_fail_before_any_member():
         kd.monte_carlo(m, s, d, 2, 1.0, 0.1, output_every=0.15)
     with pytest.raises(kd.ModelError, match="needs a store"):
         kd.monte_carlo(m, s, d, 2, 1.0, 0.1, keep_trajectories=True)
+
+
+def test_missing_extras_are_named(monkeypatch):
+    m = kd.examples.chain(1)
+    d = [kd.Dispersion("link0.mass", "normal", sigma=0.1)]
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(kd.KanedynError, match=r"pip install 'kanedyn\[dask\]'"):
+        kd.monte_carlo(m, m.initial_state(), d, 2, 0.1, 0.1, scheduler="processes")
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(kd.KanedynError, match=r"need pandas: pip install 'kanedyn\[dask\]'"):
+        kd.monte_carlo(m, m.initial_state(), d, 2, 0.1, 0.1)
