@@ -440,3 +440,17 @@ def test_missing_extras_are_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(kd.KanedynError, match=r"need pandas: pip install 'kanedyn\[dask\]'"):
         kd.monte_carlo(m, m.initial_state(), d, 2, 0.1, 0.1)
+
+
+def test_kept_trajectories_are_read_back_from_the_store(pendulum_run, tmp_path):
+    m, s, ds, kw, res = pendulum_run
+    kept = kd.monte_carlo(m, s, ds, 24, chunk_size=5, store=tmp_path, keep_trajectories=True,
+                          **kw)  # fmt: skip
+    pd.testing.assert_frame_equal(res.members, kept.members, check_exact=True)
+    for k in (0, 7, 23):
+        t, q, u = kept.trajectory(k)
+        assert np.array_equal(t, res.t)
+        assert np.array_equal(q[:, 0], res.outputs["joint0.angles.0"][:, k], equal_nan=True)
+        assert np.array_equal(u[:, 1], res.outputs["joint1.rates.0"][:, k], equal_nan=True)
+    with pytest.raises(kd.ModelError, match="keep_trajectories=True"):
+        res.trajectory(0)

@@ -81,6 +81,19 @@ class MonteCarloResult:
         """The rows of members that are ``invalid`` or ``failed``, with their error."""
         return self.members[~self.ok]
 
+    def trajectory(self, member: int) -> tuple[Array, Array, Array]:
+        """``(t, q, u)`` of ``member``, shapes (nt,), (nt, nq), (nt, n), read from the chunk
+        store (a run with ``keep_trajectories=True``); NaN when the member is not ok."""
+        if self.store is None or not self.settings.get("keep_trajectories"):
+            raise ModelError("trajectories are kept only by runs with keep_trajectories=True")
+        for path in sorted(self.store.glob("chunk-*.npz")):
+            first, last = (int(x) for x in path.stem.split("-")[1:3])
+            if first <= member <= last:
+                with np.load(path) as z:
+                    b = member - first
+                    return z["t"], z["q"][:, b], z["u"][:, b]
+        raise ModelError(f"member {member} is not in the store {self.store}")
+
     def envelope(self, output: str, percentiles: Sequence[float] = PERCENTILES) -> Array:
         """Percentiles over the ``ok`` members of ``output`` at every output time:
         an array (len(percentiles), nt) (``numpy.percentile``, linear interpolation)."""

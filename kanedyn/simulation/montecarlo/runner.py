@@ -432,7 +432,7 @@ def monte_carlo(
         "output_every": run.output_every, "chunk_size": size, "chunks": len(ranges),
         "chunks_resumed": resumed, "engine": engine,
         "scheduler": _scheduler_name(scheduler), "workers": workers,
-        "wall_time_s": round(wall, 3),
+        "keep_trajectories": keep_trajectories, "wall_time_s": round(wall, 3),
     }  # fmt: skip
     return _gather(pd, run, ordered, settings, None if box is None else box.folder)
 
