@@ -201,8 +201,6 @@ def _cmd_derive(args: argparse.Namespace) -> int:
 def _cmd_montecarlo(args: argparse.Namespace) -> int:
     from kanedyn.simulation.montecarlo import read_dispersions
 
-    if args.model is None:
-        raise kd.FileFormatError("montecarlo needs a MODEL file")
     model, state, settings, label = _load(args.model)
     dispersions, file_seed, file_outputs = read_dispersions(args.dispersions)
     seed = args.seed if args.seed is not None else (file_seed or 0)
@@ -295,7 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="Monte Carlo dispersion analysis: members.csv, summary.json and a figure",
     )
-    p.add_argument("model", nargs="?", help="model file (TOML, NASA 42 SC_*.txt, or URDF)")
+    p.add_argument("model", nargs="?",
+                   help="model file (TOML, NASA 42 SC_*.txt, or URDF; default: the built-in "
+                        "Explorer-1)")  # fmt: skip
     p.add_argument("--dispersions", required=True,
                    help="TOML file with seed, outputs and [[dispersion]] tables")  # fmt: skip
     p.add_argument("--n", type=int, required=True, help="number of members")

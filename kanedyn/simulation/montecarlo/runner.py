@@ -356,8 +356,10 @@ def monte_carlo(
     engine : {"auto", "compiled", "dense"}
         As for :func:`kanedyn.simulate_ensemble`.
     chunk_size : int, optional
-        Members per chunk (default: ``n`` split into about 4 chunks per worker, at most
-        256 members each). It does not change any member's result.
+        Members per chunk (default: ``n`` split into two chunks per worker, at most 1000
+        members each). It does not change any member's result; larger chunks spread the
+        fixed cost of an ensemble step over more members (the cost model of the scaling
+        page in the docs).
     scheduler : None, "processes", str or dask.distributed.Client
         Where chunks run (module docstring). Dask comes with ``kanedyn[dask]``.
     store : path, optional
@@ -486,8 +488,8 @@ def _outputs(
 
 
 def _chunk_size(chunk_size: int | None, n: int, workers: int) -> int:
-    if chunk_size is None:
-        return max(1, min(256, math.ceil(n / (4 * workers))))
+    if chunk_size is None:  # two chunks per worker: see docs/howto/montecarlo-scaling.md
+        return max(1, min(1000, math.ceil(n / (2 * workers))))
     if (
         isinstance(chunk_size, bool)
         or not isinstance(chunk_size, (int, np.integer))
