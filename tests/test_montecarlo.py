@@ -454,3 +454,31 @@ def test_kept_trajectories_are_read_back_from_the_store(pendulum_run, tmp_path):
         assert np.array_equal(u[:, 1], res.outputs["joint1.rates.0"][:, k], equal_nan=True)
     with pytest.raises(kd.ModelError, match="keep_trajectories=True"):
         res.trajectory(0)
+
+
+def test_principal_moments_and_axes():
+    """Principal-moment draws are the member's eigenvalues; an axis rotation turns the
+    tensor as scipy's rotation does (I' = R I Rᵀ)."""
+    from scipy.spatial.transform import Rotation
+
+    m = kd.examples.explorer1()
+    s = kd.examples.explorer1_state(m)
+    ds = (
+        kd.Dispersion("antenna0.inertia.principal.1", "normal", sigma=0.01),
+        kd.Dispersion("antenna0.inertia.rotation.z", "normal", sigma=0.1),
+        kd.Dispersion("antenna0.inertia.rotation.x", "normal", sigma=0.1),
+    )
+    spec = DispersionSpec(m, s, ds, 2)
+    assert spec.nominals[0] == pytest.approx(0.47)
+    values = sample(spec, range(5))
+    inertia = apply(spec, values).arrays["inertia"][:, 1]
+    I0 = m.bodies[1].inertia
+    for b in range(5):
+        moments = np.linalg.eigvalsh(inertia[b])
+        assert np.allclose(moments, sorted([values[b, 0], 8.09, 8.09]), rtol=1e-12)
+        R = Rotation.from_euler("ZX", values[b, 1:]).as_matrix()  # intrinsic z then x
+        I_rot = R @ np.diag([values[b, 0], 8.09, 8.09]) @ R.T
+        assert np.allclose(inertia[b], I_rot, rtol=0, atol=1e-12)
+        assert not np.allclose(inertia[b], I0)
+    with pytest.raises(kd.ModelError, match="either by components .* or by principal"):
+        DispersionSpec(m, s, (ds[0], kd.Dispersion("antenna0.inertia.xy", "normal", sigma=0.1)), 0)

@@ -11,6 +11,11 @@ is drawn from, about its nominal value:
 ``<body>.inertia.xx|yy|zz``   a moment of inertia about the mass centre [kg m²]
 ``<body>.inertia.xy|xz|yz``   a product of inertia as a positive integral
                               (``Ixy = ∫ x y dm``, as :func:`kanedyn.inertia_tensor`)
+``<body>.inertia.principal.j``  principal moment j = 1, 2, 3 (the nominal moments in
+                              ascending order) on the nominal principal axes [kg m²]
+``<body>.inertia.rotation.i`` a rotation [rad] of the body's mass distribution about
+                              body axis i: ``I ← R_i I R_iᵀ`` (nominal 0); with the
+                              principal moments, the orientation of the principal axes
 ``<joint>.stiffness``         the spring of every DOF of the joint (one value); with a
                               suffix ``.i`` (0-based, rotational first) one DOF only
 ``<joint>.damping``           the same for the damper
@@ -57,7 +62,7 @@ from scipy.special import ndtr, ndtri
 
 from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.model import Model, State
-from kanedyn.spatial.inertia import validate_inertia
+from kanedyn.spatial.inertia import principal_axes, validate_inertia
 from kanedyn.spatial.rotation import dcm_to_quat, elementary_rotation, quat_to_dcm
 
 __all__ = ["DISTRIBUTIONS", "Dispersion", "DispersionSpec", "Target", "read_dispersions", "sample"]
@@ -217,7 +222,14 @@ class Target:
                 return cls(parameter, "com", (i, _AXES[rest[1]]), body=i)
             if len(rest) == 2 and rest[0] == "inertia" and rest[1] in _INERTIA:
                 return cls(parameter, "inertia", (i, *_INERTIA[rest[1]]), body=i)
-            raise ModelError(f"{bad}: a body takes mass, com.x|y|z or inertia.xx|yy|zz|xy|xz|yz")
+            if len(rest) == 3 and rest[:2] == ["inertia", "principal"] and rest[2] in "123":
+                return cls(parameter, "principal", (i, int(rest[2]) - 1), body=i)
+            if len(rest) == 3 and rest[:2] == ["inertia", "rotation"] and rest[2] in _AXES:
+                return cls(parameter, "principal_axes", (i, _AXES[rest[2]]), body=i)
+            raise ModelError(
+                f"{bad}: a body takes mass, com.x|y|z, inertia.xx|yy|zz|xy|xz|yz, "
+                "inertia.principal.1|2|3 or inertia.rotation.x|y|z"
+            )
         if name in lay.joint_index and rest:
             k = lay.joint_index[name]
             j = model.joints[k]
@@ -264,6 +276,9 @@ class Target:
             i, r, c = self.index
             value = float(lay.inertia[i, r, c])
             return value if r == c else -value  # products as positive integrals
+        if self.kind == "principal":
+            i, j = self.index
+            return float(principal_axes(lay.inertia[i])[0][j])
         if self.kind in ("stiffness", "damping"):
             arr = getattr(lay, self.kind)[list(self.index)]
             if np.any(arr != arr[0]):
@@ -277,7 +292,7 @@ class Target:
             return float(state.q[self.index[0]])
         if self.kind == "u":
             return float(state.u[self.index[0]])
-        return 0.0  # attitude: a rotation about the nominal attitude
+        return 0.0  # attitude, principal axes: a rotation about the nominal one
 
 
 def _index(text: str, n: int, bad: str, what: str) -> int:
@@ -317,6 +332,15 @@ class DispersionSpec:
         ):
             raise ModelError(f"seed must be a non-negative integer, got {self.seed!r}")
         targets = tuple(Target.of(self.model, d.parameter) for d in self.dispersions)
+        by_components = {t.body for t in targets if t.kind == "inertia"}
+        for t in targets:
+            if t.kind in ("principal", "principal_axes") and t.body in by_components:
+                name = self.model.bodies[t.body].name
+                raise ModelError(
+                    f"body {name!r}: disperse its inertia either by components "
+                    "(inertia.xx, ...) or by principal moments and axes "
+                    "(inertia.principal.i, inertia.rotation.i), not both"
+                )
         nominals = tuple(t.nominal(self.model, self.state) for t in targets)
         for d, nom in zip(self.dispersions, nominals, strict=True):
             if d.relative and nom == 0.0:
@@ -377,7 +401,7 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
         arrays["mass"] = np.tile(np.asarray(lay.mass, dtype=float), (B, 1))
     if "com" in kinds:
         arrays["com"] = np.tile(np.asarray(lay.com, dtype=float), (B, 1, 1))
-    if "inertia" in kinds:
+    if kinds & {"inertia", "principal", "principal_axes"}:
         arrays["inertia"] = np.tile(np.asarray(lay.inertia, dtype=float), (B, 1, 1, 1))
     for kind in ("stiffness", "damping"):
         if kind in kinds:
@@ -385,6 +409,8 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
     q = np.tile(state.q, (B, 1))
     u = np.tile(state.u, (B, 1))
     attitude: dict[int, Array] = {}
+    moments: dict[int, Array] = {}
+    axes: dict[int, Array] = {}
     for c, t in enumerate(spec.targets):
         col = values[:, c]
         if t.kind == "mass":
@@ -395,6 +421,12 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
             i, r, s = t.index
             arrays["inertia"][:, i, r, s] = col if r == s else -col
             arrays["inertia"][:, i, s, r] = col if r == s else -col
+        elif t.kind == "principal":
+            i, j = t.index
+            moments.setdefault(i, np.tile(principal_axes(lay.inertia[i])[0], (B, 1)))[:, j] = col
+        elif t.kind == "principal_axes":  # I <- R_i(angle) I R_i(angle)ᵀ, in the order given
+            i, j = t.index
+            axes[i] = axes.get(i, np.eye(3)) @ elementary_rotation(j + 1, col)
         elif t.kind in ("stiffness", "damping"):
             arrays[t.kind][:, list(t.index)] = col[:, None]
         elif t.kind == "q":
@@ -409,6 +441,13 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
             attitude[k] = R @ elementary_rotation(i + 1, col)
     for k, R in attitude.items():
         q[:, lay.q_index[k][:4]] = dcm_to_quat(R)
+    for i in moments.keys() | axes.keys():
+        # I = R P diag(m) Pᵀ Rᵀ: the principal moments m on the nominal principal axes P
+        # (principal_axes: I = P diag(m) Pᵀ), turned by the dispersed rotation R
+        m0, P = principal_axes(lay.inertia[i])
+        m = moments.get(i, np.tile(m0, (B, 1)))
+        RP = axes.get(i, np.eye(3)) @ P
+        arrays["inertia"][:, i] = (RP * m[..., None, :]) @ np.swapaxes(RP, -1, -2)
     invalid = [_why_invalid(spec, arrays, b) for b in range(B)]
     return Members(arrays=arrays, q=q, u=u, invalid=invalid)
 
