@@ -335,7 +335,7 @@ class DispersionSpec:
         by_components = {t.body for t in targets if t.kind == "inertia"}
         for t in targets:
             if t.kind in ("principal", "principal_axes") and t.body in by_components:
-                name = self.model.bodies[t.body].name
+                name = self.model.bodies[t.index[0]].name
                 raise ModelError(
                     f"body {name!r}: disperse its inertia either by components "
                     "(inertia.xx, ...) or by principal moments and axes "
