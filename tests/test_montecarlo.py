@@ -12,12 +12,8 @@ import pytest
 import scipy.stats
 
 import kanedyn as kd
-from kanedyn.simulation.montecarlo.dispersion import (
-    DispersionSpec,
-    apply,
-    read_dispersions,
-    sample,
-)
+from kanedyn.io import read_dispersions
+from kanedyn.simulation.montecarlo.dispersion import DispersionSpec, apply, sample
 
 pd = pytest.importorskip("pandas")
 
@@ -275,10 +271,10 @@ def test_dispersions_may_sit_in_the_model_file(tmp_path):
 
 
 # ----------------------------------------------------------------------------- runner
-@pytest.fixture(scope="module")
-def pendulum_run():
+def pendulum_problem():
     """A damped double pendulum with dispersed masses, inertia, damping and initial
-    rates; some members have non-physical inertia, one diverges (a huge rate)."""
+    rates; some members have non-physical inertia, some diverge (a huge rate).
+    Returns ``(model, state, dispersions, keywords of kd.monte_carlo)``."""
     m = kd.examples.chain(2)
     m = kd.Model(m.bodies, [attrs.evolve(j, damping=0.05) for j in m.joints], gravity=m.gravity)
     s = m.set_joint(m.initial_state(), "joint0", angles=[0.4])
@@ -291,6 +287,12 @@ def pendulum_run():
     kw = dict(seed=4, t_final=1.0, dt=0.01, output_every=0.05,
               outputs=["joint0.angles.0", "joint1.rates.0"],
               metrics={"energy_final": lambda tr: float(tr.total_energy[-1])})  # fmt: skip
+    return m, s, ds, kw
+
+
+@pytest.fixture(scope="module")
+def pendulum_run():
+    m, s, ds, kw = pendulum_problem()
     res = kd.monte_carlo(m, s, ds, 24, chunk_size=5, **kw)
     return m, s, ds, kw, res
 

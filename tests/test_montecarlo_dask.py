@@ -7,31 +7,16 @@ import os
 import signal
 import threading
 
-import attrs
 import numpy as np
 import pytest
 
 import kanedyn as kd
+from tests.test_montecarlo import pendulum_problem
 
 pd = pytest.importorskip("pandas")
 distributed = pytest.importorskip("distributed")
 
 pytestmark = pytest.mark.slow  # each test starts a cluster of worker processes
-
-
-def _problem():
-    m = kd.examples.chain(2)
-    m = kd.Model(m.bodies, [attrs.evolve(j, damping=0.05) for j in m.joints], gravity=m.gravity)
-    s = m.set_joint(m.initial_state(), "joint0", angles=[0.4])
-    ds = [
-        kd.Dispersion("link0.mass", "normal", sigma=0.1, relative=True),
-        kd.Dispersion("link1.inertia.xx", "normal", sigma=0.002),
-        kd.Dispersion("joint0.rates.0", "choice", values=[0.0, 0.5, 1.0, 1.5, 2.0, 1e7]),
-    ]
-    kw = dict(seed=4, t_final=1.0, dt=0.01, output_every=0.05,
-              outputs=["joint0.angles.0", "joint1.rates.0"],
-              metrics={"energy_final": lambda tr: float(tr.total_energy[-1])})  # fmt: skip
-    return m, s, ds, kw
 
 
 def _same(a, b):
@@ -41,7 +26,7 @@ def _same(a, b):
 
 
 def test_local_cluster_gives_the_in_process_members():
-    m, s, ds, kw = _problem()
+    m, s, ds, kw = pendulum_problem()
     local = kd.monte_carlo(m, s, ds, 30, chunk_size=7, **kw)
     assert set(local.members["status"]) == {"ok", "invalid", "failed"}
     on_cluster = kd.monte_carlo(m, s, ds, 30, chunk_size=4, scheduler="processes", **kw)
@@ -50,7 +35,7 @@ def test_local_cluster_gives_the_in_process_members():
 
 
 def test_killed_worker_gives_the_complete_identical_result():
-    m, s, ds, kw = _problem()
+    m, s, ds, kw = pendulum_problem()
     kw = {**kw, "t_final": 4.0}  # chunks long enough to kill a worker between them
     n, chunk = 40, 2
     local = kd.monte_carlo(m, s, ds, n, chunk_size=chunk, **kw)
@@ -98,7 +83,7 @@ def test_killed_worker_gives_the_complete_identical_result():
 
 
 def test_scheduler_address():
-    m, s, ds, kw = _problem()
+    m, s, ds, kw = pendulum_problem()
     local = kd.monte_carlo(m, s, ds, 12, chunk_size=12, **kw)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster:  # fmt: skip
