@@ -3,13 +3,13 @@
 The keys are those of :class:`kanedyn.Dispersion` (docs/toml-schema.md lists them).
 They may sit in a model file (the model reader ignores them) or in a file of their own::
 
-    seed = 7
-    outputs = ["root.rates.z"]
-
+    seed = 11
     [[dispersion]]
-    parameter = "hub.mass"
-    distribution = "normal"
-    sigma = 20.0
+    parameter = "hinge1.damping.1"     # 50 % to 150 % of nominal
+    distribution = "uniform"
+    low = 0.5
+    high = 1.5
+    relative = true
 """
 
 from __future__ import annotations
