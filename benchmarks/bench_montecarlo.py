@@ -33,7 +33,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kanedyn as kd  # noqa: E402
-from kanedyn.simulation.montecarlo import runner  # noqa: E402
+from kanedyn.simulation.montecarlo import dispersion, runner  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DISPERSIONS = [
@@ -68,10 +68,10 @@ def on_cluster(workers: int, work: dict[str, Any]) -> tuple[float, Any]:
 def cost_terms(work: dict[str, Any]) -> dict[str, float]:
     """The cost model's terms, measured in this process."""
     model, state = work["model"], work["state"]
-    spec = runner.DispersionSpec(model, state, tuple(DISPERSIONS), 1)
+    spec = dispersion.DispersionSpec(model, state, tuple(DISPERSIONS), 1)
     out = {}
     for B in sorted({1, work["chunk_size"], 256}):
-        members = runner.apply(spec, runner.sample(spec, range(B)))
+        members = dispersion.apply(spec, dispersion.sample(spec, range(B)))
         batch = kd.ModelBatch.dispersed(model, **members.arrays)
         t0 = time.perf_counter()
         kd.compile_model(batch)
@@ -83,7 +83,8 @@ def cost_terms(work: dict[str, Any]) -> dict[str, float]:
         out[f"step_s_B{B}"] = (time.perf_counter() - t0) / steps  # compiled above
     run = runner.Run(
         spec=spec, t_final=work["t_final"], dt=1.0, output_every=10.0, loads=None,
-        engine="auto", output_names=("root.rates.z",), output_fns=(runner.Target.of(model, "root.rates.z"),),
+        engine="auto", output_names=("root.rates.z",),
+        output_fns=(dispersion.Target.of(model, "root.rates.z"),),
         metric_names=(), metric_fns=(), keep_trajectories=False,
     )  # fmt: skip
     chunk = runner.run_chunk(run, 0, work["chunk_size"])

@@ -259,13 +259,26 @@ def fingerprint(run: Run, n: int, chunk_size: int) -> str:
             h.update(np.ascontiguousarray(getattr(p, f.name), dtype=float).tobytes())
     topo = [(j.name, j.inner, j.outer, j.rot_type, j.rot_dof, j.rot_seq, j.trn_dof, j.trn_seq)
             for j in model.joints]  # fmt: skip
-    h.update(repr((topo, [b.name for b in model.bodies])).encode())
+    h.update(repr((topo, [(b.name, b.check_triangle) for b in model.bodies])).encode())
     h.update(np.ascontiguousarray(state.q).tobytes() + np.ascontiguousarray(state.u).tobytes())
     h.update(repr([attrs.astuple(d) for d in run.spec.dispersions]).encode())
     h.update(repr((run.spec.seed, n, chunk_size, run.t_final, run.dt, run.output_every,
                    run.engine, run.output_names, run.metric_names, run.keep_trajectories,
-                   repr(run.loads))).encode())  # fmt: skip
+                   _describe(run.loads), [_describe(f) for f in run.output_fns],
+                   [_describe(f) for f in run.metric_fns])).encode())  # fmt: skip
     return h.hexdigest()
+
+
+def _describe(obj: Any) -> str:
+    """A description that is the same in every process: a function by its qualified
+    name (its code may change between calls without changing it), data by its repr."""
+    if isinstance(obj, Target):
+        return obj.parameter
+    if callable(obj) and hasattr(obj, "__qualname__"):
+        return f"{getattr(obj, '__module__', '')}.{obj.__qualname__}"
+    if isinstance(obj, (list, tuple)):
+        return repr([_describe(o) for o in obj])
+    return repr(obj)
 
 
 class _Store:
@@ -440,7 +453,7 @@ def monte_carlo(
 
 
 def _check_run(run: Run) -> None:
-    """Fail on bad settings before any chunk: run member 0's nominal model for one step."""
+    """Fail on bad settings (the output interval, the engine) before any chunk runs."""
     if run.output_every is not None:
         ratio = run.output_every / run.dt
         if not (run.output_every > 0 and abs(ratio - round(ratio)) < 1e-9):
@@ -568,7 +581,7 @@ def _scheduler_name(scheduler: Any) -> str:
         return "in-process"
     if isinstance(scheduler, str):
         return scheduler
-    return f"client {getattr(scheduler, 'scheduler', None) and scheduler.scheduler.address}"
+    return str(getattr(getattr(scheduler, "scheduler", None), "address", "dask client"))
 
 
 def _progress(progress: bool | Callable[[int, int], None], total: int) -> Callable[[int], None]:
