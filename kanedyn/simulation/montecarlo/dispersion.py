@@ -3,30 +3,25 @@
 A dispersion names one number of a model or of its initial state and the distribution it
 is drawn from, about its nominal value:
 
-============================  ==========================================================
-``parameter``                 what it disperses
-============================  ==========================================================
-``<body>.mass``               the body's mass [kg]
-``<body>.com.x|y|z``          a mass-centre component, body axes [m]
-``<body>.inertia.xx|yy|zz``   a moment of inertia about the mass centre [kg m²]
-``<body>.inertia.xy|xz|yz``   a product of inertia as a positive integral
-                              (``Ixy = ∫ x y dm``, as :func:`kanedyn.inertia_tensor`)
-``<body>.inertia.principal.j``  principal moment j = 1, 2, 3 (the nominal moments in
-                              ascending order) on the nominal principal axes [kg m²]
-``<body>.inertia.rotation.i`` a rotation [rad] of the body's mass distribution about
-                              body axis i: ``I ← R_i I R_iᵀ`` (nominal 0); with the
-                              principal moments, the orientation of the principal axes
-``<joint>.stiffness``         the spring of every DOF of the joint (one value); with a
-                              suffix ``.i`` (0-based, rotational first) one DOF only
-``<joint>.damping``           the same for the damper
-``<joint>.angles.i``          a gimbal angle [rad]; for a spherical joint, a rotation of
-                              Go about its own axis i composed onto the nominal
-                              attitude (``R_Gi_Go ← R_Gi_Go · R_i(angle)``; nominal 0)
-``<joint>.rates.i``           a rotational speed [rad/s] (for a spherical joint, Go's
-                              angular velocity relative to Gi, in Go axes)
-``<joint>.displacements.i``   a slide displacement [m]
-``<joint>.displacement_rates.i``  a slide speed [m/s]
-============================  ==========================================================
+* ``<body>.mass``: the body's mass [kg].
+* ``<body>.com.x|y|z``: a mass-centre component, body axes [m].
+* ``<body>.inertia.xx|yy|zz``: a moment of inertia about the mass centre [kg m²].
+* ``<body>.inertia.xy|xz|yz``: a product of inertia as a positive integral
+  (``Ixy = ∫ x y dm``, as :func:`kanedyn.inertia_tensor`).
+* ``<body>.inertia.principal.j``: principal moment j = 1, 2, 3 (the nominal moments in
+  ascending order) on the nominal principal axes [kg m²].
+* ``<body>.inertia.rotation.i``: a rotation [rad] of the body's mass distribution about
+  body axis i, ``I ← R_i I R_iᵀ`` (nominal 0); with the principal moments, the
+  orientation of the principal axes. Not together with the components on one body.
+* ``<joint>.stiffness``: the spring of every DOF of the joint (one value); with a suffix
+  ``.i`` (0-based, rotational first), one DOF only. ``<joint>.damping``: the same for
+  the damper.
+* ``<joint>.angles.i``: a gimbal angle [rad]; for a spherical joint, a rotation of Go
+  about its own axis i composed onto the nominal attitude
+  (``R_Gi_Go ← R_Gi_Go · R_i(angle)``; nominal 0).
+* ``<joint>.rates.i``: a rotational speed [rad/s] (for a spherical joint, Go's angular
+  velocity relative to Gi, in Go axes).
+* ``<joint>.displacements.i``, ``<joint>.displacement_rates.i``: a slide [m], [m/s].
 
 ``i`` is ``x``, ``y``, ``z`` or ``0``, ``1``, ``2``. The distributions:
 
