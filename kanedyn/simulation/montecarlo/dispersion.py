@@ -57,7 +57,15 @@ from kanedyn.model import Model, State
 from kanedyn.spatial.inertia import principal_axes, validate_inertia
 from kanedyn.spatial.rotation import dcm_to_quat, elementary_rotation, quat_to_dcm
 
-__all__ = ["DISTRIBUTIONS", "Dispersion", "DispersionSpec", "Target", "sample"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "Dispersion",
+    "DispersionSpec",
+    "Members",
+    "Target",
+    "apply",
+    "sample",
+]
 
 Array = NDArray[np.float64]
 
