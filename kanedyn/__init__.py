@@ -51,6 +51,7 @@ from kanedyn.simulation.control import (
 )
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
 from kanedyn.simulation.integrate import Lock, Trajectory, Unlock, simulate
+from kanedyn.simulation.montecarlo import Dispersion, MonteCarloResult, monte_carlo
 from kanedyn.simulation.options import Engine, Formulation, Method
 from kanedyn.spatial import rotation
 from kanedyn.spatial.inertia import (
@@ -109,6 +110,9 @@ __all__ = [
     "ModelBatch",
     "States",
     "simulate_ensemble",
+    "Dispersion",
+    "MonteCarloResult",
+    "monte_carlo",
     "Controller",
     "QuaternionPD",
     "ReactionWheel",

@@ -1,4 +1,4 @@
-"""The ``kanedyn`` command line: ``simulate``, ``check``, ``derive``.
+"""The ``kanedyn`` command line: ``simulate``, ``check``, ``derive``, ``montecarlo``.
 
 Every error the user can cause (a :class:`~kanedyn.KanedynError`, or an ``OSError`` on a
 file) is reported on one line on stderr with exit code 2, and no traceback. Any other
@@ -205,6 +205,49 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_montecarlo(args: argparse.Namespace) -> int:
+    model, state, settings, label = _load(args.model)
+    dispersions, file_seed, file_outputs = kd.io.read_dispersions(args.dispersions)
+    seed = args.seed if args.seed is not None else (file_seed or 0)
+    outputs = args.output or file_outputs or None
+    t_final = args.t_final if args.t_final is not None else settings.get("t_final", 10.0)
+    dt = args.dt if args.dt is not None else settings.get("dt", 0.01)
+    every = settings.get("output_every")
+    if every is not None and (abs(every / dt - round(every / dt)) > 1e-9 or every > t_final):
+        every = None
+    if args.n < 1:
+        raise kd.ModelError(f"--n must be a positive integer, got {args.n}")
+    out = Path(args.out)
+    res = kd.monte_carlo(
+        model, state, dispersions, args.n, t_final, dt, seed=seed, outputs=outputs,
+        output_every=every, loads=settings.get("loads") or None, chunk_size=args.chunk_size,
+        scheduler=args.scheduler, store=out / "chunks", progress=not args.quiet,
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix=".kanedyn-", dir=out) as tmp:
+        files = res.write(tmp)
+        for name in files:
+            shutil.move(str(Path(tmp) / name), out / name)
+    counts = res.summary()["counts"]
+    print(f"kanedyn montecarlo: {label}")
+    print(
+        f"  {args.n} members, seed {seed}, t = {res.settings['t_final']:g} s, "
+        f"dt = {res.settings['dt']:g} s, {res.settings['chunks']} chunks "
+        f"({res.settings['chunks_resumed']} resumed) on {res.settings['scheduler']}, "
+        f"{res.settings['wall_time_s']:.2f} s wall time"
+    )
+    print(f"  ok {counts['ok']}, invalid {counts['invalid']}, failed {counts['failed']}")
+    if res.metrics:
+        print("  metric percentiles over the ok members:")
+        print("    " + res.percentiles().to_string(float_format=lambda x: f"{x:.6g}").replace(
+            "\n", "\n    "))  # fmt: skip
+    plotted = "montecarlo.png" in files
+    print(
+        f"  wrote {', '.join(files)} to {out}/"
+        + ("" if plotted else "  (install 'kanedyn[plot]' for the figure)")
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kanedyn", description="Kane's method and momentum-state dynamics for multibody trees."
@@ -253,6 +296,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="model file to read")
     p.add_argument("output", help="TOML file to write")
     p.set_defaults(func=_cmd_convert)
+    p = sub.add_parser(
+        "montecarlo",
+        parents=[common],
+        help="Monte Carlo dispersion analysis: members.csv, summary.json and a figure",
+    )
+    p.add_argument("model", nargs="?",
+                   help="model file (TOML, NASA 42 SC_*.txt, or URDF; default: the built-in "
+                        "Explorer-1)")  # fmt: skip
+    p.add_argument("--dispersions", required=True,
+                   help="TOML file with seed, outputs and [[dispersion]] tables")  # fmt: skip
+    p.add_argument("--n", type=int, required=True, help="number of members")
+    p.add_argument("--t-final", type=float, help="final time [s] (default: the model file's)")
+    p.add_argument("--dt", type=float, help="time step [s] (default: the model file's)")
+    p.add_argument("--seed", type=int, help="seed of the draws (default: the dispersion file's)")
+    p.add_argument("--output", action="append",
+                   help="an output to measure, e.g. hinge0.angles.0 (repeatable; default: "
+                        "the dispersion file's outputs, else the first joint's rates)")  # fmt: skip
+    p.add_argument("--scheduler",
+                   help="'processes' (a local Dask cluster) or a Dask scheduler address "
+                        "(tcp://host:8786); default: in this process")  # fmt: skip
+    p.add_argument("--chunk-size", type=int, help="members per chunk")
+    p.add_argument("--out", default="kanedyn-mc",
+                   help="output folder (default ./kanedyn-mc); finished chunks are kept in "
+                        "OUT/chunks, and the same command resumes from them")  # fmt: skip
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_montecarlo)
     return parser
 
 

@@ -16,8 +16,9 @@ from kanedyn.spatial.rotation import dcm_to_quat
 
 if TYPE_CHECKING:
     from kanedyn.simulation.integrate import Trajectory
+    from kanedyn.simulation.montecarlo.result import MonteCarloResult
 
-__all__ = ["nutation_angle", "plot_attitude", "plot_joints", "plot_trajectory"]
+__all__ = ["montecarlo_figure", "nutation_angle", "plot_attitude", "plot_joints", "plot_trajectory"]
 
 
 def nutation_angle(
@@ -145,4 +146,49 @@ def plot_trajectory(
     ax.set_ylim(0, 95)
     if path is not None:
         fig.savefig(path, dpi=110)
+    return fig
+
+
+def montecarlo_figure(result: MonteCarloResult, path: str | Path | None = None) -> Any:
+    """Percentile envelopes of a Monte Carlo run's outputs (1-99 % and 5-95 % bands, the
+    median) and histograms of its metrics, over the members whose status is ``ok``."""
+    plt = _pyplot(path)
+    outputs = list(result.outputs)
+    # the user's metrics and each output's final value; min/max are in the table
+    metrics = [m for m in result.metrics if not m.endswith((".min", ".max"))]
+    cols = max(len(outputs), len(metrics), 1)
+    cols = min(cols, 4)
+    rows_out = -(-len(outputs) // cols)
+    rows_met = -(-len(metrics) // cols)
+    fig, axes = plt.subplots(rows_out + rows_met, cols, figsize=(3.6 * cols, 2.8 * (rows_out + rows_met)),
+                             squeeze=False)  # fmt: skip
+    for ax in axes.flat:
+        ax.set_visible(False)
+    ok = int(result.ok.sum())
+    for o, name in enumerate(outputs):
+        ax = axes[o // cols, o % cols]
+        ax.set_visible(True)
+        p = result.envelope(name, (1.0, 5.0, 50.0, 95.0, 99.0))
+        ax.fill_between(result.t, p[0], p[4], color="C0", alpha=0.2, lw=0, label="1-99 %")
+        ax.fill_between(result.t, p[1], p[3], color="C0", alpha=0.4, lw=0, label="5-95 %")
+        ax.plot(result.t, p[2], color="C0", lw=1.2, label="median")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("t [s]", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if o == 0:
+            ax.legend(fontsize=7)
+    for m, name in enumerate(metrics):
+        ax = axes[rows_out + m // cols, m % cols]
+        ax.set_visible(True)
+        x = np.asarray(result.members.loc[result.ok, name], dtype=float)
+        ax.hist(x[np.isfinite(x)], bins=min(50, max(5, int(np.sqrt(max(ok, 1))))), color="C1")
+        ax.set_title(name, fontsize=9)
+        ax.set_ylabel("members", fontsize=8)
+        ax.tick_params(labelsize=7)
+    n = len(result.members)
+    fig.suptitle(f"Monte Carlo: {n} members, {ok} ok", fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
     return fig

@@ -8,6 +8,7 @@
 """
 
 from kanedyn.io.detect import detect_format, read_model
+from kanedyn.io.dispersions import read_dispersions
 from kanedyn.io.fortytwo import UnsupportedFeatureWarning, read_42
 from kanedyn.io.toml import Case, read_toml, read_toml_case, write_toml
 from kanedyn.io.urdf import read_urdf, rpy_to_dcm
@@ -17,6 +18,7 @@ __all__ = [
     "UnsupportedFeatureWarning",
     "detect_format",
     "read_42",
+    "read_dispersions",
     "read_model",
     "read_toml",
     "read_toml_case",

@@ -60,7 +60,10 @@ class Case:
 
 
 # =========================================================================== reading
-_TOP_KEYS = ("model", "bodies", "joints", "initial", "loads", "simulation")
+_TOP_KEYS = ("model", "bodies", "joints", "initial", "loads", "simulation",
+             # a Monte Carlo dispersion spec may sit in the model file (read by
+             # kanedyn.io.read_dispersions)
+             "seed", "outputs", "dispersion")  # fmt: skip
 _BODY_KEYS = (
     "name",
     "mass_kg",
@@ -251,21 +254,35 @@ def read_toml(path: PathLike) -> Model:
     return read_toml_case(path).model
 
 
-def read_toml_case(path: PathLike) -> Case:
-    """Read a kanedyn TOML file: model, initial state, loads and simulation settings.
+def read_document(path: PathLike) -> tuple[str, dict[str, Any]]:
+    """The text of a TOML file and its parsed tables.
 
-    The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied.
+    Raises
+    ------
+    FileFormatError
+        When the file cannot be read, is not UTF-8, or is not valid TOML (naming the
+        file, and the line and column of a syntax error).
     """
     fname = os.fspath(path)
     try:
         with open(fname, "rb") as fh:
-            data = tomllib.load(fh)
+            text = fh.read().decode("utf-8")
+        return text, tomllib.loads(text)
     except OSError as exc:
         raise FileFormatError(f"{fname}: cannot read the file ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise FileFormatError(f"{fname}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise FileFormatError(f"{fname}: not UTF-8 text ({exc.reason})") from None
+
+
+def read_toml_case(path: PathLike) -> Case:
+    """Read a kanedyn TOML file: model, initial state, loads and simulation settings.
+
+    The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied.
+    """
+    fname = os.fspath(path)
+    _, data = read_document(fname)
     top = _Table(fname, "", data, _TOP_KEYS)
     model = _read_model(fname, top)
     state = _read_initial(fname, top, model)
