@@ -52,7 +52,9 @@ from kanedyn.simulation.control import (
     Controller,
     QuaternionPD,
     ReactionWheel,
+    Thruster,
     add_wheels,
+    thruster_loads,
     wheel_loads,
 )
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
@@ -173,6 +175,8 @@ __all__ = [
     "frame_acceleration",
     "frame_placement",
     "frame_velocity",
+    "Thruster",
+    "thruster_loads",
 ]
 
 

@@ -242,7 +242,12 @@ def _report(mjm: Any, shown: str, notes: list[str]) -> None:
     """Notes for the parts of the mjModel kanedyn does not model."""
     if mjm.neq:
         mujoco = _mujoco()
-        kinds = sorted({mujoco.mjtEq(int(mjm.eq_type[i])).name.removeprefix("mjEQ_").lower() for i in range(mjm.neq)})
+        kinds = sorted(
+            {
+                mujoco.mjtEq(int(mjm.eq_type[i])).name.removeprefix("mjEQ_").lower()
+                for i in range(mjm.neq)
+            }
+        )
         notes.append(
             f"{shown}: {mjm.neq} equality constraint(s) ({', '.join(kinds)}) not imported: "
             "the model is the open tree without them"
