@@ -46,7 +46,7 @@ from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.dynamics.partials import Partials, partials
 from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
-from kanedyn.model import Body, Frame, Joint, Model, State
+from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.simulation.control import (
     Controller,
@@ -177,6 +177,8 @@ __all__ = [
     "frame_velocity",
     "Thruster",
     "thruster_loads",
+    "JointLimits",
+    "Rotor",
 ]
 
 

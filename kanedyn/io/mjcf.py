@@ -32,7 +32,7 @@ from their geoms; kanedyn reads the compiled ``mjModel``
 
 Not modelled, each reported with an :class:`~kanedyn.io.UnsupportedFeatureWarning`:
 equality constraints (closed loops; reported until kanedyn's loops import them),
-tendons, actuators, armature, a spring reference other than ``ref``, friction loss, fluid forces
+tendons, actuators, armature of ball and free joints, a spring reference other than ``ref``, friction loss, fluid forces
 (density, viscosity, wind), gravity compensation and free-joint springs. Contacts are
 not modelled (kanedyn has no collision detection).
 """
@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import FileFormatError, KanedynError, ModelError
 from kanedyn.io.fortytwo import UnsupportedFeatureWarning
-from kanedyn.model import Body, Frame, Joint, JointLimits, Model, State
+from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
 from kanedyn.spatial import rotation as rot
 
 __all__ = ["read_mjcf", "speeds_from_mujoco", "state_from_mujoco"]
@@ -213,7 +213,12 @@ def _joint(
     if kind != _FREE:
         kw.update(inner_point=point + R_pb @ anchor, outer_point=anchor)
     if np.any(armature != 0.0):
-        notes.append(f"{where}: armature (reflected rotor inertia) is not modelled; ignored")
+        if kind in (_HINGE, _SLIDE):  # MuJoCo's armature is the reflected inertia n²J
+            kw.update(rotor=Rotor(float(armature[0]), reflected_only=True))
+        else:
+            notes.append(
+                f"{where}: armature on a {('free', 'ball')[kind]} joint is not modelled; ignored"
+            )
     try:
         if kind == _FREE:
             if stiffness != 0.0:

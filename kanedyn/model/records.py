@@ -30,7 +30,7 @@ from kanedyn.errors import ModelError
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import validate_inertia
 
-__all__ = ["Body", "Frame", "Joint", "JointLimits", "Model", "State"]
+__all__ = ["Body", "Frame", "Joint", "JointLimits", "Model", "Rotor", "State"]
 
 Array = NDArray[np.float64]
 
@@ -199,6 +199,64 @@ class JointLimits:
     velocity: float = attrs.field(default=np.inf, converter=float)
 
 
+def _finite(value: Any, what: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{what}: expected a number, got {value!r}") from None
+    if not np.isfinite(x):
+        raise ModelError(f"{what}: must be finite, got {x}")
+    return x
+
+
+@attrs.frozen(eq=False)
+class Rotor:
+    r"""A geared motor rotor driving a 1-DOF joint (seed 004, the gear-train chapter).
+
+    The rotor spins about the joint's axis, mounted on a carrier body (the joint's
+    ``"inner"`` body, where the motor usually sits, or its ``"outer"`` one), behind a
+    gear of ratio ``n``: its absolute angular velocity is
+
+    .. math:: \omega_{rotor} = \omega_{carrier} + n\,\dot q\,a
+
+    (a: the joint axis; for a slide, ``n`` is in rad/m). Its kinetic energy
+    ``½ ω_rotorᵀ J_r ω_rotor`` with ``J_r = J a aᵀ + J_t (U - a aᵀ)`` adds the reflected
+    inertia ``n² J`` to the joint's diagonal of M and the coupling and gyroscopic terms
+    of the carrier's motion (:mod:`kanedyn.dynamics.rotors`). The rotor's mass is part
+    of the carrier body's.
+
+    Parameters
+    ----------
+    inertia : float
+        Axial moment J of the rotor (kg m²), positive.
+    ratio : float
+        Gear ratio n (rotor turns per joint turn), non-zero.
+    transverse : float
+        Transverse moment J_t (kg m²), default 0.
+    body : "inner" or "outer"
+        The carrier body.
+    reflected_only : bool
+        Keep only the reflected inertia ``n² J`` on the joint's diagonal (the limit of a
+        large ratio at fixed ``n² J``): MuJoCo's and Pinocchio's ``armature``.
+    """
+
+    inertia: float = attrs.field(converter=lambda v: _finite(v, "Rotor.inertia"))
+    ratio: float = attrs.field(default=1.0, converter=lambda v: _finite(v, "Rotor.ratio"))
+    transverse: float = attrs.field(default=0.0, converter=lambda v: _finite(v, "Rotor.transverse"))
+    body: str = attrs.field(default="inner")
+    reflected_only: bool = attrs.field(default=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.inertia <= 0.0:
+            raise ModelError(f"Rotor.inertia must be positive, got {self.inertia}")
+        if self.ratio == 0.0:
+            raise ModelError("Rotor.ratio must be non-zero")
+        if self.transverse < 0.0:
+            raise ModelError(f"Rotor.transverse must be non-negative, got {self.transverse}")
+        if self.body not in ("inner", "outer"):
+            raise ModelError(f"Rotor.body must be 'inner' or 'outer', got {self.body!r}")
+
+
 _ROT_TYPES = ("gimbal", "spherical")
 
 
@@ -233,6 +291,8 @@ class Joint:
         joint's spring acts on the rotation vector of Go in Gi.
     limits : JointLimits or None
         Range and actuator limits read from a model file (recorded, not enforced).
+    rotor : Rotor or None
+        A geared motor rotor driving this joint (1-DOF joints only).
     """
 
     name: str = attrs.field()
@@ -250,10 +310,16 @@ class Joint:
     stiffness: Array = attrs.field(default=0.0, converter=_array_like)
     damping: Array = attrs.field(default=0.0, converter=_array_like)
     limits: JointLimits | None = attrs.field(default=None, kw_only=True)
+    rotor: Rotor | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         name = _check_name(self.name, "joint")
         what = f"joint {name!r}"
+        if self.rotor is not None:
+            if not isinstance(self.rotor, Rotor):
+                raise ModelError(f"{what}: rotor must be a kanedyn Rotor, got {self.rotor!r}")
+            if self.rot_dof + self.trn_dof != 1 or self.rot_type != "gimbal":
+                raise ModelError(f"{what}: a geared rotor drives a 1-DOF hinge or slide")
         if self.inner is not None:
             _check_name(self.inner, f"{what}: inner body")
         _check_name(self.outer, f"{what}: outer body")

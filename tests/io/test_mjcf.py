@@ -32,13 +32,13 @@ MAIN = """
     <joint damping="0.05"/>
     <geom density="800"/>
     <default class="stiff">
-      <joint stiffness="2.5" damping="0.4"/>
+      <joint stiffness="2.5" damping="0.4" armature="0.03"/>
     </default>
   </default>
   <include file="parts.xml"/>
   <worldbody>
     <body name="base" pos="0.1 0 1" euler="10 20 30">
-      <joint name="yaw" type="hinge" axis="0 0 1" ref="15"/>
+      <joint name="yaw" type="hinge" axis="0 0 1" ref="15" armature="0.5"/>
       <geom type="box" size="0.2 0.1 0.05"/>
       <body name="arm" pos="0.2 0.05 0" axisangle="1 1 0 40" childclass="stiff">
         <joint name="lift" type="slide" axis="0.2 0 1"/>
@@ -47,7 +47,7 @@ MAIN = """
         <geom type="capsule" fromto="0 0 0 0.4 0 0.05" size="0.03"/>
         <site name="elbow" pos="0.4 0 0.05" zaxis="0 1 1"/>
         <body name="hand" pos="0.4 0 0.05">
-          <joint name="wrist" type="ball" pos="0.01 0 0"/>
+          <joint name="wrist" type="ball" pos="0.01 0 0" armature="0"/>
           <geom type="sphere" size="0.05" pos="0.06 0.01 0" mass="0.3"/>
           <geom type="box" size="0.02 0.03 0.01" pos="0.1 0 0" euler="0 30 0"/>
         </body>
@@ -153,6 +153,9 @@ def test_hand_written_model_matches_mj_forward(hand_written):
     np.testing.assert_array_equal(model.joint("swing").stiffness, [2.5])
     np.testing.assert_array_equal(model.joint("yaw").damping, [0.05])
     np.testing.assert_allclose(model.body("hand").mass, mjm.body_mass[mjm.body("hand").id])
+    # armature is the reflected inertia of a rotor: MuJoCo adds it to M's diagonal only
+    assert model.joint("yaw").rotor.inertia == 0.5 and model.joint("yaw").rotor.reflected_only
+    assert model.joint("lift").rotor.inertia == 0.03
     compare_with_mujoco(model, mjm, np.random.default_rng(1), n=4)
 
 
@@ -178,7 +181,8 @@ def test_model_from_the_mujoco_wheel():
         assert part in text, part
     spec = mujoco.MjSpec.from_file(str(path))
     for j in spec.joints:
-        j.armature = 0.0
+        if j.type == mujoco.mjtJoint.mjJNT_BALL:
+            j.armature = 0.0  # reported: kanedyn maps armature on hinges and slides only
         j.springref = j.ref
         j.frictionloss = 0.0
     for b in spec.bodies:
