@@ -215,7 +215,6 @@ def test_rotor_validation():
         kd.Rotor(1e-4, ratio=0.0)
     with pytest.raises(ModelError, match="Rotor.body must be 'inner' or 'outer'"):
         kd.Rotor(1e-4, body="stator")
-    b = kd.Body("b", 1.0, np.eye(3))
     with pytest.raises(ModelError, match="a geared rotor drives a 1-DOF hinge or slide"):
         kd.Joint.gimbal("g", None, "b", dof=2, rotor=kd.Rotor(1e-4))
 
