@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
+from kanedyn.spatial.algebra import cross
 
 __all__ = [
     "RotorSpec",
@@ -121,18 +122,6 @@ def rotor_specs(model: Model) -> list[RotorSpec]:
     return specs
 
 
-def _cross(x: Array, y: Array) -> Array:
-    """``x × y`` over the last axis, for float and object arrays alike."""
-    return np.stack(
-        (
-            x[..., 1] * y[..., 2] - x[..., 2] * y[..., 1],
-            x[..., 2] * y[..., 0] - x[..., 0] * y[..., 2],
-            x[..., 0] * y[..., 1] - x[..., 1] * y[..., 0],
-        ),
-        axis=-1,
-    )
-
-
 def rotor_terms(
     spec: RotorSpec,
     n_speeds: int,
@@ -166,11 +155,11 @@ def rotor_terms(
     if Omega_C is not None and omega_C is not None and alpha_C is not None:
         Omega_R = Omega_C + Omega_R
         omega_R = omega_C + omega_R
-        alpha_R = alpha_C + n * sig * _cross(omega_C, a)
+        alpha_R = alpha_C + n * sig * cross(omega_C, a)
     Omega_RT = np.swapaxes(Omega_R, -1, -2)
     M = Omega_RT @ J_R @ Omega_R
     H_R = (J_R @ omega_R[..., None])[..., 0]
-    f = -(Omega_RT @ ((J_R @ alpha_R[..., None])[..., 0] + _cross(omega_R, H_R))[..., None])[..., 0]
+    f = -(Omega_RT @ ((J_R @ alpha_R[..., None])[..., 0] + cross(omega_R, H_R))[..., None])[..., 0]
     return M, f
 
 

@@ -40,14 +40,12 @@ not modelled (kanedyn has no collision detection).
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import FileFormatError, KanedynError, ModelError
-from kanedyn.io.fortytwo import UnsupportedFeatureWarning
 from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
 from kanedyn.spatial import rotation as rot
 
@@ -163,16 +161,9 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
     _report(mjm, shown, notes)
     if not bodies:
         raise FileFormatError(f"{shown}: the model has no bodies besides the world")
-    try:
-        model = Model(bodies, joints, gravity=np.array(mjm.opt.gravity), frames=frames)
-    except ModelError as exc:
-        raise FileFormatError(f"{shown}: {exc}") from None
-    from kanedyn.io.urdf import check_mass_matrix
+    from kanedyn.io.urdf import build_model
 
-    check_mass_matrix(model, shown)
-    for message in notes:
-        warnings.warn(message, UnsupportedFeatureWarning, stacklevel=2)
-    return model
+    return build_model(shown, bodies, joints, np.array(mjm.opt.gravity), frames, notes)
 
 
 def _joint(

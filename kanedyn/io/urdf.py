@@ -414,13 +414,26 @@ def read_urdf(
                 f"{doc.where(found[0])}: {len(found)} <{tag}> element(s) ignored "
                 "(actuators and simulator plugins are not modelled)"
             )
+    return build_model(shown, bodies, joints, gravity, frames, notes)
+
+
+def build_model(
+    shown: str,
+    bodies: list[Body],
+    joints: list[Joint],
+    gravity: Any,
+    frames: list[Frame],
+    notes: list[str],
+) -> Model:
+    """The Model of an imported file, its mass matrix checked, its notes warned about
+    (from the caller of the reader)."""
     try:
         model = Model(bodies, joints, gravity=gravity, frames=frames)
     except ModelError as exc:
         raise FileFormatError(f"{shown}: {exc}") from None
     check_mass_matrix(model, shown)
     for message in notes:
-        warnings.warn(message, UnsupportedFeatureWarning, stacklevel=2)
+        warnings.warn(message, UnsupportedFeatureWarning, stacklevel=3)
     return model
 
 
