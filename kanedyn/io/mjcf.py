@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import FileFormatError, KanedynError, ModelError
+from kanedyn.io.urdf import axis_frame, build_model, is_singular
 from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
 from kanedyn.spatial import rotation as rot
 
@@ -68,12 +69,6 @@ def _R(quat_wxyz: ArrayLike) -> Array:
     """DCM of a MuJoCo quaternion (scalar first, parent <- child)."""
     w, x, y, z = np.asarray(quat_wxyz, dtype=float)
     return rot.quat_to_dcm(np.array([x, y, z, w]) / np.linalg.norm([x, y, z, w]))
-
-
-def _axis_frame(axis: Array) -> tuple[Array, int]:
-    from kanedyn.io.urdf import _axis_frame as frame
-
-    return frame(axis)
 
 
 def body_name(mjm: Any, b: int) -> str:
@@ -122,14 +117,15 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
         parent = int(mjm.body_parentid[b])
         inner: str | None = None if parent == 0 else body_name(mjm, parent)
         R_iq = _R(mjm.body_iquat[b])
+        mass, inertia = float(mjm.body_mass[b]), R_iq @ np.diag(mjm.body_inertia[b]) @ R_iq.T
         try:
             body = Body(
                 name,
-                mass=float(mjm.body_mass[b]),
-                inertia=R_iq @ np.diag(mjm.body_inertia[b]) @ R_iq.T,
+                mass=mass,
+                inertia=inertia,
                 com=mjm.body_ipos[b],
                 check_triangle=False,
-                allow_singular=True,
+                allow_singular=is_singular(mass, inertia),
             )
         except ModelError as exc:
             raise FileFormatError(f"{shown}: {exc}") from None
@@ -161,7 +157,6 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
     _report(mjm, shown, notes)
     if not bodies:
         raise FileFormatError(f"{shown}: the model has no bodies besides the world")
-    from kanedyn.io.urdf import build_model
 
     return build_model(shown, bodies, joints, np.array(mjm.opt.gravity), frames, notes)
 
@@ -221,7 +216,7 @@ def _joint(
                 name, inner, outer, inner_rotation=R_pb, stiffness=stiffness, **kw
             )
         axis = np.array(mjm.jnt_axis[j], dtype=float)
-        A, k = _axis_frame(axis / np.linalg.norm(axis))
+        A, k = axis_frame(axis / np.linalg.norm(axis))
         limits = None
         if mjm.jnt_limited[j]:
             lo, hi = (float(x) - float(mjm.qpos0[q0]) for x in mjm.jnt_range[j])

@@ -175,7 +175,7 @@ def _origin(doc: _Doc, parent: ET.Element, owner: tuple[Any, ...]) -> tuple[np.n
     return xyz, rpy_to_dcm(rpy)
 
 
-def _axis_frame(axis: np.ndarray) -> tuple[np.ndarray, int]:
+def axis_frame(axis: np.ndarray) -> tuple[np.ndarray, int]:
     """A rotation ``A`` (joint frame <- Gi) and the Gi axis number k with ``A e_k = axis``.
 
     k is the coordinate axis nearest ``axis`` (its largest component), so the rotation is
@@ -384,7 +384,14 @@ def read_urdf(
             continue
         try:
             bodies.append(
-                Body(owner, mass=m, inertia=I, com=c, check_triangle=False, allow_singular=True)
+                Body(
+                    owner,
+                    mass=m,
+                    inertia=I,
+                    com=c,
+                    check_triangle=False,
+                    allow_singular=is_singular(m, I),
+                )
             )
         except ModelError as exc:
             raise doc.error(links[owner].el, str(exc), "inertial") from None
@@ -435,6 +442,12 @@ def build_model(
     for message in notes:
         warnings.warn(message, UnsupportedFeatureWarning, stacklevel=3)
     return model
+
+
+def is_singular(mass: float, inertia: np.ndarray) -> bool:
+    """A massless body, or one whose inertia is only positive semidefinite."""
+    scale = max(float(np.max(np.abs(inertia))), np.finfo(float).tiny)
+    return mass == 0.0 or float(np.linalg.eigvalsh(inertia)[0]) <= 1e-9 * scale
 
 
 def check_mass_matrix(model: Model, shown: str) -> None:
@@ -525,7 +538,7 @@ def _joint(
     ):
         if el.find(tag) is not None:
             notes.append(f"{doc.where(el, tag)}: {what} not modelled; ignored")
-    A, k = _axis_frame(axis / norm if norm > 0 else np.array([1.0, 0.0, 0.0]))
+    A, k = axis_frame(axis / norm if norm > 0 else np.array([1.0, 0.0, 0.0]))
     kw: dict[str, Any] = dict(inner_point=xyz, inner_rotation=R_origin)
     try:
         if jtype == "fixed":

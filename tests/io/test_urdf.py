@@ -459,3 +459,23 @@ def test_mimic_and_friction_are_reported(tmp_path):
     assert "joint 'j2' mimics joint 'j1'" in text and "not enforced" in text
     np.testing.assert_array_equal(model.joint("j1").damping, [0.5])
     assert model.joint("j2").ndof == 1
+
+
+def test_write_toml_leaves_out_frames_and_refuses_massless_bodies(tmp_path):
+    model = read_urdf(DATA / "arm3.urdf")
+    with pytest.warns(
+        UnsupportedFeatureWarning, match="4 named frame.* and joint limits not written"
+    ):
+        kd.io.write_toml(model, tmp_path / "arm3.toml", model.initial_state())
+    back = kd.io.read_toml(tmp_path / "arm3.toml")
+    s = model.set_joint(model.initial_state(), "shoulder", angles=[0.3])
+    np.testing.assert_array_equal(kd.mass_matrix(back, s), kd.mass_matrix(model, s))
+    path = tmp_path / "t.urdf"
+    path.write_text(urdf(
+        '<link name="yoke"/>'
+        + joint("j1", "revolute", "a", "yoke", '<axis xyz="0 0 1"/>')
+        + joint("j2", "revolute", "yoke", "b", '<origin xyz="0.3 0 0"/><axis xyz="0 1 0"/>')
+        + joint("k", "fixed", "a", "c")
+    ))  # fmt: skip
+    with pytest.raises(kd.ModelError, match="cannot hold this model's massless"):
+        kd.io.write_toml(read_urdf(path), tmp_path / "x.toml")
