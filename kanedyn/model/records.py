@@ -135,7 +135,7 @@ class Body:
         Reject principal moments that violate the triangle inequality (default). Set
         False only to reproduce a model that has them, such as 42's Explorer-1 demo.
     allow_singular : bool
-        Accept a zero mass and an inertia that is only positive *semi*definite: a
+        Accept a zero mass and an inertia that is only positive semidefinite: a
         massless link, or a point mass (URDF frame links, massless links between two
         joints). :class:`Model` then checks that every joint still moves some mass
         (``Model`` raises a :class:`~kanedyn.ModelError` naming a joint with no mass

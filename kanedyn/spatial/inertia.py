@@ -61,7 +61,7 @@ def validate_inertia(
     direction (a point mass or a thin rod about its axis) is not accepted: kanedyn bodies
     carry rotational inertia about every axis. ``check_triangle=False`` skips only the
     triangle inequality (NASA 42 does not check it, and its Explorer-1 demo violates it).
-    ``allow_singular=True`` accepts a positive *semi*definite tensor (zero included): a
+    ``allow_singular=True`` accepts a positive semidefinite tensor (zero included): a
     massless link or a point mass.
 
     Raises
