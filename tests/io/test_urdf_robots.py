@@ -165,3 +165,28 @@ def test_icub_neck_moves_no_mass():
     assert pm.names[1 + int(np.argmax(np.abs(V[:, 0])))] == "neck_yaw"
     with pytest.raises(kd.FileFormatError, match=r"icub.urdf: joint 'neck_yaw' moves no mass"):
         load("icub.urdf", False)
+
+
+def test_icub_frames_turn_the_right_way(monkeypatch):
+    """iCub writes +z axes as ``0 6.12323e-17 1``; its link frames agree with
+    Pinocchio's at random joint angles. (Its mass matrix is singular, so the check that
+    refuses it for dynamics is switched off here: only the kinematics are compared.)"""
+    import kanedyn.io.urdf as urdf_module
+
+    monkeypatch.setattr(urdf_module, "check_mass_matrix", lambda model, shown: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        model = read_urdf(ROBOTS / "icub.urdf")
+    text = (ROBOTS / "icub.urdf").read_text()
+    assert '<axis xyz="0 6.12323e-17 1" />' in text  # +z up to round-off
+    pm = pin.buildModelFromUrdf(str(ROBOTS / "icub.urdf"))
+    data = pm.createData()
+    state, q, *_ = random_pair(model, pm, np.random.default_rng(11))
+    pin.framesForwardKinematics(pm, data, q)
+    for f in pm.frames:
+        if f.type != pin.FrameType.BODY:
+            continue
+        oMf = data.oMf[pm.getFrameId(f.name, pin.FrameType.BODY)]
+        R, x = kd.frame_placement(model, state, f.name)
+        np.testing.assert_allclose(R, oMf.rotation, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(x, oMf.translation, rtol=0, atol=1e-12)
