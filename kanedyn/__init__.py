@@ -19,6 +19,12 @@ from kanedyn import examples, io
 from kanedyn.compiled import CompiledModel, compile_model
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
+from kanedyn.dynamics.frames import (
+    FrameMotion,
+    frame_acceleration,
+    frame_placement,
+    frame_velocity,
+)
 from kanedyn.dynamics.kane import (
     Fr,
     Fr_star,
@@ -40,13 +46,15 @@ from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.dynamics.partials import Partials, partials
 from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
-from kanedyn.model import Body, Joint, Model, State
+from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.simulation.control import (
     Controller,
     QuaternionPD,
     ReactionWheel,
+    Thruster,
     add_wheels,
+    thruster_loads,
     wheel_loads,
 )
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
@@ -166,6 +174,15 @@ __all__ = [
     "symbolic",
     "system_mass_properties",
     "validate_inertia",
+    "Frame",
+    "FrameMotion",
+    "frame_acceleration",
+    "frame_placement",
+    "frame_velocity",
+    "Thruster",
+    "thruster_loads",
+    "JointLimits",
+    "Rotor",
 ]
 
 

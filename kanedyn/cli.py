@@ -26,10 +26,49 @@ from kanedyn.errors import KanedynError
 
 EXPLORER1_T_FINAL = 20000.0
 EXPLORER1_DT = 1.0
+GRAVITY_HELP = (
+    "uniform gravity in N axes, m/s^2, e.g. 0,0,-9.81 (default: a TOML file's own, "
+    "(0, 0, -9.81) for URDF, MJCF's <option gravity>, none for 42)"
+)
 DEBUG_HELP = (
     "show the full traceback of an error instead of a one-line message "
     "(for bug reports; may be given before or after the subcommand)"
 )
+
+
+#: where each format's gravity comes from when ``--gravity`` is not given
+GRAVITY_SOURCE = {
+    "toml": "from the file",
+    "42": "42 default: none",
+    "urdf": "URDF default",
+    "mjcf": "from the file (MuJoCo default)",
+    None: "none",
+}
+
+
+def parse_gravity(text: str) -> tuple[float, float, float]:
+    """``"GX,GY,GZ"`` (m/s², N axes) as three finite floats."""
+    try:
+        values = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 3 or not all(np.isfinite(values)):
+        raise kd.ModelError(f"--gravity: expected three numbers GX,GY,GZ in m/s², got {text!r}")
+    return values  # type: ignore[return-value]
+
+
+def _load_with_gravity(args: argparse.Namespace) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
+    """:func:`_load`, then ``--gravity`` if given; ``settings["gravity_source"]`` says which."""
+    import attrs
+
+    model, state, settings, label = _load(args.model)
+    text = getattr(args, "gravity", None)
+    fmt = kd.io.detect_format(args.model) if args.model is not None else None
+    settings["gravity_source"] = GRAVITY_SOURCE.get(fmt, "from the file")
+    if text is not None:
+        model = attrs.evolve(model, gravity=parse_gravity(text))
+        settings["gravity_source"] = "--gravity"
+    return model, state, settings, label
 
 
 def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
@@ -55,7 +94,7 @@ def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
     return model, state, {}, str(p)
 
 
-def _summary(traj: kd.Trajectory, label: str) -> dict[str, Any]:
+def _summary(traj: kd.Trajectory, label: str, gravity_source: str = "") -> dict[str, Any]:
     from kanedyn.plotting import nutation_angle
 
     E = traj.total_energy
@@ -66,6 +105,8 @@ def _summary(traj: kd.Trajectory, label: str) -> dict[str, Any]:
         "model": label,
         "bodies": traj.model.nb,
         "dof": traj.model.n,
+        "gravity_m_s2": [float(g) for g in traj.model.gravity],
+        "gravity_source": gravity_source,
         "formulation": traj.formulation,
         "method": traj.method,
         "t_final_s": float(traj.t[-1]),
@@ -84,7 +125,7 @@ def _summary(traj: kd.Trajectory, label: str) -> dict[str, Any]:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    model, state, settings, label = _load(args.model)
+    model, state, settings, label = _load_with_gravity(args)
     t_final = args.t_final if args.t_final is not None else settings.get("t_final", 10.0)
     dt = args.dt if args.dt is not None else settings.get("dt", 0.01)
     method = args.method or settings.get("method", "rk4")
@@ -102,7 +143,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         output_every=every, progress=not args.quiet, loads=settings.get("loads") or None,
         engine=args.engine,
     )  # fmt: skip
-    summary = _summary(traj, label)
+    summary = _summary(traj, label, settings["gravity_source"])
     out = Path(args.out)
     with tempfile.TemporaryDirectory(
         prefix=".kanedyn-", dir=out.parent if out.parent.exists() else None
@@ -142,6 +183,8 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
     print(
         f"  bodies {s['bodies']}, degrees of freedom {s['dof']}, formulation {s['formulation']}, method {s['method']}"
     )
+    g = s["gravity_m_s2"]
+    print(f"  gravity ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2 ({s['gravity_source']})")
     print(f"  {s['steps']} steps to t = {s['t_final_s']:g} s in {s['wall_time_s']:.2f} s wall time")
     print(
         f"  energy {s['energy_initial_J']:.6g} J -> {s['energy_final_J']:.6g} J (relative change {s['energy_relative_change']:+.3e})"
@@ -162,9 +205,11 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    model, state, _, label = _load(args.model)
+    model, state, settings, label = _load_with_gravity(args)
     m, c, I = kd.system_mass_properties(model, state)
     print(f"{label}: OK")
+    g = model.gravity
+    print(f"  gravity ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2 ({settings['gravity_source']})")
     print(
         f"  bodies {model.nb}, joints {len(model.joints)}, coordinates nq = {model.nq}, speeds nu = {model.nu} + ns = {model.ns}"
     )
@@ -276,11 +321,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--animate", action="store_true",
                    help="also write animation.html, a self-contained 3D view of the run "
                         "(needs kanedyn[animate])")  # fmt: skip
+    p.add_argument("--gravity", metavar="GX,GY,GZ", help=GRAVITY_HELP)
     p.set_defaults(func=_cmd_simulate)
     p = sub.add_parser(
         "check", parents=[common], help="validate a model and print its DOF and mass properties"
     )
     p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
+    p.add_argument("--gravity", metavar="GX,GY,GZ", help=GRAVITY_HELP)
     p.set_defaults(func=_cmd_check)
     p = sub.add_parser(
         "derive",

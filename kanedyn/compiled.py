@@ -291,6 +291,8 @@ def supports(model: Model, params: Params | None = None) -> str | None:
     stiffness = lay.stiffness if params is None else np.asarray(params.stiffness)
     if lay.spherical.size and np.any(stiffness[..., lay.quat_u]):
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
+    if any(j.rotor is not None for j in model.joints):
+        return "a joint carries a geared rotor (kanedyn.dynamics.rotors is not compiled)"
     return None
 
 

@@ -6,14 +6,21 @@
 * :func:`double_pendulum` — two uniform rods on parallel hinges under gravity.
 * :func:`hub_with_panels` — a free-floating hub with two hinged solar panels.
 * :func:`chain` — an n-link planar or spatial chain of uniform rods.
+
+Example model files (42 spacecraft files, URDF, TOML) ship inside the package:
+:func:`path` finds one, :func:`files` lists them, so tutorials and how-tos run from an
+installed wheel as well as from a checkout.
 """
 
 from __future__ import annotations
 
+from importlib import resources
+from pathlib import Path
+
 import attrs
 import numpy as np
 
-from kanedyn.errors import ModelError
+from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.simulation.control import Controller, QuaternionPD, ReactionWheel, add_wheels
 from kanedyn.spatial.inertia import inertia_tensor
@@ -21,6 +28,8 @@ from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, rotvec_to_quat
 
 __all__ = [
     "SlewCase",
+    "files",
+    "path",
     "chain",
     "double_pendulum",
     "explorer1",
@@ -28,6 +37,28 @@ __all__ = [
     "hub_with_panels",
     "wheel_slew",
 ]
+
+
+def files() -> list[str]:
+    """Names of the example model files shipped with kanedyn (see :func:`path`)."""
+    folder = resources.files("kanedyn") / "data"
+    return sorted(f.name for f in folder.iterdir() if f.is_file() and f.name != "README.md")
+
+
+def path(name: str) -> Path:
+    """Path of a bundled example file, such as ``"SC_TumbleSat.txt"`` or ``"arm3.urdf"``.
+
+    The 42 files' joint parameter files sit beside them, so
+    ``kd.io.read_42(kd.examples.path("SC_TumbleSat.txt"))`` finds them.
+
+    >>> import kanedyn as kd
+    >>> kd.examples.path("SC_TumbleSat.txt").name
+    'SC_TumbleSat.txt'
+    """
+    names = files()
+    if name not in names:
+        raise FileFormatError(f"no example file {name!r}; the bundled files are {names}")
+    return Path(str(resources.files("kanedyn") / "data" / name))
 
 
 def explorer1() -> Model:

@@ -29,7 +29,6 @@
 
 # %%
 import warnings
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -41,16 +40,14 @@ from kanedyn.plotting import nutation_angle
 # ## Importing the 42 model
 #
 # `kd.io.read_42` reads a 42 `SC_*.txt` file (and the `Jnt_*.txt` files it names)
-# field by field in 42's order. The file is a copy of 42's `Demo/SC_TumbleSat.txt` kept
-# with the repository's test data.
+# field by field in 42's order. The file is a copy of 42's `Demo/SC_TumbleSat.txt` that
+# ships with kanedyn: `kd.examples.path` finds it in the installed package.
 # Everything the reader does not model is reported as a warning, never dropped silently;
 # here it reports one thing worth knowing: 42's hub inertia violates the triangle
 # inequality, which no real mass distribution can.
 
 # %%
-DATA = Path("tests", "io", "data", "SC_TumbleSat.txt")  # relative to the repository root
-starts = [Path.cwd().resolve(), Path(kd.__file__).resolve().parent]
-sc_file = next(p / DATA for s in starts for p in (s, *s.parents) if (p / DATA).is_file())
+sc_file = kd.examples.path("SC_TumbleSat.txt")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     model, state = kd.io.read_42(sc_file)

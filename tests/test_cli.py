@@ -139,3 +139,30 @@ def test_debug_is_global_before_or_after_the_subcommand():
     assert parser.parse_args(["check"]).debug is False
     assert parser.parse_args(["--debug", "check"]).debug is True
     assert parser.parse_args(["check", "--debug"]).debug is True
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("check", str(DATA / "arm3.urdf")), "gravity (0, 0, -9.81) m/s^2 (URDF default)"),
+        (("check", str(DATA / "arm3.urdf"), "--gravity", "0,-1.62,0"),
+         "gravity (0, -1.62, 0) m/s^2 (--gravity)"),
+        (("check", str(DATA / "SC_Custom.txt")), "gravity (0, 0, 0) m/s^2 (42 default: none)"),
+    ],
+)  # fmt: skip
+def test_check_prints_gravity_and_its_source(capsys, args, expected):
+    assert main(list(args)) == 0
+    assert expected in capsys.readouterr().out
+
+
+def test_simulate_gravity_option(tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["simulate", str(DATA / "arm2.urdf"), "--t-final", "0.02", "--dt", "0.01", "--quiet"]
+    assert main([*argv, "--gravity", "0,0,-3.5", "--out", str(out)]) == 0
+    assert "gravity (0, 0, -3.5) m/s^2 (--gravity)" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["gravity_m_s2"] == [0.0, 0.0, -3.5] and summary["gravity_source"] == "--gravity"
+    assert main([*argv, "--gravity", "0,-9.81", "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--gravity: expected three numbers GX,GY,GZ" in err[0]
+    assert not (tmp_path / "bad").exists()

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import cross, kinematics_at, mv
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.dynamics.rotors import refuse_rotors
 from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.model import Model, State
 
@@ -83,6 +84,7 @@ def constraint_forces(
 ) -> ConstraintForces:
     """Joint reaction forces and torques at ``state`` (see the module docstring)."""
     model.check_state(state)
+    refuse_rotors(model, "constraint_forces")
     lay = model.layout
     kin = kinematics_at(model, state.q, state.u)
     tm = kane_terms(model, kin)

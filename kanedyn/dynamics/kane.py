@@ -29,6 +29,13 @@ from numpy.typing import ArrayLike, NDArray
 from kanedyn.dynamics.kinematics import FORCE_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
 from kanedyn.dynamics.partials import Partials, bias_accelerations, joint_subspace, partials_at
+from kanedyn.dynamics.rotors import (
+    _carrier,
+    has_rotors,
+    rotor_momentum,
+    rotor_specs,
+    rotor_sums,
+)
 from kanedyn.dynamics.subtree import subtree_sum
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
@@ -156,7 +163,10 @@ def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
     S = tm.S
     Y = Ic[..., pl.dof_joint, :, :] @ S[..., None]  # (..., n, 6, 1): I^c_{k(s)} S_s
     G = S @ Y[..., 0].swapaxes(-1, -2)  # G[r, s] = S_r · I^c_{k(s)} S_s
-    return pl.A_up * G + pl.A_low * G.swapaxes(-1, -2)
+    M = pl.A_up * G + pl.A_low * G.swapaxes(-1, -2)
+    if has_rotors(model):  # geared rotors (kanedyn.dynamics.rotors)
+        M = M + rotor_sums(model, tm.kin, tm.par)[0]
+    return M
 
 
 def forcing_at(model: Model, tm: KaneTerms, L: AppliedLoads) -> Array:
@@ -172,7 +182,10 @@ def forcing_at(model: Model, tm: KaneTerms, L: AppliedLoads) -> Array:
     f[..., :3] -= L.T + cross(kin.r, L.F)
     f[..., 3:] -= L.F
     f_sub = subtree_sum(model, f)[..., pl.dof_joint, :]
-    return L.Q - _vecdot(tm.S, f_sub)
+    out = L.Q - _vecdot(tm.S, f_sub)
+    if has_rotors(model):  # geared rotors (kanedyn.dynamics.rotors)
+        out = out + rotor_sums(model, kin, tm.par)[1]
+    return out
 
 
 def _check(model: Model, state: State) -> State:
@@ -221,10 +234,14 @@ def generalized_inertia_forces(model: Model, state: State, acc: ArrayLike) -> Ar
     T_star = -mv(tm.I_N, alpha) - cross(kin.omega, tm.H)
     F_star = -model.layout.mass[:, None] * a
     n = model.n
-    return (
+    Fr_star = (
         tm.Omega.reshape(3 * model.nb, n).T @ T_star.ravel()
         + tm.V.reshape(3 * model.nb, n).T @ F_star.ravel()
     )
+    if has_rotors(model):  # F*_R = -(M_R ν̇ - f_R)
+        M_R, f_R = rotor_sums(model, kin, tm.par)
+        Fr_star = Fr_star - M_R @ acc + f_R
+    return Fr_star
 
 
 def solve_mass_matrix(M: Array, f: Array) -> Array:
@@ -305,6 +322,10 @@ def kinetic_energy(model: Model, state: State) -> float:
     lay = model.layout
     w_B = np.einsum("bji,bj->bi", kin.R_N_B, kin.omega)
     rot_ke = np.einsum("bi,bij,bj->", w_B, lay.inertia, w_B)
+    for spec in rotor_specs(model):  # geared rotors: ½ ω_R·J_R ω_R (½ n²J σ² if reflected)
+        R, w, _, _, sigma = _carrier(spec, kin)
+        w_R, H_R = rotor_momentum(spec, sigma, R, w)
+        rot_ke += spec.n**2 * spec.J * sigma**2 if spec.reflected_only else float(w_R @ H_R)
     return 0.5 * float(rot_ke + np.sum(lay.mass * np.sum(kin.v**2, axis=1)))
 
 
@@ -344,6 +365,9 @@ def momentum(model: Model, state: State) -> tuple[Array, Array]:
     I_N = kin.R_N_B @ lay.inertia @ kin.R_N_B.swapaxes(-1, -2)
     H = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded)
     H = H.sum(axis=0) + np.sum(lay.mass[:, None] * cross(kin.r - c, kin.v), axis=0)
+    for spec in rotor_specs(model):  # geared rotors: J_R ω_R (the rotor mass is the carrier's)
+        R, w, _, _, sigma = _carrier(spec, kin)
+        H = H + rotor_momentum(spec, sigma, R, w)[1]
     return P, H
 
 

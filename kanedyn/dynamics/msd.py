@@ -41,6 +41,7 @@ from kanedyn.dynamics.kane import kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.dynamics.partials import joint_axes
+from kanedyn.dynamics.rotors import refuse_rotors
 from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
@@ -64,6 +65,7 @@ def momentum_roots(model: Model) -> list[int]:
 
 
 def _generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
+    refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
     h = mv(kin.R_N_B, model.layout.h_embedded)
     return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
@@ -119,6 +121,7 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
 
 
 def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -> Array:
+    refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
     M = mass_matrix_at(model, tm)
     h = mv(kin.R_N_B, model.layout.h_embedded)

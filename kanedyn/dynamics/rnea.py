@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics.kinematics import joint_rotations
 from kanedyn.dynamics.loads import LoadsLike, applied_loads, joint_spring_forces
+from kanedyn.dynamics.rotors import refuse_rotors
 from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
@@ -115,6 +116,7 @@ def newton_euler(
     NewtonEuler
     """
     model.check_state(state)
+    refuse_rotors(model, "newton_euler (RNEA)")
     acc = np.asarray(acc, dtype=float)
     if acc.shape != (model.n,):
         raise ModelError(f"acc has shape {acc.shape}; this model has n = {model.n} speeds")

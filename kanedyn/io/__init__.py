@@ -1,4 +1,4 @@
-"""Model files: kanedyn's TOML, NASA 42 spacecraft files, and URDF.
+"""Model files: kanedyn's TOML, NASA 42 spacecraft files, URDF, and MJCF (via MuJoCo).
 
 >>> import kanedyn as kd                                   # doctest: +SKIP
 >>> model, state = kd.io.read_42("SC_TumbleSat.txt")       # doctest: +SKIP
@@ -9,16 +9,20 @@
 
 from kanedyn.io.detect import detect_format, read_model
 from kanedyn.io.dispersions import read_dispersions
-from kanedyn.io.fortytwo import UnsupportedFeatureWarning, read_42
+from kanedyn.io.fortytwo import FortyTwoCase, UnsupportedFeatureWarning, read_42, read_42_case
+from kanedyn.io.mjcf import read_mjcf
 from kanedyn.io.toml import Case, read_toml, read_toml_case, write_toml
 from kanedyn.io.urdf import read_urdf, rpy_to_dcm
 
 __all__ = [
     "Case",
+    "FortyTwoCase",
     "UnsupportedFeatureWarning",
     "detect_format",
     "read_42",
     "read_dispersions",
+    "read_42_case",
+    "read_mjcf",
     "read_model",
     "read_toml",
     "read_toml_case",

@@ -4,6 +4,7 @@
   ``"42: Spacecraft Description File"`` banner, or it has 42's body and joint fields
   (``Number of Bodies``, ``Inner, outer body indices``).
 * **urdf**: XML whose root element is ``<robot>``.
+* **mjcf**: XML whose root element is ``<mujoco>`` (read through MuJoCo).
 * **toml**: anything that parses as TOML and has a ``[[bodies]]`` array.
 """
 
@@ -15,18 +16,20 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
+from numpy import zeros as np_zeros
+
 from kanedyn.errors import FileFormatError
 from kanedyn.model import Model, State
 
 __all__ = ["detect_format", "read_model"]
 
-Format = Literal["toml", "42", "urdf"]
+Format = Literal["toml", "42", "urdf", "mjcf"]
 
 _XML_ROOT = re.compile(r"<(?![?!])\s*([A-Za-z_][\w.:-]*)")
 
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
-    """``"toml"``, ``"42"`` or ``"urdf"``, judged from the file's content (not its name).
+    """``"toml"``, ``"42"``, ``"urdf"`` or ``"mjcf"``, judged from the file's content (not its name).
 
     Raises
     ------
@@ -49,6 +52,8 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
         match = _XML_ROOT.search(body)
         if match and match.group(1) == "robot":
             return "urdf"
+        if match and match.group(1) == "mujoco":
+            return "mjcf"
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -57,15 +62,15 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
         return "toml"
     raise FileFormatError(
         f"{shown}: cannot tell the format: not a kanedyn TOML model (no [[bodies]]), "
-        "not a 42 spacecraft file, not a URDF <robot>"
+        "not a 42 spacecraft file, not a URDF <robot>, not an MJCF <mujoco>"
     )
 
 
 def read_model(path: str | os.PathLike[str]) -> tuple[Model, State]:
     """Read a model file of any supported format and return ``(model, initial state)``.
 
-    TOML gives its ``[initial]`` state, 42 its initial attitude and joint state, and
-    URDF ``model.initial_state()``.
+    TOML gives its ``[initial]`` state, 42 its initial attitude and joint state, URDF
+    ``model.initial_state()``, and MJCF MuJoCo's initial ``qpos0`` (zero speeds).
     """
     from kanedyn.io.fortytwo import read_42
     from kanedyn.io.toml import read_toml_case
@@ -77,5 +82,11 @@ def read_model(path: str | os.PathLike[str]) -> tuple[Model, State]:
     if fmt == "urdf":
         model = read_urdf(path)
         return model, model.initial_state()
+    if fmt == "mjcf":
+        from kanedyn.io.mjcf import _mujoco, read_mjcf, state_from_mujoco
+
+        mjm = _mujoco().MjModel.from_xml_path(os.fspath(path))
+        model = read_mjcf(path, mj_model=mjm)
+        return model, state_from_mujoco(model, mjm, mjm.qpos0, np_zeros(mjm.nv))
     case = read_toml_case(path)
     return case.model, case.state

@@ -28,10 +28,25 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   the initial state. A spherical joint's angles are a 123 sequence turned into a
   quaternion and its rates are Go's angular velocity relative to Gi in Go, as in 42.
 
+* Wheel ``w`` becomes a :class:`~kanedyn.ReactionWheel` ``"W<w>"`` on its body: a
+  massless rotor with axial inertia ``J`` only (42's wheel is a momentum ``h_w`` along
+  its axis, the rest of it part of the host) on a hinge ``"W<w>_spin"`` about the axis;
+  its initial hinge rate is ``h_w/J - a·ω_host``. Max torque saturates
+  :func:`kanedyn.wheel_loads`; the max momentum is recorded.
+* Thruster ``t`` becomes a :class:`~kanedyn.Thruster` ``"T<t>"`` (force along its axis
+  at the body origin, 42's node 0) driven by a throttle command
+  (:func:`kanedyn.thruster_loads`).
+* Locked joint DOF become :class:`~kanedyn.Lock` events at t = 0.
+
+Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
+a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
+``case.events``, to pass to :func:`kanedyn.simulate` as loads and events).
+
 What kanedyn does not model is reported with :class:`UnsupportedFeatureWarning`, never
 dropped silently: the orbit (other than ``FIXED``), flight software other than
-``PASSIVE_FSW``, flexible bodies, node files, shakers, magnetic dipoles, actuated and
-locked joints, wheels, magnetic torquers, thrusters and sensors. ``NONE`` file names and
+``PASSIVE_FSW``, flexible bodies, node files, shakers, magnetic dipoles, actuated
+joints, wheel drag and jitter, wheel and thruster nodes other than 0, magnetic torquers
+(no magnetic field model) and sensors. ``NONE`` file names and
 zero counts do not warn. Graphics-only fields (label, sprite, geometry files) and the
 drag coefficient (used by 42's environment models, which kanedyn does not have) are read
 and ignored.
@@ -45,14 +60,18 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import numpy as np
 
+from kanedyn.dynamics.kinematics import kinematics
 from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.model import Body, Joint, Model, State
+from kanedyn.simulation.control import ReactionWheel, Thruster
+from kanedyn.simulation.integrate import Lock
 from kanedyn.spatial.inertia import inertia_tensor, validate_inertia
 from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, parse_sequence
 
-__all__ = ["UnsupportedFeatureWarning", "read_42"]
+__all__ = ["FortyTwoCase", "UnsupportedFeatureWarning", "read_42", "read_42_case"]
 
 
 class UnsupportedFeatureWarning(UserWarning):
@@ -159,6 +178,37 @@ def _is_none(name: str) -> bool:
     return name.upper() == "NONE"
 
 
+@attrs.frozen(eq=False)
+class FortyTwoCase:
+    """A 42 spacecraft as :func:`read_42_case` reads it.
+
+    ``model`` and ``state`` (wheels included), ``wheels`` (:class:`~kanedyn.ReactionWheel`,
+    for :func:`kanedyn.wheel_loads`), ``thrusters`` (:class:`~kanedyn.Thruster`, for
+    :func:`kanedyn.thruster_loads`) and ``events`` (a :class:`~kanedyn.Lock` at t = 0 for
+    every locked DOF, for ``kanedyn.simulate(..., events=case.events)``).
+    """
+
+    model: Model
+    state: State
+    wheels: tuple[ReactionWheel, ...]
+    thrusters: tuple[Thruster, ...]
+    events: tuple[Lock, ...]
+
+
+def read_42_case(path: str | os.PathLike[str]) -> FortyTwoCase:
+    """Read a 42 spacecraft file with its wheels, thrusters and locked joints.
+
+    As :func:`read_42`, and also returns the thrusters and the lock events; see
+    :class:`FortyTwoCase`.
+    """
+    shown = os.fspath(path)
+    notes: list[tuple[str, type[Warning]]] = []
+    case = _read_sc(Path(shown), shown, notes)
+    for message, category in notes:
+        warnings.warn(message, category, stacklevel=2)
+    return case
+
+
 def read_42(path: str | os.PathLike[str]) -> tuple[Model, State]:
     """Read a 42 spacecraft description file and the joint files it names.
 
@@ -187,13 +237,22 @@ def read_42(path: str | os.PathLike[str]) -> tuple[Model, State]:
     """
     shown = os.fspath(path)
     notes: list[tuple[str, type[Warning]]] = []
-    model, state = _read_sc(Path(shown), shown, notes)
+    case = _read_sc(Path(shown), shown, notes)
+    if case.thrusters or case.events:
+        notes.append(
+            (
+                f"{shown}: {len(case.thrusters)} thruster(s) and {len(case.events)} locked "
+                "DOF are not part of the model: kanedyn.io.read_42_case returns them "
+                "(case.thrusters, case.events)",
+                UnsupportedFeatureWarning,
+            )
+        )
     for message, category in notes:
         warnings.warn(message, category, stacklevel=2)
-    return model, state
+    return case.model, case.state
 
 
-def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> tuple[Model, State]:
+def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> FortyTwoCase:
     L = _Lines(path, shown)
 
     def note(line: _Line, message: str) -> None:
@@ -281,20 +340,152 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     joints = [Joint.free("root", outer="B0", outer_point=bodies[0].com)]
     initial: list[tuple[str, dict[str, np.ndarray]]] = []
     inbound: dict[int, int] = {}
+    events: list[Lock] = []
     for k in range(nb - 1):
-        joint, init = _read_joint(L, path.parent, k, nb, inbound, note)
+        joint, init, locked = _read_joint(L, path.parent, k, nb, inbound, note)
         joints.append(joint)
         initial.append((joint.name, init))
-    # -- everything after the joints: wheels, MTBs, thrusters, sensors ----------------
+        events += [Lock(0.0, joint.name, dof) for dof in locked]
+    # -- after the joints: wheels, MTBs, thrusters, then sensors ------------------------
+    wheels, h0 = _read_wheels(L, nb, note)
+    if _section(L, "MTB Parameters"):
+        n_mtb, line = L.integer("Number of MTBs")
+        if n_mtb > 0:
+            note(
+                line,
+                f"{n_mtb} magnetic torquer(s): not modelled (kanedyn has no magnetic field model)",
+            )
+        _skip_to_banner(L)
+    thrusters = _read_thrusters(L, nb, note)
     _scan_equipment(L, note)
     try:
-        model = Model(bodies, joints)
+        model = Model(
+            [*bodies, *(w.rotor() for w in wheels)], [*joints, *(w.joint() for w in wheels)]
+        )
     except ModelError as exc:
         raise FileFormatError(f"{shown}: {exc}") from None
     state = model.set_joint(model.initial_state(), "root", quaternion=q0, rates=np.deg2rad(w0))
     for name, init in initial:
         state = model.set_joint(state, name, **init)
-    return model, state
+    if wheels:
+        kin = kinematics(model, state)
+        for w, h in zip(wheels, h0, strict=True):
+            i = model.body_index(w.body)
+            w_host = kin.R_N_B[i].T @ kin.omega[i]  # host body axes
+            state = model.set_joint(
+                state, f"{w.name}_spin", rates=[h / w.inertia - float(w.axis @ w_host)]
+            )
+    return FortyTwoCase(model, state, tuple(wheels), tuple(thrusters), tuple(events))
+
+
+def _section(L: _Lines, title: str) -> bool:
+    """Consume the banner line of section ``title`` if it is next."""
+    if L.pos < len(L.lines):
+        line = L.lines[L.pos]
+        if line.content.startswith("*") and title.lower() in line.content.lower():
+            L.pos += 1
+            return True
+    return False
+
+
+def _skip_to_banner(L: _Lines) -> None:
+    """Skip the rest of a section (42 files keep a template item after a zero count)."""
+    while L.pos < len(L.lines) and not L.lines[L.pos].content.startswith("*"):
+        L.pos += 1
+
+
+def _host(L: _Lines, line: _Line, what: str, b: int, nb: int) -> str:
+    if not 0 <= b < nb:
+        raise L.error(line, f"{what}: body index {b} is out of range 0..{nb - 1}")
+    return f"B{b}"
+
+
+def _read_wheels(L: _Lines, nb: int, note: _Note) -> tuple[list[ReactionWheel], list[float]]:
+    """42's wheel section: each wheel a massless axial rotor (see the module docstring)."""
+    if not _section(L, "Wheel Parameters"):
+        return [], []
+    drag, line = _flag(L, "Wheel Drag Active")
+    if drag:
+        note(line, "wheel drag is not modelled (give the wheel a friction instead)")
+    jitter, line = _flag(L, "Wheel Jitter Active")
+    if jitter:
+        note(line, "wheel jitter (imbalance) is not modelled")
+    nw, nw_line = L.integer("Number of wheels")
+    if nw < 0:
+        raise L.error(nw_line, f"expected a non-negative number of wheels, got {nw}")
+    wheels, h0 = [], []
+    for w in range(nw):
+        name = f"W{w}"
+        L.skip()  # "=== Wheel w ==="
+        h, _ = L.number("Initial Momentum, N-m-sec")
+        axis, a_line = L.numbers("Wheel Axis Components, [X, Y, Z]", 3)
+        (max_trq, max_h), _ = L.numbers("Max Torque (N-m), Momentum (N-m-sec)", 2)
+        J, J_line = L.number("Wheel Rotor Inertia, kg-m^2")
+        b, b_line = L.integer("Body")
+        node, node_line = L.integer("Node")
+        if node != 0:
+            note(
+                node_line,
+                f"wheel {name}: node {node} is not used (a wheel's position does not matter)",
+            )
+        L.words("Jitter Input File Name")
+        if J <= 0.0:
+            raise L.error(J_line, f"wheel {name}: rotor inertia must be positive, got {J!r}")
+        if not np.any(axis):
+            raise L.error(a_line, f"wheel {name}: the axis must not be zero")
+        wheels.append(
+            ReactionWheel(
+                name,
+                _host(L, b_line, f"wheel {name}", b, nb),
+                axis=axis,
+                inertia=J,
+                mass=0.0,
+                transverse=0.0,
+                max_torque=float(max_trq),
+                max_momentum=float(max_h),
+            )
+        )
+        h0.append(h)
+    _skip_to_banner(L)
+    return wheels, h0
+
+
+def _read_thrusters(L: _Lines, nb: int, note: _Note) -> list[Thruster]:
+    if not _section(L, "Thruster Parameters"):
+        return []
+    n, n_line = L.integer("Number of Thrusters")
+    if n < 0:
+        raise L.error(n_line, f"expected a non-negative number of thrusters, got {n}")
+    thrusters = []
+    for t in range(n):
+        name = f"T{t}"
+        L.skip()  # "=== Thr t ==="
+        (mode,), _ = L.words("Mode (PULSED or PROPORTIONAL)", 1, ("PULSED", "PROPORTIONAL"))
+        force, f_line = L.number("Thrust Force (N)")
+        axis, a_line = L.numbers("Thrust Axis", 3)
+        b, b_line = L.integer("Body")
+        node, node_line = L.integer("Node")
+        if node != 0:
+            note(
+                node_line,
+                f"thruster {name}: node {node} needs a node file, which kanedyn does not "
+                "read; the thrust acts at the body origin",
+            )
+        if force < 0.0:
+            raise L.error(f_line, f"thruster {name}: thrust must be non-negative, got {force!r}")
+        if not np.any(axis):
+            raise L.error(a_line, f"thruster {name}: the axis must not be zero")
+        thrusters.append(
+            Thruster(
+                name,
+                _host(L, b_line, f"thruster {name}", b, nb),
+                axis=axis,
+                force=force,
+                mode=mode.upper(),
+            )
+        )
+    _skip_to_banner(L)
+    return thrusters
 
 
 def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warning]]]) -> Body:
@@ -335,7 +526,7 @@ def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warni
 
 def _read_joint(
     L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int], note: _Note
-) -> tuple[Joint, dict[str, np.ndarray]]:
+) -> tuple[Joint, dict[str, np.ndarray], list[int]]:
     name = f"G{k}"
     L.skip()
     (jtype,), type_line = L.words("Type of joint (PASSIVE, ACTUATED, others)", 1, _JOINT_TYPES)
@@ -383,10 +574,13 @@ def _read_joint(
     if not 0 <= trn_dof <= 3:
         raise L.error(line, f"joint {name}: TrnDOF must be 0..3, got {trn_dof}")
     _check_seq(L, line, name, "TrnSeq", trn_seq)
-    for label in ("RotDOF Locked", "TrnDOF Locked"):
+    locked: list[int] = []
+    for label, ndof, offset in (("RotDOF Locked", rot_dof, 0), ("TrnDOF Locked", trn_dof, rot_dof)):
         words, line = L.words(label, 3, ("TRUE", "FALSE"))
-        if any(w.upper() == "TRUE" for w in words):
-            note(line, f"joint {name}: locked DOF are not supported yet; the joint is left free")
+        flags = [w.upper() == "TRUE" for w in words]
+        if any(flags[ndof:]):
+            note(line, f"joint {name}: a lock on a DOF beyond {label[:6]} = {ndof} is ignored")
+        locked += [offset + i for i in range(ndof) if flags[i]]
     angles, _ = L.numbers("Initial Angles [deg]", 3)
     rates, _ = L.numbers("Initial Rates, deg/sec", 3)
     disp, _ = L.numbers("Initial Displacements [m]", 3)
@@ -438,7 +632,7 @@ def _read_joint(
     if trn_dof:
         init["displacements"] = disp[:trn_dof]
         init["displacement_rates"] = disp_rates[:trn_dof]
-    return joint, init
+    return joint, init, locked
 
 
 def _check_seq(L: _Lines, line: _Line, joint: str, field: str, seq: str) -> None:

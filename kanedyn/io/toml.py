@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -588,7 +589,42 @@ def write_toml(
     spherical joint's state as its quaternion. ``settings`` takes the keys of
     :class:`Case.settings <Case>` (``t_final``, ``dt``, ``method``, ``formulation``,
     ``output_every``).
+
+    The TOML schema has no named frames, joint limits, geared rotors or massless bodies
+    yet. Frames and limits do not change the dynamics: they are left out with an
+    :class:`~kanedyn.io.UnsupportedFeatureWarning`. A model with rotors or massless bodies
+    is refused with a :class:`~kanedyn.ModelError` rather than written wrongly.
     """
+    missing = [
+        what
+        for what, present in (
+            ("geared rotors", any(j.rotor is not None for j in model.joints)),
+            ("massless or point-mass bodies", any(b.allow_singular for b in model.bodies)),
+        )
+        if present
+    ]
+    if missing:
+        raise ModelError(
+            f"write_toml: the kanedyn TOML format cannot hold this model's {', '.join(missing)} "
+            "yet; keep the model in its original file"
+        )
+    left_out = [
+        what
+        for what, present in (
+            (f"{len(model.frames)} named frame(s)", bool(model.frames)),
+            ("joint limits", any(j.limits is not None for j in model.joints)),
+        )
+        if present
+    ]
+    if left_out:
+        from kanedyn.io.fortytwo import UnsupportedFeatureWarning
+
+        warnings.warn(
+            f"write_toml: {' and '.join(left_out)} not written (the TOML format has none yet; "
+            "they do not change the dynamics)",
+            UnsupportedFeatureWarning,
+            stacklevel=2,
+        )
     text = _dumps(model, state, settings, loads)
     Path(path).write_text(text, encoding="utf-8")
 

@@ -191,7 +191,7 @@ class ModelBatch:
                     damping=p.damping[b, idx],
                 )
             )
-        return Model(bodies, joints, gravity=p.gravity[b])
+        return Model(bodies, joints, gravity=p.gravity[b], frames=self.model.frames)
 
 
 PARAM_FIELDS = [f for f in attrs.fields(Params) if f.init]

@@ -30,7 +30,7 @@ from kanedyn.errors import ModelError
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import validate_inertia
 
-__all__ = ["Body", "Joint", "Model", "State"]
+__all__ = ["Body", "Frame", "Joint", "JointLimits", "Model", "Rotor", "State"]
 
 Array = NDArray[np.float64]
 
@@ -134,6 +134,12 @@ class Body:
     check_triangle : bool
         Reject principal moments that violate the triangle inequality (default). Set
         False only to reproduce a model that has them, such as 42's Explorer-1 demo.
+    allow_singular : bool
+        Accept a zero mass and an inertia that is only positive semidefinite: a
+        massless link, or a point mass (URDF frame links, massless links between two
+        joints). :class:`Model` then checks that every joint still moves some mass
+        (``Model`` raises a :class:`~kanedyn.ModelError` naming a joint with no mass
+        outboard). Negative or non-finite mass and indefinite inertia stay errors.
     """
 
     name: str = attrs.field()
@@ -142,11 +148,15 @@ class Body:
     com: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
     embedded_momentum: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
     check_triangle: bool = attrs.field(default=True, kw_only=True)
+    allow_singular: bool = attrs.field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         name = _check_name(self.name, "body")
         mass = _scalar(self.mass, f"body {name!r}: mass")
-        if not is_symbolic(mass) and (not np.isfinite(mass) or mass <= 0.0):
+        if self.allow_singular:
+            if not is_symbolic(mass) and (not np.isfinite(mass) or mass < 0.0):
+                raise ModelError(f"body {name!r}: mass must be non-negative and finite, got {mass}")
+        elif not is_symbolic(mass) and (not np.isfinite(mass) or mass <= 0.0):
             raise ModelError(f"body {name!r}: mass must be positive and finite, got {mass}")
         inertia = _frozen_array(self.inertia, (3, 3), f"body {name!r}: inertia")
         if is_symbolic(inertia):
@@ -156,7 +166,10 @@ class Body:
                 raise ModelError(f"body {name!r}: inertia is not symmetric:\n{inertia}")
         else:
             inertia = validate_inertia(
-                inertia, name=f"body {name!r}", check_triangle=self.check_triangle
+                inertia,
+                name=f"body {name!r}",
+                check_triangle=self.check_triangle,
+                allow_singular=self.allow_singular,
             )
         inertia.setflags(write=False)
         object.__setattr__(self, "mass", mass)
@@ -170,6 +183,80 @@ class Body:
 
 
 # --------------------------------------------------------------------------- Joint
+@attrs.frozen(eq=False)
+class JointLimits:
+    """A 1-DOF joint's range and actuator limits, as model files give them (URDF
+    ``<limit>``, MJCF ``range``). Recorded with the joint; the dynamics do not enforce
+    them (use :class:`~kanedyn.Lock` events for a stop).
+
+    ``lower``, ``upper``: position range (rad or m); ``effort``: largest torque or force
+    (N·m or N); ``velocity``: largest speed (rad/s or m/s). ``inf`` when not given.
+    """
+
+    lower: float = attrs.field(default=-np.inf, converter=float)
+    upper: float = attrs.field(default=np.inf, converter=float)
+    effort: float = attrs.field(default=np.inf, converter=float)
+    velocity: float = attrs.field(default=np.inf, converter=float)
+
+
+def _finite(value: Any, what: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{what}: expected a number, got {value!r}") from None
+    if not np.isfinite(x):
+        raise ModelError(f"{what}: must be finite, got {x}")
+    return x
+
+
+@attrs.frozen(eq=False)
+class Rotor:
+    r"""A geared motor rotor driving a 1-DOF joint (seed 004, the gear-train chapter).
+
+    The rotor spins about the joint's axis, mounted on a carrier body (the joint's
+    ``"inner"`` body, where the motor usually sits, or its ``"outer"`` one), behind a
+    gear of ratio ``n``: its absolute angular velocity is
+
+    .. math:: \omega_{rotor} = \omega_{carrier} + n\,\dot q\,a
+
+    (a: the joint axis; for a slide, ``n`` is in rad/m). Its kinetic energy
+    ``½ ω_rotorᵀ J_r ω_rotor`` with ``J_r = J a aᵀ + J_t (U - a aᵀ)`` adds the reflected
+    inertia ``n² J`` to the joint's diagonal of M and the coupling and gyroscopic terms
+    of the carrier's motion (:mod:`kanedyn.dynamics.rotors`). The rotor's mass is part
+    of the carrier body's.
+
+    Parameters
+    ----------
+    inertia : float
+        Axial moment J of the rotor (kg m²), positive.
+    ratio : float
+        Gear ratio n (rotor turns per joint turn), non-zero.
+    transverse : float
+        Transverse moment J_t (kg m²), default 0.
+    body : "inner" or "outer"
+        The carrier body.
+    reflected_only : bool
+        Keep only the reflected inertia ``n² J`` on the joint's diagonal (the limit of a
+        large ratio at fixed ``n² J``): MuJoCo's and Pinocchio's ``armature``.
+    """
+
+    inertia: float = attrs.field(converter=lambda v: _finite(v, "Rotor.inertia"))
+    ratio: float = attrs.field(default=1.0, converter=lambda v: _finite(v, "Rotor.ratio"))
+    transverse: float = attrs.field(default=0.0, converter=lambda v: _finite(v, "Rotor.transverse"))
+    body: str = attrs.field(default="inner")
+    reflected_only: bool = attrs.field(default=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.inertia <= 0.0:
+            raise ModelError(f"Rotor.inertia must be positive, got {self.inertia}")
+        if self.ratio == 0.0:
+            raise ModelError("Rotor.ratio must be non-zero")
+        if self.transverse < 0.0:
+            raise ModelError(f"Rotor.transverse must be non-negative, got {self.transverse}")
+        if self.body not in ("inner", "outer"):
+            raise ModelError(f"Rotor.body must be 'inner' or 'outer', got {self.body!r}")
+
+
 _ROT_TYPES = ("gimbal", "spherical")
 
 
@@ -202,6 +289,10 @@ class Joint:
     stiffness, damping : float or (ndof,)
         One value per DOF, rotational first; a scalar applies to every DOF. A spherical
         joint's spring acts on the rotation vector of Go in Gi.
+    limits : JointLimits or None
+        Range and actuator limits read from a model file (recorded, not enforced).
+    rotor : Rotor or None
+        A geared motor rotor driving this joint (1-DOF joints only).
     """
 
     name: str = attrs.field()
@@ -218,10 +309,17 @@ class Joint:
     outer_rotation: Array = attrs.field(default=np.eye(3), converter=_array_like)
     stiffness: Array = attrs.field(default=0.0, converter=_array_like)
     damping: Array = attrs.field(default=0.0, converter=_array_like)
+    limits: JointLimits | None = attrs.field(default=None, kw_only=True)
+    rotor: Rotor | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         name = _check_name(self.name, "joint")
         what = f"joint {name!r}"
+        if self.rotor is not None:
+            if not isinstance(self.rotor, Rotor):
+                raise ModelError(f"{what}: rotor must be a kanedyn Rotor, got {self.rotor!r}")
+            if self.rot_dof + self.trn_dof != 1 or self.rot_type != "gimbal":
+                raise ModelError(f"{what}: a geared rotor drives a 1-DOF hinge or slide")
         if self.inner is not None:
             _check_name(self.inner, f"{what}: inner body")
         _check_name(self.outer, f"{what}: outer body")
@@ -321,6 +419,47 @@ class Joint:
         return cls(name, inner, outer, **kw)
 
 
+# --------------------------------------------------------------------------- Frame
+@attrs.frozen(eq=False)
+class Frame:
+    """A named frame F fixed in a body (Pinocchio's operational frames).
+
+    Imported models keep the frames of the links they merge (URDF links attached by
+    fixed joints, sensor and tool frames) as frames. Query them with
+    :func:`kanedyn.frame_placement`, :func:`kanedyn.frame_velocity` and
+    :func:`kanedyn.frame_acceleration`.
+
+    Parameters
+    ----------
+    name : str
+    body : str or None
+        The body F is fixed in; ``None`` is N.
+    point : (3,)
+        F's origin in body axes, relative to the body-frame origin.
+    rotation : (3, 3)
+        ``R_B_F`` (F components to body components).
+    """
+
+    name: str = attrs.field()
+    body: str | None = attrs.field()
+    point: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
+    rotation: Array = attrs.field(default=np.eye(3), converter=_array_like)
+
+    def __attrs_post_init__(self) -> None:
+        name = _check_name(self.name, "frame")
+        if self.body is not None:
+            _check_name(self.body, f"frame {name!r}: body")
+        object.__setattr__(self, "point", _frozen_array(self.point, (3,), f"frame {name!r}: point"))
+        R = _frozen_array(self.rotation, (3, 3), f"frame {name!r}: rotation")
+        if not is_symbolic(R) and not rot.is_rotation_matrix(R, tol=1e-9):
+            raise ModelError(f"frame {name!r}: rotation is not a proper orthonormal matrix:\n{R}")
+        object.__setattr__(self, "rotation", R)
+
+
+def _frames(value: Iterable[Frame]) -> tuple[Frame, ...]:
+    return tuple(value)
+
+
 # --------------------------------------------------------------------------- State
 @attrs.frozen(eq=False)
 class State:
@@ -355,11 +494,15 @@ class Model:
     bodies in the same order, so that joint k is the inbound joint of body k. Every body
     must have exactly one inbound joint; a root's joint has ``inner=None`` (use
     ``Joint.free`` for a free-floating root and ``Joint.weld`` for a fixed one).
+
+    ``frames`` are named :class:`Frame` records fixed in the bodies (or in N), for
+    :func:`kanedyn.frame_placement` and its rates; they do not change the dynamics.
     """
 
     bodies: tuple[Body, ...] = attrs.field(converter=_bodies)
     joints: tuple[Joint, ...] = attrs.field(converter=_joints)
     gravity: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_gravity)
+    frames: tuple[Frame, ...] = attrs.field(default=(), converter=_frames, kw_only=True)
 
     # derived layout (filled in __attrs_post_init__) ------------------------------
     nq: int = attrs.field(init=False, default=0)
@@ -393,6 +536,8 @@ class Model:
         bodies, joints = _sorted_tree(self.bodies, self.joints)
         object.__setattr__(self, "bodies", bodies)
         object.__setattr__(self, "joints", joints)
+        _check_frames(self.frames, bodies)
+        _check_mass_outboard(bodies, joints)
         layout = _Layout.build(bodies, joints, self.gravity)
         object.__setattr__(self, "layout", layout)
         object.__setattr__(self, "nq", layout.nq)
@@ -428,6 +573,13 @@ class Model:
 
     def body(self, name: str) -> Body:
         return self.bodies[self.body_index(name)]
+
+    def frame(self, name: str) -> Frame:
+        """The :class:`Frame` called ``name``."""
+        for f in self.frames:
+            if f.name == name:
+                return f
+        raise ModelError(f"unknown frame {name!r}; frames are {[f.name for f in self.frames]}")
 
     def joint(self, name: str) -> Joint:
         return self.joints[self.joint_index(name)]
@@ -490,7 +642,10 @@ class Model:
             "damping",
         )
         joints = [attrs.evolve(j, **{f: num(getattr(j, f)) for f in fields}) for j in self.joints]
-        return Model(bodies, joints, gravity=num(self.gravity))
+        frames = [
+            attrs.evolve(f, point=num(f.point), rotation=num(f.rotation)) for f in self.frames
+        ]
+        return Model(bodies, joints, gravity=num(self.gravity), frames=frames)
 
     def check_state(self, state: State) -> State:
         """Return ``state`` if its sizes fit this model and it is finite, else raise."""
@@ -626,6 +781,48 @@ def _sorted_tree(
         stuck = sorted({j.name for j in joints} - {j.name for j in order})
         raise ModelError(f"joints {stuck} form a cycle (no path from them to N)")
     return tuple(by_name[j.outer] for j in order), tuple(order)
+
+
+def _check_frames(frames: tuple[Frame, ...], bodies: tuple[Body, ...]) -> None:
+    names = {b.name for b in bodies}
+    seen: set[str] = set()
+    for f in frames:
+        if not isinstance(f, Frame):
+            raise ModelError(f"frames must be kanedyn Frame objects, got {type(f).__name__}")
+        if f.name in seen:
+            raise ModelError(f"duplicate frame name {f.name!r}")
+        seen.add(f.name)
+        if f.body is not None and f.body not in names:
+            raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}")
+
+
+def _check_mass_outboard(bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> None:
+    """Every joint with degrees of freedom must move some mass or inertia.
+
+    Only bodies built with ``allow_singular`` can fail this: a joint whose outboard
+    subtree has zero mass and zero inertia has zero rows in the mass matrix. (A massless
+    subtree that carries only a point mass on a hinge's axis also makes M singular;
+    importers check M itself at their model's initial state.)
+    """
+    if not any(b.allow_singular for b in bodies):
+        return
+    index = {b.name: i for i, b in enumerate(bodies)}
+    heavy = [
+        is_symbolic(b.mass) or b.mass > 0.0 or bool(np.any(np.asarray(b.inertia) != 0.0))
+        for b in bodies
+    ]
+    # joints are sorted topologically (joint k feeds body k): sum outward, leaves first
+    for k in range(len(joints) - 1, -1, -1):
+        inner = joints[k].inner
+        if heavy[k] and inner is not None:
+            heavy[index[inner]] = True
+    for k, j in enumerate(joints):
+        if j.ndof > 0 and not heavy[k]:
+            raise ModelError(
+                f"joint {j.name!r} has no mass outboard: body {j.outer!r} and every body "
+                "beyond it are massless, so the mass matrix is singular (give one of them "
+                "mass, or make the joint fixed)"
+            )
 
 
 # --------------------------------------------------------------------------- layout

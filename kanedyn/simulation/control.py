@@ -23,13 +23,21 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics.kinematics import kinematics_at
-from kanedyn.dynamics.loads import JointLoad
+from kanedyn.dynamics.loads import Force, JointLoad
 from kanedyn.errors import ModelError
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import inertia_tensor
 
-__all__ = ["Controller", "QuaternionPD", "ReactionWheel", "add_wheels", "wheel_loads"]
+__all__ = [
+    "Controller",
+    "QuaternionPD",
+    "ReactionWheel",
+    "Thruster",
+    "add_wheels",
+    "thruster_loads",
+    "wheel_loads",
+]
 
 Array = NDArray[np.float64]
 
@@ -50,6 +58,13 @@ class ReactionWheel:
     origin). ``inertia`` is the rotor's axial moment (kg m²), ``transverse`` its
     transverse moment (default: half the axial, a thin disc), ``mass`` the rotor mass.
     ``max_torque`` (N m) saturates the motor; ``friction`` is viscous (N m s/rad).
+    ``max_momentum`` (N m s) is the rated wheel momentum, recorded for the flight
+    software (not enforced).
+
+    ``mass=0`` and ``transverse=0`` give NASA 42's wheel: a momentum ``h_w`` along the
+    axis only, the rotor's mass and transverse inertia being part of the host body
+    (refs/notes/42-kane-msd.md §9.3); the rotor is then a massless body with inertia
+    ``J a aᵀ``, and its hinge's momentum state is ``h_w = J (a·ω_host + Ω)``.
     """
 
     name: str
@@ -63,10 +78,17 @@ class ReactionWheel:
     transverse: float | None = None
     max_torque: float = 0.2
     friction: float = 0.0
+    max_momentum: float = float("inf")
 
     def rotor(self) -> Body:
         jt = 0.5 * self.inertia if self.transverse is None else self.transverse
-        return Body(self.name, mass=self.mass, inertia=inertia_tensor(jt, jt, self.inertia))
+        return Body(
+            self.name,
+            mass=self.mass,
+            inertia=inertia_tensor(jt, jt, self.inertia),
+            allow_singular=self.mass == 0.0 or jt == 0.0,
+            check_triangle=jt != 0.0,  # an axial-only rotor stands for its momentum
+        )
 
     def joint(self) -> Joint:
         # Gi's z axis along the wheel axis: any proper rotation whose third column is axis
@@ -87,6 +109,41 @@ def add_wheels(bodies: Sequence[Body], joints: Sequence[Joint], wheels: Sequence
     return Model(
         [*bodies, *(w.rotor() for w in wheels)], [*joints, *(w.joint() for w in wheels)], gravity
     )
+
+
+@attrs.frozen
+class Thruster:
+    """A thruster on ``body``: a force of up to ``force`` N along ``axis`` (host body
+    axes: the direction of the force on the spacecraft), applied at ``position`` (host
+    body axes, from the body-frame origin).
+
+    The command is the throttle, clipped to ``[0, 1]``: ``PROPORTIONAL`` thrust is
+    ``command × force``; a ``PULSED`` thruster's command is its on-time fraction over
+    the control period (42's pulse width over its FSW sample time), whose average
+    thrust is the same.
+    """
+
+    name: str
+    body: str
+    axis: Array = attrs.field(converter=lambda v: _unit(v, "Thruster"))
+    force: float = 1.0
+    position: Array = attrs.field(
+        default=(0.0, 0.0, 0.0), converter=lambda v: np.asarray(v, float).reshape(3)
+    )
+    mode: str = "PROPORTIONAL"
+
+    def load(self, command: float) -> Force:
+        """The :class:`~kanedyn.Force` of throttle ``command``."""
+        c = float(np.clip(command, 0.0, 1.0))
+        return Force(self.body, c * self.force * self.axis, point=self.position, frame="body")
+
+
+def thruster_loads(thrusters: Sequence[Thruster], commands: ArrayLike) -> list[Force]:
+    """The forces of ``thrusters`` at throttles ``commands`` (each clipped to [0, 1])."""
+    c = np.asarray(commands, dtype=float).reshape(-1)
+    if c.size != len(thrusters):
+        raise ModelError(f"thruster_loads: {len(thrusters)} thrusters but {c.size} commands")
+    return [t.load(x) for t, x in zip(thrusters, c, strict=True)]
 
 
 def wheel_loads(wheels: Sequence[ReactionWheel], torques: ArrayLike) -> list[JointLoad]:

@@ -47,7 +47,12 @@ def inertia_tensor(
 
 
 def validate_inertia(
-    I: ArrayLike, *, name: str = "inertia", rtol: float = 1e-9, check_triangle: bool = True
+    I: ArrayLike,
+    *,
+    name: str = "inertia",
+    rtol: float = 1e-9,
+    check_triangle: bool = True,
+    allow_singular: bool = False,
 ) -> Array:
     """Check that ``I`` is a physical inertia tensor and return it as a float (3, 3) array.
 
@@ -56,6 +61,8 @@ def validate_inertia(
     direction (a point mass or a thin rod about its axis) is not accepted: kanedyn bodies
     carry rotational inertia about every axis. ``check_triangle=False`` skips only the
     triangle inequality (NASA 42 does not check it, and its Explorer-1 demo violates it).
+    ``allow_singular=True`` accepts a positive semidefinite tensor (zero included): a
+    massless link or a point mass.
 
     Raises
     ------
@@ -72,7 +79,13 @@ def validate_inertia(
         raise ModelError(f"{name}: inertia is not symmetric:\n{arr}")
     arr = 0.5 * (arr + arr.T)
     moments = np.linalg.eigvalsh(arr)
-    if moments[0] <= rtol * scale:
+    if allow_singular:
+        if moments[0] < -rtol * scale:
+            raise ModelError(
+                f"{name}: inertia is not positive semidefinite (principal moments "
+                f"{moments.tolist()})"
+            )
+    elif moments[0] <= rtol * scale:
         raise ModelError(
             f"{name}: inertia is not positive definite (principal moments {moments.tolist()})"
         )

@@ -82,6 +82,7 @@ import scipy.linalg
 import sympy as sm
 
 from kanedyn import joints
+from kanedyn.dynamics.rotors import rotor_specs, rotor_terms
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.spatial import charts
@@ -465,6 +466,18 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         M[lo, hi] = M[hi, lo] = sm.Add(*terms)
     Fr = sm.Matrix([sm.Add(*Fr_terms[rr]) + Q[rr] for rr in range(n)])
     Fr_star0 = sm.Matrix([sm.Add(*F0_terms[rr]) for rr in range(n)])
+    for spec in rotor_specs(model):  # geared rotors: the same terms as the dense engine
+        carrier: tuple[Any, ...] = (None, None, None, None)
+        if spec.c >= 0:
+            c = spec.c
+            Om = np.array(Omega_u[c].row_join(sm.zeros(3, ns)).tolist(), dtype=object)
+            carrier = tuple(
+                np.array(x.tolist(), dtype=object) for x in (R_N_B[c], omega[c], alpha_r[c])
+            )
+            carrier = (carrier[0], carrier[1][:, 0], Om, carrier[2][:, 0])
+        M_R, f_R = rotor_terms(spec, n, u[spec.r], *carrier)
+        M += sm.Matrix(M_R.tolist())
+        Fr_star0 += sm.Matrix([f_R[i] for i in range(n)])
     return _Derivation(
         tape=t,
         R_N_B=R_N_B,

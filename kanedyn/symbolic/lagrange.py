@@ -57,6 +57,7 @@ import numpy as np
 import sympy as sm
 
 from kanedyn import joints
+from kanedyn.dynamics.rotors import refuse_rotors
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.spatial.charts import axis_rotations, euler_axes
@@ -102,6 +103,7 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
 
 
 def _refuse_spherical(model: Model) -> None:
+    refuse_rotors(model, "kd.symbolic.lagrange")
     bad = [j.name for j in model.joints if j.rot_type == "spherical"]
     if bad:
         raise ModelError(

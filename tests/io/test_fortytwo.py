@@ -270,11 +270,15 @@ def test_unsupported_features_are_reported(tmp_path):
                      "line 20: REFPT_JOINT", "line 21: flexible-body", "line 23: shaker file",
                      "line 35: body B0: the magnetic dipole", "line 37: body B0: node file",
                      "line 38: body B0: flex file", "line 84: joint G0 is ACTUATED",
-                     "actuator rate loop", "line 88: joint G0: locked",
-                     "line 150: Number of wheels = 1", "line 160: Number of MTBs = 2",
+                     "actuator rate loop", "0 thruster(s) and 1 locked DOF are not part of the model",
+                     "line 160: 2 magnetic torquer(s)", "no magnetic field model",
                      "line 174: Number of Gyro Axes = 3"):  # fmt: skip
         assert expected in text, expected
-    assert len(unsupported) == 15
+    assert len(unsupported) == 14
+    # the wheel and the lock are modelled now
+    assert model.body("W0").mass == 0.0 and model.joint("W0_spin").inner == "B0"
+    case = kd.io.read_42_case(sc)
+    assert [(e.t, e.joint, e.dof) for e in case.events] == [(0.0, "G0", 0)]
     # the actuated joint has no springs; the others keep theirs
     assert np.all(model.joint("G0").stiffness == 0.0)
     assert np.array_equal(model.joint("G2").stiffness, [0.2, 0.2])

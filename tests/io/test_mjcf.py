@@ -1,0 +1,246 @@
+"""MJCF import through MuJoCo's compiler, against MuJoCo's own dynamics.
+
+Oracle: ``mujoco.mj_forward`` (``qacc``, the mass matrix ``mj_fullM``, body and site
+poses) on the same compiled model, at random states. kanedyn reads only the compiled
+tree; the dynamics it computes are its own.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.io import UnsupportedFeatureWarning, detect_format, read_mjcf, read_model
+from kanedyn.io.mjcf import speeds_from_mujoco, state_from_mujoco
+
+mujoco = pytest.importorskip("mujoco")
+
+TOL = 1e-10
+
+# defaults (classes and childclass), an include, geom-derived inertia (density and
+# explicit geom masses), euler / axisangle / zaxis frames, degrees, a joint ref, a body
+# with three joints, every joint type, damping and stiffness, sites
+MAIN = """
+<mujoco model="hand-written">
+  <compiler angle="degree" inertiafromgeom="true"/>
+  <option gravity="0.3 -0.2 -9.81"/>
+  <default>
+    <joint damping="0.05"/>
+    <geom density="800"/>
+    <default class="stiff">
+      <joint stiffness="2.5" damping="0.4" armature="0.03"/>
+    </default>
+  </default>
+  <include file="parts.xml"/>
+  <worldbody>
+    <body name="base" pos="0.1 0 1" euler="10 20 30">
+      <joint name="yaw" type="hinge" axis="0 0 1" ref="15" armature="0.5"/>
+      <geom type="box" size="0.2 0.1 0.05"/>
+      <body name="arm" pos="0.2 0.05 0" axisangle="1 1 0 40" childclass="stiff">
+        <joint name="lift" type="slide" axis="0.2 0 1"/>
+        <joint name="swing" type="hinge" axis="0 1 0.3" pos="0 0 0.1"/>
+        <joint name="twist" type="hinge" axis="1 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0.4 0 0.05" size="0.03"/>
+        <site name="elbow" pos="0.4 0 0.05" zaxis="0 1 1"/>
+        <body name="hand" pos="0.4 0 0.05">
+          <joint name="wrist" type="ball" pos="0.01 0 0" armature="0"/>
+          <geom type="sphere" size="0.05" pos="0.06 0.01 0" mass="0.3"/>
+          <geom type="box" size="0.02 0.03 0.01" pos="0.1 0 0" euler="0 30 0"/>
+        </body>
+      </body>
+      <body name="fixed_plate" pos="-0.2 0 0.05">
+        <geom type="cylinder" size="0.05 0.01"/>
+      </body>
+    </body>
+    <body name="puck" pos="1 0 0.5">
+      <freejoint/>
+      <geom type="ellipsoid" size="0.1 0.07 0.05" density="1200"/>
+      <site name="puck_top" pos="0 0 0.05"/>
+    </body>
+    <body name="pendulum" pos="0 1 1">
+      <joint name="pivot" class="stiff" axis="-1 0 1e-17"/>
+      <geom class="rod" fromto="0 0 0 0 0 -0.5"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+PARTS = """
+<mujoco>
+  <default>
+    <default class="rod">
+      <geom type="capsule" size="0.02" density="2700"/>
+    </default>
+  </default>
+</mujoco>
+"""
+
+
+@pytest.fixture
+def hand_written(tmp_path):
+    (tmp_path / "parts.xml").write_text(PARTS)
+    path = tmp_path / "model.xml"
+    path.write_text(MAIN)
+    return path
+
+
+def no_contact(mjm):
+    mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    return mjm
+
+
+def random_mujoco_state(mjm, rng):
+    qpos = mjm.qpos0.copy()
+    for j in range(mjm.njnt):
+        a, kind = mjm.jnt_qposadr[j], mjm.jnt_type[j]
+        if kind == mujoco.mjtJoint.mjJNT_FREE:
+            qpos[a : a + 3] = rng.normal(size=3)
+            quat = rng.normal(size=4)
+            qpos[a + 3 : a + 7] = quat / np.linalg.norm(quat)
+        elif kind == mujoco.mjtJoint.mjJNT_BALL:
+            quat = rng.normal(size=4)
+            qpos[a : a + 4] = quat / np.linalg.norm(quat)
+        else:
+            qpos[a] += rng.uniform(-1.0, 1.0)
+    return qpos, rng.normal(size=mjm.nv)
+
+
+def compare_with_mujoco(model, mjm, rng, n=3):
+    d = mujoco.MjData(mjm)
+    for _ in range(n):
+        d.qpos[:], d.qvel[:] = random_mujoco_state(mjm, rng)
+        mujoco.mj_forward(mjm, d)
+        state = state_from_mujoco(model, mjm, d.qpos, d.qvel)
+        M = np.zeros((mjm.nv, mjm.nv))
+        mujoco.mj_fullM(mjm, d, M)
+        P = np.array([speeds_from_mujoco(model, mjm, e) for e in np.eye(mjm.nv)]).T
+        np.testing.assert_allclose(
+            kd.mass_matrix(model, state), P @ M @ P.T, rtol=0, atol=TOL * np.max(np.abs(M))
+        )
+        udot = kd.forward_dynamics(model, state)
+        qacc = speeds_from_mujoco(model, mjm, d.qacc)
+        np.testing.assert_allclose(udot, qacc, rtol=0, atol=TOL * max(1.0, np.max(np.abs(qacc))))
+        kin = kd.kinematics(model, state)
+        for b in range(1, mjm.nbody):
+            i = model.body_index(kd.io.mjcf.body_name(mjm, b))
+            np.testing.assert_allclose(kin.p[i], d.xpos[b], rtol=0, atol=1e-13)
+            np.testing.assert_allclose(kin.R_N_B[i], d.xmat[b].reshape(3, 3), rtol=0, atol=1e-13)
+            np.testing.assert_allclose(kin.r[i], d.xipos[b], rtol=0, atol=1e-13)
+        for s in range(mjm.nsite):
+            R, x = kd.frame_placement(model, state, mjm.site(s).name)
+            np.testing.assert_allclose(x, d.site_xpos[s], rtol=0, atol=1e-13)
+            np.testing.assert_allclose(R, d.site_xmat[s].reshape(3, 3), rtol=0, atol=1e-13)
+
+
+def test_hand_written_model_matches_mj_forward(hand_written):
+    mjm = no_contact(mujoco.MjModel.from_xml_path(str(hand_written)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = read_mjcf(hand_written, mj_model=mjm)
+    # the body with three joints is a chain of two massless bodies and the body
+    assert [model.joint(n).outer for n in ("lift", "swing", "twist")] == [
+        "arm/lift",
+        "arm/swing",
+        "arm",
+    ]
+    assert model.body("arm/lift").mass == 0.0
+    assert model.joint("fixed_plate_weld").ndof == 0
+    np.testing.assert_array_equal(model.gravity, [0.3, -0.2, -9.81])
+    np.testing.assert_array_equal(model.joint("swing").stiffness, [2.5])
+    np.testing.assert_array_equal(model.joint("yaw").damping, [0.05])
+    np.testing.assert_allclose(model.body("hand").mass, mjm.body_mass[mjm.body("hand").id])
+    # armature is the reflected inertia of a rotor: MuJoCo adds it to M's diagonal only
+    assert model.joint("yaw").rotor.inertia == 0.5 and model.joint("yaw").rotor.reflected_only
+    assert model.joint("lift").rotor.inertia == 0.03
+    compare_with_mujoco(model, mjm, np.random.default_rng(1), n=4)
+
+
+def test_read_model_and_initial_state(hand_written):
+    assert detect_format(hand_written) == "mjcf"
+    model, state = read_model(hand_written)
+    # the initial state is MuJoCo's qpos0: the puck starts where the file puts it
+    kin = kd.kinematics(model, state)
+    np.testing.assert_allclose(kin.p[model.body_index("puck")], [1, 0, 0.5], atol=1e-15)
+    assert state.q[model.coordinates("yaw")][0] == 0.0  # yaw at its ref
+
+
+def test_model_from_the_mujoco_wheel():
+    """MuJoCo's own test model, with the parts kanedyn does not model switched off
+    through MuJoCo's model editor (MjSpec), and each of them reported on import."""
+    path = Path(mujoco.__file__).parent / "testdata" / "model.xml"
+    if not path.exists():
+        pytest.skip("the mujoco wheel has no testdata/model.xml")
+    with pytest.warns(UnsupportedFeatureWarning) as record:
+        read_mjcf(path)
+    text = " | ".join(str(w.message) for w in record)
+    for part in ("equality constraint", "tendon", "actuator", "fluid", "gravcomp", "springref"):
+        assert part in text, part
+    spec = mujoco.MjSpec.from_file(str(path))
+    for j in spec.joints:
+        if j.type == mujoco.mjtJoint.mjJNT_BALL:
+            j.armature = 0.0  # reported: kanedyn maps armature on hinges and slides only
+        j.springref = j.ref
+        j.frictionloss = 0.0
+    for b in spec.bodies:
+        b.gravcomp = 0.0
+    spec.option.density = spec.option.viscosity = 0.0
+    spec.option.wind = [0.0, 0.0, 0.0]
+    mjm = spec.compile()
+    mjm.opt.disableflags |= (
+        mujoco.mjtDisableBit.mjDSBL_CONTACT
+        | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        | mujoco.mjtDisableBit.mjDSBL_ACTUATION
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        model = read_mjcf(path, mj_model=mjm)
+    # the thin "tumbling" plate makes M ill-conditioned (cond ~ 1e9): compare M, the
+    # forcing and the accelerations of the other bodies
+    d = mujoco.MjData(mjm)
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        d.qpos[:], d.qvel[:] = random_mujoco_state(mjm, rng)
+        mujoco.mj_forward(mjm, d)
+        state = state_from_mujoco(model, mjm, d.qpos, d.qvel)
+        M = np.zeros((mjm.nv, mjm.nv))
+        mujoco.mj_fullM(mjm, d, M)
+        P = np.array([speeds_from_mujoco(model, mjm, e) for e in np.eye(mjm.nv)]).T
+        np.testing.assert_allclose(kd.mass_matrix(model, state), P @ M @ P.T, atol=1e-12)
+        f = speeds_from_mujoco(model, mjm, d.qfrc_passive - d.qfrc_bias)
+        np.testing.assert_allclose(kd.forcing(model, state), f, rtol=0, atol=1e-11)
+
+
+def test_mjcf_errors(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<mujoco><worldbody><body><joint type="hinge" axis="0 0 0"/>'
+                   '<geom size="0.1"/></body></worldbody></mujoco>')  # fmt: skip
+    with pytest.raises(kd.FileFormatError, match=r"bad.xml: .*axis"):
+        read_mjcf(bad)
+    bad.write_text("<mujoco><worldbody><body><geom size='0.1'></body></worldbody></mujoco>")
+    with pytest.raises(kd.FileFormatError, match=r"bad.xml: "):
+        read_mjcf(bad)
+    # a massless leaf on a hinge: MuJoCo itself refuses it (its mass is below mjMINVAL)
+    bad.write_text("<mujoco><worldbody><body><joint/></body></worldbody></mujoco>")
+    with pytest.raises(kd.FileFormatError, match=r"bad.xml: .*mass"):
+        read_mjcf(bad)
+
+
+def test_equality_constraints_are_reported(tmp_path):
+    path = tmp_path / "loop.xml"
+    path.write_text("""
+<mujoco>
+  <worldbody>
+    <body name="a"><joint name="ja"/><geom type="capsule" size="0.1" fromto="0 0 0 1 0 0"/></body>
+    <body name="b" pos="0 1 0"><joint name="jb"/><geom type="capsule" size="0.1" fromto="0 0 0 1 0 0"/></body>
+  </worldbody>
+  <equality><connect body1="a" body2="b" anchor="1 0 0"/><joint joint1="ja" joint2="jb"/></equality>
+</mujoco>""")
+    with pytest.warns(
+        UnsupportedFeatureWarning, match=r"2 equality constraint\(s\) \(connect, joint\)"
+    ):
+        model = read_mjcf(path)
+    assert model.n == 2
