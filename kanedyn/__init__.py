@@ -39,7 +39,13 @@ from kanedyn.dynamics.kinematics import Kinematics, kinematics
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.dynamics.partials import Partials, partials
 from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
-from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
+from kanedyn.errors import (
+    FileFormatError,
+    KanedynError,
+    ModelError,
+    SimulationError,
+    SimulationInterrupted,
+)
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.simulation.control import (
@@ -131,6 +137,7 @@ __all__ = [
     "ModelError",
     "Partials",
     "SimulationError",
+    "SimulationInterrupted",
     "State",
     "Torque",
     "__version__",

@@ -252,10 +252,7 @@ def _solve_stacked(M: Array, f: Array) -> Array:
         x = np.full(M.shape[:-1], np.nan)
     if not np.all(np.isfinite(x)):
         bad = np.argwhere(~np.all(np.isfinite(x), axis=-1))
-        raise ModelError(
-            f"mass matrix is singular for batch member(s) {bad[:5].tolist()} "
-            "(a 3-DOF gimbal at its singular angle?)"
-        )
+        raise ModelError(f"mass matrix is singular for batch member(s) {bad[:5].tolist()}")
     return x.astype(np.float64, copy=False)
 
 
@@ -301,7 +298,11 @@ def inverse_dynamics(
 def kinetic_energy(model: Model, state: State) -> float:
     """``T = ½ Σ ω_iᵀ I_i ω_i + m_i v_i·v_i`` (embedded rotor energy is constant, excluded)."""
     _check(model, state)
-    kin = kinematics_at(model, state.q, state.u)
+    return kinetic_energy_at(model, kinematics_at(model, state.q, state.u))
+
+
+def kinetic_energy_at(model: Model, kin: Kinematics) -> float:
+    """:func:`kinetic_energy` from the kinematics of a state."""
     lay = model.layout
     w_B = np.einsum("bji,bj->bi", kin.R_N_B, kin.omega)
     rot_ke = np.einsum("bi,bij,bj->", w_B, lay.inertia, w_B)
@@ -311,9 +312,13 @@ def kinetic_energy(model: Model, state: State) -> float:
 def potential_energy(model: Model, state: State) -> float:
     """Gravity ``-Σ m_i g·r_i`` plus joint springs (see :mod:`kanedyn.dynamics.loads`)."""
     _check(model, state)
-    kin = kinematics_at(model, state.q, state.u)
+    return potential_energy_at(model, state.q, kinematics_at(model, state.q, state.u))
+
+
+def potential_energy_at(model: Model, q: Array, kin: Kinematics) -> float:
+    """:func:`potential_energy` from the coordinates and kinematics of a state."""
     gravity = -float(np.sum(model.layout.mass * (kin.r @ model.gravity)))
-    return gravity + spring_potential(model, state.q)
+    return gravity + spring_potential(model, q)
 
 
 def system_mass_properties(model: Model, state: State) -> tuple[float, Array, Array]:
@@ -337,7 +342,11 @@ def momentum(model: Model, state: State) -> tuple[Array, Array]:
     ``H = Σ_i I_i ω_i + h_i + m_i (r_i - r_c) × v_i``, embedded momentum included.
     """
     _check(model, state)
-    kin = kinematics_at(model, state.q, state.u)
+    return momentum_at(model, kinematics_at(model, state.q, state.u))
+
+
+def momentum_at(model: Model, kin: Kinematics) -> tuple[Array, Array]:
+    """:func:`momentum` from the kinematics of a state."""
     lay = model.layout
     P = lay.mass @ kin.v
     c = lay.mass @ kin.r / lay.mass.sum()
