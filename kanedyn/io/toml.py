@@ -671,6 +671,8 @@ def _initial_joint(t: _Table, model: Model, state: State, joint: str) -> State:
         norm = float(np.linalg.norm(quat))
         if norm == 0.0:
             raise t.error("quaternion", "must not be zero")
+        if not math.isfinite(norm):
+            raise t.error("quaternion", f"is too large to normalize: {_show(quat.tolist())}")
         if abs(norm - 1.0) > 1e-12:  # a unit quaternion is kept bit for bit
             quat = quat_normalize(quat)
         q = state.q.copy()

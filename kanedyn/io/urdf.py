@@ -39,6 +39,7 @@ Mapping to kanedyn (URDF spec: wiki.ros.org/urdf/XML):
 from __future__ import annotations
 
 import os
+import re
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -268,7 +269,18 @@ def read_urdf(
     try:
         model = Model(bodies, joints, gravity=gravity)
     except ModelError as exc:
-        raise FileFormatError(f"{shown}: {exc}") from None
+        # the line of the first joint (or link) the message names, else of <robot>
+        named = re.findall(r"'([^']*)'", str(exc))
+        culprit = next(
+            (
+                el
+                for name in named
+                for el in (*joints_el, *links.values())
+                if el.get("name") == name
+            ),
+            robot,
+        )
+        raise doc.error(culprit, str(exc)) from None
     for message in notes:
         warnings.warn(message, UnsupportedFeatureWarning, stacklevel=2)
     return model
