@@ -104,13 +104,14 @@ def add_wheels(
                 "add_wheels(model, wheels) takes the model and the wheels only "
                 "(the model keeps its gravity)"
             )
-        model, added = bodies, list(joints)
-        if not all(isinstance(w, ReactionWheel) for w in added):
+        model = bodies
+        added = [w for w in joints if isinstance(w, ReactionWheel)]
+        if len(added) != len(joints):
             raise ModelError("add_wheels(model, wheels): wheels must be kanedyn.ReactionWheel")
         return attrs.evolve(
             model,
-            bodies=[*model.bodies, *(w.rotor() for w in added)],  # type: ignore[union-attr]
-            joints=[*model.joints, *(w.joint() for w in added)],  # type: ignore[union-attr]
+            bodies=[*model.bodies, *(w.rotor() for w in added)],
+            joints=[*model.joints, *(w.joint() for w in added)],
         )
     if wheels is None:
         raise ModelError("add_wheels(bodies, joints, wheels): give the wheels")
