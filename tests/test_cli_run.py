@@ -278,3 +278,57 @@ def test_summary_reports_the_time_split(tmp_path):
     s = strict((tmp_path / "o" / "summary.json").read_text())
     assert set(s["timing_s"]) == {"load", "compile", "integrate", "write"}
     assert all(v >= 0 for v in s["timing_s"].values())
+
+
+def test_default_output_cadence_resolves_the_fastest_mode(tmp_path):
+    """A torsion spring k = 400 N m/rad on I = 4 kg m²: ω = 10 rad/s, period 2π/10 s.
+    Without --output-every the CLI writes at least ~20 samples per period."""
+    path = tmp_path / "spring.toml"
+    path.write_text(
+        PENDULUM.replace("[0, -9.81, 0]", "[0, 0, 0]")
+        .replace("Ixx = 0.1, Iyy = 0.1, Izz = 0.1", "Ixx = 4, Iyy = 4, Izz = 4")
+        .replace("com_m = [1.0, 0, 0]", "com_m = [0, 0, 0]")
+        + "stiffness = 400.0\n\n[initial.pivot]\nangles_rad = [0.1]\n"
+    )
+    out = tmp_path / "o"
+    assert main(["simulate", str(path), "--t-final", "2", "--dt", "0.001", "--quiet",
+                 "--out", str(out)]) == 0  # fmt: skip
+    s = strict((out / "summary.json").read_text())
+    period = 2 * math.pi / 10.0
+    assert period / 40 < s["output_every_s"] <= period / 20
+    rows = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
+    assert rows.shape[0] == s["outputs"] and np.all(np.diff(rows[:, 0]) <= period / 20 + 1e-12)
+
+
+def test_output_that_would_not_fit_on_disk_is_refused(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from kanedyn.simulation import output
+
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(output.shutil, "disk_usage", lambda p: usage._replace(free=1000))
+    assert main(["simulate", "--t-final", "100", "--quiet", "--out", str(tmp_path / "o")]) == 2
+    assert "more than the free disk space" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_zero_quaternion_is_refused_with_its_line(tmp_path, capsys):
+    free = PENDULUM.replace('kind = "revolute"\naxis = 3', 'kind = "free"')
+    path = tmp_path / "q.toml"
+    path.write_text(free + "\n[initial.pivot]\nquaternion = [0, 0, 0, 0]\n")
+    assert main(["check", str(path)]) == 2
+    line = len(free.splitlines()) + 3
+    assert (
+        f"line {line}: quaternion in [initial.pivot]: must not be zero" in capsys.readouterr().err
+    )
+
+
+def test_the_csv_units_are_documented():
+    from kanedyn.simulation.integrate import csv_header
+
+    doc = (Path(__file__).parents[1] / "docs" / "reference" / "cli.md").read_text()
+    model = kd.examples.explorer1()
+    units = {h[h.rindex("[") :] for h in csv_header(model)}
+    units |= {h[h.rindex("[") :] for h in csv_header(kd.examples.hub_with_panels())}
+    for unit in units:
+        assert f" {unit}`" in doc, unit
