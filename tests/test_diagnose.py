@@ -97,18 +97,20 @@ def test_diverging_run_names_time_quantity_cause_and_keeps_the_outputs(engine):
     assert amplitude == pytest.approx(0.1 * growth**n, rel=1e-6)
 
 
-def test_stiff_step_warning_predicts_the_energy_that_rk4_drains():
-    """k = 1e4, I = 0.01: ω = 1000 rad/s; with dt = 1e-3 RK4 drains the energy to
-    |R(i)|^(2n) of its start (closed form), and says so before the run."""
+@pytest.mark.parametrize("dt", [1e-3, 5e-4])
+def test_stiff_step_warning_predicts_the_energy_that_rk4_drains(dt):
+    """k = 1e4, I = 0.01: ω = 1000 rad/s. RK4 drains the energy to |R(iωΔt)|^(2n) of its
+    start (closed form): with dt = 1e-3 nearly all of it, with dt = 5e-4 about a fifth;
+    the warning says so before the run."""
     model, state = oscillator(k=1e4, I=0.01)
-    dt, steps = 1e-3, 1000
+    steps = 1000
     with pytest.warns(StepSizeWarning, match="loses about") as record:
         traj = kd.simulate(model, state, steps * dt, dt)
     E = traj.total_energy
     expected = rk4_energy_ratio(1000.0, dt, steps)
     assert E[-1] / E[0] == pytest.approx(expected, rel=1e-6)
     said = float(str(record[0].message).split("loses about ")[1].split(" %")[0])
-    assert said == pytest.approx(100 * (1 - expected), rel=1e-2)
+    assert said == pytest.approx(100 * (1 - expected), rel=2e-3)
     assert f"{suggest_step(2 * math.pi / 1000.0):g} s or less" in str(record[0].message)
 
 

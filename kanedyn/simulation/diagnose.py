@@ -142,7 +142,7 @@ def step_report(modes: Modes, dt: float, n_steps: int) -> str | None:
         change = float(np.exp(2.0 * log_drift[worst]) - 1.0)
         effect = (
             f"{'loses' if change < 0 else 'gains'} about "
-            f"{min(abs(change), 1.0) * 100:.3g} % of that mode's energy over the run "
+            f"{min(abs(change), 1.0) * 100:.4g} % of that mode's energy over the run "
             "to the integrator, not to the physics"
         )
     return (
