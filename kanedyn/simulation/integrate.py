@@ -852,10 +852,7 @@ def _run_rk4(
     applied = _n_due(lock_events, 0.0)
     if applied:
         x = _apply_events(system, x, lock_events, applied)
-    ts, xs, locks = rec.ts, rec.xs, rec.locks
-    ts.append(0.0)
-    xs.append(x.copy())
-    locks.append(system.locked)
+    rec.add(0.0, x.copy(), system.locked)
     monitor = _Monitor(system, x)
     try:
         for step, t, h, t_next, output in schedule:
@@ -873,9 +870,7 @@ def _run_rk4(
             if step < schedule.n_steps:
                 sampler.sample(system, t_next, x)
             if output:
-                ts.append(t_next)
-                xs.append(x.copy())
-                locks.append(system.locked)
+                rec.add(t_next, x.copy(), system.locked)
             if step % 200 == 0:
                 bar.update(step)
         bar.update(schedule.n_steps)
@@ -912,10 +907,7 @@ def _run_rk4_compiled(
         return out[n : n + nq] + out[:n]
 
     xs_l = x.tolist()
-    ts, out, locks = rec.ts, rec.xs, rec.locks
-    ts.append(0.0)
-    out.append(list(xs_l))
-    locks.append(system.locked)
+    rec.add(0.0, list(xs_l), system.locked)
     first = rhs(*xs_l)
     us = [first[n + nq :]] if msd else None
     k1: list[float] | None = first[n : n + nq] + first[:n]
@@ -944,9 +936,7 @@ def _run_rk4_compiled(
                         ) from None
                     us.append(first[n + nq :])
                     k1 = first[n : n + nq] + first[:n]
-                ts.append(t_next)
-                out.append(xs_l)
-                locks.append(system.locked)
+                rec.add(t_next, xs_l, system.locked)
             if step % 200 == 0:
                 bar.update(step)
         bar.update(schedule.n_steps)
@@ -1000,7 +990,7 @@ def _run_adaptive(
             *sampler.times(t_final),
         }
     )
-    ts, xs, locks = rec.ts, rec.xs, rec.locks
+    ts = rec.ts
     nfev, applied = 0, 0
     monitor = _Monitor(system, x)
     bar = _Progress(1000, progress, unit="", tick=rec.drain)
@@ -1011,9 +1001,7 @@ def _run_adaptive(
         xk = np.array(xk, dtype=float)
         xk[: model.nq] = _normalize_quaternions(model, xk[: model.nq])
         monitor.check(t, xk)
-        ts.append(t)
-        xs.append(xk)
-        locks.append(system.locked)
+        rec.add(t, xk, system.locked)
 
     record(0.0, x)
     try:

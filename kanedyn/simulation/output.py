@@ -71,6 +71,12 @@ class Recorder:
         self.sink = sink
         self.sent = 0
 
+    def add(self, t: float, x: Any, locked: Any) -> None:
+        """Record the output state ``x`` at time ``t`` with its locked speeds."""
+        self.ts.append(t)
+        self.xs.append(x)
+        self.locks.append(locked)
+
     def drain(self) -> None:
         """Send the outputs not sent yet to the sink."""
         if self.sink is None:
