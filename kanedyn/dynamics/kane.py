@@ -20,6 +20,7 @@ actuators. Every sum is one ``matmul`` over the stacked (nb, 3, n) partials.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import attrs
 import numpy as np
@@ -301,12 +302,14 @@ def kinetic_energy(model: Model, state: State) -> float:
     return kinetic_energy_at(model, kinematics_at(model, state.q, state.u))
 
 
-def kinetic_energy_at(model: Model, kin: Kinematics) -> float:
-    """:func:`kinetic_energy` from the kinematics of a state."""
+def kinetic_energy_at(model: Model, kin: Kinematics) -> Any:
+    """:func:`kinetic_energy` from the kinematics of a state: a float, or (...) for
+    kinematics of a batch of states (..., nb, 3)."""
     lay = model.layout
-    w_B = np.einsum("bji,bj->bi", kin.R_N_B, kin.omega)
-    rot_ke = np.einsum("bi,bij,bj->", w_B, lay.inertia, w_B)
-    return 0.5 * float(rot_ke + np.sum(lay.mass * np.sum(kin.v**2, axis=1)))
+    w_B = np.einsum("...bji,...bj->...bi", kin.R_N_B, kin.omega)
+    rot_ke = np.einsum("...bi,bij,...bj->...", w_B, lay.inertia, w_B)
+    T = 0.5 * (rot_ke + np.sum(lay.mass * np.sum(kin.v**2, axis=-1), axis=-1))
+    return float(T) if np.ndim(T) == 0 else T
 
 
 def potential_energy(model: Model, state: State) -> float:
@@ -315,10 +318,12 @@ def potential_energy(model: Model, state: State) -> float:
     return potential_energy_at(model, state.q, kinematics_at(model, state.q, state.u))
 
 
-def potential_energy_at(model: Model, q: Array, kin: Kinematics) -> float:
-    """:func:`potential_energy` from the coordinates and kinematics of a state."""
-    gravity = -float(np.sum(model.layout.mass * (kin.r @ model.gravity)))
-    return gravity + spring_potential(model, q)
+def potential_energy_at(model: Model, q: Array, kin: Kinematics) -> Any:
+    """:func:`potential_energy` from the coordinates and kinematics of a state (or of a
+    batch: ``q`` (..., nq), the result (...))."""
+    gravity = -np.sum(model.layout.mass * (kin.r @ model.gravity), axis=-1)
+    V = gravity + spring_potential(model, q)
+    return float(V) if np.ndim(V) == 0 else V
 
 
 def system_mass_properties(model: Model, state: State) -> tuple[float, Array, Array]:
@@ -346,13 +351,14 @@ def momentum(model: Model, state: State) -> tuple[Array, Array]:
 
 
 def momentum_at(model: Model, kin: Kinematics) -> tuple[Array, Array]:
-    """:func:`momentum` from the kinematics of a state."""
+    """:func:`momentum` from the kinematics of a state (or of a batch: (..., 3) each)."""
     lay = model.layout
     P = lay.mass @ kin.v
     c = lay.mass @ kin.r / lay.mass.sum()
     I_N = kin.R_N_B @ lay.inertia @ kin.R_N_B.swapaxes(-1, -2)
     H = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded)
-    H = H.sum(axis=0) + np.sum(lay.mass[:, None] * cross(kin.r - c, kin.v), axis=0)
+    r_c = kin.r - c[..., None, :]
+    H = H.sum(axis=-2) + np.sum(lay.mass[:, None] * cross(r_c, kin.v), axis=-2)
     return P, H
 
 

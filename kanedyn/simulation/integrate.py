@@ -39,10 +39,7 @@ from kanedyn.dynamics import msd
 from kanedyn.dynamics.kane import (
     forcing_at,
     kane_terms,
-    kinetic_energy,
     mass_matrix_at,
-    momentum,
-    potential_energy,
     solve_mass_matrix,
 )
 from kanedyn.dynamics.kinematics import kinematics_at
@@ -265,38 +262,37 @@ class Trajectory:
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
 
-    def _map(self, fn: Any) -> Array:
-        return np.array([fn(self.model, State(q, u)) for q, u in zip(self.q, self.u, strict=True)])
-
     @cached_property
+    def _derived(self) -> tuple[Array, Array, Array, Array]:
+        """Kinetic and potential energy, P and H at every output, from the kinematics of
+        blocks of outputs at once (:func:`kanedyn.dynamics.kinematics.kinematics_at` is
+        batched)."""
+        return _output.derived_histories(self.model, self.q, self.u)
+
+    @property
     def kinetic_energy(self) -> Array:
         """Kinetic energy at each output time, (nt,) [J]."""
-        return self._map(kinetic_energy)
+        return self._derived[0]
 
-    @cached_property
+    @property
     def potential_energy(self) -> Array:
         """Gravity and spring potential energy at each output time, (nt,) [J]."""
-        return self._map(potential_energy)
+        return self._derived[1]
 
     @property
     def total_energy(self) -> Array:
         """Kinetic plus potential energy, (nt,) [J]."""
         return self.kinetic_energy + self.potential_energy
 
-    @cached_property
-    def _momenta(self) -> tuple[Array, Array]:
-        PH = [momentum(self.model, State(q, u)) for q, u in zip(self.q, self.u, strict=True)]
-        return np.array([p for p, _ in PH]), np.array([h for _, h in PH])
-
     @property
     def linear_momentum(self) -> Array:
         """Total linear momentum in N, (nt, 3) [N s]."""
-        return self._momenta[0]
+        return self._derived[2]
 
     @property
     def angular_momentum(self) -> Array:
         """Total angular momentum about the system mass centre, N axes, (nt, 3) [N m s]."""
-        return self._momenta[1]
+        return self._derived[3]
 
     @cached_property
     def _bodies(self) -> dict[str, BodyHistory]:
@@ -307,15 +303,12 @@ class Trajectory:
         if name in self._bodies:
             return self._bodies[name]
         i = self.model.body_index(name)
-        kins = [kinematics_at(self.model, q, u) for q, u in zip(self.q, self.u, strict=True)]
-        R = np.array([k.R_N_B[i] for k in kins])
-        w_N = np.array([k.omega[i] for k in kins])
-        hist = BodyHistory(
-            omega=np.einsum("tji,tj->ti", R, w_N),
-            R_N_B=R,
-            position=np.array([k.r[i] for k in kins]),
-            velocity=np.array([k.v[i] for k in kins]),
-        )
+        parts = []  # the kinematics of blocks of outputs at once (kinematics_at is batched)
+        for a in range(0, len(self.t), 4096):
+            kin = kinematics_at(self.model, self.q[a : a + 4096], self.u[a : a + 4096])
+            parts.append((kin.R_N_B[:, i], kin.omega[:, i], kin.r[:, i], kin.v[:, i]))
+        R, w_N, r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)
         self._bodies[name] = hist
         return hist
 
@@ -549,8 +542,9 @@ def simulate(
         and :mod:`kanedyn.dynamics.msd`. ``"auto"`` (default) compiles when the model can be
         compiled (:func:`kanedyn.compiled.supports`). Both agree to round-off.
     stream : callable, optional
-        ``stream(t, q, u)`` is called for every output, in order, while the run goes
-        (every few hundred steps), e.g. :class:`kanedyn.simulation.output.CsvStream`.
+        ``stream(t, q, u)`` is called with each block of outputs, in order, while the run
+        goes (every few hundred steps): ``t`` (k,), ``q`` (k, nq), ``u`` (k, n). For
+        example :class:`kanedyn.simulation.output.CsvStream`.
 
     Returns
     -------
@@ -648,18 +642,19 @@ def simulate(
 
 
 class _Streamer:
-    """Sends ``(t, q, u)`` of each output to ``stream`` (speeds from the momentum
-    states under MSD, with the lock set of that output)."""
+    """Sends each block of outputs to ``stream`` as ``(t (k,), q (k, nq), u (k, n))``
+    (speeds from the momentum states under MSD, with the lock set of each output)."""
 
     def __init__(self, system: _System, stream: Any) -> None:
         self.system, self.stream = system, stream
 
-    def __call__(self, t: float, x: Array, locked: NDArray[np.intp]) -> None:
+    def __call__(self, ts: list[float], xs: list[Any], locks: list[Any]) -> None:
         model = self.system.model
         was_locked = self.system.locked
-        u = _output_speeds(self.system, x[None], [locked])[0]
+        x = np.array(xs, dtype=float).reshape(len(ts), model.nq + model.n)
+        u = _output_speeds(self.system, x, locks)
         self.system.locked = was_locked
-        self.stream(t, x[: model.nq], u)
+        self.stream(np.array(ts, dtype=float), x[:, : model.nq], u)
 
 
 def _partial(

@@ -34,6 +34,7 @@ __all__ = [
     "Recorder",
     "check_output_size",
     "column_names",
+    "derived_histories",
     "seed_histories",
     "strict_json",
 ]
@@ -60,11 +61,13 @@ class Recorder:
     """The output states of a run, in order: ``ts``, ``xs`` (the integrated state
     ``[q | y]``) and ``locks`` (the locked speeds at each output).
 
-    ``sink(t, x, locked)`` (optional) receives every output once, when :meth:`drain` is
-    called (by the run loops every few hundred steps, and at the end).
+    ``sink(ts, xs, locks)`` (optional) receives every output once, in blocks, when
+    :meth:`drain` is called (by the run loops every few hundred steps, and at the end).
     """
 
-    def __init__(self, sink: Callable[[float, Array, Any], None] | None = None) -> None:
+    def __init__(
+        self, sink: Callable[[list[float], list[Any], list[Any]], None] | None = None
+    ) -> None:
         self.ts: list[float] = []
         self.xs: list[Any] = []
         self.locks: list[Any] = []
@@ -78,12 +81,11 @@ class Recorder:
         self.locks.append(locked)
 
     def drain(self) -> None:
-        """Send the outputs not sent yet to the sink."""
-        if self.sink is None:
-            return
+        """Send the outputs not sent yet to the sink, as one block."""
         n = min(len(self.ts), len(self.xs), len(self.locks))
-        for i in range(self.sent, n):
-            self.sink(self.ts[i], np.asarray(self.xs[i], dtype=float), self.locks[i])
+        if self.sink is None or n == self.sent:
+            return
+        self.sink(self.ts[self.sent : n], self.xs[self.sent : n], self.locks[self.sent : n])
         self.sent = n
 
 
@@ -99,20 +101,29 @@ def column_names(coordinates: list[str], speeds: list[str], units: dict[str, str
     ]
 
 
-def derived_row(model: Model, q: Array, u: Array) -> list[float]:
-    """Kinetic and potential energy, P (N s) and H (N m s, about the mass centre) at
-    one state: the derived CSV columns."""
-    kin = kinematics_at(model, q, u)
-    P, H = momentum_at(model, kin)
-    return [kinetic_energy_at(model, kin), potential_energy_at(model, q, kin), *P, *H]
+def derived_histories(model: Model, q: Array, u: Array) -> tuple[Array, Array, Array, Array]:
+    """Kinetic and potential energy (k,), P (k, 3) [N s] and H (k, 3) [N m s, about the
+    mass centre] at the states ``q`` (k, nq), ``u`` (k, n): the derived CSV columns. The
+    kinematics of blocks of 4096 states are computed at once."""
+    T, V, P, H = [np.zeros(0)], [np.zeros(0)], [np.zeros((0, 3))], [np.zeros((0, 3))]
+    with np.errstate(all="ignore"):  # a diverged run's last states may overflow
+        for a in range(0, len(q), 4096):
+            qb, ub = q[a : a + 4096], u[a : a + 4096]
+            kin = kinematics_at(model, qb, ub)
+            Pb, Hb = momentum_at(model, kin)
+            T.append(kinetic_energy_at(model, kin))
+            V.append(potential_energy_at(model, qb, kin))
+            P.append(Pb)
+            H.append(Hb)
+    return np.concatenate(T), np.concatenate(V), np.concatenate(P), np.concatenate(H)
 
 
 class CsvStream:
-    """Writes a trajectory's CSV row by row while the run goes.
+    """Writes a trajectory's CSV block by block while the run goes.
 
-    Each row is ``t, q, u`` and the derived columns (:func:`derived_row`), written with
-    17 significant digits; the derived values are also kept (:attr:`derived`), so the
-    caller need not compute them again. The file is flushed at every :meth:`flush`.
+    Each row is ``t, q, u`` and the derived columns (:func:`derived_histories`), written
+    with 17 significant digits; the derived values are also kept (:attr:`derived`), so the
+    caller need not compute them again. The file is flushed after every block.
     """
 
     def __init__(self, path: str | os.PathLike[str], model: Model, header: list[str]) -> None:
@@ -120,39 +131,38 @@ class CsvStream:
         self.fh: IO[str] = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115
         self.writer = csv.writer(self.fh, lineterminator="\n")
         self.writer.writerow(header)
-        self.derived: list[list[float]] = []
+        self.blocks: list[tuple[Array, Array, Array, Array]] = []
         self.seconds = 0.0  # time spent here (computing and writing rows)
 
-    def __call__(self, t: float, q: Array, u: Array) -> None:
+    def __call__(self, t: Array, q: Array, u: Array) -> None:
         start = time.perf_counter()
-        with np.errstate(all="ignore"):
-            row = derived_row(self.model, q, u)
-        self.derived.append(row)
-        self.writer.writerow([_g(t), *map(_g, q), *map(_g, u), *map(_g, row)])
+        T, V, P, H = derived = derived_histories(self.model, q, u)
+        self.blocks.append(derived)
+        rows = np.column_stack((t, q, u, T, V, P, H))
+        self.writer.writerows([f"{v:.17g}" for v in row] for row in rows)
+        self.fh.flush()
         self.seconds += time.perf_counter() - start
 
-    def flush(self) -> None:
-        self.fh.flush()
+    @property
+    def derived(self) -> tuple[Array, Array, Array, Array] | None:
+        """T, V, P, H of every row written so far (None before the first block)."""
+        if not self.blocks:
+            return None
+        T, V, P, H = (np.concatenate(xs) for xs in zip(*self.blocks, strict=True))
+        return T, V, P, H
 
     def close(self) -> None:
         if not self.fh.closed:
             self.fh.close()
 
 
-def seed_histories(traj: Any, derived: list[list[float]]) -> None:
+def seed_histories(traj: Any, derived: tuple[Array, Array, Array, Array] | None) -> None:
     """Give ``traj`` the energy and momentum histories a :class:`CsvStream` computed for
     the same outputs (so they are not computed twice); nothing when the counts differ."""
-    if len(derived) != len(traj.t) or not derived:
+    if derived is None or len(derived[0]) != len(traj.t):
         return
-    rows = np.array(derived, dtype=float)
-    # Trajectory's cached properties keep their values in the instance dictionary
-    traj.__dict__["kinetic_energy"] = rows[:, 0]
-    traj.__dict__["potential_energy"] = rows[:, 1]
-    traj.__dict__["_momenta"] = (rows[:, 2:5], rows[:, 5:8])
-
-
-def _g(x: float) -> str:
-    return f"{float(x):.17g}"
+    # Trajectory keeps them in a cached property, stored in the instance dictionary
+    traj.__dict__["_derived"] = derived
 
 
 def strict_json(data: Any) -> str:
