@@ -171,6 +171,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from kanedyn.simulation import diagnose, output
     from kanedyn.simulation.integrate import csv_header, linear_modes, resolve_engine
     from kanedyn.simulation.options import Engine, Method
+    from kanedyn.simulation.steppers import Schedule
 
     _check_run_options_early(args)
     clock = time.perf_counter()
@@ -190,10 +191,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         period = math.inf if modes is None else modes.period
         options["output_every"] = diagnose.output_interval(period, options["dt"])
     every, t_final = options["output_every"], options["t_final"]
+    if not method.adaptive:  # the API's check of the output grid, before any file
+        Schedule.of(t_final, options["dt"], every)
     n_out = math.floor(t_final / every) + 2
     out = Path(args.out)
     header = csv_header(model)
     output.check_output_size(n_out, len(header) + model.nq + model.n, out)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     stream = output.CsvStream(out / "trajectory.csv", model, header)
     error: str | None = None
@@ -207,11 +211,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             )  # fmt: skip
     except kd.SimulationError as exc:
         if exc.trajectory is None:
-            stream.close()
+            _discard(stream, out, created)
             raise
         traj, error = exc.trajectory, _one_line(exc)  # type: ignore[assignment]
     except kd.SimulationInterrupted as exc:
         traj, interrupted = exc.trajectory, True  # type: ignore[assignment]
+    except BaseException:  # refused before the run (bad loads, ...): leave no files
+        _discard(stream, out, created)
+        raise
     finally:
         stream.close()
     # the stream's CSV rows are output work done during the run: count them as writing
@@ -234,6 +241,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(f"kanedyn: interrupted at t = {summary['t_reached_s']:g} s", file=sys.stderr)
         return 130
     return 0
+
+
+def _discard(stream: Any, out: Path, created: bool) -> None:
+    """Remove the CSV of a run refused before it started (and its folder, if new)."""
+    stream.close()
+    Path(stream.fh.name).unlink(missing_ok=True)
+    if created and not any(out.iterdir()):
+        out.rmdir()
 
 
 def _plot(traj: kd.Trajectory, path: Path, summary: dict[str, Any]) -> bool:

@@ -107,6 +107,19 @@ def test_output_every_not_a_multiple_of_dt_gets_the_api_message(tmp_path, capsys
     assert main(["simulate", "--t-final", "10", "--output-every", "1.5", "--quiet",
                  "--out", str(tmp_path / "o")]) == 2  # fmt: skip
     assert str(info.value) in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_run_refused_by_simulate_leaves_no_files(tmp_path, capsys, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise kd.ModelError("refused")
+
+    monkeypatch.setattr(kd, "simulate", refuse)
+    assert main(["simulate", "--t-final", "10", "--quiet", "--out", str(tmp_path / "o")]) == 2
+    assert "refused" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    (tmp_path / "o2").mkdir()  # a folder that was there stays, empty
+    assert main(["simulate", "--t-final", "10", "--quiet", "--out", str(tmp_path / "o2")]) == 2
+    assert list((tmp_path / "o2").iterdir()) == []
 
 
 def test_output_that_would_not_fit_is_refused_before_the_run(tmp_path, capsys):

@@ -181,7 +181,15 @@ def strict_json(data: Any) -> str:
 
 
 def available_memory() -> float:
-    """Bytes of physical memory available now (inf where the system does not say)."""
+    """Bytes of memory available to a new allocation now: Linux's ``MemAvailable``
+    (free memory plus reclaimable caches), else the free physical pages, else inf."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:
+        pass
     try:
         return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
