@@ -15,8 +15,10 @@ The schema is documented in ``docs/toml-schema.md``. In short::
 
 Units are in the field names; angles are radians unless the name says ``_deg``.
 Unknown keys are errors (they are usually typos). Every error is a
-:class:`~kanedyn.FileFormatError` that names the file and the table and field, e.g.
-``model.toml: bodies[2].mass_kg: expected a number, got 'heavy'``.
+:class:`~kanedyn.FileFormatError` that names the file, the 1-based line and the key in
+its table, in TOML terms, e.g.
+``model.toml line 21: mass_kg in [[bodies]] #3 (name "boom"): expected a number, got "heavy"``
+(the lines come from a scan of the text: :class:`_Source`).
 
 :func:`write_toml` writes floats with ``repr`` precision, so ``read_toml_case`` of a
 written file rebuilds the same model, state, loads and settings bit for bit.
