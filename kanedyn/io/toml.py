@@ -18,7 +18,7 @@ Unknown keys are errors (they are usually typos). Every error is a
 :class:`~kanedyn.FileFormatError` that names the file, the 1-based line and the key in
 its table, in TOML terms, e.g.
 ``model.toml line 21: mass_kg in [[bodies]] #3 (name "boom"): expected a number, got "heavy"``
-(the lines come from a scan of the text: :class:`_Source`).
+(the lines come from a scan of the text, ``_Source``).
 
 :func:`write_toml` writes floats with ``repr`` precision, so ``read_toml_case`` of a
 written file rebuilds the same model, state, loads and settings bit for bit.
