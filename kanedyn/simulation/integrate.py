@@ -434,11 +434,8 @@ class _Progress:
             self.last = now
             frac = done / max(self.total, 1)
             bar = "#" * int(30 * frac)
-            print(
-                f"\r[{bar:<30}] {100 * frac:5.1f}%  {self.unit} {done}/{self.total}",
-                end="",
-                file=sys.stderr,
-            )
+            count = f"  {self.unit} {done}/{self.total}" if self.unit else ""
+            print(f"\r[{bar:<30}] {100 * frac:5.1f}%{count}", end="", file=sys.stderr)
 
     def close(self) -> None:
         if self.enabled and not self.closed:
