@@ -212,3 +212,10 @@ def test_batched_histories_equal_the_per_state_functions():
         assert V[k] == pytest.approx(potential_energy(model, s), rel=1e-13)
         np.testing.assert_allclose(P[k], p, rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(H[k], h, rtol=1e-13, atol=1e-13)
+
+
+def test_a_state_with_infinite_energy_is_refused_before_the_run():
+    model, _ = oscillator(k=1.0, I=1.0)
+    state = model.set_joint(model.initial_state(), "pivot", rates=[1e200])
+    with pytest.raises(kd.ModelError, match=r"initial energy is not finite \(kinetic inf J"):
+        kd.simulate(model, state, 1.0, 0.01)

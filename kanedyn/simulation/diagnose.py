@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "Modes",
+    "check_initial_energy",
     "StepSizeWarning",
     "divergence_reason",
     "linear_modes",
@@ -94,6 +95,22 @@ def linear_modes(f: Callable[[float, Array], Array], x0: Array, t0: float = 0.0)
     if not np.all(np.isfinite(A)):
         return None
     return Modes(np.linalg.eigvals(A).astype(np.complex128))
+
+
+def check_initial_energy(model: Any, state: Any) -> None:
+    """A ModelError when the kinetic or potential energy of ``state`` is not finite (a
+    mass, inertia, rate or spring too large to compute with): such a run cannot start."""
+    from kanedyn.dynamics.kane import kinetic_energy, potential_energy
+
+    with np.errstate(all="ignore"):
+        T, V = kinetic_energy(model, state), potential_energy(model, state)
+    if not (math.isfinite(T) and math.isfinite(V)):
+        from kanedyn.errors import ModelError
+
+        raise ModelError(
+            f"the initial energy is not finite (kinetic {T:g} J, potential {V:g} J): a mass, "
+            "an inertia, a rate or a spring too large to compute with"
+        )
 
 
 def rk4_amplification(z: Any) -> Any:

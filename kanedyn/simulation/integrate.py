@@ -569,6 +569,7 @@ def simulate(
         (:func:`kanedyn.simulation.diagnose.step_report`).
     """
     model.check_state(state)
+    diagnose.check_initial_energy(model, state)
     t_final, dt = check_times(t_final, dt)
     form = Formulation.parse(formulation)
     integrator = Method.parse(method)
