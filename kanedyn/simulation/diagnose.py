@@ -4,7 +4,7 @@ The fastest motion of a model near a state is read from its linearization: the
 eigenvalues ``λ`` of the Jacobian ``A = ∂f/∂x`` of the first-order system
 ``ẋ = f(t, x)`` that :func:`kanedyn.simulate` integrates (either formulation), by central
 finite differences at the initial state. For an undamped spring-mass system ``A`` has
-``λ = ±iω`` with ``ω² `` the eigenvalues of ``M⁻¹K``; ``A`` also carries damping and the
+``λ = ±iω`` with ``ω²`` the eigenvalues of ``M⁻¹K``; ``A`` also carries damping and the
 gyroscopic coupling of spinning bodies. The fastest mode's period is ``2π / max|λ|``.
 
 Classic RK4 multiplies a mode ``e^{λt}`` by its stability polynomial per step,
