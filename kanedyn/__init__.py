@@ -45,7 +45,13 @@ from kanedyn.dynamics.kinematics import Kinematics, kinematics
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.dynamics.partials import Partials, partials
 from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
-from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
+from kanedyn.errors import (
+    FileFormatError,
+    KanedynError,
+    ModelError,
+    SimulationError,
+    SimulationInterrupted,
+)
 from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.simulation.control import (
@@ -143,6 +149,7 @@ __all__ = [
     "ModelError",
     "Partials",
     "SimulationError",
+    "SimulationInterrupted",
     "State",
     "Torque",
     "__version__",

@@ -3,18 +3,24 @@
 Every error the user can cause (a :class:`~kanedyn.KanedynError`, or an ``OSError`` on a
 file) is reported on one line on stderr with exit code 2, and no traceback. Any other
 exception is a bug in kanedyn: it gets a short "internal error" line and exit code 1, and
-``--debug`` (before or after the subcommand) shows its traceback instead. Output files are
-written to a temporary folder and moved into place only when the run succeeded, so a failed
-run leaves nothing half-written.
+``--debug`` (before or after the subcommand) shows its traceback instead.
+
+``simulate`` checks its options before it reads the model, streams the trajectory CSV
+while the run goes, and when the run diverges or is interrupted (Ctrl-C, SIGTERM) still
+writes every file for the part that was computed, with ``"status"`` in ``summary.json``
+saying how the run ended. The other files are written to a hidden ``.part`` file and
+renamed into place, so each is either absent or complete. Each subcommand imports only
+what it needs (matplotlib only to plot).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
+import math
+import signal
 import sys
-import tempfile
+import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,10 +36,14 @@ GRAVITY_HELP = (
     "uniform gravity in N axes, m/s^2, e.g. 0,0,-9.81 (default: a TOML file's own, "
     "(0, 0, -9.81) for URDF, MJCF's <option gravity>, none for 42)"
 )
+DEFAULT_T_FINAL = 10.0
+DEFAULT_DT = 0.01
 DEBUG_HELP = (
     "show the full traceback of an error instead of a one-line message "
     "(for bug reports; may be given before or after the subcommand)"
 )
+#: the files ``kanedyn simulate`` writes (the PNG only with matplotlib)
+SIMULATE_FILES = ("trajectory.csv", "trajectory.npz", "summary.json", "trajectory.png")
 
 
 #: where each format's gravity comes from when ``--gravity`` is not given
@@ -75,7 +85,7 @@ def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
     """Model, initial state, settings (with ``loads``) from the file, and a label."""
     if path is None:
         model = kd.examples.explorer1()
-        settings = {"t_final": EXPLORER1_T_FINAL, "dt": EXPLORER1_DT, "output_every": 20.0}
+        settings = {"t_final": EXPLORER1_T_FINAL, "dt": EXPLORER1_DT}
         return (
             model,
             kd.examples.explorer1_state(model),
@@ -94,119 +104,333 @@ def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
     return model, state, {}, str(p)
 
 
-def _summary(traj: kd.Trajectory, label: str, gravity_source: str = "") -> dict[str, Any]:
-    from kanedyn.plotting import nutation_angle
+def _run_options(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
+    """t_final, dt, output_every, method, formulation from the command line, else the
+    file, else the defaults; t_final, dt and output_every checked as simulate checks them."""
+    from kanedyn.simulation.integrate import check_times
 
+    t_final = args.t_final if args.t_final is not None else settings.get("t_final", DEFAULT_T_FINAL)
+    dt = args.dt if args.dt is not None else settings.get("dt", DEFAULT_DT)
+    t_final, dt = check_times(t_final, dt)
+    every = args.output_every if args.output_every is not None else settings.get("output_every")
+    if every is not None and not (math.isfinite(every) and every > 0.0):
+        raise kd.ModelError(f"output_every must be positive, got {every}")
+    return {
+        "t_final": t_final,
+        "dt": dt,
+        "output_every": every,
+        "method": args.method or settings.get("method", "rk4"),
+        "formulation": args.formulation or settings.get("formulation", "kane"),
+    }
+
+
+def _check_run_options_early(args: argparse.Namespace) -> None:
+    """Options given on the command line are checked before the model is read."""
+    from kanedyn.simulation.integrate import check_times
+
+    check_times(
+        DEFAULT_T_FINAL if args.t_final is None else args.t_final,
+        DEFAULT_DT if args.dt is None else args.dt,
+    )
+    if args.output_every is not None and not (
+        math.isfinite(args.output_every) and args.output_every > 0.0
+    ):
+        raise kd.ModelError(f"--output-every must be positive, got {args.output_every}")
+
+
+def free_body(model: kd.Model, loads: Any) -> bool:
+    """Whether the model floats free (every root joint is free, no gravity, no loads):
+    then its angular momentum is constant and the nutation angle means something."""
+    roots = [j for j in model.joints if j.inner is None]
+    return (
+        bool(roots)
+        and all(kd.io.toml.joint_kind(j) == "free" for j in roots)
+        and not np.any(model.gravity)
+        and not loads
+    )
+
+
+def _summary(
+    traj: kd.Trajectory,
+    label: str,
+    options: dict[str, Any],
+    engine: str,
+    free: bool,
+    timing: dict[str, float],
+    error: str | None,
+    gravity_source: str = "none",
+) -> dict[str, Any]:
+    """The run summary (strict JSON once written: no NaN or inf)."""
     E = traj.total_energy
     H, P = traj.angular_momentum, traj.linear_momentum
-    h0 = float(np.linalg.norm(H[0]))
-    nut = nutation_angle(traj)
-    return {
+    s: dict[str, Any] = {
         "model": label,
+        "status": traj.status,
         "bodies": traj.model.nb,
         "dof": traj.model.n,
         "gravity_m_s2": [float(g) for g in traj.model.gravity],
         "gravity_source": gravity_source,
         "formulation": traj.formulation,
         "method": traj.method,
-        "t_final_s": float(traj.t[-1]),
+        "engine": engine,
+        "dt_s": options["dt"],
+        "output_every_s": options["output_every"],
+        "t_final_s": options["t_final"],
+        "t_reached_s": float(traj.t[-1]) if traj.t.size else 0.0,
+        "outputs": int(traj.t.size),
         "steps": int(traj.steps),
         "wall_time_s": round(traj.wall_time, 3),
-        "energy_initial_J": float(E[0]),
-        "energy_final_J": float(E[-1]),
-        "energy_relative_change": float((E[-1] - E[0]) / abs(E[0])) if E[0] else 0.0,
-        "angular_momentum_relative_drift": float(np.max(np.linalg.norm(H - H[0], axis=1)) / h0)
-        if h0
-        else 0.0,
-        "linear_momentum_drift_N_s": float(np.max(np.linalg.norm(P - P[0], axis=1))),
-        "nutation_initial_deg": float(np.degrees(nut[0])),
-        "nutation_final_deg": float(np.degrees(nut[-1])),
+        "timing_s": {k: round(v, 3) for k, v in timing.items()},
     }
+    if error is not None:
+        s["error"] = error
+    if not traj.t.size:
+        return s
+    s["energy_initial_J"] = float(E[0])
+    s["energy_final_J"] = float(E[-1])
+    # relative only where the reference is not zero: otherwise the absolute change
+    if E[0] != 0.0:
+        s["energy_relative_change"] = float((E[-1] - E[0]) / abs(E[0]))
+    else:
+        s["energy_change_J"] = float(E[-1] - E[0])
+    dH = float(np.max(np.linalg.norm(H - H[0], axis=1)))
+    h0 = float(np.linalg.norm(H[0]))
+    if h0 != 0.0:
+        s["angular_momentum_relative_drift"] = dH / h0
+    else:
+        s["angular_momentum_drift_N_m_s"] = dH
+    s["linear_momentum_drift_N_s"] = float(np.max(np.linalg.norm(P - P[0], axis=1)))
+    if free and h0 != 0.0:
+        from kanedyn.plotting import nutation_angle
+
+        nut = nutation_angle(traj)
+        s["nutation_initial_deg"] = float(np.degrees(nut[0]))
+        s["nutation_final_deg"] = float(np.degrees(nut[-1]))
+    return s
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from kanedyn.simulation import diagnose, output
+    from kanedyn.simulation.integrate import csv_header, linear_modes, resolve_engine
+    from kanedyn.simulation.options import Engine, Method
+    from kanedyn.simulation.steppers import Schedule
+
+    _check_run_options_early(args)
+    if args.animate:  # the 'animate' extra is checked before any work or file
+        from kanedyn.animation.scene import meshcat_modules
+
+        meshcat_modules()
+    clock = time.perf_counter()
     model, state, settings, label = _load_with_gravity(args)
-    t_final = args.t_final if args.t_final is not None else settings.get("t_final", 10.0)
-    dt = args.dt if args.dt is not None else settings.get("dt", 0.01)
-    method = args.method or settings.get("method", "rk4")
-    formulation = args.formulation or settings.get("formulation", "kane")
-    every = settings.get("output_every")
-    # simulate reports a bad dt (zero, negative, NaN); only a usable one sets the grid here
-    usable_dt = isinstance(dt, (int, float)) and 0.0 < dt < np.inf
-    if every is not None and method == "rk4" and usable_dt:
-        if abs(every / dt - round(every / dt)) > 1e-9:
-            every = None
-    if every is not None and every > t_final:
-        every = None
-    traj = kd.simulate(
-        model, state, t_final, dt, method=method, formulation=formulation,
-        output_every=every, progress=not args.quiet, loads=settings.get("loads") or None,
-        engine=args.engine,
-    )  # fmt: skip
-    summary = _summary(traj, label, settings["gravity_source"])
+    options = _run_options(args, settings)
+    loads = settings.get("loads") or None
+    timing = {"load": time.perf_counter() - clock}
+    clock = time.perf_counter()
+    compiled = resolve_engine(model, Engine.parse(args.engine))
+    if compiled:
+        kd.compile_model(model, (), options["formulation"])
+    timing["compile"] = time.perf_counter() - clock
+    method = Method.parse(options["method"])
+    if options["output_every"] is None:  # resolve the fastest mode: ~20 samples a period
+        modes = linear_modes(model, state, formulation=options["formulation"], loads=loads,
+                             engine=args.engine)  # fmt: skip
+        period = math.inf if modes is None else modes.period
+        options["output_every"] = diagnose.output_interval(period, options["dt"])
+    every, t_final = options["output_every"], options["t_final"]
+    if not method.adaptive:  # the API's check of the output grid, before any file
+        Schedule.of(t_final, options["dt"], every)
+    n_out = math.floor(t_final / every) + 2
     out = Path(args.out)
-    with tempfile.TemporaryDirectory(
-        prefix=".kanedyn-", dir=out.parent if out.parent.exists() else None
-    ) as tmp:
-        tmpdir = Path(tmp)
-        traj.to_csv(tmpdir / "trajectory.csv")
-        traj.to_npz(tmpdir / "trajectory.npz")
-        (tmpdir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    header = csv_header(model)
+    output.check_output_size(n_out, len(header) + model.nq + model.n, out)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    stream = output.CsvStream(out / "trajectory.csv", model, header)
+    error: str | None = None
+    interrupted = False
+    try:
+        with _sigterm_as_interrupt():
+            traj = kd.simulate(
+                model, state, t_final, options["dt"], method=method,
+                formulation=options["formulation"], output_every=every,
+                progress=not args.quiet, loads=loads, engine=args.engine, stream=stream,
+            )  # fmt: skip
+    except kd.SimulationError as exc:
+        if exc.trajectory is None:
+            _discard(stream, out, created)
+            raise
+        traj, error = exc.trajectory, _one_line(exc)  # type: ignore[assignment]
+    except kd.SimulationInterrupted as exc:
+        traj, interrupted = exc.trajectory, True  # type: ignore[assignment]
+    except BaseException:  # refused before the run (bad loads, ...): leave no files
+        _discard(stream, out, created)
+        raise
+    finally:
+        stream.close()
+    # the stream's CSV rows are output work done during the run: count them as writing
+    timing["integrate"] = max(traj.wall_time - stream.seconds, 0.0)
+    clock = time.perf_counter() - stream.seconds
+    with _sigterm_as_interrupt(), np.errstate(all="ignore"):
+        output.seed_histories(traj, stream.derived)
+        summary = _summary(traj, label, options, "compiled" if compiled else "dense",
+                           free_body(model, loads), timing, error,
+                           settings["gravity_source"])  # fmt: skip
+        _write_atomic(out / "trajectory.npz", traj.to_npz)
+        plotted = _plot(traj, out / "trajectory.png", summary)
         if args.animate:  # needs the 'animate' extra; a KanedynError names it
             urdf = args.model if args.model and kd.io.detect_format(args.model) == "urdf" else None
-            traj.animate(tmpdir / "animation.html", urdf=urdf, title=label)
-        plotted = False
-        try:
-            import matplotlib  # noqa: F401
-
-            from kanedyn.plotting import plot_attitude, plot_joints
-
-            traj.plot(tmpdir / "trajectory.png")
-            plot_attitude(traj, tmpdir / "attitude.png")
-            plot_joints(traj, tmpdir / "joints.png")
-            plotted = True
-        except ImportError:
-            pass
-        out.mkdir(parents=True, exist_ok=True)
-        for f in tmpdir.iterdir():
-            shutil.move(str(f), out / f.name)
+            traj.animate(out / "animation.html", urdf=urdf, title=label)
+        timing["write"] = time.perf_counter() - clock
+        summary["timing_s"]["write"] = round(timing["write"], 3)
+        _write_atomic(out / "summary.json", lambda p: p.write_text(output.strict_json(summary)))
     _print_summary(summary, out, plotted)
     if args.animate:
         print(
             f"  wrote animation.html to {out}/ (open it in a browser; #t=SECONDS opens at a time)"
         )
+    if error is not None:
+        print(f"kanedyn simulate: error: {error}", file=sys.stderr)
+        return 2
+    if interrupted:
+        print(f"kanedyn: interrupted at t = {summary['t_reached_s']:g} s", file=sys.stderr)
+        return 130
     return 0
 
 
+def _discard(stream: Any, out: Path, created: bool) -> None:
+    """Remove the CSV of a run refused before it started (and its folder, if new)."""
+    stream.close()
+    Path(stream.fh.name).unlink(missing_ok=True)
+    if created and not any(out.iterdir()):
+        out.rmdir()
+
+
+def _plot(traj: kd.Trajectory, path: Path, summary: dict[str, Any]) -> bool:
+    """The run's figure, or False when matplotlib is not installed."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    from kanedyn.plotting import plot_run
+
+    _write_atomic(path, lambda p: plot_run(traj, p, summary=summary))
+    return True
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """``write(tmp)`` to a hidden file beside ``path``, then rename it into place, so
+    ``path`` is either the old file or the complete new one."""
+    tmp = path.with_name(f".{path.stem}.part{path.suffix}")
+    try:
+        write(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class _sigterm_as_interrupt:  # noqa: N801 - used as a context manager
+    """SIGTERM raises KeyboardInterrupt inside the block (so a killed run ends as an
+    interrupted one, with its outputs written and no temporary files left)."""
+
+    def __enter__(self) -> None:
+        self.old = None
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGTERM, self._raise)
+
+    @staticmethod
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+
+
 def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
+    """The summary on stdout: model, run, status, energy, momentum, nutation, files."""
     print(f"kanedyn simulate: {s['model']}")
     print(
-        f"  bodies {s['bodies']}, degrees of freedom {s['dof']}, formulation {s['formulation']}, method {s['method']}"
+        f"  bodies {s['bodies']}, degrees of freedom {s['dof']}, formulation "
+        f"{s['formulation']}, method {s['method']}, engine {s['engine']}"
     )
     g = s["gravity_m_s2"]
     print(f"  gravity ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2 ({s['gravity_source']})")
-    print(f"  {s['steps']} steps to t = {s['t_final_s']:g} s in {s['wall_time_s']:.2f} s wall time")
     print(
-        f"  energy {s['energy_initial_J']:.6g} J -> {s['energy_final_J']:.6g} J (relative change {s['energy_relative_change']:+.3e})"
+        f"  {s['status']}: {s['steps']} steps to t = {s['t_reached_s']:g} s of "
+        f"{s['t_final_s']:g} s, {s['outputs']} outputs every {s['output_every_s']:g} s"
     )
+    t = s["timing_s"]
     print(
-        f"  angular momentum relative drift {s['angular_momentum_relative_drift']:.3e}, linear momentum drift {s['linear_momentum_drift_N_s']:.3e} N s"
+        "  time: "
+        + ", ".join(
+            f"{k} {t[k]:.2f} s" for k in ("load", "compile", "integrate", "write") if k in t
+        )
     )
-    print(
-        f"  nutation angle {s['nutation_initial_deg']:.2f} deg -> {s['nutation_final_deg']:.2f} deg"
-    )
-    files = ["trajectory.csv", "trajectory.npz", "summary.json"] + (
-        ["trajectory.png", "attitude.png", "joints.png"] if plotted else []
-    )
+    if "energy_initial_J" in s:
+        change = (
+            f"relative change {s['energy_relative_change']:+.3e}"
+            if "energy_relative_change" in s
+            else f"change {s['energy_change_J']:+.3e} J"
+        )
+        print(f"  energy {s['energy_initial_J']:.6g} J -> {s['energy_final_J']:.6g} J ({change})")
+        drift = (
+            f"angular momentum relative drift {s['angular_momentum_relative_drift']:.3e}"
+            if "angular_momentum_relative_drift" in s
+            else f"angular momentum drift {s['angular_momentum_drift_N_m_s']:.3e} N m s"
+        )
+        print(f"  {drift}, linear momentum drift {s['linear_momentum_drift_N_s']:.3e} N s")
+    if "nutation_initial_deg" in s:
+        print(
+            f"  nutation angle {s['nutation_initial_deg']:.2f} deg -> "
+            f"{s['nutation_final_deg']:.2f} deg"
+        )
+    files = [f for f in SIMULATE_FILES if plotted or not f.endswith(".png")]
     print(
         f"  wrote {', '.join(files)} to {out}/"
         + ("" if plotted else "  (install 'kanedyn[plot]' for the plot)")
     )
 
 
+def _joint_label(j: kd.Joint) -> str:
+    """``revolute about axis 3``, ``weld``, ``spherical``, ``free``, ``gimbal 2-DOF 231``..."""
+    kind = kd.io.toml.joint_kind(j)
+    if kind == "revolute":
+        return f"revolute about axis {str(j.rot_seq)[0]}"
+    if kind == "prismatic":
+        return f"prismatic along axis {str(j.trn_seq)[0]}"
+    if kind == "gimbal":
+        return f"gimbal {j.rot_dof}-DOF, sequence {j.rot_seq}"
+    if kind == "general":
+        return (
+            f"general: {j.rot_type} {j.rot_dof} rotation(s) {j.rot_seq}, "
+            f"{j.trn_dof} slide(s) {j.trn_seq}"
+        )
+    return kind
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
+    from kanedyn.dynamics.kane import potential_energy
+    from kanedyn.simulation.diagnose import check_initial_energy
+    from kanedyn.spatial import rotation as rot
+
     model, state, settings, label = _load_with_gravity(args)
+    check_initial_energy(model, state)
+    T = kd.kinetic_energy(model, state)
+    V = potential_energy(model, state)
     m, c, I = kd.system_mass_properties(model, state)
+    lay = model.layout
+    for g in lay.gimbal3:  # det Γ of each 3-DOF gimbal, 0 at its singular angle
+        theta = np.append(state.q, 0.0)[lay.gimbal_q[g]]
+        det = float(np.linalg.det(rot.euler_gamma_axes(lay.gimbal_axes[g], theta)))
+        if abs(det) < 0.2:
+            j = model.joints[lay.gimbal[g]]
+            warnings.warn(
+                f"joint {j.name!r} (3-DOF gimbal, sequence {j.rot_seq}) starts "
+                f"{'at' if abs(det) < 1e-9 else 'near'} its singular angle (angles "
+                f"{np.round(theta, 6).tolist()} rad, |det Γ| = {abs(det):.3g}): a run will stop "
+                "at gimbal lock; model it as a spherical joint",
+                stacklevel=1,
+            )
     print(f"{label}: OK")
     g = model.gravity
     print(f"  gravity ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2 ({settings['gravity_source']})")
@@ -214,13 +438,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"  bodies {model.nb}, joints {len(model.joints)}, coordinates nq = {model.nq}, speeds nu = {model.nu} + ns = {model.ns}"
     )
     for k, j in enumerate(model.joints):
-        kind = "spherical" if j.rot_type == "spherical" else f"gimbal {j.rot_dof}-DOF {j.rot_seq}"
         print(
-            f"  joint {j.name!r}: {j.inner or 'N'} -> {j.outer}, {kind}, {j.trn_dof} slide(s); speeds {model.layout.u_index[k].tolist()}"
+            f"  joint {j.name!r}: {j.inner or 'N'} -> {j.outer}, {_joint_label(j)}; "
+            f"speeds {model.layout.u_index[k].tolist()}"
         )
     print(f"  total mass {m:.6g} kg, mass centre {np.array2string(c, precision=6)} m (N)")
     print(f"  inertia about the mass centre (N axes):\n{np.array2string(I, precision=6)}")
-    print(f"  kinetic energy {kd.kinetic_energy(model, state):.6g} J")
+    print(f"  energy: kinetic T = {T:.6g} J, potential V = {V:.6g} J, total E = {T + V:.6g} J")
     return 0
 
 
@@ -251,6 +475,9 @@ def _cmd_derive(args: argparse.Namespace) -> int:
 
 
 def _cmd_montecarlo(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
     model, state, settings, label = _load(args.model)
     dispersions, file_seed, file_outputs = kd.io.read_dispersions(args.dispersions)
     seed = args.seed if args.seed is not None else (file_seed or 0)
@@ -308,19 +535,33 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="simulate a model (default: the built-in Explorer-1 flat spin)",
     )
-    p.add_argument("model", nargs="?", help="model file (TOML, NASA 42 SC_*.txt, or URDF)")
-    p.add_argument("--t-final", type=float, help="final time [s]")
-    p.add_argument("--dt", type=float, help="time step [s]")
-    p.add_argument("--method", help="rk4 (default) or a scipy solve_ivp method such as DOP853")
-    p.add_argument("--formulation", choices=("kane", "msd"), help="Kane speeds or momentum states")
+    p.add_argument(
+        "model", nargs="?",
+        help="model file (TOML, NASA 42 SC_*.txt, or URDF); default: the built-in Explorer-1",
+    )  # fmt: skip
+    p.add_argument("--t-final", type=float, metavar="T",
+                   help=f"final time [s] (default: the file's t_final_s, else {DEFAULT_T_FINAL:g}; "
+                        f"Explorer-1: {EXPLORER1_T_FINAL:g})")  # fmt: skip
+    p.add_argument("--dt", type=float,
+                   help=f"time step [s] (default: the file's dt_s, else {DEFAULT_DT:g}; "
+                        f"Explorer-1: {EXPLORER1_DT:g})")  # fmt: skip
+    p.add_argument("--output-every", type=float, metavar="DT_OUT",
+                   help="output interval [s], a multiple of dt for rk4 (default: the file's "
+                        "output_every_s, else about 20 outputs per period of the model's "
+                        "fastest mode)")  # fmt: skip
+    p.add_argument("--method",
+                   help="rk4 or a scipy solve_ivp method such as DOP853 "
+                        "(default: the file's method, else rk4)")  # fmt: skip
+    p.add_argument("--formulation", choices=("kane", "msd"),
+                   help="Kane speeds or momentum states (default: the file's, else kane)")  # fmt: skip
     p.add_argument("--engine", choices=("auto", "compiled", "dense"), default="auto",
                    help="right-hand side: generated code (compiled), the NumPy engine (dense), "
-                        "or compiled when possible (auto, default)")  # fmt: skip
-    p.add_argument("--out", default="kanedyn-out", help="output folder (default ./kanedyn-out)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+                        "or compiled when possible (default: auto)")  # fmt: skip
+    p.add_argument("--out", default="kanedyn-out", help="output folder (default: kanedyn-out)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (default: shown)")
     p.add_argument("--animate", action="store_true",
                    help="also write animation.html, a self-contained 3D view of the run "
-                        "(needs kanedyn[animate])")  # fmt: skip
+                        "(needs kanedyn[animate]; default: not written)")  # fmt: skip
     p.add_argument("--gravity", metavar="GX,GY,GZ", help=GRAVITY_HELP)
     p.set_defaults(func=_cmd_simulate)
     p = sub.add_parser(

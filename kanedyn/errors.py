@@ -7,9 +7,7 @@ user can fix the input without reading a traceback.
 from __future__ import annotations
 
 #: the message of the ModelError every engine raises when Kane's mass matrix is singular
-SINGULAR_MASS_MATRIX = (
-    "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
-)
+SINGULAR_MASS_MATRIX = "mass matrix is not positive definite"
 
 
 class KanedynError(Exception):
@@ -25,4 +23,23 @@ class FileFormatError(KanedynError, ValueError):
 
 
 class SimulationError(KanedynError, RuntimeError):
-    """A simulation cannot go on (non-finite state, singular gimbal); names the time."""
+    """A simulation cannot go on (non-finite state, singular gimbal); names the time.
+
+    When :func:`kanedyn.simulate` raises it during a run, ``trajectory`` holds the
+    outputs up to the failure (a :class:`~kanedyn.Trajectory` with
+    ``status == "diverged"``); otherwise it is None.
+    """
+
+    trajectory: object = None
+
+
+class SimulationInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, in the command line) during :func:`kanedyn.simulate`.
+
+    A KeyboardInterrupt, so code that stops on Ctrl-C still stops; ``trajectory`` holds
+    the outputs up to the interruption (``status == "interrupted"``).
+    """
+
+    def __init__(self, message: str, trajectory: object = None) -> None:
+        super().__init__(message)
+        self.trajectory = trajectory

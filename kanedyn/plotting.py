@@ -18,7 +18,15 @@ if TYPE_CHECKING:
     from kanedyn.simulation.integrate import Trajectory
     from kanedyn.simulation.montecarlo.result import MonteCarloResult
 
-__all__ = ["montecarlo_figure", "nutation_angle", "plot_attitude", "plot_joints", "plot_trajectory"]
+__all__ = [
+    "montecarlo_figure",
+    "nutation_angle",
+    "plot_attitude",
+    "plot_joints",
+    "plot_run",
+    "plot_trajectory",
+    "run_title",
+]
 
 
 def nutation_angle(
@@ -104,48 +112,175 @@ def plot_joints(traj: Trajectory, path: str | Path | None = None) -> Any:
     return fig
 
 
-def plot_trajectory(
-    traj: Trajectory, path: str | Path | None = None, body: str | None = None
-) -> Any:
-    """Four panels: energies, momentum drift, one body's rates (body axes), nutation.
+#: line styles of the x, y, z components: overlapping traces stay visible
+STYLES = ("-", "--", ":")
 
-    Returns the matplotlib Figure; writes it to ``path`` (PNG, ...) when given.
+
+def _roundoff(values: np.ndarray, scale: float) -> bool:
+    """Whether ``values`` are round-off only: all below ``1e-9 × scale`` (or all zero)."""
+    finite = np.asarray(values)[np.isfinite(values)]
+    return not finite.size or float(np.max(np.abs(finite))) <= 1e-9 * max(scale, 1e-300)
+
+
+def _log_drift(ax: Any, t: np.ndarray, change: np.ndarray, label: str, color: str) -> None:
+    """``|change|`` on a log axis from the second sample (the first is zero)."""
+    tiny = np.finfo(float).tiny  # keeps exact zeros drawable on a log axis
+    ax.semilogy(t[1:], np.abs(change[1:]) + tiny, color=color, label=label)
+
+
+def run_title(traj: Trajectory, summary: dict[str, Any] | None = None) -> str:
+    """``model — formulation, engine, method dt = ... s`` (and the status, if not completed)."""
+    s = summary or {}
+    model = s.get("model", f"{traj.model.nb} bodies, {traj.model.n} DOF")
+    dt = s.get("dt_s")
+    step = f", dt = {dt:g} s" if dt is not None and traj.method == "rk4" else ""
+    engine = f", {s['engine']} engine" if "engine" in s else ""
+    title = f"{model}\n{traj.formulation} formulation{engine}, {traj.method}{step}"
+    if traj.status != "completed":
+        t_end = float(traj.t[-1]) if traj.t.size else 0.0
+        title += f" ({traj.status} at t = {t_end:g} s)"
+    return title
+
+
+def plot_run(
+    traj: Trajectory,
+    path: str | Path | None = None,
+    body: str | None = None,
+    summary: dict[str, Any] | None = None,
+) -> Any:
+    """One figure for a run, titled with the model, formulation, engine and step.
+
+    Panels: the energies and the relative change of the total energy (log axis; the
+    absolute change when E0 = 0); the angular momentum components in N and their drift
+    (relative to |H0|, or absolute when H0 = 0) with the linear momentum drift; one
+    body's rates in its own axes; its attitude: for a free body, the angle between H
+    and its initial spin axis (the body axis closest to H at t = 0), otherwise its
+    321 Euler angles (yaw, pitch, roll); and the joint angles and slides. Panels and
+    traces that carry only round-off (below 1e-9 of their scale) are left out.
     """
+    from kanedyn.spatial.rotation import dcm_to_euler
+
     plt = _pyplot(path)
     name = body or traj.model.bodies[0].name
     t = traj.t
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
-    ax = axes[0, 0]
-    ax.plot(t, traj.kinetic_energy, label="kinetic")
-    ax.plot(t, traj.potential_energy, label="potential")
-    ax.plot(t, traj.total_energy, "k--", label="total")
-    ax.set(xlabel="t [s]", ylabel="energy [J]", title="Energy")
-    ax.legend()
-
-    ax = axes[0, 1]
+    T, V = traj.kinetic_energy, traj.potential_energy
+    E = T + V
     H, P = traj.angular_momentum, traj.linear_momentum
-    h0 = max(float(np.linalg.norm(H[0])), np.finfo(float).tiny)
-    tiny = np.finfo(float).tiny  # keeps exact zeros drawable on a log axis
-    ax.semilogy(t[1:], np.linalg.norm(H - H[0], axis=1)[1:] / h0 + tiny, color="C0")
-    ax.set(xlabel="t [s]", title=f"Momentum drift ({traj.formulation})")
-    ax.set_ylabel("|H - H0| / |H0|", color="C0")
-    twin = ax.twinx()
-    twin.semilogy(t[1:], np.linalg.norm(P - P[0], axis=1)[1:] + tiny, color="C1")
-    twin.set_ylabel("|P - P0| [N s]", color="C1")
+    hist = traj.body(name)
+    panels: list[Any] = []
 
-    ax = axes[1, 0]
-    w = traj.body(name).omega
-    for c, lab in enumerate("xyz"):
-        ax.plot(t, np.degrees(w[:, c]), label=f"ω_{lab}")
-    ax.set(xlabel="t [s]", ylabel="deg/s", title=f"Angular velocity of {name!r} (body axes)")
-    ax.legend()
+    def energy(ax: Any) -> None:
+        # the total drawn thin on top of a wide kinetic band, so neither hides the
+        # other; the potential energy on its own (right) axis, in its own scale
+        ax.plot(t, T, color="C0", lw=4.0, alpha=0.45, label="kinetic")
+        ax.plot(t, E, color="k", lw=1.0, label="total")
+        ax.set(ylabel="energy [J]", title="Energy")
+        scale = float(np.nanmax(np.abs(E))) if E.size else 0.0
+        if not _roundoff(V, scale):
+            twin = ax.twinx()
+            twin.plot(t, V, color="C1", lw=1.0, ls="--", label="potential (right axis)")
+            twin.set_ylabel("potential energy [J]", color="C1")
+            lines = ax.get_lines() + twin.get_lines()
+            ax.legend(
+                lines, [line.get_label() for line in lines], fontsize="small", loc="center left"
+            )
+        else:
+            ax.legend(fontsize="small")
 
-    ax = axes[1, 1]
-    ax.plot(t, np.degrees(nutation_angle(traj, name)))
-    ax.set(xlabel="t [s]", ylabel="deg", title=f"Nutation: H to the initial spin axis of {name!r}")
-    ax.set_ylim(0, 95)
+    def energy_drift(ax: Any) -> None:
+        e0 = float(E[0])
+        if e0 != 0.0:
+            _log_drift(ax, t, (E - e0) / abs(e0), "|E - E0| / |E0|", "k")
+            ax.set(ylabel="|E - E0| / |E0|", title="Energy: relative change (log)")
+        else:
+            _log_drift(ax, t, E - e0, "|E - E0|", "k")
+            ax.set(ylabel="|E - E0| [J]", title="Energy: change (E0 = 0; log)")
+
+    def momentum(ax: Any) -> None:
+        for c, lab in enumerate("xyz"):
+            ax.plot(t, H[:, c], color=f"C{c}", lw=2.6 - 0.8 * c, ls=STYLES[c], label=f"H_{lab}")
+        ax.set(ylabel="H [N m s] (N axes)", title="Angular momentum about the mass centre")
+        ax.legend(fontsize="small", ncol=3)
+
+    def momentum_drift(ax: Any) -> None:
+        h0 = float(np.linalg.norm(H[0]))
+        dH = np.linalg.norm(H - H[0], axis=1)
+        if h0 != 0.0:
+            _log_drift(ax, t, dH / h0, "|H - H0| / |H0|", "C0")
+            ax.set(ylabel="relative drift", title="Momentum drift (log)")
+        else:
+            _log_drift(ax, t, dH, "|H - H0| [N m s]", "C0")
+            ax.set(ylabel="drift", title="Momentum drift (H0 = 0; log)")
+        dP = np.linalg.norm(P - P[0], axis=1)
+        if not _roundoff(dP, max(float(np.max(np.linalg.norm(P, axis=1))), 1.0)):
+            _log_drift(ax, t, dP, "|P - P0| [N s]", "C1")
+        ax.legend(fontsize="small")
+
+    def rates(ax: Any) -> None:
+        w = np.degrees(hist.omega)
+        for c, lab in enumerate("xyz"):
+            ax.plot(t, w[:, c], color=f"C{c}", lw=1.6 - 0.4 * c, ls=STYLES[c], label=f"ω_{lab}")
+        ax.set(ylabel="deg/s", title=f"Angular velocity of {name!r} (its body axes)")
+        ax.legend(fontsize="small", ncol=3)
+
+    free = _free(traj)
+
+    def attitude(ax: Any) -> None:
+        if free:
+            ax.plot(t, np.degrees(nutation_angle(traj, name)), color="C3")
+            ax.set(ylabel="deg", title=f"Angle between H and the initial spin axis of {name!r}")
+            ax.set_ylim(0, 95)
+        else:
+            ypr = np.degrees(
+                np.unwrap(np.array([dcm_to_euler("321", R) for R in hist.R_N_B]), axis=0)
+            )
+            for c, lab in enumerate(("yaw", "pitch", "roll")):
+                ax.plot(t, ypr[:, c], color=f"C{c}", label=lab)
+            ax.set(ylabel="deg", title=f"Attitude of {name!r}: 321 Euler angles from N")
+            ax.legend(fontsize="small", ncol=3)
+
+    lay = traj.model.layout
+    names = traj.column_names()[1 : 1 + traj.model.nq]
+    angles = [i for i in lay.angle_q if ".angle" in names[i]]
+    slides = [i for i in lay.angle_q if ".angle" not in names[i]]
+    angles = [i for i in angles if not _roundoff(traj.q[:, i], np.pi)]
+    slides = [i for i in slides if not _roundoff(traj.q[:, i], 1.0)]
+
+    def joint_angles(ax: Any) -> None:
+        for i in angles:
+            ax.plot(t, np.degrees(traj.q[:, i]), label=names[i])
+        ax.set(ylabel="deg", title="Joint angles")
+        ax.legend(fontsize="small", ncol=2)
+
+    def joint_slides(ax: Any) -> None:
+        for i in slides:
+            ax.plot(t, traj.q[:, i], label=names[i])
+        ax.set(ylabel="m", title="Joint slides")
+        ax.legend(fontsize="small", ncol=2)
+
+    panels = [energy, energy_drift, momentum, momentum_drift, rates, attitude]
+    if _roundoff(np.linalg.norm(H, axis=1), 1.0):  # nothing turns: no momentum panels
+        panels = [energy, energy_drift, rates, attitude]
+    panels += [p for p, keep in ((joint_angles, angles), (joint_slides, slides)) if keep]
+    rows = (len(panels) + 1) // 2
+    fig, axes = plt.subplots(
+        rows, 2, figsize=(12, 2.9 * rows + 0.8), sharex=True, constrained_layout=True,
+        squeeze=False,
+    )  # fmt: skip
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        panel(ax)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("t [s]")
+    if len(panels) % 2:
+        axes[-2, 1].xaxis.set_tick_params(labelbottom=True)
+        axes[-2, 1].set_xlabel("t [s]")
+    fig.suptitle(run_title(traj, summary))
     if path is not None:
         fig.savefig(path, dpi=110)
+        plt.close(fig)
     return fig
 
 
@@ -192,3 +327,24 @@ def montecarlo_figure(result: MonteCarloResult, path: str | Path | None = None) 
         fig.savefig(path, dpi=110)
         plt.close(fig)
     return fig
+
+
+def _free(traj: Trajectory) -> bool:
+    """A free-floating model (every root joint free, no gravity) with nonzero H."""
+    roots = [j for j in traj.model.joints if j.inner is None]
+    free = (
+        bool(roots)
+        and all(j.rot_type == "spherical" and j.trn_dof == 3 for j in roots)
+        and not np.any(traj.model.gravity)
+    )
+    return free and bool(np.any(traj.angular_momentum[0]))
+
+
+def plot_trajectory(
+    traj: Trajectory, path: str | Path | None = None, body: str | None = None
+) -> Any:
+    """The run's figure (:func:`plot_run`) with a title from the trajectory alone.
+
+    Returns the matplotlib Figure; writes it to ``path`` (PNG, ...) when given.
+    """
+    return plot_run(traj, path=path, body=body)

@@ -197,8 +197,8 @@ def test_missing_extra_names_it(monkeypatch, pendulum_run):
 def test_cli_simulate_animate(tmp_path):
     from kanedyn.cli import main
 
-    code = main(["simulate", "--t-final", "40", "--dt", "1", "--quiet", "--animate",
-                 "--out", str(tmp_path / "out")])  # fmt: skip
+    code = main(["simulate", "--t-final", "40", "--dt", "1", "--output-every", "20", "--quiet",
+                 "--animate", "--out", str(tmp_path / "out")])  # fmt: skip
     assert code == 0
     data = page_frames((tmp_path / "out" / "animation.html").read_text(encoding="utf-8"))
     assert data["t"] == [0.0, 20.0, 40.0] and len(data["bodies"]) == 5

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.cli import build_parser, main
+from kanedyn.cli import SIMULATE_FILES, build_parser, main
 
 DATA = Path(__file__).parent / "io" / "data"
 
@@ -32,11 +32,12 @@ def test_simulate_builtin_writes_consistent_files(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     csv = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
     header = (out / "trajectory.csv").read_text().splitlines()[0].split(",")
-    assert header[0] == "t" and "root.qw" in header and "hinge0.angle1" in header
-    # the output grid: every 20 s from 0 to 40
-    assert csv[:, 0].tolist() == [0.0, 20.0, 40.0]
+    assert header[0] == "t [s]" and "root.qw [1]" in header and "hinge0.angle1 [rad]" in header
+    # the output grid: every 2 s from 0 to 40 (~20 outputs per 42 s period of the
+    # fastest mode, an antenna mode)
+    assert csv[:, 0].tolist() == [2.0 * k for k in range(21)]
     # energy in the summary equals KE + PE of the first and last CSV rows
-    ke, pe = header.index("kinetic_energy"), header.index("potential_energy")
+    ke, pe = header.index("kinetic_energy [J]"), header.index("potential_energy [J]")
     assert summary["energy_initial_J"] == pytest.approx(csv[0, ke] + csv[0, pe], rel=1e-15)
     assert summary["energy_final_J"] == pytest.approx(csv[-1, ke] + csv[-1, pe], rel=1e-15)
     # and equals kanedyn's energy of the initial state computed independently here
@@ -47,8 +48,8 @@ def test_simulate_builtin_writes_consistent_files(tmp_path):
     npz = np.load(out / "trajectory.npz")
     assert np.array_equal(npz["t"], csv[:, 0])
     assert np.allclose(npz["q"], csv[:, 1 : 1 + model.nq], rtol=0, atol=0)
-    for png in ("trajectory.png", "attitude.png", "joints.png"):
-        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "trajectory.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in out.iterdir()) == sorted(SIMULATE_FILES)
 
 
 def test_simulate_42_file_and_formulation(tmp_path):

@@ -89,3 +89,23 @@ def test_wheel_slew_reaches_target_and_conserves_momentum(formulation, method):
     assert start == pytest.approx(30.0, abs=1e-9)
     H = traj.angular_momentum
     assert np.abs(H - H[0]).max() < 1e-11
+
+
+def test_add_wheels_extends_an_existing_model():
+    """add_wheels(model, wheels) builds the same model as add_wheels(bodies, joints, wheels),
+    and keeps the model's gravity."""
+    hub = kd.Body("hub", mass=100.0, inertia=kd.inertia_tensor(12.0, 10.0, 8.0))
+    joints = [kd.Joint.free("root", outer="hub")]
+    wheels = [kd.ReactionWheel(f"w{i}", "hub", axis=np.eye(3)[i], inertia=0.2, mass=2.0)
+              for i in range(3)]  # fmt: skip
+    base = kd.Model([hub], joints, gravity=(0.0, 0.0, -1.0))
+    extended = kd.add_wheels(base, wheels)
+    built = kd.add_wheels([hub], joints, wheels, gravity=(0.0, 0.0, -1.0))
+    assert [b.name for b in extended.bodies] == ["hub", "w0", "w1", "w2"]
+    assert np.array_equal(extended.gravity, base.gravity)
+    state = extended.set_joint(extended.initial_state(), "root", rates=(0.1, -0.2, 0.3))
+    # a wheel adds its axial inertia to the mass matrix: M(extended) equals M(built)
+    np.testing.assert_array_equal(kd.mass_matrix(extended, state), kd.mass_matrix(built, state))
+    assert kd.mass_matrix(extended, state).shape == (6 + 3, 6 + 3)
+    with pytest.raises(kd.ModelError, match="takes the model and the wheels only"):
+        kd.add_wheels(base, wheels, wheels)

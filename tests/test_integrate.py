@@ -164,8 +164,12 @@ def test_to_csv_reads_back(traj, tmp_path):
     traj.to_csv(path)
     header = path.read_text().splitlines()[0].split(",")
     data = np.loadtxt(path, delimiter=",", skiprows=1)
-    assert header[0] == "t" and len(header) == data.shape[1]
+    assert header[0] == "t [s]" and len(header) == data.shape[1]
     nq, n = traj.model.nq, traj.model.n
+    # every column carries its unit: quaternion parts [1], angles [rad], slides [m], ...
+    assert header[-8:] == ["kinetic_energy [J]", "potential_energy [J]", "Px [N s]",
+                           "Py [N s]", "Pz [N s]", "Hx [N m s]", "Hy [N m s]", "Hz [N m s]"]  # fmt: skip
+    assert all(h.endswith("]") and " [" in h for h in header)
     np.testing.assert_array_equal(data[:, 0], traj.t)
     np.testing.assert_array_equal(data[:, 1 : 1 + nq], traj.q)
     np.testing.assert_array_equal(data[:, 1 + nq : 1 + nq + n], traj.u)

@@ -20,6 +20,7 @@ actuators. Every sum is one ``matmul`` over the stacked (nb, 3, n) partials.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import attrs
 import numpy as np
@@ -269,10 +270,7 @@ def _solve_stacked(M: Array, f: Array) -> Array:
         x = np.full(M.shape[:-1], np.nan)
     if not np.all(np.isfinite(x)):
         bad = np.argwhere(~np.all(np.isfinite(x), axis=-1))
-        raise ModelError(
-            f"mass matrix is singular for batch member(s) {bad[:5].tolist()} "
-            "(a 3-DOF gimbal at its singular angle?)"
-        )
+        raise ModelError(f"mass matrix is singular for batch member(s) {bad[:5].tolist()}")
     return x.astype(np.float64, copy=False)
 
 
@@ -318,23 +316,37 @@ def inverse_dynamics(
 def kinetic_energy(model: Model, state: State) -> float:
     """``T = ½ Σ ω_iᵀ I_i ω_i + m_i v_i·v_i`` (embedded rotor energy is constant, excluded)."""
     _check(model, state)
-    kin = kinematics_at(model, state.q, state.u)
+    return kinetic_energy_at(model, kinematics_at(model, state.q, state.u))
+
+
+def kinetic_energy_at(model: Model, kin: Kinematics) -> Any:
+    """:func:`kinetic_energy` from the kinematics of a state: a float, or (...) for
+    kinematics of a batch of states (..., nb, 3)."""
     lay = model.layout
-    w_B = np.einsum("bji,bj->bi", kin.R_N_B, kin.omega)
-    rot_ke = np.einsum("bi,bij,bj->", w_B, lay.inertia, w_B)
+    w_B = np.einsum("...bji,...bj->...bi", kin.R_N_B, kin.omega)
+    rot_ke = np.einsum("...bi,bij,...bj->...", w_B, lay.inertia, w_B)
     for spec in rotor_specs(model):  # geared rotors: ½ ω_R·J_R ω_R (½ n²J σ² if reflected)
         R, w, _, _, sigma = _carrier(spec, kin)
         w_R, H_R = rotor_momentum(spec, sigma, R, w)
-        rot_ke += spec.n**2 * spec.J * sigma**2 if spec.reflected_only else float(w_R @ H_R)
-    return 0.5 * float(rot_ke + np.sum(lay.mass * np.sum(kin.v**2, axis=1)))
+        rot_ke = rot_ke + (
+            spec.n**2 * spec.J * sigma**2 if spec.reflected_only else np.sum(w_R * H_R, axis=-1)
+        )
+    T = 0.5 * (rot_ke + np.sum(lay.mass * np.sum(kin.v**2, axis=-1), axis=-1))
+    return float(T) if np.ndim(T) == 0 else T
 
 
 def potential_energy(model: Model, state: State) -> float:
     """Gravity ``-Σ m_i g·r_i`` plus joint springs (see :mod:`kanedyn.dynamics.loads`)."""
     _check(model, state)
-    kin = kinematics_at(model, state.q, state.u)
-    gravity = -float(np.sum(model.layout.mass * (kin.r @ model.gravity)))
-    return gravity + spring_potential(model, state.q)
+    return potential_energy_at(model, state.q, kinematics_at(model, state.q, state.u))
+
+
+def potential_energy_at(model: Model, q: Array, kin: Kinematics) -> Any:
+    """:func:`potential_energy` from the coordinates and kinematics of a state (or of a
+    batch: ``q`` (..., nq), the result (...))."""
+    gravity = -np.sum(model.layout.mass * (kin.r @ model.gravity), axis=-1)
+    V = gravity + spring_potential(model, q)
+    return float(V) if np.ndim(V) == 0 else V
 
 
 def system_mass_properties(model: Model, state: State) -> tuple[float, Array, Array]:
@@ -358,13 +370,18 @@ def momentum(model: Model, state: State) -> tuple[Array, Array]:
     ``H = Σ_i I_i ω_i + h_i + m_i (r_i - r_c) × v_i``, embedded momentum included.
     """
     _check(model, state)
-    kin = kinematics_at(model, state.q, state.u)
+    return momentum_at(model, kinematics_at(model, state.q, state.u))
+
+
+def momentum_at(model: Model, kin: Kinematics) -> tuple[Array, Array]:
+    """:func:`momentum` from the kinematics of a state (or of a batch: (..., 3) each)."""
     lay = model.layout
     P = lay.mass @ kin.v
     c = lay.mass @ kin.r / lay.mass.sum()
     I_N = kin.R_N_B @ lay.inertia @ kin.R_N_B.swapaxes(-1, -2)
     H = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded)
-    H = H.sum(axis=0) + np.sum(lay.mass[:, None] * cross(kin.r - c, kin.v), axis=0)
+    r_c = kin.r - c[..., None, :]
+    H = H.sum(axis=-2) + np.sum(lay.mass[:, None] * cross(r_c, kin.v), axis=-2)
     for spec in rotor_specs(model):  # geared rotors: J_R ω_R (the rotor mass is the carrier's)
         R, w, _, _, sigma = _carrier(spec, kin)
         H = H + rotor_momentum(spec, sigma, R, w)[1]

@@ -125,14 +125,15 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     return Q
 
 
-def spring_potential(model: Model, q: Array) -> float:
-    """½ Σ k q² over angles and slides, plus ½ φᵀKφ over spherical joints."""
+def spring_potential(model: Model, q: Array) -> Any:
+    """½ Σ k q² over angles and slides, plus ½ φᵀKφ over spherical joints: a float, or
+    (...) for a batch of coordinates ``q`` (..., nq)."""
     lay = model.layout
-    V = 0.5 * float(np.sum(lay.stiffness[lay.angle_u] * q[lay.angle_q] ** 2))
+    V = 0.5 * np.sum(lay.stiffness[lay.angle_u] * q[..., lay.angle_q] ** 2, axis=-1)
     if lay.spherical.size:
-        phi = rot.quat_to_rotvec(q[lay.quat_q])
-        V += 0.5 * float(np.sum(lay.stiffness[lay.quat_u] * phi**2))
-    return V
+        phi = rot.quat_to_rotvec(q[..., lay.quat_q])
+        V = V + 0.5 * np.sum(lay.stiffness[lay.quat_u] * phi**2, axis=(-2, -1))
+    return float(V) if np.ndim(V) == 0 else V
 
 
 def applied_loads(

@@ -169,11 +169,12 @@ def rotor_momentum(
     """``(ω_R, J_R ω_R)`` in N: the rotor's angular velocity and angular momentum (zero
     for a ``reflected_only`` rotor, which stands for a limit, not a body)."""
     a = spec.a_C if R_N_C is None else R_N_C @ spec.a_C
-    w = spec.n * sigma * a if omega_C is None else omega_C + spec.n * sigma * a
+    n_sigma = spec.n * np.asarray(sigma)[..., None]  # (..., 1): states may be batched
+    w = n_sigma * a if omega_C is None else omega_C + n_sigma * a
     if spec.reflected_only:
         return w, 0 * w
-    J_R = spec.J_t * np.eye(3) + (spec.J - spec.J_t) * np.outer(a, a)
-    return w, J_R @ w
+    # J_R ω = J_t ω + (J - J_t) a (a·ω): the rotor's inertia, axisymmetric about a
+    return w, spec.J_t * w + (spec.J - spec.J_t) * a * np.sum(a * w, axis=-1)[..., None]
 
 
 def _carrier(spec: RotorSpec, kin: Any, par: Any = None) -> tuple[Any, ...]:

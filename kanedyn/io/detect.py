@@ -26,6 +26,7 @@ __all__ = ["detect_format", "read_model"]
 Format = Literal["toml", "42", "urdf", "mjcf"]
 
 _XML_ROOT = re.compile(r"<(?![?!])\s*([A-Za-z_][\w.:-]*)")
+_BODIES_HEADER = re.compile(r"^\s*\[\[\s*bodies\s*\]\]", re.M)
 
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
@@ -34,7 +35,9 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
     Raises
     ------
     FileFormatError
-        If the file cannot be read or is none of the three.
+        If the file cannot be read or is none of the three. A file that has a
+        ``[[bodies]]`` table (or a ``.toml`` name) but is not valid TOML gets the TOML
+        syntax error, with its line and column.
     """
     shown = os.fspath(path)
     try:
@@ -56,7 +59,12 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
             return "mjcf"
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
+        # a kanedyn TOML file with a syntax error: say where, as read_toml does
+        if _BODIES_HEADER.search(text) or Path(shown).suffix.lower() == ".toml":
+            from kanedyn.io.toml import toml_syntax_error
+
+            raise toml_syntax_error(shown, exc, text) from None
         data = None
     if isinstance(data, dict) and "bodies" in data:
         return "toml"

@@ -132,7 +132,10 @@ class _Lines:
         toks = line.tokens[:n]
         if len(toks) < n or not all(_NUMBER.fullmatch(t) for t in toks):
             raise self.expected(line, label, what)
-        return np.array([float(t) for t in toks]), line
+        values = np.array([float(t) for t in toks])
+        if not np.all(np.isfinite(values)):
+            raise self.error(line, f"{label}: {line.content!r} is too large (not a finite number)")
+        return values, line
 
     def number(self, label: str) -> tuple[float, _Line]:
         values, line = self.numbers(label, 1)
@@ -166,7 +169,10 @@ class _Lines:
             parse_sequence(toks[3])
         except ModelError as exc:
             raise self.error(line, f"{label}: {exc}") from None
-        return np.deg2rad([float(t) for t in toks[:3]]), toks[3], line
+        angles = np.array([float(t) for t in toks[:3]])
+        if not np.all(np.isfinite(angles)):
+            raise self.error(line, f"{label}: {line.content!r} is too large (not a finite number)")
+        return np.deg2rad(angles), toks[3], line
 
 
 def _flag(lines: _Lines, label: str) -> tuple[bool, _Line]:
@@ -286,7 +292,7 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     code = code.upper()
     if len(code) != 3 or code[0] not in "NL" or code[1] not in "QA" or code[2] not in "NLF":
         raise L.expected(code_line, "Ang Vel wrt [NL], Att [QA] wrt [NLF]", "3 letters such as NAN")
-    w0, _ = L.numbers("Ang Vel (deg/sec)", 3)
+    w0, w_line = L.numbers("Ang Vel (deg/sec)", 3)
     if code[1] == "Q":
         q0, qline = L.numbers("Quaternion", 4)
         if not np.any(q0):
@@ -294,7 +300,7 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
         L.skip()
     else:
         L.skip()
-        angles0, seq0, _ = L.angles_and_seq("Angles (deg) & Euler Sequence")
+        angles0, seq0, qline = L.angles_and_seq("Angles (deg) & Euler Sequence")
         q0 = dcm_to_quat(euler_to_dcm(seq0, angles0))  # 42: C_BN = A2C, so R_N_B = its transpose
     if code[0] == "L" or code[2] in "LF":
         note(
@@ -338,13 +344,13 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     # -- joints -------------------------------------------------------------------------
     L.skip(4)
     joints = [Joint.free("root", outer="B0", outer_point=bodies[0].com)]
-    initial: list[tuple[str, dict[str, np.ndarray]]] = []
+    initial: list[tuple[str, dict[str, np.ndarray], _Line]] = []
     inbound: dict[int, int] = {}
     events: list[Lock] = []
     for k in range(nb - 1):
-        joint, init, locked = _read_joint(L, path.parent, k, nb, inbound, note)
+        joint, init, locked, init_line = _read_joint(L, path.parent, k, nb, inbound, note)
         joints.append(joint)
-        initial.append((joint.name, init))
+        initial.append((joint.name, init, init_line))
         events += [Lock(0.0, joint.name, dof) for dof in locked]
     # -- after the joints: wheels, MTBs, thrusters, then sensors ------------------------
     wheels, h0 = _read_wheels(L, nb, note)
@@ -363,10 +369,18 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
             [*bodies, *(w.rotor() for w in wheels)], [*joints, *(w.joint() for w in wheels)]
         )
     except ModelError as exc:
-        raise FileFormatError(f"{shown}: {exc}") from None
-    state = model.set_joint(model.initial_state(), "root", quaternion=q0, rates=np.deg2rad(w0))
-    for name, init in initial:
-        state = model.set_joint(state, name, **init)
+        raise L.error(nb_line, f"{exc}") from None
+    try:
+        state = model.set_joint(model.initial_state(), "root", quaternion=q0, rates=np.deg2rad(w0))
+    except ModelError as exc:
+        raise L.error(
+            w_line if "rates" in str(exc) else qline, f"initial attitude: {exc}"
+        ) from None
+    for name, init, init_line in initial:
+        try:
+            state = model.set_joint(state, name, **init)
+        except ModelError as exc:
+            raise L.error(init_line, str(exc)) from None
     if wheels:
         kin = kinematics(model, state)
         for w, h in zip(wheels, h0, strict=True):
@@ -496,8 +510,8 @@ def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warni
         raise L.error(mass_line, f"body {name}: mass must be positive, got {mass!r}")
     moments, I_line = L.numbers("Moments of Inertia (kg-m^2)", 3)
     products, _ = L.numbers("Products of Inertia (xy,xz,yz)", 3)
-    com, _ = L.numbers("Location of mass center, m", 3)
-    h_emb, _ = L.numbers("Constant Embedded Momentum (Nms)", 3)
+    com, com_line = L.numbers("Location of mass center, m", 3)
+    h_emb, h_line = L.numbers("Constant Embedded Momentum (Nms)", 3)
     dipole, line = L.numbers("Constant Embedded Magnetic Dipole (A-m^2)", 3)
     if np.any(dipole):
         note(line, f"body {name}: the magnetic dipole is not modelled (no magnetic field)")
@@ -519,14 +533,24 @@ def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warni
     except ModelError as exc:
         notes.append((f"{L.name} line {I_line.number}: {exc}; kept, as 42 accepts it", UserWarning))
         triangle = False
-    return Body(
-        name, mass=mass, inertia=inertia, com=com, embedded_momentum=h_emb, check_triangle=triangle
-    )
+    try:
+        return Body(
+            name, mass=mass, inertia=inertia, com=com, embedded_momentum=h_emb,
+            check_triangle=triangle,
+        )  # fmt: skip
+    except ModelError as exc:
+        message = str(exc)
+        line = next(
+            (ln for word, ln in (("com", com_line), ("embedded", h_line), ("mass", mass_line))
+             if word in message),
+            I_line,
+        )  # fmt: skip
+        raise L.error(line, message) from None
 
 
 def _read_joint(
     L: _Lines, folder: Path, k: int, nb: int, inbound: dict[int, int], note: _Note
-) -> tuple[Joint, dict[str, np.ndarray], list[int]]:
+) -> tuple[Joint, dict[str, np.ndarray], list[int], _Line]:
     name = f"G{k}"
     L.skip()
     (jtype,), type_line = L.words("Type of joint (PASSIVE, ACTUATED, others)", 1, _JOINT_TYPES)
@@ -581,7 +605,7 @@ def _read_joint(
         if any(flags[ndof:]):
             note(line, f"joint {name}: a lock on a DOF beyond {label[:6]} = {ndof} is ignored")
         locked += [offset + i for i in range(ndof) if flags[i]]
-    angles, _ = L.numbers("Initial Angles [deg]", 3)
+    angles, angles_line = L.numbers("Initial Angles [deg]", 3)
     rates, _ = L.numbers("Initial Rates, deg/sec", 3)
     disp, _ = L.numbers("Initial Displacements [m]", 3)
     disp_rates, _ = L.numbers("Initial Displacement Rates, m/sec", 3)
@@ -632,7 +656,7 @@ def _read_joint(
     if trn_dof:
         init["displacements"] = disp[:trn_dof]
         init["displacement_rates"] = disp_rates[:trn_dof]
-    return joint, init, locked
+    return joint, init, locked, angles_line
 
 
 def _check_seq(L: _Lines, line: _Line, joint: str, field: str, seq: str) -> None:

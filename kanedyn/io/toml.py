@@ -15,8 +15,10 @@ The schema is documented in ``docs/toml-schema.md``. In short::
 
 Units are in the field names; angles are radians unless the name says ``_deg``.
 Unknown keys are errors (they are usually typos). Every error is a
-:class:`~kanedyn.FileFormatError` that names the file and the table and field, e.g.
-``model.toml: bodies[2].mass_kg: expected a number, got 'heavy'``.
+:class:`~kanedyn.FileFormatError` that names the file, the 1-based line and the key in
+its table, in TOML terms, e.g.
+``model.toml line 21: mass_kg in [[bodies]] #3 (name "boom"): expected a number, got "heavy"``
+(the lines come from a scan of the text, ``_Source``).
 
 :func:`write_toml` writes floats with ``repr`` precision, so ``read_toml_case`` of a
 written file rebuilds the same model, state, loads and settings bit for bit.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 import warnings
 from collections.abc import Sequence
@@ -127,29 +130,125 @@ _FORMULATIONS = ("kane", "msd")
 _REQUIRED = object()
 
 
-class _Table:
-    """One TOML table being read; every error names the file and ``where.key``."""
+_KEY_PART = r"""[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'"""
+_DOTTED = rf"(?:{_KEY_PART})(?:\s*\.\s*(?:{_KEY_PART}))*"
+_ARRAY_HEADER = re.compile(rf"\s*\[\[\s*({_DOTTED})\s*\]\]")
+_TABLE_HEADER = re.compile(rf"\s*\[\s*({_DOTTED})\s*\]")
+_KEY_LINE = re.compile(rf"\s*({_DOTTED})\s*=")
 
-    def __init__(self, fname: str, where: str, table: Any, allowed: Sequence[str]) -> None:
-        self.fname, self.where = fname, where
+
+def _key_parts(dotted: str) -> tuple[str, ...]:
+    """The keys of a dotted TOML key (``a."b.c".d`` -> ``("a", "b.c", "d")``)."""
+    parts = []
+    for token in re.findall(_KEY_PART, dotted):
+        if token[0] in "\"'":
+            try:
+                token = tomllib.loads(f"k = {token}")["k"]
+            except tomllib.TOMLDecodeError:
+                token = token[1:-1]
+        parts.append(token)
+    return tuple(parts)
+
+
+class _Source:
+    """A TOML file's name, text and parsed data, and the 1-based line of each key.
+
+    tomllib gives no positions, so the lines come from a scan of the text: table
+    headers (``[[bodies]]`` counted in order, ``[initial.hinge]``) and ``key =`` lines.
+    A key path (``("bodies", 1, "mass_kg")``) maps to the line of its key, or of the
+    nearest enclosing key or table found.
+    """
+
+    def __init__(self, fname: str, text: str, data: dict[str, Any]) -> None:
+        self.fname, self.text, self.data = fname, text, data
+        self.lines: dict[tuple[str | int, ...], int] = {}
+        counts: dict[tuple[str, ...], int] = {}
+        table: tuple[str | int, ...] = ()
+        for number, line in enumerate(text.splitlines(), 1):
+            if m := _ARRAY_HEADER.match(line):
+                name = _key_parts(m.group(1))
+                counts[name] = counts.get(name, -1) + 1
+                table = (*name, counts[name])
+            elif m := _TABLE_HEADER.match(line):
+                table = _key_parts(m.group(1))
+            elif m := _KEY_LINE.match(line):
+                self.lines.setdefault((*table, *_key_parts(m.group(1))), number)
+                continue
+            else:
+                continue
+            self.lines.setdefault(table, number)
+
+    def line(self, path: tuple[str | int, ...]) -> int | None:
+        """The line of ``path``'s key, or of its nearest enclosing key or table."""
+        for end in range(len(path), 0, -1):
+            if path[:end] in self.lines:
+                return self.lines[path[:end]]
+        return None
+
+    def describe(self, path: tuple[str | int, ...]) -> str:
+        """``path`` in TOML terms: ``mass_kg in [[bodies]] #2 (name "hub")``."""
+        for end in range(len(path), 0, -1):
+            if isinstance(path[end - 1], int):  # an array of tables: [[bodies]] #2
+                name, index = path[: end - 1], int(path[end - 1])
+                table = f"[[{'.'.join(map(_toml_key, name))}]] #{index + 1}"
+                entry = self.data.get(str(name[0])) if len(name) == 1 else None
+                if isinstance(entry, list) and index < len(entry):
+                    label = entry[index].get("name") if isinstance(entry[index], dict) else None
+                    if isinstance(label, str):
+                        table += f" (name {_s(label)})"
+                break
+        else:  # [model], [simulation], [initial.<joint>], or a top-level key
+            depth = {"model": 1, "simulation": 1, "initial": 2}.get(str(path[0]), 0) if path else 0
+            end = min(depth, len(path))
+            table = f"[{'.'.join(_toml_key(p) for p in path[:end])}]" if end else ""
+        key = ".".join(_toml_key(p) for p in path[end:])
+        if key and table:
+            return f"{key} in {table}"
+        return key or table or "the top level"
+
+    def error(self, path: tuple[str | int, ...], message: str, *,
+              table_only: bool = False) -> FileFormatError:  # fmt: skip
+        """A FileFormatError naming the file, the line of ``path`` and ``path`` itself
+        (only its table with ``table_only``)."""
+        line = self.line(path)
+        where = f"{self.fname} line {line}" if line is not None else self.fname
+        shown = path[:-1] if table_only else path
+        message = message.replace("check_triangle=False", "check_triangle = false")
+        return FileFormatError(f"{where}: {self.describe(shown)}: {message}")
+
+
+def _toml_key(key: str | int) -> str:
+    text = str(key)
+    return text if re.fullmatch(r"[A-Za-z0-9_-]+", text) else _s(text)
+
+
+class _Table:
+    """One TOML table being read; every error names the file, the line and the key.
+
+    ``where`` is the table's key path in the document, e.g. ``("bodies", 1)`` for the
+    second ``[[bodies]]`` table or ``("initial", "hinge")``.
+    """
+
+    def __init__(self, src: _Source, where: tuple[str | int, ...], table: Any,
+                 allowed: Sequence[str]) -> None:  # fmt: skip
+        self.src, self.where = src, where
         if not isinstance(table, dict):
             raise self.error(None, f"expected a table, got {_show(table)}")
         self.table = table
         unknown = [k for k in table if k not in allowed]
         if unknown:
-            raise self.error(
-                None,
-                f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            raise src.error(
+                (*where, unknown[0]),
+                f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(_show, unknown))}; "
                 f"allowed keys are {', '.join(allowed)}",
+                table_only=True,
             )
 
-    def path(self, key: str | None) -> str:
-        if key is None:
-            return self.where
-        return f"{self.where}.{key}" if self.where else key
+    def path(self, key: str | None) -> tuple[str | int, ...]:
+        return self.where if key is None else (*self.where, key)
 
     def error(self, key: str | None, message: str) -> FileFormatError:
-        return FileFormatError(f"{self.fname}: {self.path(key)}: {message}")
+        return self.src.error(self.path(key), message)
 
     def has(self, key: str) -> bool:
         return key in self.table
@@ -188,7 +287,9 @@ class _Table:
         if not isinstance(value, str):
             raise self.error(key, f"expected a string, got {_show(value)}")
         if choices and value not in choices:
-            raise self.error(key, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+            raise self.error(
+                key, f"expected one of {', '.join(map(_show, choices))}, got {_show(value)}"
+            )
         return value
 
     def integer(self, key: str, default: Any = _REQUIRED, allowed: Sequence[int] = ()) -> Any:
@@ -222,16 +323,116 @@ class _Table:
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    """``value`` as it would be written in TOML, shortened to 60 characters."""
+    text = _toml_value(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _s(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else str(value)  # inf, -inf, nan
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
+    return str(value)
+
+
+def _parse(fname: str) -> _Source:
+    """Read and parse a TOML file; syntax errors keep tomllib's line and column."""
+    try:
+        raw = Path(fname).read_bytes()
+    except OSError as exc:
+        raise FileFormatError(f"{fname}: cannot read the file ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise FileFormatError(
+            f"{fname} line {line}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            "save the file as UTF-8"
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_syntax_error(fname, exc, text) from None
+    return _Source(fname, text, data)
+
+
+def toml_syntax_error(fname: str, exc: tomllib.TOMLDecodeError, text: str) -> FileFormatError:
+    """``file line L, column C: not valid TOML: <reason>`` from tomllib's error."""
+    told = str(exc)
+    m = re.search(r"\(at line (\d+), column (\d+)\)", told)
+    if m is None:
+        m = re.search(r"\(at end of document\)", told)
+        lines = len(text.splitlines()) or 1
+        where = f"{fname} line {lines} (the end of the file)" if m else fname
+        reason = told if m is None else told[: m.start()].strip()
+        return FileFormatError(f"{where}: not valid TOML: {reason}")
+    reason = told[: m.start()].strip()
+    return FileFormatError(
+        f"{fname} line {m.group(1)}, column {m.group(2)}: not valid TOML: {reason}"
+    )
+
+
+#: words of a Body or Joint error, and the TOML keys they point at (first present wins)
+_BLAME = (
+    ("triangle", ("inertia_kg_m2", "inertia_tensor_kg_m2")),
+    ("inertia", ("inertia_kg_m2", "inertia_tensor_kg_m2")),
+    ("mass", ("mass_kg",)),
+    ("embedded", ("embedded_momentum_N_m_s",)),
+    ("com", ("com_m",)),
+    ("inner_rotation", ("inner_rotation_dcm", "inner_angles_deg", "inner_angles_rad")),
+    ("outer_rotation", ("outer_rotation_dcm", "outer_angles_deg", "outer_angles_rad")),
+    ("inner_point", ("inner_point_m",)),
+    ("outer_point", ("outer_point_m",)),
+    ("stiffness", ("stiffness",)),
+    ("damping", ("damping",)),
+    ("inner", ("inner",)),
+    ("outer", ("outer",)),
+)
+
+
+def _blame(t: _Table, message: str) -> FileFormatError:
+    """The error of a Body or Joint constructor, at the key its message is about."""
+    for word, keys in _BLAME:
+        if re.search(rf"\b{word}\b", message):
+            for key in keys:
+                if t.has(key):
+                    return t.error(key, message)
+    return t.error(None, message)
+
+
+def _blame_model(src: _Source, message: str) -> tuple[str | int, ...]:
+    """The key path a Model error is about: the first joint (or body) it names."""
+    for kind in ("joints", "bodies"):
+        entries = src.data.get(kind)
+        if not isinstance(entries, list):
+            continue
+        for name in re.findall(r"'([^']*)'", message):
+            for k, entry in enumerate(entries):
+                if isinstance(entry, dict) and entry.get("name") == name:
+                    key = next((w for w in ("inner", "outer") if w in message and w in entry), None)
+                    return (kind, k) if key is None else (kind, k, key)
+    return ()
 
 
 def _number(value: Any, fail: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise fail(f"expected a number, got {_show(value)}")
-    if not math.isfinite(value):
-        raise fail(f"expected a finite number, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise fail(f"expected a finite number, got {_show(value)}")
+    return number
 
 
 def _vector(value: Any, n: int | None, fail: Any) -> np.ndarray:
@@ -264,17 +465,8 @@ def read_document(path: PathLike) -> tuple[str, dict[str, Any]]:
         When the file cannot be read, is not UTF-8, or is not valid TOML (naming the
         file, and the line and column of a syntax error).
     """
-    fname = os.fspath(path)
-    try:
-        with open(fname, "rb") as fh:
-            text = fh.read().decode("utf-8")
-        return text, tomllib.loads(text)
-    except OSError as exc:
-        raise FileFormatError(f"{fname}: cannot read the file ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise FileFormatError(f"{fname}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise FileFormatError(f"{fname}: not UTF-8 text ({exc.reason})") from None
+    src = _parse(os.fspath(path))
+    return src.text, src.data
 
 
 def read_toml_case(path: PathLike) -> Case:
@@ -282,40 +474,37 @@ def read_toml_case(path: PathLike) -> Case:
 
     The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied.
     """
-    fname = os.fspath(path)
-    _, data = read_document(fname)
-    top = _Table(fname, "", data, _TOP_KEYS)
-    model = _read_model(fname, top)
-    state = _read_initial(fname, top, model)
-    loads = _read_loads(fname, top, model)
-    settings = _read_settings(fname, top)
+    src = _parse(os.fspath(path))
+    top = _Table(src, (), src.data, _TOP_KEYS)
+    model = _read_model(src, top)
+    state = _read_initial(src, top, model)
+    loads = _read_loads(src, top, model)
+    settings = _read_settings(src, top)
     return Case(model=model, state=state, loads=loads, settings=settings)
 
 
-def _array_of_tables(fname: str, top: _Table, key: str) -> list[Any]:
+def _array_of_tables(top: _Table, key: str) -> list[Any]:
     value = top.get(key, [])
     if not isinstance(value, list):
         raise top.error(key, f"expected an array of tables ([[{key}]]), got {_show(value)}")
     return value
 
 
-def _read_model(fname: str, top: _Table) -> Model:
+def _read_model(src: _Source, top: _Table) -> Model:
     gravity = np.zeros(3)
     if top.has("model"):
-        gravity = _Table(fname, "model", top.get("model"), ("gravity_m_s2",)).vector(
+        gravity = _Table(src, ("model",), top.get("model"), ("gravity_m_s2",)).vector(
             "gravity_m_s2", 3, np.zeros(3)
         )
-    raw_bodies = _array_of_tables(fname, top, "bodies")
+    raw_bodies = _array_of_tables(top, "bodies")
     if not raw_bodies:
         raise top.error("bodies", "the file defines no bodies ([[bodies]] tables)")
-    bodies = [_read_body(fname, i, raw) for i, raw in enumerate(raw_bodies)]
-    joints = [
-        _read_joint(fname, k, raw) for k, raw in enumerate(_array_of_tables(fname, top, "joints"))
-    ]
+    bodies = [_read_body(src, i, raw) for i, raw in enumerate(raw_bodies)]
+    joints = [_read_joint(src, k, raw) for k, raw in enumerate(_array_of_tables(top, "joints"))]
     try:
         return Model(bodies, joints, gravity=gravity)
     except ModelError as exc:
-        raise FileFormatError(f"{fname}: {exc}") from None
+        raise src.error(_blame_model(src, str(exc)), str(exc)) from None
 
 
 def _name(t: _Table, key: str = "name") -> str:
@@ -325,8 +514,8 @@ def _name(t: _Table, key: str = "name") -> str:
     return name
 
 
-def _read_body(fname: str, i: int, raw: Any) -> Body:
-    t = _Table(fname, f"bodies[{i}]", raw, _BODY_KEYS)
+def _read_body(src: _Source, i: int, raw: Any) -> Body:
+    t = _Table(src, ("bodies", i), raw, _BODY_KEYS)
     name = _name(t)
     if name == "N":
         raise t.error("name", "'N' is reserved for the inertial frame")
@@ -337,7 +526,7 @@ def _read_body(fname: str, i: int, raw: Any) -> Body:
         )
     if t.has("inertia_kg_m2"):
         parts = _Table(
-            fname,
+            src,
             t.path("inertia_kg_m2"),
             t.get("inertia_kg_m2"),
             ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"),
@@ -362,7 +551,7 @@ def _read_body(fname: str, i: int, raw: Any) -> Body:
             check_triangle=t.boolean("check_triangle", True),
         )
     except ModelError as exc:
-        raise t.error(None, str(exc)) from None
+        raise _blame(t, str(exc)) from None
 
 
 def _rotation(t: _Table, side: str) -> np.ndarray:
@@ -404,14 +593,14 @@ def _per_dof(t: _Table, key: str) -> Any:
     return t.number(key, 0.0)
 
 
-def _read_joint(fname: str, k: int, raw: Any) -> Joint:
-    where = f"joints[{k}]"
+def _read_joint(src: _Source, k: int, raw: Any) -> Joint:
+    where: tuple[str | int, ...] = ("joints", k)
     if not isinstance(raw, dict):
-        raise FileFormatError(f"{fname}: {where}: expected a table, got {_show(raw)}")
+        raise src.error(where, f"expected a table, got {_show(raw)}")
     kinds = tuple(_JOINT_KIND_KEYS)
-    kind = _Table(fname, where, {"kind": raw.get("kind")} if "kind" in raw else {}, ("kind",))
+    kind = _Table(src, where, {"kind": raw.get("kind")} if "kind" in raw else {}, ("kind",))
     kind_name = kind.string("kind", _REQUIRED, kinds)
-    t = _Table(fname, where, raw, _JOINT_COMMON + _JOINT_KIND_KEYS[kind_name])
+    t = _Table(src, where, raw, _JOINT_COMMON + _JOINT_KIND_KEYS[kind_name])
     name = _name(t)
     inner = t.string("inner", None)
     if inner == "N":
@@ -453,10 +642,10 @@ def _read_joint(fname: str, k: int, raw: Any) -> Joint:
             **kw,
         )
     except ModelError as exc:
-        raise t.error(None, str(exc)) from None
+        raise _blame(t, str(exc)) from None
 
 
-def _read_initial(fname: str, top: _Table, model: Model) -> State:
+def _read_initial(src: _Source, top: _Table, model: Model) -> State:
     state = model.initial_state()
     if not top.has("initial"):
         return state
@@ -464,7 +653,7 @@ def _read_initial(fname: str, top: _Table, model: Model) -> State:
     if not isinstance(initial, dict):
         raise top.error("initial", f"expected tables [initial.<joint>], got {_show(initial)}")
     for joint, raw in initial.items():
-        t = _Table(fname, f"initial.{joint}", raw, _INITIAL_KEYS)
+        t = _Table(src, ("initial", joint), raw, _INITIAL_KEYS)
         if joint not in model.layout.joint_index:
             raise t.error(
                 None, f"no joint named {joint!r}; joints are {list(model.layout.joint_index)}"
@@ -501,6 +690,8 @@ def _initial_joint(t: _Table, model: Model, state: State, joint: str) -> State:
         norm = float(np.linalg.norm(quat))
         if norm == 0.0:
             raise t.error("quaternion", "must not be zero")
+        if not math.isfinite(norm):
+            raise t.error("quaternion", f"is too large to normalize: {_show(quat.tolist())}")
         if abs(norm - 1.0) > 1e-12:  # a unit quaternion is kept bit for bit
             quat = quat_normalize(quat)
         q = state.q.copy()
@@ -519,15 +710,15 @@ def _initial_joint(t: _Table, model: Model, state: State, joint: str) -> State:
     return state
 
 
-def _read_loads(fname: str, top: _Table, model: Model) -> tuple[Any, ...]:
+def _read_loads(src: _Source, top: _Table, model: Model) -> tuple[Any, ...]:
     loads: list[Any] = []
-    for i, raw in enumerate(_array_of_tables(fname, top, "loads")):
-        where = f"loads[{i}]"
+    for i, raw in enumerate(_array_of_tables(top, "loads")):
+        where: tuple[str | int, ...] = ("loads", i)
         if not isinstance(raw, dict):
-            raise FileFormatError(f"{fname}: {where}: expected a table, got {_show(raw)}")
-        kind = _Table(fname, where, {"type": raw.get("type")} if "type" in raw else {}, ("type",))
+            raise src.error(where, f"expected a table, got {_show(raw)}")
+        kind = _Table(src, where, {"type": raw.get("type")} if "type" in raw else {}, ("type",))
         type_ = kind.string("type", _REQUIRED, tuple(_LOAD_KEYS))
-        t = _Table(fname, where, raw, _LOAD_KEYS[type_])
+        t = _Table(src, where, raw, _LOAD_KEYS[type_])
         if type_ == "joint":
             joint = t.string("joint")
             if joint not in model.layout.joint_index:
@@ -553,10 +744,10 @@ def _read_loads(fname: str, top: _Table, model: Model) -> tuple[Any, ...]:
     return tuple(loads)
 
 
-def _read_settings(fname: str, top: _Table) -> dict[str, Any]:
+def _read_settings(src: _Source, top: _Table) -> dict[str, Any]:
     if not top.has("simulation"):
         return {}
-    t = _Table(fname, "simulation", top.get("simulation"), tuple(_SIM_KEYS))
+    t = _Table(src, ("simulation",), top.get("simulation"), tuple(_SIM_KEYS))
     out: dict[str, Any] = {}
     for key, name in _SIM_KEYS.items():
         if not t.has(key):
@@ -568,7 +759,7 @@ def _read_settings(fname: str, top: _Table) -> dict[str, Any]:
         else:
             value = t.number(key)
             if value <= 0.0:
-                raise t.error(key, f"must be positive, got {value!r}")
+                raise t.error(key, f"must be positive, got {_show(value)}")
             out[name] = value
     return out
 
@@ -662,7 +853,9 @@ def _s(text: str) -> str:
 _CYCLIC = {"123": 1, "231": 2, "312": 3}
 
 
-def _joint_kind(j: Joint) -> str:
+def joint_kind(j: Joint) -> str:
+    """The TOML ``kind`` of a joint: free, revolute, prismatic, spherical, gimbal, weld or
+    general (the constructor that builds it)."""
     rot_seq, trn_seq = str(j.rot_seq), str(j.trn_seq)
     if j.rot_type == "spherical":
         if rot_seq == "123" and trn_seq == "123" and j.trn_dof in (0, 3):
@@ -706,7 +899,7 @@ def _dumps(
             lines.append("check_triangle = false")
         lines.append("")
     for j in model.joints:
-        kind = _joint_kind(j)
+        kind = joint_kind(j)
         lines += ["[[joints]]", f"name = {_s(j.name)}"]
         lines.append(f"inner = {_s('N' if j.inner is None else j.inner)}")
         lines += [f"outer = {_s(j.outer)}", f"kind = {_s(kind)}"]

@@ -50,8 +50,10 @@ Mapping to kanedyn (URDF spec: wiki.ros.org/urdf/XML):
 from __future__ import annotations
 
 import os
+import re
 import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -65,6 +67,7 @@ from kanedyn.model import Body, Frame, Joint, JointLimits, Model
 from kanedyn.spatial.inertia import composite_mass_properties, validate_inertia
 from kanedyn.spatial.rotation import euler_to_dcm
 
+_HUGE = 1e100  # kg, kg m^2: larger mass properties are refused (they overflow)
 __all__ = ["URDF_GRAVITY", "read_urdf", "rpy_to_dcm"]
 
 #: principal moments above -_ROUND_OFF (kg·m²) count as zero
@@ -238,7 +241,7 @@ def _link(doc: _Doc, link: ET.Element, check_triangle: bool) -> _Link:
     if np.all(np.isfinite(I)):
         # principal moments within round-off of zero (iCub writes 2.4e-35 products on a
         # point mass) are zero; anything more negative stays an error
-        lam, V = np.linalg.eigh(0.5 * (I + I.T))
+        lam, V = np.linalg.eigh(0.5 * I + 0.5 * I.T)
         if 0.0 > lam[0] >= -_ROUND_OFF:
             I = (V * np.maximum(lam, 0.0)) @ V.T
     try:
@@ -250,6 +253,14 @@ def _link(doc: _Doc, link: ET.Element, check_triangle: bool) -> _Link:
         )
     except ModelError as exc:
         raise doc.error(link, str(exc), "inertial") from None
+    if mass > _HUGE or float(np.max(np.abs(I))) > _HUGE:
+        # products with placements and parallel-axis terms would overflow to inf or NaN
+        raise doc.error(
+            link,
+            f"mass {mass:g} kg or inertia up to {float(np.max(np.abs(I))):g} kg m^2 is beyond "
+            f"{_HUGE:g}: not a physical value (check the units)",
+            "inertial",
+        )
     return _Link(link, mass, com, I)
 
 
@@ -421,7 +432,15 @@ def read_urdf(
                 f"{doc.where(found[0])}: {len(found)} <{tag}> element(s) ignored "
                 "(actuators and simulator plugins are not modelled)"
             )
-    return build_model(shown, bodies, joints, gravity, frames, notes)
+
+    def locate(message: str) -> FileFormatError:
+        # the line of the first joint (or link) the message names, else of <robot>
+        named = re.findall(r"'([^']*)'", message)
+        elements = (*joints_el, *robot.findall("link"))
+        culprit = next((el for name in named for el in elements if el.get("name") == name), robot)
+        return doc.error(culprit, message)
+
+    return build_model(shown, bodies, joints, gravity, frames, notes, locate)
 
 
 def build_model(
@@ -431,13 +450,17 @@ def build_model(
     gravity: Any,
     frames: list[Frame],
     notes: list[str],
+    locate: Callable[[str], FileFormatError] | None = None,
 ) -> Model:
     """The Model of an imported file, its mass matrix checked, its notes warned about
-    (from the caller of the reader)."""
+    (from the caller of the reader). ``locate(message)`` turns a model error into a
+    file error at the element it names (default: the file alone)."""
     try:
         model = Model(bodies, joints, gravity=gravity, frames=frames)
     except ModelError as exc:
-        raise FileFormatError(f"{shown}: {exc}") from None
+        if locate is None:
+            raise FileFormatError(f"{shown}: {exc}") from None
+        raise locate(str(exc)) from None
     check_mass_matrix(model, shown)
     for message in notes:
         warnings.warn(message, UnsupportedFeatureWarning, stacklevel=3)

@@ -103,11 +103,44 @@ class ReactionWheel:
         )  # fmt: skip
 
 
-def add_wheels(bodies: Sequence[Body], joints: Sequence[Joint], wheels: Sequence[ReactionWheel],
-               gravity: ArrayLike = (0.0, 0.0, 0.0)) -> Model:  # fmt: skip
-    """A Model of ``bodies`` and ``joints`` with each wheel added as a rotor on a hinge."""
+def add_wheels(
+    bodies: Model | Sequence[Body],
+    joints: Sequence[Joint] | Sequence[ReactionWheel],
+    wheels: Sequence[ReactionWheel] | None = None,
+    gravity: ArrayLike | None = None,
+) -> Model:
+    """A Model with each wheel added as a rotor on a hinge.
+
+    Either ``add_wheels(model, wheels)``, which extends an existing Model (its gravity
+    kept), or ``add_wheels(bodies, joints, wheels, gravity=(0, 0, 0))``, which builds one.
+
+    >>> import kanedyn as kd
+    >>> hub = kd.Model([kd.Body("hub", 10.0, kd.inertia_tensor(1, 1, 1))],
+    ...                [kd.Joint.free("root", outer="hub")])
+    >>> kd.add_wheels(hub, [kd.ReactionWheel("w", "hub", axis=(0, 0, 1), inertia=0.01)]).nb
+    2
+    """
+    if isinstance(bodies, Model):
+        if wheels is not None or gravity is not None:
+            raise ModelError(
+                "add_wheels(model, wheels) takes the model and the wheels only "
+                "(the model keeps its gravity)"
+            )
+        model = bodies
+        added = [w for w in joints if isinstance(w, ReactionWheel)]
+        if len(added) != len(joints):
+            raise ModelError("add_wheels(model, wheels): wheels must be kanedyn.ReactionWheel")
+        return attrs.evolve(
+            model,
+            bodies=[*model.bodies, *(w.rotor() for w in added)],
+            joints=[*model.joints, *(w.joint() for w in added)],
+        )
+    if wheels is None:
+        raise ModelError("add_wheels(bodies, joints, wheels): give the wheels")
     return Model(
-        [*bodies, *(w.rotor() for w in wheels)], [*joints, *(w.joint() for w in wheels)], gravity
+        [*bodies, *(w.rotor() for w in wheels)],
+        [*joints, *(w.joint() for w in wheels)],  # type: ignore[misc]
+        (0.0, 0.0, 0.0) if gravity is None else gravity,
     )
 
 

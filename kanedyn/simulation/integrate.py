@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import sys
 import time as _time
+import warnings
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -38,16 +39,15 @@ from kanedyn.dynamics import msd
 from kanedyn.dynamics.kane import (
     forcing_at,
     kane_terms,
-    kinetic_energy,
     mass_matrix_at,
-    momentum,
-    potential_energy,
     solve_mass_matrix,
 )
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
-from kanedyn.errors import ModelError, SimulationError
+from kanedyn.errors import KanedynError, ModelError, SimulationError, SimulationInterrupted
 from kanedyn.model import Model, State
+from kanedyn.simulation import diagnose
+from kanedyn.simulation import output as _output
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.options import Engine, Formulation, Method
 from kanedyn.simulation.steppers import FLOATS, Schedule, rk4_step
@@ -170,14 +170,12 @@ class _System:
             tm = kane_terms(model, kin)
             M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
             ydot = np.zeros(model.n)
-            try:
-                if self.locked.size:
-                    free = np.setdiff1d(np.arange(model.n), self.locked)
-                    ydot[free] = solve_mass_matrix(M[np.ix_(free, free)], f[free])
-                else:
-                    ydot = solve_mass_matrix(M, f)
-            except ModelError as exc:
-                raise SimulationError(f"t = {t:.6g}: {exc}") from None
+            # a singular mass matrix raises ModelError; the run loops add the time
+            if self.locked.size:
+                free = np.setdiff1d(np.arange(model.n), self.locked)
+                ydot[free] = solve_mass_matrix(M[np.ix_(free, free)], f[free])
+            else:
+                ydot = solve_mass_matrix(M, f)
         else:
             ydot = msd.rates(model, kin, L)
             ydot[self.locked] = 0.0
@@ -259,71 +257,74 @@ class Trajectory:
     steps: int
     events: tuple[Any, ...] = ()
     momenta: Array | None = None
+    status: str = "completed"
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
 
-    def _map(self, fn: Any) -> Array:
-        return np.array([fn(self.model, State(q, u)) for q, u in zip(self.q, self.u, strict=True)])
-
     @cached_property
+    def _derived(self) -> tuple[Array, Array, Array, Array]:
+        """Kinetic and potential energy, P and H at every output, from the kinematics of
+        blocks of outputs at once (:func:`kanedyn.dynamics.kinematics.kinematics_at` is
+        batched)."""
+        return _output.derived_histories(self.model, self.q, self.u)
+
+    @property
     def kinetic_energy(self) -> Array:
         """Kinetic energy at each output time, (nt,) [J]."""
-        return self._map(kinetic_energy)
+        return self._derived[0]
 
-    @cached_property
+    @property
     def potential_energy(self) -> Array:
         """Gravity and spring potential energy at each output time, (nt,) [J]."""
-        return self._map(potential_energy)
+        return self._derived[1]
 
     @property
     def total_energy(self) -> Array:
         """Kinetic plus potential energy, (nt,) [J]."""
         return self.kinetic_energy + self.potential_energy
 
-    @cached_property
-    def _momenta(self) -> tuple[Array, Array]:
-        PH = [momentum(self.model, State(q, u)) for q, u in zip(self.q, self.u, strict=True)]
-        return np.array([p for p, _ in PH]), np.array([h for _, h in PH])
-
     @property
     def linear_momentum(self) -> Array:
         """Total linear momentum in N, (nt, 3) [N s]."""
-        return self._momenta[0]
+        return self._derived[2]
 
     @property
     def angular_momentum(self) -> Array:
         """Total angular momentum about the system mass centre, N axes, (nt, 3) [N m s]."""
-        return self._momenta[1]
+        return self._derived[3]
+
+    @cached_property
+    def _bodies(self) -> dict[str, BodyHistory]:
+        return {}
 
     def body(self, name: str) -> BodyHistory:
+        """One body's histories (computed once per body)."""
+        if name in self._bodies:
+            return self._bodies[name]
         i = self.model.body_index(name)
-        kins = [kinematics_at(self.model, q, u) for q, u in zip(self.q, self.u, strict=True)]
-        R = np.array([k.R_N_B[i] for k in kins])
-        w_N = np.array([k.omega[i] for k in kins])
-        return BodyHistory(
-            omega=np.einsum("tji,tj->ti", R, w_N),
-            R_N_B=R,
-            position=np.array([k.r[i] for k in kins]),
-            velocity=np.array([k.v[i] for k in kins]),
-        )
+        parts = []  # the kinematics of blocks of outputs at once (kinematics_at is batched)
+        for a in range(0, len(self.t), 4096):
+            kin = kinematics_at(self.model, self.q[a : a + 4096], self.u[a : a + 4096])
+            parts.append((kin.R_N_B[:, i], kin.omega[:, i], kin.r[:, i], kin.v[:, i]))
+        R, w_N, r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)
+        self._bodies[name] = hist
+        return hist
 
     def column_names(self) -> list[str]:
         return ["t", *coordinate_names(self.model), *speed_names(self.model)]
 
+    def csv_header(self) -> list[str]:
+        """The CSV column names with units, ``name [unit]``
+        (:func:`kanedyn.simulation.output.column_names`)."""
+        return csv_header(self.model)
+
     def to_csv(self, path: str | Path) -> None:
-        """Write t, q, u and the energy and momentum histories as CSV with a header."""
-        names = [
-            *self.column_names(),
-            "kinetic_energy",
-            "potential_energy",
-            "Px",
-            "Py",
-            "Pz",
-            "Hx",
-            "Hy",
-            "Hz",
-        ]
+        """Write t, q, u and the energy and momentum histories as CSV with a header of
+        ``name [unit]`` columns (names holding a comma, quote or line break are quoted)."""
+        import csv
+
         data = np.column_stack(
             (
                 self.t,
@@ -335,7 +336,10 @@ class Trajectory:
                 self.angular_momentum,
             )
         )
-        np.savetxt(path, data, delimiter=",", header=",".join(names), comments="", fmt="%.17g")
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(self.csv_header())
+            writer.writerows([f"{v:.17g}" for v in row] for row in data)
 
     def to_npz(self, path: str | Path) -> None:
         """Write every history (and the coordinate and speed names) to a NumPy .npz file."""
@@ -382,6 +386,22 @@ def coordinate_names(model: Model) -> list[str]:
     return names
 
 
+def csv_header(model: Model) -> list[str]:
+    """The CSV header of ``model``'s trajectories: ``t [s]``, the coordinates (``[1]`` for
+    quaternion components, ``[rad]``, ``[m]``), the speeds (``[rad/s]``, ``[m/s]``),
+    then the energies ``[J]`` and momenta ``[N s]``, ``[N m s]``."""
+    units: dict[str, str] = {}
+    for k, j in enumerate(model.joints):
+        nr = j.n_rot_coordinates
+        qn = [coordinate_names(model)[i] for i in model.layout.q_index[k]]
+        un = [speed_names(model)[i] for i in model.layout.u_index[k]]
+        for pos, name in enumerate(qn):
+            units[name] = ("1" if j.rot_type == "spherical" else "rad") if pos < nr else "m"
+        for pos, name in enumerate(un):
+            units[name] = "rad/s" if pos < j.rot_dof else "m/s"
+    return _output.column_names(coordinate_names(model), speed_names(model), units)
+
+
 def speed_names(model: Model) -> list[str]:
     names = [""] * model.n
     for k, j in enumerate(model.joints):
@@ -392,20 +412,27 @@ def speed_names(model: Model) -> list[str]:
 
 # --------------------------------------------------------------------------- simulate
 class _Progress:
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled, self.bar = total, enabled, None
-        self.last = 0.0
+    """A progress bar on stderr (tqdm when installed), updated with the number of steps
+    done (or, for adaptive methods, thousandths of ``t_final``); each update also calls
+    ``tick`` (the streaming of outputs). It draws each state once and ends once."""
+
+    def __init__(self, total: int, enabled: bool, unit: str = "step", tick: Any = None) -> None:
+        self.total, self.enabled, self.bar, self.unit = total, enabled, None, unit
+        self.last, self.done, self.tick, self.closed = 0.0, -1, tick, False
         if enabled:
             try:
                 from tqdm import tqdm
 
-                self.bar = tqdm(total=total, unit="step", file=sys.stderr, leave=False)
+                self.bar = tqdm(total=total, unit=unit, file=sys.stderr, leave=False)
             except ImportError:
                 self.bar = None
 
     def update(self, done: int) -> None:
-        if not self.enabled:
+        if self.tick is not None:
+            self.tick()
+        if not self.enabled or done == self.done:
             return
+        self.done = done
         if self.bar is not None:
             self.bar.n = done
             self.bar.refresh()
@@ -415,14 +442,12 @@ class _Progress:
             self.last = now
             frac = done / max(self.total, 1)
             bar = "#" * int(30 * frac)
-            print(
-                f"\r[{bar:<30}] {100 * frac:5.1f}%  step {done}/{self.total}",
-                end="",
-                file=sys.stderr,
-            )
+            count = f"  {self.unit} {done}/{self.total}" if self.unit else ""
+            print(f"\r[{bar:<30}] {100 * frac:5.1f}%{count}", end="", file=sys.stderr)
 
     def close(self) -> None:
-        if self.enabled:
+        if self.enabled and not self.closed:
+            self.closed = True
             if self.bar is not None:
                 self.bar.close()
             else:
@@ -481,6 +506,7 @@ def simulate(
     controller: Controller | None = None,
     progress: bool | None = None,
     engine: Engine | str = "auto",
+    stream: Any = None,
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
 
@@ -520,6 +546,10 @@ def simulate(
         and formulation), ``"dense"`` by the NumPy engine of :func:`kanedyn.forward_dynamics`
         and :mod:`kanedyn.dynamics.msd`. ``"auto"`` (default) compiles when the model can be
         compiled (:func:`kanedyn.compiled.supports`). Both agree to round-off.
+    stream : callable, optional
+        ``stream(t, q, u)`` is called with each block of outputs, in order, while the run
+        goes (every few hundred steps): ``t`` (k,), ``q`` (k, nq), ``u`` (k, n). For
+        example :class:`kanedyn.simulation.output.CsvStream`.
 
     Returns
     -------
@@ -529,12 +559,25 @@ def simulate(
     ------
     ModelError
         Bad arguments (checked before any work): ``dt <= 0``, ``t_final < 0``, a
-        non-finite state, unknown formulation or method, bad events, bad loads.
+        non-finite ``t_final``, ``dt`` or ``output_every``, a non-finite state, unknown
+        formulation or method, bad events, bad loads, outputs that would not fit in memory.
     SimulationError
         A non-finite state during the run, or a 3-DOF gimbal reaching its singular
-        angle (naming the time and the joint).
+        angle. The message names the time, the first non-finite quantity and the likely
+        cause (:func:`kanedyn.simulation.diagnose.divergence_reason`); ``.trajectory``
+        holds the outputs up to the failure (``status == "diverged"``).
+    SimulationInterrupted
+        Ctrl-C during the run (a KeyboardInterrupt); ``.trajectory`` holds the outputs up
+        to it (``status == "interrupted"``).
+
+    Warns
+    -----
+    StepSizeWarning
+        Before a fixed-step run whose step is too large for the model's fastest mode
+        (:func:`kanedyn.simulation.diagnose.step_report`).
     """
     model.check_state(state)
+    diagnose.check_initial_energy(model, state)
     t_final, dt = check_times(t_final, dt)
     form = Formulation.parse(formulation)
     integrator = Method.parse(method)
@@ -543,6 +586,12 @@ def simulate(
     if not np.isfinite(every) or every <= 0.0:
         raise ModelError(f"output_every must be positive, got {output_every}")
     schedule = None if integrator.adaptive else Schedule.of(t_final, dt, every)
+    n_out = (
+        math.floor(t_final / every) + 2
+        if schedule is None
+        else schedule.n_steps // schedule.stride + 2
+    )
+    _output.check_output_size(n_out, model.nq + 2 * model.n + 8)
     lock_events = _lock_indices(model, events)
     system = _System(model, form, loads, compiled=use_compiled)
     x = system.initial(state)
@@ -550,26 +599,100 @@ def simulate(
     sampler.sample(system, 0.0, x)
     system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
     system.started = True
+    x0, modes = x.copy(), None
+    # the step check costs 2 (nq + n) + 1 right-hand sides: done when the run costs more
+    if schedule is not None and 4 * schedule.n_steps > 2 * x0.size + 1:
+        modes = diagnose.linear_modes(system, x0)
+        report = None if modes is None else diagnose.step_report(modes, dt, schedule.n_steps)
+        if report:
+            warnings.warn(report, diagnose.StepSizeWarning, stacklevel=2)
     if progress is None:
         progress = sys.stderr.isatty()
+    rec = _output.Recorder(None if stream is None else _Streamer(system, stream))
     start = _time.perf_counter()
-    speeds = None
-    if schedule is None:
-        ts, xs, locks, steps = _run_adaptive(
-            system, x, t_final, every, lock_events, integrator, rtol, atol, sampler
-        )
-    elif system.cm is not None and not (loads or controller or lock_events):
-        ts, xs, locks, steps, speeds = _run_rk4_compiled(system, system.cm, x, schedule, progress)
-    else:
-        ts, xs, locks, steps = _run_rk4(system, x, schedule, lock_events, progress, sampler)
+    steps, speeds = 0, None
+    try:
+        if schedule is None:
+            steps = _run_adaptive(
+                system, x, t_final, every, lock_events, integrator, rtol, atol, sampler,
+                progress, rec,
+            )  # fmt: skip
+        elif system.cm is not None and not (loads or controller or lock_events):
+            steps, speeds = _run_rk4_compiled(system, system.cm, x, schedule, progress, rec)
+        else:
+            steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, rec)
+    except SimulationError as exc:
+        if modes is None:
+            modes = diagnose.linear_modes(system, x0)
+        message = str(exc)
+        if getattr(exc, "diverged", False):
+            message += "; " + diagnose.divergence_reason(modes, dt, integrator.adaptive)
+        error = SimulationError(message)
+        error.trajectory = _partial(system, rec, form, integrator, start, events, "diverged")
+        raise error from None
+    except KeyboardInterrupt:
+        traj = _partial(system, rec, form, integrator, start, events, "interrupted")
+        t_end = traj.t[-1] if traj.t.size else 0.0
+        raise SimulationInterrupted(f"interrupted at t = {t_end:.6g} s", traj) from None
     wall = _time.perf_counter() - start
+    rec.drain()
+    xs = np.array(rec.xs, dtype=float)
     q = xs[:, : model.nq]
     # speeds at the outputs (MSD stores momenta), with the lock set of each instant
-    u = _output_speeds(system, xs, locks) if speeds is None else speeds
+    u = _output_speeds(system, xs, rec.locks) if speeds is None else np.array(speeds)
     return Trajectory(
-        model=model, t=ts, q=q, u=u, formulation=form.value, method=integrator.name,
-        wall_time=wall, steps=steps, events=tuple(events),
+        model=model, t=np.array(rec.ts), q=q, u=u, formulation=form.value,
+        method=integrator.name, wall_time=wall, steps=steps, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
+    )  # fmt: skip
+
+
+class _Streamer:
+    """Sends each block of outputs to ``stream`` as ``(t (k,), q (k, nq), u (k, n))``
+    (speeds from the momentum states under MSD, with the lock set of each output)."""
+
+    def __init__(self, system: _System, stream: Any) -> None:
+        self.system, self.stream = system, stream
+
+    def __call__(self, ts: list[float], xs: list[Any], locks: list[Any]) -> None:
+        model = self.system.model
+        was_locked = self.system.locked
+        x = np.array(xs, dtype=float).reshape(len(ts), model.nq + model.n)
+        u = _output_speeds(self.system, x, locks)
+        self.system.locked = was_locked
+        self.stream(np.array(ts, dtype=float), x[:, : model.nq], u)
+
+
+def _partial(
+    system: _System,
+    rec: _output.Recorder,
+    form: Formulation,
+    integrator: Method,
+    start: float,
+    events: Sequence[Any],
+    status: str,
+) -> Trajectory:
+    """The Trajectory of the outputs recorded before a run stopped early."""
+    model = system.model
+    n = min(len(rec.ts), len(rec.xs), len(rec.locks))
+    del rec.ts[n:], rec.xs[n:], rec.locks[n:]
+    try:
+        rec.drain()
+    except (KanedynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+        pass  # the run already failed: keep what is recorded
+    xs = np.array(rec.xs, dtype=float).reshape(n, model.nq + model.n)
+    was_locked = system.locked
+    with np.errstate(all="ignore"):
+        try:
+            u = _output_speeds(system, xs, rec.locks[:n])
+        except (KanedynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+            u = np.full((n, model.n), np.nan)
+    system.locked = was_locked
+    return Trajectory(
+        model=model, t=np.array(rec.ts, dtype=float), q=xs[:, : model.nq], u=u,
+        formulation=form.value, method=integrator.name,
+        wall_time=_time.perf_counter() - start, steps=0, events=tuple(events),
+        momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None, status=status,
     )  # fmt: skip
 
 
@@ -615,15 +738,19 @@ class _Monitor:
     sin θ2 = 0 for symmetric sequences). A state within ``|det Γ| < tol`` of it, or a
     sign change of ``det Γ`` between two accepted states (the angle stepped through
     it), is gimbal lock. When a step fails (non-finite values, a singular mass matrix)
-    next to a nearly singular gimbal, the error names that gimbal too.
+    next to a nearly singular gimbal, the error names that gimbal too; otherwise it is a
+    divergence (``diverged = True`` on the error), and names the first non-finite
+    quantity of the state, or the largest one of the last good state.
     """
 
     tol = 1e-4
     near = 0.2  # |det Γ| of the last good state below which a failure is blamed on lock
 
-    def __init__(self, model: Model, x0: Array):
-        self.model = model
+    def __init__(self, system: _System, x0: Array):
+        self.model = system.model
+        self.names = state_names(system.model, system.formulation)
         self.det = self._dets(x0)
+        self.x = x0
 
     def _dets(self, x: Array) -> Array:
         lay = self.model.layout
@@ -643,8 +770,11 @@ class _Monitor:
         )
 
     def check(self, t: float, x: Array) -> None:
-        if not np.all(np.isfinite(x)):
-            raise self.failure(t, f"the state became non-finite: {x}")
+        x = np.asarray(x, dtype=float)
+        bad_values = ~np.isfinite(x)
+        if np.any(bad_values):
+            i = int(np.argmax(bad_values))
+            raise self.failure(t, f"the state became non-finite (first: {self.names[i]} = {x[i]})")
         det = self._dets(x)
         if det.size:
             bad = np.nonzero((np.abs(det) < self.tol) | (np.sign(det) != np.sign(self.det)))[0]
@@ -657,8 +787,24 @@ class _Monitor:
         if self.det.size:
             row = int(np.argmin(np.abs(self.det)))
             if abs(self.det[row]) < self.near:
-                return self._lock(t, row, getattr(self, "x", np.zeros(self.model.nq)), "approached")
-        return SimulationError(f"t = {t:.6g}: {reason}")
+                return self._lock(t, row, self.x, "approached")
+        if "non-finite" not in reason and self.x.size:
+            i = int(np.argmax(np.abs(self.x)))
+            reason += (
+                f"; the largest value of the last good state was {self.names[i]} = {self.x[i]:.3g}"
+            )
+        error = SimulationError(f"t = {t:.6g}: {reason}")
+        error.diverged = True  # type: ignore[attr-defined]
+        return error
+
+
+def state_names(model: Model, formulation: Formulation) -> list[str]:
+    """Names of the integrated state ``[q | y]``: the coordinates, then the speeds
+    (Kane) or ``"<speed> momentum"`` (MSD)."""
+    speeds = speed_names(model)
+    if formulation is Formulation.MSD:
+        speeds = [f"{name} momentum" for name in speeds]
+    return [*coordinate_names(model), *speeds]
 
 
 class _Sampler:
@@ -696,46 +842,52 @@ def _run_rk4(
     lock_events: list[tuple[float, str, int]],
     progress: bool,
     sampler: _Sampler,
-) -> tuple[Array, Array, list[NDArray[np.intp]], int]:
+    rec: _output.Recorder,
+) -> int:
     """RK4 on NumPy state vectors, with lock events, controller samples and callable
-    loads; quaternions normalized before every stage and after every step."""
+    loads; quaternions normalized before every stage and after every step. The outputs
+    go to ``rec``; returns the number of steps."""
     model = system.model
     nq = model.nq
-    bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000)
+    bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000, tick=rec.drain)
     applied = _n_due(lock_events, 0.0)
     if applied:
         x = _apply_events(system, x, lock_events, applied)
-    ts, xs, locks = [0.0], [x.copy()], [system.locked]
-    monitor = _Monitor(model, x)
-    monitor.x = x
-    for step, t, h, t_next, output in schedule:
-        try:
-            with np.errstate(all="ignore"):
-                x = rk4_step(system, t, x, h)
-        except (ModelError, np.linalg.LinAlgError) as exc:
-            raise monitor.failure(t + h, str(exc)) from None
-        x[:nq] = _normalize_quaternions(model, x[:nq])
-        monitor.check(t_next, x)
-        due = _n_due(lock_events, t_next)
-        if due != applied:
-            applied = due
-            x = _apply_events(system, x, lock_events, applied)
-        if step < schedule.n_steps:
-            sampler.sample(system, t_next, x)
-        if output:
-            ts.append(t_next)
-            xs.append(x.copy())
-            locks.append(system.locked)
-        if step % 200 == 0:
-            bar.update(step)
-    bar.update(schedule.n_steps)
-    bar.close()
-    return np.array(ts), np.array(xs), locks, schedule.n_steps
+    rec.add(0.0, x.copy(), system.locked)
+    monitor = _Monitor(system, x)
+    try:
+        for step, t, h, t_next, output in schedule:
+            try:
+                with np.errstate(all="ignore"):
+                    x = rk4_step(system, t, x, h)
+            except (ModelError, np.linalg.LinAlgError) as exc:
+                raise monitor.failure(t + h, str(exc)) from None
+            x[:nq] = _normalize_quaternions(model, x[:nq])
+            monitor.check(t_next, x)
+            due = _n_due(lock_events, t_next)
+            if due != applied:
+                applied = due
+                x = _apply_events(system, x, lock_events, applied)
+            if step < schedule.n_steps:
+                sampler.sample(system, t_next, x)
+            if output:
+                rec.add(t_next, x.copy(), system.locked)
+            if step % 200 == 0:
+                bar.update(step)
+        bar.update(schedule.n_steps)
+    finally:
+        bar.close()
+    return schedule.n_steps
 
 
 def _run_rk4_compiled(
-    system: _System, cm: CompiledModel, x: Array, schedule: Schedule, progress: bool
-) -> tuple[Array, Array, list[NDArray[np.intp]], int, Array | None]:
+    system: _System,
+    cm: CompiledModel,
+    x: Array,
+    schedule: Schedule,
+    progress: bool,
+    rec: _output.Recorder,
+) -> tuple[int, list[Any] | None]:
     """:func:`_run_rk4` for the common case (either formulation, compiled, no loads,
     controller or events), on Python floats: the same step (quaternions normalized
     inside every right-hand side and after every step), without NumPy calls.
@@ -745,10 +897,9 @@ def _run_rk4_compiled(
     n, nq = model.n, model.nq
     rhs = cm._scalar
     msd = system.formulation is Formulation.MSD
-    bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000)
+    bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000, tick=rec.drain)
     quats = [tuple(int(i) for i in row) for row in model.layout.quat_q]
-    monitor = _Monitor(model, x)
-    monitor.x = x
+    monitor = _Monitor(system, x)
     gimbal3 = bool(model.layout.gimbal3.size)
 
     # the state is [q | y]; the kernel returns [ẏ | q̇] (Kane, y = ν) or [ẏ | q̇ | ν] (MSD)
@@ -757,41 +908,42 @@ def _run_rk4_compiled(
         return out[n : n + nq] + out[:n]
 
     xs_l = x.tolist()
-    ts, out = [0.0], [list(xs_l)]
+    rec.add(0.0, list(xs_l), system.locked)
     first = rhs(*xs_l)
     us = [first[n + nq :]] if msd else None
     k1: list[float] | None = first[n : n + nq] + first[:n]
     isfinite = math.isfinite
-    for step, t, h, t_next, output in schedule:
-        try:
-            xs_l = rk4_step(xdot, t, xs_l, h, FLOATS, k1)
-        except (ZeroDivisionError, ValueError, OverflowError) as exc:
-            raise monitor.failure(t + h, f"the right-hand side failed ({exc})") from None
-        k1 = None
-        for i0, i1, i2, i3 in quats:
-            qx, qy, qz, qw = xs_l[i0], xs_l[i1], xs_l[i2], xs_l[i3]
-            s = 1.0 / math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
-            xs_l[i0], xs_l[i1], xs_l[i2], xs_l[i3] = qx * s, qy * s, qz * s, qw * s
-        if gimbal3:
-            monitor.check(t_next, np.array(xs_l))
-        elif not isfinite(sum(xs_l)):
-            raise monitor.failure(t_next, f"the state became non-finite: {np.array(xs_l)}")
-        if output:
-            ts.append(t_next)
-            out.append(xs_l)
-            if us is not None:  # the speeds at the output; k1 of the next step
-                try:
-                    first = rhs(*xs_l)
-                except (ZeroDivisionError, ValueError, OverflowError) as exc:
-                    raise monitor.failure(t_next, f"the right-hand side failed ({exc})") from None
-                us.append(first[n + nq :])
-                k1 = first[n : n + nq] + first[:n]
-        if step % 200 == 0:
-            bar.update(step)
-    bar.update(schedule.n_steps)
-    bar.close()
-    speeds = None if us is None else np.array(us)
-    return np.array(ts), np.array(out), [system.locked] * len(ts), schedule.n_steps, speeds
+    try:
+        for step, t, h, t_next, output in schedule:
+            try:
+                xs_l = rk4_step(xdot, t, last := xs_l, h, FLOATS, k1)
+            except (ZeroDivisionError, ValueError, OverflowError) as exc:
+                monitor.x = np.array(last)
+                raise monitor.failure(t + h, f"the right-hand side failed ({exc})") from None
+            k1 = None
+            for i0, i1, i2, i3 in quats:
+                qx, qy, qz, qw = xs_l[i0], xs_l[i1], xs_l[i2], xs_l[i3]
+                s = 1.0 / math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+                xs_l[i0], xs_l[i1], xs_l[i2], xs_l[i3] = qx * s, qy * s, qz * s, qw * s
+            if gimbal3 or not isfinite(sum(xs_l)):
+                monitor.check(t_next, np.array(xs_l))
+            if output:
+                if us is not None:  # the speeds at the output; k1 of the next step
+                    try:
+                        first = rhs(*xs_l)
+                    except (ZeroDivisionError, ValueError, OverflowError) as exc:
+                        raise monitor.failure(
+                            t_next, f"the right-hand side failed ({exc})"
+                        ) from None
+                    us.append(first[n + nq :])
+                    k1 = first[n : n + nq] + first[:n]
+                rec.add(t_next, xs_l, system.locked)
+            if step % 200 == 0:
+                bar.update(step)
+        bar.update(schedule.n_steps)
+    finally:
+        bar.close()
+    return schedule.n_steps, us
 
 
 def _apply_events(
@@ -818,9 +970,14 @@ def _run_adaptive(
     rtol: float,
     atol: float,
     sampler: _Sampler,
-) -> tuple[Array, Array, list[NDArray[np.intp]], int]:
-    """``method``'s solver between the event and controller-sample times, with outputs
-    every ``every`` seconds."""
+    progress: bool,
+    rec: _output.Recorder,
+) -> int:
+    """``method``'s solver (a ``scipy.integrate.OdeSolver``, stepped here as
+    ``solve_ivp`` steps it) between the event and controller-sample times, with outputs
+    every ``every`` seconds from its dense output; returns the number of right-hand
+    sides evaluated."""
+    assert method.solver is not None
     model = system.model
     t_out = np.arange(0.0, t_final + 0.5 * every, every)
     t_out = np.minimum(t_out[t_out <= t_final + 1e-9 * max(every, 1.0)], t_final)
@@ -834,36 +991,72 @@ def _run_adaptive(
             *sampler.times(t_final),
         }
     )
-    ts: list[float] = []
-    xs: list[Array] = []
-    locks: list[NDArray[np.intp]] = []
+    ts = rec.ts
     nfev, applied = 0, 0
-    monitor = _Monitor(model, x)
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        if _n_due(lock_events, a) != applied:
-            applied = _n_due(lock_events, a)
-            x = _apply_events(system, x, lock_events, applied)
-        sampler.sample(system, a, x)
-        inside = np.union1d(t_out[(t_out > a) & (t_out < b)], [a, b])
-        try:
-            sol = scipy.integrate.solve_ivp(
-                system, (a, b), x, method=method.solver, t_eval=inside, rtol=rtol, atol=atol
-            )
-        except (ModelError, np.linalg.LinAlgError) as exc:
-            raise monitor.failure(a, str(exc)) from None
-        if not sol.success:
-            raise SimulationError(
-                f"t = {sol.t[-1] if sol.t.size else a:.6g}: {method.name} failed: {sol.message}"
-            )
-        nfev += sol.nfev
-        for t, xk in zip(sol.t, sol.y.T, strict=True):
-            if ts and abs(t - ts[-1]) < 1e-12:
-                continue
-            xk = xk.copy()
-            xk[: model.nq] = _normalize_quaternions(model, xk[: model.nq])
-            monitor.check(t, xk)
-            ts.append(t)
-            xs.append(xk)
-            locks.append(system.locked)
-        x = sol.y[:, -1].copy()  # t_eval always contains the segment end b
-    return np.array(ts), np.array(xs), locks, nfev
+    monitor = _Monitor(system, x)
+    bar = _Progress(1000, progress, unit="", tick=rec.drain)
+
+    def record(t: float, xk: Array) -> None:
+        if ts and abs(t - ts[-1]) < 1e-12:
+            return
+        xk = np.array(xk, dtype=float)
+        xk[: model.nq] = _normalize_quaternions(model, xk[: model.nq])
+        monitor.check(t, xk)
+        rec.add(t, xk, system.locked)
+
+    record(0.0, x)
+    try:
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            if _n_due(lock_events, a) != applied:
+                applied = _n_due(lock_events, a)
+                x = _apply_events(system, x, lock_events, applied)
+            sampler.sample(system, a, x)
+            record(a, x)
+            inside = t_out[(t_out > a) & (t_out < b)]
+            try:
+                solver = method.solver(system, a, x, b, rtol=rtol, atol=atol)
+                k = 0
+                while solver.status == "running":
+                    t_old = solver.t
+                    message = solver.step()
+                    if solver.status == "failed":
+                        error = SimulationError(
+                            f"t = {solver.t:.6g}: {method.name} failed: {message}"
+                        )
+                        error.diverged = True  # type: ignore[attr-defined]
+                        raise error
+                    due = inside[k:][inside[k:] <= solver.t]
+                    if due.size:
+                        sol = solver.dense_output()
+                        for te in due:
+                            record(float(te), sol(te))
+                        k += due.size
+                    if solver.t > t_old:
+                        bar.update(int(1000 * solver.t / t_final))
+            except (ModelError, np.linalg.LinAlgError) as exc:
+                raise monitor.failure(solver.t if "solver" in locals() else a, str(exc)) from None
+            nfev += solver.nfev
+            x = np.array(solver.y, dtype=float)
+            record(b, x)
+        bar.update(1000)
+    finally:
+        bar.close()
+    return nfev
+
+
+def linear_modes(
+    model: Model,
+    state: State,
+    *,
+    formulation: Formulation | str = "kane",
+    loads: LoadsLike = None,
+    engine: Engine | str = "auto",
+) -> diagnose.Modes | None:
+    """The eigenvalues of the linearized equations of motion at ``state``
+    (:func:`kanedyn.simulation.diagnose.linear_modes` of the right-hand side
+    :func:`simulate` integrates); None for very large models."""
+    system = _System(
+        model, Formulation.parse(formulation), loads,
+        compiled=resolve_engine(model, Engine.parse(engine)),
+    )  # fmt: skip
+    return diagnose.linear_modes(system, system.initial(state))

@@ -77,8 +77,13 @@ def validate_inertia(
     scale = max(float(np.max(np.abs(arr))), np.finfo(float).tiny)
     if not np.allclose(arr, arr.T, rtol=0.0, atol=rtol * scale):
         raise ModelError(f"{name}: inertia is not symmetric:\n{arr}")
-    arr = 0.5 * (arr + arr.T)
-    moments = np.linalg.eigvalsh(arr)
+    arr = 0.5 * arr + 0.5 * arr.T
+    try:  # on the tensor scaled to 1, so that huge entries do not overflow
+        moments = np.linalg.eigvalsh(arr / scale) * scale
+    except np.linalg.LinAlgError:
+        raise ModelError(
+            f"{name}: the principal moments of the inertia cannot be computed"
+        ) from None
     if allow_singular:
         if moments[0] < -rtol * scale:
             raise ModelError(

@@ -256,69 +256,95 @@ def edit(old: str, new: str):
     return HAND.replace(old, new, 1)
 
 
+# (id, text, the text of the line the error must name (None: no line), parts of the message)
 BAD = [
-    ("malformed", "[[bodies]\nname = 1", ["not valid TOML", "line 1"]),
-    ("truncated", HAND[: HAND.index("mass_kg = 94.25") + 6], ["not valid TOML", "end of document"]),
-    ("missing_field", edit("mass_kg = 94.25\n", ""), ["bodies[1].mass_kg: required field is missing"]),
-    ("wrong_type", edit("mass_kg = 94.25", 'mass_kg = "heavy"'),
-     ["bodies[1].mass_kg: expected a number, got 'heavy'"]),
-    ("bool_is_not_a_number", edit("mass_kg = 3", "mass_kg = true"),
-     ["bodies[2].mass_kg: expected a number, got True"]),
-    ("unknown_kind", edit('kind = "prismatic"', 'kind = "slider"'),
-     ["joints[2].kind: expected one of 'free', 'revolute', 'prismatic'", "got 'slider'"]),
-    ("unknown_key", edit("mass_kg = 94.25", "mas_kg = 94.25"),
-     ["bodies[1]: unknown key 'mas_kg'; allowed keys are name, mass_kg,"]),
-    ("unknown_key_for_kind", edit('kind = "prismatic"', 'kind = "prismatic"\nseq = "123"'),
-     ["joints[2]: unknown key 'seq'", "axis"]),
-    ("unknown_top_table", HAND + "\n[solver]\nx = 1\n", ["unknown key 'solver'"]),
-    ("non_physical_inertia", edit("Izz = 2,", "Izz = -2,"),
-     ["bodies[2]: body 'boom': inertia is not positive definite"]),
-    ("triangle", edit("Ixx = 1, Iyy = 1.5, Izz = 2,", "Ixx = 1, Iyy = 1.5, Izz = 3,"),
-     ["bodies[2]: body 'boom'", "triangle inequality"]),
-    ("negative_mass", edit("mass_kg = 3", "mass_kg = -3"), ["bodies[2]: body 'boom': mass must be positive"]),
+    ("malformed", "[[bodies]\nname = 1", "[[bodies]", ["line 1, column 9: not valid TOML"]),
+    ("truncated", HAND[: HAND.index("mass_kg = 94.25") + 6], ("mass_k", 2), ["not valid TOML", "end of the file"]),
+    ("missing_field", edit("mass_kg = 94.25\n", ""), ("[[bodies]]", 2),
+     ['mass_kg in [[bodies]] #2 (name "antenna"): required field is missing']),
+    ("wrong_type", edit("mass_kg = 94.25", 'mass_kg = "heavy"'), 'mass_kg = "heavy"',
+     ['mass_kg in [[bodies]] #2 (name "antenna"): expected a number, got "heavy"']),
+    ("bool_is_not_a_number", edit("mass_kg = 3", "mass_kg = true"), "mass_kg = true",
+     ['mass_kg in [[bodies]] #3 (name "boom"): expected a number, got true']),
+    ("unknown_kind", edit('kind = "prismatic"', 'kind = "slider"'), 'kind = "slider"',
+     ['kind in [[joints]] #3 (name "slide"): expected one of "free", "revolute", "prismatic"', 'got "slider"']),
+    ("unknown_key", edit("mass_kg = 94.25", "mas_kg = 94.25"), "mas_kg = 94.25",
+     ['[[bodies]] #2 (name "antenna"): unknown key "mas_kg"; allowed keys are name, mass_kg,']),
+    ("unknown_key_for_kind", edit('kind = "prismatic"', 'kind = "prismatic"\nseq = "123"'), 'seq = "123"',
+     ['[[joints]] #3 (name "slide"): unknown key "seq"', "axis"]),
+    ("unknown_top_table", HAND + "\n[solver]\nx = 1\n", "[solver]", ['unknown key "solver"']),
+    ("non_physical_inertia", edit("Izz = 2,", "Izz = -2,"), "Izz = -2,",
+     ["inertia_kg_m2 in [[bodies]] #3", "body 'boom': inertia is not positive definite"]),
+    ("triangle", edit("Ixx = 1, Iyy = 1.5, Izz = 2,", "Ixx = 1, Iyy = 1.5, Izz = 3,"), "Izz = 3,",
+     ["inertia_kg_m2 in [[bodies]] #3", "triangle inequality", "check_triangle = false"]),
+    ("negative_mass", edit("mass_kg = 3", "mass_kg = -3"), "mass_kg = -3",
+     ['mass_kg in [[bodies]] #3 (name "boom")', "mass must be positive"]),
     ("two_inertias", edit("com_m = [0.5, 0, 0]", "com_m = [0.5, 0, 0]\ninertia_kg_m2 = {Ixx = 1, Iyy = 1, Izz = 1}"),
-     ["bodies[1]: give exactly one of inertia_kg_m2"]),
-    ("short_vector", edit("com_m = [0.5, 0, 0]", "com_m = [0.5, 0]"),
-     ["bodies[1].com_m: expected a list of 3 numbers, got [0.5, 0]"]),
+     ("[[bodies]]", 2), ["[[bodies]] #2", "give exactly one of inertia_kg_m2"]),
+    ("short_vector", edit("com_m = [0.5, 0, 0]", "com_m = [0.5, 0]"), "com_m = [0.5, 0]",
+     ["com_m in [[bodies]] #2", "expected a list of 3 numbers, got [0.5, 0]"]),
     ("bad_dcm", edit('inner_angles_deg = [90, 0, 0]\ninner_seq = "312"', "inner_rotation_dcm = [[1, 0, 0], [0, 1, 0], [0, 0, 2]]"),
-     ["joints[1]: joint 'hinge': inner_rotation is not a proper orthonormal matrix"]),
-    ("seq_without_angles", edit('inner_angles_deg = [90, 0, 0]\n', ""), ["joints[1].inner_seq: inner_seq needs"]),
-    ("bad_seq", edit('inner_seq = "312"', 'inner_seq = "311"'), ["joints[1].inner_seq", "'311'"]),
-    ("bad_axis", edit("axis = 1", "axis = 4"), ["joints[2].axis: expected one of [1, 2, 3], got 4"]),
-    ("stiffness_count", edit("stiffness = [0.2, 0.0098]", "stiffness = [0.2, 0.0098, 1]"),
-     ["joints[1]: joint 'hinge': stiffness", "expected 2 values"]),
-    ("unknown_inner", edit('inner = "antenna"', 'inner = "antena"'), ["joint 'slide': unknown inner body 'antena'"]),
-    ("missing_kind", edit('kind = "free"\n', ""), ["joints[0].kind: required field is missing"]),
-    ("initial_unknown_joint", edit("[initial.hinge]", "[initial.hing]"), ["initial.hing: no joint named 'hing'"]),
-    ("initial_length", edit("angles_deg = [5, -3]", "angles_deg = [5, -3, 1]"),
-     ["initial.hinge.angles_deg: joint 'hinge': angles needs 2 values, got 3"]),
-    ("initial_quaternion_on_gimbal", edit("angles_deg = [5, -3]", "quaternion = [0, 0, 0, 1]"),
-     ["initial.hinge.quaternion: joint 'hinge' is a gimbal"]),
-    ("initial_both_units", edit("rates_deg_s = [1, 2]", "rates_deg_s = [1, 2]\nrates_rad_s = [1, 2]"),
-     ["initial.hinge.rates_rad_s: give rates_deg_s or rates_rad_s, not both"]),
-    ("load_unknown_body", HAND + '\n[[loads]]\ntype = "force"\nbody = "moon"\nvalues = [1, 2, 3]\n',
-     ["loads[1].body: no body named 'moon'"]),
-    ("load_type", edit('type = "joint"', 'type = "push"'), ["loads[0].type: expected one of 'force', 'torque', 'joint'"]),
-    ("load_dof", edit("values = [0.5, 0]", "values = [0.5]"), ["loads[0].values: joint 'hinge' has 2 DOF, got 1 values"]),
-    ("simulation_formulation", edit("dt_s = 0.01", 'dt_s = 0.01\nformulation = "lagrange"'),
-     ["simulation.formulation: expected one of 'kane', 'msd', got 'lagrange'"]),
-    ("simulation_method", edit("dt_s = 0.01", 'dt_s = 0.01\nmethod = "rk45"'),
-     ["simulation.method: expected one of 'rk4', 'RK45'", "got 'rk45'"]),
-    ("simulation_negative_dt", edit("dt_s = 0.01", "dt_s = -0.01"), ["simulation.dt_s: must be positive"]),
-    ("body_named_N", edit('name = "boom"', 'name = "N"'), ["bodies[2].name: 'N' is reserved"]),
-    ("no_bodies", "[model]\ngravity_m_s2 = [0, 0, 0]\n", ["bodies: the file defines no bodies"]),
-    ("two_inbound", edit('outer = "antenna"', 'outer = "boom"'), ["body 'boom' has two inbound joints"]),
+     "inner_rotation_dcm =", ["inner_rotation_dcm in [[joints]] #2", "not a proper orthonormal matrix"]),
+    ("seq_without_angles", edit('inner_angles_deg = [90, 0, 0]\n', ""), 'inner_seq = "312"',
+     ["inner_seq in [[joints]] #2", "inner_seq needs"]),
+    ("bad_seq", edit('inner_seq = "312"', 'inner_seq = "311"'), 'inner_seq = "311"', ["inner_seq in [[joints]] #2", "'311'"]),
+    ("bad_axis", edit("axis = 1", "axis = 4"), "axis = 4", ["axis in [[joints]] #3", "expected one of [1, 2, 3], got 4"]),
+    ("stiffness_count", edit("stiffness = [0.2, 0.0098]", "stiffness = [0.2, 0.0098, 1]"), "stiffness = [0.2, 0.0098, 1]",
+     ["stiffness in [[joints]] #2", "expected 2 values"]),
+    ("unknown_inner", edit('inner = "antenna"', 'inner = "antena"'), 'inner = "antena"',
+     ["inner in [[joints]] #3", "joint 'slide': unknown inner body 'antena'"]),
+    ("missing_kind", edit('kind = "free"\n', ""), ("[[joints]]", 1), ["kind in [[joints]] #1", "required field is missing"]),
+    ("initial_unknown_joint", edit("[initial.hinge]", "[initial.hing]"), "[initial.hing]",
+     ["[initial.hing]: no joint named 'hing'"]),
+    ("initial_length", edit("angles_deg = [5, -3]", "angles_deg = [5, -3, 1]"), "angles_deg = [5, -3, 1]",
+     ["angles_deg in [initial.hinge]: joint 'hinge': angles needs 2 values, got 3"]),
+    ("initial_quaternion_on_gimbal", edit("angles_deg = [5, -3]", "quaternion = [0, 0, 0, 1]"), "quaternion =",
+     ["quaternion in [initial.hinge]: joint 'hinge' is a gimbal"]),
+    ("initial_both_units", edit("rates_deg_s = [1, 2]", "rates_deg_s = [1, 2]\nrates_rad_s = [1, 2]"), "rates_rad_s",
+     ["rates_rad_s in [initial.hinge]: give rates_deg_s or rates_rad_s, not both"]),
+    ("load_unknown_body", HAND + '\n[[loads]]\ntype = "force"\nbody = "moon"\nvalues = [1, 2, 3]\n', 'body = "moon"',
+     ["body in [[loads]] #2: no body named 'moon'"]),
+    ("load_type", edit('type = "joint"', 'type = "push"'), 'type = "push"',
+     ['type in [[loads]] #1: expected one of "force", "torque", "joint"']),
+    ("load_dof", edit("values = [0.5, 0]", "values = [0.5]"), "values = [0.5]",
+     ["values in [[loads]] #1: joint 'hinge' has 2 DOF, got 1 values"]),
+    ("simulation_formulation", edit("dt_s = 0.01", 'dt_s = 0.01\nformulation = "lagrange"'), "formulation =",
+     ['formulation in [simulation]: expected one of "kane", "msd", got "lagrange"']),
+    ("simulation_method", edit("dt_s = 0.01", 'dt_s = 0.01\nmethod = "rk45"'), "method =",
+     ['method in [simulation]: expected one of "rk4", "RK45"', 'got "rk45"']),
+    ("simulation_negative_dt", edit("dt_s = 0.01", "dt_s = -0.01"), "dt_s = -0.01", ["dt_s in [simulation]: must be positive"]),
+    ("simulation_nan_dt", edit("dt_s = 0.01", "dt_s = nan"), "dt_s = nan", ["dt_s in [simulation]: expected a finite number, got nan"]),
+    ("huge_integer_mass", edit("mass_kg = 3", "mass_kg = " + "9" * 400), "mass_kg = 999",
+     ["mass_kg in [[bodies]] #3", "expected a finite number"]),
+    ("body_named_N", edit('name = "boom"', 'name = "N"'), 'name = "N"', ['name in [[bodies]] #3 (name "N"): \'N\' is reserved']),
+    ("no_bodies", "[model]\ngravity_m_s2 = [0, 0, 0]\n", None, ["bodies: the file defines no bodies"]),
+    ("two_inbound", edit('outer = "antenna"', 'outer = "boom"'), ("[[joints]]", 2), ["body 'boom' has two inbound joints"]),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("text", "expected"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
-def test_bad_input_names_file_and_field(tmp_path, text, expected):
+def line_of(text: str, anchor: str | tuple[str, int]) -> int:
+    """The 1-based line of the n-th line of ``text`` that contains ``anchor``."""
+    needle, nth = anchor if isinstance(anchor, tuple) else (anchor, 1)
+    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
+    return hits[nth - 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor", "expected"), [b[1:] for b in BAD], ids=[b[0] for b in BAD]
+)
+def test_bad_input_names_file_line_and_key(tmp_path, text, anchor, expected):
+    """Each error names the file, the 1-based line (found here by searching the text for
+    what the error is about) and the TOML key, in TOML syntax."""
     path = tmp_path / "model.toml"
     path.write_text(text)
     with pytest.raises(kd.FileFormatError) as info:
         read_toml_case(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: "), message
+    if anchor is None:
+        assert message.startswith(f"{path}: "), message
+    else:
+        assert message.startswith(f"{path} line {line_of(text, anchor)}"), message
+    assert "bodies[" not in message and "=False" not in message, message
     for part in expected:
         assert part in message, (part, message)
 

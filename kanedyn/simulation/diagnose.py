@@ -1,0 +1,194 @@
+"""What a run's step can resolve, and why a run diverged.
+
+The fastest motion of a model near a state is read from its linearization: the
+eigenvalues ``λ`` of the Jacobian ``A = ∂f/∂x`` of the first-order system
+``ẋ = f(t, x)`` that :func:`kanedyn.simulate` integrates (either formulation), by central
+finite differences at the initial state. For an undamped spring-mass system ``A`` has
+``λ = ±iω`` with ``ω²`` the eigenvalues of ``M⁻¹K``; ``A`` also carries damping and the
+gyroscopic coupling of spinning bodies. The fastest mode's period is ``2π / max|λ|``.
+
+Classic RK4 multiplies a mode ``e^{λt}`` by its stability polynomial per step,
+
+.. math:: R(z) = 1 + z + z^2/2 + z^3/6 + z^4/24, \\qquad z = λ\\,Δt,
+
+instead of ``e^{z}`` (Hairer & Wanner, *Solving ODEs II*, §IV.2). Over ``n`` steps the
+mode's amplitude is off by ``(|R(z)| / |e^z|)^n``: :func:`step_report` turns that into a
+warning before a fixed-step run (RK4 is stable on the imaginary axis up to
+``|z| = 2√2``; beyond that the mode grows and the run diverges). The same estimate sets
+the CLI's default output cadence (:func:`output_interval`) and the step suggested when
+a run diverges (:func:`suggest_step`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "Modes",
+    "check_initial_energy",
+    "StepSizeWarning",
+    "divergence_reason",
+    "linear_modes",
+    "output_interval",
+    "rk4_amplification",
+    "step_report",
+    "suggest_step",
+]
+
+Array = NDArray[np.float64]
+
+#: the largest state a finite-difference Jacobian is built for (2 n right-hand sides)
+MAX_STATES = 400
+#: samples per period of the fastest mode that the suggested step and cadence give
+SAMPLES_PER_PERIOD = 20
+
+
+class StepSizeWarning(UserWarning):
+    """A fixed step too large for the model's fastest mode (energy lost or a divergence)."""
+
+
+@attrs.frozen
+class Modes:
+    """Eigenvalues ``lam`` (complex, (n,)) of the linearized system at a state."""
+
+    lam: NDArray[np.complex128]
+
+    @property
+    def fastest_rate(self) -> float:
+        """``max |λ|`` [rad/s] (0 for a model that does not move)."""
+        return float(np.max(np.abs(self.lam))) if self.lam.size else 0.0
+
+    @property
+    def period(self) -> float:
+        """``2π / max |λ|`` [s]: the fastest mode's period (inf when nothing moves)."""
+        rate = self.fastest_rate
+        return 2.0 * math.pi / rate if rate > 0.0 else math.inf
+
+
+def linear_modes(f: Callable[[float, Array], Array], x0: Array, t0: float = 0.0) -> Modes | None:
+    """The eigenvalues of ``∂f/∂x`` at ``(t0, x0)`` by central differences.
+
+    The step per component is ``1e-6 max(1, |x_i|)``. Returns None for systems of more
+    than :data:`MAX_STATES` states, or when ``f`` fails or is not finite near ``x0``.
+    """
+    x0 = np.asarray(x0, dtype=float)
+    n = x0.size
+    if n == 0 or n > MAX_STATES:
+        return None
+    A = np.empty((n, n))
+    try:
+        with np.errstate(all="ignore"):
+            for i in range(n):
+                h = 1e-6 * max(1.0, abs(x0[i]))
+                xp, xm = x0.copy(), x0.copy()
+                xp[i] += h
+                xm[i] -= h
+                A[:, i] = (np.asarray(f(t0, xp)) - np.asarray(f(t0, xm))) / (2.0 * h)
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError, RuntimeError):
+        return None
+    if not np.all(np.isfinite(A)):
+        return None
+    return Modes(np.linalg.eigvals(A).astype(np.complex128))
+
+
+def check_initial_energy(model: Any, state: Any) -> None:
+    """A ModelError when the kinetic or potential energy of ``state`` is not finite (a
+    mass, inertia, rate or spring too large to compute with): such a run cannot start."""
+    from kanedyn.dynamics.kane import kinetic_energy, potential_energy
+
+    with np.errstate(all="ignore"):
+        T, V = kinetic_energy(model, state), potential_energy(model, state)
+    if not (math.isfinite(T) and math.isfinite(V)):
+        from kanedyn.errors import ModelError
+
+        raise ModelError(
+            f"the initial energy is not finite (kinetic {T:g} J, potential {V:g} J): a mass, "
+            "an inertia, a rate or a spring too large to compute with"
+        )
+
+
+def rk4_amplification(z: Any) -> Any:
+    """``R(z) = 1 + z + z²/2 + z³/6 + z⁴/24``, classic RK4's stability polynomial."""
+    return 1.0 + z * (1.0 + z * (0.5 + z * (1.0 / 6.0 + z / 24.0)))
+
+
+def suggest_step(period: float) -> float:
+    """A round step of at most ``period / 20`` (one significant digit, rounded down)."""
+    raw = period / SAMPLES_PER_PERIOD
+    if not math.isfinite(raw) or raw <= 0.0:
+        return raw
+    exp = math.floor(math.log10(raw))
+    return math.floor(raw / 10.0**exp) * 10.0**exp
+
+
+def output_interval(period: float, dt: float, requested: float | None = None) -> float:
+    """An output interval, a multiple of ``dt``, with at least ~20 samples per
+    ``period`` (the fastest mode), and no longer than ``requested`` when given."""
+    every = dt
+    if math.isfinite(period) and period > 0.0:
+        every = max(dt, dt * math.floor(period / SAMPLES_PER_PERIOD / dt))
+    if requested is not None:
+        every = min(every, requested)
+    return every
+
+
+def step_report(modes: Modes, dt: float, n_steps: int) -> str | None:
+    """Why a fixed RK4 step ``dt`` is too large for ``modes`` over ``n_steps`` steps, or
+    None when every mode keeps its amplitude within 10 % over the run."""
+    if not modes.lam.size or n_steps <= 0:
+        return None
+    z = modes.lam * dt
+    with np.errstate(all="ignore"):
+        ratio = np.abs(rk4_amplification(z)) / np.exp(z.real)
+        log_drift = n_steps * np.log(ratio)
+    worst = int(np.argmax(np.abs(log_drift)))
+    if not abs(log_drift[worst]) > math.log(1.1):
+        return None
+    rate = float(abs(modes.lam[worst]))
+    period = 2.0 * math.pi / rate
+    better = suggest_step(period)
+    if ratio[worst] > 1.0 and abs(z[worst]) > 2.0:
+        effect = "grows at every step and the run will diverge"
+    else:
+        change = float(np.exp(2.0 * log_drift[worst]) - 1.0)
+        effect = (
+            f"{'loses' if change < 0 else 'gains'} about "
+            f"{min(abs(change), 1.0) * 100:.4g} % of that mode's energy over the run "
+            "to the integrator, not to the physics"
+        )
+    return (
+        f"dt = {dt:g} s is too large for this model's fastest mode (period ~{period:.3g} s, "
+        f"|λ| dt = {rate * dt:.3g}): RK4 {effect}; try a step of {better:g} s or less, "
+        "or an adaptive method such as DOP853"
+    )
+
+
+def divergence_reason(modes: Modes | None, dt: float | None, adaptive: bool) -> str:
+    """The likely cause of a divergence, judged from the fastest mode and the step."""
+    if modes is None or modes.fastest_rate == 0.0:
+        return "the linearized model is not available, so the cause is unknown"
+    period = modes.period
+    if adaptive or dt is None:
+        return (
+            f"the model's fastest mode at the start has a period of ~{period:.3g} s; an "
+            "adaptive method follows it, so the motion itself grew without bound (a load, a "
+            "controller, or a mass matrix that becomes singular)"
+        )
+    if modes.fastest_rate * dt > 0.5:
+        return (
+            f"the step may be too large for this model's fastest mode (period ~{period:.3g} s,"
+            f" dt = {dt:g} s): try a step of {suggest_step(period):g} s or less, or an "
+            "adaptive method such as DOP853"
+        )
+    return (
+        f"the step resolves the model's fastest mode at the start (period ~{period:.3g} s, "
+        f"dt = {dt:g} s), so the motion itself grew without bound (a load, a controller, "
+        "or a mass matrix that becomes singular); an adaptive method such as DOP853 may "
+        "tell which"
+    )

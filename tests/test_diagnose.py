@@ -1,0 +1,221 @@
+"""Run options, divergence diagnosis, step-size warnings, partial results and streaming
+(kanedyn.simulation.diagnose and kanedyn.simulation.output), checked against closed forms:
+a torsion spring on a revolute joint is the harmonic oscillator θ'' = -(k/I) θ."""
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.simulation.diagnose import StepSizeWarning, suggest_step
+from kanedyn.simulation.integrate import linear_modes
+from kanedyn.simulation.output import strict_json
+
+
+def oscillator(k: float, I: float) -> tuple[kd.Model, kd.State]:
+    """A body spinning about its mass centre on a revolute joint with a torsion spring
+    ``k``: ``ω = sqrt(k / I)``, energy ``½ I θ'² + ½ k θ²``."""
+    body = kd.Body("rotor", mass=1.0, inertia=np.diag([I, I, I]))
+    model = kd.Model([body], [kd.Joint.revolute("pivot", None, "rotor", axis=3, stiffness=k)])
+    return model, model.set_joint(model.initial_state(), "pivot", angles=[0.1])
+
+
+def rk4_energy_ratio(omega: float, dt: float, steps: int) -> float:
+    """RK4 multiplies the amplitude of e^{iωt} by |R(iωΔt)| per step (closed form)."""
+    z = 1j * omega * dt
+    R = 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
+    return abs(R) ** (2 * steps)
+
+
+@pytest.mark.parametrize("formulation", ["kane", "msd"])
+@pytest.mark.parametrize("engine", ["compiled", "dense"])
+def test_fastest_mode_is_the_spring_frequency(formulation, engine):
+    model, state = oscillator(k=400.0, I=4.0)
+    modes = linear_modes(model, state, formulation=formulation, engine=engine)
+    assert modes.fastest_rate == pytest.approx(10.0, rel=1e-6)  # sqrt(400 / 4)
+    assert modes.period == pytest.approx(2 * math.pi / 10.0, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dt": 0.0}, "dt must be positive"),
+        ({"dt": -1.0}, "dt must be positive"),
+        ({"dt": math.nan}, "dt must be positive"),
+        ({"t_final": -1.0}, "t_final must be non-negative"),
+        ({"t_final": math.nan}, "t_final must be non-negative"),
+        ({"t_final": math.inf}, "t_final must be non-negative"),
+        ({"output_every": 0.0}, "output_every must be positive"),
+        ({"output_every": math.nan}, "output_every must be positive"),
+        ({"output_every": 0.015}, "is not a positive multiple of dt"),
+        ({"t_final": 1e13, "dt": 1.0}, "more than the available memory"),
+    ],
+)
+def test_bad_run_options_are_refused_before_any_work(kwargs, message):
+    model, state = oscillator(k=1.0, I=1.0)
+    calls = []
+    args = {"t_final": 1.0, "dt": 0.01, **kwargs}
+    with pytest.raises(kd.ModelError, match=message):
+        kd.simulate(model, state, args.pop("t_final"), args.pop("dt"), **args,
+                    loads=lambda *a: calls.append(a) or [])  # fmt: skip
+    assert not calls  # no right-hand side was evaluated
+
+
+def test_adaptive_run_of_zero_length_returns_the_initial_state():
+    model, state = oscillator(k=1.0, I=1.0)
+    traj = kd.simulate(model, state, 0.0, 0.1, method="DOP853")
+    assert traj.t.tolist() == [0.0] and np.array_equal(traj.q[0], state.q)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "dense"])
+def test_diverging_run_names_time_quantity_cause_and_keeps_the_outputs(engine):
+    omega = 10.0
+    model, state = oscillator(k=100.0, I=1.0)
+    dt = 0.5  # |λ| dt = 5 > 2√2: outside RK4's stability interval
+    with pytest.warns(StepSizeWarning, match="the run will diverge"):
+        with pytest.raises(kd.SimulationError) as info:
+            kd.simulate(model, state, 1000.0, dt, engine=engine, output_every=1.0)
+    message = str(info.value)
+    t_fail = float(message.split("t = ")[1].split(":")[0])
+    assert 0.0 < t_fail < 1000.0
+    assert "pivot.w0" in message or "pivot.angle0" in message  # the quantity, by name
+    assert "the step may be too large for this model's fastest mode" in message
+    assert "gimbal" not in message  # there is no gimbal in this model
+    period = 2 * math.pi / omega
+    suggested = float(message.split("try a step of ")[1].split(" s")[0])
+    assert period / 200 < suggested <= period / 20
+    traj = info.value.trajectory
+    assert traj.status == "diverged" and traj.t[-1] < t_fail
+    assert np.array_equal(traj.t, np.arange(len(traj.t)) * 1.0)
+    # what was recorded is the oscillator's state: θ grows as |R(5i)|^n from 0.1
+    growth = abs(1 + 5j + (5j) ** 2 / 2 + (5j) ** 3 / 6 + (5j) ** 4 / 24)
+    n = int(traj.t[-1] / dt)
+    amplitude = np.hypot(traj.q[-1, 0], traj.u[-1, 0] / omega)
+    assert amplitude == pytest.approx(0.1 * growth**n, rel=1e-6)
+
+
+@pytest.mark.parametrize("dt", [1e-3, 5e-4])
+def test_stiff_step_warning_predicts_the_energy_that_rk4_drains(dt):
+    """k = 1e4, I = 0.01: ω = 1000 rad/s. RK4 drains the energy to |R(iωΔt)|^(2n) of its
+    start (closed form): with dt = 1e-3 nearly all of it, with dt = 5e-4 about a fifth;
+    the warning says so before the run."""
+    model, state = oscillator(k=1e4, I=0.01)
+    steps = 1000
+    with pytest.warns(StepSizeWarning, match="loses about") as record:
+        traj = kd.simulate(model, state, steps * dt, dt)
+    E = traj.total_energy
+    expected = rk4_energy_ratio(1000.0, dt, steps)
+    assert E[-1] / E[0] == pytest.approx(expected, rel=1e-6)
+    said = float(str(record[0].message).split("loses about ")[1].split(" %")[0])
+    assert said == pytest.approx(100 * (1 - expected), rel=2e-3)
+    assert f"{suggest_step(2 * math.pi / 1000.0):g} s or less" in str(record[0].message)
+
+
+def test_no_step_warning_when_the_step_resolves_the_motion():
+    model, state = oscillator(k=1e4, I=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StepSizeWarning)
+        kd.simulate(model, state, 0.1, 1e-5, output_every=1e-3)
+        explorer = kd.examples.explorer1()
+        kd.simulate(explorer, kd.examples.explorer1_state(explorer), 100.0, 1.0)
+
+
+def test_interrupted_run_keeps_the_outputs_so_far():
+    model, state = oscillator(k=1.0, I=1.0)
+
+    def stop_at_5(t, model, state, kin):
+        if t > 5.0:
+            raise KeyboardInterrupt
+        return []
+
+    with pytest.raises(kd.SimulationInterrupted) as info:
+        kd.simulate(model, state, 100.0, 0.01, loads=stop_at_5, output_every=0.5)
+    assert isinstance(info.value, KeyboardInterrupt)
+    traj = info.value.trajectory
+    assert traj.status == "interrupted" and 4.5 <= traj.t[-1] <= 5.0
+    # the recorded part is the oscillator's exact motion θ = 0.1 cos t to RK4 accuracy
+    np.testing.assert_allclose(traj.q[:, 0], 0.1 * np.cos(traj.t), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("formulation", "method", "engine"),
+    [("kane", "rk4", "compiled"), ("msd", "rk4", "compiled"), ("kane", "rk4", "dense"),
+     ("msd", "DOP853", "dense")],
+)  # fmt: skip
+def test_stream_receives_every_output_in_order(formulation, method, engine):
+    model = kd.examples.hub_with_panels()
+    state = model.set_joint(model.initial_state(), model.joints[0].name, rates=(0.1, 0.2, 0.3))
+    got = []
+    traj = kd.simulate(model, state, 30.0, 0.01, output_every=0.1, formulation=formulation,
+                       method=method, engine=engine,
+                       stream=lambda t, q, u: got.append((t, q.copy(), u.copy())))  # fmt: skip
+    assert len(got) > 1  # in blocks, while the run goes
+    assert np.concatenate([g[0] for g in got]).tolist() == traj.t.tolist()
+    np.testing.assert_array_equal(np.concatenate([g[1] for g in got]), traj.q)
+    np.testing.assert_allclose(np.concatenate([g[2] for g in got]), traj.u, rtol=0, atol=1e-12)
+
+
+def test_adaptive_progress_is_reported_and_ends_once(capsys):
+    model, state = oscillator(k=1.0, I=1.0)
+    kd.simulate(model, state, 10.0, 0.1, method="RK45", progress=True)
+    err = capsys.readouterr().err
+    assert "100.0%" in err or "100%" in err
+    assert err.count("100.0%") <= 1 and err.endswith("\n")
+
+
+def test_rk4_progress_ends_once(capsys):
+    model, state = oscillator(k=1.0, I=1.0)
+    kd.simulate(model, state, 40.0, 0.01, progress=True)  # 4000 steps, a multiple of 200
+    err = capsys.readouterr().err
+    assert err.count("step 4000/4000") <= 1 and err.count("\n") == 1
+
+
+def test_strict_json_has_no_nan():
+    text = strict_json({"a": math.nan, "b": [1.0, math.inf], "c": {"d": -math.inf}})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {
+        "a": None, "b": [1.0, None], "c": {"d": None}
+    }  # fmt: skip
+
+
+def test_csv_names_with_commas_quotes_and_newlines_keep_their_columns(tmp_path):
+    import csv
+
+    odd = 'arm, "left"\nside'
+    model = kd.Model([kd.Body(odd, 1.0, np.eye(3))], [kd.Joint.revolute(f"j{odd}", None, odd)])
+    traj = kd.simulate(model, model.initial_state(), 0.1, 0.01)
+    traj.to_csv(tmp_path / "t.csv")
+    with open(tmp_path / "t.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][1] == f"j{odd}.angle0 [rad]" and rows[0][2] == f"j{odd}.w0 [rad/s]"
+    assert {len(r) for r in rows} == {len(rows[0])} and len(rows) == 1 + traj.t.size
+
+
+def test_batched_histories_equal_the_per_state_functions():
+    """The trajectory's energies and momenta, computed for blocks of states at once, equal
+    kd.kinetic_energy, the potential energy and kd.momentum of each state (a model with
+    every joint kind, springs on spherical joints included)."""
+    from kanedyn.dynamics.kane import potential_energy
+    from kanedyn.simulation.output import derived_histories
+    from tests.io.test_toml import every_kind, random_state
+
+    model, rng = every_kind(), np.random.default_rng(1)
+    states = [random_state(model, rng) for _ in range(7)]
+    T, V, P, H = derived_histories(
+        model, np.array([s.q for s in states]), np.array([s.u for s in states])
+    )
+    for k, s in enumerate(states):
+        p, h = kd.momentum(model, s)
+        assert T[k] == pytest.approx(kd.kinetic_energy(model, s), rel=1e-13)
+        assert V[k] == pytest.approx(potential_energy(model, s), rel=1e-13)
+        np.testing.assert_allclose(P[k], p, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(H[k], h, rtol=1e-13, atol=1e-13)
+
+
+def test_a_state_with_infinite_energy_is_refused_before_the_run():
+    model, _ = oscillator(k=1.0, I=1.0)
+    state = model.set_joint(model.initial_state(), "pivot", rates=[1e200])
+    with pytest.raises(kd.ModelError, match=r"initial energy is not finite \(kinetic inf J"):
+        kd.simulate(model, state, 1.0, 0.01)
