@@ -161,8 +161,10 @@ def spinner():
     return model, model.set_joint(model.initial_state(), "root", rates=[0.0, 0.0, 0.2])
 
 
-LOADS = [kd.Torque("sat", (0.0, 0.0, 0.4)),
-         kd.Force("sat", (0.0, 2.0, 0.0), point=(0.25, 0.0, 0.0), frame="body")]
+LOADS = [
+    kd.Torque("sat", (0.0, 0.0, 0.4)),
+    kd.Force("sat", (0.0, 2.0, 0.0), point=(0.25, 0.0, 0.0), frame="body"),
+]
 LOAD_DISPERSIONS = (
     kd.Dispersion("loads.0.scale", "uniform", low=0.5, high=1.5),
     kd.Dispersion("loads.0.values.z", "normal", sigma=0.1),

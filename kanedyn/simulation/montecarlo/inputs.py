@@ -44,7 +44,15 @@ from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import ModelError
 from kanedyn.simulation.control import Controller, ReactionWheel
 
-__all__ = ["INPUT_KINDS", "WHEEL_PARAMETERS", "member_inputs", "nominal", "resolve"]
+__all__ = [
+    "INPUT_KINDS",
+    "WHEEL_PARAMETERS",
+    "is_wheel_parameter",
+    "member_inputs",
+    "nominal",
+    "resolve",
+    "wheels_of",
+]
 
 Array = NDArray[np.float64]
 
@@ -53,12 +61,10 @@ INPUT_KINDS = ("controller", "wheel", "load_scale", "load")
 #: the wheel numbers a dispersion may name (the rest are the model's: see the docstring)
 WHEEL_PARAMETERS = ("max_torque",)
 _WHEEL_MODEL = {
-    "friction": "its viscous friction is the damping of its hinge: disperse "
-    "'{w}_spin.damping'",
+    "friction": "its viscous friction is the damping of its hinge: disperse '{w}_spin.damping'",
     "inertia": "its rotor is the body '{w}': disperse '{w}.inertia.zz' (axial), "
     "'{w}.inertia.xx' and '{w}.inertia.yy' (transverse)",
-    "transverse": "its rotor is the body '{w}': disperse '{w}.inertia.xx' and "
-    "'{w}.inertia.yy'",
+    "transverse": "its rotor is the body '{w}': disperse '{w}.inertia.xx' and '{w}.inertia.yy'",
 }
 _AXES = {"x": 0, "y": 1, "z": 2, "0": 0, "1": 1, "2": 2}
 _VECTOR = {Force: "force", Torque: "torque", JointLoad: "values"}  # a record's vector field
@@ -95,7 +101,9 @@ def is_wheel_parameter(parameter: str, controller: Controller | None) -> bool:
     return rest in _WHEEL_MODEL and name in wheels_of(law)
 
 
-def resolve(parameter: str, controller: Controller | None, loads: Any) -> tuple[str, tuple[Any, ...]]:
+def resolve(
+    parameter: str, controller: Controller | None, loads: Any
+) -> tuple[str, tuple[Any, ...]]:
     """``(kind, path)`` of an input parameter (``controller.*``, ``<wheel>.*``,
     ``loads.*``); a ModelError saying what is wrong otherwise."""
     bad = f"parameter {parameter!r}"
@@ -132,7 +140,7 @@ def _law_attribute(bad: str, rest: list[str], controller: Controller | None) -> 
             "to kd.monte_carlo; controllers cannot be described in a model file, so "
             "controller dispersions are Python-only)"
         )
-    law = controller.law
+    law: Any = controller.law
     kind = type(law).__name__
     if not attrs.has(type(law)):
         raise ModelError(
@@ -253,7 +261,7 @@ def _member_controller(
     controller: Controller, cols: list[tuple[int, Any]], row: Array
 ) -> Controller:
     """``controller`` with the law's attributes and wheels set from ``row``."""
-    law = controller.law
+    law: Any = controller.law
     changes: dict[str, Any] = {}
     for c, t in cols:
         if t.kind == "controller":
