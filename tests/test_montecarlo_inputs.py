@@ -131,6 +131,11 @@ def test_values_land_in_member_controllers_and_loads():
         assert joint.values.tolist() == [tau] and joint.joint == "hinge_left"
         assert force.force.tolist() == [1.0, 0.0, fz] and force.frame == "body"
         assert force.point.tolist() == [0.0, 0.5, 0.0]
+    # a wheel's friction is its hinge's damping, a model parameter
+    friction = kd.Dispersion("wheel_x_spin.damping", "uniform", low=0.0, high=1e-3)
+    spec = DispersionSpec(case.model, case.state, (friction,), 0, case.controller)
+    assert spec.nominals == (case.wheels[0].friction,) == (1e-4,)
+    assert "damping" in apply(spec, sample(spec, range(2))).arrays
     # the run's own controller and loads are untouched
     assert case.controller.law.Kp == 4.0 and loads[0].torque.tolist() == [0.1, 0.2, 0.3]
     # the draws are about the nominal gain: relative sigma 10 % of Kp = 4
