@@ -419,9 +419,11 @@ def monte_carlo(
         Output interval (a multiple of ``dt``; default every step).
     loads : optional
         Loads applied to every member: None, a list of load records (``kd.Force``,
-        ``kd.Torque``, ``kd.JointLoad``), or a callable, as for :func:`kanedyn.simulate`.
-        Their magnitudes are dispersed by ``loads.<k>.scale`` and ``loads.<k>.values.i``
-        (record k of the list).
+        ``kd.Torque``, ``kd.JointLoad``), or a callable. A callable is called as
+        :func:`kanedyn.simulate_ensemble` calls it (with the states of a chunk), or, when
+        members run one by one (below), as :func:`kanedyn.simulate` calls it (one
+        member's state). The records' magnitudes are dispersed by ``loads.<k>.scale``
+        and ``loads.<k>.values.i`` (record k of the list).
     controller : Controller, optional
         A sampled controller, as for :func:`kanedyn.simulate`; its law's numeric
         attributes are dispersed by ``controller.<attr>`` (``controller.Kp``), its
