@@ -91,3 +91,22 @@ def test_scheduler_address():
                                 **kw)  # fmt: skip
     assert remote.settings["scheduler"] == cluster.scheduler_address
     _same(local, remote)
+
+
+def test_members_with_their_own_controller_and_loads_on_a_cluster():
+    """Members that run one by one (dispersed controller gains, wheel limit and load):
+    worker processes give the in-process members (the controller law travels to them)."""
+    from tests.test_montecarlo_inputs import CONTROL, DT, OUTPUTS, slew
+
+    case = slew()
+    ds = [*CONTROL, kd.Dispersion("loads.0.scale", "uniform", low=0.0, high=2.0)]
+    kw = dict(controller=case.controller, loads=[kd.Torque("hub", (0.0, 0.02, 0.0))],
+              outputs=OUTPUTS, seed=5)  # fmt: skip
+    local = kd.monte_carlo(case.model, case.state, ds, 6, 1.0, DT, chunk_size=6, **kw)
+    assert (local.members["status"] == "ok").all()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        with distributed.Client(cluster) as client:
+            remote = kd.monte_carlo(case.model, case.state, ds, 6, 1.0, DT, chunk_size=2,
+                                    scheduler=client, **kw)  # fmt: skip
+    _same(local, remote)

@@ -22,6 +22,9 @@ is drawn from, about its nominal value:
 * ``<joint>.rates.i``: a rotational speed [rad/s] (for a spherical joint, Go's angular
   velocity relative to Gi, in Go axes).
 * ``<joint>.displacements.i``, ``<joint>.displacement_rates.i``: a slide [m], [m/s].
+* ``controller.<attr>``, ``<wheel>.max_torque``, ``loads.<k>.scale``,
+  ``loads.<k>.values.i``: a member's inputs, the controller's gains, a reaction wheel's
+  torque limit and the load magnitudes (:mod:`kanedyn.simulation.montecarlo.inputs`).
 
 ``i`` is ``x``, ``y``, ``z`` or ``0``, ``1``, ``2``. The distributions:
 
@@ -54,6 +57,8 @@ from scipy.special import ndtr, ndtri
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.simulation.control import Controller
+from kanedyn.simulation.montecarlo import inputs
 from kanedyn.spatial.inertia import principal_axes, validate_inertia
 from kanedyn.spatial.rotation import dcm_to_quat, elementary_rotation, quat_to_dcm
 
@@ -199,21 +204,38 @@ class Dispersion:
 @attrs.frozen
 class Target:
     """Where a dispersion's value goes in a member: ``kind`` and indices, resolved once
-    against a model (see :func:`Target.of`)."""
+    against a model (see :func:`Target.of`). For a member's inputs (the kinds of
+    :data:`kanedyn.simulation.montecarlo.inputs.INPUT_KINDS`), ``path`` locates the
+    number in the controller or the loads."""
 
     parameter: str
-    kind: str  # mass | com | inertia | stiffness | damping | q | u | attitude
+    kind: str  # mass | com | inertia | stiffness | damping | q | u | attitude | INPUT_KINDS
     index: tuple[int, ...]
     body: int | None = None
     joint: int | None = None
+    path: tuple[Any, ...] = ()
 
     @classmethod
-    def of(cls, model: Model, parameter: str) -> Target:
-        """Resolve ``parameter`` (e.g. ``"hub.inertia.xy"``) against ``model``."""
+    def of(
+        cls, model: Model, parameter: str, controller: Controller | None = None,
+        loads: Any = None,
+    ) -> Target:  # fmt: skip
+        """Resolve ``parameter`` (e.g. ``"hub.inertia.xy"``) against ``model`` (and the
+        ``controller`` and ``loads`` a member is given)."""
         parts = parameter.split(".")
         name, rest = parts[0], parts[1:]
         lay = model.layout
         bad = f"parameter {parameter!r}"
+        in_model = name in lay.body_index or name in lay.joint_index
+        given = {"controller": controller, "loads": loads}
+        if name in given and in_model and given[name] is not None:
+            raise ModelError(
+                f"{bad}: {name!r} is both a body or joint of the model and the {name} "
+                f"given to the run; rename the {'body' if name in lay.body_index else 'joint'}"
+            )
+        if (name in given and not in_model) or inputs.is_wheel_parameter(parameter, controller):
+            kind, path = inputs.resolve(parameter, controller, loads)
+            return cls(parameter, kind, (), path=path)
         if name in lay.body_index and rest:
             i = lay.body_index[name]
             if rest == ["mass"]:
@@ -265,8 +287,13 @@ class Target:
             f"{list(lay.body_index)}, joints {list(lay.joint_index)})"
         )
 
-    def nominal(self, model: Model, state: State) -> float:
-        """The value in ``model`` and ``state``."""
+    def nominal(
+        self, model: Model, state: State, controller: Controller | None = None,
+        loads: Any = None,
+    ) -> float:  # fmt: skip
+        """The value in ``model`` and ``state`` (and ``controller`` and ``loads``)."""
+        if self.kind in inputs.INPUT_KINDS:
+            return inputs.nominal(self.kind, self.path, controller, loads)
         lay = model.layout
         if self.kind == "mass":
             return float(lay.mass[self.index[0]])
@@ -305,12 +332,15 @@ def _index(text: str, n: int, bad: str, what: str) -> int:
 
 @attrs.frozen(eq=False)
 class DispersionSpec:
-    """Dispersions resolved against one model and state: what :func:`sample` needs."""
+    """Dispersions resolved against one model and state (and the controller and loads
+    given to every member): what :func:`sample` and :func:`apply` need."""
 
     model: Model
     state: State
     dispersions: tuple[Dispersion, ...]
     seed: int
+    controller: Controller | None = None
+    loads: Any = None
     targets: tuple[Target, ...] = attrs.field(init=False)
     nominals: tuple[float, ...] = attrs.field(init=False)
     keys: tuple[int, ...] = attrs.field(init=False)
@@ -331,7 +361,10 @@ class DispersionSpec:
             or self.seed < 0
         ):
             raise ModelError(f"seed must be a non-negative integer, got {self.seed!r}")
-        targets = tuple(Target.of(self.model, d.parameter) for d in self.dispersions)
+        targets = tuple(
+            Target.of(self.model, d.parameter, self.controller, self.loads)
+            for d in self.dispersions
+        )
         by_components = {t.body for t in targets if t.kind == "inertia"}
         for t in targets:
             if t.kind in ("principal", "principal_axes") and t.body in by_components:
@@ -341,7 +374,9 @@ class DispersionSpec:
                     "(inertia.xx, ...) or by principal moments and axes "
                     "(inertia.principal.i, inertia.rotation.i), not both"
                 )
-        nominals = tuple(t.nominal(self.model, self.state) for t in targets)
+        nominals = tuple(
+            t.nominal(self.model, self.state, self.controller, self.loads) for t in targets
+        )
         for d, nom in zip(self.dispersions, nominals, strict=True):
             if d.relative and nom == 0.0:
                 raise ModelError(
@@ -356,6 +391,12 @@ class DispersionSpec:
     @property
     def names(self) -> list[str]:
         return [d.parameter for d in self.dispersions]
+
+    @property
+    def per_member_inputs(self) -> bool:
+        """Whether members have their own controller or loads (some dispersion targets
+        them), so that they cannot share one batched load set."""
+        return any(t.kind in inputs.INPUT_KINDS for t in self.targets)
 
 
 def sample(spec: DispersionSpec, members: Sequence[int] | NDArray[np.intp]) -> Array:
@@ -379,19 +420,23 @@ def sample(spec: DispersionSpec, members: Sequence[int] | NDArray[np.intp]) -> A
 @attrs.frozen(eq=False)
 class Members:
     """Dispersed values applied to B members: parameter arrays for
-    :meth:`kanedyn.ModelBatch.dispersed`, initial states, and per member the reason it
-    is invalid (``""`` when it is valid)."""
+    :meth:`kanedyn.ModelBatch.dispersed`, initial states, per member the reason it
+    is invalid (``""`` when it is valid), and, when they are dispersed, each member's
+    controller and loads (None otherwise: every member has the run's)."""
 
     arrays: dict[str, Array]
     q: Array
     u: Array
     invalid: list[str]
+    controllers: list[Controller | None] | None = None
+    loads: list[list[Any]] | None = None
 
 
 def apply(spec: DispersionSpec, values: Array) -> Members:
     """Put ``values`` (B, number of dispersions) into parameter arrays and states, and
     validate each member as a model would be (positive masses, physical inertias: the
-    triangle inequality where the body asks for it, non-negative springs and dampers)."""
+    triangle inequality where the body asks for it, non-negative springs and dampers,
+    non-negative wheel torque limits)."""
     model, state = spec.model, spec.state
     lay = model.layout
     B = values.shape[0]
@@ -433,6 +478,8 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
             q[:, t.index[0]] = col
         elif t.kind == "u":
             u[:, t.index[0]] = col
+        elif t.kind in inputs.INPUT_KINDS:
+            continue  # inputs.member_inputs, below
         else:  # attitude: R_Gi_Go <- R_Gi_Go · R_i(angle), in the order given
             k, i = t.index
             R = attitude.get(k)
@@ -449,7 +496,11 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
         RP = axes.get(i, np.eye(3)) @ P
         arrays["inertia"][:, i] = (RP * m[..., None, :]) @ np.swapaxes(RP, -1, -2)
     invalid = [_why_invalid(spec, arrays, b) for b in range(B)]
-    return Members(arrays=arrays, q=q, u=u, invalid=invalid)
+    controllers, loads, why = inputs.member_inputs(spec.targets, values, spec.controller,
+                                                   spec.loads)  # fmt: skip
+    invalid = [a or b for a, b in zip(invalid, why, strict=True)]
+    return Members(arrays=arrays, q=q, u=u, invalid=invalid, controllers=controllers,
+                   loads=loads)  # fmt: skip
 
 
 def _why_invalid(spec: DispersionSpec, arrays: dict[str, Array], b: int) -> str:

@@ -11,6 +11,15 @@ reported with its error; the others run to the end.
 Because each member's arithmetic in an ensemble is independent of the other members, a
 member's results do not depend on the chunk size or on the worker that ran it.
 
+Members with their own inputs (a ``controller``, or dispersed controller gains, wheel
+limits or load magnitudes: :mod:`kanedyn.simulation.montecarlo.inputs`) run one by one
+through :func:`kanedyn.simulate`, with the member's own model, state, controller and
+loads, in the same chunks. The ensemble engine applies one load set to every member and
+has no sampled controller: a controller's law is a Python function of one state, called
+at every sample time, so it cannot be evaluated for a batch. A member's result is then
+``kd.simulate`` of that member, bit for bit, so again it depends only on the seed and
+the member number, never on chunks or workers. :func:`_simulate_each` is that path.
+
 Where chunks run:
 
 * ``scheduler=None``: in this process, one chunk after another.
@@ -48,8 +57,9 @@ from kanedyn.errors import KanedynError, ModelError, SimulationError
 from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.plan import params_of
-from kanedyn.simulation.ensemble import simulate_ensemble
-from kanedyn.simulation.integrate import Trajectory, check_times
+from kanedyn.simulation.control import Controller
+from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
+from kanedyn.simulation.integrate import Trajectory, check_times, simulate
 from kanedyn.simulation.montecarlo.dispersion import (
     Dispersion,
     DispersionSpec,
@@ -71,7 +81,8 @@ _OK, _INVALID, _FAILED = 0, 1, 2
 @attrs.frozen(eq=False)
 class Run:
     """Everything a chunk needs (sent to each worker once): the dispersions resolved
-    against the model, the integration settings, the outputs and the metrics."""
+    against the model, the integration settings, the outputs and the metrics, and the
+    controller (None: the members run together, :func:`kanedyn.simulate_ensemble`)."""
 
     spec: DispersionSpec
     t_final: float
@@ -84,10 +95,17 @@ class Run:
     metric_names: tuple[str, ...]
     metric_fns: tuple[MetricFn, ...]
     keep_trajectories: bool
+    controller: Controller | None = None
 
     @property
     def model(self) -> Model:
         return self.spec.model
+
+    @property
+    def one_by_one(self) -> bool:
+        """Whether members run one by one (:func:`_simulate_each`): they have a
+        controller, or their own dispersed inputs."""
+        return self.controller is not None or self.spec.per_member_inputs
 
     @property
     def columns(self) -> list[str]:
@@ -160,7 +178,8 @@ def run_chunk(run: Run, first: int, stop: int) -> ChunkResult:
     keep = run.keep_trajectories
     q_all = np.full((nt, B, model.nq) if keep else (0, 0, 0), np.nan)
     u_all = np.full((nt, B, model.n) if keep else (0, 0, 0), np.nan)
-    for sel, ens in _simulate(run, members, np.flatnonzero(status == _OK), errors):
+    how = _simulate_each if run.one_by_one else _simulate
+    for sel, ens in how(run, members, np.flatnonzero(status == _OK), errors):
         if ens is None:
             status[sel] = _FAILED
             continue
@@ -211,6 +230,35 @@ def _simulate(
         yield from _simulate(run, members, sel[half:], errors)
         return
     yield sel, ens
+
+
+def _simulate_each(
+    run: Run, members: Any, sel: NDArray[np.intp], errors: list[str]
+) -> Iterator[tuple[NDArray[np.intp], Any]]:
+    """:func:`_simulate`'s results for members that run one by one: ``kd.simulate`` of
+    member b's model, initial state, controller and loads (the run's, or the member's
+    own when they are dispersed), as an ensemble of one."""
+    model = run.model
+    sub = {k: v[sel] for k, v in members.arrays.items()}
+    batch = ModelBatch.dispersed(model, **sub) if sub else None
+    for j, b in enumerate(sel.tolist()):
+        member = model if batch is None else batch.member(j)
+        controller = run.controller if members.controllers is None else members.controllers[b]
+        loads = run.loads if members.loads is None else members.loads[b]
+        try:
+            traj = simulate(
+                member, State(members.q[b], members.u[b]), run.t_final, run.dt,
+                loads=loads or None, controller=controller, output_every=run.output_every,
+                engine=run.engine, progress=False,
+            )  # fmt: skip
+        except (SimulationError, ModelError) as exc:
+            errors[b] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            yield np.array([b]), None
+            continue
+        yield np.array([b]), EnsembleTrajectory(
+            model=member, t=traj.t, q=traj.q[:, None], u=traj.u[:, None],
+            wall_time=traj.wall_time, steps=traj.steps,
+        )  # fmt: skip
 
 
 def _histories(run: Run, ens: Any) -> Array:
@@ -266,6 +314,8 @@ def fingerprint(run: Run, n: int, chunk_size: int) -> str:
                    run.engine, run.output_names, run.metric_names, run.keep_trajectories,
                    _describe(run.loads), [_describe(f) for f in run.output_fns],
                    [_describe(f) for f in run.metric_fns])).encode())  # fmt: skip
+    if run.controller is not None:
+        h.update(_describe(run.controller).encode())
     return h.hexdigest()
 
 
@@ -274,6 +324,8 @@ def _describe(obj: Any) -> str:
     name (its code may change between calls without changing it), data by its repr."""
     if isinstance(obj, Target):
         return obj.parameter
+    if isinstance(obj, Controller):
+        return f"Controller(period={obj.period!r}, law={_describe(obj.law)})"
     if callable(obj) and hasattr(obj, "__qualname__"):
         return f"{getattr(obj, '__module__', '')}.{obj.__qualname__}"
     if isinstance(obj, (list, tuple)):
@@ -329,6 +381,7 @@ def monte_carlo(
     metrics: Mapping[str, MetricFn] | None = None,
     output_every: float | None = None,
     loads: Any = None,
+    controller: Controller | None = None,
     engine: str = "auto",
     chunk_size: int | None = None,
     scheduler: Any = None,
@@ -365,7 +418,18 @@ def monte_carlo(
     output_every : float, optional
         Output interval (a multiple of ``dt``; default every step).
     loads : optional
-        Loads applied to every member, as for :func:`kanedyn.simulate_ensemble`.
+        Loads applied to every member: None, a list of load records (``kd.Force``,
+        ``kd.Torque``, ``kd.JointLoad``), or a callable. A callable is called as
+        :func:`kanedyn.simulate_ensemble` calls it (with the states of a chunk), or, when
+        members run one by one (below), as :func:`kanedyn.simulate` calls it (one
+        member's state). The records' magnitudes are dispersed by ``loads.<k>.scale``
+        and ``loads.<k>.values.i`` (record k of the list).
+    controller : Controller, optional
+        A sampled controller, as for :func:`kanedyn.simulate`; its law's numeric
+        attributes are dispersed by ``controller.<attr>`` (``controller.Kp``), its
+        reaction wheels' torque limits by ``<wheel>.max_torque``. With a controller, or
+        with dispersed loads, members run one by one through :func:`kanedyn.simulate`
+        (in the same chunks; results unchanged by chunking).
     engine : {"auto", "compiled", "dense"}
         As for :func:`kanedyn.simulate_ensemble`.
     chunk_size : int, optional
@@ -399,7 +463,11 @@ def monte_carlo(
         raise ModelError(f"monte_carlo: n must be a positive integer, got {n!r}")
     model.check_state(state)
     t_final, dt = check_times(t_final, dt)
-    spec = DispersionSpec(model, state, tuple(dispersions), seed)
+    if controller is not None and not isinstance(controller, Controller):
+        raise ModelError(
+            f"monte_carlo: controller must be a kd.Controller, got {type(controller).__name__}"
+        )
+    spec = DispersionSpec(model, state, tuple(dispersions), seed, controller, loads)
     out_names, out_fns = _outputs(model, outputs)
     metric_names = tuple(metrics or {})
     metric_fns = tuple((metrics or {}).values())
@@ -412,7 +480,7 @@ def monte_carlo(
         spec=spec, t_final=t_final, dt=dt,
         output_every=None if output_every is None else float(output_every), loads=loads,
         engine=engine, output_names=out_names, output_fns=out_fns, metric_names=metric_names,
-        metric_fns=metric_fns, keep_trajectories=keep_trajectories,
+        metric_fns=metric_fns, keep_trajectories=keep_trajectories, controller=controller,
     )  # fmt: skip
     _check_run(run)
     workers, client, close = _connect(scheduler)
