@@ -10,13 +10,16 @@ hundred steps), so a long run's trajectory is on disk even if the process is kil
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
 import shutil
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -85,8 +88,29 @@ class Recorder:
         n = min(len(self.ts), len(self.xs), len(self.locks))
         if self.sink is None or n == self.sent:
             return
-        self.sink(self.ts[self.sent : n], self.xs[self.sent : n], self.locks[self.sent : n])
-        self.sent = n
+        with signals_deferred():  # a block is sent whole, and counted once
+            self.sink(self.ts[self.sent : n], self.xs[self.sent : n], self.locks[self.sent : n])
+            self.sent = n
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the duration of the block, then deliver the first
+    one that arrived to the handler in force before (in the main thread; elsewhere a
+    no-op), so that an interrupt never lands halfway through writing outputs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in held}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 def column_names(coordinates: list[str], speeds: list[str], units: dict[str, str]) -> list[str]:
