@@ -15,7 +15,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kanedyn import examples, io
+from kanedyn import codegen, examples, io
 from kanedyn.compiled import CompiledModel, compile_model
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
@@ -138,6 +138,7 @@ __all__ = [
     "dcm_to_euler",
     "dcm_to_quat",
     "euler_to_dcm",
+    "codegen",
     "examples",
     "forward_dynamics",
     "generalized_active_forces",
