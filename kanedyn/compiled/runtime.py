@@ -1,9 +1,11 @@
 """The runtime wrapper: :func:`compile_model` and the :class:`CompiledModel` it returns.
 
 :func:`compile_model` traces a model's kernels once (:func:`kanedyn.compiled.kernels.traced`),
-emits them as Python (:mod:`kanedyn.compiled.python`), and caches the result per model
-(or batch), lock set and formulation. The :class:`CompiledModel` evaluates them for
-one state (floats) or a batch (NumPy arrays), checking its inputs once per call.
+emits them as Python (:mod:`kanedyn.compiled.python`) and, when llvmlite is available,
+as machine code (:mod:`kanedyn.compiled.native`), and caches the result per model (or
+batch), lock set, formulation and back end. The :class:`CompiledModel` evaluates the
+fastest of them (``cm.backend``: ``"native"`` or ``"python"``) for one state or a batch,
+checking its inputs once per call: shapes in Python, finiteness in the kernel.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.compiled import native as native_backend
 from kanedyn.compiled import python
 from kanedyn.compiled.kernels import supports, traced
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
-from kanedyn.model import Model
+from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.plan import Params
 
@@ -47,6 +50,36 @@ class CompiledModel:
     formulation: str  # a kanedyn.simulation.options.Formulation
     batch: ModelBatch | None  # the batch whose varying parameters are inputs
     _code: _Code
+
+    @property
+    def backend(self) -> str:
+        """``"native"`` (machine code, :mod:`kanedyn.compiled.native`) or ``"python"``
+        (generated Python, :mod:`kanedyn.compiled.python`)."""
+        return "python" if self._code.native is None else "native"
+
+    @property
+    def backend_note(self) -> str:
+        """Why the back end is Python, when it is (empty for native)."""
+        return self._code.why_python
+
+    @property
+    def native(self) -> native_backend.NativeCode | None:
+        """The native code (its kernel has generalized-effort inputs ``tau``), or None."""
+        return self._code.native
+
+    def native_loads(self) -> native_backend.NativeCode:
+        """The native code of :meth:`rhs_with_loads` (compiled on first use)."""
+        code = self._code
+        if code.native_with_loads is None:
+            from kanedyn.simulation.options import Formulation
+
+            msd = self.formulation is Formulation.MSD
+            base = self.model
+            tr = traced(base, self.locked, True, msd, None)
+            code.native_with_loads = native_backend.build(
+                tr, base.nq, base.n, 6 * base.nb + base.n, base.layout.quat_q.tolist()
+            )
+        return code.native_with_loads
 
     @property
     def source(self) -> str:
@@ -80,27 +113,59 @@ class CompiledModel:
         """The values of the inputs ``p0, p1, ...`` per member, each (B,)."""
         return list(self._code.param_values)
 
-    def forward_dynamics(self, state: Any) -> Array:
-        """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,) or :class:`~kanedyn.States`
-        (B, n); the same numbers as :func:`kanedyn.forward_dynamics` to round-off."""
+    def forward_dynamics(self, state: Any, u: Any = None) -> Array:
+        """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,), at plain arrays
+        ``forward_dynamics(q, u)``, or at :class:`~kanedyn.States` (B, n); the same
+        numbers as :func:`kanedyn.forward_dynamics` to round-off.
+
+        Raises
+        ------
+        ModelError
+            Wrong shapes, a non-finite state, or a singular mass matrix (the kernel
+            checks its outputs; a non-finite output is then traced to its cause).
+        """
         from kanedyn.simulation.options import Formulation
 
         if self.formulation is not Formulation.KANE:
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
         n = model.n
+        if u is not None:
+            q = np.asarray(state, dtype=float)
+            u = np.asarray(u, dtype=float)
+            if q.ndim == 2 or u.ndim == 2:
+                state = States(q, u)
+            elif q.shape != (model.nq,) or u.shape != (n,):
+                raise ModelError(
+                    f"forward_dynamics: expected q ({model.nq},) and u ({n},), got "
+                    f"{q.shape} and {u.shape}"
+                )
+            else:
+                state = _Arrays(q, u)
+        elif not isinstance(state, (State, States)):
+            raise ModelError(f"expected a kanedyn State or States, got {type(state).__name__}")
         if isinstance(state, States) or self.batch is not None:
             if isinstance(state, States):
                 q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
                 _check_batch(model, q, u)
             else:
-                model.check_state(state)
+                if isinstance(state, State):
+                    model.check_state(state)
                 q, u = state.q[None, :], state.u[None, :]
             p = self.parameter_arrays()
             B = q.shape[0] if not p else p[0].shape[0]
             if p and q.shape[0] not in (1, B):
                 raise ModelError(f"States: {q.shape[0]} states for a batch of {B} parameter sets")
             B = max(B, q.shape[0])
+            nc = self._code.native
+            if nc is not None:
+                X = np.empty((B, model.nq + n))
+                X[:, : model.nq] = q
+                X[:, model.nq :] = u
+                out, bad = nc.rhs_batch(X, threads=_threads(B))
+                if bad:
+                    _raise_not_finite(X[bad - 1])
+                return out[:, :n].copy()
             with np.errstate(all="ignore"):
                 out = self._array(*q.T, *u.T, *p)
             acc = np.empty((B, n))
@@ -108,6 +173,13 @@ class CompiledModel:
                 acc[:, r] = out[r]
             check_finite(acc)
             return acc
+        nc = self._code.native
+        if nc is not None:
+            if state.q.shape != (model.nq,) or state.u.shape != (n,):
+                model.check_state(state)  # the error naming the wrong size
+            if not nc.rhs_qu(state.q, state.u):
+                _raise_not_finite(np.concatenate((state.q, state.u)))
+            return nc.out[:n].copy()
         model.check_state(state)
         acc = np.array(_evaluate(self._scalar, *state.q.tolist(), *state.u.tolist())[:n])
         check_finite(acc)
@@ -120,6 +192,11 @@ class CompiledModel:
         appended as the last arguments of ``_array``."""
         if self.batch is not None:
             raise ModelError("rhs: a ModelBatch's compiled model is evaluated on States")
+        nc = self._code.native
+        if nc is not None:
+            if not nc.rhs_qu(q, u):
+                raise ModelError(SINGULAR_MASS_MATRIX)
+            return nc.out.tolist()  # type: ignore[no-any-return]
         return _evaluate(self._scalar, *q, *u)
 
     def rhs_with_loads(self, q: Sequence[float], u: Sequence[float],
@@ -131,6 +208,16 @@ class CompiledModel:
         loads must be those at the speeds they give (the last n outputs of :meth:`rhs`)."""
         if self.batch is not None:
             raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
+        if self._code.native is not None:
+            nc = self.native_loads()
+            nq = self.model.nq
+            x = np.empty(nc.nx)
+            x[:nq] = q
+            x[nq:] = u
+            e = np.concatenate((loads.T.ravel(), loads.F.ravel(), loads.Q))
+            if not nc.rhs_into(x, e):
+                raise ModelError(SINGULAR_MASS_MATRIX)
+            return nc.out.tolist()  # type: ignore[no-any-return]
         return _evaluate(self._code.scalar_loads, *q, *u, *loads.T.ravel().tolist(),
                          *loads.F.ravel().tolist(), *loads.Q.tolist())  # fmt: skip
 
@@ -140,6 +227,26 @@ def _check_batch(model: Model, q: Array, u: Array) -> None:
         raise ModelError(
             f"States: expected q (B, {model.nq}) and u (B, {model.n}), got {q.shape} and {u.shape}"
         )
+
+
+@attrs.frozen(eq=False)
+class _Arrays:
+    """Plain arrays ``q``, ``u`` of the right shapes, checked by the kernel."""
+
+    q: Array
+    u: Array
+
+
+def _raise_not_finite(x: Array) -> None:
+    """The error for a non-finite kernel output at state ``x``."""
+    if not np.all(np.isfinite(x)):
+        raise ModelError("state has non-finite entries")
+    raise ModelError(SINGULAR_MASS_MATRIX)
+
+
+def _threads(B: int) -> int:
+    """Threads for a batch of B single evaluations: one below 64 members."""
+    return 1 if B < 64 else native_backend.default_threads()
 
 
 def check_finite(out: Any) -> None:
@@ -157,7 +264,7 @@ def _evaluate(fn: Callable[..., list], *args: Any) -> list:
         raise ModelError(SINGULAR_MASS_MATRIX) from None
 
 
-@attrs.frozen(eq=False)
+@attrs.define(eq=False)
 class _Code:
     """The generated code of one model (or batch), lock set and formulation: its source,
     the functions built from it, and the batch's values of its parameter inputs. Nothing
@@ -171,11 +278,35 @@ class _Code:
     scalar: Callable[..., list]
     array: Callable[..., list]
     scalar_loads: Callable[..., list]
+    native: native_backend.NativeCode | None = None
+    why_python: str = ""  # why there is no native code
+    native_with_loads: native_backend.NativeCode | None = None  # built on first use
 
     @classmethod
     def generate(cls, model: Model, locked: frozenset[int], msd: bool,
-                 params: Params | None) -> _Code:  # fmt: skip
-        """The code of Kane's equations, or with ``msd`` of the momentum-state rates."""
+                 params: Params | None, native: bool, why: str = "") -> _Code:  # fmt: skip
+        """The code of Kane's equations, or with ``msd`` of the momentum-state rates;
+        with ``native`` compiled to machine code too (``why``: the reason it is not)."""
+        nc = None
+        if native:
+            tr = traced(model, locked, False, msd, params, efforts=True)
+            pv = None
+            if params is not None and tr.param_inputs:
+                B = params.batch_shape[0] if params.batch_shape else 1
+                pv = np.column_stack([
+                    np.asarray(getattr(params, f), dtype=float).reshape(B, -1)[:, i]
+                    for f, i in tr.param_inputs
+                ])  # fmt: skip
+            nc = native_backend.build(
+                tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv
+            )
+        code = cls._python(model, locked, msd, params)
+        code.native, code.why_python = nc, why
+        return code
+
+    @classmethod
+    def _python(cls, model: Model, locked: frozenset[int], msd: bool,
+                params: Params | None) -> _Code:  # fmt: skip
         source, n_ops, inputs = _generate(model, locked, False, msd, params)
         source_loads = _generate(model, locked, True, msd, params)[0]
         values = []
@@ -217,7 +348,10 @@ _CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, _Cached]] = weakref.WeakKeyDi
 
 
 def compile_model(
-    model: Model | ModelBatch, locked: Sequence[int] = (), formulation: str = "kane"
+    model: Model | ModelBatch,
+    locked: Sequence[int] = (),
+    formulation: str = "kane",
+    backend: str = "auto",
 ) -> CompiledModel:
     """Generate (once per model, lock set and formulation; cached) the model's compiled
     equations.
@@ -233,6 +367,11 @@ def compile_model(
     formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
         Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
         (``ẏ`` and the speeds from the momentum states).
+    backend : {"auto", "native", "python"}
+        ``"auto"`` (default): native code when llvmlite is available
+        (:mod:`kanedyn.compiled.native`), else the generated Python; ``"native"``:
+        native or a ModelError; ``"python"``: the generated Python only.
+        ``cm.backend`` says which was built.
 
     Raises
     ------
@@ -249,6 +388,14 @@ def compile_model(
     from kanedyn.simulation.options import Formulation
 
     form = Formulation.parse(formulation)
+    if backend not in ("auto", "native", "python"):
+        raise ModelError(f"backend must be one of 'auto', 'native', 'python', got {backend!r}")
+    why = "" if backend == "native" else "backend='python' was asked for"
+    if backend != "python":
+        why = native_backend.unavailable() or ""
+        if why and backend == "native":
+            raise ModelError(f"backend='native': {why}; install kanedyn[native]")
+    use_native = not why
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     why = supports(base, None if batch is None else batch.params)
@@ -263,12 +410,14 @@ def compile_model(
                     "locked (its MSD states are total momenta)"
                 )
     per_model = _CACHE.setdefault(batch if batch is not None else base, {})
-    key = (lock_set, form)
+    key = (lock_set, form, use_native)
     entry = per_model.get(key)
     if entry is None:
         params = None if batch is None else batch.params
         msd = form is Formulation.MSD
-        entry = per_model[key] = _Cached(_Code.generate(base, lock_set, msd, params))
+        entry = per_model[key] = _Cached(
+            _Code.generate(base, lock_set, msd, params, use_native, why)
+        )
     cm = None if entry.compiled is None else entry.compiled()
     if cm is None:
         cm = CompiledModel(base, lock_set, form, batch, entry.code)
