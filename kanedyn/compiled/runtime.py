@@ -20,12 +20,12 @@ from numpy.typing import NDArray
 
 from kanedyn.compiled import native as native_backend
 from kanedyn.compiled import python
-from kanedyn.compiled.kernels import supports, traced
+from kanedyn.compiled.kernels import parameter_values, supports, traced
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States
-from kanedyn.model.plan import Params
+from kanedyn.model.plan import Params, params_of
 
 __all__ = ["CompiledModel", "check_finite", "compile_model"]
 
@@ -162,10 +162,10 @@ class CompiledModel:
                 X = np.empty((B, model.nq + n))
                 X[:, : model.nq] = q
                 X[:, model.nq :] = u
-                out, bad = nc.rhs_batch(X, threads=_threads(B))
+                res, bad = nc.rhs_batch(X, threads=_threads(B))
                 if bad:
                     _raise_not_finite(X[bad - 1])
-                return out[:, :n].copy()
+                return res[:, :n].copy()
             with np.errstate(all="ignore"):
                 out = self._array(*q.T, *u.T, *p)
             acc = np.empty((B, n))
@@ -264,67 +264,62 @@ def _evaluate(fn: Callable[..., list], *args: Any) -> list:
         raise ModelError(SINGULAR_MASS_MATRIX) from None
 
 
-@attrs.define(eq=False)
 class _Code:
-    """The generated code of one model (or batch), lock set and formulation: its source,
-    the functions built from it, and the batch's values of its parameter inputs. Nothing
-    here refers to the model, so the cache that holds it does not keep the model alive."""
+    """The generated code of one model (or batch), lock set and formulation: the native
+    code (if any), the Python functions (generated on first use), and the batch's values
+    of its parameter inputs. It refers to the model only weakly, so the cache that holds
+    it does not keep the model alive."""
 
-    source: str
-    n_ops: int
-    source_loads: str
-    param_inputs: tuple[tuple[str, int], ...]  # (Params field, flat index) of inputs p0, p1...
-    param_values: tuple[Array, ...]  # per input, its value for each member, (B,)
-    scalar: Callable[..., list]
-    array: Callable[..., list]
-    scalar_loads: Callable[..., list]
-    native: native_backend.NativeCode | None = None
-    why_python: str = ""  # why there is no native code
-    native_with_loads: native_backend.NativeCode | None = None  # built on first use
-
-    @classmethod
-    def generate(cls, model: Model, locked: frozenset[int], msd: bool,
-                 params: Params | None, native: bool, why: str = "") -> _Code:  # fmt: skip
-        """The code of Kane's equations, or with ``msd`` of the momentum-state rates;
-        with ``native`` compiled to machine code too (``why``: the reason it is not)."""
-        nc = None
-        if native:
-            tr = traced(model, locked, False, msd, params, efforts=True)
-            pv = None
-            if params is not None and tr.param_inputs:
-                B = params.batch_shape[0] if params.batch_shape else 1
-                pv = np.column_stack([
-                    np.asarray(getattr(params, f), dtype=float).reshape(B, -1)[:, i]
-                    for f, i in tr.param_inputs
-                ])  # fmt: skip
-            nc = native_backend.build(
-                tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv
-            )
-        code = cls._python(model, locked, msd, params)
-        code.native, code.why_python = nc, why
-        return code
-
-    @classmethod
-    def _python(cls, model: Model, locked: frozenset[int], msd: bool,
-                params: Params | None) -> _Code:  # fmt: skip
-        source, n_ops, inputs = _generate(model, locked, False, msd, params)
-        source_loads = _generate(model, locked, True, msd, params)[0]
+    def __init__(self, model: Model, locked: frozenset[int], msd: bool,
+                 params: Params | None, native: bool, why: str = ""):  # fmt: skip
+        self._model = weakref.ref(model)
+        self._args = (locked, msd, params)
+        self._python: dict[str, Any] = {}
+        nominal = params_of(model)
+        inputs = parameter_values(params or nominal, nominal)[1]
+        self.param_inputs: tuple[tuple[str, int], ...] = tuple(inputs)
         values = []
         if params is not None:
             B = params.batch_shape[0] if params.batch_shape else 1
             for field, i in inputs:
                 arr = np.asarray(getattr(params, field), dtype=float)
                 values.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
-        return cls(
-            source=source,
-            n_ops=n_ops,
-            source_loads=source_loads,
-            param_inputs=tuple(inputs),
-            param_values=tuple(values),
-            scalar=python.build(source, "rhs", python.SCALAR_NAMESPACE),
-            array=python.build(source, "rhs", python.ARRAY_NAMESPACE),
-            scalar_loads=python.build(source_loads, "rhs", python.SCALAR_NAMESPACE),
-        )
+        self.param_values: tuple[Array, ...] = tuple(values)
+        self.why_python = why
+        self.native_with_loads: native_backend.NativeCode | None = None  # on first use
+        self.native: native_backend.NativeCode | None = None
+        if native:
+            tr = traced(model, locked, False, msd, params, efforts=True)
+            pv = np.column_stack(values) if values else None
+            self.native = native_backend.build(
+                tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv
+            )
+
+    def _get(self, name: str) -> Any:
+        """The Python kernels, generated on first use."""
+        if not self._python:
+            model = self._model()
+            if model is None:  # pragma: no cover - a CompiledModel holds its model
+                raise ModelError("the compiled model's model was freed")
+            locked, msd, params = self._args
+            source, n_ops, _ = _generate(model, locked, False, msd, params)
+            source_loads = _generate(model, locked, True, msd, params)[0]
+            self._python.update(
+                source=source,
+                n_ops=n_ops,
+                source_loads=source_loads,
+                scalar=python.build(source, "rhs", python.SCALAR_NAMESPACE),
+                array=python.build(source, "rhs", python.ARRAY_NAMESPACE),
+                scalar_loads=python.build(source_loads, "rhs", python.SCALAR_NAMESPACE),
+            )
+        return self._python[name]
+
+    source = property(lambda self: self._get("source"))
+    n_ops = property(lambda self: self._get("n_ops"))
+    source_loads = property(lambda self: self._get("source_loads"))
+    scalar = property(lambda self: self._get("scalar"))
+    array = property(lambda self: self._get("array"))
+    scalar_loads = property(lambda self: self._get("scalar_loads"))
 
 
 def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
@@ -398,9 +393,9 @@ def compile_model(
     use_native = not why
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
-    why = supports(base, None if batch is None else batch.params)
-    if why is not None:
-        raise ModelError(f"cannot compile this model: {why}")
+    reason = supports(base, None if batch is None else batch.params)
+    if reason is not None:
+        raise ModelError(f"cannot compile this model: {reason}")
     lock_set = frozenset(int(r) for r in locked)
     if form is Formulation.MSD:
         for k in momentum_roots(base):
@@ -415,9 +410,7 @@ def compile_model(
     if entry is None:
         params = None if batch is None else batch.params
         msd = form is Formulation.MSD
-        entry = per_model[key] = _Cached(
-            _Code.generate(base, lock_set, msd, params, use_native, why)
-        )
+        entry = per_model[key] = _Cached(_Code(base, lock_set, msd, params, use_native, why))
     cm = None if entry.compiled is None else entry.compiled()
     if cm is None:
         cm = CompiledModel(base, lock_set, form, batch, entry.code)

@@ -45,8 +45,8 @@ from kanedyn.dynamics.kane import (
     solve_mass_matrix,
 )
 from kanedyn.dynamics.kinematics import kinematics_at
-from kanedyn.dynamics.loads import LoadsLike, applied_loads
-from kanedyn.errors import ModelError, SimulationError
+from kanedyn.dynamics.loads import LoadsLike, applied_loads, joint_efforts
+from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError, SimulationError
 from kanedyn.model import Model, State
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.options import Engine, Formulation, Method
@@ -147,6 +147,14 @@ class _System:
 
     def __call__(self, t: float, x: Array) -> Array:
         model = self.model
+        nc = None if self.cm is None else self.cm.native
+        if nc is not None and not (self.loads or self.held):
+            # the native kernel normalizes the quaternions itself
+            if not nc.rhs_into(x):
+                check_finite(x)  # a non-finite state, or:
+                raise ModelError(SINGULAR_MASS_MATRIX)
+            out = nc.out
+            return np.concatenate((out[model.n : model.n + model.nq], out[: model.n]))
         q = _normalize_quaternions(model, x[: model.nq])
         y = x[model.nq :]
         if self.cm is not None and not (self.loads or self.held):
@@ -247,6 +255,10 @@ class Trajectory:
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
     ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
+
+    ``engine`` says what evaluated the right-hand side: ``"native"`` (machine code,
+    :mod:`kanedyn.compiled.native`), ``"python"`` (generated Python, with the reason
+    native code was not used), or ``"dense"``.
     """
 
     model: Model
@@ -259,6 +271,7 @@ class Trajectory:
     steps: int
     events: tuple[Any, ...] = ()
     momenta: Array | None = None
+    engine: str = ""  # what evaluated the right-hand side (see simulate)
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
@@ -550,6 +563,14 @@ def simulate(
         ts, xs, locks, steps = _run_adaptive(
             system, x, t_final, every, lock_events, integrator, rtol, atol, sampler
         )
+    elif (
+        system.cm is not None
+        and system.cm.native is not None
+        and not (loads or model.layout.gimbal3.size)
+    ):
+        ts, xs, locks, steps, speeds = _run_rk4_native(
+            system, x, schedule, lock_events, progress, sampler
+        )
     elif system.cm is not None and not (loads or controller or lock_events):
         ts, xs, locks, steps, speeds = _run_rk4_compiled(system, system.cm, x, schedule, progress)
     else:
@@ -562,7 +583,18 @@ def simulate(
         model=model, t=ts, q=q, u=u, formulation=form.value, method=integrator.name,
         wall_time=wall, steps=steps, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
+        engine=_engine_label(system),
     )  # fmt: skip
+
+
+def _engine_label(system: _System) -> str:
+    """``Trajectory.engine``: native, python (and why not native), or dense."""
+    cm = system.cm
+    if cm is None:
+        return "dense"
+    if cm.backend == "native":
+        return "native"
+    return f"python ({cm.backend_note})"
 
 
 def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
@@ -784,6 +816,127 @@ def _run_rk4_compiled(
     bar.close()
     speeds = None if us is None else np.array(us)
     return np.array(ts), np.array(out), [system.locked] * len(ts), schedule.n_steps, speeds
+
+
+_NEVER = 2**62  # an output stride no step reaches
+
+
+def _run_rk4_native(
+    system: _System,
+    x: Array,
+    schedule: Schedule,
+    lock_events: list[tuple[float, str, int]],
+    progress: bool,
+    sampler: _Sampler,
+) -> tuple[Array, Array, list[NDArray[np.intp]], int, Array | None]:
+    """:func:`_run_rk4` with the steps run by the native RK4 loop
+    (:mod:`kanedyn.compiled.llvm`: the same step, quaternions normalized, the state
+    checked for finiteness, outputs written every ``stride`` steps), re-entering Python
+    only after the steps where a lock event falls due or the controller is sampled, and
+    for the last step. A controller's held commands enter the loop as constant
+    generalized efforts when they are all :class:`~kanedyn.JointLoad` s; other
+    commands are stepped in Python between samples (with the native right-hand side).
+    """
+    model = system.model
+    nx = model.nq + model.n
+    N, stride, dt = schedule.n_steps, schedule.stride, schedule.dt
+    steps = np.arange(1, N + 1)
+    t_next: Array = (steps * dt).astype(float)
+    if N:
+        t_next[-1] = schedule.t_final
+    t_prev: Array = np.concatenate(([0.0], t_next[:-1]))
+    h: Array = np.minimum(dt, schedule.t_final - t_prev)
+    if N > 1 and np.any(h[:-1] != dt):  # a step shortened by round-off: the plain loop
+        return (*_run_rk4(system, x, schedule, lock_events, progress, sampler), None)
+    flags = (steps % stride == 0) | (steps == N)
+    xs = np.empty((1 + int(flags.sum()), nx))
+    bar = _Progress(N, progress and N > 2000)
+    applied = _n_due(lock_events, 0.0)
+    if applied:
+        x = _apply_events(system, x, lock_events, applied)
+    x = np.array(x, dtype=float)
+    xs[0] = x
+    locks = [system.locked]
+    monitor = _Monitor(model, x)
+    monitor.x = x
+    row, s = 1, 0  # the next output row; the steps done
+
+    def fail(step: int) -> SimulationError:
+        return monitor.failure(float(t_next[step - 1]), f"the state became non-finite: {x}")
+
+    while s < N:
+        # b: the next step after which Python acts (an event, a sample, the last step)
+        b = N
+        if applied < len(lock_events):
+            te = lock_events[applied][0]
+            b = min(b, int(np.searchsorted(t_next, te - 1e-12, "left")) + 1)
+        if sampler.controller is not None:
+            b = min(b, int(np.searchsorted(t_next, sampler.next - 1e-9, "left")) + 1)
+        b = max(b, s + 1)
+        nc = system.cm.native  # type: ignore[union-attr]
+        assert nc is not None  # the lock set's compiled model is native too
+        tau = joint_efforts(model, system.held) if system.held else None
+        if system.held and tau is None:
+            row = _python_steps(system, x, s, b - 1, t_prev, h, t_next, flags, xs, row, monitor)
+            locks += [system.locked] * (int(flags[s : b - 1].sum()))
+        elif b - 1 > s:
+            bad = nc.rk4(x, b - 1 - s, dt, s, stride, xs[row:], tau)
+            if bad:
+                raise fail(bad)
+            done = (b - 1) // stride - s // stride
+            row += done
+            locks += [system.locked] * done
+        # step b, then Python's part
+        if system.held and tau is None:
+            none = np.zeros(N, dtype=bool)
+            _python_steps(system, x, b - 1, b, t_prev, h, t_next, none, xs, row, monitor)
+        else:
+            bad = nc.rk4(x, 1, float(h[b - 1]), b - 1, _NEVER, xs[:1], tau)
+            if bad:
+                raise fail(bad)
+        s = b
+        due = _n_due(lock_events, float(t_next[b - 1]))
+        if due != applied:
+            applied = due
+            x = _apply_events(system, x, lock_events, applied)
+        if b < N:
+            sampler.sample(system, float(t_next[b - 1]), x)
+        if flags[b - 1]:
+            xs[row] = x
+            row += 1
+            locks.append(system.locked)
+        bar.update(s)
+    bar.close()
+    ts = np.concatenate(([0.0], t_next[flags]))
+    speeds = None
+    if system.formulation is Formulation.MSD:
+        nc = system.cm.native  # type: ignore[union-attr]
+        if all(np.array_equal(lk, locks[0]) for lk in locks) and nc is not None:
+            out, _ = nc.rhs_batch(xs)
+            speeds = out[:, nx : nx + model.n].copy()
+    return ts, xs, locks, N, speeds
+
+
+def _python_steps(
+    system: _System, x: Array, s: int, b: int, t_prev: Array, h: Array, t_next: Array,
+    flags: Array, xs: Array, row: int, monitor: _Monitor,
+) -> int:  # fmt: skip
+    """Steps ``s + 1 ... b`` in Python (``rk4_step`` on ``system``), in place on ``x``,
+    with outputs after the flagged steps from row ``row``; returns the next row."""
+    nq = system.model.nq
+    for i in range(s, b):
+        try:
+            with np.errstate(all="ignore"):
+                xn = rk4_step(system, float(t_prev[i]), x, float(h[i]))
+        except (ModelError, np.linalg.LinAlgError) as exc:
+            raise monitor.failure(float(t_next[i]), str(exc)) from None
+        xn[:nq] = _normalize_quaternions(system.model, xn[:nq])
+        monitor.check(float(t_next[i]), xn)
+        x[:] = xn
+        if flags[i]:
+            xs[row] = x
+            row += 1
+    return row
 
 
 def _apply_events(
