@@ -68,6 +68,7 @@ def _summary(traj: kd.Trajectory, label: str) -> dict[str, Any]:
         "dof": traj.model.n,
         "formulation": traj.formulation,
         "method": traj.method,
+        "engine": traj.engine,
         "t_final_s": float(traj.t[-1]),
         "steps": int(traj.steps),
         "wall_time_s": round(traj.wall_time, 3),
@@ -136,6 +137,7 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
         f"  bodies {s['bodies']}, degrees of freedom {s['dof']}, formulation {s['formulation']}, method {s['method']}"
     )
     print(f"  {s['steps']} steps to t = {s['t_final_s']:g} s in {s['wall_time_s']:.2f} s wall time")
+    print(f"  engine {s['engine']}")
     print(
         f"  energy {s['energy_initial_J']:.6g} J -> {s['energy_final_J']:.6g} J (relative change {s['energy_relative_change']:+.3e})"
     )
