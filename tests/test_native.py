@@ -280,3 +280,47 @@ def test_fallback_when_llvmlite_cannot_be_imported():
     assert lines[1].startswith("python (llvmlite is not available (ImportError")
     assert lines[2].startswith("error: backend='native': llvmlite is not available")
     assert "kanedyn[native]" in lines[2]
+
+
+# --------------------------------------------------------------------------- ensembles
+def test_ensemble_members_equal_single_native_runs():
+    """Each member of a native ensemble (split across 1 or 2 threads) is its own
+    ``kd.simulate`` run, bit for bit."""
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    rng = np.random.default_rng(0)
+    B = 6
+    states = States(np.tile(state.q, (B, 1)), state.u + 0.01 * rng.normal(size=(B, model.n)))
+    one = kd.simulate_ensemble(model, states, 5.05, 0.1, output_every=0.5, threads=1)
+    two = kd.simulate_ensemble(model, states, 5.05, 0.1, output_every=0.5, threads=2)
+    assert np.array_equal(one.q, two.q) and np.array_equal(one.u, two.u)
+    for b in (0, B - 1):
+        single = kd.simulate(model, kd.State(states.q[b], states.u[b]), 5.05, 0.1,
+                             output_every=0.5, progress=False)  # fmt: skip
+        np.testing.assert_array_equal(one.t, single.t)
+        np.testing.assert_array_equal(one.q[:, b], single.q)
+        np.testing.assert_array_equal(one.u[:, b], single.u)
+
+
+def test_model_batch_ensemble_equals_python_ensemble(monkeypatch):
+    model = kd.examples.chain(3, spatial=True)
+    rng = np.random.default_rng(5)
+    batch = dispersed_batch(model, 4, rng)
+    states = States(
+        np.array([draw_state(model, s, 1.0).q for s in range(4)]),
+        np.array([draw_state(model, s, 1.0).u for s in range(4)]),
+    )
+    got = kd.simulate_ensemble(batch, states, 1.0, 0.01, output_every=0.1)
+    with monkeypatch.context() as m:
+        m.setattr(native, "unavailable", lambda: "test")
+        want = kd.simulate_ensemble(batch, states, 1.0, 0.01, output_every=0.1)
+    np.testing.assert_allclose(got.q, want.q, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.u, want.u, rtol=1e-10, atol=1e-12)
+
+
+def test_ensemble_reports_the_members_that_blow_up():
+    model = kd.examples.chain(2)
+    q = np.array([[0.0, 0.0], [0.5, -0.3], [0.0, 0.0]])  # members 0, 2 at rest
+    u = np.array([[0.0, 0.0], [3.0, -2.0], [0.0, 0.0]])
+    with pytest.raises(SimulationError, match=r"members \[1\] became non-finite"):
+        kd.simulate_ensemble(model, States(q, u), 2000.0, 2.0)
