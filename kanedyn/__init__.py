@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kanedyn import codegen, examples, io
 from kanedyn.compiled import CompiledModel, compile_model
+from kanedyn.compiled.linearize import Linearization, linearize
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
 from kanedyn.dynamics.kane import (
@@ -105,6 +106,8 @@ __all__ = [
     "Body",
     "CompiledModel",
     "compile_model",
+    "Linearization",
+    "linearize",
     "EnsembleTrajectory",
     "ModelBatch",
     "States",

@@ -67,7 +67,13 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "kanedyn"
 
 
-def _target_machine() -> Any:
+#: above this many operations a kernel is compiled at codegen level 0 (fast instruction
+#: selection and register allocation): LLVM's level 2 grows faster than linearly with
+#: the length of one straight-line function (measured: 13k operations 2 s, 65k 34 s)
+LARGE = 20000
+
+
+def _target_machine(opt: int = 2) -> Any:
     """A new target machine for the host CPU (an MCJIT engine owns the one it is given)."""
     import llvmlite.binding as binding
 
@@ -80,7 +86,7 @@ def _target_machine() -> Any:
         _STATE["host"] = f"{binding.get_default_triple()} {_STATE['cpu']} {_STATE['features']}"
     target = binding.Target.from_default_triple()
     return target.create_target_machine(
-        cpu=_STATE["cpu"], features=_STATE["features"], opt=2, codemodel="jitdefault"
+        cpu=_STATE["cpu"], features=_STATE["features"], opt=opt, codemodel="jitdefault"
     )
 
 
@@ -92,14 +98,14 @@ def cache_key(ir: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _compile(ir: str) -> tuple[Any, bool]:
-    """An MCJIT engine holding ``ir``'s functions; and whether its object came from the
-    disk cache."""
+def _compile(ir: str, opt: int = 2) -> tuple[Any, bool]:
+    """An MCJIT engine holding ``ir``'s functions, compiled at codegen level ``opt``;
+    and whether its object came from the disk cache."""
     import llvmlite.binding as binding
 
     with _LOCK:
-        tm = _target_machine()
-        key = cache_key(ir)
+        tm = _target_machine(opt)
+        key = cache_key(f"; opt {opt}\n{ir}")
         path = cache_dir() / f"{key}.o"
         try:
             cached: bytes | None = path.read_bytes()
@@ -177,7 +183,8 @@ class NativeCode:
         # the rate of state entry i: q̇ follows the n rates in the kernel's outputs
         perm = [n + i for i in range(nq)] + list(range(n))
         self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
-        self.engine, self.from_cache = _compile(self.ir)
+        self.n_ops = traced.tape.count(traced.outputs)
+        self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= LARGE else 0)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))
         self._rhs_batch = _RHS_BATCH(get("rhs_batch"))

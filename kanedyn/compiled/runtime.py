@@ -81,6 +81,35 @@ class CompiledModel:
             )
         return code.native_with_loads
 
+    def jacobian(self, q: Any, u: Any, tau: Any = None) -> tuple[Array, Array]:
+        """Kane's ``[ν̇ | q̇]`` (n + nq,) at ``q``, ``u`` with generalized efforts ``tau``
+        (n,; added to the joint springs and dampers, as :class:`kanedyn.JointLoad`
+        values are), and its exact Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]``
+        ((n + nq) × (nq + 2n)): forward-mode derivatives on the tape
+        (:mod:`kanedyn.compiled.derivatives`), compiled on first use. Quaternion
+        columns are derivatives along the raw coordinates (the kernel normalizes them).
+        """
+        from kanedyn.simulation.options import Formulation
+
+        if self.formulation is not Formulation.KANE or self.batch is not None:
+            raise ModelError("jacobian needs the Kane formulation's compiled model of one Model")
+        model = self.model
+        nq, n = model.nq, model.n
+        q = np.asarray(q, dtype=float)
+        u = np.asarray(u, dtype=float)
+        tau = np.zeros(n) if tau is None else np.asarray(tau, dtype=float)
+        if q.shape != (nq,) or u.shape != (n,) or tau.shape != (n,):
+            raise ModelError(
+                f"jacobian: expected q ({nq},), u ({n},), tau ({n},); got {q.shape}, "
+                f"{u.shape}, {tau.shape}"
+            )
+        fn = self._code.derivatives(model, self.locked)
+        out = np.asarray(fn(np.concatenate((q, u)), tau), dtype=float)
+        if not np.all(np.isfinite(out)):
+            _raise_not_finite(np.concatenate((q, u, tau)))
+        m = n + nq
+        return out[:m].copy(), out[m:].reshape(m, nq + 2 * n)
+
     @property
     def source(self) -> str:
         """The generated Python of ``rhs``."""
@@ -295,9 +324,43 @@ class _Code:
                 tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv
             )
 
+    def derivatives(self, model: Model, locked: frozenset[int]) -> Callable[[Array, Array], Any]:
+        """``f(x, tau)``: the outputs of
+        :func:`kanedyn.compiled.derivatives.derivative_kernel`, native when this code
+        is, else generated Python; built on first use."""
+        fn = self._python.get("derivatives")
+        if fn is None:
+            from kanedyn.compiled.derivatives import derivative_kernel
+
+            tr, _ = derivative_kernel(model, locked)
+            if self.native is not None:
+                nc = native_backend.build(
+                    tr, model.nq, model.n, model.n, model.layout.quat_q.tolist()
+                )
+
+                def fn(x: Array, tau: Array) -> Array:
+                    nc.rhs_into(x, tau)
+                    return nc.out.copy()
+
+                fn.native = nc  # type: ignore[attr-defined]
+            else:
+                py = python.build(
+                    tr.tape.source("rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
+                )
+
+                def fn(x: Array, tau: Array) -> Array:
+                    with np.errstate(all="ignore"):
+                        try:
+                            return np.array(py(*x.tolist(), *tau.tolist()))
+                        except (ZeroDivisionError, ValueError, OverflowError):
+                            return np.full(len(tr.outputs), np.nan)
+
+            self._python["derivatives"] = fn
+        return fn  # type: ignore[no-any-return]
+
     def _get(self, name: str) -> Any:
         """The Python kernels, generated on first use."""
-        if not self._python:
+        if name not in self._python:
             model = self._model()
             if model is None:  # pragma: no cover - a CompiledModel holds its model
                 raise ModelError("the compiled model's model was freed")
