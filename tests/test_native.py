@@ -11,6 +11,7 @@ Python back end. Also: the fallback when llvmlite cannot be imported.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -324,3 +325,60 @@ def test_ensemble_reports_the_members_that_blow_up():
     u = np.array([[0.0, 0.0], [3.0, -2.0], [0.0, 0.0]])
     with pytest.raises(SimulationError, match=r"members \[1\] became non-finite"):
         kd.simulate_ensemble(model, States(q, u), 2000.0, 2.0)
+
+
+# --------------------------------------------------------------------------- object cache
+def _compile_in_subprocess(cache: str, mass: float) -> list[str]:
+    code = textwrap.dedent(
+        f"""
+        import numpy as np
+        import kanedyn as kd
+
+        rod = kd.Body("rod", mass={mass!r}, inertia=np.diag([0.1, 0.1, 0.02]),
+                      com=[0.0, -0.5, 0.0])
+        model = kd.Model([rod], [kd.Joint.revolute("hinge", None, "rod", axis=3)],
+                         gravity=[0.0, -9.81, 0.0])
+        cm = kd.compile_model(model)
+        print(cm.backend, cm.native.from_cache, cm.forward_dynamics([0.3], [0.0])[0])
+        """
+    )
+    env = {**os.environ, "KANEDYN_CACHE_DIR": cache}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return res.stdout.split()
+
+
+def test_object_cache_is_reused_across_processes_and_invalidated_by_the_model(tmp_path):
+    cache = str(tmp_path / "objects")
+    first = _compile_in_subprocess(cache, 1.0)
+    assert first[:2] == ["native", "False"]
+    files = sorted(os.listdir(cache))
+    assert len(files) == 1 and files[0].endswith(".o")
+    second = _compile_in_subprocess(cache, 1.0)
+    assert second == ["native", "True", first[2]]  # loaded, and the same numbers
+    heavier = _compile_in_subprocess(cache, 2.0)  # a changed model: new code
+    assert heavier[:2] == ["native", "False"] and len(os.listdir(cache)) == 2
+    # θ̈ = -m g c sin θ / (I_c + m c²): the mass does not cancel with this I_c
+    c, g = 0.5, 9.81
+    for m, out in ((1.0, first), (2.0, heavier)):
+        want = -m * g * c * np.sin(0.3) / (0.02 + m * c**2)  # I_c about z: 0.02
+        assert float(out[2]) == pytest.approx(want, rel=1e-12)
+
+
+def test_cache_key_names_the_cpu_and_the_llvmlite_version(monkeypatch):
+    key = native.cache_key("ir")
+    assert native.cache_key("ir") == key and native.cache_key("other ir") != key
+    monkeypatch.setitem(native._STATE, "version", "0.0.1")
+    assert native.cache_key("ir") != key
+    monkeypatch.undo()
+    monkeypatch.setitem(native._STATE, "host", native._STATE["host"] + " -avx2")
+    assert native.cache_key("ir") != key
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("KANEDYN_CACHE_DIR", str(tmp_path / "a"))
+    assert native.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("KANEDYN_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert native.cache_dir() == tmp_path / "xdg" / "kanedyn"
