@@ -1,10 +1,12 @@
-"""The tracer and its Python emitter, under their original name.
+"""Code generation: the tracer and its emitters, under their original name.
 
 :mod:`kanedyn.compiled.tape` holds the :class:`Tape`; :mod:`kanedyn.compiled.python`
 turns it into Python source (:func:`build`, :data:`SCALAR_NAMESPACE`,
-:data:`ARRAY_NAMESPACE`).
+:data:`ARRAY_NAMESPACE`); :func:`to_c` (:mod:`kanedyn.compiled.c`) writes a model's
+equations, their derivatives and an RK4 step as standalone C.
 """
 
+from kanedyn.compiled.c import to_c
 from kanedyn.compiled.python import ARRAY_NAMESPACE, SCALAR_NAMESPACE, build
 from kanedyn.compiled.tape import TRACE, Scalar, Tape, Value, cos, sin, sqrt
 
@@ -19,4 +21,5 @@ __all__ = [
     "cos",
     "sin",
     "sqrt",
+    "to_c",
 ]
