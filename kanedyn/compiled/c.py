@@ -29,12 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kanedyn.compiled.derivatives import derivative_kernel
-from kanedyn.compiled.kernels import supports
+from kanedyn.compiled.kernels import rk4_step, supports
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 
-__all__ = ["function", "to_c"]
+__all__ = ["expression", "function", "to_c"]
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -79,6 +79,27 @@ def function(tape: Tape, name: str, outputs: Sequence[Scalar],
     return "\n".join(lines)
 
 
+def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
+    """``output`` as one C expression, with the inputs named in ``env`` (input name ->
+    C expression) and every operation parenthesized in the tape's order."""
+    text: dict[int, str] = {}
+
+    def operand(arg: tuple) -> str:
+        return _literal(arg[1]) if arg[0] == "c" else text[arg[1]]
+
+    for i in tape.needed([output]):
+        op, a, b = tape.nodes[i]
+        if op == "in":
+            text[i] = env[a]
+        elif op == "neg":
+            text[i] = f"(-{operand(a)})"
+        elif op in _BINARY:
+            text[i] = f"({operand(a)} {_BINARY[op]} {operand(b)})"
+        else:
+            text[i] = f"{op}({operand(a)})"
+    return text[output.index] if isinstance(output, Value) else _literal(float(output))
+
+
 def _finite_check(count: str) -> str:
     return (
         f"    for (int i = 0; i < {count}; ++i)\n"
@@ -118,6 +139,15 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model") -> tuple[P
     rhs = function(tr.tape, f"{prefix}_kernel", tr.outputs[:n_val], inputs)
     jac = function(tr.tape, f"{prefix}_jacobian", tr.outputs, inputs)
     perm = [n + i for i in range(nq)] + list(range(n))
+    step = rk4_step()  # the step's arithmetic, traced from kanedyn.simulation.steppers
+
+    def stage(k: str, a: str) -> str:
+        return expression(step.tape, step.stage, {"x": "x[i]", "a": a, "k": f"{k}[r]"})
+
+    update = expression(step.tape, step.update, {"x": "x[i]", "h6": "h6", "k1": "k1[r]",
+                        "k2": "k2[r]", "k3": "k3[r]", "k4": "k4[r]"})  # fmt: skip
+    norm = [expression(step.tape, v, {f"q{c}": f"x[j[{c}]]" for c in range(4)})
+            for v in step.normalized]  # fmt: skip
     quats = [list(map(int, row)) for row in model.layout.quat_q]
     from kanedyn.simulation.integrate import coordinate_names, speed_names
 
@@ -187,22 +217,20 @@ int {prefix}_rk4_step(double *x, const double *tau, double h)
     const double half = 0.5 * h, h6 = h / 6.0;
     int i;
     {prefix}_kernel(x, tau, k1);
-    for (i = 0; i < {P}_NX; ++i) xs[i] = x[i] + half * k1[{prefix}_rate[i]];
+    for (i = 0; i < {P}_NX; ++i) {{ const int r = {prefix}_rate[i]; xs[i] = {stage("k1", "half")}; }}
     {prefix}_kernel(xs, tau, k2);
-    for (i = 0; i < {P}_NX; ++i) xs[i] = x[i] + half * k2[{prefix}_rate[i]];
+    for (i = 0; i < {P}_NX; ++i) {{ const int r = {prefix}_rate[i]; xs[i] = {stage("k2", "half")}; }}
     {prefix}_kernel(xs, tau, k3);
-    for (i = 0; i < {P}_NX; ++i) xs[i] = x[i] + h * k3[{prefix}_rate[i]];
+    for (i = 0; i < {P}_NX; ++i) {{ const int r = {prefix}_rate[i]; xs[i] = {stage("k3", "h")}; }}
     {prefix}_kernel(xs, tau, k4);
     for (i = 0; i < {P}_NX; ++i) {{
         const int r = {prefix}_rate[i];
-        x[i] = x[i] + h6 * (((k1[r] + 2.0 * k2[r]) + 2.0 * k3[r]) + k4[r]);
+        x[i] = {update};
     }}
     for (i = 0; i < {len(quats)}; ++i) {{
         const int *j = {prefix}_quat[i];
-        const double s = 1.0 / sqrt(((x[j[0]] * x[j[0]] + x[j[1]] * x[j[1]])
-                                     + x[j[2]] * x[j[2]]) + x[j[3]] * x[j[3]]);
-        x[j[0]] = x[j[0]] * s; x[j[1]] = x[j[1]] * s;
-        x[j[2]] = x[j[2]] * s; x[j[3]] = x[j[3]] * s;
+        const double q[4] = {{{", ".join(norm)}}};
+        x[j[0]] = q[0]; x[j[1]] = q[1]; x[j[2]] = q[2]; x[j[3]] = q[3];
     }}
     for (i = 0; i < {P}_NX; ++i)
         if (!(x[i] - x[i] == 0.0)) return 1;

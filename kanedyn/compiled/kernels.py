@@ -64,7 +64,7 @@ from kanedyn.model.batch import PARAM_FIELDS
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial.charts import euler_axes, quat_dcm_form
 
-__all__ = ["Trace", "Traced", "parameter_values", "supports", "traced"]
+__all__ = ["Step", "Trace", "Traced", "parameter_values", "rk4_step", "supports", "traced"]
 
 Array = NDArray[np.float64]
 Vec = list  # of Scalar
@@ -687,3 +687,35 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         args += [f"tau{r}" for r in range(model.n)]
     args += [f"p{i}" for i in range(len(tr.param_inputs))]
     return Traced(tr.tape, outputs, args, tr.param_inputs)
+
+
+@attrs.frozen(eq=False)
+class Step:
+    """The fixed-step loop's arithmetic on one tape, for the emitters' RK4 loops: the
+    stage argument ``stage = x + a k`` (inputs ``x``, ``a``, ``k``), the update
+    ``update`` (inputs ``x``, ``h6``, ``k1`` ... ``k4``) of
+    :data:`kanedyn.simulation.steppers.ARRAYS`, and ``normalized`` (4): a quaternion
+    ``q0 ... q3`` scaled to unit length (:func:`kanedyn.spatial.charts.quat_normalize`,
+    as :func:`kanedyn.joints.normalize_quaternions` does after every step)."""
+
+    tape: Tape
+    stage: Scalar
+    update: Scalar
+    normalized: list[Scalar]
+
+
+def rk4_step() -> Step:
+    """The RK4 step's scalar arithmetic traced once (:class:`Step`): the emitters write
+    these operations, so the native and C loops do what ``rk4_step`` does."""
+    from kanedyn.simulation.steppers import ARRAYS  # the step is written once, there
+    from kanedyn.spatial.charts import quat_normalize
+
+    tape = Tape()
+    x, a, k = tape.input("x"), tape.input("a"), tape.input("k")
+    stage = ARRAYS.stage(x, a, k)
+    h6 = tape.input("h6")
+    ks = [tape.input(f"k{i}") for i in range(1, 5)]
+    update = ARRAYS.update(x, h6, *ks)
+    q = np.array([tape.input(f"q{i}") for i in range(4)], dtype=object)
+    normalized = list(quat_normalize(TRACE, q))
+    return Step(tape, stage, update, normalized)

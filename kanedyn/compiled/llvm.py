@@ -38,9 +38,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from kanedyn.compiled.kernels import rk4_step
 from kanedyn.compiled.tape import Scalar, Tape, Value
 
-__all__ = ["constant", "kernel_function", "module"]
+__all__ = ["constant", "inline", "kernel_function", "module"]
 
 _BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _FUNCS = {"sin": "@llvm.sin.f64", "cos": "@llvm.cos.f64", "sqrt": "@llvm.sqrt.f64"}
@@ -119,6 +120,27 @@ class _Block:
         return self(f"fcmp uno double {acc}, 0.0")
 
 
+def inline(b: _Block, tape: Tape, outputs: Sequence[Scalar], env: dict[str, str]) -> list[str]:
+    """The operations of ``tape`` for ``outputs`` appended to ``b``, with the inputs named
+    in ``env`` (input name -> IR operand); returns the outputs' operands."""
+    val: dict[int, str] = {}
+
+    def operand(arg: tuple) -> str:
+        return constant(arg[1]) if arg[0] == "c" else val[arg[1]]
+
+    for i in tape.needed(outputs):
+        op, a, c = tape.nodes[i]
+        if op == "in":
+            val[i] = env[a]
+        elif op == "neg":
+            val[i] = b(f"fneg double {operand(a)}")
+        elif op in _BINARY:
+            val[i] = b(f"{_BINARY[op]} double {operand(a)}, {operand(c)}")
+        else:
+            val[i] = b(f"call double {_FUNCS[op]}(double {operand(a)})")
+    return [val[x.index] if isinstance(x, Value) else constant(float(x)) for x in outputs]
+
+
 def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
            quats: Sequence[Sequence[int]]) -> str:  # fmt: skip
     """The whole module around ``kernel`` (from :func:`kernel_function`, named
@@ -183,13 +205,14 @@ def _rhs_batch(nx: int, n_out: int) -> str:
 
 
 def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]]) -> str:
+    step = rk4_step()  # the step's arithmetic, traced from kanedyn.simulation.steppers
     b = _Block()
     x0 = [b.load("%x", i) for i in range(nx)]
 
     def stage(k: str, a: str) -> None:
         for i in range(nx):
-            ki = b.load(k, perm[i])
-            b.store(b(f"fadd double {x0[i]}, {b(f'fmul double {a}, {ki}')}"), "%xs", i)
+            env = {"x": x0[i], "a": a, "k": b.load(k, perm[i])}
+            b.store(inline(b, step.tape, [step.stage], env)[0], "%xs", i)
 
     b.raw("  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %k1)")
     stage("%k1", "%half")
@@ -199,22 +222,14 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
     stage("%k3", "%h")
     b.raw("  call void @kernel(ptr %xs, ptr %e, ptr %p, ptr %k4)")
     new = []
-    two = constant(2.0)
     for i in range(nx):
-        k1, k2, k3, k4 = (b.load(k, perm[i]) for k in ("%k1", "%k2", "%k3", "%k4"))
-        s = b(f"fadd double {k1}, {b(f'fmul double {two}, {k2}')}")
-        s = b(f"fadd double {s}, {b(f'fmul double {two}, {k3}')}")
-        s = b(f"fadd double {s}, {k4}")
-        new.append(b(f"fadd double {x0[i]}, {b(f'fmul double %h6, {s}')}"))
+        env = {"x": x0[i], "h6": "%h6"}
+        env.update({f"k{j}": b.load(f"%k{j}", perm[i]) for j in range(1, 5)})
+        new.append(inline(b, step.tape, [step.update], env)[0])
     for quat in quats:
-        c = [new[i] for i in quat]
-        sq = [b(f"fmul double {v}, {v}") for v in c]
-        t = b(f"fadd double {sq[0]}, {sq[1]}")
-        t = b(f"fadd double {t}, {sq[2]}")
-        t = b(f"fadd double {t}, {sq[3]}")
-        inv = b(f"fdiv double {constant(1.0)}, {b(f'call double @llvm.sqrt.f64(double {t})')}")
-        for i, v in zip(quat, c, strict=True):
-            new[i] = b(f"fmul double {v}, {inv}")
+        env = {f"q{j}": new[i] for j, i in enumerate(quat)}
+        for i, v in zip(quat, inline(b, step.tape, step.normalized, env), strict=True):
+            new[i] = v
     for i in range(nx):
         b.store(new[i], "%x", i)
     bad = b.not_finite(new)
