@@ -153,9 +153,15 @@ class CompiledModel:
             Wrong shapes, a non-finite state, or a singular mass matrix (the kernel
             checks its outputs; a non-finite output is then traced to its cause).
         """
-        from kanedyn.simulation.options import Formulation
-
-        if self.formulation is not Formulation.KANE:
+        nc = self._code.native
+        if nc is not None and self.batch is None and self.formulation == "kane":
+            # the common case, one state: shapes here, values in the kernel
+            q, v = (state.q, state.u) if u is None and type(state) is State else (state, u)
+            if v is not None and np.shape(q) == (nc.nq,) and np.shape(v) == (nc.n,):
+                if not nc.rhs_qu(q, v):
+                    _raise_not_finite(np.concatenate((np.ravel(q), np.ravel(v))))
+                return nc.out[: nc.n].copy()
+        if self.formulation != "kane":
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
         n = model.n
