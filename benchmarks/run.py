@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     for long in longs:
         print(f"{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "
               f"{long['wall_seconds']:.1f} s wall, {long['cpu_seconds']:.1f} s CPU "
-              f"({1e6 * long['cpu_seconds_per_rhs']:.0f} µs per right-hand side)")  # fmt: skip
+              f"({1e6 * long['cpu_seconds_per_rhs']:.2f} µs per right-hand side)")  # fmt: skip
 
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
