@@ -213,6 +213,25 @@ def test_lock_events_and_controller_runs_equal_python(monkeypatch, formulation):
     assert got.u[np.searchsorted(got.t, 0.5), locked] == 0.0
 
 
+def test_controller_with_body_torques_equals_python(monkeypatch):
+    """Commands that are not JointLoads (a body-frame torque, which depends on the
+    attitude) are stepped in Python between samples, with the native right-hand side."""
+    model = kd.examples.chain(3, spatial=True)
+    state = draw_state(model, 2, 1.0)
+    body = model.bodies[-1].name
+
+    def law(t, model, state):
+        return [kd.Torque(body, [0.1 * np.cos(t), -0.2 * state.u[0], 0.05], frame="body")]
+
+    kw = dict(controller=kd.Controller(0.05, law), output_every=0.02, progress=False)
+    got = kd.simulate(model, state, 0.3, 0.01, **kw)
+    want = python_run(monkeypatch, model, state, 0.3, 0.01, **kw)
+    assert got.engine == "native"
+    np.testing.assert_array_equal(got.t, want.t)
+    np.testing.assert_allclose(got.q, want.q, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(got.u, want.u, rtol=1e-11, atol=1e-12)
+
+
 def test_adaptive_methods_call_the_native_kernel(monkeypatch):
     model = kd.examples.chain(4, spatial=True)
     state = draw_state(model, 7, 1.0)
