@@ -43,6 +43,10 @@ class Peer:
     accelerations: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
     set_state: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
     timed: Callable[[], Any]
+    #: Pinocchio only, models without quaternions: ``(∂u̇/∂q, ∂u̇/∂u, ∂u̇/∂τ)`` in
+    #: kanedyn order by ``pin.computeABADerivatives``, and its bare timed call
+    derivatives: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple] | None = None
+    timed_derivatives: Callable[[], Any] | None = None
 
 
 def available() -> dict[str, str | None]:
@@ -132,7 +136,24 @@ def pinocchio_peer(model: kd.Model) -> Peer:
     def timed() -> Any:
         return pin.aba(pm, data, cur["q"], cur["v"], cur["tau"])
 
-    return Peer("pinocchio", pin.__version__, accelerations, set_state, timed)
+    def derivatives(q: np.ndarray, u: np.ndarray, tau: np.ndarray) -> tuple:
+        if lay.quat_q.size:
+            raise ValueError("derivatives: models without quaternions only")
+        dq, dv, Minv = (
+            np.array(a)
+            for a in pin.computeABADerivatives(pm, data, q[q_map_a], u[v_map_a], tau[v_map_a])
+        )
+        Minv = np.triu(Minv) + np.triu(Minv, 1).T  # pin may fill the upper triangle only
+        q_inv = np.empty_like(q_map_a)
+        q_inv[q_map_a] = np.arange(q_map_a.size)
+        ix = np.ix_(v_inv, v_inv)
+        return dq[np.ix_(v_inv, q_inv)], dv[ix], Minv[ix]
+
+    def timed_derivatives() -> Any:
+        return pin.computeABADerivatives(pm, data, cur["q"], cur["v"], cur["tau"])
+
+    return Peer("pinocchio", pin.__version__, accelerations, set_state, timed,
+                derivatives, timed_derivatives)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- MuJoCo

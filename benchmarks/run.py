@@ -1,5 +1,12 @@
 """kanedyn against its peers: ``python -m benchmarks.run [--quick] [--out DIR]``.
 
+kanedyn's columns: ``dense`` (the NumPy engine, ``kd.forward_dynamics``), ``python``
+(the compiled engine's generated Python), ``native`` (its machine code through the
+public ``cm.forward_dynamics``) and ``kernel`` (the native kernel alone, buffers bound);
+``limit`` is the kernel's operation count at the machine's measured scalar rate
+(:func:`benchmarks.native.scalar_rate`). Also: exact derivatives against
+``pin.computeABADerivatives``, and thread scaling of the native batches.
+
 For every workload the peers' accelerations are first checked against kanedyn's (1e-10
 relative); then each engine is timed in blocks, the engines interleaved block by block,
 and the median per-call time over the repeats is reported, with the ratio to
@@ -18,6 +25,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
@@ -30,6 +38,7 @@ import numpy as np  # noqa: E402
 
 import kanedyn as kd  # noqa: E402
 from benchmarks import models  # noqa: E402
+from benchmarks import native as native_bench  # noqa: E402
 from benchmarks.checks import relative_error  # noqa: E402
 from benchmarks.peers import PEERS, available  # noqa: E402
 from kanedyn.dynamics.loads import joint_spring_forces  # noqa: E402
@@ -88,8 +97,8 @@ def compiled_check(model: kd.Model, label: str) -> CompiledPeer:
 
 
 def single_state(model: kd.Model, label: str, peers: dict, repeats: int) -> dict[str, Any]:
-    """Forward dynamics at one random state: kanedyn (dense and compiled) and every
-    installed peer."""
+    """Forward dynamics at one random state: kanedyn (dense, compiled Python, native
+    public call, native kernel) and every installed peer."""
     state = models.random_state(model, np.random.default_rng(1))
     tau = joint_spring_forces(model, state.q, state.u)
     row: dict[str, Any] = {"workload": label, "nb": model.nb, "n": model.n, "errors": {}}
@@ -98,10 +107,16 @@ def single_state(model: kd.Model, label: str, peers: dict, repeats: int) -> dict
     row["errors"]["compiled"] = compiled.error
     row["compile_seconds"] = compiled.compile_seconds
     row["compiled_ops"] = cm.n_ops
+    row["backend"] = cm.backend
+    cp = kd.compile_model(model, backend="python")
     fns: dict[str, Callable[[], Any]] = {
         "kanedyn": lambda: kd.forward_dynamics(model, state),
+        "python": lambda: cp.forward_dynamics(state),
         "compiled": lambda: cm.forward_dynamics(state),
     }
+    if cm.native is not None:
+        row["native_ops"] = cm.native.n_ops
+        fns["kernel"] = native_bench.bare_kernel(cm, state)
     for name, make in peers.items():
         try:
             peer = make(model)
@@ -124,8 +139,10 @@ def batched(model: kd.Model, label: str, B: int, peers: dict, repeats: int) -> d
     states = models.random_states(model, B, rng)
     row: dict[str, Any] = {"workload": f"{label}, B = {B}", "nb": model.nb, "n": model.n, "B": B}
     cm = compiled_check(model, label).cm
+    cp = kd.compile_model(model, backend="python")
     fns: dict[str, Callable[[], Any]] = {
         "kanedyn": lambda: kd.forward_dynamics(model, states),
+        "python": lambda: cp.forward_dynamics(states),
         "compiled": lambda: cm.forward_dynamics(states),
     }
     tau = np.zeros(model.n)
@@ -157,12 +174,14 @@ def dispersed(model: kd.Model, label: str, B: int, repeats: int) -> dict[str, An
     )  # fmt: skip
     states = models.random_states(model, B, rng)
     cm = kd.compile_model(batch)
+    cp = kd.compile_model(batch, backend="python")
     err = np.max(np.abs(cm.forward_dynamics(states) - kd.forward_dynamics(batch, states)))
     scale = max(1.0, float(np.max(np.abs(kd.forward_dynamics(batch, states)))))
     if err / scale > 1e-9:
         raise SystemExit(f"{label}: compiled batch disagrees with the dense batch ({err:.2e})")
     fns: dict[str, Callable[[], Any]] = {
         "kanedyn": lambda: kd.forward_dynamics(batch, states),
+        "python": lambda: cp.forward_dynamics(states),
         "compiled": lambda: cm.forward_dynamics(states),
     }
     sec = interleaved(fns, repeats, budget=0.2)
@@ -171,17 +190,21 @@ def dispersed(model: kd.Model, label: str, B: int, repeats: int) -> dict[str, An
             "states_per_second": {name: B / s for name, s in sec.items()}}  # fmt: skip
 
 
-def explorer_run(t_final: float, engine: str, formulation: str = "kane") -> dict[str, Any]:
+def explorer_run(t_final: float, engine: str, formulation: str = "kane",
+                 python: bool = False) -> dict[str, Any]:  # fmt: skip
     """Explorer-1, RK4 at dt = 0.1 for ``t_final`` s (4 right-hand sides per step),
-    compile time included."""
+    compile time included (a new model each run, so nothing is cached in memory; the
+    object cache on disk may hold the native code); ``python``: the compiled engine's
+    Python back end."""
     model = kd.examples.explorer1()
     state = kd.examples.explorer1_state(model)
     t0, c0 = time.perf_counter(), time.process_time()
-    traj = kd.simulate(model, state, t_final, 0.1, progress=False, output_every=10.0,
-                       engine=engine, formulation=formulation)  # fmt: skip
+    with native_bench.python_backend() if python else contextlib.nullcontext():
+        traj = kd.simulate(model, state, t_final, 0.1, progress=False, output_every=10.0,
+                           engine=engine, formulation=formulation)  # fmt: skip
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"workload": f"Explorer-1, {t_final:g} s, dt = 0.1, RK4, {formulation}, "
-                        f"engine = {engine}",
+                        f"engine = {traj.engine.split(' ')[0]}",
             "t_final": t_final, "engine": engine, "formulation": formulation,
             "rhs_evaluations": 4 * traj.steps, "wall_seconds": wall, "cpu_seconds": cpu,
             "cpu_seconds_per_rhs": cpu / (4 * traj.steps)}  # fmt: skip
@@ -200,31 +223,64 @@ def environment() -> dict[str, Any]:
     }
 
 
-def table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
-    head = ["workload", "n", "dense µs", "compiled µs"] + [f"{p} µs" for p in peer_names]
-    head += ["dense / pin.aba", "compiled / pin.aba", "compile ms"]
+def table(rows: list[dict[str, Any]], peer_names: list[str], rate: float) -> str:
+    head = ["workload", "n", "ops", "dense µs", "python µs", "native µs", "kernel µs"]
+    head += [f"{p} µs" for p in peer_names]
+    head += ["native / pin.aba", "kernel / pin.aba", "kernel / limit", "compile ms"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["seconds"]
-        cells = [r["workload"], str(r["n"]), f"{1e6 * s['kanedyn']:.1f}",
-                 f"{1e6 * s['compiled']:.1f}"]  # fmt: skip
+        ops = r.get("native_ops", r["compiled_ops"])
+        cells = [r["workload"], str(r["n"]), str(ops), f"{1e6 * s['kanedyn']:.1f}",
+                 f"{1e6 * s['python']:.1f}", f"{1e6 * s['compiled']:.2f}",
+                 f"{1e6 * s['kernel']:.2f}" if "kernel" in s else "—"]  # fmt: skip
         cells += [f"{1e6 * s[p]:.2f}" if p in s else "—" for p in peer_names]
-        for mine in ("kanedyn", "compiled"):
-            cells.append(f"{s[mine] / s['pinocchio']:.1f}×" if "pinocchio" in s else "—")
+        for mine in ("compiled", "kernel"):
+            ok = "pinocchio" in s and mine in s
+            cells.append(f"{s[mine] / s['pinocchio']:.2f}×" if ok else "—")
+        cells.append(f"{s['kernel'] * rate / ops:.1f}×" if "kernel" in s and rate else "—")
         cells.append(f"{1e3 * r['compile_seconds']:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def batch_table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
-    head = ["workload", "dense states/s", "compiled states/s"]
+    head = ["workload", "dense states/s", "python states/s", "native states/s"]
     head += [f"{p} loop states/s" for p in peer_names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["states_per_second"]
-        cells = [r["workload"], f"{s['kanedyn']:,.0f}", f"{s['compiled']:,.0f}"]
+        cells = [r["workload"], f"{s['kanedyn']:,.0f}", f"{s['python']:,.0f}",
+                 f"{s['compiled']:,.0f}"]  # fmt: skip
         cells += [f"{s[p]:,.0f}" if p in s else "—" for p in peer_names]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def derivative_table(rows: list[dict[str, Any]]) -> str:
+    head = ["workload", "ops", "cm.jacobian µs", "kernel µs", "pin.computeABADerivatives µs",
+            "kernel / pin", "build s"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        s = r["seconds"]
+        pin = s.get("pin.computeABADerivatives")
+        cells = [r["workload"], str(r["ops"]), f"{1e6 * s['jacobian']:.1f}",
+                 f"{1e6 * s['jacobian kernel']:.2f}", f"{1e6 * pin:.2f}" if pin else "—",
+                 f"{s['jacobian kernel'] / pin:.2f}×" if pin else "—",
+                 f"{r['build_seconds']:.2f}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def thread_table(rows: list[dict[str, Any]]) -> str:
+    head = ["workload", "rhs_batch 1 thread /s", "2 threads /s", "speed-up",
+            "ensemble RK4 1 thread rhs/s", "2 threads rhs/s", "speed-up"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        a, b = r["rhs_batch_states_per_second_1"], r["rhs_batch_states_per_second_2"]
+        c, d = r["rk4_rhs_per_second_1"], r["rk4_rhs_per_second_2"]
+        lines.append(f"| {r['workload']} | {a:,.0f} | {b:,.0f} | {b / a:.2f}× | {c:,.0f} | "
+                     f"{d:,.0f} | {d / c:.2f}× |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -262,8 +318,20 @@ def main(argv: list[str] | None = None) -> int:
         single_state(models.spacecraft(k), f"spacecraft k = {k}", peers, repeats) for k in crafts
     ]
     rows.append(single_state(kd.examples.explorer1(), "Explorer-1", peers, repeats))
+    rate = native_bench.scalar_rate(per_call) if kd.compiled.native.unavailable() is None else 0.0
+    print(f"\nscalar double rate (fmul, fadd): {rate / 1e9:.2f} G operations/s")
     print("\nForward dynamics, one state (median CPU µs per call):\n")
-    print(table(rows, names))
+    print(table(rows, names, rate))
+
+    drows = []
+    if kd.compiled.native.unavailable() is None:
+        drows = [native_bench.derivatives(n, peers, interleaved, repeats)
+                 for n in ((2, 5) if args.quick else (2, 5, 10))]  # fmt: skip
+        print("\nExact derivatives ∂ν̇/∂q, ∂ν̇/∂u, ∂ν̇/∂τ (median CPU µs per call):\n")
+        print(derivative_table(drows))
+        trows = [native_bench.thread_scaling(10, 2000 if args.quick else 20000, repeats)]
+        print("\nNative batches on 1 and 2 threads (wall clock):\n")
+        print(thread_table(trows))
 
     sizes = ((10, 1000),) if args.quick else ((10, 1000), (10, 10000), (50, 1000), (50, 10000))
     brows = [
@@ -275,21 +343,26 @@ def main(argv: list[str] | None = None) -> int:
 
     t_final = args.explorer_t_final or (200.0 if args.quick else 20000.0)
     # the dense engine over a 1/50 slice (its full run takes minutes), then the full run
-    longs = [explorer_run(t_final / 50.0, "dense"), explorer_run(t_final, "compiled"),
+    longs = [explorer_run(t_final / 50.0, "dense"),
+             explorer_run(t_final / 10.0, "compiled", python=True),
+             explorer_run(t_final, "compiled"),
              explorer_run(t_final / 50.0, "dense", "msd"),
+             explorer_run(t_final / 10.0, "compiled", "msd", python=True),
              explorer_run(t_final, "compiled", "msd")]  # fmt: skip
     print()
     for long in longs:
         print(f"{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "
               f"{long['wall_seconds']:.1f} s wall, {long['cpu_seconds']:.1f} s CPU "
-              f"({1e6 * long['cpu_seconds_per_rhs']:.0f} µs per right-hand side)")  # fmt: skip
+              f"({1e6 * long['cpu_seconds_per_rhs']:.2f} µs per right-hand side)")  # fmt: skip
 
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = args.out / f"bench-{stamp}.json"
     path.write_text(json.dumps({"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
                                 "environment": environment(), "single_state": rows,
-                                "batched": brows, "explorer1": longs}, indent=2))  # fmt: skip
+                                "batched": brows, "explorer1": longs,
+                                "scalar_rate": rate, "derivatives": drows,
+                                "threads": trows if drows else []}, indent=2))  # fmt: skip
     print(f"\nwritten {path}")
     return 0
 

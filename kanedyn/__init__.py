@@ -15,8 +15,9 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kanedyn import examples, io
+from kanedyn import codegen, examples, io
 from kanedyn.compiled import CompiledModel, compile_model
+from kanedyn.compiled.linearize import Linearization, linearize
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
 from kanedyn.dynamics.frames import (
@@ -120,6 +121,8 @@ __all__ = [
     "Body",
     "CompiledModel",
     "compile_model",
+    "Linearization",
+    "linearize",
     "EnsembleTrajectory",
     "ModelBatch",
     "States",
@@ -157,6 +160,7 @@ __all__ = [
     "dcm_to_euler",
     "dcm_to_quat",
     "euler_to_dcm",
+    "codegen",
     "examples",
     "forward_dynamics",
     "generalized_active_forces",

@@ -309,8 +309,8 @@ def _drop_remainders(monkeypatch):
     monkeypatch.setattr(partials_module, "bias_accelerations", broken)
     monkeypatch.setattr(kanedyn.dynamics.kane, "bias_accelerations", broken)
     # the compiled engine's remainder terms (traced at compile time: clear the cache)
-    monkeypatch.setattr(kanedyn.compiled, "_remainder", lambda J, vk: [0.0] * 6)
-    monkeypatch.setattr(kanedyn.compiled, "_CACHE", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(kanedyn.compiled.kernels, "_remainder", lambda J, vk: [0.0] * 6)
+    monkeypatch.setattr(kanedyn.compiled.runtime, "_CACHE", weakref.WeakKeyDictionary())
 
 
 def _damping_per_speed(model):
@@ -328,15 +328,15 @@ def _flip_dampers(monkeypatch):
         return original(model, q, u, *args, **kwargs) + 2.0 * _damping_per_speed(model) * u
 
     monkeypatch.setattr(kanedyn.dynamics.loads, "joint_spring_forces", broken)
-    traced = kanedyn.compiled._Trace.generalized_forces
+    traced = kanedyn.compiled.kernels.Trace.generalized_forces
 
     def broken_traced(self):
         Q = traced(self)
         c = _damping_per_speed(self.model)
         return [Qr + 2.0 * c[r] * self.u[r] for r, Qr in enumerate(Q)]
 
-    monkeypatch.setattr(kanedyn.compiled._Trace, "generalized_forces", broken_traced)
-    monkeypatch.setattr(kanedyn.compiled, "_CACHE", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(kanedyn.compiled.kernels.Trace, "generalized_forces", broken_traced)
+    monkeypatch.setattr(kanedyn.compiled.runtime, "_CACHE", weakref.WeakKeyDictionary())
 
 
 # --------------------------------------------------------------------------- conservation

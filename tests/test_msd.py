@@ -231,7 +231,7 @@ def _break_root_rates(monkeypatch):
         return ydot
 
     monkeypatch.setattr(kanedyn.dynamics.msd, "rates", broken)
-    traced = kanedyn.compiled._Trace.run_msd
+    traced = kanedyn.compiled.kernels.Trace.run_msd
 
     def broken_traced(self):
         y = list(self.u)
@@ -241,8 +241,8 @@ def _break_root_rates(monkeypatch):
             ydot[i] = ydot[i] + (H[(c + 1) % 3] * w[(c + 2) % 3] - H[(c + 2) % 3] * w[(c + 1) % 3])
         return ydot, qd, nu
 
-    monkeypatch.setattr(kanedyn.compiled._Trace, "run_msd", broken_traced)
-    monkeypatch.setattr(kanedyn.compiled, "_CACHE", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(kanedyn.compiled.kernels.Trace, "run_msd", broken_traced)
+    monkeypatch.setattr(kanedyn.compiled.runtime, "_CACHE", weakref.WeakKeyDictionary())
 
 
 @pytest.mark.parametrize("engine", ["dense", "compiled"])

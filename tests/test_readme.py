@@ -10,7 +10,7 @@ def test_readme_starts_with_the_two_commands():
     text = README.read_text()
     block = re.search(r"```bash\n(.*?)```", text, re.S).group(1).strip().splitlines()
     assert block == [
-        'python -m pip install ".[plot]" && python -m kanedyn simulate',
+        'python -m pip install ".[plot,native]" && python -m kanedyn simulate',
         'python -m pip install ".[test]" && python -m pytest',
     ]
     # nothing but the title comes before them

@@ -162,6 +162,17 @@ def applied_loads(
     return AppliedLoads(F=F, T=T, Q=Q)
 
 
+def joint_efforts(model: Model, records: Sequence[Any]) -> Array | None:
+    """The generalized forces (n,) of ``records`` when they are all
+    :class:`JointLoad` s (which do not depend on the state), else None."""
+    Q = np.zeros(model.n)
+    for rec in records:
+        if not isinstance(rec, JointLoad):
+            return None
+        _add(model, None, rec, Q, Q, Q)  # type: ignore[arg-type]
+    return Q
+
+
 def _add(model: Model, kin: Kinematics, rec: Any, F: Array, T: Array, Q: Array) -> None:
     if isinstance(rec, Force):
         i = model.body_index(rec.body)

@@ -43,8 +43,14 @@ from kanedyn.dynamics.kane import (
     solve_mass_matrix,
 )
 from kanedyn.dynamics.kinematics import kinematics_at
-from kanedyn.dynamics.loads import LoadsLike, applied_loads
-from kanedyn.errors import KanedynError, ModelError, SimulationError, SimulationInterrupted
+from kanedyn.dynamics.loads import LoadsLike, applied_loads, joint_efforts
+from kanedyn.errors import (
+    SINGULAR_MASS_MATRIX,
+    KanedynError,
+    ModelError,
+    SimulationError,
+    SimulationInterrupted,
+)
 from kanedyn.model import Model, State
 from kanedyn.simulation import diagnose
 from kanedyn.simulation import output as _output
@@ -147,6 +153,14 @@ class _System:
 
     def __call__(self, t: float, x: Array) -> Array:
         model = self.model
+        nc = None if self.cm is None else self.cm.native
+        if nc is not None and not (self.loads or self.held):
+            # the native kernel normalizes the quaternions itself
+            if not nc.rhs_into(x):
+                check_finite(x)  # a non-finite state, or:
+                raise ModelError(SINGULAR_MASS_MATRIX)
+            out = nc.out
+            return np.concatenate((out[model.n : model.n + model.nq], out[: model.n]))
         q = _normalize_quaternions(model, x[: model.nq])
         y = x[model.nq :]
         if self.cm is not None and not (self.loads or self.held):
@@ -245,6 +259,10 @@ class Trajectory:
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
     ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
+
+    ``engine`` says what evaluated the right-hand side: ``"native"`` (machine code,
+    :mod:`kanedyn.compiled.native`), ``"python"`` (generated Python, with the reason
+    native code was not used), or ``"dense"``.
     """
 
     model: Model
@@ -258,6 +276,7 @@ class Trajectory:
     events: tuple[Any, ...] = ()
     momenta: Array | None = None
     status: str = "completed"
+    engine: str = ""  # what evaluated the right-hand side (see simulate)
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
@@ -610,15 +629,25 @@ def simulate(
         progress = sys.stderr.isatty()
     rec = _output.Recorder(None if stream is None else _Streamer(system, stream))
     start = _time.perf_counter()
-    steps, speeds = 0, None
+    steps, speeds = 0, None  # speeds: (outputs, n) at the outputs under MSD, if known
+    speeds_list: list[Any] | None = None
     try:
         if schedule is None:
             steps = _run_adaptive(
                 system, x, t_final, every, lock_events, integrator, rtol, atol, sampler,
                 progress, rec,
             )  # fmt: skip
+        elif (
+            system.cm is not None
+            and system.cm.native is not None
+            and not (loads or model.layout.gimbal3.size)
+        ):
+            steps, speeds = _run_rk4_native(
+                system, x, schedule, lock_events, progress, sampler, rec
+            )
         elif system.cm is not None and not (loads or controller or lock_events):
-            steps, speeds = _run_rk4_compiled(system, system.cm, x, schedule, progress, rec)
+            steps, speeds_list = _run_rk4_compiled(system, system.cm, x, schedule, progress, rec)
+            speeds = None if speeds_list is None else np.array(speeds_list)
         else:
             steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, rec)
     except SimulationError as exc:
@@ -644,6 +673,7 @@ def simulate(
         model=model, t=np.array(rec.ts), q=q, u=u, formulation=form.value,
         method=integrator.name, wall_time=wall, steps=steps, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
+        engine=_engine_label(system),
     )  # fmt: skip
 
 
@@ -693,7 +723,18 @@ def _partial(
         formulation=form.value, method=integrator.name,
         wall_time=_time.perf_counter() - start, steps=0, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None, status=status,
+        engine=_engine_label(system),
     )  # fmt: skip
+
+
+def _engine_label(system: _System) -> str:
+    """``Trajectory.engine``: native, python (and why not native), or dense."""
+    cm = system.cm
+    if cm is None:
+        return "dense"
+    if cm.backend == "native":
+        return "native"
+    return f"python ({cm.backend_note})"
 
 
 def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
@@ -944,6 +985,150 @@ def _run_rk4_compiled(
     finally:
         bar.close()
     return schedule.n_steps, us
+
+
+_NEVER = 2**62  # an output stride no step reaches
+
+
+def _run_rk4_native(
+    system: _System,
+    x: Array,
+    schedule: Schedule,
+    lock_events: list[tuple[float, str, int]],
+    progress: bool,
+    sampler: _Sampler,
+    rec: _output.Recorder,
+) -> tuple[int, Array | None]:
+    """:func:`_run_rk4` with the steps run by the native RK4 loop
+    (:mod:`kanedyn.compiled.llvm`: the same step, quaternions normalized, the state
+    checked for finiteness, outputs written every ``stride`` steps), re-entering Python
+    only after the steps where a lock event falls due or the controller is sampled, for
+    the last step, and every :data:`_NATIVE_BLOCK` steps (so outputs stream to ``rec``
+    and an interrupt is handled while the run goes). A controller's held commands enter
+    the loop as constant generalized efforts when they are all :class:`~kanedyn.JointLoad`
+    s; other commands are stepped in Python between samples (with the native right-hand
+    side). Returns the number of steps and, under MSD, the speeds at the outputs.
+    """
+    model = system.model
+    nx = model.nq + model.n
+    N, stride, dt = schedule.n_steps, schedule.stride, schedule.dt
+    steps = np.arange(1, N + 1)
+    t_next: Array = (steps * dt).astype(float)
+    if N:
+        t_next[-1] = schedule.t_final
+    t_prev: Array = np.concatenate(([0.0], t_next[:-1]))
+    h: Array = np.minimum(dt, schedule.t_final - t_prev)
+    if N > 1 and np.any(h[:-1] != dt):  # a step shortened by round-off: the plain loop
+        return _run_rk4(system, x, schedule, lock_events, progress, sampler, rec), None
+    flags = (steps % stride == 0) | (steps == N)
+    ts: Array = np.concatenate(([0.0], t_next[flags]))
+    xs = np.empty((1 + int(flags.sum()), nx))
+    bar = _Progress(N, progress and N > 2000, tick=rec.drain)
+    applied = _n_due(lock_events, 0.0)
+    if applied:
+        x = _apply_events(system, x, lock_events, applied)
+    x = np.array(x, dtype=float)
+    xs[0] = x
+    locks = [system.locked]
+    monitor = _Monitor(system, x)
+    monitor.x = x
+    row, s, sent = 1, 0, 0  # the next output row; the steps done; the rows recorded
+
+    def record() -> None:  # the output rows written since the last call, to rec
+        nonlocal sent
+        for r in range(sent, row):
+            rec.add(float(ts[r]), xs[r].copy(), locks[r])
+        sent = row
+
+    def fail(bad: int, first: int) -> SimulationError:
+        """The failure at step ``bad`` of a native call that began after step ``first``,
+        its outputs before that step recorded."""
+        nonlocal row
+        done = (bad - 1) // stride - first // stride
+        locks.extend([system.locked] * done)
+        row += done
+        record()
+        return monitor.failure(float(t_next[bad - 1]), f"the state became non-finite: {x}")
+
+    try:
+        while s < N:
+            # b: the next step after which Python acts (an event, a sample, a block's
+            # end, the last step)
+            b = min(N, s + _NATIVE_BLOCK)
+            if applied < len(lock_events):
+                te = lock_events[applied][0]
+                b = min(b, int(np.searchsorted(t_next, te - 1e-12, "left")) + 1)
+            if sampler.controller is not None:
+                b = min(b, int(np.searchsorted(t_next, sampler.next - 1e-9, "left")) + 1)
+            b = max(b, s + 1)
+            nc = system.cm.native  # type: ignore[union-attr]
+            assert nc is not None  # the lock set's compiled model is native too
+            tau = joint_efforts(model, system.held) if system.held else None
+            if system.held and tau is None:
+                row = _python_steps(system, x, s, b - 1, t_prev, h, t_next, flags, xs, row, monitor)
+                locks += [system.locked] * (int(flags[s : b - 1].sum()))
+            elif b - 1 > s:
+                bad = nc.rk4(x, b - 1 - s, dt, s, stride, xs[row:], tau)
+                if bad:
+                    raise fail(bad, s)
+                done = (b - 1) // stride - s // stride
+                row += done
+                locks += [system.locked] * done
+            # step b, then Python's part
+            if system.held and tau is None:
+                none = np.zeros(N, dtype=bool)
+                _python_steps(system, x, b - 1, b, t_prev, h, t_next, none, xs, row, monitor)
+            else:
+                bad = nc.rk4(x, 1, float(h[b - 1]), b - 1, _NEVER, xs[:1], tau)
+                if bad:
+                    raise fail(bad, b - 1)
+            s = b
+            due = _n_due(lock_events, float(t_next[b - 1]))
+            if due != applied:
+                applied = due
+                x = _apply_events(system, x, lock_events, applied)
+            if b < N:
+                sampler.sample(system, float(t_next[b - 1]), x)
+            if flags[b - 1]:
+                xs[row] = x
+                row += 1
+                locks.append(system.locked)
+            record()
+            bar.update(s)
+    finally:
+        bar.close()
+    speeds = None
+    if system.formulation is Formulation.MSD:
+        nc = system.cm.native  # type: ignore[union-attr]
+        if all(np.array_equal(lk, locks[0]) for lk in locks) and nc is not None:
+            out, _ = nc.rhs_batch(xs)
+            speeds = out[:, nx : nx + model.n].copy()
+    return N, speeds
+
+
+_NATIVE_BLOCK = 4096  # steps per native call at most: outputs stream, interrupts land
+
+
+def _python_steps(
+    system: _System, x: Array, s: int, b: int, t_prev: Array, h: Array, t_next: Array,
+    flags: Array, xs: Array, row: int, monitor: _Monitor,
+) -> int:  # fmt: skip
+    """Steps ``s + 1 ... b`` in Python (``rk4_step`` on ``system``), in place on ``x``,
+    with outputs after the flagged steps from row ``row``; returns the next row."""
+    nq = system.model.nq
+    for i in range(s, b):
+        try:
+            with np.errstate(all="ignore"):
+                xn = rk4_step(system, float(t_prev[i]), x, float(h[i]))
+        except (ModelError, np.linalg.LinAlgError) as exc:
+            raise monitor.failure(float(t_next[i]), str(exc)) from None
+        xn[:nq] = _normalize_quaternions(system.model, xn[:nq])
+        monitor.check(float(t_next[i]), xn)
+        x[:] = xn
+        if flags[i]:
+            xs[row] = x
+            row += 1
+    return row
 
 
 def _apply_events(

@@ -1,7 +1,7 @@
-"""The compiled engine: one model's equations of motion as generated straight-line code.
+"""The traced kernels: one model's equations of motion recorded on a tape.
 
-:func:`compile_model` traces the articulated-body algorithm (ABA; Featherstone, *Rigid
-Body Dynamics Algorithms*, 2008, Table 7.1) for one model on a :class:`kanedyn.codegen.Tape`
+:func:`traced` (called by :func:`kanedyn.compiled.compile_model`) traces the articulated-body algorithm (ABA; Featherstone, *Rigid
+Body Dynamics Algorithms*, 2008, Table 7.1) for one model on a :class:`kanedyn.compiled.tape.Tape`
 and emits a Python function of the coordinates and speeds. The model's constants (masses,
 inertias, joint placements and axes, springs, gravity) are folded into the code, so its
 structural zeros cost nothing, and the code has no loop, no dispatch and no NumPy call.
@@ -36,7 +36,7 @@ vectors (ω, v) and forces (n, f) (conventions page):
 ``Q`` holds the joint springs and dampers of :mod:`kanedyn.dynamics.loads` (``-k q - c q̇`` per
 angle or slide, ``-c ω`` for a spherical joint).
 
-**MSD** (``formulation="msd"``, :meth:`_Trace.run_msd`): the speeds from the momentum
+**MSD** (``formulation="msd"``, :meth:`Trace.run_msd`): the speeds from the momentum
 states by the same elimination at zero speed (``M ν = y - Ωᵀh``), then the momentum
 rates ``ẏ_r = Q_r + s_rᵀ (f^c - v ×f h^c) + ṡ_rᵀ h^c`` from the subtree momenta ``h^c``
 and external forces ``f^c`` in Go (docs/theory/compiled.md); a free root's states take
@@ -51,24 +51,20 @@ depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn import codegen, joints
-from kanedyn.codegen import TRACE, Scalar, Tape, Value
-from kanedyn.dynamics.loads import AppliedLoads
-from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
+from kanedyn import joints
+from kanedyn.compiled.tape import TRACE, Scalar, Tape, Value
 from kanedyn.model import Model
-from kanedyn.model.batch import PARAM_FIELDS, ModelBatch, States
+from kanedyn.model.batch import PARAM_FIELDS
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial.charts import euler_axes, quat_dcm_form
 
-__all__ = ["CompiledModel", "compile_model", "supports"]
+__all__ = ["Step", "Trace", "Traced", "parameter_values", "rk4_step", "supports", "traced"]
 
 Array = NDArray[np.float64]
 Vec = list  # of Scalar
@@ -297,11 +293,11 @@ def supports(model: Model, params: Params | None = None) -> str | None:
 
 
 # --------------------------------------------------------------------------- tracing
-class _Trace:
+class Trace:
     """The ABA of one model on a tape; inputs q, u (and optionally loads)."""
 
     def __init__(self, model: Model, locked: frozenset[int], loads: bool,
-                 params: Params | None = None):  # fmt: skip
+                 params: Params | None = None, efforts: bool = False):  # fmt: skip
         self.model = model
         lay = model.layout
         self.tape = tape = Tape()
@@ -313,9 +309,11 @@ class _Trace:
             self.T = [[tape.input(f"T{i}_{c}") for c in range(3)] for i in range(nb)]
             self.F = [[tape.input(f"F{i}_{c}") for c in range(3)] for i in range(nb)]
             self.Q = [tape.input(f"Q{r}") for r in range(model.n)]
+        # efforts: generalized forces added to the springs and dampers (inputs tau*)
+        self.tau = [tape.input(f"tau{r}") for r in range(model.n)] if efforts else None
         # parameters: constants, except the entries that vary across a batch (inputs)
         nominal = params_of(model)
-        self.values, self.param_inputs = _parameter_values(params or nominal, nominal)
+        self.values, self.param_inputs = parameter_values(params or nominal, nominal)
         self.inputs: dict[tuple[str, int], Scalar] = {
             key: tape.input(f"p{i}") for i, key in enumerate(self.param_inputs)
         }
@@ -394,14 +392,19 @@ class _Trace:
 
     def generalized_forces(self) -> list[Scalar]:
         """``Q``: springs and dampers per speed; with loads, the input ``Q`` (which holds
-        them, as :class:`kanedyn.dynamics.loads.AppliedLoads` does)."""
+        them, as :class:`kanedyn.dynamics.loads.AppliedLoads` does); plus the input
+        efforts ``tau`` when traced with them."""
         model, lay = self.model, self.model.layout
         if self.loads:
-            return list(self.Q)
-        k = np.array([self.par("stiffness", r) for r in range(model.n)], dtype=object)
-        c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
-        u = np.array(self.u, dtype=object)
-        return joints.spring_damper(lay, k, c, np.array(self.q, dtype=object), u).tolist()
+            Q: list[Scalar] = list(self.Q)
+        else:
+            k = np.array([self.par("stiffness", r) for r in range(model.n)], dtype=object)
+            c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
+            u = np.array(self.u, dtype=object)
+            Q = joints.spring_damper(lay, k, c, np.array(self.q, dtype=object), u).tolist()
+        if self.tau is not None:
+            Q = [Qr + t for Qr, t in zip(Q, self.tau, strict=True)]
+        return Q
 
     def geometry(self) -> list[_Body]:
         """Per joint: its traced kinematics at the current speeds ``self.u``, the
@@ -622,7 +625,7 @@ class _Trace:
         return joints.qdot(self.model.layout, self.qn, u).tolist()
 
 
-def _parameter_values(
+def parameter_values(
     params: Params, nominal: Params
 ) -> tuple[dict[str, Array], list[tuple[str, int]]]:
     """Per field, the values of member 0 (or the unbatched values); and the (field, flat
@@ -644,177 +647,33 @@ def _parameter_values(
     return values, varying
 
 
-# --------------------------------------------------------------------------- result
 @attrs.frozen(eq=False)
-class CompiledModel:
-    """Generated equations of motion of one model (see the module docstring).
+class Traced:
+    """One kernel on its tape: the ``outputs`` (``[ν̇ | q̇]`` for Kane, ``[ẏ | q̇ | ν]``
+    for MSD) as functions of the inputs named ``args``, in order: ``q0 ...``, ``u0 ...``,
+    with loads ``T*``, ``F*``, ``Q*``, with efforts ``tau*``, then the batch's varying
+    parameters ``p0 ...`` (``param_inputs`` says which)."""
 
-    ``source`` is the generated Python, ``n_ops`` its number of arithmetic operations.
-    For ``formulation == "kane"`` it is ``def rhs(q, u)`` returning ``[ν̇ | q̇]``; for
-    ``"msd"``, ``def rhs(q, y)`` of the momentum states ``y`` (:mod:`kanedyn.dynamics.msd`)
-    returning ``[ẏ | q̇ | ν]``. Build with :func:`compile_model`.
-
-    It holds its model (or batch); the generated code is cached apart from it
-    (:class:`_Code`), so a model is freed once no CompiledModel of it is held.
-    """
-
-    model: Model
-    locked: frozenset[int]
-    formulation: str  # a kanedyn.simulation.options.Formulation
-    batch: ModelBatch | None  # the batch whose varying parameters are inputs
-    _code: _Code
+    tape: Tape
+    outputs: list[Scalar]
+    args: list[str]
+    param_inputs: list[tuple[str, int]]
 
     @property
-    def source(self) -> str:
-        """The generated Python of ``rhs``."""
-        return self._code.source
-
-    @property
-    def n_ops(self) -> int:
-        """The number of arithmetic operations of ``rhs``."""
-        return self._code.n_ops
-
-    @property
-    def source_loads(self) -> str:
-        """The generated Python of ``rhs`` with load inputs (:meth:`rhs_with_loads`)."""
-        return self._code.source_loads
-
-    @property
-    def param_inputs(self) -> tuple[tuple[str, int], ...]:
-        """(Params field, flat index) of the inputs ``p0, p1, ...``."""
-        return self._code.param_inputs
-
-    @property
-    def _scalar(self) -> Callable[..., list]:
-        return self._code.scalar
-
-    @property
-    def _array(self) -> Callable[..., list]:
-        return self._code.array
-
-    def parameter_arrays(self) -> list[Array]:
-        """The values of the inputs ``p0, p1, ...`` per member, each (B,)."""
-        return list(self._code.param_values)
-
-    def forward_dynamics(self, state: Any) -> Array:
-        """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,) or :class:`~kanedyn.States`
-        (B, n); the same numbers as :func:`kanedyn.forward_dynamics` to round-off."""
-        from kanedyn.simulation.options import Formulation
-
-        if self.formulation is not Formulation.KANE:
-            raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
-        model = self.model
-        n = model.n
-        if isinstance(state, States) or self.batch is not None:
-            if isinstance(state, States):
-                q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
-                _check_batch(model, q, u)
-            else:
-                model.check_state(state)
-                q, u = state.q[None, :], state.u[None, :]
-            p = self.parameter_arrays()
-            B = q.shape[0] if not p else p[0].shape[0]
-            if p and q.shape[0] not in (1, B):
-                raise ModelError(f"States: {q.shape[0]} states for a batch of {B} parameter sets")
-            B = max(B, q.shape[0])
-            with np.errstate(all="ignore"):
-                out = self._array(*q.T, *u.T, *p)
-            acc = np.empty((B, n))
-            for r in range(n):
-                acc[:, r] = out[r]
-            check_finite(acc)
-            return acc
-        model.check_state(state)
-        acc = np.array(_evaluate(self._scalar, *state.q.tolist(), *state.u.tolist())[:n])
-        check_finite(acc)
-        return acc
-
-    def rhs(self, q: Sequence[float], u: Sequence[float]) -> list[float]:
-        """``[ν̇ | q̇]`` as a list of floats at ``q``, ``u`` (the inner loop: no checks but
-        a zero pivot, which raises the ModelError of a singular mass matrix); for a
-        batch, member b's parameters are the arrays of :meth:`parameter_arrays`,
-        appended as the last arguments of ``_array``."""
-        if self.batch is not None:
-            raise ModelError("rhs: a ModelBatch's compiled model is evaluated on States")
-        return _evaluate(self._scalar, *q, *u)
-
-    def rhs_with_loads(self, q: Sequence[float], u: Sequence[float],
-                       loads: AppliedLoads) -> list[float]:  # fmt: skip
-        """As :meth:`rhs`, with every load given by ``loads`` (from
-        :func:`kanedyn.dynamics.loads.applied_loads`: gravity, springs and dampers included):
-        torques ``T`` and forces ``F`` (nb, 3) at the mass centres in N, joint efforts
-        ``Q`` (n,). For the MSD formulation, ``u`` are the momentum states and the
-        loads must be those at the speeds they give (the last n outputs of :meth:`rhs`)."""
-        if self.batch is not None:
-            raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
-        return _evaluate(self._code.scalar_loads, *q, *u, *loads.T.ravel().tolist(),
-                         *loads.F.ravel().tolist(), *loads.Q.tolist())  # fmt: skip
+    def inputs(self) -> list[Value]:
+        """The tape's input values, in the order of ``args``."""
+        by_name = {a: i for i, (op, a, _) in enumerate(self.tape.nodes) if op == "in"}
+        return [Value(self.tape, by_name[name]) for name in self.args]
 
 
-def _check_batch(model: Model, q: Array, u: Array) -> None:
-    if q.ndim != 2 or q.shape[1] != model.nq or u.shape != (q.shape[0], model.n):
-        raise ModelError(
-            f"States: expected q (B, {model.nq}) and u (B, {model.n}), got {q.shape} and {u.shape}"
-        )
-
-
-def check_finite(out: Any) -> None:
-    """The ModelError of a singular mass matrix if ``out`` holds a non-finite value."""
-    if not np.all(np.isfinite(out)):
-        raise ModelError(SINGULAR_MASS_MATRIX)
-
-
-def _evaluate(fn: Callable[..., list], *args: Any) -> list:
-    """``fn(*args)`` on floats, where a zero pivot raises instead of giving inf: the
-    ModelError of a singular mass matrix."""
-    try:
-        return fn(*args)
-    except (ZeroDivisionError, ValueError, OverflowError):
-        raise ModelError(SINGULAR_MASS_MATRIX) from None
-
-
-@attrs.frozen(eq=False)
-class _Code:
-    """The generated code of one model (or batch), lock set and formulation: its source,
-    the functions built from it, and the batch's values of its parameter inputs. Nothing
-    here refers to the model, so the cache that holds it does not keep the model alive."""
-
-    source: str
-    n_ops: int
-    source_loads: str
-    param_inputs: tuple[tuple[str, int], ...]  # (Params field, flat index) of inputs p0, p1...
-    param_values: tuple[Array, ...]  # per input, its value for each member, (B,)
-    scalar: Callable[..., list]
-    array: Callable[..., list]
-    scalar_loads: Callable[..., list]
-
-    @classmethod
-    def generate(cls, model: Model, locked: frozenset[int], msd: bool,
-                 params: Params | None) -> _Code:  # fmt: skip
-        """The code of Kane's equations, or with ``msd`` of the momentum-state rates."""
-        source, n_ops, inputs = _generate(model, locked, False, msd, params)
-        source_loads = _generate(model, locked, True, msd, params)[0]
-        values = []
-        if params is not None:
-            B = params.batch_shape[0] if params.batch_shape else 1
-            for field, i in inputs:
-                arr = np.asarray(getattr(params, field), dtype=float)
-                values.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
-        return cls(
-            source=source,
-            n_ops=n_ops,
-            source_loads=source_loads,
-            param_inputs=tuple(inputs),
-            param_values=tuple(values),
-            scalar=codegen.build(source, "rhs", codegen.SCALAR_NAMESPACE),
-            array=codegen.build(source, "rhs", codegen.ARRAY_NAMESPACE),
-            scalar_loads=codegen.build(source_loads, "rhs", codegen.SCALAR_NAMESPACE),
-        )
-
-
-def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
-              params: Params | None = None) -> tuple[str, int, list]:  # fmt: skip
-    tr = _Trace(model, locked, loads, params)
+def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
+           params: Params | None = None, efforts: bool = False) -> Traced:  # fmt: skip
+    """Trace Kane's equations (ABA: :meth:`Trace.run`), or with ``msd`` the
+    momentum-state rates (:meth:`Trace.run_msd`), of ``model`` with the speeds ``locked``
+    held at zero; with ``loads`` the per-body loads are inputs, with ``efforts``
+    generalized forces added to the joint springs; with ``params`` (a batch's) the
+    entries that differ between members are inputs."""
+    tr = Trace(model, locked, loads, params, efforts)
     if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
@@ -826,78 +685,39 @@ def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         args += [f"T{i}_{c}" for i in range(model.nb) for c in range(3)]
         args += [f"F{i}_{c}" for i in range(model.nb) for c in range(3)]
         args += [f"Q{r}" for r in range(model.n)]
+    if efforts:
+        args += [f"tau{r}" for r in range(model.n)]
     args += [f"p{i}" for i in range(len(tr.param_inputs))]
-    return tr.tape.source("rhs", args, outputs), tr.tape.count(outputs), tr.param_inputs
+    return Traced(tr.tape, outputs, args, tr.param_inputs)
 
 
-@attrs.define
-class _Cached:
-    """A cache entry: the generated code, and the CompiledModel last handed out for it,
-    held weakly (it refers to the model, the cache's weak key)."""
+@attrs.frozen(eq=False)
+class Step:
+    """The fixed-step loop's arithmetic on one tape, for the emitters' RK4 loops: the
+    stage argument ``stage = x + a k`` (inputs ``x``, ``a``, ``k``), the update
+    ``update`` (inputs ``x``, ``h6``, ``k1`` ... ``k4``) of
+    :data:`kanedyn.simulation.steppers.ARRAYS`, and ``normalized`` (4): a quaternion
+    ``q0 ... q3`` scaled to unit length (:func:`kanedyn.spatial.charts.quat_normalize`,
+    as :func:`kanedyn.joints.normalize_quaternions` does after every step)."""
 
-    code: _Code
-    compiled: weakref.ref[CompiledModel] | None = None
+    tape: Tape
+    stage: Scalar
+    update: Scalar
+    normalized: list[Scalar]
 
 
-# per model or batch (weak keys), per (lock set, formulation)
-_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, _Cached]] = weakref.WeakKeyDictionary()
+def rk4_step() -> Step:
+    """The RK4 step's scalar arithmetic traced once (:class:`Step`): the emitters write
+    these operations, so the native and C loops do what ``rk4_step`` does."""
+    from kanedyn.simulation.steppers import ARRAYS  # the step is written once, there
+    from kanedyn.spatial.charts import quat_normalize
 
-
-def compile_model(
-    model: Model | ModelBatch, locked: Sequence[int] = (), formulation: str = "kane"
-) -> CompiledModel:
-    """Generate (once per model, lock set and formulation; cached) the model's compiled
-    equations.
-
-    Parameters
-    ----------
-    model : Model or ModelBatch
-        With a :class:`~kanedyn.ModelBatch`, the parameters that differ between its
-        members are inputs of the generated code (the others stay folded constants),
-        and :meth:`CompiledModel.forward_dynamics` evaluates member b at state b.
-    locked : sequence of int
-        Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
-    formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
-        Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
-        (``ẏ`` and the speeds from the momentum states).
-
-    Raises
-    ------
-    ModelError
-        When the model cannot be compiled (:func:`supports` gives the reason), or for an
-        unknown formulation.
-
-    Notes
-    -----
-    The generated code is cached for the lifetime of the model; while a CompiledModel
-    is held, the same one is returned for the same arguments.
-    """
-    from kanedyn.dynamics.msd import momentum_roots
-    from kanedyn.simulation.options import Formulation
-
-    form = Formulation.parse(formulation)
-    batch = model if isinstance(model, ModelBatch) else None
-    base: Model = model.model if isinstance(model, ModelBatch) else model
-    why = supports(base, None if batch is None else batch.params)
-    if why is not None:
-        raise ModelError(f"cannot compile this model: {why}")
-    lock_set = frozenset(int(r) for r in locked)
-    if form is Formulation.MSD:
-        for k in momentum_roots(base):
-            if lock_set & {int(r) for r in base.layout.u_index[k]}:
-                raise ModelError(
-                    f"joint {base.joints[k].name!r}: the DOFs of a free root cannot be "
-                    "locked (its MSD states are total momenta)"
-                )
-    per_model = _CACHE.setdefault(batch if batch is not None else base, {})
-    key = (lock_set, form)
-    entry = per_model.get(key)
-    if entry is None:
-        params = None if batch is None else batch.params
-        msd = form is Formulation.MSD
-        entry = per_model[key] = _Cached(_Code.generate(base, lock_set, msd, params))
-    cm = None if entry.compiled is None else entry.compiled()
-    if cm is None:
-        cm = CompiledModel(base, lock_set, form, batch, entry.code)
-        entry.compiled = weakref.ref(cm)
-    return cm
+    tape = Tape()
+    x, a, k = tape.input("x"), tape.input("a"), tape.input("k")
+    stage = ARRAYS.stage(x, a, k)
+    h6 = tape.input("h6")
+    ks = [tape.input(f"k{i}") for i in range(1, 5)]
+    update = ARRAYS.update(x, h6, *ks)
+    q = np.array([tape.input(f"q{i}") for i in range(4)], dtype=object)
+    normalized = list(quat_normalize(TRACE, q))
+    return Step(tape, stage, update, normalized)

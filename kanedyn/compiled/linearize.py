@@ -1,0 +1,159 @@
+"""``kd.linearize``: the state-space linearization of a model about a state, from exact
+derivatives.
+
+The state is minimal, one coordinate per speed: ``δx = [δξ | δν]`` (2n), where ``δξ``
+holds the angles and slide displacements themselves and, for each spherical joint, the
+attitude error ``δθ`` (3, Go components) of ``q = q₀ ⊗ δq(δθ)``, ``δq ≈ [δθ/2, 1]``.
+With ``E(q)`` the (4, 3) matrix of the kinematic equation ``q̇ = E(q) ω``
+(:func:`kanedyn.joints.qdot`; its columns are orthogonal, of length ½, so
+``E⁺ = 4 Eᵀ``), ``δq = E(q₀) δθ`` and ``δθ = E⁺(q₀(t)) (q - q₀(t))``, hence
+
+.. math::
+
+    \\dot{δθ} = E^+ \\left(\\frac{∂\\dot q}{∂q} E\\, δθ + \\frac{∂\\dot q}{∂ω} δω\\right)
+               + 4 E(\\dot q_0)^T E(q_0)\\, δθ
+
+(``E`` is linear in ``q``, so ``Ė = E(q̇₀)``); for a torque-free spin this is the
+familiar ``δθ̇ = δω - ω₀ × δθ`` (Markley and Crassidis, *Fundamentals of Spacecraft
+Attitude Determination and Control*, 2014, §7.2). The rows of ``ν̇`` use the exact
+Jacobians ``∂ν̇/∂q``, ``∂ν̇/∂ν``, ``∂ν̇/∂τ`` of
+:meth:`kanedyn.CompiledModel.jacobian`:
+
+.. math::
+
+    A = \\begin{bmatrix} P J_{\\dot q q} T + C & P J_{\\dot q ν} \\\\
+                         J_{\\dot ν q} T & J_{\\dot ν ν} \\end{bmatrix}, \\qquad
+    B = \\begin{bmatrix} 0 \\\\ J_{\\dot ν τ} S \\end{bmatrix}
+
+with ``T = ∂q/∂ξ`` (identity, and ``E(q₀)`` per quaternion), ``P = ∂ξ/∂q`` (identity,
+and ``E⁺``), ``C`` the quaternion term above, and ``S`` the columns of the named joints'
+efforts. The state need not be an equilibrium (a spinning body is linearized about its
+steady spin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.compiled.kernels import supports
+from kanedyn.compiled.runtime import compile_model
+from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
+from kanedyn.spatial import charts
+
+__all__ = ["Linearization", "linearize"]
+
+Array = NDArray[np.float64]
+
+
+@attrs.frozen(eq=False)
+class Linearization:
+    """``δẋ = A δx + B δτ`` about ``state`` (see :func:`linearize`).
+
+    ``A`` (2n, 2n), ``B`` (2n, m); ``eigenvalues`` (2n,) and ``modes`` (2n, 2n, one
+    eigenvector per column) of ``A``; ``state_names`` (2n) name the entries of ``δx``
+    (``joint.angle0``, ``joint.theta0``, ``joint.d0``, then the speeds ``joint.w0``,
+    ``joint.s0``), ``input_names`` (m) the columns of ``B`` (``joint.tau0``, ...).
+    """
+
+    A: Array
+    B: Array
+    eigenvalues: NDArray[np.complex128]
+    modes: NDArray[np.complex128]
+    state_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    state: State
+
+
+def _E(q: Array) -> Array:
+    """(4, 3): ``q̇ = E(q) ω`` for one quaternion (:func:`kanedyn.spatial.charts.quat_rate`)."""
+    return np.column_stack([charts.quat_rate(q, w) for w in np.eye(3)])
+
+
+def linearize(model: Model, state: State, inputs: Sequence[str] | None = None) -> Linearization:
+    """Linearize the equations of motion (Kane's, the compiled engine's) about ``state``.
+
+    Parameters
+    ----------
+    model : Model
+    state : State
+        The operating point; need not be an equilibrium.
+    inputs : sequence of str, optional
+        Joint names: ``B`` has one column per DOF of each (the generalized force of a
+        :class:`kanedyn.JointLoad` on it); no columns when omitted.
+
+    Returns
+    -------
+    Linearization
+        ``A``, ``B``, eigenvalues and modes, in the minimal state of the module
+        docstring (one coordinate per speed; spherical joints by attitude error).
+
+    Raises
+    ------
+    ModelError
+        A bad state, a joint name not in the model, or a model the compiled engine
+        cannot take (:func:`kanedyn.compiled.supports`).
+    """
+    model.check_state(state)
+    why = supports(model)
+    if why is not None:
+        raise ModelError(f"linearize: {why}")
+    lay = model.layout
+    n, nq = model.n, model.nq
+    columns: list[int] = []
+    input_names: list[str] = []
+    for name in inputs or ():
+        k = model.joint_index(name)
+        for c, r in enumerate(lay.u_index[k]):
+            columns.append(int(r))
+            input_names.append(f"{name}.tau{c}")
+    cm = compile_model(model)
+    rates, J = cm.jacobian(state.q, state.u)
+    Jn, Jq = J[:n], J[n:]  # rows ν̇, q̇; columns [q | u | τ]
+    T = np.zeros((nq, n))  # ∂q/∂ξ
+    P = np.zeros((n, nq))  # ∂ξ/∂q
+    C = np.zeros((n, n))
+    angle_q, angle_u = np.asarray(lay.angle_q, dtype=int), np.asarray(lay.angle_u, dtype=int)
+    T[angle_q, angle_u] = 1.0
+    P[angle_u, angle_q] = 1.0
+    q0 = state.q.copy()
+    for qi, ui in zip(lay.quat_q, lay.quat_u, strict=True):
+        quat = q0[qi] / np.linalg.norm(q0[qi])
+        E = _E(quat)
+        T[np.ix_(qi, ui)] = E
+        P[np.ix_(ui, qi)] = 4.0 * E.T
+        C[np.ix_(ui, ui)] = 4.0 * _E(rates[n + qi]).T @ E
+    A = np.block(
+        [
+            [P @ Jq[:, :nq] @ T + C, P @ Jq[:, nq : nq + n]],
+            [Jn[:, :nq] @ T, Jn[:, nq : nq + n]],
+        ]
+    )
+    B = np.vstack((np.zeros((n, len(columns))), Jn[:, nq + n :][:, columns]))
+    eigenvalues, modes = np.linalg.eig(A)
+    return Linearization(
+        A=A,
+        B=B,
+        eigenvalues=eigenvalues,
+        modes=modes,
+        state_names=tuple(_state_names(model)),
+        input_names=tuple(input_names),
+        state=state,
+    )
+
+
+def _state_names(model: Model) -> list[str]:
+    """Names of the minimal coordinates (one per speed), then of the speeds."""
+    coords, speeds = [""] * model.n, [""] * model.n
+    for k, j in enumerate(model.joints):
+        rot = "theta" if j.rot_type == "spherical" else "angle"
+        for pos, r in enumerate(model.layout.u_index[k]):
+            rotational = pos < j.rot_dof
+            i = pos if rotational else pos - j.rot_dof
+            coords[r] = f"{j.name}.{rot}{i}" if rotational else f"{j.name}.d{i}"
+            speeds[r] = f"{j.name}.w{i}" if rotational else f"{j.name}.s{i}"
+    return coords + speeds

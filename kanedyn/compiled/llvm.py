@@ -1,0 +1,314 @@
+"""The LLVM IR emitter: a traced kernel and its fixed-step RK4 loops as one LLVM module.
+
+The module (textual IR, compiled in-process by :mod:`kanedyn.compiled.native`) holds,
+for one model, lock set and formulation:
+
+``kernel(x, e, p, out)`` (internal)
+    the tape's operations, straight-line: ``x`` the state ``[q | y]`` (nq + n), ``e``
+    the effort inputs (``tau``, n, added to the joint springs and dampers; or the loads
+    ``[T | F | Q]`` of :meth:`kanedyn.CompiledModel.rhs_with_loads`), ``p`` the batch's
+    varying parameters, ``out`` the kernel's outputs in the Python kernel's order
+    (``[ν̇ | q̇]``, or ``[ẏ | q̇ | ν]`` for MSD).
+``i32 rhs(x, e, p, out)``
+    the kernel, then 1 if an output is not finite (a zero pivot gives inf or NaN).
+``i64 rhs_batch(X, E, P, OUT, B, e_step, p_step)``
+    the kernel on B rows of ``X``; member b reads ``E + b e_step``, ``P + b p_step``;
+    returns 1 + the first member with a non-finite output, or 0.
+``i64 rk4(x, e, p, steps, h, first, stride, out, ldo)``
+    ``steps`` classic RK4 steps of size ``h`` in place on ``x`` (the step of
+    :func:`kanedyn.simulation.steppers.rk4_step`, operation for operation: stage
+    arguments ``x + (h/2) k``, update ``x + h/6 (((k1 + 2 k2) + 2 k3) + k4)``), the
+    quaternions normalized after every step (and, inside the kernel, at every stage, as
+    :func:`kanedyn.joints.normalize_quaternions` does); after global step
+    ``first + s + 1`` divisible by ``stride`` the state is written to row ``c`` of
+    ``out`` (row length ``ldo``). Returns 0, or the global index of the first step whose
+    state is not finite (the state is left there).
+``void rk4_batch(X, E, P, OUT, B, ldo, p_step, steps, h, first, stride, status)``
+    ``rk4`` for each of B members (rows of X; member b writes ``OUT + b nx``),
+    ``status[b]`` its return value.
+
+Arithmetic is plain ``fadd``/``fsub``/``fmul``/``fdiv`` with no fast-math flags, which
+LLVM neither reorders nor contracts into fused multiply-adds, so the results are those of
+the Python kernel (:mod:`kanedyn.compiled.python`) to the last bit; ``sin``, ``cos`` and
+``sqrt`` are the ``llvm.*.f64`` intrinsics (the C library's, as Python's ``math``).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from kanedyn.compiled.kernels import rk4_step
+from kanedyn.compiled.tape import Scalar, Tape, Value
+
+__all__ = ["constant", "inline", "kernel_function", "module"]
+
+_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+_FUNCS = {"sin": "@llvm.sin.f64", "cos": "@llvm.cos.f64", "sqrt": "@llvm.sqrt.f64"}
+
+
+def constant(x: float) -> str:
+    """``x`` as an exact LLVM double literal (its IEEE bits in hex)."""
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
+
+
+def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
+                    inputs: dict[str, tuple[str, int]]) -> str:  # fmt: skip
+    """``define internal void @name(ptr x, ptr e, ptr p, ptr out)``: the operations of
+    ``tape`` that ``outputs`` need, in order, with ``inputs`` mapping each input's name
+    to (pointer argument, index)."""
+    lines = [
+        f"define internal void @{name}(ptr noalias nocapture readonly %x, "
+        "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
+        "ptr noalias nocapture %out) nounwind noinline {",
+        "entry:",
+    ]
+
+    def operand(arg: tuple[str, object]) -> str:
+        return constant(arg[1]) if arg[0] == "c" else f"%v{arg[1]}"  # type: ignore[arg-type]
+
+    for i in tape.needed(outputs):
+        op, a, b = tape.nodes[i]
+        if op == "in":
+            ptr, k = inputs[a]
+            lines.append(f"  %a{i} = getelementptr inbounds double, ptr %{ptr}, i64 {k}")
+            lines.append(f"  %v{i} = load double, ptr %a{i}")
+        elif op == "neg":
+            lines.append(f"  %v{i} = fneg double {operand(a)}")
+        elif op in _BINARY:
+            lines.append(f"  %v{i} = {_BINARY[op]} double {operand(a)}, {operand(b)}")
+        else:
+            lines.append(f"  %v{i} = call double {_FUNCS[op]}(double {operand(a)})")
+    for j, x in enumerate(outputs):
+        val = f"%v{x.index}" if isinstance(x, Value) else constant(float(x))
+        lines.append(f"  %o{j} = getelementptr inbounds double, ptr %out, i64 {j}")
+        lines.append(f"  store double {val}, ptr %o{j}")
+    lines += ["  ret void", "}"]
+    return "\n".join(lines)
+
+
+class _Block:
+    """Helper for the hand-written loops: fresh SSA names and IR lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.count = 0
+
+    def __call__(self, text: str) -> str:
+        """Append ``%t = text``; returns ``%t``."""
+        self.count += 1
+        name = f"%t{self.count}"
+        self.lines.append(f"  {name} = {text}")
+        return name
+
+    def raw(self, text: str) -> None:
+        self.lines.append(text)
+
+    def load(self, ptr: str, k: int | str) -> str:
+        g = self(f"getelementptr inbounds double, ptr {ptr}, i64 {k}")
+        return self(f"load double, ptr {g}")
+
+    def store(self, val: str, ptr: str, k: int | str) -> None:
+        g = self(f"getelementptr inbounds double, ptr {ptr}, i64 {k}")
+        self.raw(f"  store double {val}, ptr {g}")
+
+    def not_finite(self, values: Sequence[str]) -> str:
+        """An i1: some value is inf or NaN (``v - v`` is NaN exactly then)."""
+        acc = "0.0"
+        for v in values:
+            acc = self(f"fadd double {acc}, {self(f'fsub double {v}, {v}')}")
+        return self(f"fcmp uno double {acc}, 0.0")
+
+
+def inline(b: _Block, tape: Tape, outputs: Sequence[Scalar], env: dict[str, str]) -> list[str]:
+    """The operations of ``tape`` for ``outputs`` appended to ``b``, with the inputs named
+    in ``env`` (input name -> IR operand); returns the outputs' operands."""
+    val: dict[int, str] = {}
+
+    def operand(arg: tuple) -> str:
+        return constant(arg[1]) if arg[0] == "c" else val[arg[1]]
+
+    for i in tape.needed(outputs):
+        op, a, c = tape.nodes[i]
+        if op == "in":
+            val[i] = env[a]
+        elif op == "neg":
+            val[i] = b(f"fneg double {operand(a)}")
+        elif op in _BINARY:
+            val[i] = b(f"{_BINARY[op]} double {operand(a)}, {operand(c)}")
+        else:
+            val[i] = b(f"call double {_FUNCS[op]}(double {operand(a)})")
+    return [val[x.index] if isinstance(x, Value) else constant(float(x)) for x in outputs]
+
+
+def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
+           quats: Sequence[Sequence[int]]) -> str:  # fmt: skip
+    """The whole module around ``kernel`` (from :func:`kernel_function`, named
+    ``kernel``): ``nx`` state entries, ``n_out`` kernel outputs, ``perm[i]`` the output
+    holding the rate of state entry i, ``quats`` the state indices (x, y, z, w) of each
+    quaternion."""
+    parts = [
+        "declare double @llvm.sin.f64(double)",
+        "declare double @llvm.cos.f64(double)",
+        "declare double @llvm.sqrt.f64(double)",
+        kernel,
+        _rhs(n_out),
+        _rhs_batch(nx, n_out),
+        _rk4(nx, n_out, perm, quats),
+        _rk4_batch(nx),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _rhs(n_out: int) -> str:
+    b = _Block()
+    b.raw("  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %out)")
+    bad = b.not_finite([b.load("%out", j) for j in range(n_out)])
+    r = b(f"zext i1 {bad} to i32")
+    return "\n".join(
+        ["define i32 @rhs(ptr %x, ptr %e, ptr %p, ptr %out) nounwind {", "entry:", *b.lines,
+         f"  ret i32 {r}", "}"]
+    )  # fmt: skip
+
+
+def _rhs_batch(nx: int, n_out: int) -> str:
+    b = _Block()
+    xb = b(f"getelementptr inbounds double, ptr %X, i64 {b('mul i64 %i, ' + str(nx))}")
+    ob = b(f"getelementptr inbounds double, ptr %OUT, i64 {b('mul i64 %i, ' + str(n_out))}")
+    eb = b(f"getelementptr inbounds double, ptr %E, i64 {b('mul i64 %i, %estep')}")
+    pb = b(f"getelementptr inbounds double, ptr %P, i64 {b('mul i64 %i, %pstep')}")
+    b.raw(f"  call void @kernel(ptr {xb}, ptr {eb}, ptr {pb}, ptr {ob})")
+    bad = b.not_finite([b.load(ob, j) for j in range(n_out)])
+    first = b("icmp eq i64 %res, 0")
+    take = b(f"and i1 {bad}, {first}")
+    i1 = b("add i64 %i, 1")
+    res1 = b(f"select i1 {take}, i64 {i1}, i64 %res")
+    return "\n".join(
+        [
+            "define i64 @rhs_batch(ptr %X, ptr %E, ptr %P, ptr %OUT, i64 %B, i64 %estep, "
+            "i64 %pstep) nounwind {",
+            "entry:",
+            "  br label %head",
+            "head:",
+            f"  %i = phi i64 [0, %entry], [{i1}, %body]",
+            f"  %res = phi i64 [0, %entry], [{res1}, %body]",
+            "  %done = icmp sge i64 %i, %B",
+            "  br i1 %done, label %exit, label %body",
+            "body:",
+            *b.lines,
+            "  br label %head",
+            "exit:",
+            "  ret i64 %res",
+            "}",
+        ]
+    )
+
+
+def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]]) -> str:
+    step = rk4_step()  # the step's arithmetic, traced from kanedyn.simulation.steppers
+    b = _Block()
+    x0 = [b.load("%x", i) for i in range(nx)]
+
+    def stage(k: str, a: str) -> None:
+        for i in range(nx):
+            env = {"x": x0[i], "a": a, "k": b.load(k, perm[i])}
+            b.store(inline(b, step.tape, [step.stage], env)[0], "%xs", i)
+
+    b.raw("  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %k1)")
+    stage("%k1", "%half")
+    b.raw("  call void @kernel(ptr %xs, ptr %e, ptr %p, ptr %k2)")
+    stage("%k2", "%half")
+    b.raw("  call void @kernel(ptr %xs, ptr %e, ptr %p, ptr %k3)")
+    stage("%k3", "%h")
+    b.raw("  call void @kernel(ptr %xs, ptr %e, ptr %p, ptr %k4)")
+    new = []
+    for i in range(nx):
+        env = {"x": x0[i], "h6": "%h6"}
+        env.update({f"k{j}": b.load(f"%k{j}", perm[i]) for j in range(1, 5)})
+        new.append(inline(b, step.tape, [step.update], env)[0])
+    for quat in quats:
+        env = {f"q{j}": new[i] for j, i in enumerate(quat)}
+        for i, v in zip(quat, inline(b, step.tape, step.normalized, env), strict=True):
+            new[i] = v
+    for i in range(nx):
+        b.store(new[i], "%x", i)
+    bad = b.not_finite(new)
+    body = b.lines
+    w = _Block()
+    w.count = b.count
+    off = w("mul i64 %c, %ldo")
+    for i in range(nx):
+        w.store(new[i], "%out", w(f"add i64 {off}, {i}"))
+    return "\n".join(
+        [
+            "define i64 @rk4(ptr %x, ptr %e, ptr %p, i64 %steps, double %h, i64 %first, "
+            "i64 %stride, ptr %out, i64 %ldo) nounwind {",
+            "entry:",
+            f"  %k1 = alloca [{max(n_out, 1)} x double]",
+            f"  %k2 = alloca [{max(n_out, 1)} x double]",
+            f"  %k3 = alloca [{max(n_out, 1)} x double]",
+            f"  %k4 = alloca [{max(n_out, 1)} x double]",
+            f"  %xs = alloca [{max(nx, 1)} x double]",
+            f"  %half = fmul double {constant(0.5)}, %h",
+            f"  %h6 = fdiv double %h, {constant(6.0)}",
+            "  br label %head",
+            "head:",
+            "  %s = phi i64 [0, %entry], [%s1, %cont]",
+            "  %c = phi i64 [0, %entry], [%c1, %cont]",
+            "  %done = icmp sge i64 %s, %steps",
+            "  br i1 %done, label %exit, label %body",
+            "body:",
+            *body,
+            "  %step0 = add i64 %first, %s",
+            "  %step = add i64 %step0, 1",
+            f"  br i1 {bad}, label %fail, label %ok",
+            "ok:",
+            "  %rem = urem i64 %step, %stride",
+            "  %isout = icmp eq i64 %rem, 0",
+            "  br i1 %isout, label %write, label %cont",
+            "write:",
+            *w.lines,
+            "  %cn = add i64 %c, 1",
+            "  br label %cont",
+            "cont:",
+            "  %c1 = phi i64 [%c, %ok], [%cn, %write]",
+            "  %s1 = add i64 %s, 1",
+            "  br label %head",
+            "fail:",
+            "  ret i64 %step",
+            "exit:",
+            "  ret i64 0",
+            "}",
+        ]
+    )
+
+
+def _rk4_batch(nx: int) -> str:
+    return "\n".join(
+        [
+            "define void @rk4_batch(ptr %X, ptr %E, ptr %P, ptr %OUT, i64 %B, i64 %ldo, "
+            "i64 %pstep, i64 %steps, double %h, i64 %first, i64 %stride, ptr %status) "
+            "nounwind {",
+            "entry:",
+            "  br label %head",
+            "head:",
+            "  %i = phi i64 [0, %entry], [%i1, %body]",
+            "  %done = icmp sge i64 %i, %B",
+            "  br i1 %done, label %exit, label %body",
+            "body:",
+            f"  %xo = mul i64 %i, {nx}",
+            "  %xb = getelementptr inbounds double, ptr %X, i64 %xo",
+            "  %ob = getelementptr inbounds double, ptr %OUT, i64 %xo",
+            "  %po = mul i64 %i, %pstep",
+            "  %pb = getelementptr inbounds double, ptr %P, i64 %po",
+            "  %r = call i64 @rk4(ptr %xb, ptr %E, ptr %pb, i64 %steps, double %h, "
+            "i64 %first, i64 %stride, ptr %ob, i64 %ldo)",
+            "  %sb = getelementptr inbounds i64, ptr %status, i64 %i",
+            "  store i64 %r, ptr %sb",
+            "  %i1 = add i64 %i, 1",
+            "  br label %head",
+            "exit:",
+            "  ret void",
+            "}",
+        ]
+    )

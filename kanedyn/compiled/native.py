@@ -1,0 +1,334 @@
+"""The native back end: a traced kernel compiled to machine code in-process by llvmlite.
+
+:func:`build` emits the module of :mod:`kanedyn.compiled.llvm` and compiles it for the
+host CPU (instruction selection and register allocation at ``-O2``; the tape already
+folded constants and shared common subexpressions) with MCJIT; :class:`NativeCode` calls its
+functions through ctypes with buffer addresses taken once, so a call costs about a
+microsecond more than the arithmetic. ctypes releases the GIL during each call, which
+lets :meth:`NativeCode.rk4_batch` split an ensemble across threads.
+
+**Object cache.** The machine code is written to the user cache directory
+(``$KANEDYN_CACHE_DIR``, else ``$XDG_CACHE_HOME/kanedyn``, else ``~/.cache/kanedyn``),
+named by a hash of the IR, the CPU name and features and the llvmlite version, so a
+second process loads it instead of compiling. A model that changes changes its IR (its
+constants are folded into it), so it gets a new entry.
+
+llvmlite is optional (the ``native`` extra): :func:`unavailable` says why it cannot be
+used, and :func:`kanedyn.compile_model` then returns the Python back end.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.compiled import llvm
+from kanedyn.compiled.kernels import Traced
+
+__all__ = ["NativeCode", "build", "cache_dir", "unavailable"]
+
+Array = NDArray[np.float64]
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {}
+
+
+def unavailable() -> str | None:
+    """``None`` when llvmlite can compile native code here, else the reason it cannot."""
+    if "reason" not in _STATE:
+        try:
+            import llvmlite
+            import llvmlite.binding as binding
+
+            binding.initialize_native_target()
+            binding.initialize_native_asmprinter()
+            _STATE["version"] = llvmlite.__version__
+            _STATE["reason"] = None
+        except Exception as exc:  # ImportError, or no native target for this platform
+            _STATE["reason"] = f"llvmlite is not available ({type(exc).__name__}: {exc})"
+    return _STATE["reason"]  # type: ignore[no-any-return]
+
+
+def cache_dir() -> Path:
+    """The object cache directory (see the module docstring)."""
+    env = os.environ.get("KANEDYN_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "kanedyn"
+
+
+#: above this many operations a kernel is compiled at codegen level 0 (fast instruction
+#: selection and register allocation): LLVM's level 2 grows faster than linearly with
+#: the length of one straight-line function (measured: 13k operations 2 s, 65k 34 s)
+LARGE = 20000
+
+
+def _target_machine(opt: int = 2) -> Any:
+    """A new target machine for the host CPU (an MCJIT engine owns the one it is given)."""
+    import llvmlite.binding as binding
+
+    if "host" not in _STATE:
+        reason = unavailable()
+        if reason is not None:
+            raise RuntimeError(reason)
+        _STATE["cpu"] = binding.get_host_cpu_name()
+        _STATE["features"] = binding.get_host_cpu_features().flatten()
+        _STATE["host"] = f"{binding.get_default_triple()} {_STATE['cpu']} {_STATE['features']}"
+    target = binding.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=_STATE["cpu"], features=_STATE["features"], opt=opt, codemodel="jitdefault"
+    )
+
+
+def cache_key(ir: str) -> str:
+    """The object cache's name for ``ir`` on this host and llvmlite version."""
+    if "host" not in _STATE:
+        _target_machine()
+    text = f"{_STATE['version']}\n{_STATE['host']}\n{ir}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _compile(ir: str, opt: int = 2) -> tuple[Any, bool]:
+    """An MCJIT engine holding ``ir``'s functions, compiled at codegen level ``opt``;
+    and whether its object came from the disk cache."""
+    import llvmlite.binding as binding
+
+    with _LOCK:
+        tm = _target_machine(opt)
+        key = cache_key(f"; opt {opt}\n{ir}")
+        path = cache_dir() / f"{key}.o"
+        try:
+            cached: bytes | None = path.read_bytes()
+        except OSError:
+            cached = None
+        mod = binding.parse_assembly(ir)
+        mod.verify()
+        # no IR passes: the tape has folded constants and shared subexpressions already,
+        # and measured, LLVM's O2 pipeline costs compile time without faster code
+        engine = binding.create_mcjit_compiler(mod, tm)
+
+        def notify(_module: Any, buffer: bytes) -> None:
+            _store(path, buffer)
+
+        def getbuffer(_module: Any) -> bytes | None:
+            return cached
+
+        engine.set_object_cache(notify, getbuffer)
+        engine.finalize_object()
+        return engine, cached is not None
+
+
+def _store(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically; a cache that cannot be written is skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+_P = ctypes.c_void_p
+_I64 = ctypes.c_int64
+_RHS = ctypes.CFUNCTYPE(ctypes.c_int32, _P, _P, _P, _P)
+_RHS_BATCH = ctypes.CFUNCTYPE(_I64, _P, _P, _P, _P, _I64, _I64, _I64)
+_RK4 = ctypes.CFUNCTYPE(_I64, _P, _P, _P, _I64, ctypes.c_double, _I64, _I64, _P, _I64)
+_RK4_BATCH = ctypes.CFUNCTYPE(
+    None, _P, _P, _P, _P, _I64, _I64, _I64, _I64, ctypes.c_double, _I64, _I64, _P
+)
+
+
+def _addr(a: NDArray[Any]) -> int:
+    return int(a.ctypes.data)
+
+
+class NativeCode:
+    """One traced kernel compiled to machine code (see :mod:`kanedyn.compiled.llvm` for
+    its functions). ``nx = nq + n`` state entries, ``n_e`` effort inputs, ``n_p``
+    parameter inputs, ``n_out`` outputs; ``from_cache`` says whether the object code was
+    loaded from the disk cache.
+
+    The single-state calls (:meth:`rhs`) use buffers owned by this object: they are
+    not to be called from two threads at once. :meth:`rhs_batch` and :meth:`rk4_batch`
+    take their own arrays and run concurrently.
+    """
+
+    def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
+                 params: Array | None):  # fmt: skip
+        self.nq, self.n, self.nx = nq, n, nq + n
+        self.n_out = len(traced.outputs)
+        self.n_e = n_e
+        self.n_p = len(traced.param_inputs)
+        inputs: dict[str, tuple[str, int]] = {}
+        e_names = [a for a in traced.args[self.nx :] if not a.startswith("p")]
+        for i, name in enumerate(traced.args[: self.nx]):
+            inputs[name] = ("x", i)
+        for i, name in enumerate(e_names):
+            inputs[name] = ("e", i)
+        for i in range(self.n_p):
+            inputs[f"p{i}"] = ("p", i)
+        kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs)
+        # the rate of state entry i: q̇ follows the n rates in the kernel's outputs
+        perm = [n + i for i in range(nq)] + list(range(n))
+        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
+        self.n_ops = traced.tape.count(traced.outputs)
+        self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= LARGE else 0)
+        get = self.engine.get_function_address
+        self._rhs = _RHS(get("rhs"))
+        self._rhs_batch = _RHS_BATCH(get("rhs_batch"))
+        self._rk4 = _RK4(get("rk4"))
+        self._rk4_batch = _RK4_BATCH(get("rk4_batch"))
+        # parameters: (B, n_p) per member, or one empty row
+        self.params = (
+            np.zeros((1, max(self.n_p, 1)))
+            if params is None or self.n_p == 0
+            else np.ascontiguousarray(params, dtype=float)
+        )
+        self._x = np.zeros(max(self.nx, 1))
+        self._e = np.zeros(max(n_e, 1))
+        self._out = np.zeros(max(self.n_out, 1))
+        self._zeros = np.zeros(max(n_e, 1))
+        self._ax, self._ae, self._aout = _addr(self._x), _addr(self._e), _addr(self._out)
+        self._ap = _addr(self.params)
+        self._azeros = _addr(self._zeros)
+
+    # -- one state ------------------------------------------------------------------
+    def rhs_into(self, x: Any, e: Any = None) -> bool:
+        """The kernel at state ``x`` (nx,) with efforts ``e`` (or none), into
+        :attr:`out`; False when an output is not finite."""
+        self._x[: self.nx] = x
+        if e is None:
+            bad = self._rhs(self._ax, self._azeros, self._ap, self._aout)
+        else:
+            self._e[: self.n_e] = e
+            bad = self._rhs(self._ax, self._ae, self._ap, self._aout)
+        return not bad
+
+    def rhs_qu(self, q: Any, u: Any) -> bool:
+        """:meth:`rhs_into` at coordinates ``q`` and speeds (or momenta) ``u``."""
+        self._x[: self.nq] = q
+        self._x[self.nq : self.nx] = u
+        return not self._rhs(self._ax, self._azeros, self._ap, self._aout)
+
+    @property
+    def out(self) -> Array:
+        """The outputs of the last single-state call (a view of an internal buffer)."""
+        return self._out[: self.n_out]
+
+    # -- batches --------------------------------------------------------------------
+    def rhs_batch(self, X: Array, E: Array | None = None, threads: int = 1) -> tuple[Array, int]:
+        """The kernel on each row of ``X`` (B, nx), member b with parameter row b (or
+        the one row) and efforts ``E[b]`` (or none): ``(OUT (B, n_out), 1 + first
+        non-finite member or 0)``. With ``threads > 1`` the rows are split across
+        threads (ctypes releases the GIL)."""
+        X = np.ascontiguousarray(X, dtype=float)
+        B = X.shape[0]
+        OUT = np.empty((B, self.n_out))
+        if E is None:
+            E_, estep = self._zeros, 0
+        else:
+            E_, estep = np.ascontiguousarray(E, dtype=float), self.n_e
+        pstep = self.n_p if self.params.shape[0] > 1 else 0
+
+        def run(lo: int, hi: int) -> int:
+            if hi <= lo:
+                return 0
+            r = int(
+                self._rhs_batch(
+                    _addr(X) + 8 * lo * self.nx, _addr(E_) + 8 * lo * estep,
+                    self._ap + 8 * lo * pstep, _addr(OUT) + 8 * lo * self.n_out, hi - lo,
+                    estep, pstep,
+                )
+            )  # fmt: skip
+            return lo + r if r else 0
+
+        results = _split(run, B, threads)
+        bad = [r for r in results if r]
+        return OUT, (min(bad) if bad else 0)
+
+    # -- RK4 ------------------------------------------------------------------------
+    def rk4(self, x: Array, steps: int, h: float, first: int, stride: int, out: Array,
+            e: Array | None = None) -> int:  # fmt: skip
+        """``steps`` RK4 steps in place on ``x`` (nx,), writing the state after every
+        global step divisible by ``stride`` to the next row of ``out`` (rows of nx);
+        returns 0 or the global index of the first non-finite step."""
+        if steps <= 0:
+            return 0
+        ea = self._azeros
+        if e is not None:
+            self._e[: self.n_e] = e
+            ea = self._ae
+        return int(self._rk4(_addr(x), ea, self._ap, steps, h, first, stride, _addr(out), self.nx))
+
+    def rk4_batch(self, X: Array, steps: int, h: float, first: int, stride: int,
+                  out: Array, threads: int = 1) -> NDArray[np.int64]:  # fmt: skip
+        """:meth:`rk4` for every row of ``X`` (B, nx), in place; ``out`` (rows, B, nx);
+        returns each member's status. Members are split across ``threads`` threads."""
+        B = X.shape[0]
+        status = np.zeros(B, dtype=np.int64)
+        if steps <= 0 or B == 0:
+            return status
+        pstep = self.n_p if self.params.shape[0] > 1 else 0
+        ldo = B * self.nx
+
+        def run(lo: int, hi: int) -> int:
+            if hi > lo:
+                self._rk4_batch(
+                    _addr(X) + 8 * lo * self.nx, self._azeros, self._ap + 8 * lo * pstep,
+                    _addr(out) + 8 * lo * self.nx, hi - lo, ldo, pstep, steps, h, first,
+                    stride, _addr(status) + 8 * lo,
+                )  # fmt: skip
+            return 0
+
+        _split(run, B, threads)
+        return status
+
+
+def _split(run: Any, B: int, threads: int) -> list[int]:
+    """``run(lo, hi)`` over ``threads`` contiguous slices of ``range(B)``."""
+    threads = max(1, min(int(threads), B))
+    if threads == 1:
+        return [run(0, B)]
+    bounds = [B * i // threads for i in range(threads + 1)]
+    results = [0] * threads
+
+    def work(i: int) -> None:
+        results[i] = run(bounds[i], bounds[i + 1])
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(1, threads)]
+    for t in pool:
+        t.start()
+    work(0)
+    for t in pool:
+        t.join()
+    return results
+
+
+def default_threads() -> int:
+    """Threads for batches: ``$KANEDYN_THREADS``, else the CPUs this process may use."""
+    env = os.environ.get("KANEDYN_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def build(traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
+          params: Array | None = None) -> NativeCode:  # fmt: skip
+    """Compile ``traced`` (state inputs first, then ``n_e`` effort or load inputs, then
+    parameters ``params`` (B, n_p)) to a :class:`NativeCode`."""
+    return NativeCode(traced, nq, n, n_e, quats, params)

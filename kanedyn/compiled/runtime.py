@@ -1,0 +1,487 @@
+"""The runtime wrapper: :func:`compile_model` and the :class:`CompiledModel` it returns.
+
+:func:`compile_model` traces a model's kernels once (:func:`kanedyn.compiled.kernels.traced`),
+emits them as Python (:mod:`kanedyn.compiled.python`) and, when llvmlite is available,
+as machine code (:mod:`kanedyn.compiled.native`), and caches the result per model (or
+batch), lock set, formulation and back end. The :class:`CompiledModel` evaluates the
+fastest of them (``cm.backend``: ``"native"`` or ``"python"``) for one state or a batch,
+checking its inputs once per call: shapes in Python, finiteness in the kernel.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.compiled import native as native_backend
+from kanedyn.compiled import python
+from kanedyn.compiled.kernels import parameter_values, supports, traced
+from kanedyn.dynamics.loads import AppliedLoads
+from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
+from kanedyn.model import Model, State
+from kanedyn.model.batch import ModelBatch, States
+from kanedyn.model.plan import Params, params_of
+
+__all__ = ["CompiledModel", "check_finite", "compile_model"]
+
+Array = NDArray[np.float64]
+
+
+@attrs.frozen(eq=False)
+class CompiledModel:
+    """Generated equations of motion of one model (see the module docstring).
+
+    ``source`` is the generated Python, ``n_ops`` its number of arithmetic operations.
+    For ``formulation == "kane"`` it is ``def rhs(q, u)`` returning ``[ν̇ | q̇]``; for
+    ``"msd"``, ``def rhs(q, y)`` of the momentum states ``y`` (:mod:`kanedyn.dynamics.msd`)
+    returning ``[ẏ | q̇ | ν]``. Build with :func:`compile_model`.
+
+    It holds its model (or batch); the generated code is cached apart from it
+    (:class:`_Code`), so a model is freed once no CompiledModel of it is held.
+    """
+
+    model: Model
+    locked: frozenset[int]
+    formulation: str  # a kanedyn.simulation.options.Formulation
+    batch: ModelBatch | None  # the batch whose varying parameters are inputs
+    _code: _Code
+
+    @property
+    def backend(self) -> str:
+        """``"native"`` (machine code, :mod:`kanedyn.compiled.native`) or ``"python"``
+        (generated Python, :mod:`kanedyn.compiled.python`)."""
+        return "python" if self._code.native is None else "native"
+
+    @property
+    def backend_note(self) -> str:
+        """Why the back end is Python, when it is (empty for native)."""
+        return self._code.why_python
+
+    @property
+    def native(self) -> native_backend.NativeCode | None:
+        """The native code (its kernel has generalized-effort inputs ``tau``), or None."""
+        return self._code.native
+
+    def native_loads(self) -> native_backend.NativeCode:
+        """The native code of :meth:`rhs_with_loads` (compiled on first use)."""
+        code = self._code
+        if code.native_with_loads is None:
+            from kanedyn.simulation.options import Formulation
+
+            msd = self.formulation is Formulation.MSD
+            base = self.model
+            tr = traced(base, self.locked, True, msd, None)
+            code.native_with_loads = native_backend.build(
+                tr, base.nq, base.n, 6 * base.nb + base.n, base.layout.quat_q.tolist()
+            )
+        return code.native_with_loads
+
+    def jacobian(self, q: Any, u: Any, tau: Any = None) -> tuple[Array, Array]:
+        """Kane's ``[ν̇ | q̇]`` (n + nq,) at ``q``, ``u`` with generalized efforts ``tau``
+        (n,; added to the joint springs and dampers, as :class:`kanedyn.JointLoad`
+        values are), and its exact Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]``
+        ((n + nq) × (nq + 2n)): forward-mode derivatives on the tape
+        (:mod:`kanedyn.compiled.derivatives`), compiled on first use. Quaternion
+        columns are derivatives along the raw coordinates (the kernel normalizes them).
+        """
+        from kanedyn.simulation.options import Formulation
+
+        if self.formulation is not Formulation.KANE or self.batch is not None:
+            raise ModelError("jacobian needs the Kane formulation's compiled model of one Model")
+        model = self.model
+        nq, n = model.nq, model.n
+        q = np.asarray(q, dtype=float)
+        u = np.asarray(u, dtype=float)
+        tau = np.zeros(n) if tau is None else np.asarray(tau, dtype=float)
+        if q.shape != (nq,) or u.shape != (n,) or tau.shape != (n,):
+            raise ModelError(
+                f"jacobian: expected q ({nq},), u ({n},), tau ({n},); got {q.shape}, "
+                f"{u.shape}, {tau.shape}"
+            )
+        fn = self._code.derivatives(model, self.locked)
+        out = np.asarray(fn(np.concatenate((q, u)), tau), dtype=float)
+        if not np.all(np.isfinite(out)):
+            _raise_not_finite(np.concatenate((q, u, tau)))
+        m = n + nq
+        return out[:m].copy(), out[m:].reshape(m, nq + 2 * n)
+
+    @property
+    def source(self) -> str:
+        """The generated Python of ``rhs``."""
+        return self._code.source
+
+    @property
+    def n_ops(self) -> int:
+        """The number of arithmetic operations of ``rhs``."""
+        return self._code.n_ops
+
+    @property
+    def source_loads(self) -> str:
+        """The generated Python of ``rhs`` with load inputs (:meth:`rhs_with_loads`)."""
+        return self._code.source_loads
+
+    @property
+    def param_inputs(self) -> tuple[tuple[str, int], ...]:
+        """(Params field, flat index) of the inputs ``p0, p1, ...``."""
+        return self._code.param_inputs
+
+    @property
+    def _scalar(self) -> Callable[..., list]:
+        return self._code.scalar
+
+    @property
+    def _array(self) -> Callable[..., list]:
+        return self._code.array
+
+    def parameter_arrays(self) -> list[Array]:
+        """The values of the inputs ``p0, p1, ...`` per member, each (B,)."""
+        return list(self._code.param_values)
+
+    def forward_dynamics(self, state: Any, u: Any = None) -> Array:
+        """``d/dt [u | s]`` at a :class:`~kanedyn.State` (n,), at plain arrays
+        ``forward_dynamics(q, u)``, or at :class:`~kanedyn.States` (B, n); the same
+        numbers as :func:`kanedyn.forward_dynamics` to round-off.
+
+        Raises
+        ------
+        ModelError
+            Wrong shapes, a non-finite state, or a singular mass matrix (the kernel
+            checks its outputs; a non-finite output is then traced to its cause).
+        """
+        nc = self._code.native
+        if nc is not None and self.batch is None and self.formulation == "kane":
+            # the common case, one state: shapes here, values in the kernel
+            q, v = (state.q, state.u) if u is None and type(state) is State else (state, u)
+            if v is not None and np.shape(q) == (nc.nq,) and np.shape(v) == (nc.n,):
+                if not nc.rhs_qu(q, v):
+                    _raise_not_finite(np.concatenate((np.ravel(q), np.ravel(v))))
+                return nc.out[: nc.n].copy()
+        if self.formulation != "kane":
+            raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
+        model = self.model
+        n = model.n
+        if u is not None:
+            q = np.asarray(state, dtype=float)
+            u = np.asarray(u, dtype=float)
+            if q.ndim == 2 or u.ndim == 2:
+                state = States(q, u)
+            elif q.shape != (model.nq,) or u.shape != (n,):
+                raise ModelError(
+                    f"forward_dynamics: expected q ({model.nq},) and u ({n},), got "
+                    f"{q.shape} and {u.shape}"
+                )
+            else:
+                state = _Arrays(q, u)
+        elif not isinstance(state, (State, States)):
+            raise ModelError(f"expected a kanedyn State or States, got {type(state).__name__}")
+        if isinstance(state, States) or self.batch is not None:
+            if isinstance(state, States):
+                q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
+                _check_batch(model, q, u)
+            else:
+                if isinstance(state, State):
+                    model.check_state(state)
+                q, u = state.q[None, :], state.u[None, :]
+            p = self.parameter_arrays()
+            B = q.shape[0] if not p else p[0].shape[0]
+            if p and q.shape[0] not in (1, B):
+                raise ModelError(f"States: {q.shape[0]} states for a batch of {B} parameter sets")
+            B = max(B, q.shape[0])
+            nc = self._code.native
+            if nc is not None:
+                X = np.empty((B, model.nq + n))
+                X[:, : model.nq] = q
+                X[:, model.nq :] = u
+                res, bad = nc.rhs_batch(X, threads=_threads(B))
+                if bad:
+                    _raise_not_finite(X[bad - 1])
+                return res[:, :n].copy()
+            with np.errstate(all="ignore"):
+                out = self._array(*q.T, *u.T, *p)
+            acc = np.empty((B, n))
+            for r in range(n):
+                acc[:, r] = out[r]
+            check_finite(acc)
+            return acc
+        nc = self._code.native
+        if nc is not None:
+            if state.q.shape != (model.nq,) or state.u.shape != (n,):
+                model.check_state(state)  # the error naming the wrong size
+            if not nc.rhs_qu(state.q, state.u):
+                _raise_not_finite(np.concatenate((state.q, state.u)))
+            return nc.out[:n].copy()
+        model.check_state(state)
+        acc = np.array(_evaluate(self._scalar, *state.q.tolist(), *state.u.tolist())[:n])
+        check_finite(acc)
+        return acc
+
+    def rhs(self, q: Sequence[float], u: Sequence[float]) -> list[float]:
+        """``[ν̇ | q̇]`` as a list of floats at ``q``, ``u`` (the inner loop: no checks but
+        a zero pivot, which raises the ModelError of a singular mass matrix); for a
+        batch, member b's parameters are the arrays of :meth:`parameter_arrays`,
+        appended as the last arguments of ``_array``."""
+        if self.batch is not None:
+            raise ModelError("rhs: a ModelBatch's compiled model is evaluated on States")
+        nc = self._code.native
+        if nc is not None:
+            if not nc.rhs_qu(q, u):
+                raise ModelError(SINGULAR_MASS_MATRIX)
+            return nc.out.tolist()  # type: ignore[no-any-return]
+        return _evaluate(self._scalar, *q, *u)
+
+    def rhs_with_loads(self, q: Sequence[float], u: Sequence[float],
+                       loads: AppliedLoads) -> list[float]:  # fmt: skip
+        """As :meth:`rhs`, with every load given by ``loads`` (from
+        :func:`kanedyn.dynamics.loads.applied_loads`: gravity, springs and dampers included):
+        torques ``T`` and forces ``F`` (nb, 3) at the mass centres in N, joint efforts
+        ``Q`` (n,). For the MSD formulation, ``u`` are the momentum states and the
+        loads must be those at the speeds they give (the last n outputs of :meth:`rhs`)."""
+        if self.batch is not None:
+            raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
+        if self._code.native is not None:
+            nc = self.native_loads()
+            nq = self.model.nq
+            x = np.empty(nc.nx)
+            x[:nq] = q
+            x[nq:] = u
+            e = np.concatenate((loads.T.ravel(), loads.F.ravel(), loads.Q))
+            if not nc.rhs_into(x, e):
+                raise ModelError(SINGULAR_MASS_MATRIX)
+            return nc.out.tolist()  # type: ignore[no-any-return]
+        return _evaluate(self._code.scalar_loads, *q, *u, *loads.T.ravel().tolist(),
+                         *loads.F.ravel().tolist(), *loads.Q.tolist())  # fmt: skip
+
+
+def _check_batch(model: Model, q: Array, u: Array) -> None:
+    if q.ndim != 2 or q.shape[1] != model.nq or u.shape != (q.shape[0], model.n):
+        raise ModelError(
+            f"States: expected q (B, {model.nq}) and u (B, {model.n}), got {q.shape} and {u.shape}"
+        )
+
+
+@attrs.frozen(eq=False)
+class _Arrays:
+    """Plain arrays ``q``, ``u`` of the right shapes, checked by the kernel."""
+
+    q: Array
+    u: Array
+
+
+def _raise_not_finite(x: Array) -> None:
+    """The error for a non-finite kernel output at state ``x``."""
+    if not np.all(np.isfinite(x)):
+        raise ModelError("state has non-finite entries")
+    raise ModelError(SINGULAR_MASS_MATRIX)
+
+
+def _threads(B: int) -> int:
+    """Threads for a batch of B single evaluations: one below 64 members."""
+    return 1 if B < 64 else native_backend.default_threads()
+
+
+def check_finite(out: Any) -> None:
+    """The ModelError of a singular mass matrix if ``out`` holds a non-finite value."""
+    if not np.all(np.isfinite(out)):
+        raise ModelError(SINGULAR_MASS_MATRIX)
+
+
+def _evaluate(fn: Callable[..., list], *args: Any) -> list:
+    """``fn(*args)`` on floats, where a zero pivot raises instead of giving inf: the
+    ModelError of a singular mass matrix."""
+    try:
+        return fn(*args)
+    except (ZeroDivisionError, ValueError, OverflowError):
+        raise ModelError(SINGULAR_MASS_MATRIX) from None
+
+
+class _Code:
+    """The generated code of one model (or batch), lock set and formulation: the native
+    code (if any), the Python functions (generated on first use), and the batch's values
+    of its parameter inputs. It refers to the model only weakly, so the cache that holds
+    it does not keep the model alive."""
+
+    def __init__(self, model: Model, locked: frozenset[int], msd: bool,
+                 params: Params | None, native: bool, why: str = ""):  # fmt: skip
+        self._model = weakref.ref(model)
+        self._args = (locked, msd, params)
+        self._python: dict[str, Any] = {}
+        nominal = params_of(model)
+        inputs = parameter_values(params or nominal, nominal)[1]
+        self.param_inputs: tuple[tuple[str, int], ...] = tuple(inputs)
+        values = []
+        if params is not None:
+            B = params.batch_shape[0] if params.batch_shape else 1
+            for field, i in inputs:
+                arr = np.asarray(getattr(params, field), dtype=float)
+                values.append(np.ascontiguousarray(arr.reshape(B, -1)[:, i]))
+        self.param_values: tuple[Array, ...] = tuple(values)
+        self.why_python = why
+        self.native_with_loads: native_backend.NativeCode | None = None  # on first use
+        self.native: native_backend.NativeCode | None = None
+        if native:
+            tr = traced(model, locked, False, msd, params, efforts=True)
+            pv = np.column_stack(values) if values else None
+            self.native = native_backend.build(
+                tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv
+            )
+
+    def derivatives(self, model: Model, locked: frozenset[int]) -> Callable[[Array, Array], Any]:
+        """``f(x, tau)``: the outputs of
+        :func:`kanedyn.compiled.derivatives.derivative_kernel`, native when this code
+        is, else generated Python; built on first use."""
+        fn = self._python.get("derivatives")
+        if fn is None:
+            from kanedyn.compiled.derivatives import derivative_kernel
+
+            tr, _ = derivative_kernel(model, locked)
+            if self.native is not None:
+                nc = native_backend.build(
+                    tr, model.nq, model.n, model.n, model.layout.quat_q.tolist()
+                )
+
+                def fn(x: Array, tau: Array) -> Array:
+                    nc.rhs_into(x, tau)
+                    return nc.out.copy()
+
+                fn.native = nc  # type: ignore[attr-defined]
+            else:
+                py = python.build(
+                    tr.tape.source("rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
+                )
+
+                def fn(x: Array, tau: Array) -> Array:
+                    with np.errstate(all="ignore"):
+                        try:
+                            return np.array(py(*x.tolist(), *tau.tolist()))
+                        except (ZeroDivisionError, ValueError, OverflowError):
+                            return np.full(len(tr.outputs), np.nan)
+
+            self._python["derivatives"] = fn
+        return fn  # type: ignore[no-any-return]
+
+    def _get(self, name: str) -> Any:
+        """The Python kernels, generated on first use."""
+        if name not in self._python:
+            model = self._model()
+            if model is None:  # pragma: no cover - a CompiledModel holds its model
+                raise ModelError("the compiled model's model was freed")
+            locked, msd, params = self._args
+            source, n_ops, _ = _generate(model, locked, False, msd, params)
+            source_loads = _generate(model, locked, True, msd, params)[0]
+            self._python.update(
+                source=source,
+                n_ops=n_ops,
+                source_loads=source_loads,
+                scalar=python.build(source, "rhs", python.SCALAR_NAMESPACE),
+                array=python.build(source, "rhs", python.ARRAY_NAMESPACE),
+                scalar_loads=python.build(source_loads, "rhs", python.SCALAR_NAMESPACE),
+            )
+        return self._python[name]
+
+    source = property(lambda self: self._get("source"))
+    n_ops = property(lambda self: self._get("n_ops"))
+    source_loads = property(lambda self: self._get("source_loads"))
+    scalar = property(lambda self: self._get("scalar"))
+    array = property(lambda self: self._get("array"))
+    scalar_loads = property(lambda self: self._get("scalar_loads"))
+
+
+def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
+              params: Params | None = None) -> tuple[str, int, list]:  # fmt: skip
+    tr = traced(model, locked, loads, msd, params)
+    source = tr.tape.source("rhs", tr.args, tr.outputs)
+    return source, tr.tape.count(tr.outputs), tr.param_inputs
+
+
+@attrs.define
+class _Cached:
+    """A cache entry: the generated code, and the CompiledModel last handed out for it,
+    held weakly (it refers to the model, the cache's weak key)."""
+
+    code: _Code
+    compiled: weakref.ref[CompiledModel] | None = None
+
+
+# per model or batch (weak keys), per (lock set, formulation)
+_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple, _Cached]] = weakref.WeakKeyDictionary()
+
+
+def compile_model(
+    model: Model | ModelBatch,
+    locked: Sequence[int] = (),
+    formulation: str = "kane",
+    backend: str = "auto",
+) -> CompiledModel:
+    """Generate (once per model, lock set and formulation; cached) the model's compiled
+    equations.
+
+    Parameters
+    ----------
+    model : Model or ModelBatch
+        With a :class:`~kanedyn.ModelBatch`, the parameters that differ between its
+        members are inputs of the generated code (the others stay folded constants),
+        and :meth:`CompiledModel.forward_dynamics` evaluates member b at state b.
+    locked : sequence of int
+        Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
+    formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
+        Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
+        (``ẏ`` and the speeds from the momentum states).
+    backend : {"auto", "native", "python"}
+        ``"auto"`` (default): native code when llvmlite is available
+        (:mod:`kanedyn.compiled.native`), else the generated Python; ``"native"``:
+        native or a ModelError; ``"python"``: the generated Python only.
+        ``cm.backend`` says which was built.
+
+    Raises
+    ------
+    ModelError
+        When the model cannot be compiled (:func:`supports` gives the reason), or for an
+        unknown formulation.
+
+    Notes
+    -----
+    The generated code is cached for the lifetime of the model; while a CompiledModel
+    is held, the same one is returned for the same arguments.
+    """
+    from kanedyn.dynamics.msd import momentum_roots
+    from kanedyn.simulation.options import Formulation
+
+    form = Formulation.parse(formulation)
+    if backend not in ("auto", "native", "python"):
+        raise ModelError(f"backend must be one of 'auto', 'native', 'python', got {backend!r}")
+    why = "" if backend == "native" else "backend='python' was asked for"
+    if backend != "python":
+        why = native_backend.unavailable() or ""
+        if why and backend == "native":
+            raise ModelError(f"backend='native': {why}; install kanedyn[native]")
+    use_native = not why
+    batch = model if isinstance(model, ModelBatch) else None
+    base: Model = model.model if isinstance(model, ModelBatch) else model
+    reason = supports(base, None if batch is None else batch.params)
+    if reason is not None:
+        raise ModelError(f"cannot compile this model: {reason}")
+    lock_set = frozenset(int(r) for r in locked)
+    if form is Formulation.MSD:
+        for k in momentum_roots(base):
+            if lock_set & {int(r) for r in base.layout.u_index[k]}:
+                raise ModelError(
+                    f"joint {base.joints[k].name!r}: the DOFs of a free root cannot be "
+                    "locked (its MSD states are total momenta)"
+                )
+    per_model = _CACHE.setdefault(batch if batch is not None else base, {})
+    key = (lock_set, form, use_native)
+    entry = per_model.get(key)
+    if entry is None:
+        params = None if batch is None else batch.params
+        msd = form is Formulation.MSD
+        entry = per_model[key] = _Cached(_Code(base, lock_set, msd, params, use_native, why))
+    cm = None if entry.compiled is None else entry.compiled()
+    if cm is None:
+        cm = CompiledModel(base, lock_set, form, batch, entry.code)
+        entry.compiled = weakref.ref(cm)
+    return cm

@@ -1,0 +1,248 @@
+"""The tape: a small tracer that records scalar arithmetic as straight-line operations.
+
+The compiled engine (:mod:`kanedyn.compiled`) writes its algorithm once, on scalars, and
+runs it on :class:`Tape` values: every ``+ - * /``, ``sin``, ``cos`` and ``sqrt`` on a
+traced value records one operation; operations on plain floats (the model's constants)
+are evaluated at once. While recording, the tape
+
+* folds constants and the identities ``0·x = 0``, ``1·x = x``, ``x + 0 = x``,
+  ``x - x = 0``, ``-(-x) = x``, so the structural zeros of a model (axes along
+  coordinate directions, diagonal inertias, joints with no offset) cost nothing;
+* shares common subexpressions (value numbering: an operation on the same operands is
+  recorded once).
+
+The emitters read the recorded nodes (``tape.nodes``: ``(op, a, b)`` with operands
+``("n", index)`` or ``("c", float)``; inputs ``("in", name, None)``) and write them in a
+target language: Python (:mod:`kanedyn.compiled.python`, :meth:`Tape.source`), LLVM IR
+(:mod:`kanedyn.compiled.llvm`) and C (:mod:`kanedyn.compiled.c`). Forward-mode
+derivatives are recorded on the same tape (:mod:`kanedyn.compiled.derivatives`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kanedyn.spatial.arithmetic import Arithmetic, elementwise
+
+__all__ = ["TRACE", "Tape", "Value", "cos", "sin", "sqrt"]
+
+
+class Value:
+    """A traced scalar: node ``index`` of its :class:`Tape`."""
+
+    __slots__ = ("tape", "index")
+
+    def __init__(self, tape: Tape, index: int):
+        self.tape = tape
+        self.index = index
+
+    def __add__(self, other: Scalar) -> Scalar:
+        return self.tape.add(self, other)
+
+    def __radd__(self, other: Scalar) -> Scalar:
+        return self.tape.add(other, self)
+
+    def __sub__(self, other: Scalar) -> Scalar:
+        return self.tape.sub(self, other)
+
+    def __rsub__(self, other: Scalar) -> Scalar:
+        return self.tape.sub(other, self)
+
+    def __mul__(self, other: Scalar) -> Scalar:
+        return self.tape.mul(self, other)
+
+    def __rmul__(self, other: Scalar) -> Scalar:
+        return self.tape.mul(other, self)
+
+    def __truediv__(self, other: Scalar) -> Scalar:
+        return self.tape.div(self, other)
+
+    def __rtruediv__(self, other: Scalar) -> Scalar:
+        return self.tape.div(other, self)
+
+    def __neg__(self) -> Scalar:
+        return self.tape.neg(self)
+
+    def __pos__(self) -> Value:
+        return self
+
+    def __repr__(self) -> str:
+        return f"<traced {self.tape.nodes[self.index]}>"
+
+
+Scalar = float | Value
+
+
+def _key(x: Scalar) -> Any:
+    return ("v", x.index) if isinstance(x, Value) else ("c", float(x))
+
+
+class Tape:
+    """Records operations on :class:`Value` s; see the module docstring."""
+
+    def __init__(self) -> None:
+        # node: (op, a, b) with a, b node indices or floats; inputs are ("in", name, None)
+        self.nodes: list[tuple[str, Any, Any]] = []
+        self._memo: dict[tuple, Value] = {}
+        self._neg_of: dict[int, int] = {}
+
+    # -- recording ------------------------------------------------------------------
+    def _record(self, op: str, a: Scalar, b: Scalar = None) -> Value:  # type: ignore[assignment]
+        ka = _key(a)
+        kb = None if b is None else _key(b)
+        if op in ("add", "mul") and kb is not None and kb < ka:
+            a, b, ka, kb = b, a, kb, ka
+        key = (op, ka, kb)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        arg_a = a.index if isinstance(a, Value) else a
+        arg_b = b.index if isinstance(b, Value) else b
+        self.nodes.append((op, ("n", arg_a) if isinstance(a, Value) else ("c", arg_a),
+                           None if b is None else (("n", arg_b) if isinstance(b, Value)
+                                                   else ("c", arg_b))))  # fmt: skip
+        v = Value(self, len(self.nodes) - 1)
+        self._memo[key] = v
+        return v
+
+    def input(self, name: str) -> Value:
+        """A new input of the generated function, bound to the local ``name``."""
+        self.nodes.append(("in", name, None))
+        return Value(self, len(self.nodes) - 1)
+
+    def _is_neg(self, x: Scalar) -> int | None:
+        return self._neg_of.get(x.index) if isinstance(x, Value) else None
+
+    def neg(self, a: Scalar) -> Scalar:
+        if not isinstance(a, Value):
+            return -a
+        inner = self._neg_of.get(a.index)
+        if inner is not None:
+            return Value(self, inner)
+        v = self._record("neg", a)
+        self._neg_of[v.index] = a.index
+        return v
+
+    def add(self, a: Scalar, b: Scalar) -> Scalar:
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            return a + b
+        if not isinstance(a, Value) and a == 0.0:
+            return b
+        if not isinstance(b, Value) and b == 0.0:
+            return a
+        nb = self._is_neg(b)
+        if nb is not None:  # a + (-x) = a - x
+            return self.sub(a, Value(self, nb))
+        na = self._is_neg(a)
+        if na is not None:  # (-x) + b = b - x
+            return self.sub(b, Value(self, na))
+        return self._record("add", a, b)
+
+    def sub(self, a: Scalar, b: Scalar) -> Scalar:
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            return a - b
+        if not isinstance(b, Value) and b == 0.0:
+            return a
+        if not isinstance(a, Value) and a == 0.0:
+            return self.neg(b)
+        if isinstance(a, Value) and isinstance(b, Value) and a.index == b.index:
+            return 0.0
+        nb = self._is_neg(b)
+        if nb is not None:  # a - (-x) = a + x
+            return self.add(a, Value(self, nb))
+        return self._record("sub", a, b)
+
+    def mul(self, a: Scalar, b: Scalar) -> Scalar:
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            return a * b
+        if not isinstance(a, Value):
+            a, b = b, a
+        if not isinstance(b, Value):  # a traced, b constant
+            if b == 0.0:
+                return 0.0
+            if b == 1.0:
+                return a
+            if b == -1.0:
+                return self.neg(a)
+            na = self._is_neg(a)
+            if na is not None:
+                return self.mul(Value(self, na), -b)
+            return self._record("mul", a, b)
+        na, nb = self._is_neg(a), self._is_neg(b)
+        if na is not None and nb is not None:
+            return self.mul(Value(self, na), Value(self, nb))
+        if na is not None:
+            return self.neg(self.mul(Value(self, na), b))
+        if nb is not None:
+            return self.neg(self.mul(a, Value(self, nb)))
+        return self._record("mul", a, b)
+
+    def div(self, a: Scalar, b: Scalar) -> Scalar:
+        if not isinstance(b, Value):
+            if b == 0.0:
+                raise ZeroDivisionError("traced division by the constant 0")
+            return self.mul(a, 1.0 / b)
+        if not isinstance(a, Value) and a == 0.0:
+            return 0.0
+        return self._record("div", a, b)
+
+    def func(self, name: str, a: Scalar) -> Scalar:
+        if not isinstance(a, Value):
+            return float(getattr(math, name)(a))
+        return self._record(name, a)
+
+    # -- emission -------------------------------------------------------------------
+    def count(self, outputs: Sequence[Scalar]) -> int:
+        """Number of arithmetic operations needed for ``outputs``."""
+        return sum(1 for i in self.needed(outputs) if self.nodes[i][0] != "in")
+
+    def needed(self, outputs: Sequence[Scalar]) -> list[int]:
+        """Indices of the nodes ``outputs`` depend on (inputs included), in order."""
+        live = [False] * len(self.nodes)
+        stack = [x.index for x in outputs if isinstance(x, Value)]
+        while stack:
+            i = stack.pop()
+            if live[i]:
+                continue
+            live[i] = True
+            op, a, b = self.nodes[i]
+            if op == "in":
+                continue
+            for arg in (a, b):
+                if arg is not None and arg[0] == "n":
+                    stack.append(arg[1])
+        return [i for i, flag in enumerate(live) if flag]
+
+    def source(self, name: str, args: Sequence[str], outputs: Sequence[Scalar],
+               preamble: Sequence[str] = ()) -> str:  # fmt: skip
+        """Python source of ``def name(*args): ...; return [outputs]``
+        (:func:`kanedyn.compiled.python.source`)."""
+        from kanedyn.compiled.python import source
+
+        return source(self, name, args, outputs, preamble)
+
+
+def sin(x: Scalar) -> Scalar:
+    return x.tape.func("sin", x) if isinstance(x, Value) else math.sin(x)
+
+
+def cos(x: Scalar) -> Scalar:
+    return x.tape.func("cos", x) if isinstance(x, Value) else math.cos(x)
+
+
+def sqrt(x: Scalar) -> Scalar:
+    return x.tape.func("sqrt", x) if isinstance(x, Value) else math.sqrt(x)
+
+
+def _object_floats(x: Any) -> np.ndarray:
+    return np.asarray(np.asarray(x, dtype=float), dtype=object)
+
+
+TRACE = Arithmetic("trace", elementwise(sin), elementwise(cos), elementwise(sqrt), _object_floats)
+"""The arithmetic protocol (:mod:`kanedyn.spatial.arithmetic`) on traced values: object
+arrays of :class:`Value` s and floats. The shared equations run on it to record the
+compiled engine's tape."""
