@@ -37,10 +37,11 @@ from kanedyn.dynamics.kane import (
 )
 from kanedyn.dynamics.kinematics import Kinematics, kinematics
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
+from kanedyn.dynamics.loops import LoopEquations, LoopForces, loop_equations, loop_forces
 from kanedyn.dynamics.partials import Partials, partials
 from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
 from kanedyn.errors import FileFormatError, KanedynError, ModelError, SimulationError
-from kanedyn.model import Body, Joint, Model, State
+from kanedyn.model import Body, Joint, Loop, Model, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.simulation.control import (
     Controller,
@@ -77,7 +78,8 @@ _MOVED = {
     "plan": "kanedyn.model.plan",
     "batch": "kanedyn.model.batch",
     **{m: f"kanedyn.dynamics.{m}" for m in (
-        "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree")},
+        "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree",
+        "loops")},
     **{m: f"kanedyn.simulation.{m}" for m in (
         "integrate", "ensemble", "control", "options", "steppers")},
 }  # fmt: skip
@@ -162,6 +164,11 @@ __all__ = [
     "symbolic",
     "system_mass_properties",
     "validate_inertia",
+    "Loop",
+    "LoopEquations",
+    "LoopForces",
+    "loop_equations",
+    "loop_forces",
 ]
 
 

@@ -8,6 +8,6 @@
   ``States``.
 """
 
-from kanedyn.model.records import Body, Joint, Model, State
+from kanedyn.model.records import Body, Joint, Loop, Model, State
 
-__all__ = ["Body", "Joint", "Model", "State"]
+__all__ = ["Body", "Joint", "Loop", "Model", "State"]

@@ -191,7 +191,8 @@ class ModelBatch:
                     damping=p.damping[b, idx],
                 )
             )
-        return Model(bodies, joints, gravity=p.gravity[b])
+        m = self.model
+        return Model(bodies, joints, gravity=p.gravity[b], loops=m.loops, planar=m.planar)
 
 
 PARAM_FIELDS = [f for f in attrs.fields(Params) if f.init]

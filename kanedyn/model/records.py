@@ -30,7 +30,7 @@ from kanedyn.errors import ModelError
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import validate_inertia
 
-__all__ = ["Body", "Joint", "Model", "State"]
+__all__ = ["Body", "Joint", "Loop", "Model", "State"]
 
 Array = NDArray[np.float64]
 
@@ -98,6 +98,10 @@ def _bodies(value: Iterable[Body]) -> tuple[Body, ...]:
 
 
 def _joints(value: Iterable[Joint]) -> tuple[Joint, ...]:
+    return tuple(value)
+
+
+def _loops(value: Iterable[Loop]) -> tuple[Loop, ...]:
     return tuple(value)
 
 
@@ -219,14 +223,19 @@ class Joint:
     stiffness: Array = attrs.field(default=0.0, converter=_array_like)
     damping: Array = attrs.field(default=0.0, converter=_array_like)
 
+    _kind = "joint"  # the word in error messages
+    _outer_may_be_N = False
+
     def __attrs_post_init__(self) -> None:
-        name = _check_name(self.name, "joint")
-        what = f"joint {name!r}"
+        name = _check_name(self.name, self._kind)
+        what = f"{self._kind} {name!r}"
         if self.inner is not None:
             _check_name(self.inner, f"{what}: inner body")
-        _check_name(self.outer, f"{what}: outer body")
+        if self.outer is not None or not self._outer_may_be_N:
+            _check_name(self.outer, f"{what}: outer body")
         if self.inner == self.outer:
-            raise ModelError(f"{what}: inner and outer body are both {self.outer!r}")
+            where = "N" if self.outer is None else repr(self.outer)
+            raise ModelError(f"{what}: inner and outer body are both {where}")
         if self.rot_type not in _ROT_TYPES:
             raise ModelError(
                 f"{what}: rot_type must be 'gimbal' or 'spherical', got {self.rot_type!r}"
@@ -321,6 +330,46 @@ class Joint:
         return cls(name, inner, outer, **kw)
 
 
+# --------------------------------------------------------------------------- Loop
+@attrs.frozen(eq=False)
+class Loop(Joint):
+    """A loop joint: a joint that closes a kinematic cycle instead of adding a tree edge.
+
+    It has exactly the fields and constructors of :class:`Joint` (``Loop.revolute``,
+    ``Loop.prismatic``, ``Loop.spherical``, ``Loop.weld``, ``Loop.gimbal``, the general
+    form with ``rot_type``, ``rot_dof``, ``rot_seq``, ``trn_dof``, ``trn_seq``), and the
+    same frames: Gi fixed in the inner body at ``inner_point`` / ``inner_rotation``, Go
+    fixed in the outer body at ``outer_point`` / ``outer_rotation``. Either side may be N
+    (``None``). Its coordinates are not states: the directions it leaves free are free,
+    and the others become the configuration constraints ``Φ(q) = 0`` of the model
+    (:mod:`kanedyn.dynamics.loops`): the Gi axes that are not slide axes (translation),
+    and for ``rot_dof`` 0, 1, 2 the 3, 2, 1 rotational constraints of the gimbal. A loop
+    carries no springs or dampers (``stiffness`` and ``damping`` must be zero).
+
+    >>> import kanedyn as kd
+    >>> kd.Loop.revolute("close", inner="coupler", outer="rocker", axis=3).ndof
+    1
+    """
+
+    _kind = "loop"
+    _outer_may_be_N = True
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for field in ("stiffness", "damping"):
+            values = getattr(self, field)
+            if is_symbolic(values) or np.any(values != 0.0):
+                raise ModelError(
+                    f"loop {self.name!r}: {field} must be zero (a loop joint's coordinates are "
+                    "not states; put springs on tree joints or apply loads)"
+                )
+
+    @property
+    def n_constraints(self) -> int:
+        """Number of constrained directions, ``6 - ndof`` (all of them, spatial)."""
+        return 6 - self.ndof
+
+
 # --------------------------------------------------------------------------- State
 @attrs.frozen(eq=False)
 class State:
@@ -360,6 +409,8 @@ class Model:
     bodies: tuple[Body, ...] = attrs.field(converter=_bodies)
     joints: tuple[Joint, ...] = attrs.field(converter=_joints)
     gravity: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_gravity)
+    loops: tuple[Loop, ...] = attrs.field(default=(), converter=_loops, kw_only=True)
+    planar: bool = attrs.field(default=False, kw_only=True)
 
     # derived layout (filled in __attrs_post_init__) ------------------------------
     nq: int = attrs.field(init=False, default=0)
@@ -369,6 +420,9 @@ class Model:
 
     def __attrs_post_init__(self) -> None:
         bodies, joints = _sorted_tree(self.bodies, self.joints)
+        _check_loops(bodies, joints, self.loops)
+        if not isinstance(self.planar, (bool, np.bool_)):
+            raise ModelError(f"model planar must be True or False, got {self.planar!r}")
         object.__setattr__(self, "bodies", bodies)
         object.__setattr__(self, "joints", joints)
         layout = _Layout.build(bodies, joints, self.gravity)
@@ -468,7 +522,16 @@ class Model:
             "damping",
         )
         joints = [attrs.evolve(j, **{f: num(getattr(j, f)) for f in fields}) for j in self.joints]
-        return Model(bodies, joints, gravity=num(self.gravity))
+        loops = [attrs.evolve(j, **{f: num(getattr(j, f)) for f in fields}) for j in self.loops]
+        return Model(bodies, joints, gravity=num(self.gravity), loops=loops, planar=self.planar)
+
+    def assemble(self, state: State, fix: Iterable[int | str] = (), **kw: Any) -> State:
+        """``state`` with every loop closed: ``Φ(q) = 0`` by Newton for the coordinates
+        not in ``fix`` (joint names, or indices of angles and slides), then ``A u = 0``
+        for their speeds; see :func:`kanedyn.dynamics.loops.assemble`."""
+        from kanedyn.dynamics.loops import assemble
+
+        return assemble(self, state, fix, **kw)
 
     def check_state(self, state: State) -> State:
         """Return ``state`` if its sizes fit this model and it is finite, else raise."""
@@ -604,6 +667,27 @@ def _sorted_tree(
         stuck = sorted({j.name for j in joints} - {j.name for j in order})
         raise ModelError(f"joints {stuck} form a cycle (no path from them to N)")
     return tuple(by_name[j.outer] for j in order), tuple(order)
+
+
+def _check_loops(bodies: Sequence[Body], joints: Sequence[Joint], loops: Sequence[Loop]) -> None:
+    """Loop joints name known bodies, and their names are unique among joints and loops."""
+    names = {b.name for b in bodies}
+    seen = {j.name for j in joints}
+    for lp in loops:
+        if not isinstance(lp, Loop):
+            raise ModelError(
+                f"loops must be kanedyn Loop objects (kd.Loop.revolute(...), ...), got "
+                f"{type(lp).__name__}"
+            )
+        if lp.name in seen:
+            raise ModelError(f"duplicate joint or loop name {lp.name!r}")
+        seen.add(lp.name)
+        for side, body in (("inner", lp.inner), ("outer", lp.outer)):
+            if body is not None and body not in names:
+                raise ModelError(f"loop {lp.name!r}: unknown {side} body {body!r}")
+    for j in joints:
+        if isinstance(j, Loop):
+            raise ModelError(f"{j.name!r} is a Loop: pass it in Model(..., loops=[...])")
 
 
 # --------------------------------------------------------------------------- layout
