@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from kanedyn import joints
 from kanedyn.compiled import CompiledModel, check_finite, compile_model, supports
+from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.kane import (
     forcing_at,
@@ -49,7 +50,7 @@ from kanedyn.dynamics.loads import LoadsLike, applied_loads
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model, State
 from kanedyn.simulation.control import Controller
-from kanedyn.simulation.options import Engine, Formulation, Method
+from kanedyn.simulation.options import Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.steppers import FLOATS, Schedule, rk4_step
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.arithmetic import NUMPY
@@ -121,6 +122,9 @@ class _System:
         factory=lambda: np.zeros(0, dtype=np.intp), alias="locked"
     )
     cm: CompiledModel | None = attrs.field(init=False, default=None)
+    baumgarte: tuple[float, float] | None = None  # loops: Baumgarte's (α, β), or None
+    part: loops_.Partition | None = attrs.field(init=False, default=None)  # loops: speeds
+    repartitions: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
         self.locked = self._locked
@@ -166,7 +170,16 @@ class _System:
         kane = self.formulation is Formulation.KANE
         if self.cm is not None:
             return self._compiled(self.cm, q, u if kane else y, L)
-        if kane:
+        if kane and model.loops:  # Cᵀ(Fr + Fr*) = 0 with the dependent speeds eliminated
+            eq = loops_._equations(model, kin, L, u, self.part, baumgarte=self.baumgarte)
+            if self.part is not None and eq.partition is not self.part:
+                self.repartitions += 1
+            self.part = eq.partition
+            try:
+                ydot = loops_.constrained_accelerations(eq)
+            except ModelError as exc:
+                raise SimulationError(f"t = {t:.6g}: {exc}") from None
+        elif kane:
             tm = kane_terms(model, kin)
             M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
             ydot = np.zeros(model.n)
@@ -244,6 +257,11 @@ class Trajectory:
     MSD run, ``momenta`` (nt, n) holds the integrated momentum states themselves
     (:func:`kanedyn.dynamics.msd.momenta` layout; ``None`` for Kane runs).
 
+    For a model with loops: ``loop_drift`` is the largest constraint residual
+    ``max(|Φ|, |A u|)`` the integrator produced before a projection (over every step),
+    ``loop_residual`` (nt, 2) the residuals ``max |Φ|``, ``max |A u|`` of the stored
+    states, ``repartitions`` how often the dependent speeds were chosen again.
+
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
     ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
@@ -259,12 +277,20 @@ class Trajectory:
     steps: int
     events: tuple[Any, ...] = ()
     momenta: Array | None = None
+    loop_drift: float | None = None
+    repartitions: int = 0
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
 
     def _map(self, fn: Any) -> Array:
         return np.array([fn(self.model, State(q, u)) for q, u in zip(self.q, self.u, strict=True)])
+
+    @cached_property
+    def loop_residual(self) -> Array:
+        """``max |Φ(q)|`` and ``max |A(q) u|`` at each output, (nt, 2) (zeros without
+        loops)."""
+        return self._map(lambda m, s: loops_.residuals(m, s.q, s.u))
 
     @cached_property
     def kinetic_energy(self) -> Array:
@@ -473,6 +499,8 @@ def simulate(
     controller: Controller | None = None,
     progress: bool | None = None,
     engine: Engine | str = "auto",
+    stabilization: Stabilization | str = "projection",
+    baumgarte: tuple[float, float] = (10.0, 10.0),
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
 
@@ -512,6 +540,13 @@ def simulate(
         and formulation), ``"dense"`` by the NumPy engine of :func:`kanedyn.forward_dynamics`
         and :mod:`kanedyn.dynamics.msd`. ``"auto"`` (default) compiles when the model can be
         compiled (:func:`kanedyn.compiled.supports`). Both agree to round-off.
+        A model with loops runs on the dense engine.
+    stabilization : {"projection", "baumgarte", "none"} or kanedyn.simulation.options.Stabilization
+        Models with loops only (:class:`~kanedyn.simulation.options.Stabilization`):
+        project ``q`` and ``u`` back onto the constraint manifold after every RK4 step
+        or every output interval of an adaptive method (default), or Baumgarte's
+        stabilization with ``baumgarte = (α, β)`` [1/s], or neither. The initial state
+        must be assembled (:meth:`kanedyn.Model.assemble`).
 
     Returns
     -------
@@ -536,7 +571,10 @@ def simulate(
         raise ModelError(f"output_every must be positive, got {output_every}")
     schedule = None if integrator.adaptive else Schedule.of(t_final, dt, every)
     lock_events = _lock_indices(model, events)
+    project = _loop_options(model, state, form, lock_events, Stabilization.parse(stabilization))
     system = _System(model, form, loads, compiled=use_compiled)
+    if model.loops and Stabilization.parse(stabilization) is Stabilization.BAUMGARTE:
+        system.baumgarte = _baumgarte(baumgarte)
     x = system.initial(state)
     sampler = _Sampler(controller, model)
     sampler.sample(system, 0.0, x)
@@ -546,14 +584,17 @@ def simulate(
         progress = sys.stderr.isatty()
     start = _time.perf_counter()
     speeds = None
+    drift = _Drift(model) if project else None
     if schedule is None:
         ts, xs, locks, steps = _run_adaptive(
-            system, x, t_final, every, lock_events, integrator, rtol, atol, sampler
+            system, x, t_final, every, lock_events, integrator, rtol, atol, sampler, drift
         )
     elif system.cm is not None and not (loads or controller or lock_events):
         ts, xs, locks, steps, speeds = _run_rk4_compiled(system, system.cm, x, schedule, progress)
     else:
-        ts, xs, locks, steps = _run_rk4(system, x, schedule, lock_events, progress, sampler)
+        ts, xs, locks, steps = _run_rk4(
+            system, x, schedule, lock_events, progress, sampler, drift
+        )
     wall = _time.perf_counter() - start
     q = xs[:, : model.nq]
     # speeds at the outputs (MSD stores momenta), with the lock set of each instant
@@ -562,7 +603,55 @@ def simulate(
         model=model, t=ts, q=q, u=u, formulation=form.value, method=integrator.name,
         wall_time=wall, steps=steps, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
+        loop_drift=drift.largest if drift is not None else None,
+        repartitions=system.repartitions,
     )  # fmt: skip
+
+
+def _loop_options(
+    model: Model, state: State, form: Formulation, lock_events: list[Any], how: Stabilization
+) -> bool:
+    """Check a model with loops can be simulated from ``state``; whether to project."""
+    if not model.loops:
+        return False
+    if form is not Formulation.KANE:
+        raise ModelError(
+            "a model with loops is simulated in Kane's formulation (formulation='kane'); "
+            "the momentum states of 'msd' do not hold the loop constraints"
+        )
+    if lock_events:
+        raise ModelError("Lock/Unlock events are not supported on a model with loops")
+    phi, vel = loops_.residuals(model, state.q, state.u)
+    if max(phi, vel) > 1e-8:
+        raise ModelError(
+            f"the initial state does not close the loops (max |Φ| = {phi:.3g}, "
+            f"max |A u| = {vel:.3g}); assemble it first: model.assemble(state, fix=[...])"
+        )
+    return how is Stabilization.PROJECTION
+
+
+def _baumgarte(value: Any) -> tuple[float, float]:
+    try:
+        alpha, beta = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ModelError(f"baumgarte must be two numbers (alpha, beta), got {value!r}") from None
+    if not (np.isfinite(alpha) and np.isfinite(beta)) or alpha < 0 or beta < 0:
+        raise ModelError(f"baumgarte must be two non-negative numbers, got {value!r}")
+    return alpha, beta
+
+
+class _Drift:
+    """Projects states of a model with loops back onto the constraint manifold and keeps
+    the largest residual found before a projection."""
+
+    def __init__(self, model: Model):
+        self.model, self.largest = model, 0.0
+
+    def __call__(self, x: Array) -> Array:
+        nq = self.model.nq
+        q, u, before = loops_.project(self.model, x[:nq], x[nq:])
+        self.largest = max(self.largest, before)
+        return np.concatenate((q, u))
 
 
 def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
@@ -688,9 +777,11 @@ def _run_rk4(
     lock_events: list[tuple[float, str, int]],
     progress: bool,
     sampler: _Sampler,
+    drift: _Drift | None = None,
 ) -> tuple[Array, Array, list[NDArray[np.intp]], int]:
     """RK4 on NumPy state vectors, with lock events, controller samples and callable
-    loads; quaternions normalized before every stage and after every step."""
+    loads; quaternions normalized before every stage and after every step; with
+    ``drift``, the state projected onto the loops' constraint manifold after every step."""
     model = system.model
     nq = model.nq
     bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000)
@@ -707,6 +798,8 @@ def _run_rk4(
         except (ModelError, np.linalg.LinAlgError) as exc:
             raise monitor.failure(t + h, str(exc)) from None
         x[:nq] = _normalize_quaternions(model, x[:nq])
+        if drift is not None:
+            x = drift(x)
         monitor.check(t_next, x)
         due = _n_due(lock_events, t_next)
         if due != applied:
@@ -810,9 +903,11 @@ def _run_adaptive(
     rtol: float,
     atol: float,
     sampler: _Sampler,
+    drift: _Drift | None = None,
 ) -> tuple[Array, Array, list[NDArray[np.intp]], int]:
     """``method``'s solver between the event and controller-sample times, with outputs
-    every ``every`` seconds."""
+    every ``every`` seconds; with ``drift``, restarted from the state projected onto the
+    loops' constraint manifold at every output time."""
     model = system.model
     t_out = np.arange(0.0, t_final + 0.5 * every, every)
     t_out = np.minimum(t_out[t_out <= t_final + 1e-9 * max(every, 1.0)], t_final)
@@ -824,6 +919,7 @@ def _run_adaptive(
             t_final,
             *[e[0] for e in lock_events if 0.0 < e[0] < t_final],
             *sampler.times(t_final),
+            *(t_out if drift is not None else ()),
         }
     )
     ts: list[float] = []
@@ -853,9 +949,11 @@ def _run_adaptive(
                 continue
             xk = xk.copy()
             xk[: model.nq] = _normalize_quaternions(model, xk[: model.nq])
+            if drift is not None and ts:
+                xk = drift(xk)
             monitor.check(t, xk)
             ts.append(t)
             xs.append(xk)
             locks.append(system.locked)
-        x = sol.y[:, -1].copy()  # t_eval always contains the segment end b
+        x = sol.y[:, -1].copy() if drift is None else xs[-1].copy()  # the end b, projected
     return np.array(ts), np.array(xs), locks, nfev
