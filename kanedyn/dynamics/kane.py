@@ -275,7 +275,7 @@ def forward_dynamics(
             raise ModelError("batched forward dynamics of a model with loops is not supported")
         from kanedyn.dynamics import loops
 
-        return loops.forward_dynamics(base, state, loads, t)
+        return loops.forward_dynamics(base, State(q, u), loads, t)
     kin = kinematics_at(base, q, u, params)
     tm = kane_terms(base, kin)
     L = applied_loads(base, state, kin, loads, t)

@@ -348,10 +348,10 @@ def _reduce(M: Array, f: Array, lt: LoopTerms, part: Partition, bias: Array) -> 
     C = np.zeros((n, part.independent.size))
     C[part.independent, np.arange(part.independent.size)] = 1.0
     c0 = np.zeros(n)
-    if part.rank:
-        lu = scipy.linalg.lu_factor(Ad)
-        C[part.dependent] = -scipy.linalg.lu_solve(lu, Ai)
-        c0[part.dependent] = -scipy.linalg.lu_solve(lu, bias[part.rows])
+    if part.rank:  # one LU of A_d for both right-hand sides
+        X = np.linalg.solve(Ad, np.column_stack((Ai, bias[part.rows])))
+        C[part.dependent] = -X[:, :-1]
+        c0[part.dependent] = -X[:, -1]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
 
 
@@ -612,7 +612,8 @@ def loop_forces(model: Model, state: State, loads: LoadsLike = None, t: float = 
 def _loop_rotations(model: Model, kin: Kinematics) -> tuple[Array, Array]:
     """``R_N_Gi``, ``R_N_Go`` (nl, 3, 3) of every loop joint."""
     R = _ext(kin.R_N_B, np.eye(3))
-    idx = {None: model.nb, **{b.name: i for i, b in enumerate(model.bodies)}}
+    idx: dict[str | None, int] = {b.name: i for i, b in enumerate(model.bodies)}
+    idx[None] = model.nb
     R_N_Gi = np.array([R[idx[lp.inner]] @ lp.inner_rotation for lp in model.loops])
     R_N_Go = np.array([R[idx[lp.outer]] @ np.asarray(lp.outer_rotation).T for lp in model.loops])
     return R_N_Gi.reshape(-1, 3, 3), R_N_Go.reshape(-1, 3, 3)

@@ -623,6 +623,8 @@ def _sorted_tree(
     for j in joints:
         if not isinstance(j, Joint):
             raise ModelError(f"joints must be kanedyn Joint objects, got {type(j).__name__}")
+        if isinstance(j, Loop):
+            raise ModelError(f"{j.name!r} is a Loop: pass it in Model(..., loops=[...])")
     if not bodies:
         raise ModelError("a model needs at least one body")
     by_name: dict[str, Body] = {}
@@ -685,9 +687,6 @@ def _check_loops(bodies: Sequence[Body], joints: Sequence[Joint], loops: Sequenc
         for side, body in (("inner", lp.inner), ("outer", lp.outer)):
             if body is not None and body not in names:
                 raise ModelError(f"loop {lp.name!r}: unknown {side} body {body!r}")
-    for j in joints:
-        if isinstance(j, Loop):
-            raise ModelError(f"{j.name!r} is a Loop: pass it in Model(..., loops=[...])")
 
 
 # --------------------------------------------------------------------------- layout

@@ -592,9 +592,7 @@ def simulate(
     elif system.cm is not None and not (loads or controller or lock_events):
         ts, xs, locks, steps, speeds = _run_rk4_compiled(system, system.cm, x, schedule, progress)
     else:
-        ts, xs, locks, steps = _run_rk4(
-            system, x, schedule, lock_events, progress, sampler, drift
-        )
+        ts, xs, locks, steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, drift)
     wall = _time.perf_counter() - start
     q = xs[:, : model.nq]
     # speeds at the outputs (MSD stores momenta), with the lock set of each instant
