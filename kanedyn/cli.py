@@ -166,6 +166,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(
             f"  joint {j.name!r}: {j.inner or 'N'} -> {j.outer}, {kind}, {j.trn_dof} slide(s); speeds {model.layout.u_index[k].tolist()}"
         )
+    if model.loops:
+        from kanedyn.dynamics.loops import loop_summary
+
+        for lp in model.loops:
+            kind = (
+                "spherical"
+                if lp.rot_type == "spherical"
+                else f"gimbal {lp.rot_dof}-DOF {lp.rot_seq}"
+            )
+            print(
+                f"  loop {lp.name!r}: {lp.inner or 'N'} -> {lp.outer or 'N'}, {kind}, {lp.trn_dof} slide(s)"
+                + (" (planar constraints)" if model.planar else "")
+            )
+        summary = loop_summary(model, state)
+        print(f"  {summary}")
+        print(f"  dependent speeds: {', '.join(summary.dependent) or '(none)'}")
+        print(f"  engine: dense ({kd.compiled.supports(model)})")
     print(f"  total mass {m:.6g} kg, mass centre {np.array2string(c, precision=6)} m (N)")
     print(f"  inertia about the mass centre (N axes):\n{np.array2string(I, precision=6)}")
     print(f"  kinetic energy {kd.kinetic_energy(model, state):.6g} J")

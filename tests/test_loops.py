@@ -450,3 +450,51 @@ def test_tree_joint_reactions_include_the_loop_forces():
     # DAE joint 0 is ground (A) - crank (B): the ground exerts -λ on the crank
     np.testing.assert_allclose(cf.of("crank")["force"], -lam[:3], atol=1e-9)
     np.testing.assert_allclose(cf.of("rocker")["force"], -lam[10:13], atol=1e-9)
+
+
+# --------------------------------------------------------------------------- TOML and CLI
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank_spatial", "bricard"])
+def test_toml_round_trip_keeps_loops(tmp_path, name):
+    model = EXAMPLES[name]()
+    s = random_assembled(model, 9)
+    path = tmp_path / "m.toml"
+    kd.io.write_toml(model, path)
+    back = kd.io.read_toml(path)
+    assert [lp.name for lp in back.loops] == [lp.name for lp in model.loops]
+    assert back.planar == model.planar
+    np.testing.assert_array_equal(kd.forward_dynamics(back, s), kd.forward_dynamics(model, s))
+
+
+def test_toml_initial_tables_fix_joints_and_errors_name_the_file(tmp_path):
+    path = tmp_path / "m.toml"
+    kd.io.write_toml(kd.examples.four_bar(), path)
+    text = path.read_text()
+    path.write_text(text + "\n[initial.crank]\nangles_deg = [20.0]\nrates_rad_s = [1.0]\n")
+    case = kd.io.read_toml_case(path)
+    m, s = case.model, case.state
+    assert s.q[m.coordinates("crank")] == pytest.approx(np.deg2rad(20.0))
+    assert max(loops.residuals(m, s.q, s.u)) < 1e-12
+    loop_table = text[text.index("[[loops]]") :]
+    path.write_text(text.replace(loop_table, loop_table.replace('"rocker"', '"nowhere"')))
+    with pytest.raises(kd.FileFormatError, match="loop 'close': unknown outer body 'nowhere'"):
+        kd.io.read_toml(path)
+    path.write_text(text + '\n[[loops]]\nname = "x"\ninner = "crank"\nouter = "N"\nkind = "weld"\n'
+                    "stiffness = 2.0\n")  # fmt: skip
+    with pytest.raises(kd.FileFormatError, match=r"loops\[1\].*stiffness must be zero"):
+        kd.io.read_toml(path)
+
+
+def test_cli_check_lists_loops_dof_and_independent_speeds(tmp_path):
+    from kanedyn.cli import main
+
+    kd.io.write_toml(kd.examples.bricard(), tmp_path / "b.toml")
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["check", str(tmp_path / "b.toml")]) == 0
+    text = out.getvalue()
+    assert "loop 'j5': rod5 -> N" in text
+    assert "5 loop constraints, rank 4, 1 redundant" in text and "1 DOF after constraints" in text
+    assert "independent speeds: " in text and "engine: dense (the model has closed loops" in text
