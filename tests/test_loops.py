@@ -478,7 +478,7 @@ def test_toml_initial_tables_fix_joints_and_errors_name_the_file(tmp_path):
     path.write_text(text.replace(loop_table, loop_table.replace('"rocker"', '"nowhere"')))
     with pytest.raises(kd.FileFormatError, match="loop 'close': unknown outer body 'nowhere'"):
         kd.io.read_toml(path)
-    path.write_text(text + '\n[[loops]]\nname = "x"\ninner = "crank"\nouter = "N"\nkind = "weld"\n'
+    path.write_text(text + '\n[[loops]]\nname = "x"\ninner = "crank"\nouter = "N"\nkind = "revolute"\naxis = 3\n'
                     "stiffness = 2.0\n")  # fmt: skip
     with pytest.raises(kd.FileFormatError, match=r"loops\[1\].*stiffness must be zero"):
         kd.io.read_toml(path)

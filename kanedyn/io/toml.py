@@ -306,8 +306,7 @@ def _read_model(fname: str, top: _Table) -> Model:
         _read_joint(fname, k, raw) for k, raw in enumerate(_array_of_tables(fname, top, "joints"))
     ]
     loops = [
-        _read_joint(fname, k, raw, Loop)
-        for k, raw in enumerate(_array_of_tables(fname, top, "loops"))
+        _read_loop(fname, k, raw) for k, raw in enumerate(_array_of_tables(fname, top, "loops"))
     ]
     try:
         return Model(bodies, joints, gravity=gravity, loops=loops, planar=planar)
@@ -399,6 +398,12 @@ def _per_dof(t: _Table, key: str) -> Any:
     if isinstance(t.get(key, 0.0), list):
         return t.vector(key, None)
     return t.number(key, 0.0)
+
+
+def _read_loop(fname: str, k: int, raw: Any) -> Loop:
+    loop = _read_joint(fname, k, raw, Loop)
+    assert isinstance(loop, Loop)
+    return loop
 
 
 def _read_joint(fname: str, k: int, raw: Any, cls: type[Joint] = Joint) -> Joint:
