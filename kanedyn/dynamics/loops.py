@@ -13,8 +13,8 @@ all from the tree's kinematics and the joint model (:func:`kanedyn.joints.loop_r
 velocities of the loop's two bodies and the partial velocities of its two joint points,
 the bias ``b`` their remainder accelerations α_r, a_r (Kane_NBody slides 18-22).
 
-**Dependent speeds** (Kane & Levinson, *Dynamics: Theory and Applications*, §4.4): a
-column-pivoted QR of the rows of A finds its rank r and r independent rows, a second
+**Dependent speeds** (Kane & Levinson, *Dynamics: Theory and Applications*, 1985:
+holonomic constraints and dependent generalized speeds): a column-pivoted QR of the rows of A finds its rank r and r independent rows, a second
 pivoted QR of those rows r dependent speeds ``u_d`` (a well-conditioned square block
 ``A_d``); the others are the independent speeds ``u_i``:
 
