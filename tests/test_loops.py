@@ -498,3 +498,101 @@ def test_cli_check_lists_loops_dof_and_independent_speeds(tmp_path):
     assert "loop 'j5': rod5 -> N" in text
     assert "5 loop constraints, rank 4, 1 redundant" in text and "1 DOF after constraints" in text
     assert "independent speeds: " in text and "engine: dense (the model has closed loops" in text
+
+
+# --------------------------------------------------------------------------- symbolic
+def test_symbolic_loop_constraints_match_the_numeric_engine():
+    """kd.symbolic.kane(model).loops: Φ, A, b in sympy, from the same joint model, equal
+    the numeric ones; the symbolic constrained equations equal kd.loop_equations."""
+    import sympy as sm
+
+    model = kd.examples.four_bar()
+    eom = kd.symbolic.kane(model)
+    lc = eom.loops
+    assert lc.loop == ("close", "close") and lc.A.shape == (2, 3)
+    args = [list(eom.q), list(eom.u)]
+    fPhi, fA, fb = (sm.lambdify(args, eom.explicit(x)) for x in (lc.Phi, lc.A, lc.b))
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        s = kd.State(rng.normal(size=3), rng.normal(size=3))  # off the manifold too
+        kin = kd.kinematics(model, s)
+        lt = loops.loop_terms(model, kin, kd.dynamics.partials.bias_accelerations(model, kin))
+        np.testing.assert_allclose(np.ravel(fPhi(s.q, s.u)), lt.Phi, atol=1e-12)
+        np.testing.assert_allclose(np.array(fA(s.q, s.u), float), lt.A, atol=1e-12)
+        np.testing.assert_allclose(np.ravel(fb(s.q, s.u)), lt.b, atol=1e-12)
+    ce = eom.constrained(["crank"])
+    s = random_assembled(model, 3)
+    eq = kd.loop_equations(model, s, independent=["crank"])
+    M = sm.lambdify(args, ce.mass_matrix)(s.q, s.u)
+    f = sm.lambdify(args, ce.forcing)(s.q, s.u)
+    np.testing.assert_allclose(np.array(M, float), eq.mass_matrix, rtol=1e-10)
+    np.testing.assert_allclose(np.ravel(f), eq.forcing, rtol=1e-10)
+    assert "| close | 1 (translation) |" in eom.table(max_size=50)
+
+
+def test_symbolic_loop_with_symbolic_lengths():
+    import attrs
+    import sympy as sm
+
+    model = kd.examples.four_bar()
+    L = sm.Symbol("L", positive=True)
+    loop = attrs.evolve(model.loops[0], outer_point=(L, 0, 0))
+    sym = kd.Model(model.bodies, model.joints, loops=[loop], gravity=model.gravity,
+                   planar=True)  # fmt: skip
+    assert sym.is_symbolic
+    eom = kd.symbolic.kane(sym)
+    assert L in eom.explicit(eom.loops.Phi).free_symbols
+    num = sym.subs({L: 1.2})
+    s = random_assembled(num, 2)
+    f = sm.lambdify([list(eom.q), L], eom.explicit(eom.loops.Phi))
+    np.testing.assert_allclose(np.ravel(f(s.q, 1.2)), 0.0, atol=1e-12)
+
+
+def test_kane_problem_forms_velocity_constraints_from_configuration_constraints():
+    """KaneProblem given only the four-bar's loop closure f_c(q) = 0 (and u_dep): the
+    reduced equations equal kanedyn's (sympy's KanesMethod ignores such constraints)."""
+    import sympy as sp
+    from sympy.physics import mechanics as me
+
+    from kanedyn.symbolic import KaneProblem
+
+    model = kd.examples.four_bar()
+    L1, L3, d = 0.5, 1.2, 2.0
+    L2 = float(np.hypot(d, L3 - L1))
+    phi = float(np.arctan2(L3 - L1, d))
+    q1, q2, q3 = me.dynamicsymbols("q1:4")
+    u1, u2, u3 = me.dynamicsymbols("u1:4")
+    N = me.ReferenceFrame("N")
+    C = N.orientnew("C", "Axis", (sp.pi / 2 + q1, N.z))
+    K = C.orientnew("K", "Axis", (phi - sp.pi / 2 + q2, C.z))
+    R = N.orientnew("R", "Axis", (sp.pi / 2 + q3, N.z))
+    C.set_ang_vel(N, u1 * N.z)
+    K.set_ang_vel(N, (u1 + u2) * N.z)
+    R.set_ang_vel(N, u3 * N.z)
+    O = me.Point("O")
+    O.set_vel(N, 0)
+    A = O.locatenew("A", L1 * C.x)
+    D = O.locatenew("D", d * N.x)
+    D.set_vel(N, 0)
+    A.v2pt_theory(O, N, C)
+    bodies, loads = [], []
+    for frame, origin, name, L in ((C, O, "crank", L1), (K, A, "coupler", L2),
+                                   (R, D, "rocker", L3)):  # fmt: skip
+        b = model.body(name)
+        mc = origin.locatenew(f"m_{name}", L / 2 * frame.x)
+        mc.v2pt_theory(origin, N, frame)
+        bodies.append(me.RigidBody(name, mc, frame, b.mass,
+                                   (me.inertia(frame, *np.diag(b.inertia)), mc)))  # fmt: skip
+        loads.append((mc, -b.mass * 9.81 * N.y))
+    loop = A.pos_from(O) + L2 * K.x - (d * N.x + L3 * R.x)
+    kp = KaneProblem(N, [q1], [u1], [q1.diff() - u1, q2.diff() - u2, q3.diff() - u3],
+                     q_dep=[q2, q3], configuration_constraints=[loop.dot(N.x), loop.dot(N.y)],
+                     u_dep=[u2, u3], bodies=bodies, loads=loads)  # fmt: skip
+    assert "(configuration)" in kp.table() and "(velocity)" in kp.table()
+    order = np.concatenate([model.speeds(n) for n in ("crank", "coupler", "rocker")])
+    for seed in range(2):
+        s = random_assembled(model, seed)
+        qd = kp.rhs(s.q[order], s.u[order][:1])
+        eq = kd.loop_equations(model, s, independent=["crank"])
+        udot = np.linalg.solve(eq.mass_matrix, eq.forcing)
+        assert qd[-1] == pytest.approx(udot[0], rel=1e-10)

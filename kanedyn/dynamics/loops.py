@@ -113,9 +113,9 @@ class LoopPlan:
         for l, lp in enumerate(model.loops):
             bi = nb if lp.inner is None else model.body_index(lp.inner)
             bo = nb if lp.outer is None else model.body_index(lp.outer)
-            R_Bi_Gi = np.asarray(lp.inner_rotation, dtype=float)
-            R_Bo_Go = np.asarray(lp.outer_rotation, dtype=float).T
-            pi, po = np.asarray(lp.inner_point, float), np.asarray(lp.outer_point, float)
+            R_Bi_Gi = np.asarray(lp.inner_rotation)
+            R_Bo_Go = np.asarray(lp.outer_rotation).T
+            pi, po = np.asarray(lp.inner_point), np.asarray(lp.outer_point)
             pairs, trn = joints.loop_constraint_axes(
                 lp.rot_type, lp.rot_dof, lp.rot_seq, lp.trn_dof, lp.trn_seq
             )
@@ -131,18 +131,22 @@ class LoopPlan:
     @classmethod
     def _of(cls, model: Model, rows: Sequence[Any]) -> LoopPlan:
         def col(i: int, dtype: Any, shape: tuple[int, ...] = ()) -> Any:
-            return np.array([r[i] for r in rows], dtype=dtype).reshape((len(rows),) + shape)
+            out = np.empty((len(rows),) + shape, dtype=dtype)
+            for c, r in enumerate(rows):
+                out[c] = r[i]
+            return out
 
+        num = object if model.is_symbolic else float  # sympy parameters stay sympy
         return cls(
             names=tuple(lp.name for lp in model.loops),
             loop=col(0, np.intp),
             rot=col(1, bool),
             bi=col(2, np.intp),
             bo=col(3, np.intp),
-            x_B=col(4, float, (3,)),
-            y_B=col(5, float, (3,)),
-            pi_B=col(6, float, (3,)),
-            po_B=col(7, float, (3,)),
+            x_B=col(4, num, (3,)),
+            y_B=col(5, num, (3,)),
+            pi_B=col(6, num, (3,)),
+            po_B=col(7, num, (3,)),
         )
 
 
@@ -153,10 +157,10 @@ def _planar_rows(model: Model, plan: LoopPlan) -> list[int]:
     translational row when its axis ``d`` is in the x-y plane. Every row must be one or
     the other, or the mechanism is not planar about z.
     """
-    q0 = model.initial_state()
-    kin = kinematics_at(model, q0.q, q0.u)
-    fr = _frames(plan, kin)
-    dirs = np.where(plan.rot[:, None], cross(fr.x_o, fr.y_i), fr.y_i)
+    R = _ext(_rest_rotations(model), np.eye(3))
+    x_o = mv(R[plan.bo], plan.x_B.astype(float))
+    y_i = mv(R[plan.bi], plan.y_B.astype(float))
+    dirs = np.where(plan.rot[:, None], cross(x_o, y_i), y_i)
     z = np.abs(dirs[:, 2])
     keep = []
     for c in range(plan.m):
@@ -170,6 +174,23 @@ def _planar_rows(model: Model, plan: LoopPlan) -> list[int]:
         if (z[c] > 0.5) == bool(plan.rot[c]):
             keep.append(c)
     return keep
+
+
+def _rest_rotations(model: Model) -> Array:
+    """``R_N_B`` (nb, 3, 3) at ``q = 0`` from the joints' placement rotations alone (the
+    points may be sympy symbols; the rotations must be numbers)."""
+    try:
+        R_in = np.asarray(model.layout.R_Bi_Gi, dtype=float)
+        R_out = np.asarray(model.layout.R_Go_Bo, dtype=float)
+    except TypeError:
+        raise ModelError(
+            "planar=True needs numeric joint rotations (inner_rotation, outer_rotation)"
+        ) from None
+    R = np.zeros((model.nb, 3, 3))
+    for k in range(model.nb):  # joints are sorted: the inner body comes first
+        i = int(model.layout.parent[k])
+        R[k] = (np.eye(3) if i < 0 else R[i]) @ R_in[k] @ R_out[k]
+    return R
 
 
 def loop_plan(model: Model) -> LoopPlan:

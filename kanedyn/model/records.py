@@ -488,7 +488,11 @@ class Model:
     @property
     def is_symbolic(self) -> bool:
         """True when any parameter is a sympy expression (see :mod:`kanedyn.symbolic`)."""
-        return self.layout.symbolic
+        return self.layout.symbolic or any(
+            is_symbolic(getattr(lp, f))
+            for lp in self.loops
+            for f in ("inner_point", "outer_point", "inner_rotation", "outer_rotation")
+        )
 
     def subs(self, values: dict[Any, Any]) -> Model:
         """A numeric copy: every sympy parameter with ``values`` substituted (``sympy.subs``)."""
