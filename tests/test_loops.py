@@ -596,3 +596,56 @@ def test_kane_problem_forms_velocity_constraints_from_configuration_constraints(
         eq = kd.loop_equations(model, s, independent=["crank"])
         udot = np.linalg.solve(eq.mass_matrix, eq.forcing)
         assert qd[-1] == pytest.approx(udot[0], rel=1e-10)
+
+
+# --------------------------------------------------------------------------- IFToMM A02
+def n_four_bar(N, L=1.0, m=1.0, g=9.81):
+    """The N-four-bar mechanism of the IFToMM benchmark library (problem A02): N + 1
+    vertical rods on ground pivots 1 m apart, joined at their tops by N horizontal rods
+    (1 m, 1 kg each): N parallelograms in a row, one DOF. Coupler k hangs on rod k - 1;
+    the loop "b{k}" pins it to rod k."""
+    up = kd.euler_to_dcm("123", (0, 0, np.pi / 2))
+    I = m * L**2 / 12
+
+    def rod(name):
+        return kd.Body(name, mass=m, inertia=kd.inertia_tensor(1e-6, I, I), com=(L / 2, 0, 0))
+
+    bodies, joints, lps = [], [], []
+    for k in range(N + 1):
+        bodies.append(rod(f"v{k}"))
+        joints.append(kd.Joint.revolute(f"p{k}", None, f"v{k}", axis=3,
+                                        inner_point=(k * L, 0, 0), inner_rotation=up))  # fmt: skip
+    for k in range(1, N + 1):
+        bodies.append(rod(f"h{k}"))
+        joints.append(kd.Joint.revolute(f"a{k}", f"v{k - 1}", f"h{k}", axis=3,
+                                        inner_point=(L, 0, 0), inner_rotation=up.T))  # fmt: skip
+        lps.append(kd.Loop.revolute(f"b{k}", f"h{k}", f"v{k}", axis=3,
+                                    inner_point=(L, 0, 0), outer_point=(L, 0, 0)))  # fmt: skip
+    return kd.Model(bodies, joints, loops=lps, gravity=(0, -g, 0), planar=True)
+
+
+@pytest.mark.parametrize(
+    ("N", "t_final"), [(2, 3.0), pytest.param(5, 10.0, marks=pytest.mark.slow)]
+)
+def test_n_four_bar_passes_its_singular_configurations(N, t_final):
+    """A02 starts with the rods vertical and the couplers moving at 1 m/s; under gravity
+    the rods turn through the horizontal, where the parallelograms are singular (they
+    could fold into anti-parallelograms). Every rod must keep the angle of the 1-DOF
+    closed form: a pendulum with I = (N+1) m L²/3 + N m L² and V = m g L sin θ ((N+1)/2 + N)
+    (the couplers translate), integrated here by scipy at tight tolerance."""
+    import scipy.integrate
+
+    model = n_four_bar(N)
+    assert loops.loop_summary(model).dof == 1
+    s = model.assemble(model.set_joint(model.initial_state(), "p0", rates=[-1.0]), fix=["p0"])
+    traj = kd.simulate(model, s, t_final, 0.002, output_every=0.1)
+    I_eff = (N + 1) / 3 + N
+    k_g = 9.81 * ((N + 1) / 2 + N)
+    ref = scipy.integrate.solve_ivp(lambda t, x: [x[1], -k_g * np.cos(x[0]) / I_eff],
+                                    (0, t_final), [np.pi / 2, -1.0], t_eval=traj.t,
+                                    rtol=1e-12, atol=1e-12).y[0]  # fmt: skip
+    assert ref[0] - ref.min() > 1.6 * np.pi  # through θ = 0 and θ = -π: horizontal twice
+    for k in range(N + 1):
+        theta = np.pi / 2 + traj.q[:, model.coordinates(f"p{k}")[0]]
+        np.testing.assert_allclose(theta, ref, atol=1e-4)
+    assert traj.loop_residual.max() < 1e-12
