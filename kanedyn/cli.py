@@ -80,6 +80,21 @@ def _summary(traj: kd.Trajectory, label: str) -> dict[str, Any]:
         "linear_momentum_drift_N_s": float(np.max(np.linalg.norm(P - P[0], axis=1))),
         "nutation_initial_deg": float(np.degrees(nut[0])),
         "nutation_final_deg": float(np.degrees(nut[-1])),
+        **_loop_summary(traj),
+    }
+
+
+def _loop_summary(traj: kd.Trajectory) -> dict[str, Any]:
+    """Loops: the DOF after their constraints, the residuals, the engine."""
+    if not traj.model.loops:
+        return {}
+    from kanedyn.dynamics.loops import loop_summary
+
+    return {
+        "dof_after_loops": loop_summary(traj.model, traj.state(0)).dof,
+        "loop_drift_before_projection": traj.loop_drift,
+        "loop_residual_max": float(traj.loop_residual.max()),
+        "engine": f"dense ({kd.compiled.supports(traj.model)})",
     }
 
 
@@ -145,6 +160,14 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
     print(
         f"  nutation angle {s['nutation_initial_deg']:.2f} deg -> {s['nutation_final_deg']:.2f} deg"
     )
+    if "dof_after_loops" in s:
+        drift = s["loop_drift_before_projection"]
+        print(
+            f"  loops: {s['dof_after_loops']} DOF after the constraints; largest residual "
+            f"{s['loop_residual_max']:.1e}"
+            + ("" if drift is None else f" ({drift:.1e} before projection)")
+            + f"; engine {s['engine']}"
+        )
     files = ["trajectory.csv", "trajectory.npz", "summary.json"] + (
         ["trajectory.png", "attitude.png", "joints.png"] if plotted else []
     )

@@ -649,3 +649,28 @@ def test_n_four_bar_passes_its_singular_configurations(N, t_final):
         theta = np.pi / 2 + traj.q[:, model.coordinates(f"p{k}")[0]]
         np.testing.assert_allclose(theta, ref, atol=1e-4)
     assert traj.loop_residual.max() < 1e-12
+
+
+def test_cli_simulate_reports_the_loops(tmp_path):
+    import contextlib
+    import io
+    import json
+
+    from kanedyn.cli import main
+
+    kd.io.write_toml(
+        kd.examples.four_bar(), tmp_path / "fb.toml", settings={"t_final": 0.2, "dt": 0.01}
+    )
+    with open(tmp_path / "fb.toml", "a") as fh:
+        fh.write("\n[initial.crank]\nrates_rad_s = [2.0]\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert (
+            main(["simulate", str(tmp_path / "fb.toml"), "--quiet", "--out", str(tmp_path / "o")])
+            == 0
+        )
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["dof_after_loops"] == 1 and summary["loop_residual_max"] < 1e-12
+    assert "loops: 1 DOF after the constraints" in out.getvalue()
+    csv = np.loadtxt(tmp_path / "o" / "trajectory.csv", delimiter=",", skiprows=1)
+    assert csv.shape[0] == 21
