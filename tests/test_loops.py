@@ -345,14 +345,12 @@ def test_redundant_spatial_hinge_gives_the_planar_dynamics():
                                atol=1e-9)  # fmt: skip
 
 
-def test_four_bar_matches_sympy_kanes_method_with_constraints():
-    """KanesMethod with configuration and velocity constraints (the dependent speeds
-    eliminated by sympy): its full accelerations and its reduced mass matrix."""
+def sympy_four_bar(model):
+    """The four-bar of kd.examples.four_bar() in sympy.physics.mechanics: frames, mass
+    centres and the loop closure (x and y of R2 + R3 - R1 - R4), from its lengths."""
     import sympy as sp
     from sympy.physics import mechanics as me
 
-    model = kd.examples.four_bar()
-    crank, coupler, rocker = (model.body(n) for n in ("crank", "coupler", "rocker"))
     L1, L3, d = 0.5, 1.2, 2.0
     L2 = float(np.hypot(d, L3 - L1))
     phi = float(np.arctan2(L3 - L1, d))
@@ -368,19 +366,30 @@ def test_four_bar_matches_sympy_kanes_method_with_constraints():
     O = me.Point("O")
     O.set_vel(N, 0)
     A = O.locatenew("A", L1 * C.x)
-    Dp = O.locatenew("D", d * N.x)
-    Dp.set_vel(N, 0)
-    bodies = []
-    for frame, origin, b, L in ((C, O, crank, L1), (K, A, coupler, L2), (R, Dp, rocker, L3)):
-        mc = origin.locatenew(f"m_{b.name}", L / 2 * frame.x)
-        mc.set_vel(N, mc.pos_from(O).dt(N).subs({q.diff(): u for q, u in
-                                                  ((q1, u1), (q2, u2), (q3, u3))}))  # fmt: skip
-        I = me.inertia(frame, *np.diag(b.inertia))
-        bodies.append(me.RigidBody(b.name, mc, frame, b.mass, (I, mc)))
-    g = -model.gravity[1]
-    loads = [(body.masscenter, -body.mass * g * N.y) for body in bodies]
+    D = O.locatenew("D", d * N.x)
+    D.set_vel(N, 0)
+    A.v2pt_theory(O, N, C)
+    bodies, loads = [], []
+    for frame, origin, name, L in ((C, O, "crank", L1), (K, A, "coupler", L2),
+                                   (R, D, "rocker", L3)):  # fmt: skip
+        b = model.body(name)
+        mc = origin.locatenew(f"m_{name}", L / 2 * frame.x)
+        mc.v2pt_theory(origin, N, frame)
+        bodies.append(me.RigidBody(name, mc, frame, b.mass,
+                                   (me.inertia(frame, *np.diag(b.inertia)), mc)))  # fmt: skip
+        loads.append((mc, b.mass * sp.Float(model.gravity[1]) * N.y))
     loop = A.pos_from(O) + L2 * K.x - (d * N.x + L3 * R.x)
-    config = [loop.dot(N.x), loop.dot(N.y)]
+    return N, (q1, q2, q3), (u1, u2, u3), bodies, loads, [loop.dot(N.x), loop.dot(N.y)]
+
+
+def test_four_bar_matches_sympy_kanes_method_with_constraints():
+    """KanesMethod with configuration and velocity constraints (the dependent speeds
+    eliminated by sympy): its full accelerations and its reduced mass matrix."""
+    import sympy as sp
+    from sympy.physics import mechanics as me
+
+    model = kd.examples.four_bar()
+    N, (q1, q2, q3), (u1, u2, u3), bodies, loads, config = sympy_four_bar(model)
     qd = {q1.diff(): u1, q2.diff(): u2, q3.diff(): u3}
     vel = [sp.diff(c, me.dynamicsymbols._t).subs(qd) for c in config]
     km = me.KanesMethod(N, q_ind=[q1], u_ind=[u1], q_dependent=[q2, q3], u_dependent=[u2, u3],
@@ -551,42 +560,13 @@ def test_symbolic_loop_with_symbolic_lengths():
 def test_kane_problem_forms_velocity_constraints_from_configuration_constraints():
     """KaneProblem given only the four-bar's loop closure f_c(q) = 0 (and u_dep): the
     reduced equations equal kanedyn's (sympy's KanesMethod ignores such constraints)."""
-    import sympy as sp
-    from sympy.physics import mechanics as me
 
     from kanedyn.symbolic import KaneProblem
 
     model = kd.examples.four_bar()
-    L1, L3, d = 0.5, 1.2, 2.0
-    L2 = float(np.hypot(d, L3 - L1))
-    phi = float(np.arctan2(L3 - L1, d))
-    q1, q2, q3 = me.dynamicsymbols("q1:4")
-    u1, u2, u3 = me.dynamicsymbols("u1:4")
-    N = me.ReferenceFrame("N")
-    C = N.orientnew("C", "Axis", (sp.pi / 2 + q1, N.z))
-    K = C.orientnew("K", "Axis", (phi - sp.pi / 2 + q2, C.z))
-    R = N.orientnew("R", "Axis", (sp.pi / 2 + q3, N.z))
-    C.set_ang_vel(N, u1 * N.z)
-    K.set_ang_vel(N, (u1 + u2) * N.z)
-    R.set_ang_vel(N, u3 * N.z)
-    O = me.Point("O")
-    O.set_vel(N, 0)
-    A = O.locatenew("A", L1 * C.x)
-    D = O.locatenew("D", d * N.x)
-    D.set_vel(N, 0)
-    A.v2pt_theory(O, N, C)
-    bodies, loads = [], []
-    for frame, origin, name, L in ((C, O, "crank", L1), (K, A, "coupler", L2),
-                                   (R, D, "rocker", L3)):  # fmt: skip
-        b = model.body(name)
-        mc = origin.locatenew(f"m_{name}", L / 2 * frame.x)
-        mc.v2pt_theory(origin, N, frame)
-        bodies.append(me.RigidBody(name, mc, frame, b.mass,
-                                   (me.inertia(frame, *np.diag(b.inertia)), mc)))  # fmt: skip
-        loads.append((mc, -b.mass * 9.81 * N.y))
-    loop = A.pos_from(O) + L2 * K.x - (d * N.x + L3 * R.x)
+    N, (q1, q2, q3), (u1, u2, u3), bodies, loads, config = sympy_four_bar(model)
     kp = KaneProblem(N, [q1], [u1], [q1.diff() - u1, q2.diff() - u2, q3.diff() - u3],
-                     q_dep=[q2, q3], configuration_constraints=[loop.dot(N.x), loop.dot(N.y)],
+                     q_dep=[q2, q3], configuration_constraints=config,
                      u_dep=[u2, u3], bodies=bodies, loads=loads)  # fmt: skip
     assert "(configuration)" in kp.table() and "(velocity)" in kp.table()
     order = np.concatenate([model.speeds(n) for n in ("crank", "coupler", "rocker")])

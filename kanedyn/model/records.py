@@ -639,12 +639,7 @@ def _sorted_tree(
     seen: set[str] = set()
     inbound: dict[str, Joint] = {}
     for j in joints:
-        if j.name in seen:
-            raise ModelError(f"duplicate joint name {j.name!r}")
-        seen.add(j.name)
-        for side, body in (("inner", j.inner), ("outer", j.outer)):
-            if body is not None and body not in by_name:
-                raise ModelError(f"joint {j.name!r}: unknown {side} body {body!r}")
+        _check_edge(j, seen, by_name, "joint")
         if j.outer in inbound:
             raise ModelError(
                 f"body {j.outer!r} has two inbound joints ({inbound[j.outer].name!r} and {j.name!r})"
@@ -675,6 +670,17 @@ def _sorted_tree(
     return tuple(by_name[j.outer] for j in order), tuple(order)
 
 
+def _check_edge(j: Joint, seen: set[str], bodies: Any, unique_among: str) -> None:
+    """``j``'s name is new (among ``unique_among``; added to ``seen``) and its inner and
+    outer bodies are in ``bodies`` or N."""
+    if j.name in seen:
+        raise ModelError(f"duplicate {unique_among} name {j.name!r}")
+    seen.add(j.name)
+    for side, body in (("inner", j.inner), ("outer", j.outer)):
+        if body is not None and body not in bodies:
+            raise ModelError(f"{j._kind} {j.name!r}: unknown {side} body {body!r}")
+
+
 def _check_loops(bodies: Sequence[Body], joints: Sequence[Joint], loops: Sequence[Loop]) -> None:
     """Loop joints name known bodies, and their names are unique among joints and loops."""
     names = {b.name for b in bodies}
@@ -685,12 +691,7 @@ def _check_loops(bodies: Sequence[Body], joints: Sequence[Joint], loops: Sequenc
                 f"loops must be kanedyn Loop objects (kd.Loop.revolute(...), ...), got "
                 f"{type(lp).__name__}"
             )
-        if lp.name in seen:
-            raise ModelError(f"duplicate joint or loop name {lp.name!r}")
-        seen.add(lp.name)
-        for side, body in (("inner", lp.inner), ("outer", lp.outer)):
-            if body is not None and body not in names:
-                raise ModelError(f"loop {lp.name!r}: unknown {side} body {body!r}")
+        _check_edge(lp, seen, names, "joint or loop")
 
 
 # --------------------------------------------------------------------------- layout
