@@ -2,7 +2,8 @@
 
 A model with loops (:class:`kanedyn.Loop`) is its spanning tree (the joints; their
 coordinates ``q`` and speeds ``u = [u | s]`` are the states) plus, per loop joint, the
-configuration constraints of its constrained directions (:func:`kanedyn.joints.loop_constraint_axes`)
+configuration constraints of its constrained directions
+(:func:`kanedyn.joints.loop_constraint_axes`)
 
 .. math::
 
@@ -14,9 +15,10 @@ velocities of the loop's two bodies and the partial velocities of its two joint 
 the bias ``b`` their remainder accelerations α_r, a_r (Kane_NBody slides 18-22).
 
 **Dependent speeds** (Kane & Levinson, *Dynamics: Theory and Applications*, 1985:
-holonomic constraints and dependent generalized speeds): a column-pivoted QR of the rows of A finds its rank r and r independent rows, a second
-pivoted QR of those rows r dependent speeds ``u_d`` (a well-conditioned square block
-``A_d``); the others are the independent speeds ``u_i``:
+holonomic constraints and dependent generalized speeds): a column-pivoted QR of the rows
+of A finds its rank r and r independent rows, a second pivoted QR of those rows r
+dependent speeds ``u_d`` (a well-conditioned square block ``A_d``); the others are the
+independent speeds ``u_i``:
 
 .. math::
 
@@ -227,10 +229,12 @@ def _frames(plan: LoopPlan, kin: Kinematics) -> _Frames:
 @attrs.frozen(eq=False)
 class LoopTerms:
     """The loop constraints at one state: ``Phi`` (m,), ``A`` (m, n) with ``Φ̇ = A u``,
-    ``b`` (m,) with ``Φ̈ = A u̇ + b``; ``loop`` (m,) the loop of each row. ``Wo``,
-    ``Wi`` (m, 6) the unit wrench of each row on the outer body at the Go origin and on
-    the inner body (torque, force; N): ``Aᵀλ`` is the generalized force of the wrenches
-    ``λ_c W_c`` (what :func:`loop_forces` reports)."""
+    ``b`` (m,) with ``Φ̈ = A u̇ + b``; ``loop`` (m,) the loop of each row, ``rot`` (m,)
+    whether it is rotational; ``dirs`` (m, 3) the row's direction in N (``n`` of a
+    rotational row: the axis of its constraint torque; ``d`` of a translational row: the
+    axis of its constraint force, which acts at the Go origin ``p_o`` (m, 3)). ``Aᵀλ``
+    is the generalized force of those torques and forces times ``λ``
+    (:func:`loop_forces`)."""
 
     Phi: Array
     A: Array
@@ -265,7 +269,7 @@ def loop_terms(model: Model, kin: Kinematics, A_r: Array | None = None) -> LoopT
     def point(b: Index, p: Array) -> tuple[Array, Array, Array]:
         """Velocity Jacobian (m, 3, n), velocity and bias acceleration of points p."""
         Jw, Jv = J[b, :3], J[b, 3:]
-        Vp = Jv - cross(p[:, :, None].swapaxes(1, 2), Jw.swapaxes(1, 2)).swapaxes(1, 2)
+        Vp = Jv - cross(p[:, None, :], Jw.swapaxes(1, 2)).swapaxes(1, 2)  # v_O - p × ω
         vp = V[b, 3:] + cross(V[b, :3], p)
         ap = Ab[b, 3:] + cross(Ab[b, :3], p) + cross(V[b, :3], vp)
         return Vp, vp, ap
