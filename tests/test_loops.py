@@ -654,3 +654,13 @@ def test_cli_simulate_reports_the_loops(tmp_path):
     assert "loops: 1 DOF after the constraints" in out.getvalue()
     csv = np.loadtxt(tmp_path / "o" / "trajectory.csv", delimiter=",", skiprows=1)
     assert csv.shape[0] == 21
+
+
+def test_ensembles_refuse_loops():
+    m = kd.examples.four_bar()
+    s = m.initial_state()
+    states = kd.States(np.array([s.q, s.q]), np.array([s.u, s.u]))
+    with pytest.raises(kd.ModelError, match="loops"):
+        kd.simulate_ensemble(m, states, 0.1, 0.01)
+    with pytest.raises(kd.ModelError, match="loops"):
+        kd.forward_dynamics(m, states)

@@ -183,7 +183,8 @@ def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:
     """Kane's mass matrix ``M = Σ Ωᵀ I Ω + m VᵀV``, (n, n), symmetric positive definite.
 
     Kane_NBody slide 23 (42's ``COEF``). With :class:`~kanedyn.States` and/or a
-    :class:`~kanedyn.ModelBatch`, the result is (B, n, n).
+    :class:`~kanedyn.ModelBatch`, the result is (B, n, n). For a model with loops this is
+    the spanning tree's; :func:`kanedyn.loop_equations` gives the constrained ``CᵀMC``.
     """
     base, params, q, u = resolve(model, state)
     return mass_matrix_at(base, kane_terms(base, kinematics_at(base, q, u, params)))
