@@ -185,41 +185,25 @@ def test_partition_detects_rank_and_picks_a_well_conditioned_block():
 
 
 def test_ill_conditioned_partition_is_chosen_again():
-    """Near the slider-crank's dead centre the crank speed cannot be dependent."""
+    """At the slider-crank's dead centre (crank and rod along the slide) the pin moves
+    across the slide whichever of crank and rod turns: crank and rod cannot both be
+    dependent. A partition that makes them so is replaced, and the accelerations do not
+    depend on the partition."""
     m = kd.examples.slider_crank()
-    s = m.assemble(m.set_joint(m.initial_state(), "crank", angles=[-np.pi / 2 + 0.3]),
-                   fix=["crank"])  # fmt: skip
-    # a partition taken far from here, then moved close to the dead centre
+    s = m.set_joint(m.initial_state(), "crank", angles=[-np.pi / 2], rates=[1.0])
+    s = m.assemble(s, fix=["crank"])
     kin = kd.kinematics(m, s)
     L = kd.dynamics.loads.applied_loads(m, s, kin, None, 0.0)
-    lt = loops.loop_terms(m, kin)
-    bad = loops.Partition(np.arange(2), np.array([0, 2]), np.array([1]), 1.0)
-    cond_bad = np.linalg.cond(lt.A[:, bad.dependent])
+    crank, rod, slide = (int(m.speeds(n)[0]) for n in ("crank", "rod", "slide"))
+    bad = loops.Partition(np.arange(2), np.sort([crank, rod]), np.array([slide]), 1.0)
+    assert np.linalg.cond(loops.loop_terms(m, kin).A[:, bad.dependent]) > 1e12
     eq = loops._equations(m, kin, L, s.u, bad)
-    if cond_bad > loops.REPARTITION_COND:
-        assert eq.partition is not bad
-    else:
-        assert eq.partition is bad
-    # the accelerations do not depend on the partition
-    fresh = loops._equations(m, kin, L, s.u)
+    assert eq.partition is not bad and slide in eq.partition.dependent
+    good = loops.Partition(np.arange(2), np.sort([crank, slide]), np.array([rod]), 1.0)
+    kept = loops._equations(m, kin, L, s.u, good)
+    assert kept.partition is good  # a well-conditioned partition is kept
     np.testing.assert_allclose(loops.constrained_accelerations(eq),
-                               loops.constrained_accelerations(fresh), atol=1e-9)  # fmt: skip
-
-
-def test_repartition_threshold_triggers():
-    m = kd.examples.four_bar()
-    s = m.assemble(m.initial_state())
-    kin = kd.kinematics(m, s)
-    L = kd.dynamics.loads.applied_loads(m, s, kin, None, 0.0)
-    lt = loops.loop_terms(m, kin)
-    # make the "dependent" block singular on purpose: a column of zeros
-    A = lt.A.copy()
-    zero_col = int(np.argmin(np.abs(A).sum(0)))
-    forced = loops.Partition(np.arange(2), np.sort(np.array([zero_col, (zero_col + 1) % 3])),
-                             np.array([(zero_col + 2) % 3]), 1.0)  # fmt: skip
-    cond = np.linalg.cond(A[:, forced.dependent])
-    eq = loops._equations(m, kin, L, s.u, forced)
-    assert (eq.partition is not forced) == (cond > loops.REPARTITION_COND)
+                               loops.constrained_accelerations(kept), atol=1e-12)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- oracles
