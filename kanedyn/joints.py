@@ -201,10 +201,10 @@ def loop_rotation(
 
     .. math::
 
-        \\dot\\Phi = n \\cdot (\\omega_o - \\omega_i), \\quad n = x_o \times y_i, \\qquad
+        \\dot\\Phi = n \\cdot (\\omega_o - \\omega_i), \\quad n = x_o \\times y_i, \\qquad
         \\ddot\\Phi = n \\cdot (\\dot\\omega_o - \\dot\\omega_i)
             + \\dot n \\cdot (\\omega_o - \\omega_i), \\quad
-        \\dot n = (\\omega_o \times x_o) \times y_i + x_o \times (\\omega_i \times y_i)
+        \\dot n = (\\omega_o \\times x_o) \\times y_i + x_o \\times (\\omega_i \\times y_i)
 
     Returns ``Φ`` (...,), ``n`` (..., 3) (the velocity row is ``n·(Ω_o - Ω_i)``) and the
     bias ``b`` (...,) = ``Φ̈`` at zero generalized accelerations.
@@ -228,9 +228,9 @@ def loop_translation(
 
     .. math::
 
-        \\dot\\Phi = (d \times \rho) \\cdot \\omega_i + d \\cdot \\dot\rho, \\qquad
-        \\ddot\\Phi = (\\dot\\omega_i \times d + \\omega_i \times \\dot d) \\cdot \rho
-            + 2\\, \\dot d \\cdot \\dot\rho + d \\cdot \\ddot\rho
+        \\dot\\Phi = (d \\times \\rho) \\cdot \\omega_i + d \\cdot \\dot\\rho, \\qquad
+        \\ddot\\Phi = (\\dot\\omega_i \\times d + \\omega_i \\times \\dot d) \\cdot \\rho
+            + 2\\, \\dot d \\cdot \\dot\\rho + d \\cdot \\ddot\\rho
 
     Returns ``Φ`` (...,), ``m = d × ρ`` (..., 3) (the velocity row is
     ``m·Ω_i + d·(V_o - V_i)``) and the bias ``b`` (...,).
