@@ -32,70 +32,85 @@ def _perp_pair(a):
 
 class SpatialRevoluteDAE:
     """Rigid bodies (mass centre r, rotation R_N_B, velocity v, angular velocity ω, all
-    in N) joined by revolute joints; body index -1 is the ground.
+    in N) joined by constraints; body index -1 is the ground.
 
     ``bodies``: list of (mass, inertia about the mass centre in body axes).
-    ``joints``: list of (A, B, point in N, axis in N), given at the reference
-    configuration ``(r0, R0)``, from which the body-fixed joint data are taken.
+    ``joints``: revolute joints (A, B, point in N, axis in N), each a point coincidence
+    and two axis perpendicularities. ``extra``: more constraints, ``("point", A, B, P)``
+    (the points of A and B at P coincide), ``("perp", A, a, B, b)`` (the axis a fixed in
+    A stays perpendicular to b fixed in B) and ``("plane", B, P, e)`` (the point of B at
+    P stays in the ground plane through P normal to e). All are given at the reference
+    configuration ``(r0, R0)``, from which the body-fixed data are taken.
     """
 
-    def __init__(self, bodies, joints, r0, R0, gravity):
+    def __init__(self, bodies, joints, r0, R0, gravity, extra=()):
         self.m = np.array([b[0] for b in bodies], float)
         self.I_B = np.array([b[1] for b in bodies], float)
         self.g = np.asarray(gravity, float)
         self.nb = len(bodies)
-        self.R0 = np.asarray(R0, float)
-        self.joints = []
+        self.r0, self.R0 = np.asarray(r0, float), np.asarray(R0, float)
+        self.cons = []
         for A, B, point, axis in joints:
             axis = np.asarray(axis, float) / np.linalg.norm(axis)
             b, c = _perp_pair(axis)
-            ends = []
-            for body in (A, B):
-                if body < 0:
-                    ends.append((np.asarray(point, float), axis, b, c))
-                else:
-                    Rt = R0[body].T
-                    ends.append((Rt @ (point - r0[body]), Rt @ axis, Rt @ b, Rt @ c))
-            self.joints.append((A, B, ends))
+            self.cons += [("point", A, B, point), ("perp", A, axis, B, b),
+                          ("perp", A, axis, B, c)]  # fmt: skip
+        self.cons += list(extra)
 
-    def _pose(self, r, R, v, w, body, s):
+    def _fixed(self, body, x, point=True):
+        """Body-fixed components of the N point (or direction) x at the reference."""
+        x = np.asarray(x, float)
         if body < 0:
-            return s, np.zeros(3), np.zeros(3), np.zeros(3)
-        return R[body] @ s, v[body], w[body], r[body]
+            return x
+        return self.R0[body].T @ (x - self.r0[body] if point else x)
 
     def kkt(self, r, R, v, w):
         """``J`` (nc, 6 nb), ``γ`` (nc,): the constraints' acceleration form."""
         n = 6 * self.nb
         rows, gam = [], []
-        for A, B, ends in self.joints:
-            (sA, aA, _, _), (sB, aB, bB, cB) = ends
-            # point coincidence: r_A + R_A s_A = r_B + R_B s_B
-            Jp = np.zeros((3, n))
-            gp = np.zeros(3)
-            for body, s, sign in ((A, sA, 1.0), (B, sB, -1.0)):
-                if body < 0:
-                    continue
-                rho = R[body] @ s
-                Jp[:, 6 * body : 6 * body + 3] = sign * np.eye(3)
-                Jp[:, 6 * body + 3 : 6 * body + 6] = -sign * _skew(rho)
-                gp -= sign * np.cross(w[body], np.cross(w[body], rho))
-            rows.append(Jp)
-            gam.append(gp)
-            # axis alignment: (R_A a_A) · (R_B b_B) = 0 and (R_A a_A) · (R_B c_B) = 0
-            alpha = aA if A < 0 else R[A] @ aA
-            wA = np.zeros(3) if A < 0 else w[A]
-            wB = np.zeros(3) if B < 0 else w[B]
-            for e in (bB, cB):
-                beta = e if B < 0 else R[B] @ e
+        zero = np.zeros(3)
+
+        def rot(body, x):
+            return x if body < 0 else R[body] @ x
+
+        def omega(body):
+            return zero if body < 0 else w[body]
+
+        for con in self.cons:
+            if con[0] == "point":  # r_A + R_A s_A = r_B + R_B s_B
+                _, A, B, P = con
+                Jp, gp = np.zeros((3, n)), np.zeros(3)
+                for body, sign in ((A, 1.0), (B, -1.0)):
+                    if body < 0:
+                        continue
+                    rho = R[body] @ self._fixed(body, P)
+                    Jp[:, 6 * body : 6 * body + 3] = sign * np.eye(3)
+                    Jp[:, 6 * body + 3 : 6 * body + 6] = -sign * _skew(rho)
+                    gp -= sign * np.cross(w[body], np.cross(w[body], rho))
+                rows.append(Jp)
+                gam.append(gp)
+            elif con[0] == "perp":  # (R_A a) · (R_B b) = 0
+                _, A, a, B, b = con
+                alpha = rot(A, self._fixed(A, a, point=False))
+                beta = rot(B, self._fixed(B, b, point=False))
                 nvec = np.cross(alpha, beta)
                 Jr = np.zeros((1, n))
                 if A >= 0:
                     Jr[0, 6 * A + 3 : 6 * A + 6] = nvec
                 if B >= 0:
                     Jr[0, 6 * B + 3 : 6 * B + 6] = -nvec
+                wA, wB = omega(A), omega(B)
                 ndot = np.cross(np.cross(wA, alpha), beta) + np.cross(alpha, np.cross(wB, beta))
                 rows.append(Jr)
                 gam.append(np.array([-(wA - wB) @ ndot]))
+            else:  # "plane": e · (r_B + R_B s_B - P) = 0, e and P fixed in the ground
+                _, B, P, e = con
+                rho = R[B] @ self._fixed(B, P)
+                Jr = np.zeros((1, n))
+                Jr[0, 6 * B : 6 * B + 3] = e
+                Jr[0, 6 * B + 3 : 6 * B + 6] = np.cross(rho, e)
+                rows.append(Jr)
+                gam.append(np.array([-np.dot(e, np.cross(w[B], np.cross(w[B], rho)))]))
         return np.vstack(rows), np.concatenate(gam)
 
     def accelerations(self, r, R, v, w):

@@ -243,7 +243,27 @@ def bricard_dae(model):
     return _rods_dae(model, rods, joints, axes)
 
 
-def _rods_dae(model, rods, joints, axes):
+def spatial_slider_crank_dae(model):
+    """The spatial slider-crank from its description: crank (0.3 m) about N's z at the
+    origin, rod (1 m) on a ball joint at the crank tip, universal joint at the pin with
+    both axes across the rod (one fixed in the rod, horizontal; one fixed in the slider),
+    slider on the line y = 0, z = 0.2 along x, not turning."""
+    O, A = np.zeros(3), np.array([0.0, 0.3, 0.0])
+    P = np.array([np.sqrt(1.0 - 0.09 - 0.04), 0.0, 0.2])
+    e = P - A
+    a_rod = np.cross(e, (0, 0, 1.0))
+    a_rod /= np.linalg.norm(a_rod)
+    x, y, z = np.eye(3)
+    extra = [("point", "crank", "rod", A), ("point", "rod", "slider", P),
+             ("perp", "rod", a_rod, "slider", np.cross(a_rod, e)),
+             ("plane", "slider", P, y), ("plane", "slider", P, z),
+             ("perp", -1, x, "slider", y), ("perp", -1, x, "slider", z),
+             ("perp", -1, y, "slider", z)]  # fmt: skip
+    return _rods_dae(model, {"crank": (O, A), "rod": (A, P), "slider": (P, P + x)},
+                     [(-1, "crank", O)], [z], extra)  # fmt: skip
+
+
+def _rods_dae(model, rods, joints, axes, extra=()):
     order = [b.name for b in model.bodies]
     r0, R0, bodies = [], [], []
     for name in order:
@@ -251,15 +271,16 @@ def _rods_dae(model, rods, joints, axes):
         e = (Q - P) / np.linalg.norm(Q - P)
         y = np.cross((0, 0, 1.0) if abs(e[2]) < 0.9 else (1.0, 0, 0), e)
         y /= np.linalg.norm(y)
-        r0.append(0.5 * (P + Q))
+        b = model.body(name)
+        r0.append(P + b.com[0] * e)  # rods: the mass centre on the rod's axis
         R0.append(np.column_stack((e, y, np.cross(e, y))))
-        b = model.body(name)  # the numbers only: mass and (axisymmetric) inertia
         bodies.append((b.mass, b.inertia))
     idx = {name: i for i, name in enumerate(order)}
     jts = [
         (idx.get(a, -1), idx.get(b, -1), p, ax) for (a, b, p), ax in zip(joints, axes, strict=True)
     ]
-    return SpatialRevoluteDAE(bodies, jts, np.array(r0), np.array(R0), model.gravity)
+    cons = [tuple(idx.get(x, x) if isinstance(x, str) else x for x in c) for c in extra]
+    return SpatialRevoluteDAE(bodies, jts, np.array(r0), np.array(R0), model.gravity, cons)
 
 
 def dae_state(model, s, oracle):
@@ -273,6 +294,7 @@ def dae_state(model, s, oracle):
 
 @pytest.mark.parametrize(("name", "dae"), [("four_bar", four_bar_dae),
                                            ("four_bar_spatial_hinge", four_bar_dae),
+                                           ("slider_crank_spatial", spatial_slider_crank_dae),
                                            ("bricard", bricard_dae)])  # fmt: skip
 def test_accelerations_match_the_absolute_coordinate_dae(name, dae):
     model = EXAMPLES[name]()
@@ -291,8 +313,9 @@ def test_accelerations_match_the_absolute_coordinate_dae(name, dae):
         np.testing.assert_allclose(par.V @ acc + par.a_r, a_ref, atol=1e-9)
 
 
-@pytest.mark.parametrize(("name", "dae", "t_final"), [("four_bar", four_bar_dae, 2.0),
-                                                      ("bricard", bricard_dae, 1.0)])  # fmt: skip
+@pytest.mark.parametrize(("name", "dae", "t_final"), [
+    ("four_bar", four_bar_dae, 2.0), ("bricard", bricard_dae, 1.0),
+    ("slider_crank_spatial", spatial_slider_crank_dae, 1.0)])  # fmt: skip
 def test_trajectory_matches_the_dae(name, dae, t_final):
     """kanedyn's minimal-coordinate run against the redundant-coordinate DAE (no published
     reference solution of the IFToMM problems is available offline)."""
