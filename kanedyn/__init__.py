@@ -44,6 +44,7 @@ from kanedyn.dynamics.kane import (
 )
 from kanedyn.dynamics.kinematics import Kinematics, kinematics
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
+from kanedyn.dynamics.loops import LoopEquations, LoopForces, loop_equations, loop_forces
 from kanedyn.dynamics.partials import Partials, partials
 from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
 from kanedyn.errors import (
@@ -53,7 +54,7 @@ from kanedyn.errors import (
     SimulationError,
     SimulationInterrupted,
 )
-from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
+from kanedyn.model import Body, Frame, Joint, JointLimits, Loop, Model, Rotor, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.simulation.control import (
     Controller,
@@ -93,7 +94,8 @@ _MOVED = {
     "plan": "kanedyn.model.plan",
     "batch": "kanedyn.model.batch",
     **{m: f"kanedyn.dynamics.{m}" for m in (
-        "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree")},
+        "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree",
+        "loops")},
     **{m: f"kanedyn.simulation.{m}" for m in (
         "integrate", "ensemble", "control", "options", "steppers")},
 }  # fmt: skip
@@ -194,6 +196,11 @@ __all__ = [
     "thruster_loads",
     "JointLimits",
     "Rotor",
+    "Loop",
+    "LoopEquations",
+    "LoopForces",
+    "loop_equations",
+    "loop_forces",
 ]
 
 

@@ -206,7 +206,22 @@ def _summary(
         nut = nutation_angle(traj)
         s["nutation_initial_deg"] = float(np.degrees(nut[0]))
         s["nutation_final_deg"] = float(np.degrees(nut[-1]))
+    s.update(_loop_summary(traj))
     return s
+
+
+def _loop_summary(traj: kd.Trajectory) -> dict[str, Any]:
+    """Loops: the DOF after their constraints, the residuals, the engine."""
+    if not traj.model.loops:
+        return {}
+    from kanedyn.dynamics.loops import loop_summary
+
+    return {
+        "dof_after_loops": loop_summary(traj.model, traj.state(0)).dof,
+        "loop_drift_before_projection": traj.loop_drift,
+        "loop_residual_max": float(traj.loop_residual.max()),
+        "engine": f"dense ({kd.compiled.supports(traj.model)})",
+    }
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -384,6 +399,14 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
             f"  nutation angle {s['nutation_initial_deg']:.2f} deg -> "
             f"{s['nutation_final_deg']:.2f} deg"
         )
+    if "dof_after_loops" in s:
+        drift = s["loop_drift_before_projection"]
+        print(
+            f"  loops: {s['dof_after_loops']} DOF after the constraints; largest residual "
+            f"{s['loop_residual_max']:.1e}"
+            + ("" if drift is None else f" ({drift:.1e} before projection)")
+            + f"; engine {s['engine']}"
+        )
     files = [f for f in SIMULATE_FILES if plotted or not f.endswith(".png")]
     print(
         f"  wrote {', '.join(files)} to {out}/"
@@ -442,6 +465,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
             f"  joint {j.name!r}: {j.inner or 'N'} -> {j.outer}, {_joint_label(j)}; "
             f"speeds {model.layout.u_index[k].tolist()}"
         )
+    if model.loops:
+        from kanedyn.dynamics.loops import loop_summary
+
+        for lp in model.loops:
+            kind = (
+                "spherical"
+                if lp.rot_type == "spherical"
+                else f"gimbal {lp.rot_dof}-DOF {lp.rot_seq}"
+            )
+            print(
+                f"  loop {lp.name!r}: {lp.inner or 'N'} -> {lp.outer or 'N'}, {kind}, {lp.trn_dof} slide(s)"
+                + (" (planar constraints)" if model.planar else "")
+            )
+        summary = loop_summary(model, state)
+        print(f"  {summary}")
+        print(f"  dependent speeds: {', '.join(summary.dependent) or '(none)'}")
+        print(f"  engine: dense ({kd.compiled.supports(model)})")
     print(f"  total mass {m:.6g} kg, mass centre {np.array2string(c, precision=6)} m (N)")
     print(f"  inertia about the mass centre (N axes):\n{np.array2string(I, precision=6)}")
     print(f"  energy: kinetic T = {T:.6g} J, potential V = {V:.6g} J, total E = {T + V:.6g} J")

@@ -6,6 +6,10 @@
 * :func:`double_pendulum` — two uniform rods on parallel hinges under gravity.
 * :func:`hub_with_panels` — a free-floating hub with two hinged solar panels.
 * :func:`chain` — an n-link planar or spatial chain of uniform rods.
+* Closed loops (:class:`kanedyn.Loop`): :func:`four_bar`, :func:`slider_crank` (planar and
+  spatial), :func:`parallel_3rrr` (a planar 3-RRR parallel manipulator) and
+  :func:`bricard` (Bricard's orthogonal 6R linkage, one DOF where Grübler counts none).
+  Each is built so that its zero state is assembled (``Φ(0) = 0``).
 
 Example model files (42 spacecraft files, URDF, TOML) ship inside the package:
 :func:`path` finds one, :func:`files` lists them, so tutorials and how-tos run from an
@@ -16,21 +20,26 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
 
 from kanedyn.errors import FileFormatError, ModelError
-from kanedyn.model import Body, Joint, Model, State
+from kanedyn.model import Body, Joint, Loop, Model, State
 from kanedyn.simulation.control import Controller, QuaternionPD, ReactionWheel, add_wheels
 from kanedyn.spatial.inertia import inertia_tensor
 from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, rotvec_to_quat
 
 __all__ = [
     "SlewCase",
+    "bricard",
     "files",
     "path",
     "chain",
+    "four_bar",
+    "parallel_3rrr",
+    "slider_crank",
     "double_pendulum",
     "explorer1",
     "explorer1_state",
@@ -217,3 +226,196 @@ def wheel_slew(angle_deg: float = 30.0, axis=(0.0, 0.0, 1.0), *, period: float =
     target = rotvec_to_quat(np.deg2rad(angle_deg) * a / np.linalg.norm(a))
     law = QuaternionPD("hub", target, wheels, Kp=Kp, Kd=Kd)
     return SlewCase(model, model.initial_state(), Controller(period, law), target, wheels)
+
+
+# --------------------------------------------------------------------------- closed loops
+def _frame_with_z(z: Any) -> Any:
+    """A rotation ``R_N_G`` whose third column is the unit vector ``z``."""
+    z = np.asarray(z, dtype=float) / np.linalg.norm(z)
+    helper = np.eye(3)[int(np.argmin(np.abs(z)))]
+    x = np.cross(helper, z)
+    x /= np.linalg.norm(x)
+    return np.column_stack((x, np.cross(z, x), z))
+
+
+def _placed(cls: Any, name: str, inner: str | None, outer: str | None, pose: dict[Any, Any],
+            point: Any, axis: Any = (0.0, 0.0, 1.0), **kw: Any) -> Any:  # fmt: skip
+    """A revolute joint (or loop) about ``axis`` through ``point`` (both in N), between
+    bodies whose poses at q = 0 are ``pose[name] = (R_N_B, p)`` (N: identity, origin)."""
+    R_i, p_i = pose.get(inner, (np.eye(3), np.zeros(3)))
+    R_o, p_o = pose.get(outer, (np.eye(3), np.zeros(3)))
+    R_N_G = _frame_with_z(axis)
+    point = np.asarray(point, dtype=float)
+    return cls.revolute(
+        name, inner, outer, axis=3,
+        inner_point=R_i.T @ (point - p_i), inner_rotation=R_i.T @ R_N_G,
+        outer_point=R_o.T @ (point - p_o), outer_rotation=R_N_G.T @ R_o, **kw,
+    )  # fmt: skip
+
+
+def _planar_rod(name: str, mass: float, length: float) -> Body:
+    return _rod(name, mass, length)
+
+
+def _rz(angle: float) -> Any:
+    return euler_to_dcm("123", (0.0, 0.0, angle))
+
+
+def four_bar(*, ground: float = 2.0, crank: float = 0.5, rocker: float = 1.2,
+             mass_per_length: float = 1.0, gravity: float = 9.81,
+             planar: bool = True) -> Model:  # fmt: skip
+    """A planar four-bar (crank-rocker) under gravity -y, closed by a revolute loop.
+
+    Seed 004's closed-loop vector ``R2 + R3 = R1 + R4``: the crank (length ``crank``)
+    turns about N's origin, the rocker (``rocker``) about ``(ground, 0, 0)``, and the
+    coupler runs from the crank tip to the rocker tip; the loop ``"close"`` pins the
+    coupler's end to the rocker's end. At ``q = 0`` the crank and the rocker point up
+    (+y) and the coupler, of length ``√(ground² + (rocker - crank)²)``, joins their tips,
+    so the zero state is assembled. Joints ``"crank"``, ``"coupler"``, ``"rocker"``;
+    uniform slender rods. ``planar=False`` closes it with the full spatial hinge (five
+    constraints, three of them redundant).
+    """
+    lengths = {"crank": crank, "coupler": float(np.hypot(ground, rocker - crank)), "rocker": rocker}
+    phi = float(np.arctan2(rocker - crank, ground))
+    pose = {
+        "crank": (_rz(0.5 * np.pi), np.zeros(3)),
+        "coupler": (_rz(phi), np.array([0.0, crank, 0.0])),
+        "rocker": (_rz(0.5 * np.pi), np.array([ground, 0.0, 0.0])),
+    }
+    bodies = [_planar_rod(k, mass_per_length * v, v) for k, v in lengths.items()]
+    joints = [
+        _placed(Joint, "crank", None, "crank", pose, (0.0, 0.0, 0.0)),
+        _placed(Joint, "coupler", "crank", "coupler", pose, (0.0, crank, 0.0)),
+        _placed(Joint, "rocker", None, "rocker", pose, (ground, 0.0, 0.0)),
+    ]
+    loop = _placed(Loop, "close", "coupler", "rocker", pose, (ground, rocker, 0.0))
+    return Model(bodies, joints, gravity=(0.0, -gravity, 0.0), loops=[loop], planar=planar)
+
+
+def slider_crank(spatial: bool = False, *, crank: float = 0.3, rod: float = 1.0,
+                 offset: float = 0.2, gravity: float = 9.81) -> Model:  # fmt: skip
+    """A slider-crank under gravity -y; the loop ``"pin"`` joins the rod to the slider.
+
+    Planar (``spatial=False``): the crank (joint ``"crank"``) turns about N's z axis at
+    the origin, the connecting rod hangs on it (joint ``"rod"``, a hinge about z), the
+    slider slides along N's x axis (joint ``"slide"``) and a revolute loop pins the rod's
+    end to the slider (``planar=True``: two constraints).
+
+    Spatial: the slider's line is lifted by ``offset`` out of the crank's plane (along
+    z), the rod hangs on the crank by a spherical joint and is held to the slider by a
+    universal loop (a 2-DOF gimbal, four constraints), so the rod cannot spin about its
+    own axis: the classic spatial slider-crank (Haug, *Computer-Aided Kinematics and
+    Dynamics*, §7). At ``q = 0`` the crank points up (+y) and the mechanism is assembled.
+    """
+    z = offset if spatial else 0.0
+    x_s = float(np.sqrt(rod**2 - crank**2 - z**2))
+    tip = np.array([0.0, crank, 0.0])
+    pin = np.array([x_s, 0.0, z])
+    e = (pin - tip) / rod
+    R_rod = _frame_with_z(np.cross(e, (0.0, 0.0, 1.0)))
+    R_rod = np.column_stack((e, np.cross(R_rod[:, 2], e), R_rod[:, 2]))
+    pose = {
+        "crank": (_rz(0.5 * np.pi), np.zeros(3)),
+        "rod": (R_rod, tip),
+        "slider": (np.eye(3), pin),
+    }
+    bodies = [
+        _rod("crank", crank, crank),
+        _rod("rod", rod, rod),
+        Body("slider", mass=0.5, inertia=inertia_tensor(1e-3, 1e-3, 1e-3)),
+    ]
+    joints: list[Joint] = [_placed(Joint, "crank", None, "crank", pose, (0.0, 0.0, 0.0))]
+    slide = Joint.prismatic("slide", None, "slider", axis=1, inner_point=pin)
+    if spatial:
+        R_c = pose["crank"][0]
+        joints.append(Joint.spherical("rod", "crank", "rod", inner_point=R_c.T @ tip,
+                                      inner_rotation=R_c.T @ R_rod))  # fmt: skip
+        # the universal's axes, both across the rod: Gi's 1 (the rod's z, fixed in the
+        # rod) and Go's 2 (the rod's y at q = 0, fixed in the slider)
+        R_rod_Gi = np.array([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+        loop = Loop("pin", "rod", "slider", rot_dof=2, rot_seq="123",
+                    inner_point=(rod, 0.0, 0.0), inner_rotation=R_rod_Gi,
+                    outer_rotation=(R_rod @ R_rod_Gi).T)  # fmt: skip
+    else:
+        joints.append(_placed(Joint, "rod", "crank", "rod", pose, tip))
+        loop = _placed(Loop, "pin", "rod", "slider", pose, pin)
+    return Model(bodies, [*joints, slide], gravity=(0.0, -gravity, 0.0), loops=[loop],
+                 planar=not spatial)  # fmt: skip
+
+
+def parallel_3rrr(*, base: float = 1.0, platform: float = 0.3, link: float = 0.5,
+                  mass_per_length: float = 1.0, platform_mass: float = 1.0,
+                  gravity: float = 0.0) -> Model:  # fmt: skip
+    """A planar 3-RRR parallel manipulator (the class of seed 001's chapter).
+
+    Three legs from base pivots on a circle of radius ``base`` (at 90°, 210°, 330°)
+    to platform pins on a circle of radius ``platform``; each leg is two links of length
+    ``link`` (joints ``"base{k}"``, ``"elbow{k}"``). Leg 0 carries the triangular
+    platform (joint ``"wrist0"``); legs 1 and 2 close on it through the revolute loops
+    ``"wrist1"``, ``"wrist2"``. Tree 7 DOF, 4 loop constraints, 3 DOF (the platform's
+    x, y and rotation). At ``q = 0`` the platform is centred at the origin, the elbows
+    bent outward, and the mechanism is assembled. The base joints are the actuated ones.
+    """
+    half = 0.5 * (base - platform)
+    if half >= link:
+        raise ModelError("parallel_3rrr: the legs are too short to reach the platform")
+    alpha = float(np.arccos(half / link))
+    pose: dict[Any, Any] = {"platform": (np.eye(3), np.zeros(3))}
+    bodies = [Body("platform", mass=platform_mass,
+                   inertia=inertia_tensor(*(0.25 * platform_mass * platform**2 * np.array([1, 1, 2]))))]  # fmt: skip
+    joints: list[Joint] = []
+    loops: list[Loop] = []
+    for k in range(3):
+        psi = np.deg2rad(90.0 + 120.0 * k)
+        radial = np.array([np.cos(psi), np.sin(psi), 0.0])
+        B, P = base * radial, platform * radial
+        a1, a2 = psi + np.pi + alpha, psi + np.pi - alpha
+        E = B + link * np.array([np.cos(a1), np.sin(a1), 0.0])
+        pose[f"upper{k}"] = (_rz(a1), B)
+        pose[f"lower{k}"] = (_rz(a2), E)
+        bodies += [_rod(f"upper{k}", mass_per_length * link, link),
+                   _rod(f"lower{k}", mass_per_length * link, link)]  # fmt: skip
+        joints += [_placed(Joint, f"base{k}", None, f"upper{k}", pose, B),
+                   _placed(Joint, f"elbow{k}", f"upper{k}", f"lower{k}", pose, E)]  # fmt: skip
+        if k == 0:
+            joints.append(_placed(Joint, "wrist0", "lower0", "platform", pose, P))
+        else:
+            loops.append(_placed(Loop, f"wrist{k}", f"lower{k}", "platform", pose, P))
+    return Model(bodies, joints, gravity=(0.0, -gravity, 0.0), loops=loops, planar=True)
+
+
+def bricard(*, length: float = 1.0, mass: float = 1.0, side: float = 0.1,
+            gravity: float = 9.81) -> Model:  # fmt: skip
+    """Bricard's orthogonal 6R linkage: five rods and the ground on the edges of a cube.
+
+    The six links (the ground edge and five rods ``rod1`` ... ``rod5``, each ``length``
+    long, ``mass`` kg, square section ``side``) follow the cube's skew hexagon
+    (0,0,0) → (1,0,0) → (1,1,0) → (1,1,1) → (0,1,1) → (0,0,1) → (0,0,0) (times
+    ``length``); each hinge axis is perpendicular to its two links. Every link has twist
+    90° and no offset, with ``a₁² + a₃² + a₅² = a₂² + a₄² + a₆²``: Bricard's orthogonal
+    case, mobile with one DOF although Grübler's count gives none. The ground joint
+    ``"j0"`` and hinges ``"j1"`` ... ``"j4"`` form the tree; the loop ``"j5"`` closes it
+    to the ground: five constraints of rank four (one redundant). Gravity -y, as in the
+    IFToMM benchmark A04 (five 1 m, 1 kg rods of 0.1 m square section, six revolute
+    joints), whose published description this follows.
+    """
+    V = length * np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 1], [0, 0, 1]],
+                          dtype=float)  # fmt: skip
+    edges = [V[(i + 1) % 6] - V[i] for i in range(6)]
+    axes = [np.cross(edges[i - 1], edges[i]) for i in range(6)]  # at vertex i
+    I_t = mass * (length**2 + side**2) / 12.0
+    I_a = mass * side**2 / 6.0
+    pose: dict[Any, Any] = {}
+    bodies, joints = [], []
+    for i in range(5):
+        name = f"rod{i + 1}"
+        e = edges[i] / length
+        R = _frame_with_z(axes[i])
+        R = np.column_stack((e, np.cross(R[:, 2], e), R[:, 2]))
+        pose[name] = (R, V[i])
+        bodies.append(Body(name, mass=mass, inertia=inertia_tensor(I_a, I_t, I_t),
+                           com=(0.5 * length, 0.0, 0.0)))  # fmt: skip
+        inner = None if i == 0 else f"rod{i}"
+        joints.append(_placed(Joint, f"j{i}", inner, name, pose, V[i], axes[i]))
+    loop = _placed(Loop, "j5", "rod5", None, pose, V[5], axes[5])
+    return Model(bodies, joints, gravity=(0.0, -gravity, 0.0), loops=[loop])

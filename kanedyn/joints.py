@@ -10,7 +10,10 @@ Bo). Per joint kind this module gives
   axes ``Δ`` (:func:`slide`);
 * the kinematic equations ``q̇(q, u)`` (:func:`qdot`) and the quaternion normalization
   (:func:`normalize_quaternions`);
-* the joint springs and dampers as generalized forces (:func:`spring_damper`).
+* the joint springs and dampers as generalized forces (:func:`spring_damper`);
+* the closure of a loop joint (:class:`kanedyn.Loop`): its configuration constraints
+  ``Φ``, their velocity form and their acceleration (bias) terms
+  (:func:`loop_rotation`, :func:`loop_translation`, :func:`loop_constraint_axes`).
 
 Every function is written over the arithmetic protocol (:mod:`kanedyn.spatial.arithmetic`):
 the dense engine runs it on float arrays (all joints of a kind, and every batch member,
@@ -31,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.spatial import charts
+from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.arithmetic import Arithmetic
 from kanedyn.spatial.charts import EulerAxes, euler_axes
 
@@ -38,6 +42,9 @@ __all__ = [
     "EulerAxes",
     "euler_axes",
     "gimbal",
+    "loop_constraint_axes",
+    "loop_rotation",
+    "loop_translation",
     "normalize_quaternions",
     "qdot",
     "slide",
@@ -147,3 +154,91 @@ def spring_damper(layout: Any, stiffness: Array, damping: Array, q: Array, u: Ar
         Q[..., layout.angle_u] - stiffness[..., layout.angle_u] * q[..., layout.angle_q]
     )
     return Q
+
+
+# --------------------------------------------------------------------------- loop joints
+def loop_constraint_axes(
+    rot_type: str, rot_dof: int, rot_seq: str, trn_dof: int, trn_seq: str
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """The constrained directions of a loop joint, from its structure (0-based axes).
+
+    Rotations: pairs ``(x, y)`` of a Go axis x and a Gi axis y that must stay
+    perpendicular, ``Φ = x_o · y_i = 0``. For the gimbal sequence ``a b c``:
+
+    * ``rot_dof = 0`` (no relative rotation, ``R_Gi_Go = U``): (a, b), (a, c), (b, c);
+    * ``rot_dof = 1`` (a hinge about a): Go's axis a stays Gi's axis a: (a, b), (a, c);
+    * ``rot_dof = 2`` (a universal joint, ``R_a(θ1) R_b(θ2)``): Go's axis b stays
+      perpendicular to Gi's axis a: (b, a);
+    * ``rot_dof = 3`` or spherical: none.
+
+    Translations: the Gi axes that are not slide axes (slides come first, along Gi), with
+    ``Φ = d_i · (o_Go - o_Gi) = 0``.
+
+    Each set is exact: ``R_Gi_Go`` is a rotation of the joint's gimbal, and the Go
+    origin lies on the joint's slide axes, if and only if every ``Φ`` is zero (up to the
+    flipped branches ``x_o = -x_i`` that Newton started near the closure does not reach).
+    """
+    a, b, c = (int(ch) - 1 for ch in rot_seq)
+    if rot_type == "spherical" or rot_dof == 3:
+        pairs: list[tuple[int, int]] = []
+    elif rot_dof == 2:
+        pairs = [(b, a)]
+    elif rot_dof == 1:
+        pairs = [(a, b), (a, c)]
+    else:
+        pairs = [(a, b), (a, c), (b, c)]
+    trn = [int(ch) - 1 for ch in trn_seq[trn_dof:]]
+    return pairs, trn
+
+
+def loop_rotation(
+    x_o: Array, y_i: Array, w_i: Array, w_o: Array, al_i: Array, al_o: Array
+) -> tuple[Array, Array, Array]:
+    """A rotational loop constraint ``Φ = x_o · y_i`` and its rates (all in N).
+
+    ``x_o`` is an axis fixed in the outer body, ``y_i`` one fixed in the inner body;
+    ``w`` their bodies' angular velocities, ``al`` their angular accelerations at zero
+    generalized accelerations (the remainders α_r). Differentiating,
+
+    .. math::
+
+        \\dot\\Phi = n \\cdot (\\omega_o - \\omega_i), \\quad n = x_o \\times y_i, \\qquad
+        \\ddot\\Phi = n \\cdot (\\dot\\omega_o - \\dot\\omega_i)
+            + \\dot n \\cdot (\\omega_o - \\omega_i), \\quad
+        \\dot n = (\\omega_o \\times x_o) \\times y_i + x_o \\times (\\omega_i \\times y_i)
+
+    Returns ``Φ`` (...,), ``n`` (..., 3) (the velocity row is ``n·(Ω_o - Ω_i)``) and the
+    bias ``b`` (...,) = ``Φ̈`` at zero generalized accelerations.
+    """
+    phi = (x_o * y_i).sum(-1)
+    n = cross(x_o, y_i)
+    n_dot = cross(cross(w_o, x_o), y_i) + cross(x_o, cross(w_i, y_i))
+    bias = (n_dot * (w_o - w_i)).sum(-1) + (n * (al_o - al_i)).sum(-1)
+    return phi, n, bias
+
+
+def loop_translation(
+    d: Array, rho: Array, rho_dot: Array, w_i: Array, al_i: Array, a_rel: Array
+) -> tuple[Array, Array, Array]:
+    """A translational loop constraint ``Φ = d · ρ`` and its rates (all in N).
+
+    ``d`` is a constrained Gi axis (fixed in the inner body), ``ρ = o_Go - o_Gi`` the
+    Go origin relative to the Gi origin and ``ρ̇`` its rate (the difference of the
+    velocities of the two points, each fixed in its body), ``a_rel`` the difference of
+    their accelerations at zero generalized accelerations. With ``ḋ = ω_i × d``:
+
+    .. math::
+
+        \\dot\\Phi = (d \\times \\rho) \\cdot \\omega_i + d \\cdot \\dot\\rho, \\qquad
+        \\ddot\\Phi = (\\dot\\omega_i \\times d + \\omega_i \\times \\dot d) \\cdot \\rho
+            + 2\\, \\dot d \\cdot \\dot\\rho + d \\cdot \\ddot\\rho
+
+    Returns ``Φ`` (...,), ``m = d × ρ`` (..., 3) (the velocity row is
+    ``m·Ω_i + d·(V_o - V_i)``) and the bias ``b`` (...,).
+    """
+    phi = (d * rho).sum(-1)
+    m = cross(d, rho)
+    d_dot = cross(w_i, d)
+    d_ddot = cross(al_i, d) + cross(w_i, d_dot)
+    bias = (d_ddot * rho).sum(-1) + 2 * (d_dot * rho_dot).sum(-1) + (d * a_rel).sum(-1)
+    return phi, m, bias

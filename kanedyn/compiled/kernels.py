@@ -283,6 +283,8 @@ def supports(model: Model, params: Params | None = None) -> str | None:
     compiled, else the reason it cannot."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
+    if model.loops:
+        return "the model has closed loops (kd.Loop); the dense engine runs them"
     lay = model.layout
     stiffness = lay.stiffness if params is None else np.asarray(params.stiffness)
     if lay.spherical.size and np.any(stiffness[..., lay.quat_u]):

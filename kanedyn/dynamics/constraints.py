@@ -26,6 +26,9 @@ and removes the joint's own applied effort (springs, dampers, actuators: the
 minimum-norm torque ``G (GᵀG)⁻¹ Q`` along the free Γ columns ``G``, and the force
 ``D Q`` along the free slide axes ``D``). Unlike 42's ``Constraint.42`` output, the
 remainder inertia terms are counted once (refs/notes/42-kane-msd.md §12, defect 1).
+
+In a model with loops, the accelerations are those of the constrained equations and the
+loop forces (:func:`kanedyn.loop_forces`) act on their two bodies like applied loads.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.dynamics import loops
 from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import cross, kinematics_at, mv
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
@@ -89,11 +93,16 @@ def constraint_forces(
     kin = kinematics_at(model, state.q, state.u)
     tm = kane_terms(model, kin)
     L = applied_loads(model, state, kin, loads, t)
-    acc = solve_mass_matrix(mass_matrix_at(model, tm), forcing_at(model, tm, L))
+    F_loop, T_loop = np.zeros((model.nb, 3)), np.zeros((model.nb, 3))
+    if model.loops:  # the loop forces act on their bodies like applied loads
+        acc = loops.forward_dynamics(model, state, loads, t)
+        F_loop, T_loop = loops.loop_wrenches(model, kin, loops.loop_forces(model, state, loads, t))
+    else:
+        acc = solve_mass_matrix(mass_matrix_at(model, tm), forcing_at(model, tm, L))
     alpha = tm.Omega @ acc + tm.par.alpha_r
     a = tm.V @ acc + tm.par.a_r
-    F_net = lay.mass[:, None] * a - L.F  # what the joints must supply, per body
-    T_net = mv(tm.I_N, alpha) + cross(kin.omega, tm.H) - L.T
+    F_net = lay.mass[:, None] * a - L.F - F_loop  # what the joints must supply, per body
+    T_net = mv(tm.I_N, alpha) + cross(kin.omega, tm.H) - L.T - T_loop
     F_k, T_k = subtree_wrench(model, F_net, T_net, kin.r, kin.o)
 
     F_c, T_c = F_k.copy(), T_k.copy()

@@ -197,7 +197,8 @@ def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:
     """Kane's mass matrix ``M = Σ Ωᵀ I Ω + m VᵀV``, (n, n), symmetric positive definite.
 
     Kane_NBody slide 23 (42's ``COEF``). With :class:`~kanedyn.States` and/or a
-    :class:`~kanedyn.ModelBatch`, the result is (B, n, n).
+    :class:`~kanedyn.ModelBatch`, the result is (B, n, n). For a model with loops this is
+    the spanning tree's; :func:`kanedyn.loop_equations` gives the constrained ``CᵀMC``.
     """
     base, params, q, u = resolve(model, state)
     return mass_matrix_at(base, kane_terms(base, kinematics_at(base, q, u, params)))
@@ -281,9 +282,16 @@ def forward_dynamics(
 
     Kane_NBody slide 23. With :class:`~kanedyn.States` (B states) and/or a
     :class:`~kanedyn.ModelBatch` (B parameter sets) the result is (B, n); load records
-    then apply to every member.
+    then apply to every member. For a model with loops, the accelerations of the
+    constrained equations ``Cᵀ(Fr + Fr*) = 0`` (:mod:`kanedyn.dynamics.loops`).
     """
     base, params, q, u = resolve(model, state)
+    if base.loops:  # Kane's equations with the loops' dependent speeds eliminated
+        if params is not None or q.ndim > 1:
+            raise ModelError("batched forward dynamics of a model with loops is not supported")
+        from kanedyn.dynamics import loops
+
+        return loops.forward_dynamics(base, State(q, u), loads, t)
     kin = kinematics_at(base, q, u, params)
     tm = kane_terms(base, kin)
     L = applied_loads(base, state, kin, loads, t)

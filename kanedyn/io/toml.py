@@ -2,12 +2,14 @@
 
 The schema is documented in ``docs/toml-schema.md``. In short::
 
-    [model]         gravity_m_s2
+    [model]         gravity_m_s2, planar
     [[bodies]]      name, mass_kg, inertia_kg_m2 = {Ixx, Iyy, Izz, Ixy, Ixz, Iyz}
                     (or inertia_tensor_kg_m2), com_m, embedded_momentum_N_m_s, check_triangle
     [[joints]]      name, inner, outer, kind, <kind fields>, inner_point_m, outer_point_m,
                     inner_angles_deg|inner_angles_rad + inner_seq | inner_rotation_dcm,
                     the same for outer, stiffness, damping
+    [[loops]]       loop joints that close cycles: the fields of [[joints]] (no springs);
+                    inner or outer may be "N"
     [initial.<joint>]  angles_deg|angles_rad, rates_deg_s|rates_rad_s, quaternion,
                     displacements_m, displacement_rates_m_s
     [[loads]]       type = "force"|"torque"|"joint", body|joint, values, frame, point_m
@@ -40,7 +42,7 @@ import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import FileFormatError, ModelError
-from kanedyn.model import Body, Joint, Model, State
+from kanedyn.model import Body, Joint, Loop, Model, State
 from kanedyn.spatial.inertia import inertia_tensor
 from kanedyn.spatial.rotation import euler_to_dcm, quat_normalize
 
@@ -64,7 +66,7 @@ class Case:
 
 
 # =========================================================================== reading
-_TOP_KEYS = ("model", "bodies", "joints", "initial", "loads", "simulation",
+_TOP_KEYS = ("model", "bodies", "joints", "loops", "initial", "loads", "simulation",
              # a Monte Carlo dispersion spec may sit in the model file (read by
              # kanedyn.io.read_dispersions)
              "seed", "outputs", "dispersion")  # fmt: skip
@@ -472,12 +474,20 @@ def read_document(path: PathLike) -> tuple[str, dict[str, Any]]:
 def read_toml_case(path: PathLike) -> Case:
     """Read a kanedyn TOML file: model, initial state, loads and simulation settings.
 
-    The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied.
+    The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied;
+    with ``[[loops]]``, it is then assembled (:meth:`~kanedyn.Model.assemble`) with those
+    joints fixed.
     """
     src = _parse(os.fspath(path))
     top = _Table(src, (), src.data, _TOP_KEYS)
     model = _read_model(src, top)
     state = _read_initial(src, top, model)
+    if model.loops:  # close the loops, keeping the joints the file sets
+        fixed = list(top.get("initial", {})) if top.has("initial") else []
+        try:
+            state = model.assemble(state, fix=fixed)
+        except ModelError as exc:
+            raise FileFormatError(f"{src.fname}: initial state: {exc}") from None
     loads = _read_loads(src, top, model)
     settings = _read_settings(src, top)
     return Case(model=model, state=state, loads=loads, settings=settings)
@@ -492,17 +502,19 @@ def _array_of_tables(top: _Table, key: str) -> list[Any]:
 
 def _read_model(src: _Source, top: _Table) -> Model:
     gravity = np.zeros(3)
+    planar = False
     if top.has("model"):
-        gravity = _Table(src, ("model",), top.get("model"), ("gravity_m_s2",)).vector(
-            "gravity_m_s2", 3, np.zeros(3)
-        )
+        mt = _Table(src, ("model",), top.get("model"), ("gravity_m_s2", "planar"))
+        gravity = mt.vector("gravity_m_s2", 3, np.zeros(3))
+        planar = mt.boolean("planar", False)
     raw_bodies = _array_of_tables(top, "bodies")
     if not raw_bodies:
         raise top.error("bodies", "the file defines no bodies ([[bodies]] tables)")
     bodies = [_read_body(src, i, raw) for i, raw in enumerate(raw_bodies)]
     joints = [_read_joint(src, k, raw) for k, raw in enumerate(_array_of_tables(top, "joints"))]
+    loops = [_read_loop(src, k, raw) for k, raw in enumerate(_array_of_tables(top, "loops"))]
     try:
-        return Model(bodies, joints, gravity=gravity)
+        return Model(bodies, joints, gravity=gravity, loops=loops, planar=planar)
     except ModelError as exc:
         raise src.error(_blame_model(src, str(exc)), str(exc)) from None
 
@@ -593,8 +605,14 @@ def _per_dof(t: _Table, key: str) -> Any:
     return t.number(key, 0.0)
 
 
-def _read_joint(src: _Source, k: int, raw: Any) -> Joint:
-    where: tuple[str | int, ...] = ("joints", k)
+def _read_loop(src: _Source, k: int, raw: Any) -> Loop:
+    loop = _read_joint(src, k, raw, Loop)
+    assert isinstance(loop, Loop)
+    return loop
+
+
+def _read_joint(src: _Source, k: int, raw: Any, cls: type[Joint] = Joint) -> Joint:
+    where: tuple[str | int, ...] = ("loops" if cls is Loop else "joints", k)
     if not isinstance(raw, dict):
         raise src.error(where, f"expected a table, got {_show(raw)}")
     kinds = tuple(_JOINT_KIND_KEYS)
@@ -607,7 +625,9 @@ def _read_joint(src: _Source, k: int, raw: Any) -> Joint:
         inner = None
     if inner == "":
         raise t.error("inner", 'must not be empty (omit it or write "N" for a root joint)')
-    outer = _name(t, "outer")
+    outer: Any = _name(t, "outer")
+    if outer == "N" and cls is Loop:
+        outer = None
     kw: dict[str, Any] = dict(
         inner_point=t.vector("inner_point_m", 3, np.zeros(3)),
         outer_point=t.vector("outer_point_m", 3, np.zeros(3)),
@@ -618,19 +638,19 @@ def _read_joint(src: _Source, k: int, raw: Any) -> Joint:
     )
     try:
         if kind_name == "free":
-            return Joint.free(name, outer, inner=inner, **kw)
+            return cls.free(name, outer, inner=inner, **kw)
         if kind_name == "revolute":
-            return Joint.revolute(name, inner, outer, axis=_axis(t), **kw)
+            return cls.revolute(name, inner, outer, axis=_axis(t), **kw)
         if kind_name == "prismatic":
-            return Joint.prismatic(name, inner, outer, axis=_axis(t), **kw)
+            return cls.prismatic(name, inner, outer, axis=_axis(t), **kw)
         if kind_name == "spherical":
-            return Joint.spherical(name, inner, outer, **kw)
+            return cls.spherical(name, inner, outer, **kw)
         if kind_name == "gimbal":
             dof = t.integer("dof", _REQUIRED, (1, 2, 3))
-            return Joint.gimbal(name, inner, outer, seq=t.sequence("seq"), dof=dof, **kw)
+            return cls.gimbal(name, inner, outer, seq=t.sequence("seq"), dof=dof, **kw)
         if kind_name == "weld":
-            return Joint.weld(name, inner, outer, **kw)
-        return Joint(
+            return cls.weld(name, inner, outer, **kw)
+        return cls(
             name,
             inner,
             outer,
@@ -882,7 +902,8 @@ def _dumps(
     if any(b.name == "N" for b in model.bodies):
         raise ModelError("write_toml: a body is named 'N', which the file format reserves for N")
     lines = ["# kanedyn model file (schema: docs/toml-schema.md)", ""]
-    lines += ["[model]", f"gravity_m_s2 = {_vec(model.gravity)}", ""]
+    lines += ["[model]", f"gravity_m_s2 = {_vec(model.gravity)}"]
+    lines += ["planar = true", ""] if model.planar else [""]
     for b in model.bodies:
         I = b.inertia
         lines += [
@@ -898,11 +919,11 @@ def _dumps(
         if not b.check_triangle:
             lines.append("check_triangle = false")
         lines.append("")
-    for j in model.joints:
+    for table, j in [("joints", j) for j in model.joints] + [("loops", j) for j in model.loops]:
         kind = joint_kind(j)
-        lines += ["[[joints]]", f"name = {_s(j.name)}"]
+        lines += [f"[[{table}]]", f"name = {_s(j.name)}"]
         lines.append(f"inner = {_s('N' if j.inner is None else j.inner)}")
-        lines += [f"outer = {_s(j.outer)}", f"kind = {_s(kind)}"]
+        lines += [f"outer = {_s('N' if j.outer is None else j.outer)}", f"kind = {_s(kind)}"]
         if kind in ("revolute", "prismatic"):
             seq = str(j.rot_seq) if kind == "revolute" else str(j.trn_seq)
             lines.append(f"axis = {_CYCLIC[seq]}")

@@ -8,6 +8,6 @@
   ``States``.
 """
 
-from kanedyn.model.records import Body, Frame, Joint, JointLimits, Model, Rotor, State
+from kanedyn.model.records import Body, Frame, Joint, JointLimits, Loop, Model, Rotor, State
 
-__all__ = ["Body", "Frame", "Joint", "JointLimits", "Model", "Rotor", "State"]
+__all__ = ["Body", "Frame", "Joint", "JointLimits", "Loop", "Model", "Rotor", "State"]

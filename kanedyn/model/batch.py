@@ -191,7 +191,10 @@ class ModelBatch:
                     damping=p.damping[b, idx],
                 )
             )
-        return Model(bodies, joints, gravity=p.gravity[b], frames=self.model.frames)
+        m = self.model
+        return Model(
+            bodies, joints, gravity=p.gravity[b], frames=m.frames, loops=m.loops, planar=m.planar
+        )
 
 
 PARAM_FIELDS = [f for f in attrs.fields(Params) if f.init]

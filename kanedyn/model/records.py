@@ -30,7 +30,7 @@ from kanedyn.errors import ModelError
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import validate_inertia
 
-__all__ = ["Body", "Frame", "Joint", "JointLimits", "Model", "Rotor", "State"]
+__all__ = ["Body", "Frame", "Joint", "JointLimits", "Loop", "Model", "Rotor", "State"]
 
 Array = NDArray[np.float64]
 
@@ -98,6 +98,10 @@ def _bodies(value: Iterable[Body]) -> tuple[Body, ...]:
 
 
 def _joints(value: Iterable[Joint]) -> tuple[Joint, ...]:
+    return tuple(value)
+
+
+def _loops(value: Iterable[Loop]) -> tuple[Loop, ...]:
     return tuple(value)
 
 
@@ -312,9 +316,12 @@ class Joint:
     limits: JointLimits | None = attrs.field(default=None, kw_only=True)
     rotor: Rotor | None = attrs.field(default=None, kw_only=True)
 
+    _kind = "joint"  # the word in error messages
+    _outer_may_be_N = False
+
     def __attrs_post_init__(self) -> None:
-        name = _check_name(self.name, "joint")
-        what = f"joint {name!r}"
+        name = _check_name(self.name, self._kind)
+        what = f"{self._kind} {name!r}"
         if self.rotor is not None:
             if not isinstance(self.rotor, Rotor):
                 raise ModelError(f"{what}: rotor must be a kanedyn Rotor, got {self.rotor!r}")
@@ -322,9 +329,11 @@ class Joint:
                 raise ModelError(f"{what}: a geared rotor drives a 1-DOF hinge or slide")
         if self.inner is not None:
             _check_name(self.inner, f"{what}: inner body")
-        _check_name(self.outer, f"{what}: outer body")
+        if self.outer is not None or not self._outer_may_be_N:
+            _check_name(self.outer, f"{what}: outer body")
         if self.inner == self.outer:
-            raise ModelError(f"{what}: inner and outer body are both {self.outer!r}")
+            where = "N" if self.outer is None else repr(self.outer)
+            raise ModelError(f"{what}: inner and outer body are both {where}")
         if self.rot_type not in _ROT_TYPES:
             raise ModelError(
                 f"{what}: rot_type must be 'gimbal' or 'spherical', got {self.rot_type!r}"
@@ -460,6 +469,46 @@ def _frames(value: Iterable[Frame]) -> tuple[Frame, ...]:
     return tuple(value)
 
 
+# --------------------------------------------------------------------------- Loop
+@attrs.frozen(eq=False)
+class Loop(Joint):
+    """A loop joint: a joint that closes a kinematic cycle instead of adding a tree edge.
+
+    It has exactly the fields and constructors of :class:`Joint` (``Loop.revolute``,
+    ``Loop.prismatic``, ``Loop.spherical``, ``Loop.weld``, ``Loop.gimbal``, the general
+    form with ``rot_type``, ``rot_dof``, ``rot_seq``, ``trn_dof``, ``trn_seq``), and the
+    same frames: Gi fixed in the inner body at ``inner_point`` / ``inner_rotation``, Go
+    fixed in the outer body at ``outer_point`` / ``outer_rotation``. Either side may be N
+    (``None``). Its coordinates are not states: the directions it leaves free are free,
+    and the others become the configuration constraints ``Φ(q) = 0`` of the model
+    (:mod:`kanedyn.dynamics.loops`): the Gi axes that are not slide axes (translation),
+    and for ``rot_dof`` 0, 1, 2 the 3, 2, 1 rotational constraints of the gimbal. A loop
+    carries no springs or dampers (``stiffness`` and ``damping`` must be zero).
+
+    >>> import kanedyn as kd
+    >>> kd.Loop.revolute("close", inner="coupler", outer="rocker", axis=3).ndof
+    1
+    """
+
+    _kind = "loop"
+    _outer_may_be_N = True
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for field in ("stiffness", "damping"):
+            values = getattr(self, field)
+            if is_symbolic(values) or np.any(values != 0.0):
+                raise ModelError(
+                    f"loop {self.name!r}: {field} must be zero (a loop joint's coordinates are "
+                    "not states; put springs on tree joints or apply loads)"
+                )
+
+    @property
+    def n_constraints(self) -> int:
+        """Number of constrained directions, ``6 - ndof`` (all of them, spatial)."""
+        return 6 - self.ndof
+
+
 # --------------------------------------------------------------------------- State
 @attrs.frozen(eq=False)
 class State:
@@ -503,6 +552,8 @@ class Model:
     joints: tuple[Joint, ...] = attrs.field(converter=_joints)
     gravity: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_gravity)
     frames: tuple[Frame, ...] = attrs.field(default=(), converter=_frames, kw_only=True)
+    loops: tuple[Loop, ...] = attrs.field(default=(), converter=_loops, kw_only=True)
+    planar: bool = attrs.field(default=False, kw_only=True)
 
     # derived layout (filled in __attrs_post_init__) ------------------------------
     nq: int = attrs.field(init=False, default=0)
@@ -534,6 +585,9 @@ class Model:
 
     def __attrs_post_init__(self) -> None:
         bodies, joints = _sorted_tree(self.bodies, self.joints)
+        _check_loops(bodies, joints, self.loops)
+        if not isinstance(self.planar, (bool, np.bool_)):
+            raise ModelError(f"model planar must be True or False, got {self.planar!r}")
         object.__setattr__(self, "bodies", bodies)
         object.__setattr__(self, "joints", joints)
         _check_frames(self.frames, bodies)
@@ -608,7 +662,11 @@ class Model:
     @property
     def is_symbolic(self) -> bool:
         """True when any parameter is a sympy expression (see :mod:`kanedyn.symbolic`)."""
-        return self.layout.symbolic
+        return self.layout.symbolic or any(
+            is_symbolic(getattr(lp, f))
+            for lp in self.loops
+            for f in ("inner_point", "outer_point", "inner_rotation", "outer_rotation")
+        )
 
     def subs(self, values: dict[Any, Any]) -> Model:
         """A numeric copy: every sympy parameter with ``values`` substituted (``sympy.subs``)."""
@@ -645,7 +703,23 @@ class Model:
         frames = [
             attrs.evolve(f, point=num(f.point), rotation=num(f.rotation)) for f in self.frames
         ]
-        return Model(bodies, joints, gravity=num(self.gravity), frames=frames)
+        loops = [attrs.evolve(j, **{f: num(getattr(j, f)) for f in fields}) for j in self.loops]
+        return Model(
+            bodies,
+            joints,
+            gravity=num(self.gravity),
+            frames=frames,
+            loops=loops,
+            planar=self.planar,
+        )
+
+    def assemble(self, state: State, fix: Iterable[int | str] = (), **kw: Any) -> State:
+        """``state`` with every loop closed: ``Φ(q) = 0`` by Newton for the coordinates
+        not in ``fix`` (joint names, or indices of angles and slides), then ``A u = 0``
+        for their speeds; see :func:`kanedyn.dynamics.loops.assemble`."""
+        from kanedyn.dynamics.loops import assemble
+
+        return assemble(self, state, fix, **kw)
 
     def check_state(self, state: State) -> State:
         """Return ``state`` if its sizes fit this model and it is finite, else raise."""
@@ -737,6 +811,8 @@ def _sorted_tree(
     for j in joints:
         if not isinstance(j, Joint):
             raise ModelError(f"joints must be kanedyn Joint objects, got {type(j).__name__}")
+        if isinstance(j, Loop):
+            raise ModelError(f"{j.name!r} is a Loop: pass it in Model(..., loops=[...])")
     if not bodies:
         raise ModelError("a model needs at least one body")
     by_name: dict[str, Body] = {}
@@ -747,12 +823,7 @@ def _sorted_tree(
     seen: set[str] = set()
     inbound: dict[str, Joint] = {}
     for j in joints:
-        if j.name in seen:
-            raise ModelError(f"duplicate joint name {j.name!r}")
-        seen.add(j.name)
-        for side, body in (("inner", j.inner), ("outer", j.outer)):
-            if body is not None and body not in by_name:
-                raise ModelError(f"joint {j.name!r}: unknown {side} body {body!r}")
+        _check_edge(j, seen, by_name, "joint")
         if j.outer in inbound:
             raise ModelError(
                 f"body {j.outer!r} has two inbound joints ({inbound[j.outer].name!r} and {j.name!r})"
@@ -823,6 +894,30 @@ def _check_mass_outboard(bodies: tuple[Body, ...], joints: tuple[Joint, ...]) ->
                 "beyond it are massless, so the mass matrix is singular (give one of them "
                 "mass, or make the joint fixed)"
             )
+
+
+def _check_edge(j: Joint, seen: set[str], bodies: Any, unique_among: str) -> None:
+    """``j``'s name is new (among ``unique_among``; added to ``seen``) and its inner and
+    outer bodies are in ``bodies`` or N."""
+    if j.name in seen:
+        raise ModelError(f"duplicate {unique_among} name {j.name!r}")
+    seen.add(j.name)
+    for side, body in (("inner", j.inner), ("outer", j.outer)):
+        if body is not None and body not in bodies:
+            raise ModelError(f"{j._kind} {j.name!r}: unknown {side} body {body!r}")
+
+
+def _check_loops(bodies: Sequence[Body], joints: Sequence[Joint], loops: Sequence[Loop]) -> None:
+    """Loop joints name known bodies, and their names are unique among joints and loops."""
+    names = {b.name for b in bodies}
+    seen = {j.name for j in joints}
+    for lp in loops:
+        if not isinstance(lp, Loop):
+            raise ModelError(
+                f"loops must be kanedyn Loop objects (kd.Loop.revolute(...), ...), got "
+                f"{type(lp).__name__}"
+            )
+        _check_edge(lp, seen, names, "joint or loop")
 
 
 # --------------------------------------------------------------------------- layout

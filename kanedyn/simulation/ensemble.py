@@ -167,6 +167,11 @@ def simulate_ensemble(
     if not isinstance(states, States):
         raise ModelError(f"simulate_ensemble needs kd.States, got {type(states).__name__}")
     base, params, q0, u0 = resolve(model, states)
+    if base.loops:
+        raise ModelError(
+            "simulate_ensemble does not run models with loops (kd.Loop) yet; "
+            "use kd.simulate for each member"
+        )
     t_final, dt = check_times(t_final, dt)
     engine = Engine.parse(engine)
     schedule = Schedule.of(t_final, dt, dt if output_every is None else float(output_every))

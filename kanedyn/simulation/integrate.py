@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from kanedyn import joints
 from kanedyn.compiled import CompiledModel, check_finite, compile_model, supports
+from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.kane import (
     forcing_at,
@@ -55,7 +56,7 @@ from kanedyn.model import Model, State
 from kanedyn.simulation import diagnose
 from kanedyn.simulation import output as _output
 from kanedyn.simulation.control import Controller
-from kanedyn.simulation.options import Engine, Formulation, Method
+from kanedyn.simulation.options import Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.steppers import FLOATS, Schedule, rk4_step
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.arithmetic import NUMPY
@@ -127,6 +128,9 @@ class _System:
         factory=lambda: np.zeros(0, dtype=np.intp), alias="locked"
     )
     cm: CompiledModel | None = attrs.field(init=False, default=None)
+    baumgarte: tuple[float, float] | None = None  # loops: Baumgarte's (α, β), or None
+    part: loops_.Partition | None = attrs.field(init=False, default=None)  # loops: speeds
+    repartitions: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
         self.locked = self._locked
@@ -180,7 +184,16 @@ class _System:
         kane = self.formulation is Formulation.KANE
         if self.cm is not None:
             return self._compiled(self.cm, q, u if kane else y, L)
-        if kane:
+        if kane and model.loops:  # Cᵀ(Fr + Fr*) = 0 with the dependent speeds eliminated
+            eq = loops_._equations(model, kin, L, u, self.part, baumgarte=self.baumgarte)
+            if self.part is not None and eq.partition is not self.part:
+                self.repartitions += 1
+            self.part = eq.partition
+            try:
+                ydot = loops_.constrained_accelerations(eq)
+            except ModelError as exc:
+                raise SimulationError(f"t = {t:.6g}: {exc}") from None
+        elif kane:
             tm = kane_terms(model, kin)
             M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
             ydot = np.zeros(model.n)
@@ -256,6 +269,11 @@ class Trajectory:
     MSD run, ``momenta`` (nt, n) holds the integrated momentum states themselves
     (:func:`kanedyn.dynamics.msd.momenta` layout; ``None`` for Kane runs).
 
+    For a model with loops: ``loop_drift`` is the largest constraint residual
+    ``max(|Φ|, |A u|)`` the integrator produced before a projection (over every step),
+    ``loop_residual`` (nt, 2) the residuals ``max |Φ|``, ``max |A u|`` of the stored
+    states, ``repartitions`` how often the dependent speeds were chosen again.
+
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
     ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
@@ -277,6 +295,8 @@ class Trajectory:
     momenta: Array | None = None
     status: str = "completed"
     engine: str = ""  # what evaluated the right-hand side (see simulate)
+    loop_drift: float | None = None
+    repartitions: int = 0
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
@@ -287,6 +307,14 @@ class Trajectory:
         blocks of outputs at once (:func:`kanedyn.dynamics.kinematics.kinematics_at` is
         batched)."""
         return _output.derived_histories(self.model, self.q, self.u)
+
+    @cached_property
+    def loop_residual(self) -> Array:
+        """``max |Φ(q)|`` and ``max |A(q) u|`` at each output, (nt, 2) (zeros without
+        loops)."""
+        return np.array(
+            [loops_.residuals(self.model, q, u) for q, u in zip(self.q, self.u, strict=True)]
+        ).reshape(len(self.t), 2)
 
     @property
     def kinetic_energy(self) -> Array:
@@ -526,6 +554,8 @@ def simulate(
     progress: bool | None = None,
     engine: Engine | str = "auto",
     stream: Any = None,
+    stabilization: Stabilization | str = "projection",
+    baumgarte: tuple[float, float] = (10.0, 10.0),
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
 
@@ -569,6 +599,13 @@ def simulate(
         ``stream(t, q, u)`` is called with each block of outputs, in order, while the run
         goes (every few hundred steps): ``t`` (k,), ``q`` (k, nq), ``u`` (k, n). For
         example :class:`kanedyn.simulation.output.CsvStream`.
+        A model with loops runs on the dense engine.
+    stabilization : {"projection", "baumgarte", "none"} or kanedyn.simulation.options.Stabilization
+        Models with loops only (:class:`~kanedyn.simulation.options.Stabilization`):
+        project ``q`` and ``u`` back onto the constraint manifold after every RK4 step
+        or every output interval of an adaptive method (default), or Baumgarte's
+        stabilization with ``baumgarte = (α, β)`` [1/s], or neither. The initial state
+        must be assembled (:meth:`kanedyn.Model.assemble`).
 
     Returns
     -------
@@ -612,7 +649,10 @@ def simulate(
     )
     _output.check_output_size(n_out, model.nq + 2 * model.n + 8)
     lock_events = _lock_indices(model, events)
+    project = _loop_options(model, state, form, lock_events, Stabilization.parse(stabilization))
     system = _System(model, form, loads, compiled=use_compiled)
+    if model.loops and Stabilization.parse(stabilization) is Stabilization.BAUMGARTE:
+        system.baumgarte = _baumgarte(baumgarte)
     x = system.initial(state)
     sampler = _Sampler(controller, model)
     sampler.sample(system, 0.0, x)
@@ -631,11 +671,12 @@ def simulate(
     start = _time.perf_counter()
     steps, speeds = 0, None  # speeds: (outputs, n) at the outputs under MSD, if known
     speeds_list: list[Any] | None = None
+    drift = _Drift(model) if project else None
     try:
         if schedule is None:
             steps = _run_adaptive(
                 system, x, t_final, every, lock_events, integrator, rtol, atol, sampler,
-                progress, rec,
+                progress, rec, drift,
             )  # fmt: skip
         elif (
             system.cm is not None
@@ -649,7 +690,7 @@ def simulate(
             steps, speeds_list = _run_rk4_compiled(system, system.cm, x, schedule, progress, rec)
             speeds = None if speeds_list is None else np.array(speeds_list)
         else:
-            steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, rec)
+            steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, rec, drift)
     except SimulationError as exc:
         if modes is None:
             modes = diagnose.linear_modes(system, x0)
@@ -674,6 +715,8 @@ def simulate(
         method=integrator.name, wall_time=wall, steps=steps, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
         engine=_engine_label(system),
+        loop_drift=drift.largest if drift is not None else None,
+        repartitions=system.repartitions,
     )  # fmt: skip
 
 
@@ -735,6 +778,52 @@ def _engine_label(system: _System) -> str:
     if cm.backend == "native":
         return "native"
     return f"python ({cm.backend_note})"
+
+
+def _loop_options(
+    model: Model, state: State, form: Formulation, lock_events: list[Any], how: Stabilization
+) -> bool:
+    """Check a model with loops can be simulated from ``state``; whether to project."""
+    if not model.loops:
+        return False
+    if form is not Formulation.KANE:
+        raise ModelError(
+            "a model with loops is simulated in Kane's formulation (formulation='kane'); "
+            "the momentum states of 'msd' do not hold the loop constraints"
+        )
+    if lock_events:
+        raise ModelError("Lock/Unlock events are not supported on a model with loops")
+    phi, vel = loops_.residuals(model, state.q, state.u)
+    if max(phi, vel) > 1e-8:
+        raise ModelError(
+            f"the initial state does not close the loops (max |Φ| = {phi:.3g}, "
+            f"max |A u| = {vel:.3g}); assemble it first: model.assemble(state, fix=[...])"
+        )
+    return how is Stabilization.PROJECTION
+
+
+def _baumgarte(value: Any) -> tuple[float, float]:
+    try:
+        alpha, beta = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ModelError(f"baumgarte must be two numbers (alpha, beta), got {value!r}") from None
+    if not (np.isfinite(alpha) and np.isfinite(beta)) or alpha < 0 or beta < 0:
+        raise ModelError(f"baumgarte must be two non-negative numbers, got {value!r}")
+    return alpha, beta
+
+
+class _Drift:
+    """Projects states of a model with loops back onto the constraint manifold and keeps
+    the largest residual found before a projection."""
+
+    def __init__(self, model: Model):
+        self.model, self.largest = model, 0.0
+
+    def __call__(self, x: Array) -> Array:
+        nq = self.model.nq
+        q, u, before = loops_.project(self.model, x[:nq], x[nq:])
+        self.largest = max(self.largest, before)
+        return np.concatenate((q, u))
 
 
 def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
@@ -884,10 +973,12 @@ def _run_rk4(
     progress: bool,
     sampler: _Sampler,
     rec: _output.Recorder,
+    drift: _Drift | None = None,
 ) -> int:
     """RK4 on NumPy state vectors, with lock events, controller samples and callable
-    loads; quaternions normalized before every stage and after every step. The outputs
-    go to ``rec``; returns the number of steps."""
+    loads; quaternions normalized before every stage and after every step; with
+    ``drift``, the state projected onto the loops' constraint manifold after every step.
+    The outputs go to ``rec``; returns the number of steps."""
     model = system.model
     nq = model.nq
     bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000, tick=rec.drain)
@@ -904,6 +995,8 @@ def _run_rk4(
             except (ModelError, np.linalg.LinAlgError) as exc:
                 raise monitor.failure(t + h, str(exc)) from None
             x[:nq] = _normalize_quaternions(model, x[:nq])
+            if drift is not None:
+                x = drift(x)
             monitor.check(t_next, x)
             due = _n_due(lock_events, t_next)
             if due != applied:
@@ -1157,11 +1250,13 @@ def _run_adaptive(
     sampler: _Sampler,
     progress: bool,
     rec: _output.Recorder,
+    drift: _Drift | None = None,
 ) -> int:
     """``method``'s solver (a ``scipy.integrate.OdeSolver``, stepped here as
     ``solve_ivp`` steps it) between the event and controller-sample times, with outputs
     every ``every`` seconds from its dense output; returns the number of right-hand
-    sides evaluated."""
+    sides evaluated. With ``drift``, restarted from the state projected onto the loops'
+    constraint manifold at every output time."""
     assert method.solver is not None
     model = system.model
     t_out = np.arange(0.0, t_final + 0.5 * every, every)
@@ -1174,6 +1269,7 @@ def _run_adaptive(
             t_final,
             *[e[0] for e in lock_events if 0.0 < e[0] < t_final],
             *sampler.times(t_final),
+            *(t_out if drift is not None else ()),
         }
     )
     ts = rec.ts
@@ -1222,6 +1318,9 @@ def _run_adaptive(
                 raise monitor.failure(solver.t if "solver" in locals() else a, str(exc)) from None
             nfev += solver.nfev
             x = np.array(solver.y, dtype=float)
+            if drift is not None:  # restart from the state projected onto the manifold
+                x[: model.nq] = _normalize_quaternions(model, x[: model.nq])
+                x = drift(x)
             record(b, x)
         bar.update(1000)
     finally:

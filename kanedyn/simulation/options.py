@@ -24,7 +24,7 @@ import scipy.integrate
 
 from kanedyn.errors import ModelError
 
-__all__ = ["Engine", "Formulation", "Method"]
+__all__ = ["Engine", "Formulation", "Method", "Stabilization"]
 
 
 def _parse(cls: Any, value: Any, what: str) -> Any:
@@ -55,6 +55,26 @@ class Formulation(enum.StrEnum):
     def parse(cls, value: Formulation | str) -> Formulation:
         """``value`` as a Formulation, or a ModelError naming the choices."""
         return _parse(cls, value, "formulation")  # type: ignore[no-any-return]
+
+
+class Stabilization(enum.StrEnum):
+    """How a simulation of a model with loops stays on the constraint manifold.
+
+    ``PROJECTION`` (default): after every step (RK4) or every output interval
+    (adaptive methods), ``q`` is projected onto ``Φ(q) = 0`` by Newton and ``u`` onto
+    ``A u = 0`` (:func:`kanedyn.dynamics.loops.project`); ``BAUMGARTE``: the
+    acceleration constraint is ``A u̇ + b + 2α A u + β² Φ = 0`` (Baumgarte 1972), no
+    projection; ``NONE``: neither (the drift is left, for comparison).
+    """
+
+    PROJECTION = "projection"
+    BAUMGARTE = "baumgarte"
+    NONE = "none"
+
+    @classmethod
+    def parse(cls, value: Stabilization | str) -> Stabilization:
+        """``value`` as a Stabilization, or a ModelError naming the choices."""
+        return _parse(cls, value, "stabilization")  # type: ignore[no-any-return]
 
 
 class Engine(enum.StrEnum):

@@ -697,6 +697,22 @@ class KaneEquations:
             )
         return expr.xreplace(self._values)
 
+    @functools.cached_property
+    def loops(self) -> Any:
+        """The loop constraints ``Φ``, ``A``, ``b`` of a model with loops (compact forms;
+        :class:`kanedyn.symbolic.loops.LoopConstraints`). ``mass_matrix`` and ``forcing``
+        are the tree's; :meth:`constrained` eliminates the dependent speeds."""
+        from kanedyn.symbolic.loops import loop_constraints
+
+        return loop_constraints(self)
+
+    def constrained(self, independent: Sequence[Any], *, rows: Sequence[int] | None = None) -> Any:
+        """Kane's equations with the loops' dependent speeds eliminated,
+        ``Cᵀ(Fr + Fr*) = 0`` (:func:`kanedyn.symbolic.loops.constrained_equations`)."""
+        from kanedyn.symbolic.loops import constrained_equations
+
+        return constrained_equations(self, independent, rows=rows)
+
     def _explicit_list(self, mats: list) -> list:
         return [self.explicit(sm.ImmutableMatrix(m)) for m in mats]
 
@@ -1036,6 +1052,21 @@ class KaneEquations:
         head = ["r", "ν_r", "body", "∂ω_i/∂ν_r (N)", "∂v_i/∂ν_r (N)", "F_r", "F*_r"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
+        if self.model.loops:  # the loop closure and its velocity and acceleration forms
+            lc = self.loops
+            lines += ["", "| loop | constraint | Φ (closure) | Φ̇ = A ν | Φ̈ = A ν̇ + b: b |",
+                      "|---|---|---|---|---|"]  # fmt: skip
+            for c, name in enumerate(lc.loop):
+                kind = "rotation" if lc.rotational[c] else "translation"
+                lines.append(
+                    f"| {name} | {c + 1} ({kind}) | {cell(lc.Phi[c], f'loops.Phi[{c}]')} | "
+                    f"{cell(lc.A[c, :] * self.u, f'loops.A[{c}, :]')} | "
+                    f"{cell(lc.b[c], f'loops.b[{c}]')} |"
+                )
+            lines.append(
+                "\nThe constrained equations: `eom.constrained(independent=[...])` gives "
+                "`u_dep`, `C`, and `Cᵀ M C`, `Cᵀ(f - M c0)`."
+            )
         return "\n".join(lines) + "\n"
 
     def _shows_table(self) -> bool:

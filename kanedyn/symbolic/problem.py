@@ -451,6 +451,10 @@ def _constraints(
     if f_c.rows and f_c.has(*kin.qdot_map):
         raise ModelError("configuration_constraints: must not contain coordinate rates q'")
     f_v = sm.Matrix(list(velocity_constraints))
+    if f_v.rows == 0 and u_dep and f_c.rows == len(u_dep):
+        # configuration constraints without their velocity form: use d/dt f_c(q) = 0 (the
+        # q' are replaced by the kinematic equations below), rather than ignoring them
+        f_v = f_c.diff(_t)
     if f_v.rows != len(u_dep):
         raise ModelError(
             f"velocity_constraints: {f_v.rows} constraints for {len(u_dep)} dependent speeds "
@@ -587,9 +591,10 @@ class KaneProblem:
         Dependent coordinates, fixed by ``configuration_constraints``.
     configuration_constraints : sequence of expressions, optional
         Holonomic constraints :math:`f_c(q) = 0`, one per dependent coordinate.
-        They are used by linearization (the dynamics only need their time
-        derivatives, which must be among the velocity constraints or built into
-        the kinematics).
+        They are used by linearization; the dynamics use their time derivatives.
+        With dependent speeds ``u_dep`` (one per constraint) and no
+        ``velocity_constraints``, the velocity constraints are
+        :math:`\\dot f_c = 0`, formed here (closed kinematic loops).
     u_dep : sequence of dynamic symbols, optional
         Dependent speeds, fixed by ``velocity_constraints``.
     velocity_constraints : sequence of expressions, optional
@@ -1045,4 +1050,12 @@ class KaneProblem:
                     row.append(fmt(pw[b.name][r]))
             row += [fmt(self.Fr[r]), fmt(self.Fr_star[r])]
             lines.append("| " + " | ".join(row) + " |")
+        if self._con.f_c.rows or self.u_dep:  # the constraints and the dependent speeds
+            lines += ["", "| constraint | expression |", "|---|---|"]
+            lines += [f"| f_c,{k + 1} = 0 (configuration) | {fmt(e)} |"
+                      for k, e in enumerate(self._con.f_c)]  # fmt: skip
+            f_v = self._con.B * self.u + self._con.b
+            lines += [f"| f_v,{k + 1} = 0 (velocity) | {fmt(e)} |" for k, e in enumerate(f_v)]
+            lines += [f"| {fmt(ud)} = (dependent speed) | {fmt(e)} |"
+                      for ud, e in self.u_dep_solution.items()]  # fmt: skip
         return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+../../notebooks/07_four_bar_loop.py

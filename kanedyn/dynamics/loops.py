@@ -1,0 +1,710 @@
+"""Closed kinematic loops: constraints, Kane's equations with dependent speeds, loop forces.
+
+A model with loops (:class:`kanedyn.Loop`) is its spanning tree (the joints; their
+coordinates ``q`` and speeds ``u = [u | s]`` are the states) plus, per loop joint, the
+configuration constraints of its constrained directions
+(:func:`kanedyn.joints.loop_constraint_axes`)
+
+.. math::
+
+    \\Phi(q) = 0, \\qquad A(q)\\,u = 0, \\qquad A(q)\\,\\dot u + b(q, u) = 0
+
+all from the tree's kinematics and the joint model (:func:`kanedyn.joints.loop_rotation`,
+:func:`kanedyn.joints.loop_translation`): the velocity rows use the partial angular
+velocities of the loop's two bodies and the partial velocities of its two joint points,
+the bias ``b`` their remainder accelerations α_r, a_r (Kane_NBody slides 18-22).
+
+**Dependent speeds** (Kane & Levinson, *Dynamics: Theory and Applications*, 1985:
+holonomic constraints and dependent generalized speeds): a column-pivoted QR of the rows
+of A finds its rank r and r independent rows, a second pivoted QR of those rows r
+dependent speeds ``u_d`` (a well-conditioned square block ``A_d``); the others are the
+independent speeds ``u_i``:
+
+.. math::
+
+    u = C u_i, \\quad C = \\begin{bmatrix} I \\\\ -A_d^{-1} A_i \\end{bmatrix}, \\qquad
+    \\dot u = C \\dot u_i + c_0, \\quad c_0 = \\begin{bmatrix} 0 \\\\ -A_d^{-1} b \\end{bmatrix}
+
+and Kane's equations of the constrained system are ``Cᵀ(Fr + Fr*) = 0``:
+
+.. math:: (C^T M C)\\, \\dot u_i = C^T (f - M c_0)
+
+with ``M``, ``f`` the tree's mass matrix and forcing (:mod:`kanedyn.dynamics.kane`).
+Redundant rows (rank r < number of rows, as in the Bricard mechanism or a planar linkage
+closed by spatial hinges) are dropped by the first QR: the acceleration solves the
+kept rows exactly and the others in the least-squares sense (they are consistent on the
+constraint manifold). The multipliers ``λ`` of ``M u̇ = f + Aᵀλ`` are the loop forces
+(:func:`loop_forces`); with redundant rows they are the minimum-norm set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+import scipy.linalg
+from numpy.typing import NDArray
+
+from kanedyn import joints
+from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
+from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads
+from kanedyn.dynamics.partials import joint_subspace
+from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
+from kanedyn.model.plan import derived, plan_of
+from kanedyn.spatial.arithmetic import NUMPY as _NUMPY
+
+__all__ = [
+    "LoopEquations",
+    "LoopForces",
+    "LoopTerms",
+    "Partition",
+    "assemble",
+    "constrained_accelerations",
+    "loop_equations",
+    "loop_forces",
+    "loop_summary",
+    "loop_terms",
+    "partition",
+    "project",
+]
+
+Array = NDArray[np.float64]
+Index = NDArray[np.intp]
+
+RANK_TOL = 1e-9
+"""Relative tolerance of the rank decision (pivots of the QR below it are zero)."""
+REPARTITION_COND = 1e6
+"""A partition is chosen again when the condition number of its block ``A_d`` exceeds this."""
+
+
+# --------------------------------------------------------------------------- plan
+@attrs.frozen(eq=False)
+class LoopPlan:
+    """The constraint rows of a model's loops, built once per model.
+
+    Per row c (loops in the model's order; in each loop the rotational rows first):
+    ``loop`` (m,) its loop index; ``rot`` (m,) bool, a rotational row; ``bi``, ``bo``
+    (m,) the inner and outer body (``nb`` for N); ``x_B`` (m, 3) the Go axis of a
+    rotational row in Bo axes; ``y_B`` (m, 3) the Gi axis (the constrained axis ``d``
+    of a translational row) in Bi axes; ``pi_B``, ``po_B`` (m, 3) the Gi and Go origins
+    in their bodies' axes. ``names`` the loops' names.
+    """
+
+    names: tuple[str, ...]
+    loop: Index
+    rot: NDArray[np.bool_]
+    bi: Index
+    bo: Index
+    x_B: Array
+    y_B: Array
+    pi_B: Array
+    po_B: Array
+
+    @property
+    def m(self) -> int:
+        return int(self.loop.size)
+
+    @classmethod
+    def build(cls, model: Model) -> LoopPlan:
+        nb = model.nb
+        rows: list[tuple[int, bool, int, int, Array, Array, Array, Array]] = []
+        for l, lp in enumerate(model.loops):
+            bi = nb if lp.inner is None else model.body_index(lp.inner)
+            bo = nb if lp.outer is None else model.body_index(lp.outer)
+            R_Bi_Gi = np.asarray(lp.inner_rotation)
+            R_Bo_Go = np.asarray(lp.outer_rotation).T
+            pi, po = np.asarray(lp.inner_point), np.asarray(lp.outer_point)
+            pairs, trn = joints.loop_constraint_axes(
+                lp.rot_type, lp.rot_dof, lp.rot_seq, lp.trn_dof, lp.trn_seq
+            )
+            for x, y in pairs:
+                rows.append((l, True, bi, bo, R_Bo_Go[:, x], R_Bi_Gi[:, y], pi, po))
+            for c in trn:
+                rows.append((l, False, bi, bo, np.zeros(3), R_Bi_Gi[:, c], pi, po))
+        plan = cls._of(model, rows)
+        if model.planar and plan.m:
+            plan = cls._of(model, [rows[c] for c in _planar_rows(model, plan)])
+        return plan
+
+    @classmethod
+    def _of(cls, model: Model, rows: Sequence[Any]) -> LoopPlan:
+        def col(i: int, dtype: Any, shape: tuple[int, ...] = ()) -> Any:
+            out = np.empty((len(rows),) + shape, dtype=dtype)
+            for c, r in enumerate(rows):
+                out[c] = r[i]
+            return out
+
+        num = object if model.is_symbolic else float  # sympy parameters stay sympy
+        return cls(
+            names=tuple(lp.name for lp in model.loops),
+            loop=col(0, np.intp),
+            rot=col(1, bool),
+            bi=col(2, np.intp),
+            bo=col(3, np.intp),
+            x_B=col(4, num, (3,)),
+            y_B=col(5, num, (3,)),
+            pi_B=col(6, num, (3,)),
+            po_B=col(7, num, (3,)),
+        )
+
+
+def _planar_rows(model: Model, plan: LoopPlan) -> list[int]:
+    """The in-plane rows of a planar model (N's x-y plane), decided at ``q = 0``.
+
+    A rotational row is in the plane when its direction ``n`` is along z, a
+    translational row when its axis ``d`` is in the x-y plane. Every row must be one or
+    the other, or the mechanism is not planar about z.
+    """
+    R = _ext(_rest_rotations(model), np.eye(3))
+    x_o = mv(R[plan.bo], plan.x_B.astype(float))
+    y_i = mv(R[plan.bi], plan.y_B.astype(float))
+    dirs = np.where(plan.rot[:, None], cross(x_o, y_i), y_i)
+    z = np.abs(dirs[:, 2])
+    keep = []
+    for c in range(plan.m):
+        if min(z[c], abs(1.0 - z[c])) > 1e-9:
+            name = plan.names[plan.loop[c]]
+            raise ModelError(
+                f"loop {name!r}: planar=True, but its constrained direction "
+                f"{np.round(dirs[c], 6).tolist()} is neither along N's z axis nor in the x-y "
+                "plane (a planar model moves in N's x-y plane, rotating about z)"
+            )
+        if (z[c] > 0.5) == bool(plan.rot[c]):
+            keep.append(c)
+    return keep
+
+
+def _rest_rotations(model: Model) -> Array:
+    """``R_N_B`` (nb, 3, 3) at ``q = 0`` from the joints' placement rotations alone (the
+    points may be sympy symbols; the rotations must be numbers)."""
+    try:
+        R_in = np.asarray(model.layout.R_Bi_Gi, dtype=float)
+        R_out = np.asarray(model.layout.R_Go_Bo, dtype=float)
+    except TypeError:
+        raise ModelError(
+            "planar=True needs numeric joint rotations (inner_rotation, outer_rotation)"
+        ) from None
+    R = np.zeros((model.nb, 3, 3))
+    for k in range(model.nb):  # joints are sorted: the inner body comes first
+        i = int(model.layout.parent[k])
+        R[k] = (np.eye(3) if i < 0 else R[i]) @ R_in[k] @ R_out[k]
+    return R
+
+
+def loop_plan(model: Model) -> LoopPlan:
+    """The (cached) :class:`LoopPlan` of ``model``."""
+    plan: LoopPlan = derived(model, "loops", LoopPlan.build)
+    return plan
+
+
+# --------------------------------------------------------------------------- terms
+@attrs.frozen(eq=False)
+class _Frames:
+    x_o: Array  # (m, 3) Go axis (rotational rows), N
+    y_i: Array  # (m, 3) Gi axis, N
+    p_i: Array  # (m, 3) Gi origin, N
+    p_o: Array  # (m, 3) Go origin, N
+
+
+def _ext(a: Array, fill: Array) -> Array:
+    """``a`` (nb, ...) with N appended as row nb."""
+    return np.concatenate((a, fill[None]), axis=0)
+
+
+def _frames(plan: LoopPlan, kin: Kinematics) -> _Frames:
+    R = _ext(kin.R_N_B, np.eye(3))
+    p = _ext(kin.p, np.zeros(3))
+    return _Frames(
+        x_o=mv(R[plan.bo], plan.x_B),
+        y_i=mv(R[plan.bi], plan.y_B),
+        p_i=p[plan.bi] + mv(R[plan.bi], plan.pi_B),
+        p_o=p[plan.bo] + mv(R[plan.bo], plan.po_B),
+    )
+
+
+@attrs.frozen(eq=False)
+class LoopTerms:
+    """The loop constraints at one state: ``Phi`` (m,), ``A`` (m, n) with ``Φ̇ = A u``,
+    ``b`` (m,) with ``Φ̈ = A u̇ + b``; ``loop`` (m,) the loop of each row, ``rot`` (m,)
+    whether it is rotational; ``dirs`` (m, 3) the row's direction in N (``n`` of a
+    rotational row: the axis of its constraint torque; ``d`` of a translational row: the
+    axis of its constraint force, which acts at the Go origin ``p_o`` (m, 3)). ``Aᵀλ``
+    is the generalized force of those torques and forces times ``λ``
+    (:func:`loop_forces`)."""
+
+    Phi: Array
+    A: Array
+    b: Array
+    loop: Index
+    rot: NDArray[np.bool_]
+    dirs: Array  # (m, 3) n (rotational rows) or d (translational rows), N
+    p_o: Array  # (m, 3) Go origin, N
+
+
+def loop_terms(model: Model, kin: Kinematics, A_r: Array | None = None) -> LoopTerms:
+    """``Φ``, ``A`` and ``b`` of every loop constraint at ``kin`` (see the module
+    docstring), from the tree's spatial Jacobians and remainder accelerations.
+
+    ``A_r`` (nb, 6) are the spatial bias accelerations
+    (:func:`kanedyn.dynamics.partials.bias_accelerations`); without them ``b`` is zero.
+    """
+    pl = loop_plan(model)
+    lay = model.layout
+    n, nb = model.n, model.nb
+    fr = _frames(pl, kin)
+    S = joint_subspace(model, kin)  # (n, 6) rows (h, o × h) or (0, d)
+    dof_joint = plan_of(model).dof_joint
+    # spatial Jacobian of each body about N's origin, (nb + 1, 6, n); N's is zero
+    J = np.zeros((nb + 1, 6, n))
+    J[:nb] = lay.path[:, dof_joint][:, None, :] * S.T[None, :, :]
+    V = _ext(kin.V, np.zeros(6))
+    Ab = _ext(np.zeros((nb, 6)) if A_r is None else A_r, np.zeros(6))
+    w_i, w_o = V[pl.bi, :3], V[pl.bo, :3]
+    al_i, al_o = Ab[pl.bi, :3], Ab[pl.bo, :3]
+
+    def point(b: Index, p: Array) -> tuple[Array, Array, Array]:
+        """Velocity Jacobian (m, 3, n), velocity and bias acceleration of points p."""
+        Jw, Jv = J[b, :3], J[b, 3:]
+        Vp = Jv - cross(p[:, None, :], Jw.swapaxes(1, 2)).swapaxes(1, 2)  # v_O - p × ω
+        vp = V[b, 3:] + cross(V[b, :3], p)
+        ap = Ab[b, 3:] + cross(Ab[b, :3], p) + cross(V[b, :3], vp)
+        return Vp, vp, ap
+
+    Vp_i, vp_i, ap_i = point(pl.bi, fr.p_i)
+    Vp_o, vp_o, ap_o = point(pl.bo, fr.p_o)
+    rho = fr.p_o - fr.p_i
+    phi_r, n_r, b_r = joints.loop_rotation(fr.x_o, fr.y_i, w_i, w_o, al_i, al_o)
+    phi_t, m_t, b_t = joints.loop_translation(fr.y_i, rho, vp_o - vp_i, w_i, al_i, ap_o - ap_i)
+    rot_rows = pl.rot
+    A_rot = np.einsum("ci,cin->cn", n_r, J[pl.bo, :3] - J[pl.bi, :3])
+    A_trn = np.einsum("ci,cin->cn", m_t, J[pl.bi, :3]) + np.einsum(
+        "ci,cin->cn", fr.y_i, Vp_o - Vp_i
+    )
+    return LoopTerms(
+        Phi=np.where(rot_rows, phi_r, phi_t),
+        A=np.where(rot_rows[:, None], A_rot, A_trn),
+        b=np.where(rot_rows, b_r, b_t) if A_r is not None else np.zeros(pl.m),
+        loop=pl.loop,
+        rot=rot_rows,
+        dirs=np.where(rot_rows[:, None], n_r, fr.y_i),
+        p_o=fr.p_o,
+    )
+
+
+# --------------------------------------------------------------------------- partition
+@attrs.frozen(eq=False)
+class Partition:
+    """A choice of independent constraint rows and of dependent speeds.
+
+    ``rows`` (r,) the independent rows of A (r = its rank), ``dependent`` (r,) the
+    dependent speeds (``A[rows][:, dependent]`` is square and well conditioned),
+    ``independent`` (n - r,) the independent speeds, ``cond`` the condition number of
+    that block when chosen.
+    """
+
+    rows: Index
+    dependent: Index
+    independent: Index
+    cond: float
+
+    @property
+    def rank(self) -> int:
+        return int(self.rows.size)
+
+
+def partition(A: Array, independent: Iterable[int] | None = None) -> Partition:
+    """Rank, independent rows and dependent speeds of ``A`` (m, n) by pivoted QR.
+
+    The rows: a column-pivoted QR of ``Aᵀ`` (pivots below :data:`RANK_TOL` times the
+    largest are zero: those rows are redundant). The speeds: a column-pivoted QR of the
+    kept rows picks the r best-conditioned columns as dependent speeds, or, with
+    ``independent`` given, those speeds are independent and the others dependent.
+    """
+    m, n = A.shape
+    if m == 0 or not np.any(A):
+        return Partition(np.zeros(0, np.intp), np.zeros(0, np.intp), np.arange(n), 1.0)
+    _, R, piv = scipy.linalg.qr(A.T, mode="economic", pivoting=True)
+    d = np.abs(np.diag(R))
+    r = int(np.sum(d > RANK_TOL * d[0]))
+    rows = np.sort(piv[:r]).astype(np.intp)
+    Ar = A[rows]
+    if independent is None:
+        _, _, piv2 = scipy.linalg.qr(Ar, mode="economic", pivoting=True)
+        dep = np.sort(piv2[:r]).astype(np.intp)
+    else:
+        ind = np.unique(np.asarray(list(independent), dtype=np.intp))
+        dep = np.setdiff1d(np.arange(n), ind).astype(np.intp)
+        if dep.size != r:
+            raise ModelError(
+                f"{ind.size} independent speeds given, but the loops leave {n - r} DOF"
+            )
+    ind = np.setdiff1d(np.arange(n), dep).astype(np.intp)
+    return Partition(rows, dep, ind, float(np.linalg.cond(Ar[:, dep])))
+
+
+@attrs.frozen(eq=False)
+class LoopEquations:
+    """Kane's equations of a looped model with dependent speeds eliminated.
+
+    ``C`` (n, n - r): ``u = C u_i``; ``c0`` (n,): ``u̇ = C u̇_i + c0``;
+    ``mass_matrix`` (n - r, n - r) = ``Cᵀ M C``; ``forcing`` (n - r,) = ``Cᵀ(f - M c0)``,
+    so that ``mass_matrix @ u̇_i = forcing``; ``partition`` the choice of speeds;
+    ``M``, ``f`` the tree's; ``terms`` the loop constraints.
+    """
+
+    C: Array
+    c0: Array
+    mass_matrix: Array
+    forcing: Array
+    partition: Partition
+    M: Array
+    f: Array
+    terms: LoopTerms
+
+
+def _reduce(M: Array, f: Array, lt: LoopTerms, part: Partition, bias: Array) -> LoopEquations:
+    n = M.shape[0]
+    Ar = lt.A[part.rows]
+    Ad, Ai = Ar[:, part.dependent], Ar[:, part.independent]
+    C = np.zeros((n, part.independent.size))
+    C[part.independent, np.arange(part.independent.size)] = 1.0
+    c0 = np.zeros(n)
+    if part.rank:  # one LU of A_d for both right-hand sides
+        X = np.linalg.solve(Ad, np.column_stack((Ai, bias[part.rows])))
+        C[part.dependent] = -X[:, :-1]
+        c0[part.dependent] = -X[:, -1]
+    return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
+
+
+def constrained_accelerations(eq: LoopEquations) -> Array:
+    """``u̇ = C u̇_i + c0`` with ``(CᵀMC) u̇_i = Cᵀ(f - M c0)`` (Cholesky), shape (n,)."""
+    return eq.C @ solve_mass_matrix(eq.mass_matrix, eq.forcing) + eq.c0
+
+
+def _equations(
+    model: Model,
+    kin: Kinematics,
+    L: AppliedLoads,
+    u: Array,
+    part: Partition | None = None,
+    independent: Iterable[int] | None = None,
+    baumgarte: tuple[float, float] | None = None,
+) -> LoopEquations:
+    """:class:`LoopEquations` at ``kin`` (speeds ``u``) with the loads ``L``; a new
+    partition when ``part`` is None or its block has become ill-conditioned
+    (:data:`REPARTITION_COND`). ``baumgarte = (α, β)`` replaces ``A u̇ + b = 0`` by
+    ``A u̇ + b + 2α A u + β² Φ = 0`` (Baumgarte 1972)."""
+    tm = kane_terms(model, kin)
+    lt = loop_terms(model, kin, tm.A_r)
+    bias = lt.b
+    if baumgarte is not None:
+        alpha, beta = baumgarte
+        bias = bias + 2.0 * alpha * (lt.A @ u) + beta**2 * lt.Phi
+    if part is None or independent is not None:
+        part = partition(lt.A, independent)
+    elif part.rank and np.linalg.cond(lt.A[part.rows][:, part.dependent]) > REPARTITION_COND:
+        part = partition(lt.A)
+    return _reduce(mass_matrix_at(model, tm), forcing_at(model, tm, L), lt, part, bias)
+
+
+def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
+    """Speed indices of joint names (all their speeds) and of coordinate indices
+    (angles and slides, whose rates are speeds)."""
+    lay = model.layout
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, str):
+            out += model.speeds(item).tolist()
+            continue
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            raise ModelError(
+                f"fix/independent entries are joint names or coordinate indices, got {item!r}"
+            )
+        hit = np.nonzero(lay.angle_q == int(item))[0]
+        if not hit.size:
+            raise ModelError(
+                f"coordinate {item} is not an angle or slide of the model (nq = {model.nq}); "
+                "fix a spherical joint by its name"
+            )
+        out.append(int(lay.angle_u[hit[0]]))
+    return np.unique(np.array(out, dtype=np.intp))
+
+
+def loop_equations(
+    model: Model,
+    state: State,
+    loads: LoadsLike = None,
+    t: float = 0.0,
+    independent: Iterable[int | str] | None = None,
+) -> LoopEquations:
+    """Kane's equations with the loops' dependent speeds eliminated, at ``state``.
+
+    ``independent``: joint names or coordinate indices whose speeds are to be the
+    independent ones (default: chosen by pivoted QR). See the module docstring.
+
+    >>> import kanedyn as kd
+    >>> m = kd.examples.four_bar()
+    >>> eq = kd.loop_equations(m, m.assemble(m.initial_state(), fix=["crank"]))
+    >>> eq.mass_matrix.shape
+    (1, 1)
+    """
+    model.check_state(state)
+    kin = kinematics_at(model, state.q, state.u)
+    L = applied_loads(model, state, kin, loads, t)
+    ind = None if independent is None else _speed_indices(model, independent)
+    return _equations(model, kin, L, state.u, independent=ind)
+
+
+def forward_dynamics(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:
+    """``u̇`` of a looped model (:func:`constrained_accelerations`), shape (n,)."""
+    return constrained_accelerations(loop_equations(model, state, loads, t))
+
+
+# --------------------------------------------------------------------------- manifold
+def _step_q(model: Model, q: Array, du: Array) -> Array:
+    """``q`` moved by the speed-space increment ``du`` (angles and slides add;
+    quaternions turn by ``½ q ⊗ [δω, 0]`` and are normalized)."""
+    q = q + joints.qdot(model.layout, q, du)
+    return joints.normalize_quaternions(_NUMPY, model.layout, q)
+
+
+def _constraints(model: Model, q: Array) -> LoopTerms:
+    return loop_terms(model, kinematics_at(model, q, np.zeros(model.n)))
+
+
+def _newton(
+    model: Model, q: Array, free: Index, tol: float, max_iter: int
+) -> tuple[Array, LoopTerms, bool]:
+    """Gauss-Newton on ``Φ(q) = 0`` in the free speeds' directions (minimum norm).
+
+    ``Φ̇ = A u`` holds exactly, so ``A`` is the Jacobian of ``Φ`` in speed space and
+    the iteration is Newton's (quadratic near a regular closure)."""
+    lt = _constraints(model, q)
+    for _ in range(max_iter):
+        if not lt.Phi.size or np.max(np.abs(lt.Phi)) <= tol:
+            return q, lt, True
+        du = np.zeros(model.n)
+        du[free] = -np.linalg.lstsq(lt.A[:, free], lt.Phi, rcond=RANK_TOL)[0]
+        q = _step_q(model, q, du)
+        lt = _constraints(model, q)
+    return q, lt, bool(not lt.Phi.size or np.max(np.abs(lt.Phi)) <= tol)
+
+
+def _worst(model: Model, lt: LoopTerms, r: Array) -> str:
+    c = int(np.argmax(np.abs(r)))
+    return model.loops[int(lt.loop[c])].name
+
+
+def assemble(
+    model: Model,
+    state: State,
+    fix: Iterable[int | str] = (),
+    *,
+    tol: float = 1e-12,
+    max_iter: int = 50,
+) -> State:
+    """Close every loop: ``Φ(q) = 0`` by Newton, then ``A u = 0``.
+
+    The speeds of the joints (names) or coordinates (indices of angles or slides) in
+    ``fix`` keep their values: their coordinates keep their values during the Newton
+    iteration, and their rates are kept while the other speeds are solved (minimum-norm
+    least squares) from ``A u = 0``.
+
+    Raises
+    ------
+    ModelError
+        The mechanism cannot close (naming the loop with the largest residual), or the
+        fixed rates are not consistent with the loops.
+    """
+    model.check_state(state)
+    if not model.loops:
+        return state
+    fixed = _speed_indices(model, fix)
+    free = np.setdiff1d(np.arange(model.n), fixed).astype(np.intp)
+    q, lt, ok = _newton(model, state.q, free, tol, max_iter)
+    if not ok or not np.all(np.isfinite(q)):
+        fixed_txt = f" with {list(fix)} fixed" if list(fix) else ""
+        raise ModelError(
+            f"loop {_worst(model, lt, lt.Phi)!r} cannot close{fixed_txt}: the closure "
+            f"residual is {np.max(np.abs(lt.Phi)):.3g} after {max_iter} Newton iterations "
+            "(the loop may be out of reach from this configuration)"
+        )
+    u = np.array(state.u, dtype=float)
+    if lt.A.size:
+        u[free] = np.linalg.lstsq(lt.A[:, free], -lt.A[:, fixed] @ u[fixed], rcond=RANK_TOL)[0]
+        r = lt.A @ u
+        scale = max(1.0, float(np.max(np.abs(u))))
+        if np.max(np.abs(r)) > 1e-9 * scale:
+            raise ModelError(
+                f"loop {_worst(model, lt, r)!r}: the fixed rates of {list(fix)} are not "
+                f"consistent with the loops (velocity residual {np.max(np.abs(r)):.3g})"
+            )
+    return State(q, u)
+
+
+def project(model: Model, q: Array, u: Array, tol: float = 1e-13) -> tuple[Array, Array, float]:
+    """Project ``(q, u)`` back onto the constraint manifold: a few Newton steps on
+    ``Φ(q) = 0`` (minimum-norm corrections), then ``u ← u - A⁺ A u``. Returns the new
+    ``q``, ``u`` and the largest residual before the projection, ``max(|Φ|, |A u|)``."""
+    free = np.arange(model.n, dtype=np.intp)
+    lt0 = _constraints(model, q)
+    before = max(float(np.max(np.abs(lt0.Phi))), float(np.max(np.abs(lt0.A @ u))))
+    q, lt, _ = _newton(model, q, free, tol, 5)
+    u = u - np.linalg.lstsq(lt.A, lt.A @ u, rcond=RANK_TOL)[0]
+    return q, u, before
+
+
+def residuals(model: Model, q: Array, u: Array) -> tuple[float, float]:
+    """``max |Φ(q)|`` and ``max |A(q) u|`` (zero without loops)."""
+    if not model.loops:
+        return 0.0, 0.0
+    lt = _constraints(model, q)
+    return float(np.max(np.abs(lt.Phi))), float(np.max(np.abs(lt.A @ u)))
+
+
+# --------------------------------------------------------------------------- loop forces
+@attrs.frozen(eq=False)
+class LoopForces:
+    """The constraint force and torque at every loop joint (model order of ``loops``).
+
+    ``force`` (nl, 3) and ``torque`` (nl, 3): the wrench the inner body Bi exerts on the
+    outer body Bo through the loop joint, the force acting at the Go origin, in N
+    components (Bo exerts the opposite wrench on Bi). ``force_Go``, ``torque_Go``: the
+    same in the loop's Go axes; ``force_Gi``, ``torque_Gi``: in its Gi axes.
+    ``multipliers``: per loop, the multipliers λ of its constraint rows
+    (``M u̇ = f + Aᵀλ``). With redundant constraints, the minimum-norm set.
+    """
+
+    loop_names: tuple[str, ...]
+    force: Array
+    torque: Array
+    force_Go: Array
+    torque_Go: Array
+    force_Gi: Array
+    torque_Gi: Array
+    multipliers: tuple[Array, ...]
+
+    def of(self, loop: str) -> dict[str, Array]:
+        """The entries of one loop, by name."""
+        k = self.loop_names.index(loop)
+        return {
+            "force": self.force[k],
+            "torque": self.torque[k],
+            "force_Go": self.force_Go[k],
+            "torque_Go": self.torque_Go[k],
+            "force_Gi": self.force_Gi[k],
+            "torque_Gi": self.torque_Gi[k],
+            "multipliers": self.multipliers[k],
+        }
+
+
+def loop_forces(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> LoopForces:
+    """Loop-joint constraint forces and torques at ``state`` (see :class:`LoopForces`).
+
+    With ``u̇`` from the constrained equations, the multipliers solve
+    ``Aᵀλ = M u̇ - f`` (least squares, minimum norm); a rotational row with direction
+    ``n`` carries the torque ``λ n`` on Bo (``-λ n`` on Bi), a translational row with
+    axis ``d`` the force ``λ d`` on Bo at the Go origin (``-λ d`` on Bi at the same
+    point): their generalized force is exactly ``λ`` times the row of A (Kane
+    Constraints slides 8-10, with the loop's constrained directions).
+    """
+    eq = loop_equations(model, state, loads, t)
+    acc = constrained_accelerations(eq)
+    lt = eq.terms
+    lam = np.linalg.lstsq(lt.A.T, eq.M @ acc - eq.f, rcond=RANK_TOL)[0]
+    nl = len(model.loops)
+    force, torque = np.zeros((nl, 3)), np.zeros((nl, 3))
+    np.add.at(torque, lt.loop[lt.rot], lam[lt.rot, None] * lt.dirs[lt.rot])
+    np.add.at(force, lt.loop[~lt.rot], lam[~lt.rot, None] * lt.dirs[~lt.rot])
+    kin = kinematics_at(model, state.q, state.u)
+    R_N_Gi, R_N_Go = _loop_rotations(model, kin)
+    return LoopForces(
+        loop_names=tuple(lp.name for lp in model.loops),
+        force=force,
+        torque=torque,
+        force_Go=np.einsum("lji,lj->li", R_N_Go, force),
+        torque_Go=np.einsum("lji,lj->li", R_N_Go, torque),
+        force_Gi=np.einsum("lji,lj->li", R_N_Gi, force),
+        torque_Gi=np.einsum("lji,lj->li", R_N_Gi, torque),
+        multipliers=tuple(lam[lt.loop == k] for k in range(nl)),
+    )
+
+
+def _loop_rotations(model: Model, kin: Kinematics) -> tuple[Array, Array]:
+    """``R_N_Gi``, ``R_N_Go`` (nl, 3, 3) of every loop joint."""
+    R = _ext(kin.R_N_B, np.eye(3))
+    idx: dict[str | None, int] = {b.name: i for i, b in enumerate(model.bodies)}
+    idx[None] = model.nb
+    R_N_Gi = np.array([R[idx[lp.inner]] @ lp.inner_rotation for lp in model.loops])
+    R_N_Go = np.array([R[idx[lp.outer]] @ np.asarray(lp.outer_rotation).T for lp in model.loops])
+    return R_N_Gi.reshape(-1, 3, 3), R_N_Go.reshape(-1, 3, 3)
+
+
+def loop_wrenches(model: Model, kin: Kinematics, lf: LoopForces) -> tuple[Array, Array]:
+    """The loop forces as body loads: ``F``, ``T`` (nb, 3) at the mass centres, N."""
+    F, T = np.zeros((model.nb + 1, 3)), np.zeros((model.nb + 1, 3))
+    r = _ext(kin.r, np.zeros(3))
+    R = _ext(kin.R_N_B, np.eye(3))
+    p = _ext(kin.p, np.zeros(3))
+    for k, lp in enumerate(model.loops):
+        bi = model.nb if lp.inner is None else model.body_index(lp.inner)
+        bo = model.nb if lp.outer is None else model.body_index(lp.outer)
+        p_o = p[bo] + R[bo] @ np.asarray(lp.outer_point, float)
+        for b, sign in ((bo, 1.0), (bi, -1.0)):
+            F[b] += sign * lf.force[k]
+            T[b] += sign * (lf.torque[k] + np.cross(p_o - r[b], lf.force[k]))
+    return F[: model.nb], T[: model.nb]
+
+
+# --------------------------------------------------------------------------- summary
+@attrs.frozen(eq=False)
+class LoopSummary:
+    """Loop constraints at one state: ``n_constraints`` rows, their ``rank``, the
+    ``dof`` left (n - rank), ``redundant`` (rows - rank), ``independent`` and
+    ``dependent`` speed names, ``residual`` (max |Φ|, max |A u|)."""
+
+    n_constraints: int
+    rank: int
+    dof: int
+    redundant: int
+    independent: tuple[str, ...]
+    dependent: tuple[str, ...]
+    residual: tuple[float, float]
+
+    def __str__(self) -> str:
+        red = f", {self.redundant} redundant (least-squares consistent)" if self.redundant else ""
+        return (
+            f"{self.n_constraints} loop constraints, rank {self.rank}{red}; "
+            f"{self.dof} DOF after constraints; independent speeds: "
+            f"{', '.join(self.independent) or '(none)'}"
+        )
+
+
+def loop_summary(model: Model, state: State | None = None) -> LoopSummary:
+    """Rank, DOF after the constraints and the chosen independent speeds at ``state``
+    (default: the initial state, assembled when it can be)."""
+    if state is None:
+        state = model.initial_state()
+        try:
+            state = assemble(model, state)
+        except ModelError:
+            pass
+    lt = _constraints(model, state.q)
+    part = partition(lt.A)
+    names = [""] * model.n
+    for k, j in enumerate(model.joints):
+        for pos, i in enumerate(model.layout.u_index[k]):
+            names[i] = f"{j.name}.w{pos}" if pos < j.rot_dof else f"{j.name}.s{pos - j.rot_dof}"
+    return LoopSummary(
+        n_constraints=int(lt.Phi.size),
+        rank=part.rank,
+        dof=model.n - part.rank,
+        redundant=int(lt.Phi.size) - part.rank,
+        independent=tuple(names[i] for i in part.independent),
+        dependent=tuple(names[i] for i in part.dependent),
+        residual=residuals(model, state.q, state.u),
+    )
