@@ -1141,7 +1141,12 @@ def _run_rk4_native(
         locks.extend([system.locked] * done)
         row += done
         record()
-        return monitor.failure(float(t_next[bad - 1]), f"the state became non-finite: {x}")
+        bad_values = ~np.isfinite(x)  # the state the loop stopped at
+        first = ""
+        if np.any(bad_values):
+            i = int(np.argmax(bad_values))
+            first = f" (first: {monitor.names[i]} = {x[i]})"
+        return monitor.failure(float(t_next[bad - 1]), f"the state became non-finite{first}")
 
     try:
         while s < N:
