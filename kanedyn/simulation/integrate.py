@@ -1204,7 +1204,7 @@ def _run_rk4_native(
     return N, speeds
 
 
-_NATIVE_BLOCK = 4096  # steps per native call at most: outputs stream, interrupts land
+_NATIVE_BLOCK = 1000  # steps per native call at most: outputs stream, interrupts land
 
 
 def _python_steps(
