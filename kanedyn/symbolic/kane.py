@@ -60,8 +60,10 @@ closed-form checks) and grow quickly with the depth of the tree.
 the quaternion first, as the numeric engine does). Spherical-joint *springs* need the
 rotation vector and the inverse right Jacobian, whose closed forms are 0/0 at zero
 rotation; a model with a non-zero spherical stiffness raises :class:`~kanedyn.ModelError`
-(spherical dampers, ``-C ω``, are supported). Only the model-level loads enter: gravity
-and the joints' springs and dampers.
+(spherical dampers, ``-C ω``, are supported). The model-level loads (gravity, the
+joints' springs and dampers) always enter; applied loads (joint torques, body forces and
+torques, possibly functions of time) are keywords of :func:`kane`
+(:mod:`kanedyn.symbolic.loads`).
 
 References
 ----------
@@ -88,6 +90,7 @@ from kanedyn.spatial import charts
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, matrix
+from kanedyn.symbolic.loads import Loads, read_loads
 
 __all__ = ["CompactEquations", "KaneEquations", "kane"]
 
@@ -317,9 +320,10 @@ def _symbols(model: Model) -> tuple[list, list, list]:
     return q, u, ud
 
 
-def _parameters(model: Model) -> tuple[sm.Symbol, ...]:
+def _parameters(model: Model, loads: Loads) -> tuple[sm.Basic, ...]:
+    """The model's symbols, the loads' constants and inputs, sorted by name."""
     lay = model.layout
-    found: set[sm.Symbol] = set()
+    found: set[sm.Basic] = set(loads.constants) | set(loads.inputs)
     arrays = [model.gravity, lay.stiffness, lay.damping, lay.mass, lay.inertia, lay.com]
     arrays += [lay.h_embedded, lay.inner_point, lay.outer_point, lay.R_Bi_Gi, lay.R_Go_Bo]
     for arr in arrays:
@@ -330,12 +334,11 @@ def _parameters(model: Model) -> tuple[sm.Symbol, ...]:
 
 
 # --------------------------------------------------------------------------- derivation
-def _derive(model: Model, q: list, u: list) -> _Derivation:
-    """Stages 1-3 of the numeric engine on sympy expressions (see the module docstring)."""
+def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
+    """Stages 1-4 of the numeric engine on sympy expressions (see the module docstring)."""
     lay = model.layout
     nb, nu, ns, n = model.nb, model.nu, model.ns, model.n
     t = _Tape()
-    g = _cmat(model.gravity)
     R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
     R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
     transport, alpha_r, C, a_r = (_slots(nb) for _ in range(4))
@@ -435,7 +438,8 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
     M_terms: dict[tuple[int, int], list] = {}
     Fr_terms: list[list] = [[] for _ in range(n)]
     F0_terms: list[list] = [[] for _ in range(n)]
-    Q = _joint_forces(model, q, u)
+    Q = [a + b for a, b in zip(_joint_forces(model, q, u), loads.Q_vector(n), strict=True)]
+    F_app, T_app = _applied(model, loads, R_N_B, t)
     for i in range(nb):
         R = R_N_B[i]
         m = _const(lay.mass[i])
@@ -443,7 +447,7 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         H = t.vec(_mm(I_N, omega[i]) + _mm(R, _cmat(lay.h_embedded[i])), f"H{i}_")
         Tb = t.vec(-_mm(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")
-        F = m * g
+        F, T = F_app[i], T_app[i]
         cols = []  # (speed, Omega column, V column, I Omega column, m V column)
         for rr in range(nu):
             if not _is_zero(Omega_u[i][:, rr]):
@@ -457,7 +461,7 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         for a, (ra, Om_a, V_a, _, _) in enumerate(cols):
             for rb, _, _, IOm_b, mV_b in cols[a:]:
                 M_terms.setdefault((ra, rb), []).extend((_dot(Om_a, IOm_b), _dot(V_a, mV_b)))
-            Fr_terms[ra].append(_dot(V_a, F))
+            Fr_terms[ra].extend((_dot(V_a, F), _dot(Om_a, T)))
             F0_terms[ra].extend((_dot(Om_a, Tb), _dot(V_a, Fb)))
     M = sm.zeros(n, n)
     for (ra, rb), terms in M_terms.items():
@@ -481,6 +485,26 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         Fr=Fr,
         Fr_star0=Fr_star0,
     )
+
+
+def _applied(
+    model: Model, loads: Loads, R_N_B: list, t: _Tape
+) -> tuple[list[sm.Matrix], list[sm.Matrix]]:
+    """Resultant force (at the mass centre) and torque on each body, N components: gravity
+    ``m_i g``, the body forces, and the torques plus ``(R_N_B (p - c_i)) × F`` of each
+    force applied at a point ``p`` (as :func:`kanedyn.dynamics.loads.applied_loads`)."""
+    lay = model.layout
+    g = _cmat(model.gravity)
+    F = [_const(lay.mass[i]) * g for i in range(model.nb)]
+    T = [sm.zeros(3, 1) for _ in range(model.nb)]
+    for f in loads.forces:
+        F[f.body] = F[f.body] + f.F
+        if f.point is not None:
+            arm = t.vec(_mm(R_N_B[f.body], f.point - _cmat(lay.com[f.body])), f"arm{f.body}_")
+            T[f.body] = T[f.body] + cross(arm, f.F)
+    for i, torque in loads.torques:
+        T[i] = T[i] + torque
+    return F, T
 
 
 def _joint_forces(model: Model, q: list, u: list) -> list:
@@ -605,7 +629,10 @@ class KaneEquations:
     u_dot : ImmutableMatrix, (n, 1)
         Their rates, ``udot_<joint>_<i>``, ``sdot_<joint>_<i>``.
     parameters : tuple of Symbol
-        The model's free symbols (masses, lengths, g, ...), sorted by name.
+        The model's free symbols (masses, lengths, g, ...) and those of the loads,
+        including the inputs, sorted by name (the order of ``p`` in :meth:`lambdify`).
+    inputs : tuple
+        The functions of time in the loads (``T1(t)``), sorted by name.
     kinematic_equations : ImmutableMatrix, (nq, 1)
         q̇ as functions of q and the speeds.
     compact : CompactEquations
@@ -634,12 +661,14 @@ class KaneEquations:
         u_dot: list,
         der: _Derivation,
         kinematic_equations: sm.ImmutableMatrix,
+        loads: Loads,
     ) -> None:
         self.model = model
         self.q = sm.ImmutableMatrix(q)
         self.u = sm.ImmutableMatrix(u)
         self.u_dot = sm.ImmutableMatrix(u_dot)
-        self.parameters = _parameters(model)
+        self.parameters = _parameters(model, loads)
+        self.inputs = loads.inputs
         self.kinematic_equations = kinematic_equations
         self._der = der
         M = sm.ImmutableMatrix(der.M)
@@ -1040,7 +1069,13 @@ class KaneEquations:
 
 
 def kane(
-    model: Model, *, simplify: bool = False, time_budget: float | None = None
+    model: Model,
+    *,
+    joint_torques: Mapping[str, Sequence[Any]] | None = None,
+    body_forces: Mapping[str, Any] | None = None,
+    body_torques: Mapping[str, Sequence[Any]] | None = None,
+    simplify: bool = False,
+    time_budget: float | None = None,
 ) -> KaneEquations:
     """Kane's equations of ``model`` in sympy (the numeric engine's stages, symbolically).
 
@@ -1049,6 +1084,20 @@ def kane(
     model : Model
         Numeric (its numbers become sympy Integers/Floats) or with sympy parameters
         (masses, inertias, points, rotations, stiffness, damping, gravity).
+    joint_torques : mapping joint name -> sequence, optional
+        Actuator efforts on each DOF of the joint, rotational first (generalized forces,
+        as :class:`kanedyn.JointLoad`).
+    body_forces : mapping body name -> F or (F, point), optional
+        A force in N components at the mass centre, or at ``point`` (body axes, from the
+        body-frame origin; as :class:`kanedyn.Force`).
+    body_torques : mapping body name -> (3,), optional
+        A pure torque, N components (as :class:`kanedyn.Torque`).
+
+        The loads have the form :func:`kanedyn.symbolic.lagrange` takes; their values may
+        be numbers, sympy constants or *inputs*, functions of time such as
+        ``dynamicsymbols("T1")`` (listed in :attr:`KaneEquations.inputs`, the columns of
+        ``B`` in :func:`kanedyn.symbolic.linearize`). They enter ``Fr`` as
+        ``V_iᵀ F_i + Ω_iᵀ (T_i + (R_N_B (p - c_i)) × F_i)`` and ``Q``.
     simplify : bool, optional
         Build the explicit mass matrix and forcing now and ``sympy.simplify`` them
         entry by entry (smallest first). Default False: nothing is expanded or
@@ -1081,9 +1130,10 @@ def kane(
     """
     if not isinstance(model, Model):
         raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
+    loads = read_loads(model, joint_torques, body_forces, body_torques, "kane")
     q, u, ud = _symbols(model)
-    der = _derive(model, q, u)
-    eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u))
+    der = _derive(model, q, u, loads)
+    eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u), loads)
     if simplify:
         eom._simplify(time_budget)
     return eom

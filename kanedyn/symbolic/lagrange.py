@@ -62,6 +62,7 @@ from kanedyn.model import Model
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, matrix
+from kanedyn.symbolic.loads import read_loads
 
 __all__ = ["LagrangeEquations", "generalized_symbols", "lagrange"]
 
@@ -118,13 +119,6 @@ def _refuse_spherical(model: Model) -> None:
 def _matrix(x: Any) -> sm.Matrix:
     """A model constant as an exact sympy Matrix (a column for a vector)."""
     return matrix(exact_array(x))
-
-
-def _load(values: Any, n: int, what: str) -> sm.Matrix:
-    out = sm.Matrix([exact(v) for v in np.asarray(values, dtype=object).ravel()])
-    if out.shape != (n, 1):
-        raise ModelError(f"lagrange: {what} needs {n} values, got {out.shape[0]}")
-    return out
 
 
 # --------------------------------------------------------------------------- result
@@ -244,9 +238,14 @@ def lagrange(
     joint_torques : mapping joint name -> sequence, optional
         Actuator efforts τ on each DOF of the joint (rotational first), as in
         :class:`kanedyn.JointLoad`; may be sympy expressions.
-    body_forces, body_torques : mapping body name -> (3,), optional
-        Force at the mass centre and pure torque, N components (eq. 2-10's
-        ``Jᵀ F_ext``).
+    body_forces : mapping body name -> F or (F, point), optional
+        Force in N components at the mass centre, or at ``point`` (body axes, from the
+        body-frame origin), entering as ``J_pᵀ F`` with ``J_p`` the Jacobian of the
+        application point (eq. 2-10's ``Jᵀ F_ext``).
+    body_torques : mapping body name -> (3,), optional
+        Pure torque, N components (``J_Aᵀ T``).
+
+        Load values may be functions of time (inputs); see :mod:`kanedyn.symbolic.loads`.
     simplify : bool
         ``trigsimp`` the attitudes, positions, H and G (slower; cleaner output for
         small models).
@@ -343,17 +342,14 @@ def lagrange(
             np.array(list(q), dtype=object), np.array(list(u), dtype=object),
         )
     )  # fmt: skip
-    for name, values in (joint_torques or {}).items():
-        idx = [int(r) for r in model.layout.u_index[model.joint_index(name)]]
-        tau = _load(values, len(idx), f"joint_torques[{name!r}]")
-        for r, t in zip(idx, tau, strict=True):
-            Q[r] += t
-    for name, F in (body_forces or {}).items():
-        i = model.body_index(name)
-        Q += J_L[i].T * _load(F, 3, f"body_forces[{name!r}]")
-    for name, T in (body_torques or {}).items():
-        i = model.body_index(name)
-        Q += J_A[i].T * _load(T, 3, f"body_torques[{name!r}]")
+    loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
+    for r, tau in loads.Q:
+        Q[r] += tau
+    for f in loads.forces:  # the Jacobian of the application point (eq. 2-10)
+        at = r_c[f.body] if f.point is None else p_B[f.body] + R_N_B[f.body] * f.point
+        Q += at.jacobian(q).T * f.F
+    for i, T in loads.torques:
+        Q += J_A[i].T * T
     for i in range(model.nb):
         h_B = _matrix(lay.h_embedded[i])
         if any(e != 0 for e in h_B):
