@@ -469,7 +469,7 @@ def _linearize_tree(
             sm.zeros(len(q), len(r)).col_join(G_r),
             sm.diag(sm.eye(len(q)), M0),
         )
-    free = {s for s in q + u if s not in x0}
+    free = dict.fromkeys(s for s in q + u if s not in x0)
     back = {d: x for x, d in stand.items()}
     A, B, Ml = (X.applyfunc(lambda e: _tidy(e, free)).xreplace(back) for X in (A, B, Ml))
     return Linearization(
