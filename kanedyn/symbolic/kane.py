@@ -91,6 +91,7 @@ from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, matrix
 from kanedyn.symbolic.loads import Loads, read_loads
+from kanedyn.symbolic.reactions import joint_reactions
 
 __all__ = ["CompactEquations", "KaneEquations", "kane"]
 
@@ -292,6 +293,14 @@ class _Derivation:
     M: sm.Matrix
     Fr: sm.Matrix
     Fr_star0: sm.Matrix
+    R_N_Gi: list[sm.Matrix]  # per joint
+    R_N_Go: list[sm.Matrix]
+    Gamma: list[sm.Matrix]  # Go axes
+    I_N: list[sm.Matrix]  # per body, about the mass centre, N axes
+    T_star0: list[sm.Matrix]  # -(I_N alpha_r + omega x H): T*_i at zero u_dot
+    F_star0: list[sm.Matrix]  # -m a_r: F*_i at zero u_dot
+    F_app: list[sm.Matrix]  # resultant applied force (at the mass centre) and torque
+    T_app: list[sm.Matrix]
 
 
 # --------------------------------------------------------------------------- symbols
@@ -440,6 +449,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     F0_terms: list[list] = [[] for _ in range(n)]
     Q = [a + b for a, b in zip(_joint_forces(model, q, u), loads.Q_vector(n), strict=True)]
     F_app, T_app = _applied(model, loads, R_N_B, t)
+    I_Ns, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb)
     for i in range(nb):
         R = R_N_B[i]
         m = _const(lay.mass[i])
@@ -447,6 +457,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         H = t.vec(_mm(I_N, omega[i]) + _mm(R, _cmat(lay.h_embedded[i])), f"H{i}_")
         Tb = t.vec(-_mm(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")
+        I_Ns[i], T_star0[i], F_star0[i] = I_N, Tb, Fb
         F, T = F_app[i], T_app[i]
         cols = []  # (speed, Omega column, V column, I Omega column, m V column)
         for rr in range(nu):
@@ -484,6 +495,14 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         M=M,
         Fr=Fr,
         Fr_star0=Fr_star0,
+        R_N_Gi=R_N_Gi,
+        R_N_Go=R_N_Go,
+        Gamma=Gamma,
+        I_N=I_Ns,
+        T_star0=T_star0,
+        F_star0=F_star0,
+        F_app=F_app,
+        T_app=T_app,
     )
 
 
@@ -662,6 +681,7 @@ class KaneEquations:
         der: _Derivation,
         kinematic_equations: sm.ImmutableMatrix,
         loads: Loads,
+        reactions: dict[str, tuple[sm.Matrix, sm.Matrix]] | None = None,
     ) -> None:
         self.model = model
         self.q = sm.ImmutableMatrix(q)
@@ -669,6 +689,7 @@ class KaneEquations:
         self.u_dot = sm.ImmutableMatrix(u_dot)
         self.parameters = _parameters(model, loads)
         self.inputs = loads.inputs
+        self.compact_reactions = dict(reactions or {})
         self.kinematic_equations = kinematic_equations
         self._der = der
         M = sm.ImmutableMatrix(der.M)
@@ -725,6 +746,17 @@ class KaneEquations:
     def forcing(self) -> sm.ImmutableMatrix:
         """``Fr + Fr*`` at zero acceleration, (n, 1)."""
         return self.explicit(self.compact.forcing)
+
+    @functools.cached_property
+    def reactions(self) -> dict[str, tuple[sm.ImmutableMatrix, sm.ImmutableMatrix]]:
+        """``{joint: (force, torque)}``, (3, 1) each in the joint's Go axes, torque about
+        the Go origin: the reaction the inner body exerts on the joint's subtree (its
+        springs, dampers and actuators excluded), from auxiliary speeds
+        (:mod:`kanedyn.symbolic.reactions`; ask with ``kane(..., reactions=[...])``).
+        Functions of q, u, ``u_dot`` and the parameters."""
+        return {
+            k: (self.explicit(F), self.explicit(T)) for k, (F, T) in self.compact_reactions.items()
+        }
 
     @functools.cached_property
     def Fr(self) -> sm.ImmutableMatrix:
@@ -932,6 +964,31 @@ class KaneEquations:
 
         return g
 
+    def lambdify_reactions(self, params: Sequence[Any] | None = None):
+        """A numeric function ``g(q, u, p=None) -> {joint: (force, torque)}`` of the
+        reactions asked with ``kane(..., reactions=...)``, with ``u_dot`` the solution of
+        Kane's equations at that state; arguments as for :meth:`lambdify`, arrays (3,)
+        in Go axes."""
+        syms = self._params(params)
+        names = list(self.compact_reactions)
+        mats = [sm.ImmutableMatrix(X) for k in names for X in self.compact_reactions[k]]
+        defs = self._der.tape.needed([e for m in mats for e in m])
+        fn = _python_function([list(self.q), list(self.u), list(self.u_dot), syms], defs, mats)
+        acc = self.lambdify_rhs(syms)
+        f_args = self._arguments(syms)
+
+        def g(q, u, p=None):
+            ud = acc(q, u, p)
+            qq, uu, pv = f_args(q, u, p)
+            out = fn(qq, uu, ud.tolist(), pv)
+            return {
+                k: (np.array(out[2 * a], dtype=float).ravel(),
+                    np.array(out[2 * a + 1], dtype=float).ravel())
+                for a, k in enumerate(names)
+            }  # fmt: skip
+
+        return g
+
     def lambdify_rhs(self, params: Sequence[Any] | None = None):
         """A numeric function ``f_acc(q, u, p=None) -> d/dt[u | s]`` (Cholesky solve of
         ``M ν̇ = forcing``); arguments as for :meth:`lambdify`."""
@@ -1074,6 +1131,7 @@ def kane(
     joint_torques: Mapping[str, Sequence[Any]] | None = None,
     body_forces: Mapping[str, Any] | None = None,
     body_torques: Mapping[str, Sequence[Any]] | None = None,
+    reactions: Sequence[str | tuple[str, Sequence[str] | str]] = (),
     simplify: bool = False,
     time_budget: float | None = None,
 ) -> KaneEquations:
@@ -1098,6 +1156,11 @@ def kane(
         ``dynamicsymbols("T1")`` (listed in :attr:`KaneEquations.inputs`, the columns of
         ``B`` in :func:`kanedyn.symbolic.linearize`). They enter ``Fr`` as
         ``V_iᵀ F_i + Ω_iᵀ (T_i + (R_N_B (p - c_i)) × F_i)`` and ``Q``.
+    reactions : sequence of joint names or (joint, directions), optional
+        Joints whose reaction force and torque to bring into evidence with auxiliary
+        speeds (:mod:`kanedyn.symbolic.reactions`): a name gives the whole reaction, a
+        pair ``(joint, ["Fx", "Tz", ...])`` only those components along the Go axes
+        (the others are ``nan``). The result is :attr:`KaneEquations.reactions`.
     simplify : bool, optional
         Build the explicit mass matrix and forcing now and ``sympy.simplify`` them
         entry by entry (smallest first). Default False: nothing is expanded or
@@ -1133,7 +1196,9 @@ def kane(
     loads = read_loads(model, joint_torques, body_forces, body_torques, "kane")
     q, u, ud = _symbols(model)
     der = _derive(model, q, u, loads)
-    eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u), loads)
+    mass = [_const(x) for x in model.layout.mass]
+    rx = joint_reactions(model, der, ud, list(reactions), mass) if reactions else {}
+    eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u), loads, rx)
     if simplify:
         eom._simplify(time_budget)
     return eom
