@@ -89,9 +89,10 @@ from kanedyn.model import Model
 from kanedyn.spatial import charts
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
-from kanedyn.symbolic.arithmetic import SYMPY, matrix
+from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
 from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
+from kanedyn.symbolic.stages import Stages, stages
 
 __all__ = ["CompactEquations", "KaneEquations", "kane"]
 
@@ -103,13 +104,13 @@ _TABLE_MAX_INTERMEDIATES = 250
 
 # --------------------------------------------------------------------------- helpers
 def _const(x: Any) -> sm.Expr:
-    """A model number as sympy: integral values exact (so identities stay exact), else Float."""
+    """A model number as sympy: exact (:func:`~kanedyn.symbolic.arithmetic.exact`, so
+    that ``0.1`` is ``1/10`` and identities cancel), a sympy expression as it is."""
     if isinstance(x, sm.Basic):
-        if x.is_Float and float(x).is_integer():
-            return sm.Integer(int(x))
+        if x.is_Float:
+            return exact(float(x))
         return x
-    xf = float(x)
-    return sm.Integer(int(xf)) if xf.is_integer() else sm.Float(xf)
+    return exact(x)
 
 
 def _cmat(arr: Any) -> sm.Matrix:
@@ -378,7 +379,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         s = sm.Matrix([u[i] for i in ui[j.rot_dof :]] + [0] * (3 - j.trn_dof))
 
         # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
-        R_Bi_Gi, R_Go_Bo = _cmat(lay.R_Bi_Gi[k]), _cmat(lay.R_Go_Bo[k])
+        R_Bi_Gi, R_Go_Bo = (matrix(exact_rotation(R)) for R in (lay.R_Bi_Gi[k], lay.R_Go_Bo[k]))
         R_Bi_Go = t.mat(_mm(R_Bi_Gi, R_Gi_Go), f"R_Bi_Go{k}_")
         R_Bi_Bo = _mm(R_Bi_Go, R_Go_Bo)
         p_Bi_Bo = (
@@ -659,6 +660,8 @@ class KaneEquations:
         intermediates (what :meth:`lambdify` evaluates).
     simplify_report : str
         What ``simplify=True`` did (empty when not asked).
+    masses : tuple
+        The body masses as the equations use them (exact).
 
     The explicit forms below are in q, the speeds and the parameters; they are built
     from the compact form on first access (and simplified if asked):
@@ -689,6 +692,7 @@ class KaneEquations:
         self.u_dot = sm.ImmutableMatrix(u_dot)
         self.parameters = _parameters(model, loads)
         self.inputs = loads.inputs
+        self.masses = tuple(_const(x) for x in model.layout.mass)
         self.compact_reactions = dict(reactions or {})
         self.kinematic_equations = kinematic_equations
         self._der = der
@@ -814,43 +818,51 @@ class KaneEquations:
         return self._explicit_list(self._der.v)
 
     def _simplify(self, time_budget: float | None) -> None:
-        """Simplify the explicit mass matrix and forcing entry by entry, smallest first,
-        until ``time_budget`` seconds have passed."""
+        """Simplify the explicit mass matrix, forcing, ``Fr`` and ``Fr*`` at zero
+        acceleration entry by entry, smallest first, until ``time_budget`` seconds have
+        passed; ``Fr* = -M u̇ + Fr*|_{u̇=0}`` is rebuilt from the simplified parts, so
+        that it holds no terms that cancel."""
         start = time.perf_counter()
-        M = sm.Matrix(self.mass_matrix)
-        f = sm.Matrix(self.forcing)
-        n = M.rows
-        entries = [("M", a, b) for a in range(n) for b in range(a, n)] + [
-            ("f", a, 0) for a in range(n)
-        ]
-
-        def get(e):
-            return M[e[1], e[2]] if e[0] == "M" else f[e[1]]
-
-        entries.sort(key=lambda e: sm.count_ops(get(e)))
+        parts = {
+            "M": sm.Matrix(self.mass_matrix),
+            "f": sm.Matrix(self.forcing),
+            "Fr": sm.Matrix(self.Fr),
+            "Fr0": sm.Matrix(self.explicit(sm.ImmutableMatrix(self._der.Fr_star0))),
+        }
+        n = self.model.n
+        entries = [("M", a, b) for a in range(n) for b in range(a, n)]
+        entries += [(k, a, 0) for k in ("f", "Fr", "Fr0") for a in range(n)]
+        entries.sort(key=lambda e: sm.count_ops(parts[e[0]][e[1], e[2]]))
         done = 0
-        for e in entries:
+        for kind, a, b in entries:
             if time_budget is not None and time.perf_counter() - start > time_budget:
                 break
-            value = sm.simplify(get(e))
-            if e[0] == "M":
-                M[e[1], e[2]] = M[e[2], e[1]] = value
-            else:
-                f[e[1]] = value
+            value = sm.simplify(parts[kind][a, b])
+            parts[kind][a, b] = value
+            if kind == "M":
+                parts[kind][b, a] = value
             done += 1
+        M = parts["M"]
         self.mass_matrix = sm.ImmutableMatrix(M)
-        self.forcing = sm.ImmutableMatrix(f)
+        self.forcing = sm.ImmutableMatrix(parts["f"])
+        self.Fr = sm.ImmutableMatrix(parts["Fr"])
+        self.Fr_star = sm.ImmutableMatrix(
+            [
+                sm.Add(*[-M[a, b] * self.u_dot[b] for b in range(n) if M[a, b] != 0])
+                + parts["Fr0"][a]
+                for a in range(n)
+            ]
+        )
         elapsed = time.perf_counter() - start
+        what = "the mass matrix (upper triangle), forcing, Fr and Fr* at zero acceleration"
         if done < len(entries):
             self.simplify_report = (
                 f"time budget of {time_budget} s exceeded: simplified {done} of "
-                f"{len(entries)} entries of the mass matrix (upper triangle) and forcing "
-                f"in {elapsed:.1f} s; the rest are as derived"
+                f"{len(entries)} entries of {what} in {elapsed:.1f} s; the rest are as derived"
             )
         else:
             self.simplify_report = (
-                f"simplified all {len(entries)} entries of the mass matrix (upper "
-                f"triangle) and forcing in {elapsed:.1f} s"
+                f"simplified all {len(entries)} entries of {what} in {elapsed:.1f} s"
             )
 
     # -- numeric evaluation -------------------------------------------------------
@@ -1111,6 +1123,13 @@ class KaneEquations:
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         return "\n".join(lines) + "\n"
 
+    def stages(self, *, fold: int = 30, simplify: bool = False) -> Stages:
+        """Kane's method stage by stage (kinematics, partial velocities, the forces on
+        each body, Fr and Fr* row by row, the equations), for reading: see
+        :mod:`kanedyn.symbolic.stages`. ``.markdown()``, ``.latex()`` (a document) and a
+        Jupyter display; named intermediates larger than ``fold`` nodes stay names."""
+        return stages(self, fold=fold, simplify=simplify)
+
     def _shows_table(self) -> bool:
         return len(self.compact.intermediates) <= _TABLE_MAX_INTERMEDIATES
 
@@ -1196,8 +1215,11 @@ def kane(
     loads = read_loads(model, joint_torques, body_forces, body_torques, "kane")
     q, u, ud = _symbols(model)
     der = _derive(model, q, u, loads)
-    mass = [_const(x) for x in model.layout.mass]
-    rx = joint_reactions(model, der, ud, list(reactions), mass) if reactions else {}
+    rx = {}
+    if reactions:
+        rx = joint_reactions(
+            model, der, ud, list(reactions), [_const(x) for x in model.layout.mass]
+        )
     eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u), loads, rx)
     if simplify:
         eom._simplify(time_budget)

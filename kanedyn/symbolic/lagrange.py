@@ -61,7 +61,7 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
-from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, matrix
+from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
 from kanedyn.symbolic.loads import read_loads
 
 __all__ = ["LagrangeEquations", "generalized_symbols", "lagrange"]
@@ -284,7 +284,7 @@ def lagrange(
         R_N_Bi = sm.eye(3) if par < 0 else R_N_B[par]
         p_Bi = sm.zeros(3, 1) if par < 0 else p_B[par]
         J_Ai = sm.zeros(3, n) if par < 0 else J_A[par].copy()
-        R_N_Gi = R_N_Bi * _matrix(j.inner_rotation)
+        R_N_Gi = R_N_Bi * matrix(exact_rotation(j.inner_rotation))
         # slides along the Gi axes named by trn_seq
         trn_axes = parse_sequence(j.trn_seq)
         slide = sm.zeros(3, 1)
@@ -303,7 +303,7 @@ def lagrange(
             axis = rot_axes[c]
             J_Ai[:, index[theta_c]] = R_N_Go[:, axis - 1]
             R_N_Go = (R_N_Go * matrix(factors[c])).applyfunc(tidy)
-        R = (R_N_Go * _matrix(j.outer_rotation)).applyfunc(tidy)
+        R = (R_N_Go * matrix(exact_rotation(j.outer_rotation))).applyfunc(tidy)
         p = o - R * _matrix(j.outer_point)
         R_N_B.append(R)
         p_B.append(p.applyfunc(tidy))
