@@ -39,7 +39,7 @@ import sympy as sm
 from sympy.core.function import AppliedUndef
 
 from kanedyn.errors import ModelError
-from kanedyn.symbolic.matching import match, read_side
+from kanedyn.symbolic.matching import match, read_side, to_chart
 
 __all__ = ["ComparisonReport", "EntryComparison", "Equations", "compare"]
 
@@ -444,7 +444,11 @@ def compare(
                 f"compare: {lab}: mass_matrix is {side.M.shape[0]}x{side.M.shape[1]} and "
                 f"forcing has {side.f.shape[0]} rows, but there are {n_side} speeds"
             )
-    notes = match(A, B, symbols, params, generator)
+    notes = []
+    for x, y, side in ((a, b, A), (b, a, B)):  # Kane's quaternions -> Lagrange's charts
+        if getattr(y, "charts", None) and getattr(x, "kinematic_equations", None) is not None:
+            notes.append(to_chart(side, x.model, y.charts))
+    notes += match(A, B, symbols, params, generator)
     qa, ua, Ma, fa = A.q, A.u, A.M, A.f
     qb, ub, Mb, fb = B.q, B.u, B.M, B.f
     n = len(ua)

@@ -37,7 +37,7 @@ from sympy.physics.vector import dynamicsymbols
 
 from kanedyn.errors import ModelError
 
-__all__ = ["Side", "match", "read_side"]
+__all__ = ["Side", "match", "read_side", "to_chart"]
 
 _t = dynamicsymbols._t
 
@@ -274,3 +274,64 @@ def _values(s: Side, vals: Mapping) -> np.ndarray:
     rule = {k: sm.Float(v) for k, v in vals.items()}
     out = [complex(sm.sympify(e).xreplace(rule).evalf()) for e in [*s.M, *s.f]]
     return np.array(out)
+
+
+def to_chart(side: Side, model: Any, charts: Mapping[str, str]) -> str:
+    """Rewrite Kane's equations of ``model`` (``side``, read from
+    :func:`kanedyn.symbolic.kane`) in the Euler charts that
+    :func:`kanedyn.symbolic.lagrange` uses for spherical joints.
+
+    Each joint's quaternion becomes ``q_1 ⊗ q_2 ⊗ q_3`` of the chart's elementary
+    rotations, ``q_c = [sin(θ_c/2) e_c, cos(θ_c/2)]`` (about the sequence's axes), and its
+    kinematic equations become ``θ̇ = Γ(θ)^{-1} ω``, with ``Γ`` the 3-DOF gimbal partial
+    of :func:`kanedyn.joints.gimbal` (Go axes); the speeds ``ω`` stay Kane's, so that
+    :func:`match` then finds the change of speeds ``θ̇ = W ω`` (Kane & Levinson §4.3).
+    """
+    from kanedyn import joints
+    from kanedyn.spatial.charts import euler_axes, quat_product
+    from kanedyn.spatial.rotation import parse_sequence
+    from kanedyn.symbolic.arithmetic import SYMPY, matrix
+
+    lay = model.layout
+    n = len(side.u)
+    rule: dict = {}
+    new_q: list = []
+    rows: list = []
+    quat_of: dict = {}
+    for k in lay.spherical.tolist():
+        j = model.joints[k]
+        seq = parse_sequence(charts[j.name])
+        theta = [sm.Symbol(f"q_{j.name}_{c}", real=True) for c in range(3)]
+        elementary = []
+        for a, th in zip(seq, theta, strict=True):
+            e = [sm.Integer(0)] * 3
+            e[a - 1] = sm.sin(th / 2)
+            elementary.append(np.array([*e, sm.cos(th / 2)], dtype=object))
+        quat = quat_product(quat_product(elementary[0], elementary[1]), elementary[2])
+        qsyms = [side.q[int(i)] for i in lay.q_index[k][:4]]
+        rule.update(zip(qsyms, quat.tolist(), strict=True))
+        axes = euler_axes(SYMPY, np.eye(3)[[a - 1 for a in seq]])
+        zeros = np.array([0, 0, 0], dtype=object)
+        _, GammaT, _, _ = joints.gimbal(SYMPY, axes, np.array(theta, dtype=object), zeros, 3)
+        Ginv = matrix(GammaT.T).inv().applyfunc(sm.simplify)
+        block = sm.zeros(3, n)
+        for c, col in enumerate(lay.u_index[k][:3].tolist()):
+            block[:, col] = Ginv[:, c]
+        quat_of[qsyms[0]] = (theta, block, set(qsyms))
+    skip: set = set()
+    for i, x in enumerate(side.q):
+        if x in quat_of:
+            theta, block, members = quat_of[x]
+            new_q += theta
+            rows += [block[r, :] for r in range(3)]
+            skip |= members
+        elif x not in skip:
+            new_q.append(x)
+            assert side.N is not None
+            rows.append(side.N[i, :])
+    side.q = new_q
+    side.M = side.M.xreplace(rule)
+    side.f = side.f.xreplace(rule)
+    side.N = sm.Matrix.vstack(*rows)
+    names = ", ".join(f"{k} ({v})" for k, v in charts.items())
+    return f"Kane's quaternions written in the Euler charts of the spherical joints: {names}"
