@@ -39,7 +39,7 @@ import sympy as sm
 from sympy.core.function import AppliedUndef
 
 from kanedyn.errors import ModelError
-from kanedyn.symbolic.matching import match, read_side, to_chart
+from kanedyn.symbolic.matching import _name, match, read_side, to_chart
 
 __all__ = ["ComparisonReport", "EntryComparison", "Equations", "compare"]
 
@@ -274,16 +274,6 @@ def _short(text: str, n: int) -> str:
 
 
 # --------------------------------------------------------------------------- inputs
-def _name(s: Any) -> str:
-    """``q1`` for a Symbol ``q1`` or a dynamicsymbol ``q1(t)``; ``q1'`` for its derivative."""
-    if isinstance(s, AppliedUndef):
-        return s.func.__name__
-    if isinstance(s, sm.Derivative) and isinstance(s.expr, AppliedUndef):
-        return _name(s.expr) + "'" * sum(c for _, c in s.variable_count)
-    return str(s)
-
-
-# --------------------------------------------------------------------------- symbolic tests
 def _trig_pairs(e: sm.Expr) -> tuple[sm.Expr, list[tuple[sm.Dummy, sm.Dummy]], dict]:
     """``sin x → S_x``, ``cos x → C_x`` (after ``expand_trig``), ``tan x → S_x / C_x``.
 

@@ -111,6 +111,7 @@ def read_side(x: Any, speeds: Sequence | None, label: str) -> Side:
 
 
 def _name(s: Any) -> str:
+    """``q1`` for a Symbol ``q1`` or a dynamicsymbol ``q1(t)``; ``q1'`` for its derivative."""
     if isinstance(s, AppliedUndef):
         return s.func.__name__
     if isinstance(s, sm.Derivative) and isinstance(s.expr, AppliedUndef):
