@@ -290,6 +290,7 @@ def lagrange(
     >>> lag.G
     Matrix([[g*l*m*cos(q_j_0)/2]])
     """
+    loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
     q, u = generalized_symbols(model)
     charts = _charts(model, chart)
     n = len(q)
@@ -371,7 +372,6 @@ def lagrange(
             q_layout, np.array(list(u), dtype=object),
         )
     )  # fmt: skip
-    loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
     spherical_u = {int(r): k for k in lay.spherical.tolist() for r in lay.u_index[k][:3]}
     for r, tau in loads.Q:
         if r in spherical_u:  # a torque component in Go: J_A columns of the chart angles
