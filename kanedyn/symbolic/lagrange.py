@@ -109,6 +109,24 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
     return sm.Matrix(q_rot + q_trn), sm.Matrix(u_rot + u_trn)
 
 
+def _inertia_matrix_rate(
+    qk: sm.Symbol, mass: list, J_L: list, J_A: list, R: list, I_B: list
+) -> sm.Matrix:
+    """``∂H/∂q_k`` of ``H = Σ m J_Lᵀ J_L + J_Aᵀ R I Rᵀ J_A`` (eq. 2-7) by the product rule,
+    differentiating only the factors (positions, axes, attitudes), not the large ``H``."""
+    n = J_L[0].cols
+    out = sm.zeros(n, n)
+    for i in range(len(mass)):
+        dJL, dJA, dR = J_L[i].diff(qk), J_A[i].diff(qk), R[i].diff(qk)
+        I_N = R[i] * I_B[i] * R[i].T
+        dI_N = dR * I_B[i] * R[i].T
+        dI_N = dI_N + dI_N.T
+        lin = dJL.T * J_L[i]
+        ang = dJA.T * I_N * J_A[i]
+        out += mass[i] * (lin + lin.T) + ang + ang.T + J_A[i].T * dI_N * J_A[i]
+    return out
+
+
 def _charts(model: Model, chart: str | Mapping[str, str]) -> dict[str, str]:
     """The Euler sequence of each spherical joint (checked), by joint name."""
     out = {}
@@ -340,13 +358,17 @@ def lagrange(
     J_L = [r.jacobian(q) for r in r_c]
     mass = [exact(m) for m in lay.mass]
     H = sm.zeros(n, n)
+    I_B = [_matrix(lay.inertia[i]) for i in range(model.nb)]
     for i in range(model.nb):
-        I_N = R_N_B[i] * _matrix(lay.inertia[i]) * R_N_B[i].T  # (2-8)
+        I_N = R_N_B[i] * I_B[i] * R_N_B[i].T  # (2-8)
         H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N * J_A[i]
     H = H.applyfunc(lambda e: tidy(sm.expand(e)) if simplify else e)
 
     # Christoffel terms h_ijk (2-11)
-    dH = [H.diff(qk) for qk in q]  # dH[k][i, j] = ∂H_ij/∂q_k
+    if simplify:
+        dH = [H.diff(qk) for qk in q]  # dH[k][i, j] = ∂H_ij/∂q_k
+    else:  # the same by the product rule on the factors of (2-7), which are small
+        dH = [_inertia_matrix_rate(qk, mass, J_L, J_A, R_N_B, I_B) for qk in q]
     h = sm.MutableDenseNDimArray.zeros(n, n, n)
     for a in range(n):
         for b in range(n):
