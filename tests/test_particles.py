@@ -192,3 +192,27 @@ axis = 1
     path.write_text(text.replace("inertia_kg_m2 = 0", "inertia_kg_m2 = 2"))
     with pytest.raises(kd.FileFormatError, match="bodies\\[1\\].inertia_kg_m2.*must be 0"):
         kd.io.read_toml(path)
+
+
+URDF = """<robot name="r">
+  <link name="world"/>
+  <link name="arm"><inertial><mass value="1.0"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="bob"><inertial><origin xyz="0.5 0 0"/><mass value="0.3"/>
+    <inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j0" type="revolute"><parent link="world"/><child link="arm"/>
+    <axis xyz="0 0 1"/></joint>
+  <joint name="j1" type="revolute"><parent link="arm"/><child link="bob"/>
+    <origin xyz="1 0 0"/><axis xyz="0 0 1"/></joint>
+</robot>
+"""
+
+
+def test_urdf_link_with_zero_inertia_is_a_particle(tmp_path):
+    path = tmp_path / "bob.urdf"
+    path.write_text(URDF)
+    model = kd.io.read_urdf(path)
+    assert [b.is_particle for b in model.bodies] == [False, True]
+    # the bob's mass matrix entry about the elbow is m r² (no rotational inertia)
+    M = kd.mass_matrix(model, kd.State([0.2, 0.9], [0.0, 0.0]))
+    assert np.isclose(M[1, 1], 0.3 * 0.5**2)
