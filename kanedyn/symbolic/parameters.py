@@ -3,18 +3,13 @@
 :func:`symbolic_parameters` replaces every non-zero number of a model that a textbook
 would write as a letter by a sympy symbol named after its body or joint:
 
-=====================  ===============================  =========================
-quantity               symbol                           example
-=====================  ===============================  =========================
-mass                   ``m_<body>``                     ``m_B1``
-inertia tensor entry   ``I_<body>_<ab>`` (ab = xx..zz)  ``I_B1_xx``, ``I_B1_xy``
-mass centre            ``c_<body>_<x|y|z>``             ``c_B1_x``
-embedded momentum      ``h_<body>_<x|y|z>``             ``h_wheel_z``
-joint inner point      ``p_<joint>_<x|y|z>``            ``p_elbow_x``
-joint outer point      ``po_<joint>_<x|y|z>``           ``po_elbow_x``
-stiffness, damping     ``k_<joint>_<dof>``, ``b_<joint>_<dof>``
-gravity                ``g`` (its magnitude, along its axis when it has one), else ``g_x, g_y, g_z``
-=====================  ===============================  =========================
+* mass: ``m_<body>`` (``m_B1``);
+* inertia tensor entry: ``I_<body>_<ab>``, ab = xx, xy, ..., zz (``I_B1_xx``);
+* mass centre: ``c_<body>_<x|y|z>`` (``c_B1_x``);
+* embedded momentum: ``h_<body>_<x|y|z>``;
+* joint inner and outer points: ``p_<joint>_<x|y|z>``, ``po_<joint>_<x|y|z>``;
+* stiffness and damping per DOF: ``k_<joint>_<dof>``, ``b_<joint>_<dof>``;
+* gravity: ``g`` (its magnitude, along its axis when it has one), else ``g_x, g_y, g_z``.
 
 Zeros stay exact zeros and the joint rotations stay numbers (made exact by
 :func:`kanedyn.symbolic.arithmetic.exact_rotation`). The inertia entries are the tensor's
