@@ -82,7 +82,6 @@ def test_old_module_paths_are_the_moved_modules():
     for old, new in kanedyn._MOVED.items():
         assert importlib.import_module(f"kanedyn.{old}") is importlib.import_module(new)
     from kanedyn.integrate import simulate as old_simulate
-
     from kanedyn.simulation.integrate import simulate
 
     assert old_simulate is simulate is kanedyn.simulate
