@@ -509,8 +509,28 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     model, _, _, label = _load(args.model)
     from kanedyn import symbolic
 
+    values: dict = {}
+    if not args.numeric:
+        model, values = symbolic.symbolic_parameters(model)
     eom = symbolic.kane(model)
-    print(eom.table(fmt="latex" if args.latex else "markdown"))
+    if args.table:
+        print(eom.table(fmt="latex" if args.latex else "markdown"))
+        return 0
+    text = eom.stages().latex() if args.latex else eom.stages().markdown()
+    if values:
+        rows = [f"| `{s}` | {v!r} |" for s, v in values.items()]
+        table = "\n".join(["| parameter | value |", "|---|---|", *rows])
+        if args.latex:
+            from sympy import latex
+
+            rows = [f"${latex(s)}$ & {v!r} \\\\" for s, v in values.items()]
+            table = "\n".join(
+                ["\\subsection*{Parameters}", "\\begin{tabular}{ll}", *rows, "\\end{tabular}"]
+            )
+            text = text.replace("\\end{document}", table + "\n\\end{document}")
+        else:
+            text += "\n## Parameters\n\n" + table + "\n"
+    print(text)
     return 0
 
 
@@ -613,10 +633,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "derive",
         parents=[common],
-        help="derive Kane's equations symbolically and print the teaching table",
+        help="derive Kane's equations symbolically, stage by stage (Markdown or LaTeX)",
     )
     p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
-    p.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
+    p.add_argument("--latex", action="store_true", help="a LaTeX document instead of Markdown")
+    p.add_argument(
+        "--numeric",
+        action="store_true",
+        help="the model's numbers instead of named parameters (m_B1, I_B1_xx, ...)",
+    )
+    p.add_argument("--table", action="store_true",
+                   help="the partial-velocity table instead of the stages of Kane's method")  # fmt: skip
     p.set_defaults(func=_cmd_derive)
     p = sub.add_parser(
         "convert", parents=[common], help="convert a model file (TOML, 42, URDF) to kanedyn TOML"

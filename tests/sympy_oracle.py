@@ -22,11 +22,14 @@ def _axis(frame: me.ReferenceFrame, digit: int) -> me.Vector:
     return (frame.x, frame.y, frame.z)[digit - 1]
 
 
-def build(model: kd.Model):
+def build(model: kd.Model, applied=()):
     """Return ``(rhs, q_syms, u_syms)``: ``rhs(q, u) -> (M, forcing)`` from KanesMethod.
 
     Springs and dampers are included for gimbal and slide DOFs, as generalized forces
     realised by equal and opposite torque (force) pairs; spherical springs are not.
+    ``applied`` holds numeric ``kd.Force`` (N or body components, at a point),
+    ``kd.Torque`` and ``kd.JointLoad`` (1-DOF gimbals and slides, as action-reaction
+    pairs) records.
     """
     t = me.dynamicsymbols._t
     N = me.ReferenceFrame("N")
@@ -37,6 +40,7 @@ def build(model: kd.Model):
     q_rot, q_trn, u_rot, u_trn = [], [], [], []
     kd_eqs = []
     bodies, loads = [], []
+    joint_axes: dict = {}
     for k, j in enumerate(model.joints):
         Bi, Pi = frames[j.inner], origins[j.inner]
         Gi = me.ReferenceFrame(f"Gi{k}")
@@ -121,6 +125,9 @@ def build(model: kd.Model):
         )
         u_trn += list(s)
         q_trn += list(d)
+        joint_axes[j.name] = (
+            [(Bo, Bi, _axis(Gi, int(j.rot_seq[0])))] if j.rot_dof == 1 else []
+        ) + [(pt_Go, pt_Gi, _axis(Gi, a)) for a in trn_axes]
         # springs and dampers on gimbal angles (1-DOF only) and slides, as action-reaction pairs
         stiff, damp = j.stiffness, j.damping
         if j.rot_type == "gimbal" and j.rot_dof == 1 and (stiff[0] or damp[0]):
@@ -132,7 +139,8 @@ def build(model: kd.Model):
             if kk or cc:
                 f = (-kk * d[c] - cc * s[c]) * _axis(Gi, trn_axes[c])
                 loads += [(pt_Go, f), (pt_Gi, -f)]
-        # slide points: give pt_Gi / pt_Go velocities by differentiation in N
+    for rec in applied:
+        loads += _applied(model, rec, frames, origins, joint_axes, N)
     for pt in [p for b in bodies for p in (b.masscenter,)]:
         pt.set_vel(N, pt.pos_from(O).dt(N))
     for pt in _load_points(loads):
@@ -148,6 +156,29 @@ def build(model: kd.Model):
         q,
         u,
     )
+
+
+def _vector(frame: me.ReferenceFrame, values) -> me.Vector:
+    return sum(
+        (float(c) * v for c, v in zip(values, (frame.x, frame.y, frame.z), strict=True)),
+        me.Vector(0),
+    )
+
+
+def _applied(model, rec, frames, origins, joint_axes, N):
+    """One numeric load record as sympy loads."""
+    if isinstance(rec, kd.JointLoad):
+        out = []
+        for value, (on, against, axis) in zip(rec.values, joint_axes[rec.joint], strict=True):
+            out += [(on, float(value) * axis), (against, -float(value) * axis)]
+        return out
+    B = frames[rec.body]
+    if isinstance(rec, kd.Torque):
+        return [(B, _vector(N if rec.frame == "N" else B, rec.torque))]
+    body = model.body(rec.body)
+    point = body.com if rec.point is None else rec.point
+    P = origins[rec.body].locatenew(f"P_{rec.body}_{id(rec)}", _vector(B, point))
+    return [(P, _vector(N if rec.frame == "N" else B, rec.force))]
 
 
 def _load_points(loads):

@@ -120,7 +120,6 @@ def test_validate_inertia_accepts_thin_plate_on_the_triangle_boundary():
         ([[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], "not symmetric"),
         (np.diag([1.0, 1.0, -0.5]), "not positive definite"),
         (np.diag([1.0, 1.0, 0.0]), "not positive definite"),  # massless direction (a rod)
-        (np.zeros((3, 3)), "not positive definite"),
         # symmetric with positive diagonal, but eigenvalues 1 - 2 = -1, 1, 1 + 2 = 3 (hand)
         ([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]], "not positive definite"),
         (np.diag([1.0, np.nan, 1.0]), "non-finite"),
@@ -333,3 +332,7 @@ def test_composite_seed_002_worked_example():
 def test_composite_rejects_bad_input(parts, match):
     with pytest.raises(ModelError, match=match):
         kd.composite_mass_properties(parts)
+
+
+def test_zero_inertia_is_a_particle():
+    assert not np.any(kd.validate_inertia(np.zeros((3, 3))))

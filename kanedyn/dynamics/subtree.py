@@ -31,8 +31,12 @@ Array = NDArray[Any]
 
 
 def subtree_sum(model: Any, x: Array) -> Array:
-    """``Σ_{i ∈ k} x_i`` for every joint k: ``path.T @ x``, x (nb, ...) -> (nj, ...)."""
-    return model.layout.path.T @ x
+    """``Σ_{i ∈ k} x_i`` for every joint k: ``path.T @ x``, x (nb, ...) -> (nj, ...).
+
+    On object arrays (sympy, traced values) the path matrix is taken as integers, so the
+    sums stay exact."""
+    path = model.layout.path
+    return (path.astype(int) if x.dtype == object else path).T @ x
 
 
 def subtree_wrench(model: Any, F: Array, T: Array, r: Array, o: Array) -> tuple[Array, Array]:

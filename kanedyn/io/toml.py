@@ -4,7 +4,9 @@ The schema is documented in ``docs/toml-schema.md``. In short::
 
     [model]         gravity_m_s2, planar
     [[bodies]]      name, mass_kg, inertia_kg_m2 = {Ixx, Iyy, Izz, Ixy, Ixz, Iyz}
-                    (or inertia_tensor_kg_m2), com_m, embedded_momentum_N_m_s, check_triangle
+                    (or inertia_tensor_kg_m2; inertia_kg_m2 = 0 for a particle), com_m,
+                    embedded_momentum_N_m_s, check_triangle
+    [[particles]]   name, mass_kg, com_m (a body with zero inertia)
     [[joints]]      name, inner, outer, kind, <kind fields>, inner_point_m, outer_point_m,
                     inner_angles_deg|inner_angles_rad + inner_seq | inner_rotation_dcm,
                     the same for outer, stiffness, damping
@@ -66,10 +68,11 @@ class Case:
 
 
 # =========================================================================== reading
-_TOP_KEYS = ("model", "bodies", "joints", "loops", "initial", "loads", "simulation",
+_TOP_KEYS = ("model", "bodies", "particles", "joints", "loops", "initial", "loads", "simulation",
              # a Monte Carlo dispersion spec may sit in the model file (read by
              # kanedyn.io.read_dispersions)
              "seed", "outputs", "dispersion")  # fmt: skip
+_PARTICLE_KEYS = ("name", "mass_kg", "com_m")
 _BODY_KEYS = (
     "name",
     "mass_kg",
@@ -508,9 +511,11 @@ def _read_model(src: _Source, top: _Table) -> Model:
         gravity = mt.vector("gravity_m_s2", 3, np.zeros(3))
         planar = mt.boolean("planar", False)
     raw_bodies = _array_of_tables(top, "bodies")
-    if not raw_bodies:
+    raw_particles = _array_of_tables(top, "particles")
+    if not raw_bodies and not raw_particles:
         raise top.error("bodies", "the file defines no bodies ([[bodies]] tables)")
     bodies = [_read_body(src, i, raw) for i, raw in enumerate(raw_bodies)]
+    bodies += [_read_particle(src, i, raw) for i, raw in enumerate(raw_particles)]
     joints = [_read_joint(src, k, raw) for k, raw in enumerate(_array_of_tables(top, "joints"))]
     loops = [_read_loop(src, k, raw) for k, raw in enumerate(_array_of_tables(top, "loops"))]
     try:
@@ -536,7 +541,16 @@ def _read_body(src: _Source, i: int, raw: Any) -> Body:
         raise t.error(
             None, "give exactly one of inertia_kg_m2 = {Ixx, ...} or inertia_tensor_kg_m2"
         )
-    if t.has("inertia_kg_m2"):
+    value = t.get("inertia_kg_m2", None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value != 0:
+            raise t.error(
+                "inertia_kg_m2",
+                f"a number here must be 0 (a particle), got {value}; give a table "
+                "{ Ixx = ..., Iyy = ..., Izz = ... } for a rigid body",
+            )
+        inertia = np.zeros((3, 3))
+    elif t.has("inertia_kg_m2"):
         parts = _Table(
             src,
             t.path("inertia_kg_m2"),
@@ -564,6 +578,20 @@ def _read_body(src: _Source, i: int, raw: Any) -> Body:
         )
     except ModelError as exc:
         raise _blame(t, str(exc)) from None
+
+
+def _read_particle(src: _Source, i: int, raw: Any) -> Body:
+    """A ``[[particles]]`` table: a body with zero inertia."""
+    t = _Table(src, ("particles", i), raw, _PARTICLE_KEYS)
+    name = _name(t)
+    if name == "N":
+        raise t.error("name", "'N' is reserved for the inertial frame")
+    try:
+        return Body(
+            name, mass=t.number("mass_kg"), inertia=0, com=t.vector("com_m", 3, np.zeros(3))
+        )
+    except ModelError as exc:
+        raise t.error(None, str(exc)) from None
 
 
 def _rotation(t: _Table, side: str) -> np.ndarray:

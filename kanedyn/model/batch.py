@@ -217,7 +217,8 @@ def _validate(key: str, arr: Array) -> None:
     if key == "inertia":
         if not np.allclose(arr, np.swapaxes(arr, -1, -2), rtol=1e-12, atol=1e-12):
             raise ModelError("inertia: not symmetric")
-        bad = np.argwhere(np.linalg.eigvalsh(arr)[..., 0] <= 0.0)
+        particle = ~np.any(arr, axis=(-2, -1))  # zero inertia: a particle
+        bad = np.argwhere((np.linalg.eigvalsh(arr)[..., 0] <= 0.0) & ~particle)
         if bad.size:
             raise ModelError(f"inertia[{bad[0][0]}, {bad[0][1]}]: not positive definite")
     if key in ("inner_rotation", "outer_rotation"):

@@ -129,7 +129,9 @@ class Body:
     inertia : (3, 3)
         Inertia tensor about the mass centre, in body axes (build it with
         :func:`kanedyn.inertia_tensor`). Symmetric, positive definite, and its principal
-        moments satisfy the triangle inequality.
+        moments satisfy the triangle inequality; or zero (``0`` or a zero matrix): the
+        body is a **particle**, a point mass at ``com`` (:attr:`is_particle`). The model
+        checks that its mass matrix stays positive definite.
     com : (3,)
         Mass-centre position relative to the body-frame origin, in body axes.
     embedded_momentum : (3,)
@@ -162,7 +164,10 @@ class Body:
                 raise ModelError(f"body {name!r}: mass must be non-negative and finite, got {mass}")
         elif not is_symbolic(mass) and (not np.isfinite(mass) or mass <= 0.0):
             raise ModelError(f"body {name!r}: mass must be positive and finite, got {mass}")
-        inertia = _frozen_array(self.inertia, (3, 3), f"body {name!r}: inertia")
+        inertia = self.inertia
+        if np.ndim(inertia) == 0 and not is_symbolic(inertia) and inertia == 0:
+            inertia = np.zeros((3, 3))  # inertia=0: a particle
+        inertia = _frozen_array(inertia, (3, 3), f"body {name!r}: inertia")
         if is_symbolic(inertia):
             if any(
                 (inertia[a, b] - inertia[b, a]).expand() != 0 for a in range(3) for b in range(a)
@@ -184,6 +189,11 @@ class Body:
             "embedded_momentum",
             _frozen_array(self.embedded_momentum, (3,), f"body {name!r}: embedded_momentum"),
         )
+
+    @property
+    def is_particle(self) -> bool:
+        """True when the inertia is exactly zero (a point mass at ``com``)."""
+        return all(x == 0 for x in np.asarray(self.inertia, dtype=object).ravel())
 
 
 # --------------------------------------------------------------------------- Joint
@@ -597,6 +607,10 @@ class Model:
         object.__setattr__(self, "nq", layout.nq)
         object.__setattr__(self, "nu", layout.nu)
         object.__setattr__(self, "ns", layout.ns)
+        if any(b.is_particle for b in bodies):
+            from kanedyn.dynamics.particles import check_mass_matrix
+
+            check_mass_matrix(self)
 
     # -- sizes and names -----------------------------------------------------------
     @property

@@ -1142,11 +1142,11 @@ def _run_rk4_native(
         row += done
         record()
         bad_values = ~np.isfinite(x)  # the state the loop stopped at
-        first = ""
+        which = ""
         if np.any(bad_values):
             i = int(np.argmax(bad_values))
-            first = f" (first: {monitor.names[i]} = {x[i]})"
-        return monitor.failure(float(t_next[bad - 1]), f"the state became non-finite{first}")
+            which = f" (first: {monitor.names[i]} = {x[i]})"
+        return monitor.failure(float(t_next[bad - 1]), f"the state became non-finite{which}")
 
     try:
         while s < N:

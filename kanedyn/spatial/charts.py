@@ -203,6 +203,22 @@ def quat_dcm_form(q: Array) -> Array:
     return bilinear(q, q, QUAT_DCM).reshape(q.shape[:-1] + (3, 3))
 
 
+def quat_product(p: Array, q: Array) -> Array:
+    """Hamilton product, scalar-last, on any arithmetic (shapes (..., 4)):
+
+    .. math:: p \\otimes q = [\\,p_4 q_v + q_4 p_v + p_v \\times q_v,\\;
+              p_4 q_4 - p_v \\cdot q_v\\,]
+
+    (Shuster 1993), so that the DCM of ``p ⊗ q`` is the product of their DCMs.
+    """
+    pv, pw = p[..., :3], p[..., 3:]
+    qv, qw = q[..., :3], q[..., 3:]
+    vec = pw * qv + qw * pv + cross(pv, qv)
+    scalar = pw * qw - np.sum(pv * qv, axis=-1, keepdims=True)
+    scalar = np.broadcast_to(scalar, vec.shape[:-1] + (1,))
+    return np.concatenate([vec, scalar], axis=-1)
+
+
 def quat_to_dcm(q: Array) -> Array:
     """``R_A_B`` of (not necessarily unit) quaternions: :func:`quat_dcm_form` / ``|q|²``."""
     return quat_dcm_form(q) / np.sum(q * q, axis=-1)[..., None, None]

@@ -57,9 +57,11 @@ def validate_inertia(
     """Check that ``I`` is a physical inertia tensor and return it as a float (3, 3) array.
 
     A physical tensor is finite, symmetric, positive definite, and its principal moments
-    satisfy the triangle inequality ``I1 + I2 >= I3`` (for every ordering). A massless
-    direction (a point mass or a thin rod about its axis) is not accepted: kanedyn bodies
-    carry rotational inertia about every axis. ``check_triangle=False`` skips only the
+    satisfy the triangle inequality ``I1 + I2 >= I3`` (for every ordering); or it is
+    exactly zero, which makes the body a **particle** (a point mass at its mass centre).
+    A tensor with some zero and some positive moments (a thin rod about its axis) is not
+    accepted. Whether a model of particles has a positive definite mass matrix is checked
+    when the :class:`~kanedyn.Model` is built. ``check_triangle=False`` skips only the
     triangle inequality (NASA 42 does not check it, and its Explorer-1 demo violates it).
     ``allow_singular=True`` accepts a positive semidefinite tensor (zero included): a
     massless link or a point mass.
@@ -77,6 +79,8 @@ def validate_inertia(
     scale = max(float(np.max(np.abs(arr))), np.finfo(float).tiny)
     if not np.allclose(arr, arr.T, rtol=0.0, atol=rtol * scale):
         raise ModelError(f"{name}: inertia is not symmetric:\n{arr}")
+    if not np.any(arr):
+        return np.zeros((3, 3))  # a particle
     arr = 0.5 * arr + 0.5 * arr.T
     try:  # on the tensor scaled to 1, so that huge entries do not overflow
         moments = np.linalg.eigvalsh(arr / scale) * scale
@@ -92,7 +96,8 @@ def validate_inertia(
             )
     elif moments[0] <= rtol * scale:
         raise ModelError(
-            f"{name}: inertia is not positive definite (principal moments {moments.tolist()})"
+            f"{name}: inertia is not positive definite (principal moments {moments.tolist()}); "
+            "a particle has inertia exactly zero"
         )
     # eigvalsh sorts ascending: the binding inequality is I1 + I2 >= I3.
     if check_triangle and moments[0] + moments[1] < moments[2] * (1.0 - rtol):

@@ -693,13 +693,7 @@ def quat_multiply(p, q) -> np.ndarray:
     >>> quat_multiply([0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0])
     array([1., 0., 0., 0.])
     """
-    p, q = _quat(p), _quat(q)
-    pv, pw = p[..., :3], p[..., 3:]
-    qv, qw = q[..., :3], q[..., 3:]
-    vec = pw * qv + qw * pv + _cross(pv, qv)
-    scalar = pw * qw - np.sum(pv * qv, axis=-1, keepdims=True)
-    scalar = np.broadcast_to(scalar, vec.shape[:-1] + (1,))
-    return np.concatenate([vec, scalar], axis=-1)
+    return charts.quat_product(_quat(p), _quat(q))
 
 
 def quat_to_dcm(q) -> np.ndarray:

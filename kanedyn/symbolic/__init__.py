@@ -7,6 +7,8 @@ for cross-checks.
   joint model, with motion (nonholonomic) constraints and dependent speeds.
 * :func:`lagrange` — Lagrange's equations of the same model (seed 000 formulation).
 * :func:`compare` — a Kane–Lagrange (or any two) equivalence report.
+* :meth:`KaneEquations.stages` — the teaching view, stage by stage; and
+  :func:`symbolic_parameters`, a model's numbers as named symbols.
 """
 
 from kanedyn.symbolic.compare import ComparisonReport, EntryComparison, Equations, compare
@@ -22,7 +24,9 @@ from kanedyn.symbolic.examples import (
 from kanedyn.symbolic.kane import CompactEquations, KaneEquations, kane
 from kanedyn.symbolic.lagrange import LagrangeEquations, generalized_symbols, lagrange
 from kanedyn.symbolic.linearize import Linearization, linearize
+from kanedyn.symbolic.parameters import symbolic_parameters
 from kanedyn.symbolic.problem import KaneProblem, Mass, RawEquations, solve_linear
+from kanedyn.symbolic.stages import Stage, Stages
 
 __all__ = [
     "BenchmarkMatrices",
@@ -47,5 +51,8 @@ __all__ = [
     "linearize",
     "rolling_disc",
     "solve_linear",
+    "Stage",
+    "Stages",
+    "symbolic_parameters",
     "whipple_bicycle",
 ]

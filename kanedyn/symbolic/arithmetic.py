@@ -14,7 +14,9 @@ import sympy as sm
 
 from kanedyn.spatial.arithmetic import Arithmetic, elementwise
 
-__all__ = ["SYMPY", "exact", "matrix", "exact_array"]
+__all__ = ["SYMPY", "exact", "exact_array", "exact_rotation", "matrix"]
+
+_ROTATION_ROUND_OFF = 8 * np.finfo(float).eps
 
 
 def exact(x: Any) -> Any:
@@ -42,6 +44,26 @@ def exact_array(x: Any) -> np.ndarray:
     out = np.empty(arr.shape, dtype=object)
     for index, value in np.ndenumerate(arr):
         out[index] = exact(value)
+    return out
+
+
+def exact_rotation(R: Any) -> np.ndarray:
+    """A direction-cosine matrix as exact sympy numbers: entries within round-off
+    (8 ulp) of 0 or ±1 are those integers, the others exact rationals (:func:`exact`).
+
+    A rotation built from angles in floats (``euler_to_dcm("312", (pi/2, 0, 0))``) has
+    entries such as ``6.1e-17`` where the matrix is exactly 0; without this they leave
+    ``6.1e-17*x`` residue terms in every symbolic product.
+    """
+    arr = np.asarray(R, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for index, x in np.ndenumerate(arr):
+        if not isinstance(x, sm.Basic):
+            f = float(x)
+            for target in (0.0, 1.0, -1.0):
+                if abs(f - target) <= _ROTATION_ROUND_OFF:
+                    x = target
+        out[index] = exact(x)
     return out
 
 

@@ -39,6 +39,7 @@ import sympy as sm
 from sympy.core.function import AppliedUndef
 
 from kanedyn.errors import ModelError
+from kanedyn.symbolic.matching import _name, match, read_side, to_chart
 
 __all__ = ["ComparisonReport", "EntryComparison", "Equations", "compare"]
 
@@ -148,6 +149,11 @@ class ComparisonReport:
         Time spent on the symbolic checks.
     budget_spent : bool
         The time budget ran out before every entry was decided.
+    notes : tuple of str
+        How the second derivation was put into the first's symbols: coordinates,
+        speeds or parameters paired by position or structure, and a change of speeds
+        ``u_b = W u_a`` when the kinematic equations differ
+        (:mod:`kanedyn.symbolic.matching`).
     """
 
     equivalent: bool
@@ -161,6 +167,7 @@ class ComparisonReport:
     seconds: float
     budget_spent: bool
     names: tuple[str, str] = ("a", "b")
+    notes: tuple[str, ...] = ()
 
     @property
     def differing(self) -> tuple[EntryComparison, ...]:
@@ -206,6 +213,7 @@ class ComparisonReport:
             f"  symbolic checks: {self.seconds:.2f} s"
             + ("  (time budget spent: some entries undecided)" if self.budget_spent else ""),
         ]
+        lines += [f"  note: {n}" for n in self.notes]
         rows = self._rows()
         if len(rows) < len(self.entries):
             lines.append(
@@ -230,6 +238,7 @@ class ComparisonReport:
             f"**compare({a}, {b})**: {self.verdict()}  ",
             f"max numeric error of the accelerations ({self.samples} random states): "
             f"{self.max_numeric_error:.3g}; symbolic checks {self.seconds:.2f} s",
+            *[f"\n*note:* {n}" for n in self.notes],
             "",
             f"| entry | status | how | numeric error | difference ({a} − {b}) |",
             "|---|---|---|---|---|",
@@ -265,64 +274,6 @@ def _short(text: str, n: int) -> str:
 
 
 # --------------------------------------------------------------------------- inputs
-def _parts(x: Any, speeds: Any, label: str) -> tuple[list, list, sm.Matrix, sm.Matrix]:
-    if isinstance(x, tuple):
-        raise ModelError(
-            f"compare: {label} is a tuple; wrap your own equations as "
-            "kd.symbolic.Equations(q, u, mass_matrix, forcing)"
-        )
-    try:
-        q, M, f = x.q, x.mass_matrix, x.forcing
-    except AttributeError as exc:
-        raise ModelError(
-            f"compare: {label} ({type(x).__name__}) needs .q, .mass_matrix and .forcing "
-            f"({exc}); wrap your own equations as kd.symbolic.Equations(q, u, M, f)"
-        ) from None
-    u = speeds if speeds is not None else getattr(x, "u", None)
-    if u is None:
-        raise ModelError(
-            f"compare: {label} ({type(x).__name__}) has no .u; pass its speed symbols as "
-            "compare(..., speeds=[...])"
-        )
-    M = sm.Matrix(M)
-    f = sm.Matrix(f)
-    f = f.reshape(len(f), 1)
-    return list(sm.Matrix(q)), list(sm.Matrix(u)), M, f
-
-
-def _name(s: Any) -> str:
-    """``q1`` for a Symbol ``q1`` or a dynamicsymbol ``q1(t)``; ``q1'`` for its derivative."""
-    if isinstance(s, AppliedUndef):
-        return s.func.__name__
-    if isinstance(s, sm.Derivative) and isinstance(s.expr, AppliedUndef):
-        return _name(s.expr) + "'" * sum(c for _, c in s.variable_count)
-    return str(s)
-
-
-def _check_same(xa: list, xb: list, what: str, la: str, lb: str) -> None:
-    na, nb = [_name(s) for s in xa], [_name(s) for s in xb]
-    if na == nb:
-        return
-    if len(na) != len(nb):
-        msg = f"{la} has {len(na)} {what}, {lb} has {len(nb)}"
-    elif set(na) == set(nb):
-        msg = f"the same {what} in a different order ({la}: {na}; {lb}: {nb}); reorder one side"
-    else:
-        pos = [
-            f"#{i}: {x!r} vs {y!r}" for i, (x, y) in enumerate(zip(na, nb, strict=False)) if x != y
-        ]
-        msg = f"{what} differ at {', '.join(pos[:6])}"
-    only_a = [x for x in na if x not in nb]
-    only_b = [x for x in nb if x not in na]
-    if only_a or only_b:
-        msg += f" (only in {la}: {only_a}; only in {lb}: {only_b})"
-    raise ModelError(
-        f"compare: cannot compare equations in different {what}: {msg}. Both must use the "
-        "same symbols in the same order."
-    )
-
-
-# --------------------------------------------------------------------------- symbolic tests
 def _trig_pairs(e: sm.Expr) -> tuple[sm.Expr, list[tuple[sm.Dummy, sm.Dummy]], dict]:
     """``sin x → S_x``, ``cos x → C_x`` (after ``expand_trig``), ``tan x → S_x / C_x``.
 
@@ -406,19 +357,28 @@ def compare(
     b: Any,
     *,
     speeds: Sequence[Any] | None = None,
+    symbols: Mapping[Any, Any] | None = None,
     time_budget: float = 10.0,
     samples: int = 5,
     rng: int | np.random.Generator | None = None,
     params: Mapping[Any, float] | None = None,
     tol: float = 1e-9,
 ) -> ComparisonReport:
-    """Compare two sets of equations ``M ν̇ = f`` in the same coordinates and speeds.
+    """Compare two sets of equations ``M ν̇ = f`` of the same system.
 
     ``a`` and ``b`` are any objects with ``.q``, ``.u`` (or give ``speeds``),
     ``.mass_matrix`` and ``.forcing`` such that ``mass_matrix · d/dt(u) = forcing``:
     :func:`kanedyn.symbolic.kane`, :func:`kanedyn.symbolic.lagrange`,
-    :class:`Equations` (your own), or ``sympy.physics.mechanics.KanesMethod``. Dynamic
+    :class:`Equations` (your own), ``sympy.physics.mechanics.KanesMethod`` and
+    ``LagrangesMethod`` (speeds ``q̇``), or tuples ``(M, forcing, q, u)``. Dynamic
     symbols ``q1(t)`` match symbols named ``q1``.
+
+    ``b`` may use its own names: ``symbols={theirs: ours}`` renames its coordinates,
+    speeds and parameters; without it, unmatched coordinates and speeds are paired by
+    position and unmatched parameters by structure (the permutation under which most
+    entries agree), and the report's ``notes`` say so. When both kinematic equations are
+    known and the speeds differ (``u_b = W u_a``), ``b`` is rewritten in ``a``'s speeds
+    first (:mod:`kanedyn.symbolic.matching`).
 
     Each entry of ``M`` and ``f`` is checked symbolically within ``time_budget`` (see the
     module docstring: cheap canonical forms first, over all entries) and numerically at
@@ -430,8 +390,9 @@ def compare(
     ----------
     a, b : equations
     speeds : sequence, optional
-        Speed symbols for an object that has no ``.u`` (e.g. ``LagrangesMethod``: pass
-        ``q.diff(t)``).
+        Speed symbols for an object that has no ``.u``.
+    symbols : mapping, optional
+        ``{their symbol: our symbol}`` for ``b``'s coordinates, speeds and parameters.
     time_budget : float
         Seconds for the symbolic checks (clock checks between steps; no signals).
     samples : int
@@ -451,8 +412,8 @@ def compare(
     Raises
     ------
     ModelError
-        The coordinates or speeds differ (names, order or number), or the sizes do not
-        fit: equations in different variables are never reported equivalent.
+        The numbers of coordinates or speeds differ, the sizes do not fit, or the
+        parameters cannot be paired unambiguously (then give ``symbols``).
 
     Examples
     --------
@@ -462,11 +423,24 @@ def compare(
     >>> r.equivalent, r.level
     (True, 'same accelerations')
     """
-    labels = (_label(a), _label(b))
-    qa, ua, Ma, fa = _parts(a, speeds, "the first argument")
-    qb, ub, Mb, fb = _parts(b, speeds, "the second argument")
-    _check_same(qa, qb, "coordinates", *labels)
-    _check_same(ua, ub, "speeds", *labels)
+    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
+    A = read_side(a, speeds, "the first argument")
+    B = read_side(b, speeds, "the second argument")
+    labels = (A.label, B.label)
+    for lab, side in ((labels[0], A), (labels[1], B)):
+        n_side = len(side.u)
+        if side.M.shape != (n_side, n_side) or side.f.shape != (n_side, 1):
+            raise ModelError(
+                f"compare: {lab}: mass_matrix is {side.M.shape[0]}x{side.M.shape[1]} and "
+                f"forcing has {side.f.shape[0]} rows, but there are {n_side} speeds"
+            )
+    notes = []
+    for x, y, side in ((a, b, A), (b, a, B)):  # Kane's quaternions -> Lagrange's charts
+        if getattr(y, "charts", None) and getattr(x, "kinematic_equations", None) is not None:
+            notes.append(to_chart(side, x.model, y.charts))
+    notes += match(A, B, symbols, params, generator)
+    qa, ua, Ma, fa = A.q, A.u, A.M, A.f
+    qb, ub, Mb, fb = B.q, B.u, B.M, B.f
     n = len(ua)
     for lab, M, f in ((labels[0], Ma, fa), (labels[1], Mb, fb)):
         if M.shape != (n, n) or f.shape != (n, 1):
@@ -489,7 +463,6 @@ def compare(
     free = set().union(*(X.free_symbols for X in (Ma, fa, Mb, fb))) - set(x_state)
     p_syms = sorted(free, key=lambda s: _name(inv.get(s, s)))
 
-    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
     values = _param_values(p_syms, params or {}, inv)
     num = _Numeric(x_state, p_syms, Ma, fa, Mb, fb)
     states = [
@@ -565,11 +538,8 @@ def compare(
         seconds=time.perf_counter() - deadline.start,
         budget_spent=deadline.spent() and any(e.status == "undecided" for e in out),
         names=labels,
+        notes=tuple(notes),
     )
-
-
-def _label(x: Any) -> str:
-    return type(x).__name__
 
 
 def _param_values(p_syms: list, params: Mapping[Any, float], inv: dict) -> dict:

@@ -60,8 +60,10 @@ closed-form checks) and grow quickly with the depth of the tree.
 the quaternion first, as the numeric engine does). Spherical-joint *springs* need the
 rotation vector and the inverse right Jacobian, whose closed forms are 0/0 at zero
 rotation; a model with a non-zero spherical stiffness raises :class:`~kanedyn.ModelError`
-(spherical dampers, ``-C ω``, are supported). Only the model-level loads enter: gravity
-and the joints' springs and dampers.
+(spherical dampers, ``-C ω``, are supported). The model-level loads (gravity, the
+joints' springs and dampers) always enter; applied loads (joint torques, body forces and
+torques, possibly functions of time) are keywords of :func:`kane`
+(:mod:`kanedyn.symbolic.loads`).
 
 References
 ----------
@@ -88,7 +90,10 @@ from kanedyn.model import Model
 from kanedyn.spatial import charts
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
-from kanedyn.symbolic.arithmetic import SYMPY, matrix
+from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
+from kanedyn.symbolic.loads import Loads, read_loads
+from kanedyn.symbolic.reactions import joint_reactions
+from kanedyn.symbolic.stages import Stages, stages
 
 __all__ = ["CompactEquations", "KaneEquations", "kane"]
 
@@ -100,13 +105,13 @@ _TABLE_MAX_INTERMEDIATES = 250
 
 # --------------------------------------------------------------------------- helpers
 def _const(x: Any) -> sm.Expr:
-    """A model number as sympy: integral values exact (so identities stay exact), else Float."""
+    """A model number as sympy: exact (:func:`~kanedyn.symbolic.arithmetic.exact`, so
+    that ``0.1`` is ``1/10`` and identities cancel), a sympy expression as it is."""
     if isinstance(x, sm.Basic):
-        if x.is_Float and float(x).is_integer():
-            return sm.Integer(int(x))
+        if x.is_Float:
+            return exact(float(x))
         return x
-    xf = float(x)
-    return sm.Integer(int(xf)) if xf.is_integer() else sm.Float(xf)
+    return exact(x)
 
 
 def _cmat(arr: Any) -> sm.Matrix:
@@ -290,6 +295,14 @@ class _Derivation:
     M: sm.Matrix
     Fr: sm.Matrix
     Fr_star0: sm.Matrix
+    R_N_Gi: list[sm.Matrix]  # per joint
+    R_N_Go: list[sm.Matrix]
+    Gamma: list[sm.Matrix]  # Go axes
+    I_N: list[sm.Matrix]  # per body, about the mass centre, N axes
+    T_star0: list[sm.Matrix]  # -(I_N alpha_r + omega x H): T*_i at zero u_dot
+    F_star0: list[sm.Matrix]  # -m a_r: F*_i at zero u_dot
+    F_app: list[sm.Matrix]  # resultant applied force (at the mass centre) and torque
+    T_app: list[sm.Matrix]
 
 
 # --------------------------------------------------------------------------- symbols
@@ -318,9 +331,10 @@ def _symbols(model: Model) -> tuple[list, list, list]:
     return q, u, ud
 
 
-def _parameters(model: Model) -> tuple[sm.Symbol, ...]:
+def _parameters(model: Model, loads: Loads) -> tuple[sm.Basic, ...]:
+    """The model's symbols, the loads' constants and inputs, sorted by name."""
     lay = model.layout
-    found: set[sm.Symbol] = set()
+    found: set[sm.Basic] = set(loads.constants) | set(loads.inputs)
     arrays = [model.gravity, lay.stiffness, lay.damping, lay.mass, lay.inertia, lay.com]
     arrays += [lay.h_embedded, lay.inner_point, lay.outer_point, lay.R_Bi_Gi, lay.R_Go_Bo]
     for arr in arrays:
@@ -331,12 +345,11 @@ def _parameters(model: Model) -> tuple[sm.Symbol, ...]:
 
 
 # --------------------------------------------------------------------------- derivation
-def _derive(model: Model, q: list, u: list) -> _Derivation:
-    """Stages 1-3 of the numeric engine on sympy expressions (see the module docstring)."""
+def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
+    """Stages 1-4 of the numeric engine on sympy expressions (see the module docstring)."""
     lay = model.layout
     nb, nu, ns, n = model.nb, model.nu, model.ns, model.n
     t = _Tape()
-    g = _cmat(model.gravity)
     R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
     R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
     transport, alpha_r, C, a_r = (_slots(nb) for _ in range(4))
@@ -367,7 +380,7 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         s = sm.Matrix([u[i] for i in ui[j.rot_dof :]] + [0] * (3 - j.trn_dof))
 
         # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
-        R_Bi_Gi, R_Go_Bo = _cmat(lay.R_Bi_Gi[k]), _cmat(lay.R_Go_Bo[k])
+        R_Bi_Gi, R_Go_Bo = (matrix(exact_rotation(R)) for R in (lay.R_Bi_Gi[k], lay.R_Go_Bo[k]))
         R_Bi_Go = t.mat(_mm(R_Bi_Gi, R_Gi_Go), f"R_Bi_Go{k}_")
         R_Bi_Bo = _mm(R_Bi_Go, R_Go_Bo)
         p_Bi_Bo = (
@@ -436,7 +449,9 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
     M_terms: dict[tuple[int, int], list] = {}
     Fr_terms: list[list] = [[] for _ in range(n)]
     F0_terms: list[list] = [[] for _ in range(n)]
-    Q = _joint_forces(model, q, u)
+    Q = [a + b for a, b in zip(_joint_forces(model, q, u), loads.Q_vector(n), strict=True)]
+    F_app, T_app = _applied(model, loads, R_N_B, t)
+    I_Ns, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb)
     for i in range(nb):
         R = R_N_B[i]
         m = _const(lay.mass[i])
@@ -444,7 +459,8 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         H = t.vec(_mm(I_N, omega[i]) + _mm(R, _cmat(lay.h_embedded[i])), f"H{i}_")
         Tb = t.vec(-_mm(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")
-        F = m * g
+        I_Ns[i], T_star0[i], F_star0[i] = I_N, Tb, Fb
+        F, T = F_app[i], T_app[i]
         cols = []  # (speed, Omega column, V column, I Omega column, m V column)
         for rr in range(nu):
             if not _is_zero(Omega_u[i][:, rr]):
@@ -458,7 +474,7 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         for a, (ra, Om_a, V_a, _, _) in enumerate(cols):
             for rb, _, _, IOm_b, mV_b in cols[a:]:
                 M_terms.setdefault((ra, rb), []).extend((_dot(Om_a, IOm_b), _dot(V_a, mV_b)))
-            Fr_terms[ra].append(_dot(V_a, F))
+            Fr_terms[ra].extend((_dot(V_a, F), _dot(Om_a, T)))
             F0_terms[ra].extend((_dot(Om_a, Tb), _dot(V_a, Fb)))
     M = sm.zeros(n, n)
     for (ra, rb), terms in M_terms.items():
@@ -493,7 +509,35 @@ def _derive(model: Model, q: list, u: list) -> _Derivation:
         M=M,
         Fr=Fr,
         Fr_star0=Fr_star0,
+        R_N_Gi=R_N_Gi,
+        R_N_Go=R_N_Go,
+        Gamma=Gamma,
+        I_N=I_Ns,
+        T_star0=T_star0,
+        F_star0=F_star0,
+        F_app=F_app,
+        T_app=T_app,
     )
+
+
+def _applied(
+    model: Model, loads: Loads, R_N_B: list, t: _Tape
+) -> tuple[list[sm.Matrix], list[sm.Matrix]]:
+    """Resultant force (at the mass centre) and torque on each body, N components: gravity
+    ``m_i g``, the body forces, and the torques plus ``(R_N_B (p - c_i)) × F`` of each
+    force applied at a point ``p`` (as :func:`kanedyn.dynamics.loads.applied_loads`)."""
+    lay = model.layout
+    g = _cmat(model.gravity)
+    F = [_const(lay.mass[i]) * g for i in range(model.nb)]
+    T = [sm.zeros(3, 1) for _ in range(model.nb)]
+    for f in loads.forces:
+        F[f.body] = F[f.body] + f.F
+        if f.point is not None:
+            arm = t.vec(_mm(R_N_B[f.body], f.point - _cmat(lay.com[f.body])), f"arm{f.body}_")
+            T[f.body] = T[f.body] + cross(arm, f.F)
+    for i, torque in loads.torques:
+        T[i] = T[i] + torque
+    return F, T
 
 
 def _joint_forces(model: Model, q: list, u: list) -> list:
@@ -618,7 +662,10 @@ class KaneEquations:
     u_dot : ImmutableMatrix, (n, 1)
         Their rates, ``udot_<joint>_<i>``, ``sdot_<joint>_<i>``.
     parameters : tuple of Symbol
-        The model's free symbols (masses, lengths, g, ...), sorted by name.
+        The model's free symbols (masses, lengths, g, ...) and those of the loads,
+        including the inputs, sorted by name (the order of ``p`` in :meth:`lambdify`).
+    inputs : tuple
+        The functions of time in the loads (``T1(t)``), sorted by name.
     kinematic_equations : ImmutableMatrix, (nq, 1)
         q̇ as functions of q and the speeds.
     compact : CompactEquations
@@ -626,6 +673,8 @@ class KaneEquations:
         intermediates (what :meth:`lambdify` evaluates).
     simplify_report : str
         What ``simplify=True`` did (empty when not asked).
+    masses : tuple
+        The body masses as the equations use them (exact).
 
     The explicit forms below are in q, the speeds and the parameters; they are built
     from the compact form on first access (and simplified if asked):
@@ -647,12 +696,17 @@ class KaneEquations:
         u_dot: list,
         der: _Derivation,
         kinematic_equations: sm.ImmutableMatrix,
+        loads: Loads,
+        reactions: dict[str, tuple[sm.Matrix, sm.Matrix]] | None = None,
     ) -> None:
         self.model = model
         self.q = sm.ImmutableMatrix(q)
         self.u = sm.ImmutableMatrix(u)
         self.u_dot = sm.ImmutableMatrix(u_dot)
-        self.parameters = _parameters(model)
+        self.parameters = _parameters(model, loads)
+        self.inputs = loads.inputs
+        self.masses = tuple(_const(x) for x in model.layout.mass)
+        self.compact_reactions = dict(reactions or {})
         self.kinematic_equations = kinematic_equations
         self._der = der
         M = sm.ImmutableMatrix(der.M)
@@ -727,6 +781,17 @@ class KaneEquations:
         return self.explicit(self.compact.forcing)
 
     @functools.cached_property
+    def reactions(self) -> dict[str, tuple[sm.ImmutableMatrix, sm.ImmutableMatrix]]:
+        """``{joint: (force, torque)}``, (3, 1) each in the joint's Go axes, torque about
+        the Go origin: the reaction the inner body exerts on the joint's subtree (its
+        springs, dampers and actuators excluded), from auxiliary speeds
+        (:mod:`kanedyn.symbolic.reactions`; ask with ``kane(..., reactions=[...])``).
+        Functions of q, u, ``u_dot`` and the parameters."""
+        return {
+            k: (self.explicit(F), self.explicit(T)) for k, (F, T) in self.compact_reactions.items()
+        }
+
+    @functools.cached_property
     def Fr(self) -> sm.ImmutableMatrix:
         """Generalized active forces ``Σ V_iᵀ m_i g + Q``, (n, 1)."""
         return self.explicit(self.compact.Fr)
@@ -782,43 +847,51 @@ class KaneEquations:
         return self._explicit_list(self._der.v)
 
     def _simplify(self, time_budget: float | None) -> None:
-        """Simplify the explicit mass matrix and forcing entry by entry, smallest first,
-        until ``time_budget`` seconds have passed."""
+        """Simplify the explicit mass matrix, forcing, ``Fr`` and ``Fr*`` at zero
+        acceleration entry by entry, smallest first, until ``time_budget`` seconds have
+        passed; ``Fr* = -M u̇ + Fr*|_{u̇=0}`` is rebuilt from the simplified parts, so
+        that it holds no terms that cancel."""
         start = time.perf_counter()
-        M = sm.Matrix(self.mass_matrix)
-        f = sm.Matrix(self.forcing)
-        n = M.rows
-        entries = [("M", a, b) for a in range(n) for b in range(a, n)] + [
-            ("f", a, 0) for a in range(n)
-        ]
-
-        def get(e):
-            return M[e[1], e[2]] if e[0] == "M" else f[e[1]]
-
-        entries.sort(key=lambda e: sm.count_ops(get(e)))
+        parts = {
+            "M": sm.Matrix(self.mass_matrix),
+            "f": sm.Matrix(self.forcing),
+            "Fr": sm.Matrix(self.Fr),
+            "Fr0": sm.Matrix(self.explicit(sm.ImmutableMatrix(self._der.Fr_star0))),
+        }
+        n = self.model.n
+        entries = [("M", a, b) for a in range(n) for b in range(a, n)]
+        entries += [(k, a, 0) for k in ("f", "Fr", "Fr0") for a in range(n)]
+        entries.sort(key=lambda e: sm.count_ops(parts[e[0]][e[1], e[2]]))
         done = 0
-        for e in entries:
+        for kind, a, b in entries:
             if time_budget is not None and time.perf_counter() - start > time_budget:
                 break
-            value = sm.simplify(get(e))
-            if e[0] == "M":
-                M[e[1], e[2]] = M[e[2], e[1]] = value
-            else:
-                f[e[1]] = value
+            value = sm.simplify(parts[kind][a, b])
+            parts[kind][a, b] = value
+            if kind == "M":
+                parts[kind][b, a] = value
             done += 1
+        M = parts["M"]
         self.mass_matrix = sm.ImmutableMatrix(M)
-        self.forcing = sm.ImmutableMatrix(f)
+        self.forcing = sm.ImmutableMatrix(parts["f"])
+        self.Fr = sm.ImmutableMatrix(parts["Fr"])
+        self.Fr_star = sm.ImmutableMatrix(
+            [
+                sm.Add(*[-M[a, b] * self.u_dot[b] for b in range(n) if M[a, b] != 0])
+                + parts["Fr0"][a]
+                for a in range(n)
+            ]
+        )
         elapsed = time.perf_counter() - start
+        what = "the mass matrix (upper triangle), forcing, Fr and Fr* at zero acceleration"
         if done < len(entries):
             self.simplify_report = (
                 f"time budget of {time_budget} s exceeded: simplified {done} of "
-                f"{len(entries)} entries of the mass matrix (upper triangle) and forcing "
-                f"in {elapsed:.1f} s; the rest are as derived"
+                f"{len(entries)} entries of {what} in {elapsed:.1f} s; the rest are as derived"
             )
         else:
             self.simplify_report = (
-                f"simplified all {len(entries)} entries of the mass matrix (upper "
-                f"triangle) and forcing in {elapsed:.1f} s"
+                f"simplified all {len(entries)} entries of {what} in {elapsed:.1f} s"
             )
 
     # -- numeric evaluation -------------------------------------------------------
@@ -929,6 +1002,31 @@ class KaneEquations:
                 arr = np.array(out[a * nb : (a + 1) * nb], dtype=float).reshape((nb, *shapes[k]))
                 result[k] = arr[..., 0] if k in ("r", "omega", "v", "alpha_r", "a_r") else arr
             return result
+
+        return g
+
+    def lambdify_reactions(self, params: Sequence[Any] | None = None):
+        """A numeric function ``g(q, u, p=None) -> {joint: (force, torque)}`` of the
+        reactions asked with ``kane(..., reactions=...)``, with ``u_dot`` the solution of
+        Kane's equations at that state; arguments as for :meth:`lambdify`, arrays (3,)
+        in Go axes."""
+        syms = self._params(params)
+        names = list(self.compact_reactions)
+        mats = [sm.ImmutableMatrix(X) for k in names for X in self.compact_reactions[k]]
+        defs = self._der.tape.needed([e for m in mats for e in m])
+        fn = _python_function([list(self.q), list(self.u), list(self.u_dot), syms], defs, mats)
+        acc = self.lambdify_rhs(syms)
+        f_args = self._arguments(syms)
+
+        def g(q, u, p=None):
+            ud = acc(q, u, p)
+            qq, uu, pv = f_args(q, u, p)
+            out = fn(qq, uu, ud.tolist(), pv)
+            return {
+                k: (np.array(out[2 * a], dtype=float).ravel(),
+                    np.array(out[2 * a + 1], dtype=float).ravel())
+                for a, k in enumerate(names)
+            }  # fmt: skip
 
         return g
 
@@ -1069,6 +1167,13 @@ class KaneEquations:
             )
         return "\n".join(lines) + "\n"
 
+    def stages(self, *, fold: int = 30, simplify: bool = False) -> Stages:
+        """Kane's method stage by stage (kinematics, partial velocities, the forces on
+        each body, Fr and Fr* row by row, the equations), for reading: see
+        :mod:`kanedyn.symbolic.stages`. ``.markdown()``, ``.latex()`` (a document) and a
+        Jupyter display; named intermediates larger than ``fold`` nodes stay names."""
+        return stages(self, fold=fold, simplify=simplify)
+
     def _shows_table(self) -> bool:
         return len(self.compact.intermediates) <= _TABLE_MAX_INTERMEDIATES
 
@@ -1084,7 +1189,14 @@ class KaneEquations:
 
 
 def kane(
-    model: Model, *, simplify: bool = False, time_budget: float | None = None
+    model: Model,
+    *,
+    joint_torques: Mapping[str, Sequence[Any]] | None = None,
+    body_forces: Mapping[str, Any] | None = None,
+    body_torques: Mapping[str, Sequence[Any]] | None = None,
+    reactions: Sequence[str | tuple[str, Sequence[str] | str]] = (),
+    simplify: bool = False,
+    time_budget: float | None = None,
 ) -> KaneEquations:
     """Kane's equations of ``model`` in sympy (the numeric engine's stages, symbolically).
 
@@ -1093,6 +1205,25 @@ def kane(
     model : Model
         Numeric (its numbers become sympy Integers/Floats) or with sympy parameters
         (masses, inertias, points, rotations, stiffness, damping, gravity).
+    joint_torques : mapping joint name -> sequence, optional
+        Actuator efforts on each DOF of the joint, rotational first (generalized forces,
+        as :class:`kanedyn.JointLoad`).
+    body_forces : mapping body name -> F or (F, point), optional
+        A force in N components at the mass centre, or at ``point`` (body axes, from the
+        body-frame origin; as :class:`kanedyn.Force`).
+    body_torques : mapping body name -> (3,), optional
+        A pure torque, N components (as :class:`kanedyn.Torque`).
+
+        The loads have the form :func:`kanedyn.symbolic.lagrange` takes; their values may
+        be numbers, sympy constants or *inputs*, functions of time such as
+        ``dynamicsymbols("T1")`` (listed in :attr:`KaneEquations.inputs`, the columns of
+        ``B`` in :func:`kanedyn.symbolic.linearize`). They enter ``Fr`` as
+        ``V_iᵀ F_i + Ω_iᵀ (T_i + (R_N_B (p - c_i)) × F_i)`` and ``Q``.
+    reactions : sequence of joint names or (joint, directions), optional
+        Joints whose reaction force and torque to bring into evidence with auxiliary
+        speeds (:mod:`kanedyn.symbolic.reactions`): a name gives the whole reaction, a
+        pair ``(joint, ["Fx", "Tz", ...])`` only those components along the Go axes
+        (the others are ``nan``). The result is :attr:`KaneEquations.reactions`.
     simplify : bool, optional
         Build the explicit mass matrix and forcing now and ``sympy.simplify`` them
         entry by entry (smallest first). Default False: nothing is expanded or
@@ -1125,9 +1256,15 @@ def kane(
     """
     if not isinstance(model, Model):
         raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
+    loads = read_loads(model, joint_torques, body_forces, body_torques, "kane")
     q, u, ud = _symbols(model)
-    der = _derive(model, q, u)
-    eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u))
+    der = _derive(model, q, u, loads)
+    rx = {}
+    if reactions:
+        rx = joint_reactions(
+            model, der, ud, list(reactions), [_const(x) for x in model.layout.mass]
+        )
+    eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u), loads, rx)
     if simplify:
         eom._simplify(time_budget)
     return eom

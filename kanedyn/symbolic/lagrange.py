@@ -36,10 +36,16 @@ where ``g`` is the model's gravity (the acceleration, pointing down; the seed's 
 points the other way, hence the minus sign) and ``Q = τ + Jᵀ F_ext`` (eq. 2-10) holds the
 joint springs and dampers ``-k q - c q̇``, joint torques and body forces.
 
-Only joints whose speeds are coordinate rates fit this form: fixed or moving roots with
-hinges, gimbals (1-3 Euler angles) and slides. Spherical joints (and so free-floating
-roots) are refused, because their speeds are angular velocities, not the rates of their
-quaternion coordinates.
+This form needs speeds that are coordinate rates. Hinges, gimbals (1-3 Euler angles) and
+slides have them. A spherical joint (and so a free-floating root) is described here by a
+**chart**: the three angles of an Euler sequence the user names (default 3-2-1, yaw,
+pitch, roll), which turn Go relative to Gi as a 3-DOF gimbal would, with the angle rates
+as speeds. The chart is singular where its middle angle is ±π/2 (asymmetric sequences
+such as 321) or 0, π (symmetric ones such as 313): there ``H`` is singular. Kane's
+spherical speeds are Go's angular velocity ``ω = Γ(θ) θ̇``, so
+:func:`~kanedyn.symbolic.compare` maps them onto the chart rates
+(:mod:`kanedyn.symbolic.matching`). Springs and dampers on spherical joints are not
+supported here.
 
 References
 ----------
@@ -62,7 +68,8 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
-from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, matrix
+from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
+from kanedyn.symbolic.loads import read_loads
 
 __all__ = ["LagrangeEquations", "generalized_symbols", "lagrange"]
 
@@ -79,7 +86,8 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
     Parameters
     ----------
     model : Model
-        A model without spherical joints.
+        Any tree; a spherical joint's coordinates are its chart angles
+        ``q_<joint>_0..2`` and its speeds their rates ``qd_<joint>_0..2``.
 
     Returns
     -------
@@ -92,41 +100,59 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
     >>> list(q), list(u)  # doctest: +SKIP
     ([q_j0_0, q_j1_0], [u_j0_0, u_j1_0])
     """
-    _refuse_spherical(model)
     q_rot, q_trn, u_rot, u_trn = [], [], [], []
     for j in model.joints:
+        rate = "qd" if j.rot_type == "spherical" else "u"  # chart rates are not kane's ω
         q_rot += [sm.Symbol(f"q_{j.name}_{i}", real=True) for i in range(j.rot_dof)]
-        u_rot += [sm.Symbol(f"u_{j.name}_{i}", real=True) for i in range(j.rot_dof)]
+        u_rot += [sm.Symbol(f"{rate}_{j.name}_{i}", real=True) for i in range(j.rot_dof)]
         q_trn += [sm.Symbol(f"d_{j.name}_{i}", real=True) for i in range(j.trn_dof)]
         u_trn += [sm.Symbol(f"s_{j.name}_{i}", real=True) for i in range(j.trn_dof)]
     return sm.Matrix(q_rot + q_trn), sm.Matrix(u_rot + u_trn)
 
 
-def _refuse_spherical(model: Model) -> None:
-    refuse_rotors(model, "kd.symbolic.lagrange")
-    bad = [j.name for j in model.joints if j.rot_type == "spherical"]
-    if bad:
-        raise ModelError(
-            f"lagrange: joints {bad} are spherical (a free-floating root is one too). "
-            "Lagrange's equations in the form H q̈ + h q̇ q̇ + G = Q need speeds that are the "
-            "rates of the coordinates, but a spherical joint's coordinates are a quaternion "
-            "and its speeds are an angular velocity. Model the joint as a 3-DOF gimbal "
-            "(kd.Joint.gimbal(name, inner, outer, seq='123', dof=3)), whose speeds are angle "
-            "rates, or derive the equations with kd.symbolic.kane, which handles spherical "
-            "joints directly."
-        )
+def _inertia_matrix_rate(
+    qk: sm.Symbol, mass: list, J_L: list, J_A: list, R: list, I_B: list
+) -> sm.Matrix:
+    """``∂H/∂q_k`` of ``H = Σ m J_Lᵀ J_L + J_Aᵀ R I Rᵀ J_A`` (eq. 2-7) by the product rule,
+    differentiating only the factors (positions, axes, attitudes), not the large ``H``."""
+    n = J_L[0].cols
+    out = sm.zeros(n, n)
+    for i in range(len(mass)):
+        dJL, dJA, dR = J_L[i].diff(qk), J_A[i].diff(qk), R[i].diff(qk)
+        I_N = R[i] * I_B[i] * R[i].T
+        dI_N = dR * I_B[i] * R[i].T
+        dI_N = dI_N + dI_N.T
+        lin = dJL.T * J_L[i]
+        ang = dJA.T * I_N * J_A[i]
+        out += mass[i] * (lin + lin.T) + ang + ang.T + J_A[i].T * dI_N * J_A[i]
+    return out
+
+
+def _charts(model: Model, chart: str | Mapping[str, str]) -> dict[str, str]:
+    """The Euler sequence of each spherical joint (checked), by joint name."""
+    out = {}
+    for j in model.joints:
+        if j.rot_type != "spherical":
+            continue
+        seq = chart if isinstance(chart, str) else chart.get(j.name, "321")
+        try:
+            parse_sequence(seq)
+        except ModelError as exc:
+            raise ModelError(f"lagrange: chart of joint {j.name!r}: {exc}") from None
+        if any(x != 0 for x in np.asarray(j.stiffness[:3], dtype=object).ravel()) or any(
+            x != 0 for x in np.asarray(j.damping[:3], dtype=object).ravel()
+        ):
+            raise ModelError(
+                f"lagrange: spherical joint {j.name!r} has a spring or damper; in Euler "
+                "angles its generalized force is not supported here (use kd.symbolic.kane)"
+            )
+        out[j.name] = str(seq)
+    return out
 
 
 def _matrix(x: Any) -> sm.Matrix:
     """A model constant as an exact sympy Matrix (a column for a vector)."""
     return matrix(exact_array(x))
-
-
-def _load(values: Any, n: int, what: str) -> sm.Matrix:
-    out = sm.Matrix([exact(v) for v in np.asarray(values, dtype=object).ravel()])
-    if out.shape != (n, 1):
-        raise ModelError(f"lagrange: {what} needs {n} values, got {out.shape[0]}")
-    return out
 
 
 # --------------------------------------------------------------------------- result
@@ -156,6 +182,8 @@ class LagrangeEquations:
         Centrifugal and Coriolis terms ``C_i = Σ_jk h_ijk q̇_j q̇_k``.
     G : sympy.Matrix, (n, 1)
         Gravity terms ``G_i = ∂U/∂q_i`` (eq. 2-9).
+    charts : dict
+        The Euler sequence of each spherical joint, by name.
     Q : sympy.Matrix, (n, 1)
         Generalized forces (eq. 2-10): springs, dampers, joint torques, body loads and the
         gyroscopic torque of embedded rotors.
@@ -176,6 +204,7 @@ class LagrangeEquations:
     G: sm.Matrix
     Q: sm.Matrix
     potential_energy: sm.Expr
+    charts: dict = attrs.field(factory=dict)
 
     @property
     def mass_matrix(self) -> sm.Matrix:
@@ -210,6 +239,7 @@ def lagrange(
     joint_torques: Mapping[str, Sequence[Any]] | None = None,
     body_forces: Mapping[str, Sequence[Any]] | None = None,
     body_torques: Mapping[str, Sequence[Any]] | None = None,
+    chart: str | Mapping[str, str] = "321",
     simplify: bool = False,
 ) -> LagrangeEquations:
     """Lagrange's equations of motion of a gimbal/slide tree (seed 000, eqs. 2-1 to 2-11).
@@ -238,17 +268,25 @@ def lagrange(
     Parameters
     ----------
     model : Model
-        Numeric or symbolic (sympy parameters). Roots may be fixed (weld) or move on
-        hinges, gimbals and slides; **spherical joints and free roots are refused**
-        (:class:`~kanedyn.ModelError`): Lagrange's equations in this form need speeds
-        that are coordinate rates, and a spherical joint's speeds are an angular
-        velocity. Use a 3-DOF gimbal instead, or :func:`kanedyn.symbolic.kane`.
+        Numeric or symbolic (sympy parameters), any tree; spherical joints (free roots)
+        through ``chart``.
     joint_torques : mapping joint name -> sequence, optional
         Actuator efforts τ on each DOF of the joint (rotational first), as in
         :class:`kanedyn.JointLoad`; may be sympy expressions.
-    body_forces, body_torques : mapping body name -> (3,), optional
-        Force at the mass centre and pure torque, N components (eq. 2-10's
-        ``Jᵀ F_ext``).
+    body_forces : mapping body name -> F or (F, point), optional
+        Force in N components at the mass centre, or at ``point`` (body axes, from the
+        body-frame origin), entering as ``J_pᵀ F`` with ``J_p`` the Jacobian of the
+        application point (eq. 2-10's ``Jᵀ F_ext``).
+    body_torques : mapping body name -> (3,), optional
+        Pure torque, N components (``J_Aᵀ T``).
+
+        Load values may be functions of time (inputs); see :mod:`kanedyn.symbolic.loads`.
+    chart : str or mapping joint name -> str
+        The Euler sequence of each spherical joint's angles (default ``"321"``): the
+        coordinates ``q_<joint>_0..2``, speeds their rates ``qd_<joint>_0..2``.
+        Singular where the middle angle is ±π/2 (asymmetric sequences) or 0, π
+        (symmetric). A joint torque on a spherical joint is its Go components (as
+        :class:`kanedyn.JointLoad`).
     simplify : bool
         ``trigsimp`` the attitudes, positions, H and G (slower; cleaner output for
         small models).
@@ -271,7 +309,10 @@ def lagrange(
     >>> lag.G
     Matrix([[g*l*m*cos(q_j_0)/2]])
     """
+    loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
+    refuse_rotors(model, "kd.symbolic.lagrange")
     q, u = generalized_symbols(model)
+    charts = _charts(model, chart)
     n = len(q)
     lay = model.layout
     tidy = (lambda e: sm.trigsimp(e)) if simplify else (lambda e: e)
@@ -282,12 +323,13 @@ def lagrange(
     p_B: list[sm.Matrix] = []  # body-frame origins
     r_c: list[sm.Matrix] = []
     J_A: list[sm.Matrix] = []
+    R_N_Gos: list[sm.Matrix] = []
     for k, j in enumerate(model.joints):
         par = lay.parent[k]
         R_N_Bi = sm.eye(3) if par < 0 else R_N_B[par]
         p_Bi = sm.zeros(3, 1) if par < 0 else p_B[par]
         J_Ai = sm.zeros(3, n) if par < 0 else J_A[par].copy()
-        R_N_Gi = R_N_Bi * _matrix(j.inner_rotation)
+        R_N_Gi = R_N_Bi * matrix(exact_rotation(j.inner_rotation))
         # slides along the Gi axes named by trn_seq
         trn_axes = parse_sequence(j.trn_seq)
         slide = sm.zeros(3, 1)
@@ -296,7 +338,7 @@ def lagrange(
         o = p_Bi + R_N_Bi * _matrix(j.inner_point) + R_N_Gi * slide
         # gimbal R_Gi_Go = R_i1(θ1) R_i2(θ2) R_i3(θ3); column of J_A = joint axis in N (2-4)
         R_N_Go = R_N_Gi
-        rot_axes = parse_sequence(j.rot_seq)
+        rot_axes = parse_sequence(charts.get(j.name, j.rot_seq))
         thetas = [sm.Symbol(f"q_{j.name}_{c}", real=True) for c in range(j.rot_dof)]
         if thetas:  # the elementary rotations R_c(θ_c) of the joint model
             E = euler_axes(SYMPY, np.eye(3)[[a - 1 for a in rot_axes]])
@@ -306,7 +348,8 @@ def lagrange(
             axis = rot_axes[c]
             J_Ai[:, index[theta_c]] = R_N_Go[:, axis - 1]
             R_N_Go = (R_N_Go * matrix(factors[c])).applyfunc(tidy)
-        R = (R_N_Go * _matrix(j.outer_rotation)).applyfunc(tidy)
+        R_N_Gos.append(R_N_Go)
+        R = (R_N_Go * matrix(exact_rotation(j.outer_rotation))).applyfunc(tidy)
         p = o - R * _matrix(j.outer_point)
         R_N_B.append(R)
         p_B.append(p.applyfunc(tidy))
@@ -317,13 +360,17 @@ def lagrange(
     J_L = [r.jacobian(q) for r in r_c]
     mass = [exact(m) for m in lay.mass]
     H = sm.zeros(n, n)
+    I_B = [_matrix(lay.inertia[i]) for i in range(model.nb)]
     for i in range(model.nb):
-        I_N = R_N_B[i] * _matrix(lay.inertia[i]) * R_N_B[i].T  # (2-8)
+        I_N = R_N_B[i] * I_B[i] * R_N_B[i].T  # (2-8)
         H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N * J_A[i]
     H = H.applyfunc(lambda e: tidy(sm.expand(e)) if simplify else e)
 
     # Christoffel terms h_ijk (2-11)
-    dH = [H.diff(qk) for qk in q]  # dH[k][i, j] = ∂H_ij/∂q_k
+    if simplify:
+        dH = [H.diff(qk) for qk in q]  # dH[k][i, j] = ∂H_ij/∂q_k
+    else:  # the same by the product rule on the factors of (2-7), which are small
+        dH = [_inertia_matrix_rate(qk, mass, J_L, J_A, R_N_B, I_B) for qk in q]
     h = sm.MutableDenseNDimArray.zeros(n, n, n)
     for a in range(n):
         for b in range(n):
@@ -339,23 +386,32 @@ def lagrange(
     G = sm.Matrix([tidy(sm.diff(U, qr)) for qr in q])
 
     # generalized forces (2-10): springs, dampers, joint torques, body loads, rotors
+    q_layout = np.zeros(model.nq, dtype=object)  # the joint model's coordinates
+    for k, j in enumerate(model.joints):
+        if j.rot_type != "spherical":
+            q_layout[lay.q_index[k]] = [q[int(r)] for r in lay.u_index[k]]
     Q = matrix(
         joints.spring_damper(
             lay, exact_array(lay.stiffness), exact_array(lay.damping),
-            np.array(list(q), dtype=object), np.array(list(u), dtype=object),
+            q_layout, np.array(list(u), dtype=object),
         )
     )  # fmt: skip
-    for name, values in (joint_torques or {}).items():
-        idx = [int(r) for r in model.layout.u_index[model.joint_index(name)]]
-        tau = _load(values, len(idx), f"joint_torques[{name!r}]")
-        for r, t in zip(idx, tau, strict=True):
-            Q[r] += t
-    for name, F in (body_forces or {}).items():
-        i = model.body_index(name)
-        Q += J_L[i].T * _load(F, 3, f"body_forces[{name!r}]")
-    for name, T in (body_torques or {}).items():
-        i = model.body_index(name)
-        Q += J_A[i].T * _load(T, 3, f"body_torques[{name!r}]")
+    spherical_u = {int(r): k for k in lay.spherical.tolist() for r in lay.u_index[k][:3]}
+    for r, tau in loads.Q:
+        if r in spherical_u:  # a torque component in Go: J_A columns of the chart angles
+            k = spherical_u[r]
+            cols = [int(c) for c in lay.u_index[k][:3]]
+            c = int(np.flatnonzero(np.asarray(lay.u_index[k][:3]) == r)[0])
+            torque = R_N_Gos[k][:, c] * tau
+            for col in cols:
+                Q[col] += (J_A[k][:, col].T * torque)[0]
+            continue
+        Q[r] += tau
+    for f in loads.forces:  # the Jacobian of the application point (eq. 2-10)
+        at = r_c[f.body] if f.point is None else p_B[f.body] + R_N_B[f.body] * f.point
+        Q += at.jacobian(q).T * f.F
+    for i, T in loads.torques:
+        Q += J_A[i].T * T
     for i in range(model.nb):
         h_B = _matrix(lay.h_embedded[i])
         if any(e != 0 for e in h_B):
@@ -376,4 +432,5 @@ def lagrange(
         G=sm.ImmutableMatrix(G),
         Q=sm.ImmutableMatrix(Q),
         potential_energy=U,
+        charts=charts,
     )

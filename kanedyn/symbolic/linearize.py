@@ -51,6 +51,7 @@ import sympy as sm
 from sympy.physics.vector import dynamicsymbols
 
 from kanedyn.errors import ModelError
+from kanedyn.symbolic.kane import KaneEquations
 from kanedyn.symbolic.problem import KaneProblem, solve_linear
 
 __all__ = ["Linearization", "linearize"]
@@ -253,7 +254,7 @@ def _complete_speeds(raw, Bm: sm.Matrix, b: sm.Matrix, x0: dict) -> None:
 
 
 def linearize(
-    problem: KaneProblem,
+    problem: KaneProblem | KaneEquations,
     op_point: Mapping,
     *,
     A_and_B: bool = True,
@@ -264,7 +265,11 @@ def linearize(
 
     Parameters
     ----------
-    problem : KaneProblem
+    problem : KaneProblem or KaneEquations
+        A :class:`KaneProblem`, or the equations of a model tree from
+        :func:`kanedyn.symbolic.kane` (no constraints: the state is ``x = [q; u]``, and
+        ``inputs`` default to its :attr:`~KaneEquations.inputs`, the functions of time
+        in its loads).
     op_point : mapping
         Values (numbers or expressions) by the problem's symbols: coordinates,
         speeds and any parameters. Missing independent coordinates and speeds
@@ -313,6 +318,8 @@ def linearize(
     [   0, 1],
     [-g/l, 0]])
     """
+    if isinstance(problem, KaneEquations):
+        return _linearize_tree(problem, op_point, A_and_B, inputs, check_equilibrium)
     raw = problem.raw
     nq, nu, p = len(raw.q), len(raw.u), raw.n_u_ind
     nqi, m = raw.n_q_ind, raw.n_u_dep
@@ -410,4 +417,66 @@ def linearize(
         state=state,
         inputs=tuple(pub[s] for s in r),
         op_point=op,
+    )
+
+
+def _linearize_tree(
+    eom: KaneEquations,
+    op_point: Mapping,
+    A_and_B: bool,
+    inputs: Sequence | None,
+    check_equilibrium: bool,
+) -> Linearization:
+    """The linearization of ``q̇ = k(q, u)``, ``M(q) u̇ = f(q, u, r)`` about ``op_point``.
+
+    With the accelerations at the operating point ``u̇_0 = M_0^{-1} f_0`` held fixed,
+    ``M_0 δu̇ = ∂(f - M u̇_0)/∂x δx + ∂f/∂r δr``; the parameters are substituted first.
+    """
+    q, u = list(eom.q), list(eom.u)
+    r = list(eom.inputs if inputs is None else inputs)
+    known = set(q) | set(u) | set(eom.parameters) | set(r)
+    for key in op_point:
+        if key not in known:
+            raise ModelError(f"op_point: {key} is not a coordinate, speed or parameter of eom")
+    stand = {x: sm.Dummy(str(x)) for x in r}  # inputs may be functions of time
+    x0 = {stand.get(k, k): sm.sympify(v) for k, v in op_point.items()}
+    for x in r:
+        x0.setdefault(stand[x], sm.S.Zero)
+    params = {k: v for k, v in x0.items() if k not in set(q) | set(u) | set(stand.values())}
+    M = sm.Matrix(eom.mass_matrix).xreplace(stand).xreplace(params)
+    f = sm.Matrix(eom.forcing).xreplace(stand).xreplace(params)
+    kd = sm.Matrix(eom.kinematic_equations).xreplace(params)
+    M0 = M.xreplace(x0)
+    ud0 = solve_mass_matrix(M0, f.xreplace(x0), "the mass matrix")
+    if check_equilibrium and any(_nonzero(a) for a in ud0):
+        raise ModelError(
+            "op_point: not an equilibrium or steady motion: the speeds change there, "
+            f"u' = {[sm.sympify(a).evalf(6) for a in ud0]}"
+        )
+    rs = [stand[x] for x in r]
+    G = f - M * ud0
+    G_x = _jacobian_at(G, q + u, x0)
+    G_r = _jacobian_at(f, rs, x0)
+    top = _jacobian_at(kd, q + u, x0)
+    nx = len(q) + len(u)
+    if A_and_B:
+        A = top.col_join(solve_mass_matrix(M0, G_x, "the mass matrix"))
+        B = sm.zeros(len(q), len(r)).col_join(solve_mass_matrix(M0, G_r, "the mass matrix"))
+        Ml = sm.eye(nx)
+    else:
+        A, B, Ml = (
+            top.col_join(G_x),
+            sm.zeros(len(q), len(r)).col_join(G_r),
+            sm.diag(sm.eye(len(q)), M0),
+        )
+    free = dict.fromkeys(s for s in q + u if s not in x0)
+    back = {d: x for x, d in stand.items()}
+    A, B, Ml = (X.applyfunc(lambda e: _tidy(e, free)).xreplace(back) for X in (A, B, Ml))
+    return Linearization(
+        A=A,
+        B=B,
+        M=Ml,
+        state=tuple(q + u),
+        inputs=tuple(r),
+        op_point={back.get(k, k): v for k, v in x0.items()},
     )

@@ -57,6 +57,7 @@ from sympy.physics.vector import Dyadic, Point, ReferenceFrame, Vector, dynamics
 from sympy.physics.vector.printing import vlatex, vsstrrepr
 
 from kanedyn.errors import ModelError
+from kanedyn.symbolic.auxiliary import auxiliary_equations, check_auxiliary
 
 __all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear"]
 
@@ -603,6 +604,12 @@ class KaneProblem:
     bodies : sequence of RigidBody, Particle or :class:`Mass`
     loads : sequence of (Point, Vector) or (ReferenceFrame, Vector)
         Forces applied at points and torques applied to frames.
+    u_auxiliary : sequence of dynamic symbols, optional
+        Auxiliary speeds, as sympy's ``KanesMethod`` takes them: speeds of motions the
+        system cannot make, written into the velocities by the user to bring
+        non-working forces into evidence. The equations of motion are formed with them
+        zero; :attr:`auxiliary_eqs` holds their Kane equations
+        (:mod:`kanedyn.symbolic.auxiliary`).
     simplify : bool, optional
         Apply ``sympy.simplify`` to the mass matrix and forcing entries
         (default False; expressions are otherwise left as built).
@@ -663,6 +670,7 @@ class KaneProblem:
         velocity_constraints: Sequence = (),
         bodies: Sequence = (),
         loads: Sequence = (),
+        u_auxiliary: Sequence = (),
         simplify: bool = False,
         time_budget: float | None = None,
     ) -> None:
@@ -680,13 +688,16 @@ class KaneProblem:
         self._time_budget = time_budget
         u = list(self.u)
 
+        self.u_auxiliary = check_auxiliary(u_auxiliary, u)
         self._kin = kinematics_at(kd_eqs, list(self.q), u)
         self._con = _constraints(
             configuration_constraints, velocity_constraints, q_dep, u_ind, u_dep, self._kin
         )
-        self._motions = tuple(_motion(frame, b, u, self._kin.qdot_map) for b in self.bodies)
+        # the equations of motion are those with the auxiliary speeds zero
+        motion_map = {**self._kin.qdot_map, **dict.fromkeys(self.u_auxiliary, 0)}
+        self._motions = tuple(_motion(frame, b, u, motion_map) for b in self.bodies)
         Fr, Fstar, M = _generalized_forces(
-            frame, self.bodies, self._motions, self.loads, u, self._kin.qdot_map
+            frame, self.bodies, self._motions, self.loads, u, motion_map
         )
         self.raw = self._raw_equations(Fr, Fstar, M)
 
@@ -806,6 +817,15 @@ class KaneProblem:
             Mt = _simplified(Mt, self._time_budget, start)
             forcing = _simplified(forcing, self._time_budget, start)
         return {"M": Mt, "forcing": forcing, "Fr": Fr}
+
+    @functools.cached_property
+    def auxiliary_eqs(self) -> sm.Matrix:
+        """``F̃_r + F̃*_r`` for each auxiliary speed, (n_aux, 1), ``= 0`` on a motion; in
+        q, all speeds and their rates ``u'`` (substitute the solution of the equations of
+        motion and of the constraints to solve them for the forces they bring in)."""
+        return auxiliary_equations(
+            self.frame, self.bodies, self.loads, self.u_auxiliary, self._kin.qdot_map
+        )
 
     @property
     def A_sr(self) -> sm.Matrix:

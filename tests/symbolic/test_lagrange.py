@@ -252,17 +252,27 @@ def test_lagrange_equals_independent_sympy_mechanics_derivation():
     assert report.equivalent and report.proven, str(report)
 
 
-def test_spherical_joint_is_refused_with_an_explanation():
+def test_spherical_joint_chart_and_its_limits():
+    """Spherical joints take an Euler chart (tests/symbolic/test_lagrange_charts.py checks
+    the equations); a bad chart and a spherical spring or damper are refused by name."""
     hub = kd.Body("hub", mass=1.0, inertia=np.eye(3))
     ball = kd.Body("ball", mass=1.0, inertia=np.eye(3))
-    for joints in (
-        [kd.Joint.weld("root", None, "hub"), kd.Joint.spherical("ball", "hub", "ball")],
-        [kd.Joint.free("root", "hub"), kd.Joint.revolute("h", "hub", "ball")],
-    ):
-        with pytest.raises(kd.ModelError, match="spherical") as info:
-            lagrange(kd.Model([hub, ball], joints))
-        msg = str(info.value)
-        assert "rates of the coordinates" in msg and "gimbal" in msg and "kane" in msg
+    model = kd.Model(
+        [hub, ball], [kd.Joint.free("root", "hub"), kd.Joint.revolute("h", "hub", "ball")]
+    )
+    q, u = generalized_symbols(model)
+    assert [str(x) for x in u[:3]] == ["qd_root_0", "qd_root_1", "qd_root_2"]
+    with pytest.raises(kd.ModelError, match="chart of joint 'root'"):
+        lagrange(model, chart="32")
+    damped = kd.Model(
+        [hub, ball],
+        [
+            kd.Joint.weld("root", None, "hub"),
+            kd.Joint.spherical("ball", "hub", "ball", damping=0.1),
+        ],
+    )
+    with pytest.raises(kd.ModelError, match="spherical joint 'ball' has a spring or damper"):
+        lagrange(damped)
 
 
 def test_weld_root_and_joint_torques():

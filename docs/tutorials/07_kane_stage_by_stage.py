@@ -1,0 +1,1 @@
+../../notebooks/07_kane_stage_by_stage.py

@@ -1,0 +1,107 @@
+"""A model's numbers as named symbols, for readable derivations.
+
+:func:`symbolic_parameters` replaces every non-zero number of a model that a textbook
+would write as a letter by a sympy symbol named after its body or joint:
+
+* mass: ``m_<body>`` (``m_B1``);
+* inertia tensor entry: ``I_<body>_<ab>``, ab = xx, xy, ..., zz (``I_B1_xx``);
+* mass centre: ``c_<body>_<x|y|z>`` (``c_B1_x``);
+* embedded momentum: ``h_<body>_<x|y|z>``;
+* joint inner and outer points: ``p_<joint>_<x|y|z>``, ``po_<joint>_<x|y|z>``;
+* stiffness and damping per DOF: ``k_<joint>_<dof>``, ``b_<joint>_<dof>``;
+* gravity: ``g`` (its magnitude, along its axis when it has one), else ``g_x, g_y, g_z``.
+
+Zeros stay exact zeros and the joint rotations stay numbers (made exact by
+:func:`kanedyn.symbolic.arithmetic.exact_rotation`). The inertia entries are the tensor's
+(``I_B1_xy`` is the tensor element, ``-∫xy dm``); the symmetric pair shares one symbol.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+import sympy as sm
+
+from kanedyn.model import Model
+
+__all__ = ["symbolic_parameters"]
+
+_XYZ = "xyz"
+
+
+def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
+    """``model`` with named symbols for its non-zero numbers, and their values.
+
+    Returns
+    -------
+    symbolic : Model
+        Same topology and rotations; ``symbolic.subs(values)`` is ``model`` again.
+    values : dict
+        Symbol -> number.
+
+    Examples
+    --------
+    >>> import kanedyn as kd
+    >>> sym, values = symbolic_parameters(kd.examples.double_pendulum())
+    >>> sym.bodies[0].mass, values[sym.bodies[0].mass]
+    (m_link0, 1.0)
+    """
+    if model.is_symbolic:
+        return model, {}
+    values: dict[sm.Symbol, float] = {}
+
+    def name(label: str, x: float, positive: bool = False) -> Any:
+        if x == 0:
+            return 0
+        s = sm.Symbol(label, real=True, positive=positive or None)
+        values[s] = float(x)
+        return s
+
+    def vec(label: str, v: Any) -> np.ndarray:
+        return np.array([name(f"{label}_{c}", x) for c, x in zip(_XYZ, v, strict=True)], object)
+
+    bodies = []
+    for b in model.bodies:
+        inertia = np.zeros((3, 3), dtype=object)
+        for a in range(3):
+            for c in range(a, 3):
+                s = name(f"I_{b.name}_{_XYZ[a]}{_XYZ[c]}", b.inertia[a, c], positive=a == c)
+                inertia[a, c] = inertia[c, a] = s
+        if b.is_particle:
+            inertia = np.zeros((3, 3))
+        bodies.append(
+            attrs.evolve(
+                b,
+                mass=name(f"m_{b.name}", b.mass, positive=True),
+                inertia=inertia,
+                com=vec(f"c_{b.name}", b.com),
+                embedded_momentum=vec(f"h_{b.name}", b.embedded_momentum),
+            )
+        )
+    joints = []
+    for j in model.joints:
+        dofs = j.rot_dof + j.trn_dof
+        ks = [name(f"k_{j.name}_{d}", x) for d, x in enumerate(j.stiffness[:dofs])]
+        bs = [name(f"b_{j.name}_{d}", x) for d, x in enumerate(j.damping[:dofs])]
+        joints.append(
+            attrs.evolve(
+                j,
+                inner_point=vec(f"p_{j.name}", j.inner_point),
+                outer_point=vec(f"po_{j.name}", j.outer_point),
+                stiffness=np.array(ks, dtype=object) if dofs else j.stiffness,
+                damping=np.array(bs, dtype=object) if dofs else j.damping,
+            )
+        )
+    gravity = np.asarray(model.gravity, dtype=float)
+    nonzero = np.flatnonzero(gravity)
+    if nonzero.size == 1:
+        a = int(nonzero[0])
+        g = sm.Symbol("g", positive=True)
+        values[g] = abs(float(gravity[a]))
+        grav = np.zeros(3, dtype=object)
+        grav[a] = g if gravity[a] > 0 else -g
+    else:
+        grav = vec("g", gravity)
+    return Model(bodies, joints, gravity=grav), values
