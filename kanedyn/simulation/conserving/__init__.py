@@ -1,0 +1,52 @@
+"""An energy-momentum conserving integrator on director coordinates (seed 001).
+
+Betsch's rotationless formulation: every body is its mass-centre position and three
+body-fixed directors (constant mass matrix, quadratic rigidity constraints), every joint
+is a set of constraints between two bodies, and the joint variables are augmented
+coordinates so that they can be read out, sprung, damped and actuated. The step is the
+midpoint rule with Gonzalez's discrete gradient of the constraints, so that energy,
+linear and angular momentum are conserved to the Newton tolerance.
+
+* :mod:`.constraints`: invariants, joint constraints, discrete gradients;
+* :mod:`.formulation`: a kd.Model in director coordinates, and the maps to and from
+  joint coordinates;
+* :mod:`.step`: the time step (Newton on the full system with multipliers) and the run;
+* :mod:`.servo`: servo constraints (inverse dynamics).
+
+``kd.simulate(model, state, t_final, dt, method="energy-momentum")`` runs it (or
+``method=kd.EnergyMomentum(tol=...)``).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kanedyn.simulation.conserving.formulation import (
+    Redundant,
+    redundant,
+    to_joint_coordinates,
+    to_redundant,
+)
+from kanedyn.simulation.conserving.step import Run, Stepper, run, simulate_energy_momentum
+from kanedyn.simulation.integrate import Trajectory
+
+__all__ = [
+    "ConservingTrajectory",
+    "Redundant",
+    "Run",
+    "Stepper",
+    "redundant",
+    "run",
+    "simulate_energy_momentum",
+    "to_joint_coordinates",
+    "to_redundant",
+]
+
+
+@attrs.frozen(eq=False, slots=False)
+class ConservingTrajectory(Trajectory):
+    """A :class:`~kanedyn.Trajectory` of the energy-momentum scheme, with the director
+    histories of the run in ``run`` (:class:`~.step.Run`: the scheme's own energy,
+    momenta, constraint residuals and Newton iterations)."""
+
+    run: Run | None = None

@@ -1,0 +1,290 @@
+"""The director formulation of a kd.Model: redundant coordinates, mass matrix, loads.
+
+Each body i is described by its mass-centre position ``φ_i`` and three body-fixed
+directors ``d_a`` (the columns of ``R_N_B``), 12 coordinates (Betsch & Steinmann 2001;
+Betsch & Leyendecker 2006, §3). With the Euler tensor about the mass centre (body axes)
+
+.. math:: E = \\int X X^T dm = \\tfrac12 \\operatorname{tr}(I)\\, U - I
+
+the kinetic energy is ``T = ½ m |φ̇|² + ½ Σ_ab E_ab ḋ_a·ḋ_b = ½ ẋᵀ M ẋ`` with the
+**constant** mass matrix ``M = diag(m U, E ⊗ U)``; for a rigid motion ``ḋ_a = ω × d_a``
+it is ``½ m v² + ½ ωᵀ I ω``.
+
+The joint variables (gimbal angles and slides, one per DOF, rotational first, as
+``model.speeds(joint)``) are appended as **augmented coordinates** ``a`` (massless),
+tied to the bodies by the joint constraints (:mod:`.constraints`), so that springs,
+dampers and actuators act on them directly (coordinate augmentation; Betsch & Uhlar
+2007, §4). A free root and the rotation of a spherical joint have none: their
+coordinates are read from the directors.
+
+Coordinates ``x = [φ_0, d_1, d_2, d_3 (body 0) | ... | a]``, ``nx = 12 nb + na``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.dynamics.kane import mass_matrix
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.partials import partials
+from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
+from kanedyn.simulation.conserving.constraints import (
+    Affine,
+    ConstraintSet,
+    Invariants,
+    JointRows,
+    joint_constraints,
+)
+from kanedyn.spatial.rotation import dcm_to_quat
+
+__all__ = ["Redundant", "redundant", "to_joint_coordinates", "to_redundant"]
+
+Array = NDArray[np.float64]
+
+
+@attrs.frozen(eq=False)
+class Redundant:
+    """A model in director coordinates (built once per model by :func:`redundant`).
+
+    ``nx`` coordinates (``12 nb`` body coordinates, then ``na`` augmented joint
+    coordinates); ``M`` (nx, nx) the constant mass matrix; ``constraints`` the
+    :class:`~.constraints.ConstraintSet` (``nc`` rows); ``joints`` the
+    :class:`~.constraints.JointRows` of each joint (model order); ``aug[k]`` the
+    coordinate indices of joint k's DOFs (rotational first; empty where a DOF has no
+    augmented coordinate); ``stiffness``, ``damping`` (nx,) per augmented coordinate;
+    ``f_gravity`` (nx,) the generalized gravity force ``m g`` on each ``φ``.
+    """
+
+    model: Model
+    nx: int
+    M: Array
+    E: Array
+    constraints: ConstraintSet
+    joints: tuple[JointRows, ...]
+    aug: tuple[NDArray[np.intp], ...]
+    stiffness: Array
+    damping: Array
+    f_gravity: Array
+
+    @property
+    def nb(self) -> int:
+        return self.model.nb
+
+    @property
+    def nc(self) -> int:
+        return self.constraints.nc
+
+    def phi(self, i: int) -> slice:
+        """Coordinates of body i's mass centre."""
+        return slice(12 * i, 12 * i + 3)
+
+    def director(self, i: int, a: int) -> slice:
+        """Coordinates of body i's director a (0-2)."""
+        return slice(12 * i + 3 + 3 * a, 12 * i + 6 + 3 * a)
+
+    def D(self, x: Array, i: int) -> Array:
+        """``[d_1 d_2 d_3]`` of body i (≈ R_N_B), (3, 3)."""
+        return x[12 * i + 3 : 12 * i + 12].reshape(3, 3).T
+
+    def energy(self, x: Array, v: Array) -> float:
+        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ`` and springs ``½ Σ k a²``."""
+        return float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
+
+    def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
+        """Total linear momentum ``Σ m φ̇`` and angular momentum about N's origin
+        ``Σ φ × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N."""
+        P, H = np.zeros(3), np.zeros(3)
+        lay = self.model.layout
+        for i in range(self.nb):
+            p = lay.mass[i] * v[self.phi(i)]
+            P += p
+            H += np.cross(x[self.phi(i)], p)
+            D, Dd = self.D(x, i), self.D(v, i)
+            H += np.cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
+        return P, H
+
+
+def _check_supported(model: Model) -> None:
+    for b in model.bodies:
+        if np.any(np.asarray(b.embedded_momentum, dtype=float) != 0.0):
+            raise ModelError(
+                f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
+            )
+    for j in model.joints:
+        if j.rot_type == "spherical":
+            k, c = np.asarray(j.stiffness, float)[:3], np.asarray(j.damping, float)[:3]
+            if np.any(k) or np.any(c):
+                raise ModelError(
+                    f"joint {j.name!r}: springs and dampers on a spherical rotation are not "
+                    "supported by method='energy-momentum' (use a 3-angle gimbal)"
+                )
+
+
+def _build(model: Model) -> Redundant:
+    if model.is_symbolic:
+        raise ModelError("method='energy-momentum' needs a numeric model")
+    _check_supported(model)
+    lay = model.layout
+    nb = model.nb
+    free_root = [
+        j.inner is None and j.rot_type == "spherical" and j.trn_dof == 3 for j in model.joints
+    ]
+    # augmented coordinates: gimbal angles, and slides of every joint but a free root
+    aug, na = [], 12 * nb
+    for j, free in zip(model.joints, free_root, strict=True):
+        n_rot = j.rot_dof if j.rot_type == "gimbal" else 0
+        n_trn = 0 if free else j.trn_dof
+        aug.append((np.arange(na, na + n_rot), np.arange(na + n_rot, na + n_rot + n_trn)))
+        na += n_rot + n_trn
+    nx = na
+    eye = np.eye(nx)
+
+    def affine(start: int) -> Affine:
+        return Affine(eye[start : start + 3].copy(), np.zeros(3))
+
+    frames: dict[str | None, Any] = {
+        None: (Affine(np.zeros((3, nx)), np.zeros(3)),
+               tuple(Affine(np.zeros((3, nx)), np.eye(3)[a]) for a in range(3)), np.zeros(3))
+    }  # fmt: skip
+    inv = Invariants(nx)
+    lin: list[int] = []
+    Ca: list[Array] = []
+    M = np.zeros((nx, nx))
+    E = np.zeros((nb, 3, 3))
+    for i, b in enumerate(model.bodies):
+        D = tuple(affine(12 * i + 3 + 3 * a) for a in range(3))
+        frames[b.name] = (affine(12 * i), D, np.asarray(b.com, dtype=float))
+        for a in range(3):  # internal constraints ½(d_a·d_b - δ_ab)
+            for c in range(a, 3):
+                lin.append(inv.dot(D[a], D[c], 0.5, -0.5 * (a == c)))
+                Ca.append(np.zeros(nx))
+        I = np.asarray(b.inertia, dtype=float)
+        E[i] = 0.5 * np.trace(I) * np.eye(3) - I
+        M[12 * i : 12 * i + 3, 12 * i : 12 * i + 3] = b.mass * np.eye(3)
+        M[12 * i + 3 : 12 * i + 12, 12 * i + 3 : 12 * i + 12] = np.kron(E[i], np.eye(3))
+    rows, rot = [], []
+    for j, (a_rot, a_trn) in zip(model.joints, aug, strict=True):
+        jr = joint_constraints(j, frames, inv, a_rot, a_trn)
+        rows.append(jr)
+        if jr.trn is not None:
+            for e in range(3):
+                lin.append(int(jr.trn[e]))
+                row = np.zeros(nx)
+                row[jr.a_trn] = -jr.Delta[e]
+                Ca.append(row)
+        if jr.rot is not None:
+            rot.append(jr)
+    constraints = ConstraintSet(inv, lin, Ca, rot)
+    stiffness, damping = np.zeros(nx), np.zeros(nx)
+    aug_all = []
+    for k, (a_rot, a_trn) in enumerate(aug):
+        speeds = lay.u_index[k]
+        j = model.joints[k]
+        idx = np.full(j.ndof, -1, dtype=np.intp)
+        if a_rot.size:
+            idx[: j.rot_dof] = a_rot
+        if a_trn.size:
+            idx[j.rot_dof :] = a_trn
+        have = idx >= 0
+        stiffness[idx[have]] = lay.stiffness[speeds[have]]
+        damping[idx[have]] = lay.damping[speeds[have]]
+        aug_all.append(idx)
+    f_gravity = np.zeros(nx)
+    for i in range(nb):
+        f_gravity[12 * i : 12 * i + 3] = lay.mass[i] * np.asarray(model.gravity, dtype=float)
+    return Redundant(model, nx, M, E, constraints, tuple(rows), tuple(aug_all),
+                     stiffness, damping, f_gravity)  # fmt: skip
+
+
+def redundant(model: Model) -> Redundant:
+    """The director formulation of ``model`` (built once, stored on the model)."""
+    return model.derived("conserving.redundant", _build)  # type: ignore[no-any-return]
+
+
+def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
+    """``(x, v)`` of a joint-coordinate state: ``φ = r``, ``d_a = R_N_B e_a``,
+    ``φ̇ = v``, ``ḋ_a = ω × d_a``, and the augmented coordinates and rates from
+    ``q`` and ``u``."""
+    model = red.model
+    kin = kinematics_at(model, np.asarray(state.q, float), np.asarray(state.u, float))
+    x, v = np.zeros(red.nx), np.zeros(red.nx)
+    for i in range(model.nb):
+        x[red.phi(i)], v[red.phi(i)] = kin.r[i], kin.v[i]
+        for a in range(3):
+            d = kin.R_N_B[i][:, a]
+            x[red.director(i, a)], v[red.director(i, a)] = d, np.cross(kin.omega[i], d)
+    for k, idx in enumerate(red.aug):
+        have = idx >= 0
+        j = model.joints[k]
+        qk, uk = model.layout.q_index[k], model.layout.u_index[k]
+        # gimbal angles and slides: q and u entries in DOF order (rotational first)
+        qpos = np.concatenate((np.arange(j.rot_dof), j.n_rot_coordinates + np.arange(j.trn_dof)))
+        x[idx[have]] = np.asarray(state.q, float)[qk[qpos[have]]]
+        v[idx[have]] = np.asarray(state.u, float)[uk[have]]
+    return x, v
+
+
+def to_joint_coordinates(
+    red: Redundant, x: Array, v: Array, q_prev: Array | None = None
+) -> tuple[Array, Array]:
+    """``(q, u)`` of a director state.
+
+    Angles and slides are the augmented coordinates; a spherical joint's quaternion is
+    that of the measured ``Π = R_Gi_Go`` (its sign continuous with ``q_prev``), a free
+    root's slides ``Δᵀ R_N_Giᵀ (o_o - o_i)``. The speeds carry the same generalized
+    momenta as ``v``:
+
+    .. math:: M(q)\\, u = J^T \\mathbf{M}\\, v = \\textstyle\\sum_i V_i^T m_i \\dot\\varphi_i
+              + \\Omega_i^T \\sum_a d_a \\times (E \\dot d)_a
+
+    so the total linear and angular momenta of ``(q, u)`` are those of ``(x, v)``.
+    """
+    model = red.model
+    lay = model.layout
+    q = np.zeros(model.nq)
+    for k, (j, jr) in enumerate(zip(model.joints, red.joints, strict=True)):
+        qk = lay.q_index[k]
+        idx = red.aug[k]
+        if j.rot_type == "spherical":
+            Gi = np.array([g(x) for g in jr.Gi]).T
+            Go = np.array([g(x) for g in jr.Go]).T
+            quat = dcm_to_quat(_orthonormal(Gi.T @ Go))
+            if q_prev is not None and quat @ q_prev[qk[:4]] < 0.0:
+                quat = -quat
+            q[qk[:4]] = quat
+        else:
+            q[qk[: j.rot_dof]] = x[idx[: j.rot_dof]]
+        if j.trn_dof:
+            nr = j.n_rot_coordinates
+            if np.all(idx[j.rot_dof :] >= 0):
+                q[qk[nr:]] = x[idx[j.rot_dof :]]
+            else:
+                Gi = np.array([g(x) for g in jr.Gi]).T
+                q[qk[nr:]] = jr.Delta.T @ Gi.T @ (jr.o_o(x) - jr.o_i(x))
+    state = State(q, np.zeros(model.n))
+    par = partials(model, state)
+    p = np.zeros(model.n)
+    for i in range(model.nb):
+        D, Dd = red.D(x, i), red.D(v, i)
+        h = np.cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
+        p += par.V[i].T @ (lay.mass[i] * v[red.phi(i)]) + par.Omega[i].T @ h
+    u = np.linalg.solve(mass_matrix(model, state), p)
+    return q, u
+
+
+def _orthonormal(A: Array) -> Array:
+    """The nearest rotation to ``A`` (polar factor), for a readout at round-off level."""
+    U, _, Vt = np.linalg.svd(A)
+    return U @ Vt  # type: ignore[no-any-return]
+
+
+def joint_like_fields() -> Sequence[str]:
+    """The fields the constraint builder reads from a joint (kd.Joint, or a loop joint)."""
+    return ("name", "inner", "outer", "rot_type", "rot_dof", "rot_seq", "trn_dof", "trn_seq",
+            "inner_point", "outer_point", "inner_rotation", "outer_rotation")  # fmt: skip

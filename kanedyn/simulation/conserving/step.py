@@ -1,0 +1,355 @@
+"""The energy-momentum time step and the run that returns a Trajectory.
+
+One step from ``(x_n, v_n)`` to ``(x_{n+1}, v_{n+1})`` (Gonzalez 1996; Betsch &
+Leyendecker 2006, eq. 41; the full form with multipliers):
+
+.. math::
+
+    x_{n+1} - x_n = \\tfrac h2 (v_n + v_{n+1}), \\qquad
+    M (v_{n+1} - v_n) = h\\,[\\,f_g - \\nabla_d V - C\\,\\tfrac{a_{n+1} - a_n}{h}
+        + f_{n+\\frac12} - G_d(x_n, x_{n+1})^T \\lambda\\,], \\qquad
+    c(x_{n+1}) = 0
+
+with ``∇_dV = K (a_n + a_{n+1})/2`` (the springs are quadratic in the augmented
+coordinates, so the midpoint gradient *is* their discrete gradient), gravity ``f_g``
+constant, the dampers ``C`` on the augmented rates, ``f_{n+½}`` the applied loads at the
+midpoint, and ``G_d`` the discrete gradient of the constraints
+(:meth:`~.constraints.ConstraintSet.discrete_gradient`). Eliminating ``v_{n+1}``, the
+unknowns are ``(x_{n+1}, λ)``; Newton's method runs on
+
+.. math::
+
+    r = \\begin{bmatrix} \\tfrac{2}{h^2} M (x_{n+1} - x_n - h v_n) + \\nabla_dV
+        + \\tfrac{C}{h}(a_{n+1} - a_n) - f_g - f_{n+\\frac12} + G_d^T\\lambda \\\\
+        c(x_{n+1}) \\end{bmatrix}
+
+with its exact tangent (the geometric part from
+:meth:`~.constraints.ConstraintSet.tangent`). Multiplying the first row by
+``x_{n+1} - x_n`` gives the discrete energy balance
+
+.. math:: E_{n+1} - E_n = -\\tfrac1h (\\Delta a)^T C\\, \\Delta a + f_{n+\\frac12}\\cdot\\Delta x
+
+(conservation without dampers and loads), because ``G_d Δx = c(x_{n+1}) - c(x_n) = 0``.
+Total linear and angular momentum are conserved when no load breaks the symmetry,
+because every invariant is (:mod:`.constraints`).
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+import scipy.linalg
+from numpy.typing import NDArray
+
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import Force, JointLoad, LoadsLike, Torque
+from kanedyn.errors import ModelError, SimulationError
+from kanedyn.model import Model, State
+from kanedyn.simulation.conserving.formulation import (
+    Redundant,
+    redundant,
+    to_joint_coordinates,
+    to_redundant,
+)
+
+__all__ = ["StepResult", "Stepper", "generalized_loads"]
+
+Array = NDArray[np.float64]
+
+
+@attrs.frozen(eq=False)
+class StepResult:
+    """One converged step: ``x``, ``v``, ``lam`` (the multipliers), ``iterations``."""
+
+    x: Array
+    v: Array
+    lam: Array
+    iterations: int
+
+
+def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
+    """The generalized forces ``f(z)`` (nx,) of load records at a configuration ``z``.
+
+    A force ``F`` at body point ``X`` (body axes, relative to the mass centre) does the
+    work ``F·δφ + Σ_a X_a F·δd_a``; a torque ``T`` acts on the directors as
+    ``f_a = ½ T × d_a`` (so that ``Σ_a d_a × f_a = T``); a :class:`~kanedyn.JointLoad`
+    is the generalized force on the joint's augmented coordinates. Body-axis loads
+    are turned with ``D(z)``. ``f`` is at most quadratic in ``z``.
+    """
+    model = red.model
+    terms: list[tuple[str, Any]] = []
+    for rec in records or ():
+        if isinstance(rec, Force):
+            i = model.body_index(rec.body)
+            X = np.zeros(3) if rec.point is None else rec.point - model.layout.com[i]
+            terms.append(("force", (i, np.asarray(rec.force), X, rec.frame == "body")))
+        elif isinstance(rec, Torque):
+            i = model.body_index(rec.body)
+            terms.append(("torque", (i, np.asarray(rec.torque), rec.frame == "body")))
+        elif isinstance(rec, JointLoad):
+            k = model.joint_index(rec.joint)
+            idx = red.aug[k]
+            if rec.values.shape != idx.shape:
+                raise ModelError(
+                    f"JointLoad on joint {rec.joint!r}: needs {idx.size} values (one per DOF), "
+                    f"got {rec.values.size}"
+                )
+            if np.any(idx < 0) and np.any(rec.values[idx < 0] != 0.0):
+                raise ModelError(
+                    f"JointLoad on joint {rec.joint!r}: method='energy-momentum' actuates gimbal "
+                    "angles and slides; apply a free root's or spherical joint's effort as "
+                    "kanedyn.Force / kanedyn.Torque on its bodies"
+                )
+            terms.append(("joint", (idx[idx >= 0], rec.values[idx >= 0])))
+        else:
+            raise ModelError(
+                f"unknown load {rec!r}: use kanedyn.Force, kanedyn.Torque or kanedyn.JointLoad"
+            )
+
+    def f(z: Array) -> Array:
+        out = np.zeros(red.nx)
+        for kind, data in terms:
+            if kind == "joint":
+                idx, vals = data
+                out[idx] += vals
+                continue
+            i = data[0]
+            D = red.D(z, i)
+            if kind == "force":
+                _, F, X, body = data
+                F = D @ F if body else F
+                out[red.phi(i)] += F
+                for a in range(3):
+                    out[red.director(i, a)] += X[a] * F
+            else:
+                _, T, body = data
+                T = D @ T if body else T
+                for a in range(3):
+                    out[red.director(i, a)] += 0.5 * np.cross(T, D[:, a])
+        return out
+
+    return f
+
+
+def balance(
+    red: Redundant, x0: Array, v0: Array, x1: Array, h: float, f: Callable[[Array], Array]
+) -> Array:
+    """The balance of momentum without the constraint forces, ``r_x - G_dᵀλ`` (nx,):
+    ``(2/h²) M (x1 - x0 - h v0) + K z + C (x1 - x0)/h - f_g - f(z)``, ``z`` the midpoint."""
+    z = 0.5 * (x0 + x1)
+    return (  # type: ignore[no-any-return]
+        (2.0 / h**2) * (red.M @ (x1 - x0 - h * v0))
+        + red.stiffness * z
+        + red.damping * (x1 - x0) / h
+        - red.f_gravity
+        - f(z)
+    )
+
+
+class Stepper:
+    """The energy-momentum step of a model (:mod:`this module <.step>`).
+
+    ``tol``: Newton stops when the update is below ``tol`` (relative to the largest
+    coordinate, at least 1) and the constraint residual below ``tol``; it then takes one
+    more update, so the converged error is far below ``tol``. ``max_iter``: Newton
+    iterations before a :class:`~kanedyn.SimulationError`.
+    """
+
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 25):
+        self.red = redundant(model)
+        self.tol, self.max_iter = tol, max_iter
+
+    def step(
+        self,
+        x0: Array,
+        v0: Array,
+        h: float,
+        lam: Array | None = None,
+        f: Callable[[Array], Array] | None = None,
+        t: float = 0.0,
+        servo: Any = None,
+    ) -> StepResult:
+        """One step of size ``h``; ``f`` the generalized loads at the midpoint,
+        ``servo`` (optional) prescribed outputs with their actuators
+        (:class:`~.servo.Servo`): then ``lam`` also holds the actuator efforts."""
+        red = self.red
+        nx, nc = red.nx, red.nc
+        ns = 0 if servo is None else servo.n
+        f = f if f is not None else (lambda z: np.zeros(nx))
+        x1 = x0 + h * v0
+        lam = np.zeros(nc + ns) if lam is None else lam.copy()
+        cons = red.constraints
+        ns = 0 if servo is None else servo.n
+        K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        for it in range(1, self.max_iter + 1):
+            z = 0.5 * (x0 + x1)
+            r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
+            r_x = balance(red, x0, v0, x1, h, f) + G_d.T @ lam[:nc]
+            A = np.zeros((nx + nc + ns, nx + nc + ns))
+            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z)
+            A[:nx, nx : nx + nc] = G_d.T
+            A[nx : nx + nc, :nx] = G
+            rhs = np.concatenate((r_x, r_c))
+            if servo is not None:
+                r_x = r_x - servo.B @ lam[nc:]
+                A[:nx, nx + nc :] = -servo.B
+                A[nx + nc :, :nx] = servo.Y
+                rhs = np.concatenate((r_x, r_c, servo.Y @ x1 - servo.target(t + h)))
+            try:
+                # scipy's LAPACK: numpy's threaded solve stalls on a busy machine
+                delta = scipy.linalg.solve(A, -rhs, check_finite=False)
+            except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+                raise SimulationError(
+                    f"t = {t + h:.6g}: the Newton matrix of the energy-momentum step is "
+                    "singular (redundant constraints, or a massless body free to rotate?)"
+                ) from None
+            x1 = x1 + delta[:nx]
+            lam = lam + delta[nx:]
+            if not np.all(np.isfinite(x1)):
+                raise SimulationError(f"t = {t + h:.6g}: the state became non-finite")
+            small = np.max(np.abs(delta[:nx])) <= self.tol * max(1.0, np.max(np.abs(x1)))
+            if small and np.max(np.abs(rhs[nx:])) <= self.tol * max(1.0, np.max(np.abs(x1))):
+                v1 = 2.0 * (x1 - x0) / h - v0
+                return StepResult(x1, v1, lam, it)
+        raise SimulationError(
+            f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
+            f"(tol {self.tol:g}); try a smaller dt"
+        )
+
+
+def _load_jacobian(f: Callable[[Array], Array], z: Array) -> Array:
+    """∂f/∂z by central differences with unit step: exact for loads at most quadratic
+    in ``z`` (:func:`generalized_loads`); zero when there are no loads."""
+    f0 = f(z)
+    n = z.size
+    if not np.any(f0) and not np.any(f(z + 1.0)):
+        return np.zeros((n, n))
+    J = np.empty((n, n))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = 1.0
+        J[:, j] = 0.5 * (f(z + e) - f(z - e))
+    return J
+
+
+# --------------------------------------------------------------------------- the run
+@attrs.frozen(eq=False)
+class Run:
+    """The director histories of a run: ``t`` (nt,), ``x``, ``v`` (nt, nx), the scheme's
+    ``energy`` (nt,) (kinetic + gravity + springs, :meth:`Redundant.energy`),
+    ``linear_momentum``, ``angular_momentum`` (nt, 3; about N's origin),
+    ``constraint_residual`` (nt,) max |c(x)|, ``dissipated`` (nt,) the cumulated damper
+    work, ``iterations`` (number of steps,) Newton iterations per step."""
+
+    t: Array
+    x: Array
+    v: Array
+    energy: Array
+    linear_momentum: Array
+    angular_momentum: Array
+    constraint_residual: Array
+    dissipated: Array
+    iterations: Array
+    efforts: Array | None = None
+
+
+def run(
+    model: Model,
+    state: State,
+    t_final: float,
+    dt: float,
+    *,
+    loads: LoadsLike = None,
+    output_every: float | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 25,
+    servo: Any = None,
+) -> Run:
+    """Integrate with the energy-momentum step and return the director histories."""
+    from kanedyn.simulation.steppers import Schedule
+
+    model.check_state(state)
+    stepper = Stepper(model, tol, max_iter)
+    red = stepper.red
+    every = dt if output_every is None else float(output_every)
+    schedule = Schedule.of(t_final, dt, every)
+    x, v = to_redundant(red, state)
+    resid0 = np.max(np.abs(red.constraints(x)), initial=0.0)
+    if resid0 > 1e-8:
+        raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
+    f_static = None if callable(loads) else generalized_loads(red, loads)
+    lam = None
+    ts, xs, vs, dis, its, eff = [0.0], [x], [v], [0.0], [], []
+    dissipated = 0.0
+    for _, t, h, t_next, output in schedule:
+        if callable(loads):
+            q, u = to_joint_coordinates(red, x, v)
+            st = State(q, u)
+            recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q, u))
+            f = generalized_loads(red, recs)
+        else:
+            f = f_static
+        res = stepper.step(x, v, h, lam, f, t, servo)
+        da = res.x - x
+        dissipated += float(da @ (red.damping * da)) / h
+        x, v, lam = res.x, res.v, res.lam
+        its.append(res.iterations)
+        if servo is not None:
+            eff.append(lam[red.nc :].copy())
+        if output:
+            ts.append(t_next)
+            xs.append(x)
+            vs.append(v)
+            dis.append(dissipated)
+    X, V = np.array(xs), np.array(vs)
+    PH = [red.momentum(a, b) for a, b in zip(X, V, strict=True)]
+    return Run(
+        t=np.array(ts),
+        x=X,
+        v=V,
+        energy=np.array([red.energy(a, b) for a, b in zip(X, V, strict=True)]),
+        linear_momentum=np.array([p for p, _ in PH]),
+        angular_momentum=np.array([hh for _, hh in PH]),
+        constraint_residual=np.array([np.max(np.abs(red.constraints(a)), initial=0.0) for a in X]),
+        dissipated=np.array(dis),
+        iterations=np.array(its),
+        efforts=np.array(eff) if servo is not None else None,
+    )
+
+
+def simulate_energy_momentum(
+    model: Model,
+    state: State,
+    t_final: float,
+    dt: float,
+    *,
+    loads: LoadsLike = None,
+    output_every: float | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 25,
+) -> Any:
+    """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
+    :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates."""
+    from kanedyn.simulation.conserving import ConservingTrajectory
+
+    start = _time.perf_counter()
+    r = run(model, state, t_final, dt, loads=loads, output_every=output_every, tol=tol,
+            max_iter=max_iter)  # fmt: skip
+    wall = _time.perf_counter() - start
+    red = redundant(model)
+    qs, us = [], []
+    q_prev = None
+    for x, v in zip(r.x, r.v, strict=True):
+        q, u = to_joint_coordinates(red, x, v, q_prev)
+        qs.append(q)
+        us.append(u)
+        q_prev = q
+    qs[0], us[0] = np.asarray(state.q, float), np.asarray(state.u, float)
+    return ConservingTrajectory(
+        model=model, t=r.t, q=np.array(qs), u=np.array(us), formulation="directors",
+        method="energy-momentum", wall_time=wall, steps=len(r.iterations), run=r,
+    )  # fmt: skip
