@@ -41,6 +41,7 @@ from kanedyn.simulation.conserving.constraints import (
     JointRows,
     joint_constraints,
 )
+from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.rotation import dcm_to_quat
 
 __all__ = ["Redundant", "redundant", "to_joint_coordinates", "to_redundant"]
@@ -104,9 +105,9 @@ class Redundant:
         for i in range(self.nb):
             p = lay.mass[i] * v[self.phi(i)]
             P += p
-            H += np.cross(x[self.phi(i)], p)
+            H += cross(x[self.phi(i)], p)
             D, Dd = self.D(x, i), self.D(v, i)
-            H += np.cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
+            H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
         return P, H
 
 
@@ -218,7 +219,7 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
         x[red.phi(i)], v[red.phi(i)] = kin.r[i], kin.v[i]
         for a in range(3):
             d = kin.R_N_B[i][:, a]
-            x[red.director(i, a)], v[red.director(i, a)] = d, np.cross(kin.omega[i], d)
+            x[red.director(i, a)], v[red.director(i, a)] = d, cross(kin.omega[i], d)
     for k, idx in enumerate(red.aug):
         have = idx >= 0
         j = model.joints[k]
@@ -272,7 +273,7 @@ def to_joint_coordinates(
     p = np.zeros(model.n)
     for i in range(model.nb):
         D, Dd = red.D(x, i), red.D(v, i)
-        h = np.cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
+        h = cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
         p += par.V[i].T @ (lay.mass[i] * v[red.phi(i)]) + par.Omega[i].T @ h
     u = np.linalg.solve(mass_matrix(model, state), p)
     return q, u
