@@ -31,12 +31,22 @@ from kanedyn.simulation.conserving.formulation import (
     to_joint_coordinates,
     to_redundant,
 )
+from kanedyn.simulation.conserving.servo import (
+    JointOutput,
+    PointOutput,
+    ServoResult,
+    inverse_dynamics,
+)
 from kanedyn.simulation.conserving.step import Run, Stepper, run, simulate_energy_momentum
 from kanedyn.simulation.integrate import Trajectory
 from kanedyn.spatial.algebra import cross
 
 __all__ = [
     "ConservingTrajectory",
+    "JointOutput",
+    "PointOutput",
+    "ServoResult",
+    "inverse_dynamics",
     "Redundant",
     "Run",
     "Stepper",

@@ -177,18 +177,21 @@ class Stepper:
         f: Callable[[Array], Array] | None = None,
         t: float = 0.0,
         servo: Any = None,
+        guess: Array | None = None,
     ) -> StepResult:
         """One step of size ``h``; ``f`` the generalized loads at the midpoint,
         ``servo`` (optional) prescribed outputs with their actuators
-        (:class:`~.servo.Servo`): then ``lam`` also holds the actuator efforts."""
+        (:class:`~.servo.Servo`): then ``lam`` also holds the actuator efforts.
+        ``guess``: Newton's start for ``x_{n+1}`` (default ``x_n + h v_n``; the run
+        passes ``x_n + h v_{n-½}``, because the nodal rates of the massless augmented
+        coordinates carry the alternating mode of ``v_{n+1} = 2Δx/h - v_n``)."""
         red = self.red
         nx, nc = red.nx, red.nc
         ns = 0 if servo is None else servo.n
         f = f if f is not None else (lambda z: np.zeros(nx))
-        x1 = x0 + h * v0
+        x1 = x0 + h * v0 if guess is None else guess.copy()
         lam = np.zeros(nc + ns) if lam is None else lam.copy()
         cons = red.constraints
-        ns = 0 if servo is None else servo.n
         K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
         for it in range(1, self.max_iter + 1):
             z = 0.5 * (x0 + x1)
@@ -285,7 +288,7 @@ def run(
     if resid0 > 1e-8:
         raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
     f_static = None if callable(loads) else generalized_loads(red, loads)
-    lam = None
+    lam, v_mid = None, None
     ts, xs, vs, dis, its, eff = [0.0], [x], [v], [0.0], [], []
     dissipated = 0.0
     for _, t, h, t_next, output in schedule:
@@ -296,8 +299,10 @@ def run(
             f = generalized_loads(red, recs)
         else:
             f = f_static
-        res = stepper.step(x, v, h, lam, f, t, servo)
+        guess = None if v_mid is None else x + h * v_mid
+        res = stepper.step(x, v, h, lam, f, t, servo, guess)
         da = res.x - x
+        v_mid = da / h
         dissipated += float(da @ (red.damping * da)) / h
         x, v, lam = res.x, res.v, res.lam
         its.append(res.iterations)
