@@ -33,6 +33,11 @@ def test_prescribed_pendulum_angle_gives_the_closed_form_torque():
     assert 3.5 < errors[0] / errors[1] < 4.5
 
 
+def _miss(m, traj, circle):
+    """The largest distance of the tip from the circle over a trajectory."""
+    return max(np.max(np.abs(_tip(m, q) - circle(t))) for t, q in zip(traj.t, traj.q, strict=True))
+
+
 def _tip(m, q):
     kin = kd.kinematics(m, kd.State(q, np.zeros(m.n)))
     return (kin.p[1] + kin.R_N_B[1] @ np.array([1.0, 0.0, 0.0]))[:2]
@@ -60,13 +65,13 @@ def test_two_link_arm_end_point_on_a_circle():
     errors = []
     for h in (0.01, 0.005):
         res = inverse_dynamics(m, s, 2.0, h, out, ["joint0", "joint1"])
-        assert max(np.max(np.abs(_tip(m, q) - circle(t))) for t, q in zip(res.t, res.q)) < 1e-10
+        assert _miss(m, res, circle) < 1e-10
         fw = kd.simulate(m, s, 2.0, h / 4, loads=res.loads())
-        errors.append(max(np.max(np.abs(_tip(m, q) - circle(t))) for t, q in zip(fw.t, fw.q)))
+        errors.append(_miss(m, fw, circle))
     assert errors[1] < 1e-5
     assert 3.5 < errors[0] / errors[1] < 4.5
     em = kd.simulate(m, s, 2.0, 0.005, loads=res.loads(piecewise=True), method="energy-momentum")
-    assert max(np.max(np.abs(_tip(m, q) - circle(t))) for t, q in zip(em.t, em.q)) < 1e-9
+    assert _miss(m, em, circle) < 1e-9
     # energy balance of the servo run: the change of energy is the actuator work
     r = res.run
     angles = np.diff(res.q, axis=0)

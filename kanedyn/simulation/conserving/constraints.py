@@ -166,8 +166,8 @@ class JointRows:
     """
 
     name: str
-    Gi: tuple[Affine, Affine, Affine]
-    Go: tuple[Affine, Affine, Affine]
+    Gi: tuple[Affine, ...]
+    Go: tuple[Affine, ...]
     o_i: Affine
     o_o: Affine
     Delta: Array  # (3, trn_dof) slide axes in Gi

@@ -284,7 +284,7 @@ def to_joint_coordinates(
         D, Dd = red.D(x, i), red.D(v, i)
         h = cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
         p += par.V[i].T @ (lay.mass[i] * v[red.phi(i)]) + par.Omega[i].T @ h
-    u = np.linalg.solve(mass_matrix(model, state), p)
+    u = np.asarray(np.linalg.solve(mass_matrix(model, state), p), dtype=np.float64)
     return q, u
 
 

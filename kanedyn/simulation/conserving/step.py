@@ -288,7 +288,9 @@ def run(
     if resid0 > 1e-8:
         raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
     f_static = None if callable(loads) else generalized_loads(red, loads)
-    lam, v_mid = None, None
+    lam: Array | None = None
+    v_mid: Array | None = None
+    f: Callable[[Array], Array] | None
     ts, xs, vs, dis, its, eff = [0.0], [x], [v], [0.0], [], []
     dissipated = 0.0
     for _, t, h, t_next, output in schedule:
@@ -299,7 +301,7 @@ def run(
             f = generalized_loads(red, recs)
         else:
             f = f_static
-        guess = None if v_mid is None else x + h * v_mid
+        guess: Array | None = None if v_mid is None else x + h * v_mid
         res = stepper.step(x, v, h, lam, f, t, servo, guess)
         da = res.x - x
         v_mid = da / h
