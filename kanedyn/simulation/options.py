@@ -145,4 +145,4 @@ class EnergyMomentum(Method):
     NAME = "energy-momentum"
     name: str = attrs.field(default=NAME, init=False)
     tol: float = attrs.field(default=1e-10, validator=_positive, kw_only=True)
-    max_iter: int = attrs.field(default=25, validator=_positive, kw_only=True)
+    max_iter: int = attrs.field(default=15, validator=_positive, kw_only=True)

@@ -94,9 +94,4 @@ class ConservingTrajectory(Trajectory):
 
     @cached_property
     def _momenta(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        red = redundant(self.model)
-        mass = self.model.layout.mass
-        phi = self._run.x[:, : 12 * red.nb].reshape(-1, red.nb, 12)[:, :, :3]
-        c = np.einsum("i,tij->tj", mass, phi) / mass.sum()
-        P, H_O = self._run.linear_momentum, self._run.angular_momentum
-        return P, H_O - cross(c, P)
+        return self._run.linear_momentum, self._run.angular_momentum

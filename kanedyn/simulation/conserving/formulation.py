@@ -44,7 +44,7 @@ from kanedyn.simulation.conserving.constraints import (
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.rotation import dcm_to_quat
 
-__all__ = ["Redundant", "redundant", "to_joint_coordinates", "to_redundant"]
+__all__ = ["Redundant", "joint_positions", "redundant", "to_joint_coordinates", "to_redundant"]
 
 Array = NDArray[np.float64]
 
@@ -98,14 +98,15 @@ class Redundant:
         return float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
 
     def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
-        """Total linear momentum ``Σ m φ̇`` and angular momentum about N's origin
-        ``Σ φ × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N."""
-        P, H = np.zeros(3), np.zeros(3)
-        lay = self.model.layout
+        """Total linear momentum ``P = Σ m φ̇`` and angular momentum about the system
+        mass centre ``c``, ``H = Σ (φ - c) × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N."""
+        mass = self.model.layout.mass
+        phi = x[: 12 * self.nb].reshape(self.nb, 12)[:, :3]
+        phid = v[: 12 * self.nb].reshape(self.nb, 12)[:, :3]
+        c = mass @ phi / mass.sum()
+        P = mass @ phid
+        H = np.sum(cross(phi - c, mass[:, None] * phid), axis=0)
         for i in range(self.nb):
-            p = lay.mass[i] * v[self.phi(i)]
-            P += p
-            H += cross(x[self.phi(i)], p)
             D, Dd = self.D(x, i), self.D(v, i)
             H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
         return P, H
@@ -240,21 +241,12 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
     return x, v
 
 
-def to_joint_coordinates(
-    red: Redundant, x: Array, v: Array, q_prev: Array | None = None
-) -> tuple[Array, Array]:
-    """``(q, u)`` of a director state.
+def joint_positions(red: Redundant, x: Array, q_prev: Array | None = None) -> Array:
+    """The joint coordinates ``q`` of director coordinates ``x``.
 
     Angles and slides are the augmented coordinates; a spherical joint's quaternion is
     that of the measured ``Π = R_Gi_Go`` (its sign continuous with ``q_prev``), a free
-    root's slides ``Δᵀ R_N_Giᵀ (o_o - o_i)``. The speeds carry the same generalized
-    momenta as ``v``:
-
-    .. math:: M(q)\\, u = J^T \\mathbf{M}\\, v = \\textstyle\\sum_i V_i^T m_i \\dot\\varphi_i
-              + \\Omega_i^T \\sum_a d_a \\times (E \\dot d)_a
-
-    so the total linear and angular momenta of ``(q, u)`` are those of ``(x, v)``.
-    """
+    root's slides ``Δᵀ R_N_Giᵀ (o_o - o_i)``."""
     model = red.model
     lay = model.layout
     q = np.zeros(model.nq)
@@ -277,6 +269,23 @@ def to_joint_coordinates(
             else:
                 Gi = np.array([g(x) for g in jr.Gi]).T
                 q[qk[nr:]] = jr.Delta.T @ Gi.T @ (jr.o_o(x) - jr.o_i(x))
+    return q
+
+
+def to_joint_coordinates(
+    red: Redundant, x: Array, v: Array, q_prev: Array | None = None
+) -> tuple[Array, Array]:
+    """``(q, u)`` of a director state: ``q`` by :func:`joint_positions`, and the speeds
+    that carry the same generalized momenta as ``v``:
+
+    .. math:: M(q)\\, u = J^T \\mathbf{M}\\, v = \\textstyle\\sum_i V_i^T m_i \\dot\\varphi_i
+              + \\Omega_i^T \\sum_a d_a \\times (E \\dot d)_a
+
+    so the total linear and angular momenta of ``(q, u)`` are those of ``(x, v)``.
+    """
+    model = red.model
+    lay = model.layout
+    q = joint_positions(red, x, q_prev)
     state = State(q, np.zeros(model.n))
     par = partials(model, state)
     p = np.zeros(model.n)

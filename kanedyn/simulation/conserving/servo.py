@@ -209,7 +209,7 @@ def inverse_dynamics(
     *,
     loads: Any = None,
     tol: float = 1e-10,
-    max_iter: int = 25,
+    max_iter: int = 15,
 ) -> ServoResult:
     """Actuator efforts that make ``outputs`` follow their motions, with the
     energy-momentum step (servo constraints; see the module docstring).

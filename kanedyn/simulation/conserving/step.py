@@ -51,6 +51,7 @@ from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model, State
 from kanedyn.simulation.conserving.formulation import (
     Redundant,
+    joint_positions,
     redundant,
     to_joint_coordinates,
     to_redundant,
@@ -59,17 +60,22 @@ from kanedyn.spatial.algebra import cross
 
 __all__ = ["StepResult", "Stepper", "generalized_loads"]
 
+#: how often a run may halve a step whose Newton iteration fails
+MAX_HALVINGS = 4
+
 Array = NDArray[np.float64]
 
 
 @attrs.frozen(eq=False)
 class StepResult:
-    """One converged step: ``x``, ``v``, ``lam`` (the multipliers), ``iterations``."""
+    """One converged step: ``x``, ``v``, ``lam`` (the multipliers), ``iterations``, and
+    the increment ``dx = x - x_n`` (exact, not differenced)."""
 
     x: Array
     v: Array
     lam: Array
     iterations: int
+    dx: Array
 
 
 def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
@@ -140,16 +146,22 @@ def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
     return f
 
 
+class NewtonFailure(SimulationError):
+    """Newton's method failed on one step (the run then halves that step)."""
+
+
 def balance(
-    red: Redundant, x0: Array, v0: Array, x1: Array, h: float, f: Callable[[Array], Array]
+    red: Redundant, x0: Array, v0: Array, dx: Array, h: float, f: Callable[[Array], Array]
 ) -> Array:
     """The balance of momentum without the constraint forces, ``r_x - G_dᵀλ`` (nx,):
-    ``(2/h²) M (x1 - x0 - h v0) + K z + C (x1 - x0)/h - f_g - f(z)``, ``z`` the midpoint."""
-    z = 0.5 * (x0 + x1)
+    ``(2/h²) M (Δx - h v0) + K z + C Δx/h - f_g - f(z)``, ``z = x0 + Δx/2``. It takes the
+    increment ``Δx = x1 - x0`` itself, so that no round-off of far-travelled positions
+    enters the momenta."""
+    z = x0 + 0.5 * dx
     return (  # type: ignore[no-any-return]
-        (2.0 / h**2) * (red.M @ (x1 - x0 - h * v0))
+        (2.0 / h**2) * (red.M @ (dx - h * v0))
         + red.stiffness * z
-        + red.damping * (x1 - x0) / h
+        + red.damping * dx / h
         - red.f_gravity
         - f(z)
     )
@@ -164,7 +176,7 @@ class Stepper:
     iterations before a :class:`~kanedyn.SimulationError`.
     """
 
-    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 25):
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15):
         self.red = redundant(model)
         self.tol, self.max_iter = tol, max_iter
 
@@ -189,14 +201,15 @@ class Stepper:
         nx, nc = red.nx, red.nc
         ns = 0 if servo is None else servo.n
         f = f if f is not None else (lambda z: np.zeros(nx))
-        x1 = x0 + h * v0 if guess is None else guess.copy()
+        dx = h * v0 if guess is None else guess - x0
         lam = np.zeros(nc + ns) if lam is None else lam.copy()
         cons = red.constraints
         K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
         for it in range(1, self.max_iter + 1):
-            z = 0.5 * (x0 + x1)
+            x1 = x0 + dx
+            z = x0 + 0.5 * dx
             r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
-            r_x = balance(red, x0, v0, x1, h, f) + G_d.T @ lam[:nc]
+            r_x = balance(red, x0, v0, dx, h, f) + G_d.T @ lam[:nc]
             A = np.zeros((nx + nc + ns, nx + nc + ns))
             A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z)
             A[:nx, nx : nx + nc] = G_d.T
@@ -211,22 +224,29 @@ class Stepper:
                 # scipy's LAPACK: numpy's threaded solve stalls on a busy machine
                 delta = scipy.linalg.solve(A, -rhs, check_finite=False)
             except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-                raise SimulationError(
+                raise NewtonFailure(
                     f"t = {t + h:.6g}: the Newton matrix of the energy-momentum step is "
                     "singular (redundant constraints, or a massless body free to rotate?)"
                 ) from None
-            x1 = x1 + delta[:nx]
+            dx = dx + delta[:nx]
+            x1 = x0 + dx
             lam = lam + delta[nx:]
-            if not np.all(np.isfinite(x1)):
-                raise SimulationError(f"t = {t + h:.6g}: the state became non-finite")
+            if not np.all(np.isfinite(dx)):
+                raise NewtonFailure(f"t = {t + h:.6g}: the state became non-finite")
             small = np.max(np.abs(delta[:nx])) <= self.tol * max(1.0, np.max(np.abs(x1)))
             if small and np.max(np.abs(rhs[nx:])) <= self.tol * max(1.0, np.max(np.abs(x1))):
-                v1 = 2.0 * (x1 - x0) / h - v0
-                return StepResult(x1, v1, lam, it)
-        raise SimulationError(
+                return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
+        raise NewtonFailure(
             f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
             f"(tol {self.tol:g}); try a smaller dt"
         )
+
+
+def _unit_quaternions(model: Model, q: Array) -> Array:
+    from kanedyn import joints
+    from kanedyn.spatial.arithmetic import NUMPY
+
+    return joints.normalize_quaternions(NUMPY, model.layout, q)
 
 
 def _load_jacobian(f: Callable[[Array], Array], z: Array) -> Array:
@@ -249,7 +269,8 @@ class Run:
     ``energy`` (nt,) (kinetic + gravity + springs, :meth:`Redundant.energy`),
     ``linear_momentum``, ``angular_momentum`` (nt, 3; about N's origin),
     ``constraint_residual`` (nt,) max |c(x)|, ``dissipated`` (nt,) the cumulated damper
-    work, ``iterations`` (number of steps,) Newton iterations per step."""
+    work, ``iterations`` (number of steps,) Newton iterations per step (summed over the
+    halves of a step that was split because Newton failed on it)."""
 
     t: Array
     x: Array
@@ -272,7 +293,7 @@ def run(
     loads: LoadsLike = None,
     output_every: float | None = None,
     tol: float = 1e-10,
-    max_iter: int = 25,
+    max_iter: int = 15,
     servo: Any = None,
 ) -> Run:
     """Integrate with the energy-momentum step and return the director histories."""
@@ -290,6 +311,34 @@ def run(
     f_static = None if callable(loads) else generalized_loads(red, loads)
     lam: Array | None = None
     v_mid: Array | None = None
+
+    def advance(
+        x: Array, v: Array, lam: Array | None, t: float, h: float, f: Any,
+        guess: Array | None, v_mid: Array | None, depth: int,
+    ) -> list[tuple[Array, float, StepResult]]:  # fmt: skip
+        """One step, or (when Newton fails, up to ``MAX_HALVINGS`` times) two half steps:
+        each is an energy-momentum step, so the balance laws hold across the split."""
+        try:
+            return [(x, h, stepper.step(x, v, h, lam, f, t, servo, guess))]
+        except NewtonFailure:
+            if depth >= MAX_HALVINGS or servo is not None:
+                raise
+        first = advance(x, v, lam, t, h / 2, f, predict(x, v_mid, h / 2), v_mid, depth + 1)
+        r1 = first[-1][2]
+        v1 = sum(p.dx for _, _, p in first) / (h / 2)
+        second = advance(r1.x, r1.v, r1.lam, t + h / 2, h / 2, f,
+                         predict(r1.x, v1, h / 2), v1, depth + 1)  # fmt: skip
+        return first + second
+
+    def predict(x: Array, v_mid: Array | None, h: float) -> Array | None:
+        """Newton's start: ``x + h v_{n-½}`` read as joint coordinates and mapped back to
+        directors, so that it lies on the constraint manifold (a nodal
+        reparametrization of the predictor; Betsch & Leyendecker 2006, §5)."""
+        if v_mid is None:
+            return None
+        q1 = joint_positions(red, x + h * v_mid, joint_positions(red, x))
+        return to_redundant(red, State(_unit_quaternions(model, q1), np.zeros(model.n)))[0]
+
     f: Callable[[Array], Array] | None
     ts, xs, vs, dis, its, eff = [0.0], [x], [v], [0.0], [], []
     dissipated = 0.0
@@ -301,13 +350,13 @@ def run(
             f = generalized_loads(red, recs)
         else:
             f = f_static
-        guess: Array | None = None if v_mid is None else x + h * v_mid
-        res = stepper.step(x, v, h, lam, f, t, servo, guess)
-        da = res.x - x
-        v_mid = da / h
-        dissipated += float(da @ (red.damping * da)) / h
+        parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
+        for _, hh, part in parts:
+            dissipated += float(part.dx @ (red.damping * part.dx)) / hh
+        res = parts[-1][2]
+        v_mid = sum(p.dx for _, _, p in parts) / h
         x, v, lam = res.x, res.v, res.lam
-        its.append(res.iterations)
+        its.append(sum(p.iterations for _, _, p in parts))
         if servo is not None:
             eff.append(lam[red.nc :].copy())
         if output:
@@ -340,7 +389,7 @@ def simulate_energy_momentum(
     loads: LoadsLike = None,
     output_every: float | None = None,
     tol: float = 1e-10,
-    max_iter: int = 25,
+    max_iter: int = 15,
 ) -> Any:
     """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
     :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates."""

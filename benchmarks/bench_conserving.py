@@ -1,0 +1,139 @@
+"""The energy-momentum scheme against RK4 (Kane and MSD) on free-floating trees.
+
+``python -m benchmarks.bench_conserving [--quick] [--t-final T]``
+
+For each spacecraft (a rigid-hub Explorer-1 and the hub with two panels, both without
+dampers) every method runs over a ladder of steps; for each run it reports the CPU time,
+the error of the final joint coordinates against an RK4 run at a step 16 times smaller
+than the smallest of the ladder, and the largest relative drifts of the total energy and of
+the angular momentum about the mass centre. From the ladders it interpolates (log-log)
+the cost of each method **at equal error** and the error **at equal cost**. Times are
+process CPU times with single-threaded BLAS; compare ratios within one run only.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+import attrs  # noqa: E402
+import numpy as np  # noqa: E402
+
+import kanedyn as kd  # noqa: E402
+
+
+def undamped(m: kd.Model) -> kd.Model:
+    joints = [attrs.evolve(j, damping=np.zeros(j.ndof)) for j in m.joints]
+    return kd.Model(m.bodies, joints, gravity=m.gravity)
+
+
+def explorer() -> tuple[kd.Model, kd.State]:
+    """Explorer-1 with Iyy = 4993 kg m² (42's hub violates the triangle inequality)."""
+    m = kd.examples.explorer1()
+    hub = attrs.evolve(m.bodies[0], inertia=kd.inertia_tensor(5174.0, 4993.0, 245.4))
+    m = undamped(kd.Model([hub, *m.bodies[1:]], m.joints))
+    s = kd.examples.explorer1_state(m)
+    s = m.set_joint(s, "root", rates=(0.05, 0.02, 0.1), displacement_rates=(0.2, -0.1, 0.3))
+    for k in range(4):
+        s = m.set_joint(s, f"hinge{k}", angles=(0.05 * k, 0.1), rates=(0.02, -0.02 * k))
+    return m, s
+
+
+def panels() -> tuple[kd.Model, kd.State]:
+    m = undamped(kd.examples.hub_with_panels())
+    s = m.set_joint(m.initial_state(), "root", rates=(0.05, 0.2, 0.1),
+                    displacement_rates=(0.2, -0.1, 0.3))  # fmt: skip
+    return m, m.set_joint(s, "hinge_left", angles=(0.3,), rates=(0.1,))
+
+
+METHODS = {
+    "RK4 Kane": dict(method="rk4", formulation="kane"),
+    "RK4 MSD": dict(method="rk4", formulation="msd"),
+    "energy-momentum": dict(method="energy-momentum"),
+}
+
+
+def drift(a: Any) -> float:
+    a = np.asarray(a)
+    return float(np.max(np.abs(a - a[0])) / np.max(np.abs(a[0])))
+
+
+def error(q: np.ndarray, ref: np.ndarray, model: kd.Model) -> float:
+    q = q.copy()
+    for k in model.layout.quat_q:  # quaternion sign
+        if q[k] @ ref[k] < 0:
+            q[k] = -q[k]
+    return float(np.max(np.abs(q - ref)))
+
+
+def ladder(model: kd.Model, state: kd.State, t_final: float, steps: list[float]) -> dict:
+    ref = kd.simulate(model, state, t_final, min(steps) / 16, output_every=t_final)
+    rows: dict[str, list[tuple[float, float, float, float, float]]] = {}
+    for name, kw in METHODS.items():
+        kd.simulate(model, state, 2 * max(steps), max(steps), **kw)  # build/compile once
+        rows[name] = []
+        for dt in steps:
+            t0 = time.process_time()
+            tr = kd.simulate(model, state, t_final, dt, output_every=t_final / 20, **kw)
+            cpu = time.process_time() - t0
+            rows[name].append((dt, cpu, error(tr.q[-1], ref.q[-1], model),
+                               drift(tr.total_energy), drift(tr.angular_momentum)))  # fmt: skip
+    return rows
+
+
+def interpolate(x: np.ndarray, y: np.ndarray, at: float) -> float:
+    """y at x = ``at`` by log-log interpolation (x sorted ascending); nan outside."""
+    order = np.argsort(x)
+    lx, ly = np.log(x[order]), np.log(y[order])
+    if not lx[0] <= np.log(at) <= lx[-1]:
+        return float("nan")
+    return float(np.exp(np.interp(np.log(at), lx, ly)))
+
+
+def report(name: str, rows: dict) -> None:
+    print(f"\n### {name}\n")
+    print("| method | dt [s] | CPU [s] | error of q(T) | energy drift | H drift |")
+    print("|---|---|---|---|---|---|")
+    for meth, rs in rows.items():
+        for dt, cpu, err, dE, dH in rs:
+            print(f"| {meth} | {dt:g} | {cpu:.3g} | {err:.2e} | {dE:.1e} | {dH:.1e} |")
+    errs = np.array([r[2] for rs in rows.values() for r in rs])
+    target = float(np.exp(np.median(np.log(errs))))
+    cpus = np.array([r[1] for rs in rows.values() for r in rs])
+    budget = float(np.exp(np.median(np.log(cpus))))
+    print(f"\nAt equal error ({target:.1e}) and at equal cost ({budget:.3g} s CPU):\n")
+    print("| method | CPU at equal error [s] | error at equal cost |")
+    print("|---|---|---|")
+    for meth, rs in rows.items():
+        cpu = np.array([r[1] for r in rs])
+        err = np.array([r[2] for r in rs])
+        print(f"| {meth} | {interpolate(err, cpu, target):.3g} | "
+              f"{interpolate(cpu, err, budget):.2e} |")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--t-final", type=float, default=None)
+    args = parser.parse_args()
+    cases = {
+        "Explorer-1 (rigid hub), no dampers": (explorer, 400.0, [8.0, 4.0, 2.0, 1.0, 0.5]),
+        "Hub with two panels, no dampers": (panels, 200.0, [1.0, 0.5, 0.25, 0.125, 0.0625]),
+    }
+    for name, (build, t_final, steps) in cases.items():
+        if args.quick:
+            t_final, steps = t_final / 10, steps[1:4]
+        if args.t_final is not None:
+            t_final = args.t_final
+        model, state = build()
+        report(f"{name}, T = {t_final:g} s", ladder(model, state, t_final, steps))
+
+
+if __name__ == "__main__":
+    main()
