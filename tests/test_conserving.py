@@ -218,7 +218,7 @@ def test_free_floating_spatial_tree_over_1e4_steps(case):
     translating: 10⁴ steps at ten times the RK4 step of 1e-6 accuracy (over 400 s and
     20 s; checked here against a step 8 times smaller)."""
     if case == "explorer":
-        m, dt_rk4, T = explorer(damped=False), 0.15, 400.0
+        m, dt_rk4, T = explorer(damped=False), 0.125, 400.0
         s = explorer_state(m, fast=False)
     else:
         m, dt_rk4, T = undamped(kd.examples.hub_with_panels()), 0.04, 20.0

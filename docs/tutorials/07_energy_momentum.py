@@ -1,0 +1,1 @@
+../../notebooks/07_energy_momentum.py
