@@ -22,11 +22,11 @@
 # step that is large for RK4, on a pendulum chain and on a spacecraft, and compare.
 
 # %%
-import attrs
 import matplotlib.pyplot as plt
 import numpy as np
 
 import kanedyn as kd
+from kanedyn.simulation.conserving import PointOutput, inverse_dynamics
 
 # %% [markdown]
 # ## A triple pendulum
@@ -100,7 +100,9 @@ for name, tr in runs.items():
     ax[1].semilogy(tr.t[1:], np.linalg.norm(H[1:] - H[0], axis=1) / np.linalg.norm(H[0]) + 1e-17,
                    label=name)  # fmt: skip
 ax[0].set(xlabel="t [s]", ylabel="relative energy error", title="hub with panels, dt = 1 s")
-ax[1].set(xlabel="t [s]", ylabel="relative error of H", title="angular momentum about the mass centre")
+ax[1].set(
+    xlabel="t [s]", ylabel="relative error of H", title="angular momentum about the mass centre"
+)
 ax[0].legend()
 fig.tight_layout()
 
@@ -124,8 +126,10 @@ hinges = np.concatenate([damped.coordinates(n) for n in ("hinge_left", "hinge_ri
 c = damped.layout.damping[np.concatenate([damped.speeds(n) for n in ("hinge_left", "hinge_right")])]
 dissipation = np.sum(c * np.diff(tr.q[:, hinges], axis=0) ** 2, axis=1) / 1.0
 mismatch = np.max(np.abs(np.diff(tr.total_energy) + dissipation)) / abs(tr.total_energy[0])
-print(f"energy fell by {tr.total_energy[0] - tr.total_energy[-1]:.4f} J; "
-      f"balance mismatch {mismatch:.1e} (relative)")
+print(
+    f"energy fell by {tr.total_energy[0] - tr.total_energy[-1]:.4f} J; "
+    f"balance mismatch {mismatch:.1e} (relative)"
+)
 
 # %% [markdown]
 # ## Inverse dynamics with servo constraints
@@ -135,8 +139,6 @@ print(f"energy fell by {tr.total_energy[0] - tr.total_energy[-1]:.4f} J; "
 # second-order accurate; fed to RK4 they reproduce the circle.
 
 # %%
-from kanedyn.simulation.conserving import PointOutput, inverse_dynamics
-
 arm = kd.examples.double_pendulum()
 s = arm.set_joint(arm.initial_state(), "joint0", angles=(0.6,))
 s = arm.set_joint(s, "joint1", angles=(0.8,))

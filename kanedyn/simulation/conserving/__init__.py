@@ -39,7 +39,6 @@ from kanedyn.simulation.conserving.servo import (
 )
 from kanedyn.simulation.conserving.step import Run, Stepper, run, simulate_energy_momentum
 from kanedyn.simulation.integrate import Trajectory
-from kanedyn.spatial.algebra import cross
 
 __all__ = [
     "ConservingTrajectory",

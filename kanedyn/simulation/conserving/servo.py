@@ -38,8 +38,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.simulation.conserving.formulation import Redundant, redundant, to_joint_coordinates
-from kanedyn.simulation.conserving.step import run
+from kanedyn.simulation.conserving.formulation import Redundant, redundant, to_redundant
+from kanedyn.simulation.conserving.step import joint_histories, run
 
 __all__ = ["JointOutput", "PointOutput", "Servo", "ServoResult", "inverse_dynamics"]
 
@@ -227,18 +227,11 @@ def inverse_dynamics(
     """
     sv = servo(model, outputs, actuators)
     red = redundant(model)
-    from kanedyn.simulation.conserving.formulation import to_redundant
-
     x0, _ = to_redundant(red, state)
     miss = np.max(np.abs(sv.Y @ x0 - sv.target(0.0)))
     if miss > 1e-8:
         raise ModelError(f"the initial state misses the prescribed outputs by {miss:.3g}")
     r = run(model, state, t_final, dt, loads=loads, tol=tol, max_iter=max_iter, servo=sv)
-    qs, us, q_prev = [], [], None
-    for x, v in zip(r.x, r.v, strict=True):
-        q, u = to_joint_coordinates(red, x, v, q_prev)
-        qs.append(q)
-        us.append(u)
-        q_prev = q
+    q, u = joint_histories(red, r)
     assert r.efforts is not None
-    return ServoResult(r.t, np.array(qs), np.array(us), r.efforts, sv.actuators, r)
+    return ServoResult(r.t, q, u, r.efforts, sv.actuators, r)

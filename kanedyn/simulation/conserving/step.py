@@ -325,7 +325,7 @@ def run(
                 raise
         first = advance(x, v, lam, t, h / 2, f, predict(x, v_mid, h / 2), v_mid, depth + 1)
         r1 = first[-1][2]
-        v1 = sum(p.dx for _, _, p in first) / (h / 2)
+        v1 = np.sum([p.dx for _, _, p in first], axis=0) / (h / 2)
         second = advance(r1.x, r1.v, r1.lam, t + h / 2, h / 2, f,
                          predict(r1.x, v1, h / 2), v1, depth + 1)  # fmt: skip
         return first + second
@@ -354,7 +354,7 @@ def run(
         for _, hh, part in parts:
             dissipated += float(part.dx @ (red.damping * part.dx)) / hh
         res = parts[-1][2]
-        v_mid = sum(p.dx for _, _, p in parts) / h
+        v_mid = np.sum([p.dx for _, _, p in parts], axis=0) / h
         x, v, lam = res.x, res.v, res.lam
         its.append(sum(p.iterations for _, _, p in parts))
         if servo is not None:
@@ -380,26 +380,9 @@ def run(
     )
 
 
-def simulate_energy_momentum(
-    model: Model,
-    state: State,
-    t_final: float,
-    dt: float,
-    *,
-    loads: LoadsLike = None,
-    output_every: float | None = None,
-    tol: float = 1e-10,
-    max_iter: int = 15,
-) -> Any:
-    """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
-    :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates."""
-    from kanedyn.simulation.conserving import ConservingTrajectory
-
-    start = _time.perf_counter()
-    r = run(model, state, t_final, dt, loads=loads, output_every=output_every, tol=tol,
-            max_iter=max_iter)  # fmt: skip
-    wall = _time.perf_counter() - start
-    red = redundant(model)
+def joint_histories(red: Redundant, r: Run) -> tuple[Array, Array]:
+    """The joint coordinates and speeds (nt, nq), (nt, n) of a run's director histories
+    (:func:`~.formulation.to_joint_coordinates`, quaternion signs continuous)."""
     qs, us = [], []
     q_prev = None
     for x, v in zip(r.x, r.v, strict=True):
@@ -407,8 +390,24 @@ def simulate_energy_momentum(
         qs.append(q)
         us.append(u)
         q_prev = q
-    qs[0], us[0] = np.asarray(state.q, float), np.asarray(state.u, float)
+    return np.array(qs), np.array(us)
+
+
+def simulate_energy_momentum(
+    model: Model, state: State, t_final: float, dt: float, **options: Any
+) -> Any:
+    """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
+    :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates.
+    ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
+    ``max_iter``)."""
+    from kanedyn.simulation.conserving import ConservingTrajectory
+
+    start = _time.perf_counter()
+    r = run(model, state, t_final, dt, **options)
+    wall = _time.perf_counter() - start
+    q, u = joint_histories(redundant(model), r)
+    q[0], u[0] = state.q, state.u
     return ConservingTrajectory(
-        model=model, t=r.t, q=np.array(qs), u=np.array(us), formulation="directors",
+        model=model, t=r.t, q=q, u=u, formulation="directors",
         method="energy-momentum", wall_time=wall, steps=len(r.iterations), run=r,
     )  # fmt: skip
