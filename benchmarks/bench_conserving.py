@@ -91,17 +91,12 @@ def ladder(model: kd.Model, state: kd.State, t_final: float, steps: list[float])
     return rows
 
 
-def interpolate(x: np.ndarray, y: np.ndarray, at: float) -> float:
-    """y at x = ``at`` by log-log interpolation over the finite points; nan outside."""
-    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-    x, y = x[ok], y[ok]
-    if x.size < 2:
-        return float("nan")
-    order = np.argsort(x)
-    lx, ly = np.log(x[order]), np.log(y[order])
-    if not lx[0] <= np.log(at) <= lx[-1]:
-        return float("nan")
-    return float(np.exp(np.interp(np.log(at), lx, ly)))
+def power_law(rows: list[tuple[float, ...]]) -> tuple[float, float]:
+    """``(a, b)`` of ``log(error) = a + b log(CPU)`` fitted over a ladder's converged runs
+    (error below 0.1), for comparisons at equal error and at equal cost."""
+    pts = np.array([(r[1], r[2]) for r in rows if np.isfinite(r[2]) and r[2] < 0.1])
+    b, a = np.polyfit(np.log(pts[:, 0]), np.log(pts[:, 1]), 1)
+    return float(a), float(b)
 
 
 def report(name: str, rows: dict) -> None:
@@ -114,19 +109,18 @@ def report(name: str, rows: dict) -> None:
                 print(f"| {meth} | {dt:g} | {cpu:.3g} | diverged | | |")
                 continue
             print(f"| {meth} | {dt:g} | {cpu:.3g} | {err:.2e} | {dE:.1e} | {dH:.1e} |")
-    errs = np.array([r[2] for rs in rows.values() for r in rs])
-    errs = errs[np.isfinite(errs)]
-    target = float(np.exp(np.median(np.log(errs))))
-    cpus = np.array([r[1] for rs in rows.values() for r in rs])
-    budget = float(np.exp(np.median(np.log(cpus))))
-    print(f"\nAt equal error ({target:.1e}) and at equal cost ({budget:.3g} s CPU):\n")
-    print("| method | CPU at equal error [s] | error at equal cost |")
-    print("|---|---|---|")
-    for meth, rs in rows.items():
-        cpu = np.array([r[1] for r in rs])
-        err = np.array([r[2] for r in rs])
-        print(f"| {meth} | {interpolate(err, cpu, target):.3g} | "
-              f"{interpolate(cpu, err, budget):.2e} |")  # fmt: skip
+    fits = {meth: power_law(rs) for meth, rs in rows.items() if meth != "energy-momentum"}
+    print("\nEach energy-momentum run against RK4 at its error and at its cost (RK4 from a "
+          "power law error ∝ CPU^b fitted to its ladder; b given):\n")  # fmt: skip
+    head = " | ".join(f"{m} CPU at equal error | {m} error at equal cost" for m in fits)
+    print(f"| dt [s] | CPU [s] | error | {head} |")
+    print("|---|---|---|" + "---|---|" * len(fits))
+    for dt, cpu, err, _, _ in rows["energy-momentum"]:
+        cells = []
+        for a, b in fits.values():
+            cells.append(f"{np.exp((np.log(err) - a) / b):.2g} | {np.exp(a + b * np.log(cpu)):.1e}")
+        print(f"| {dt:g} | {cpu:.3g} | {err:.2e} | " + " | ".join(cells) + " |")
+    print("\n(b: " + ", ".join(f"{m} {b:.2f}" for m, (_, b) in fits.items()) + ")")
 
 
 def main() -> None:

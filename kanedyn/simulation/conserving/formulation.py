@@ -42,7 +42,7 @@ from kanedyn.simulation.conserving.constraints import (
     joint_constraints,
 )
 from kanedyn.spatial.algebra import cross
-from kanedyn.spatial.rotation import dcm_to_quat
+from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat
 
 __all__ = ["Redundant", "joint_positions", "redundant", "to_joint_coordinates", "to_redundant"]
 
@@ -59,7 +59,9 @@ class Redundant:
     :class:`~.constraints.JointRows` of each joint (model order); ``aug[k]`` the
     coordinate indices of joint k's DOFs (rotational first; empty where a DOF has no
     augmented coordinate); ``stiffness``, ``damping`` (nx,) per augmented coordinate;
-    ``f_gravity`` (nx,) the generalized gravity force ``m g`` on each ``φ``.
+    ``f_gravity`` (nx,) the generalized gravity force ``m g`` on each ``φ``;
+    ``closures`` the rows of the loop-closing joints (their augmented coordinates follow
+    the tree's).
     """
 
     model: Model
@@ -72,6 +74,7 @@ class Redundant:
     stiffness: Array
     damping: Array
     f_gravity: Array
+    closures: tuple[JointRows, ...] = ()
 
     @property
     def nb(self) -> int:
@@ -137,7 +140,7 @@ def _check_supported(model: Model) -> None:
                 )
 
 
-def _build(model: Model) -> Redundant:
+def _build(model: Model, closures: Sequence[Any] = ()) -> Redundant:
     if model.is_symbolic:
         raise ModelError("method='energy-momentum' needs a numeric model")
     _check_supported(model)
@@ -153,6 +156,13 @@ def _build(model: Model) -> Redundant:
         n_trn = 0 if free else j.trn_dof
         aug.append((np.arange(na, na + n_rot), np.arange(na + n_rot, na + n_rot + n_trn)))
         na += n_rot + n_trn
+    closure_aug = []  # closing joints (any object with kd.Joint's fields): after the tree's
+    for j in closures:
+        n_rot = j.rot_dof if j.rot_type == "gimbal" else 0
+        closure_aug.append(
+            (np.arange(na, na + n_rot), np.arange(na + n_rot, na + n_rot + j.trn_dof))
+        )
+        na += n_rot + j.trn_dof
     nx = na
     eye = np.eye(nx)
 
@@ -180,7 +190,7 @@ def _build(model: Model) -> Redundant:
         M[12 * i : 12 * i + 3, 12 * i : 12 * i + 3] = b.mass * np.eye(3)
         M[12 * i + 3 : 12 * i + 12, 12 * i + 3 : 12 * i + 12] = np.kron(E[i], np.eye(3))
     rows, rot = [], []
-    for j, (a_rot, a_trn) in zip(model.joints, aug, strict=True):
+    for j, (a_rot, a_trn) in zip([*model.joints, *closures], [*aug, *closure_aug], strict=True):
         jr = joint_constraints(j, frames, inv, a_rot, a_trn)
         rows.append(jr)
         if jr.trn is not None:
@@ -209,13 +219,18 @@ def _build(model: Model) -> Redundant:
     f_gravity = np.zeros(nx)
     for i in range(nb):
         f_gravity[12 * i : 12 * i + 3] = lay.mass[i] * np.asarray(model.gravity, dtype=float)
-    return Redundant(model, nx, M, E, constraints, tuple(rows), tuple(aug_all),
-                     stiffness, damping, f_gravity)  # fmt: skip
+    return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
+                     stiffness, damping, f_gravity, tuple(rows[model.nb :]))  # fmt: skip
 
 
-def redundant(model: Model) -> Redundant:
-    """The director formulation of ``model`` (built once, stored on the model)."""
-    return model.derived("conserving.redundant", _build)  # type: ignore[no-any-return]
+def redundant(model: Model, closures: Sequence[Any] = ()) -> Redundant:
+    """The director formulation of ``model`` (built once, stored on the model).
+
+    ``closures``: joints that close kinematic loops, any objects with
+    :class:`kanedyn.Joint`'s fields (``inner`` None for the ground); each adds its
+    constraint rows and augmented coordinates like a tree joint."""
+    key = "conserving.redundant" + "".join(f"|{j.name}" for j in closures)
+    return model.derived(key, lambda m: _build(m, tuple(closures)))  # type: ignore[no-any-return]
 
 
 def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
@@ -238,7 +253,32 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
         qpos = np.concatenate((np.arange(j.rot_dof), j.n_rot_coordinates + np.arange(j.trn_dof)))
         x[idx[have]] = np.asarray(state.q, float)[qk[qpos[have]]]
         v[idx[have]] = np.asarray(state.u, float)[uk[have]]
+    if red.closures:
+        _closure_coordinates(red, x, v)
     return x, v
+
+
+def _closure_coordinates(red: Redundant, x: Array, v: Array) -> None:
+    """Fill the augmented coordinates of the loop-closing joints (in place): the angles
+    of the measured ``Π`` (``dcm_to_euler``) and slides ``Δᵀ R_N_Giᵀ (o_o - o_i)`` as a
+    start, refined by Gauss-Newton on the constraints; their rates from the velocity
+    constraints ``G v = 0`` (least squares)."""
+    cols = np.concatenate([np.concatenate((j.a_rot, j.a_trn)) for j in red.closures])
+    for j in red.closures:
+        Gi = np.array([g(x) for g in j.Gi]).T
+        if j.a_rot.size:
+            Go = np.array([g(x) for g in j.Go]).T
+            seq = "".join(str(int(np.argmax(e)) + 1) for e in j.axes)
+            x[j.a_rot] = dcm_to_euler(seq, _orthonormal(Gi.T @ Go))[: j.a_rot.size]
+        if j.a_trn.size:
+            x[j.a_trn] = j.Delta.T @ Gi.T @ (j.o_o(x) - j.o_i(x))
+    for _ in range(10):
+        c = red.constraints(x)
+        G = red.constraints.jacobian(x)[:, cols]
+        x[cols] -= np.linalg.lstsq(G, c, rcond=None)[0]
+    G = red.constraints.jacobian(x)
+    v[cols] = 0.0
+    v[cols] = -np.linalg.lstsq(G[:, cols], G @ v, rcond=None)[0]
 
 
 def joint_positions(red: Redundant, x: Array, q_prev: Array | None = None) -> Array:

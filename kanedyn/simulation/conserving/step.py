@@ -176,8 +176,8 @@ class Stepper:
     iterations before a :class:`~kanedyn.SimulationError`.
     """
 
-    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15):
-        self.red = redundant(model)
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = ()):
+        self.red = redundant(model, closures)
         self.tol, self.max_iter = tol, max_iter
 
     def step(
@@ -295,12 +295,16 @@ def run(
     tol: float = 1e-10,
     max_iter: int = 15,
     servo: Any = None,
+    closures: Any = (),
 ) -> Run:
-    """Integrate with the energy-momentum step and return the director histories."""
+    """Integrate with the energy-momentum step and return the director histories.
+
+    ``closures``: loop-closing joints (:func:`~.formulation.redundant`); ``state`` must
+    then satisfy the loops (assembled)."""
     from kanedyn.simulation.steppers import Schedule
 
     model.check_state(state)
-    stepper = Stepper(model, tol, max_iter)
+    stepper = Stepper(model, tol, max_iter, closures)
     red = stepper.red
     every = dt if output_every is None else float(output_every)
     schedule = Schedule.of(t_final, dt, every)
