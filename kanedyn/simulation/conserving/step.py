@@ -45,6 +45,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
+from kanedyn import joints
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import Force, JointLoad, LoadsLike, Torque
 from kanedyn.errors import ModelError, SimulationError
@@ -57,6 +58,7 @@ from kanedyn.simulation.conserving.formulation import (
     to_redundant,
 )
 from kanedyn.spatial.algebra import cross
+from kanedyn.spatial.arithmetic import NUMPY
 
 __all__ = ["StepResult", "Stepper", "generalized_loads"]
 
@@ -243,9 +245,6 @@ class Stepper:
 
 
 def _unit_quaternions(model: Model, q: Array) -> Array:
-    from kanedyn import joints
-    from kanedyn.spatial.arithmetic import NUMPY
-
     return joints.normalize_quaternions(NUMPY, model.layout, q)
 
 
