@@ -358,13 +358,21 @@ def parallelogram():
     return kd.Model(bodies, joints, gravity=(0, -9.81, 0)), close
 
 
-def test_a_loop_joint_is_one_more_constraint():
+@pytest.mark.parametrize("closing", ["spherical-slide", "hinge"])
+def test_a_loop_joint_is_one_more_constraint(closing):
     """The parallelogram moves as one DOF θ with (2 I_O + m_c L²) θ̈ = -g L (m + m_c) cos θ
     (crank and rocker turn together, the coupler translates); solve_ivp gives the
-    oracle. The scheme conserves energy with the loop closed at every step."""
+    oracle. The scheme conserves energy with the loop closed at every step. Closed by a
+    hinge about z, the loop's out-of-plane rows repeat the tree's (three dependent rows):
+    Newton then solves by least squares."""
+    from types import SimpleNamespace
+
     from scipy.integrate import solve_ivp
 
     m, close = parallelogram()
+    if closing == "hinge":
+        close = SimpleNamespace(**{**vars(close), "rot_type": "gimbal", "rot_dof": 1,
+                                   "rot_seq": "312", "trn_dof": 0})  # fmt: skip
     th0, w0 = 0.8, 0.5
     s = m.initial_state()
     for name, a, w in (("j0", th0, w0), ("j1", -th0, -w0), ("j2", th0 + np.pi, w0)):

@@ -170,17 +170,20 @@ def balance(
 
 
 class Stepper:
-    """The energy-momentum step of a model (:mod:`this module <.step>`).
+    """The energy-momentum step of a model (see the module docstring).
 
-    ``tol``: Newton stops when the update is below ``tol`` (relative to the largest
-    coordinate, at least 1) and the constraint residual below ``tol``; it then takes one
-    more update, so the converged error is far below ``tol``. ``max_iter``: Newton
-    iterations before a :class:`~kanedyn.SimulationError`.
+    ``tol``: Newton stops after an update smaller than ``tol`` (relative to the largest
+    coordinate, at least 1) taken from a point whose constraint residual was below
+    ``tol``; Newton's quadratic convergence leaves an error far below ``tol``.
+    ``max_iter``: iterations before a :class:`NewtonFailure` (a
+    :class:`~kanedyn.SimulationError`; :func:`run` then halves the step).
+    ``closures``: loop-closing joints (:func:`~kanedyn.simulation.conserving.formulation.redundant`).
     """
 
     def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = ()):
         self.red = redundant(model, closures)
         self.tol, self.max_iter = tol, max_iter
+        self.redundant_rows: bool | None = None  # decided at the first step
 
     def step(
         self,
@@ -206,6 +209,10 @@ class Stepper:
         dx = h * v0 if guess is None else guess - x0
         lam = np.zeros(nc + ns) if lam is None else lam.copy()
         cons = red.constraints
+        if self.redundant_rows is None:
+            # rows that depend on each other (a planar loop closed by a spatial hinge): the
+            # Newton system is then singular in λ alone, and solved by least squares
+            self.redundant_rows = bool(np.linalg.matrix_rank(cons.jacobian(x0)) < nc)
         K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
         for it in range(1, self.max_iter + 1):
             x1 = x0 + dx
@@ -224,7 +231,12 @@ class Stepper:
                 rhs = np.concatenate((r_x, r_c, servo.Y @ x1 - servo.target(t + h)))
             try:
                 # scipy's LAPACK: numpy's threaded solve stalls on a busy machine
-                delta = scipy.linalg.solve(A, -rhs, check_finite=False)
+                if self.redundant_rows:
+                    delta = scipy.linalg.lstsq(A, -rhs, check_finite=False, lapack_driver="gelsy")[
+                        0
+                    ]
+                else:
+                    delta = scipy.linalg.solve(A, -rhs, check_finite=False)
             except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
                 raise NewtonFailure(
                     f"t = {t + h:.6g}: the Newton matrix of the energy-momentum step is "
