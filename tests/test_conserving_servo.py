@@ -11,6 +11,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.simulation.conserving import JointOutput, PointOutput, inverse_dynamics
+from tests.test_conserving import parallelogram
 
 
 def test_prescribed_pendulum_angle_gives_the_closed_form_torque():
@@ -87,3 +88,24 @@ def test_servo_errors():
                          ["joint0", "joint1"])  # fmt: skip
     with pytest.raises(kd.ModelError, match="misses"):
         inverse_dynamics(m, s, 0.1, 0.01, [JointOutput("joint0", lambda t: 1.0)], ["joint0"])
+
+
+def test_servo_on_a_closed_loop():
+    """The parallelogram four-bar of tests/test_conserving.py driven at its crank:
+    θ(t) = θ0 + A sin ωt needs τ = (2 I_O + m_c L²) θ̈ + g L (m + m_c) cos θ."""
+    m, close = parallelogram()
+    th0, A, w = 0.8, 0.3, 2.0
+    s = m.initial_state()
+    for name, a, rate in (("j0", th0, A * w), ("j1", -th0, -A * w), ("j2", th0 + np.pi, A * w)):
+        s = m.set_joint(s, name, angles=(a,), rates=(rate,))
+    I_O, mc = 1.0 / 12 + 0.25, 0.7
+    errors = []
+    for h in (0.02, 0.01):
+        res = inverse_dynamics(m, s, 2.0, h, [JointOutput("j0", lambda t: th0 + A * np.sin(w * t))],
+                               ["j0"], closures=[close])  # fmt: skip
+        th = th0 + A * np.sin(w * res.t)
+        tau = (2 * I_O + mc) * (-A * w * w * np.sin(w * res.t)) + 9.81 * (1 + mc) * np.cos(th)
+        errors.append(np.max(np.abs(res.nodal_efforts[:, 0] - tau)))
+        assert np.max(res.run.constraint_residual) < 1e-10
+    assert errors[1] < 1e-3 * np.max(np.abs(tau))
+    assert 3.5 < errors[0] / errors[1] < 4.5

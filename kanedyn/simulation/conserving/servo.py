@@ -110,10 +110,12 @@ def _actuators(model: Model, red: Redundant, actuators: Sequence[Any]) -> list[t
     return out
 
 
-def servo(model: Model, outputs: Sequence[Any], actuators: Sequence[Any]) -> Servo:
+def servo(
+    model: Model, outputs: Sequence[Any], actuators: Sequence[Any], closures: Any = ()
+) -> Servo:
     """The :class:`Servo` of ``outputs`` (:class:`JointOutput`, :class:`PointOutput`) and
     ``actuators`` (joint names, for all their DOFs, or ``(joint, dof)`` pairs)."""
-    red = redundant(model)
+    red = redundant(model, closures)
     rows = []
     for out in outputs:
         if isinstance(out, JointOutput):
@@ -210,12 +212,15 @@ def inverse_dynamics(
     loads: Any = None,
     tol: float = 1e-10,
     max_iter: int = 15,
+    closures: Any = (),
 ) -> ServoResult:
     """Actuator efforts that make ``outputs`` follow their motions, with the
     energy-momentum step (servo constraints; see the module docstring).
 
     ``state`` must satisfy the outputs at t = 0. Every step is output (the efforts
-    belong to the steps).
+    belong to the steps). ``closures``: loop-closing joints, as for :func:`~.step.run`
+    (a parallel manipulator: its tree, the joints closing its loops, actuators on the
+    tree's base joints, the platform's point as the output).
 
     >>> import kanedyn as kd, numpy as np
     >>> from kanedyn.simulation.conserving import JointOutput, inverse_dynamics
@@ -225,13 +230,14 @@ def inverse_dynamics(
     >>> res.efforts.shape
     (10, 1)
     """
-    sv = servo(model, outputs, actuators)
-    red = redundant(model)
+    sv = servo(model, outputs, actuators, closures)
+    red = redundant(model, closures)
     x0, _ = to_redundant(red, state)
     miss = np.max(np.abs(sv.Y @ x0 - sv.target(0.0)))
     if miss > 1e-8:
         raise ModelError(f"the initial state misses the prescribed outputs by {miss:.3g}")
-    r = run(model, state, t_final, dt, loads=loads, tol=tol, max_iter=max_iter, servo=sv)
+    r = run(model, state, t_final, dt, loads=loads, tol=tol, max_iter=max_iter, servo=sv,
+            closures=closures)  # fmt: skip
     q, u = joint_histories(red, r)
     assert r.efforts is not None
     return ServoResult(r.t, q, u, r.efforts, sv.actuators, r)
