@@ -279,7 +279,7 @@ class Run:
     """The director histories of a run: ``t`` (nt,), ``x``, ``v`` (nt, nx), the scheme's
     ``energy`` (nt,) (kinetic + gravity + springs, :meth:`Redundant.energy`),
     ``linear_momentum``, ``angular_momentum`` (nt, 3; about N's origin),
-    ``constraint_residual`` (nt,) max |c(x)|, ``dissipated`` (nt,) the cumulated damper
+    ``constraint_residual`` (nt,) ``max |c(x)|``, ``dissipated`` (nt,) the cumulated damper
     work, ``iterations`` (number of steps,) Newton iterations per step (summed over the
     halves of a step that was split because Newton failed on it)."""
 
