@@ -378,10 +378,10 @@ def test_a_loop_joint_is_one_more_constraint(closing):
     for name, a, w in (("j0", th0, w0), ("j1", -th0, -w0), ("j2", th0 + np.pi, w0)):
         s = m.set_joint(s, name, angles=(a,), rates=(w,))
     I_O, mc = 1.0 / 12 + 0.25, 0.7
-    oracle = solve_ivp(
+    oracle, rate = solve_ivp(
         lambda t, y: [y[1], -9.81 * (1.0 + mc) * np.cos(y[0]) / (2 * I_O + mc)],
         (0, 2.0), [th0, w0], rtol=1e-12, atol=1e-12,
-    ).y[0, -1]  # fmt: skip
+    ).y[:, -1]  # fmt: skip
     errors = []
     for h in (0.02, 0.01):
         r = run(m, s, 2.0, h, closures=[close])
@@ -389,5 +389,9 @@ def test_a_loop_joint_is_one_more_constraint(closing):
         assert np.max(r.constraint_residual) < 1e-10
         red = redundant(m, [close])
         errors.append(abs(r.x[-1][red.aug[0][0]] - oracle))
+        # the joint speeds read out keep the loop closed (crank, coupler, rocker: θ̇, -θ̇, θ̇)
+        q, u = to_joint_coordinates(red, r.x[-1], r.v[-1])
+        np.testing.assert_allclose(u, [u[0], -u[0], u[0]], atol=1e-10)
+        assert abs(u[0] - rate) < 20 * errors[-1] + 1e-6
     assert errors[1] < 2e-3  # O(h²): 4.5e-3 at h = 0.02, 1.1e-3 at 0.01
     assert 3.5 < errors[0] / errors[1] < 4.5

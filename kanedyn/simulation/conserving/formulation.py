@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+import scipy.linalg
 from numpy.typing import NDArray
 
 from kanedyn.dynamics.kane import mass_matrix
@@ -321,7 +322,9 @@ def to_joint_coordinates(
     .. math:: M(q)\\, u = J^T \\mathbf{M}\\, v = \\textstyle\\sum_i V_i^T m_i \\dot\\varphi_i
               + \\Omega_i^T \\sum_a d_a \\times (E \\dot d)_a
 
-    so the total linear and angular momenta of ``(q, u)`` are those of ``(x, v)``.
+    so the total linear and angular momenta of ``(q, u)`` are those of ``(x, v)``. With
+    loop-closing joints, ``u`` is the same projection restricted to the speeds that keep
+    the loops closed (:func:`_loop_speeds`).
     """
     model = red.model
     lay = model.layout
@@ -333,8 +336,47 @@ def to_joint_coordinates(
         D, Dd = red.D(x, i), red.D(v, i)
         h = cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
         p += par.V[i].T @ (lay.mass[i] * v[red.phi(i)]) + par.Omega[i].T @ h
-    u = np.asarray(np.linalg.solve(mass_matrix(model, state), p), dtype=np.float64)
-    return q, u
+    M = mass_matrix(model, state)
+    if red.closures:
+        return q, _loop_speeds(red, x, par, M, p)
+    return q, np.asarray(np.linalg.solve(M, p), dtype=np.float64)
+
+
+def _loop_speeds(red: Redundant, x: Array, par: Any, M: Array, p: Array) -> Array:
+    """The speeds ``u`` closest to the director velocities in the kinetic metric that
+    satisfy the loops' velocity constraints:
+
+    .. math:: \\begin{bmatrix} M & 0 & C_u^T \\\\ 0 & 0 & C_a^T \\\\ C_u & C_a & 0
+              \\end{bmatrix} \\begin{bmatrix} u \\\\ \\dot a_c \\\\ \\mu \\end{bmatrix} =
+              \\begin{bmatrix} J^T \\mathbf M v \\\\ 0 \\\\ 0 \\end{bmatrix}, \\qquad
+              [C_u \\; C_a] = G(x)\\,[J \\; E_c]
+
+    with ``J = ∂x/∂u`` (``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, the tree's augmented rates
+    ``= u``) and ``E_c`` the columns of the closures' augmented coordinates (massless,
+    fixed by the constraints). Least squares: the tree's own rows are satisfied by
+    every ``u`` and make the system rank-deficient."""
+    model = red.model
+    n = model.n
+    J = np.zeros((red.nx, n))
+    for i in range(model.nb):
+        J[red.phi(i)] = par.V[i]
+        for a in range(3):
+            d = x[red.director(i, a)]
+            J[red.director(i, a)] = -cross(d[None, :], par.Omega[i].T).T
+    for k, idx in enumerate(red.aug):
+        have = idx >= 0
+        J[idx[have], model.layout.u_index[k][have]] = 1.0
+    cols = np.concatenate([np.concatenate((j.a_rot, j.a_trn)) for j in red.closures])
+    G = red.constraints.jacobian(x)
+    C = np.hstack((G @ J, G[:, cols]))
+    nw = n + cols.size
+    A = np.zeros((nw + C.shape[0], nw + C.shape[0]))
+    A[:n, :n] = M
+    A[:nw, nw:] = C.T
+    A[nw:, :nw] = C
+    rhs = np.concatenate((p, np.zeros(A.shape[0] - n)))
+    w = scipy.linalg.lstsq(A, rhs, check_finite=False, lapack_driver="gelsy")[0]
+    return np.asarray(w[:n], dtype=np.float64)
 
 
 def _orthonormal(A: Array) -> Array:
