@@ -541,7 +541,7 @@ def simulate(
             raise ModelError("method='energy-momentum' does not take events or a controller")
         return simulate_energy_momentum(
             model, state, t_final, dt, loads=loads, output_every=output_every,
-            tol=integrator.tol, max_iter=integrator.max_iter,
+            tol=integrator.tol, max_iter=integrator.max_iter, reduction=integrator.reduction,
         )  # fmt: skip
     use_compiled = resolve_engine(model, Engine.parse(engine))
     every = dt if output_every is None else float(output_every)

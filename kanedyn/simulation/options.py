@@ -130,13 +130,21 @@ def _positive(instance: Any, attribute: Any, value: Any) -> None:
         raise ModelError(f"EnergyMomentum.{attribute.name} must be positive, got {value!r}")
 
 
+def _reduction(instance: Any, attribute: Any, value: Any) -> None:
+    if value not in ("full", "null-space"):
+        raise ModelError(f"EnergyMomentum.reduction must be 'full' or 'null-space', got {value!r}")
+
+
 @attrs.frozen
 class EnergyMomentum(Method):
     """The energy-momentum conserving scheme on director coordinates
     (:mod:`kanedyn.simulation.conserving`): fixed step, implicit, Newton with the exact
     tangent. ``tol``: Newton stops when the update and the constraint residual are
     below ``tol`` (relative to the largest coordinate); ``max_iter``: Newton iterations
-    before a SimulationError.
+    before a SimulationError (the run then halves the step). ``reduction``: ``"full"``
+    (Newton on the system with multipliers) or ``"null-space"`` (the discrete
+    null-space method: a Newton system of the minimal size; trees only). Both solve the
+    same discrete equations.
 
     >>> EnergyMomentum(tol=1e-12).name
     'energy-momentum'
@@ -146,3 +154,4 @@ class EnergyMomentum(Method):
     name: str = attrs.field(default=NAME, init=False)
     tol: float = attrs.field(default=1e-10, validator=_positive, kw_only=True)
     max_iter: int = attrs.field(default=15, validator=_positive, kw_only=True)
+    reduction: str = attrs.field(default="full", validator=_reduction, kw_only=True)

@@ -45,7 +45,14 @@ from kanedyn.simulation.conserving.constraints import (
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat
 
-__all__ = ["Redundant", "joint_positions", "redundant", "to_joint_coordinates", "to_redundant"]
+__all__ = [
+    "Redundant",
+    "joint_positions",
+    "redundant",
+    "speed_jacobian",
+    "to_joint_coordinates",
+    "to_redundant",
+]
 
 Array = NDArray[np.float64]
 
@@ -355,17 +362,8 @@ def _loop_speeds(red: Redundant, x: Array, par: Any, M: Array, p: Array) -> Arra
     ``= u``) and ``E_c`` the columns of the closures' augmented coordinates (massless,
     fixed by the constraints). Least squares: the tree's own rows are satisfied by
     every ``u`` and make the system rank-deficient."""
-    model = red.model
-    n = model.n
-    J = np.zeros((red.nx, n))
-    for i in range(model.nb):
-        J[red.phi(i)] = par.V[i]
-        for a in range(3):
-            d = x[red.director(i, a)]
-            J[red.director(i, a)] = -cross(d[None, :], par.Omega[i].T).T
-    for k, idx in enumerate(red.aug):
-        have = idx >= 0
-        J[idx[have], model.layout.u_index[k][have]] = 1.0
+    n = red.model.n
+    J = speed_jacobian(red, x, par)
     cols = np.concatenate([np.concatenate((j.a_rot, j.a_trn)) for j in red.closures])
     G = red.constraints.jacobian(x)
     C = np.hstack((G @ J, G[:, cols]))
@@ -377,6 +375,22 @@ def _loop_speeds(red: Redundant, x: Array, par: Any, M: Array, p: Array) -> Arra
     rhs = np.concatenate((p, np.zeros(A.shape[0] - n)))
     w = scipy.linalg.lstsq(A, rhs, check_finite=False, lapack_driver="gelsy")[0]
     return np.asarray(w[:n], dtype=np.float64)
+
+
+def speed_jacobian(red: Redundant, x: Array, par: Any) -> Array:
+    """``J = ∂ẋ/∂u`` (nx, n) of a tree at ``x`` (with ``par = kd.partials`` there):
+    ``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, and the augmented rates are their speeds."""
+    model = red.model
+    J = np.zeros((red.nx, model.n))
+    for i in range(model.nb):
+        J[red.phi(i)] = par.V[i]
+        for a in range(3):
+            d = x[red.director(i, a)]
+            J[red.director(i, a)] = -cross(d[None, :], par.Omega[i].T).T
+    for k, idx in enumerate(red.aug):
+        have = idx >= 0
+        J[idx[have], model.layout.u_index[k][have]] = 1.0
+    return J
 
 
 def _orthonormal(A: Array) -> Array:

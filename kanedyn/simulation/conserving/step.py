@@ -48,19 +48,22 @@ from numpy.typing import NDArray
 from kanedyn import joints
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import Force, JointLoad, LoadsLike, Torque
+from kanedyn.dynamics.partials import partials
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model, State
 from kanedyn.simulation.conserving.formulation import (
     Redundant,
     joint_positions,
     redundant,
+    speed_jacobian,
     to_joint_coordinates,
     to_redundant,
 )
+from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.arithmetic import NUMPY
 
-__all__ = ["StepResult", "Stepper", "generalized_loads"]
+__all__ = ["NullSpaceStepper", "StepResult", "Stepper", "generalized_loads"]
 
 #: how often a run may halve a step whose Newton iteration fails
 MAX_HALVINGS = 4
@@ -256,6 +259,114 @@ class Stepper:
         )
 
 
+class NullSpaceStepper(Stepper):
+    """The same step reduced by the discrete null-space method (Betsch & Leyendecker
+    2006, §5), for trees.
+
+    The unknowns are ``n`` joint increments ``μ`` (angles and slides add, quaternions
+    turn by ``exp(μ)`` on the right): the **nodal reparametrization**
+    ``x_{n+1} = X(q_n ⊞ μ)`` satisfies every constraint by construction. The balance is
+    premultiplied by a basis ``P_d`` of the null space of ``G_d(x_n, x_{n+1})``, which
+    eliminates the multipliers: ``P_dᵀ r_x(μ) = 0``, ``n`` equations. Newton's matrix
+    ``P_dᵀ (∂r_x/∂x + ∂(G_dᵀλ)/∂x) J`` has the minimal size ``n`` (``J = ∂x/∂μ``; ``λ``
+    from the least-squares fit ``G_dᵀλ ≈ -r_x``, exact at the solution). It solves the
+    same discrete equations as :class:`Stepper`, so it conserves the same quantities.
+    """
+
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = ()):
+        if closures:
+            raise ModelError(
+                "the null-space reduction reparametrizes a tree; closed loops need reduction='full'"
+            )
+        super().__init__(model, tol, max_iter)
+
+    def step(
+        self,
+        x0: Array,
+        v0: Array,
+        h: float,
+        lam: Array | None = None,
+        f: Callable[[Array], Array] | None = None,
+        t: float = 0.0,
+        servo: Any = None,
+        guess: Array | None = None,
+    ) -> StepResult:
+        """One step (arguments as :meth:`Stepper.step`; no servo constraints)."""
+        if servo is not None:
+            raise ModelError("servo constraints need reduction='full'")
+        red = self.red
+        model = red.model
+        f = f if f is not None else (lambda z: np.zeros(red.nx))
+        q0 = joint_positions(red, x0)
+        mu = (
+            np.zeros(model.n)
+            if guess is None
+            else _increment(model, q0, joint_positions(red, guess, q0))
+        )
+        cons = red.constraints
+        K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        for it in range(1, self.max_iter + 1):
+            q1 = _advance(model, q0, mu)
+            x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
+            dx = x1 - x0
+            _, _, G_d, _ = cons.linearize(x0, x1, np.zeros(red.nc))
+            r = balance(red, x0, v0, dx, h, f)
+            J = speed_jacobian(red, x1, partials(model, State(q1, np.zeros(model.n))))
+            lay = model.layout
+            for cols in lay.quat_u:  # ∂ω/∂μ of a quaternion turned by exp(μ): J_r(μ)
+                J[:, cols] = J[:, cols] @ rot.rotvec_rate_matrix(mu[cols])
+            # λ = argmin |r + G_dᵀλ|, and P_d = (U - G_dᵀ(G_d G_dᵀ)⁻¹G_d) J spans null(G_d)
+            GGt = G_d @ G_d.T
+            sol = scipy.linalg.solve(GGt, G_d @ np.column_stack((r, J)), assume_a="pos")
+            lam = -sol[:, 0]
+            K = cons.linearize(x0, x1, lam)[3]
+            P_d = J - G_d.T @ sol[:, 1:]
+            F = P_d.T @ r
+            A = P_d.T @ (K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)) @ J
+            try:
+                delta = scipy.linalg.solve(A, -F, check_finite=False)
+            except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+                raise NewtonFailure(
+                    f"t = {t + h:.6g}: the reduced Newton matrix is singular"
+                ) from None
+            mu = mu + delta
+            if not np.all(np.isfinite(mu)):
+                raise NewtonFailure(f"t = {t + h:.6g}: the state became non-finite")
+            if np.max(np.abs(delta)) <= self.tol * max(1.0, np.max(np.abs(mu))) and np.max(
+                np.abs(F)
+            ) <= self.tol * max(1.0, np.max(np.abs(r))):
+                q1 = _advance(model, q0, mu)
+                x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
+                dx = x1 - x0
+                return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
+        raise NewtonFailure(
+            f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
+            f"(tol {self.tol:g}); try a smaller dt"
+        )
+
+
+def _advance(model: Model, q0: Array, mu: Array) -> Array:
+    """``q0 ⊞ μ``: angles and slides plus their increments; each quaternion turned on the
+    right by the rotation vector of its three increments (Go components)."""
+    lay = model.layout
+    q = q0.copy()
+    q[lay.angle_q] += mu[lay.angle_u]
+    if lay.quat_q.size:
+        q[lay.quat_q] = rot.quat_multiply(q0[lay.quat_q], rot.rotvec_to_quat(mu[lay.quat_u]))
+    return q
+
+
+def _increment(model: Model, q0: Array, q1: Array) -> Array:
+    """The ``μ`` with ``q0 ⊞ μ = q1`` (:func:`_advance` inverted)."""
+    lay = model.layout
+    mu = np.zeros(model.n)
+    mu[lay.angle_u] = q1[lay.angle_q] - q0[lay.angle_q]
+    if lay.quat_q.size:
+        turn = rot.quat_multiply(rot.quat_conjugate(q0[lay.quat_q]), q1[lay.quat_q])
+        mu[lay.quat_u] = rot.quat_to_rotvec(turn)
+    return mu
+
+
 def _unit_quaternions(model: Model, q: Array) -> Array:
     return joints.normalize_quaternions(NUMPY, model.layout, q)
 
@@ -307,15 +418,21 @@ def run(
     max_iter: int = 15,
     servo: Any = None,
     closures: Any = (),
+    reduction: str = "full",
 ) -> Run:
     """Integrate with the energy-momentum step and return the director histories.
 
     ``closures``: loop-closing joints (:func:`~.formulation.redundant`); ``state`` must
-    then satisfy the loops (assembled)."""
+    then satisfy the loops (assembled). ``reduction``: ``"full"`` (Newton on the system
+    with multipliers, :class:`Stepper`) or ``"null-space"`` (the discrete null-space
+    method, :class:`NullSpaceStepper`; trees only): the same discrete solution."""
     from kanedyn.simulation.steppers import Schedule
 
     model.check_state(state)
-    stepper = Stepper(model, tol, max_iter, closures)
+    if reduction not in ("full", "null-space"):
+        raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
+    cls = Stepper if reduction == "full" else NullSpaceStepper
+    stepper = cls(model, tol, max_iter, closures)
     red = stepper.red
     every = dt if output_every is None else float(output_every)
     schedule = Schedule.of(t_final, dt, every)
