@@ -68,7 +68,7 @@ from kanedyn.simulation.control import (
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
 from kanedyn.simulation.integrate import Lock, Trajectory, Unlock, simulate
 from kanedyn.simulation.montecarlo import Dispersion, MonteCarloResult, monte_carlo
-from kanedyn.simulation.options import Engine, Formulation, Method
+from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method
 from kanedyn.spatial import rotation
 from kanedyn.spatial.inertia import (
     composite_mass_properties,
@@ -112,6 +112,7 @@ __version__ = "0.1.0"
 _LAZY_SUBMODULES = ("symbolic",)
 
 __all__ = [
+    "EnergyMomentum",
     "Engine",
     "Formulation",
     "Method",

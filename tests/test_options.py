@@ -45,7 +45,7 @@ def test_a_string_and_its_member_parse_to_the_member(parse, text, member):
         (Formulation.parse, None, "formulation must be one of 'kane', 'msd', got None"),
         (Engine.parse, "fast", "engine must be one of 'auto', 'compiled', 'dense', got 'fast'"),
         (Engine.parse, Formulation.KANE, "engine must be one of"),
-        (Method.parse, "euler", "unknown method 'euler': use one of 'rk4', 'RK45', 'RK23', "
+        (Method.parse, "euler", "unknown method 'euler': use one of 'rk4', 'energy-momentum', 'RK45', 'RK23', "
                                 "'DOP853', 'Radau', 'BDF', 'LSODA' or a scipy.integrate.OdeSolver"),
         (Method.parse, "rk45", "unknown method 'rk45'"),
         (Method.parse, int, "unknown method <class 'int'>"),

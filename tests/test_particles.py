@@ -190,7 +190,9 @@ axis = 1
     state = kd.State([0.3, 0.4], [1.0, 0.5])
     assert np.allclose(kd.forward_dynamics(model, state), kd.forward_dynamics(model2, state))
     path.write_text(text.replace("inertia_kg_m2 = 0", "inertia_kg_m2 = 2"))
-    with pytest.raises(kd.FileFormatError, match=r"line \d+: inertia_kg_m2 in \[\[bodies\]\] #2 .*must be 0"):
+    with pytest.raises(
+        kd.FileFormatError, match=r"line \d+: inertia_kg_m2 in \[\[bodies\]\] #2 .*must be 0"
+    ):
         kd.io.read_toml(path)
 
 

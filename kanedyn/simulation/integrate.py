@@ -56,7 +56,7 @@ from kanedyn.model import Model, State
 from kanedyn.simulation import diagnose
 from kanedyn.simulation import output as _output
 from kanedyn.simulation.control import Controller
-from kanedyn.simulation.options import Engine, Formulation, Method, Stabilization
+from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.steppers import FLOATS, Schedule, rk4_step
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.arithmetic import NUMPY
@@ -572,7 +572,11 @@ def simulate(
     method : str, scipy.integrate.OdeSolver subclass or kanedyn.simulation.options.Method
         ``"rk4"`` (default) or a ``scipy.integrate.solve_ivp`` method: a name
         (``"RK45"``, ``"RK23"``, ``"DOP853"``, ``"Radau"``, ``"BDF"``, ``"LSODA"``) or an
-        ``OdeSolver`` subclass.
+        ``OdeSolver`` subclass. ``"energy-momentum"`` (or
+        :class:`~kanedyn.EnergyMomentum` with a Newton ``tol``) runs the conserving
+        scheme of :mod:`kanedyn.simulation.conserving` (fixed step ``dt``; loads
+        evaluated at each step's midpoint; returns a
+        :class:`~kanedyn.simulation.conserving.ConservingTrajectory`).
     formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
         ``"kane"`` (speeds as states) or ``"msd"`` (momentum states).
     loads : None, sequence of load records, or callable
@@ -637,6 +641,15 @@ def simulate(
     t_final, dt = check_times(t_final, dt)
     form = Formulation.parse(formulation)
     integrator = Method.parse(method)
+    if isinstance(integrator, EnergyMomentum):
+        from kanedyn.simulation.conserving import simulate_energy_momentum
+
+        if events or controller is not None:
+            raise ModelError("method='energy-momentum' does not take events or a controller")
+        return simulate_energy_momentum(
+            model, state, t_final, dt, loads=loads, output_every=output_every,
+            tol=integrator.tol, max_iter=integrator.max_iter, reduction=integrator.reduction,
+        )  # fmt: skip
     use_compiled = resolve_engine(model, Engine.parse(engine))
     every = dt if output_every is None else float(output_every)
     if not np.isfinite(every) or every <= 0.0:

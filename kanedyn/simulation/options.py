@@ -12,6 +12,8 @@ the parsed objects.
 True
 >>> Method.parse("rk4").adaptive, Method.parse("DOP853").adaptive
 (False, True)
+>>> Method.parse("energy-momentum").tol
+1e-10
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import scipy.integrate
 
 from kanedyn.errors import ModelError
 
-__all__ = ["Engine", "Formulation", "Method", "Stabilization"]
+__all__ = ["EnergyMomentum", "Engine", "Formulation", "Method", "Stabilization"]
 
 
 def _parse(cls: Any, value: Any, what: str) -> Any:
@@ -117,7 +119,8 @@ class Method:
 
     @classmethod
     def parse(cls, value: Method | str | type[scipy.integrate.OdeSolver]) -> Method:
-        """``"rk4"``, the name of a solve_ivp method (``"RK45"``, ``"RK23"``,
+        """``"rk4"``, ``"energy-momentum"`` (:class:`EnergyMomentum` with its default
+        tolerance), the name of a solve_ivp method (``"RK45"``, ``"RK23"``,
         ``"DOP853"``, ``"Radau"``, ``"BDF"``, ``"LSODA"``), an ``OdeSolver`` subclass, or
         a Method; anything else is a ModelError naming the choices."""
         if isinstance(value, Method):
@@ -125,11 +128,13 @@ class Method:
         if isinstance(value, str):
             if value == RK4.name:
                 return RK4
+            if value == EnergyMomentum.NAME:
+                return EnergyMomentum()
             if value in ADAPTIVE:
                 return cls(value, ADAPTIVE[value])
         elif isinstance(value, type) and issubclass(value, scipy.integrate.OdeSolver):
             return cls(value.__name__, value)
-        choices = ", ".join(repr(name) for name in (RK4.name, *ADAPTIVE))
+        choices = ", ".join(repr(name) for name in (RK4.name, EnergyMomentum.NAME, *ADAPTIVE))
         raise ModelError(
             f"unknown method {value!r}: use one of {choices} or a scipy.integrate.OdeSolver "
             "subclass"
@@ -138,3 +143,35 @@ class Method:
 
 #: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.simulation.steppers.rk4_step`)
 RK4 = Method("rk4")
+
+
+def _positive(instance: Any, attribute: Any, value: Any) -> None:
+    if not value > 0:
+        raise ModelError(f"EnergyMomentum.{attribute.name} must be positive, got {value!r}")
+
+
+def _reduction(instance: Any, attribute: Any, value: Any) -> None:
+    if value not in ("full", "null-space"):
+        raise ModelError(f"EnergyMomentum.reduction must be 'full' or 'null-space', got {value!r}")
+
+
+@attrs.frozen
+class EnergyMomentum(Method):
+    """The energy-momentum conserving scheme on director coordinates
+    (:mod:`kanedyn.simulation.conserving`): fixed step, implicit, Newton with the exact
+    tangent. ``tol``: Newton stops when the update and the constraint residual are
+    below ``tol`` (relative to the largest coordinate); ``max_iter``: Newton iterations
+    before a SimulationError (the run then halves the step). ``reduction``: ``"full"``
+    (Newton on the system with multipliers) or ``"null-space"`` (the discrete
+    null-space method: a Newton system of the minimal size; trees only). Both solve the
+    same discrete equations.
+
+    >>> EnergyMomentum(tol=1e-12).name
+    'energy-momentum'
+    """
+
+    NAME = "energy-momentum"
+    name: str = attrs.field(default=NAME, init=False)
+    tol: float = attrs.field(default=1e-10, validator=_positive, kw_only=True)
+    max_iter: int = attrs.field(default=15, validator=_positive, kw_only=True)
+    reduction: str = attrs.field(default="full", validator=_reduction, kw_only=True)

@@ -31,6 +31,7 @@ __all__ = [
     "axis_rotations",
     "euler",
     "euler_axes",
+    "euler_derivatives",
     "euler_gamma_dot",
     "quat_dcm_form",
     "quat_normalize",
@@ -162,6 +163,50 @@ def euler_gamma_dot(GammaT: Array, rates: Array, dof: int = 3) -> tuple[Array, A
     Gamma_dot[..., :, : dof - 1] = D.swapaxes(-1, -2)
     Gds = np.sum(rates[..., : dof - 1, None] * D, axis=-2)
     return Gamma_dot, Gds
+
+
+def euler_derivatives(
+    ar: Arithmetic, axes: EulerAxes, theta: Array, dof: int = 3
+) -> tuple[Array, Array, Array]:
+    """Body-fixed Euler rotation with its first and second derivatives in the angles.
+
+    .. math::
+
+        R = R_1 R_2 R_3, \\qquad
+        \\frac{\\partial R}{\\partial\\theta_k} = \\ldots R_k [e_k]_\\times \\ldots, \\qquad
+        \\frac{\\partial^2 R}{\\partial\\theta_k^2} = \\ldots R_k [e_k]_\\times^2 \\ldots
+
+    (each factor is :math:`R_k = \\exp(\\theta_k [e_k]_\\times)`, whose derivative is
+    :math:`R_k [e_k]_\\times`; mixed derivatives replace two factors). The conserving
+    scheme needs them for the discrete gradient of its joint constraints
+    (:mod:`kanedyn.simulation.conserving.constraints`).
+
+    Returns
+    -------
+    R (..., 3, 3), dR (..., dof, 3, 3), d2R (..., dof, dof, 3, 3).
+    """
+    Rk = axis_rotations(ar, axes, theta, 3)
+    F1 = Rk @ axes.ex
+    F2 = F1 @ axes.ex
+    factors = [Rk[..., k, :, :] for k in range(3)]
+
+    def product(replace: dict[int, Array]) -> Array:
+        out = replace.get(0, factors[0])
+        for k in (1, 2):
+            out = out @ replace.get(k, factors[k])
+        return out
+
+    R = product({})
+    dR = np.stack([product({k: F1[..., k, :, :]}) for k in range(dof)], axis=-3)
+    rows = []
+    for k in range(dof):
+        row = [
+            product({k: F2[..., k, :, :]} if k == l else {k: F1[..., k, :, :], l: F1[..., l, :, :]})
+            for l in range(dof)
+        ]
+        rows.append(np.stack(row, axis=-3))
+    d2R = np.stack(rows, axis=-4)
+    return R, dR, d2R
 
 
 # --------------------------------------------------------------------------- quaternions

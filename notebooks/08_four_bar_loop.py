@@ -225,3 +225,13 @@ for k in range(len(traj.t)):
     worst = max(worst, np.abs(closure([ang["coupler"], ang["rocker"]])).max())
 print(f"largest closure error along the run: {worst:.1e} m")
 assert worst < 1e-12
+
+# %% [markdown]
+# ## Watching it move
+#
+# The same run as a 3D page (`traj.animate("four_bar.html")` would write it to a file;
+# without a name it is shown here). `shape="rod"` draws each link as rods between its
+# joint points, and `joint_axes=True` adds the hinge axes, the loop's included.
+
+# %%
+traj.animate(shape="rod", joint_axes=True, title="four-bar under gravity")

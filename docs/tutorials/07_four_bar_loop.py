@@ -1,1 +1,0 @@
-../../notebooks/07_four_bar_loop.py

@@ -1,0 +1,1 @@
+../../notebooks/08_four_bar_loop.py

@@ -1,0 +1,1 @@
+../../notebooks/09_energy_momentum.py

@@ -1,0 +1,415 @@
+"""Constraints of the director formulation, and their discrete gradients.
+
+Every constraint of the scheme, internal (rigidity of a body) or external (a joint), is
+written as a function of a few **invariants** ``π(x)`` and of the augmented joint
+coordinates ``a`` (Betsch & Leyendecker 2006, §4; Betsch & Uhlar 2007, §3):
+
+* each invariant is a quadratic (or affine) function of the redundant coordinates,
+  ``π_m(x) = Σ A_m,ij x_i x_j + b_m·x + k_m``: a product of two body-fixed vectors
+  (directors, or joint axes and joint points, all affine in ``x``). For joints between
+  two bodies it is unchanged by a rigid motion of the whole system;
+* **internal** constraints: ``½(d_a·d_b - δ_ab) = 0`` for each body (6);
+* **translational** joint constraints: the joint point of Bo seen in the Gi axes,
+  ``π_e = g_e^i·(o_o - o_i)``, equals the slide ``(Δ d)_e`` (3 per joint, except a free
+  root, which has none);
+* **rotational** joint constraints: the measured relative rotation
+  ``Π_ec = g_e^i·g_c^o`` (= :math:`R_{G_iG_o}` on the manifold) equals the joint's
+  Euler rotation ``R(θ)`` of its augmented angles,
+  ``c = axial(R(θ)ᵀ Π) = 0`` (3 per gimbal joint, weld included; none for a spherical
+  joint).
+
+Because ``π`` is quadratic, ``π(x') - π(x) = ∇π(z)(x' - x)`` exactly at the midpoint
+``z``. The discrete gradient of a constraint ``c = F(π, a)`` is therefore the chain rule
+with ``∇π(z)`` and a discrete derivative of ``F`` (exact product rule for the bilinear
+``R(θ)ᵀΠ``; Gonzalez's discrete gradient for the entries of ``R(θ)``):
+
+.. math::
+
+    c(x') - c(x) = G_d(x, x')\\,(x' - x) \\quad\\text{exactly}, \\qquad
+    G_d = \\partial_\\pi \\bar F\\, \\nabla\\pi(z) + \\partial_a^d F
+
+so the constraint forces ``G_dᵀλ`` do no work over a step (energy), and, ``π`` being
+invariant, exert no net force or torque (momentum; Gonzalez 1996, §4).
+
+The builder takes *joint-like* objects: anything with ``name, inner, outer, rot_type,
+rot_dof, rot_seq, trn_dof, trn_seq, inner_point, outer_point, inner_rotation,
+outer_rotation`` (:class:`kanedyn.Joint`, and a closed-loop joint with the same fields),
+so a loop-closure joint is one more call of :func:`joint_constraints`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.spatial import charts
+from kanedyn.spatial.arithmetic import NUMPY
+from kanedyn.spatial.rotation import parse_sequence
+
+__all__ = ["Affine", "ConstraintSet", "Invariants", "JointRows", "joint_constraints"]
+
+Array = NDArray[Any]
+
+#: axial(A) = ½ [A32 - A23, A13 - A31, A21 - A12] as coefficients α[j, b, c] of A_bc
+ALPHA = np.zeros((3, 3, 3))
+for _j, (_b, _c) in enumerate(((2, 1), (0, 2), (1, 0))):
+    ALPHA[_j, _b, _c], ALPHA[_j, _c, _b] = 0.5, -0.5
+
+#: below this |Δθ|², Gonzalez's correction is dropped (its quotient is then round-off)
+SMALL_STEP = 1e-20
+
+
+@attrs.frozen(eq=False)
+class Affine:
+    """Three affine functions of the coordinates, ``L x + c``: a point or an axis in N.
+
+    ``L`` (3, nx), ``c`` (3,).
+    """
+
+    L: Array
+    c: Array
+
+    def __call__(self, x: Array) -> Array:
+        """The vector at ``x`` (..., nx) -> (..., 3)."""
+        return x @ self.L.T + self.c
+
+    def __add__(self, other: Affine) -> Affine:
+        return Affine(self.L + other.L, self.c + other.c)
+
+    def __sub__(self, other: Affine) -> Affine:
+        return Affine(self.L - other.L, self.c - other.c)
+
+    def scale(self, s: float) -> Affine:
+        return Affine(self.L * s, self.c * s)
+
+
+def combine(vectors: Sequence[Affine], weights: Array) -> Affine:
+    """``Σ_a w_a v_a`` of affine vectors."""
+    L = sum((w * v.L for w, v in zip(weights, vectors, strict=True)), np.zeros_like(vectors[0].L))
+    c = sum((w * v.c for w, v in zip(weights, vectors, strict=True)), np.zeros(3))
+    return Affine(L, c)
+
+
+class Invariants:
+    """Quadratic functions ``π_m(x) = Σ_t v_t x_{i_t} x_{j_t} + b_m·x + k_m``.
+
+    Built one dot product of two :class:`Affine` vectors at a time (:meth:`dot`), then
+    frozen into triplet arrays (:meth:`freeze`). Evaluation, gradient (m, nx) and the
+    weighted Hessian ``Σ_m w_m ∇²π_m`` (nx, nx) are sums over the triplets.
+    """
+
+    def __init__(self, nx: int):
+        self.nx = nx
+        self._t: list[tuple[int, Array, Array, Array]] = []
+        self._b: list[Array] = []
+        self._k: list[float] = []
+
+    @property
+    def m(self) -> int:
+        return len(self._k)
+
+    def dot(self, u: Affine, w: Affine, scale: float = 1.0, shift: float = 0.0) -> int:
+        """Add ``π = scale·(u·w) + shift``; return its index."""
+        m = self.m
+        for r in range(3):
+            iu, iw = np.nonzero(u.L[r])[0], np.nonzero(w.L[r])[0]
+            if iu.size and iw.size:
+                I, J = np.meshgrid(iu, iw, indexing="ij")
+                V = scale * np.outer(u.L[r, iu], w.L[r, iw])
+                self._t.append((m, I.ravel(), J.ravel(), V.ravel()))
+        self._b.append(scale * (u.c @ w.L + w.c @ u.L))
+        self._k.append(scale * float(u.c @ w.c) + shift)
+        return m
+
+    def freeze(self) -> None:
+        t = self._t
+        self.tm = np.concatenate([np.full(len(i), m) for m, i, _, _ in t]).astype(np.intp)
+        self.ti = np.concatenate([i for _, i, _, _ in t]).astype(np.intp)
+        self.tj = np.concatenate([j for _, _, j, _ in t]).astype(np.intp)
+        self.tv = np.concatenate([v for _, _, _, v in t])
+        self.b = np.array(self._b).reshape(self.m, self.nx)
+        self.k = np.array(self._k)
+
+    def __call__(self, x: Array) -> Array:
+        """π(x), (m,)."""
+        quad = np.bincount(self.tm, self.tv * x[self.ti] * x[self.tj], minlength=self.m)
+        return quad + self.b @ x + self.k
+
+    def gradient(self, x: Array) -> Array:
+        """∇π(x), (m, nx): row m is ``(A_m + A_mᵀ) x + b_m``."""
+        g = self.b.copy()
+        np.add.at(g, (self.tm, self.ti), self.tv * x[self.tj])
+        np.add.at(g, (self.tm, self.tj), self.tv * x[self.ti])
+        return g
+
+    def hessian(self, w: Array) -> Array:
+        """``Σ_m w_m ∇²π_m``, (nx, nx)."""
+        H = np.zeros((self.nx, self.nx))
+        vals = w[self.tm] * self.tv
+        np.add.at(H, (self.ti, self.tj), vals)
+        np.add.at(H, (self.tj, self.ti), vals)
+        return H
+
+
+@attrs.frozen(eq=False)
+class JointRows:
+    """What one joint adds: its affine frames and the rows it contributes.
+
+    ``Gi``, ``Go``: the three axes of Gi and Go (N components) as affine functions of
+    ``x``; ``o_i``, ``o_o``: the Gi and Go origins. ``trn``: invariant indices of the
+    translational rows (3) or None; ``rot``: the 3×3 invariant indices of ``Π`` or None;
+    ``a_rot``, ``a_trn``: the coordinate indices of its augmented angles and slides.
+    """
+
+    name: str
+    Gi: tuple[Affine, ...]
+    Go: tuple[Affine, ...]
+    o_i: Affine
+    o_o: Affine
+    Delta: Array  # (3, trn_dof) slide axes in Gi
+    trn: Array | None
+    rot: Array | None
+    axes: Array  # (3, 3) rows: unit Euler axes of rot_seq
+    a_rot: Array
+    a_trn: Array
+
+
+def joint_constraints(
+    joint: Any,
+    frames: dict[str | None, tuple[Affine, tuple[Affine, Affine, Affine], Array]],
+    inv: Invariants,
+    a_rot: Array,
+    a_trn: Array,
+) -> JointRows:
+    """The invariants of one tree or loop joint (any object with kd.Joint's fields).
+
+    ``frames[body]`` = (mass-centre position, the three directors, the mass centre ``com``
+    in body axes) as affine functions; ``frames[None]`` is N. A body-fixed point ``X``
+    (body axes, from the body-frame origin) is ``φ + Σ_a (X - com)_a d_a``; the Gi axes
+    are the columns of ``D_i R_Bi_Gi`` and the Go axes those of ``D_o R_Go_Boᵀ``.
+
+    Translational rows (3): ``g_e^i·(o_o - o_i) - (Δ d)_e`` unless the joint is a free
+    root (``inner`` None, spherical, 3 slides). Rotational rows (3):
+    ``axial(R(θ)ᵀ Π)`` for a gimbal (a weld is a 0-angle gimbal); none for a spherical
+    joint.
+    """
+    phi_i, D_i, com_i = frames[joint.inner]
+    phi_o, D_o, com_o = frames[joint.outer]
+    R_Bi_Gi = np.asarray(joint.inner_rotation, dtype=float)
+    R_Bo_Go = np.asarray(joint.outer_rotation, dtype=float).T
+    Gi = tuple(combine(D_i, R_Bi_Gi[:, e]) for e in range(3))
+    Go = tuple(combine(D_o, R_Bo_Go[:, c]) for c in range(3))
+    o_i = phi_i + combine(D_i, np.asarray(joint.inner_point, dtype=float) - com_i)
+    o_o = phi_o + combine(D_o, np.asarray(joint.outer_point, dtype=float) - com_o)
+    trn_axes = np.array(parse_sequence(joint.trn_seq)) - 1
+    Delta = np.eye(3)[:, trn_axes[: joint.trn_dof]]
+    free_root = joint.inner is None and joint.rot_type == "spherical" and joint.trn_dof == 3
+    trn = None
+    if not free_root:
+        sep = o_o - o_i
+        trn = np.array([inv.dot(Gi[e], sep) for e in range(3)])
+    rot = None
+    if joint.rot_type != "spherical":
+        rot = np.array([[inv.dot(Gi[e], Go[c]) for c in range(3)] for e in range(3)])
+    axes = np.eye(3)[np.array(parse_sequence(joint.rot_seq)) - 1]
+    return JointRows(joint.name, Gi, Go, o_i, o_o, Delta, trn, rot, axes,
+                     np.asarray(a_rot, dtype=np.intp), np.asarray(a_trn, dtype=np.intp))  # fmt: skip
+
+
+@attrs.frozen(eq=False)
+class _Rot:
+    """The rotational rows of all gimbal joints, stacked (nr joints, padded to 3 angles)."""
+
+    rows: Array  # (nr, 3) constraint row indices
+    Pi: Array  # (nr, 3, 3) invariant indices
+    theta: Array  # (nr, 3) coordinate indices of the angles (padded with 0)
+    mask: Array  # (nr, 3) True for a real angle
+    axes: charts.EulerAxes
+
+
+class ConstraintSet:
+    """All constraints ``c(x) = 0`` of a system, in two groups of rows.
+
+    * linear rows: ``c = π[lin] + C_a x`` (internal and translational constraints);
+    * rotational rows: ``c = axial(R(θ)ᵀ Π)`` per gimbal joint.
+
+    Methods give the values, the Jacobian, the discrete gradient ``G_d(x, x')`` and
+    the derivative of ``G_d(x, x')ᵀλ`` in ``x'`` (the Newton tangent).
+    """
+
+    def __init__(self, inv: Invariants, lin: list[int], Ca: list[Array], rot: list[JointRows]):
+        inv.freeze()
+        self.inv = inv
+        self.nx = inv.nx
+        self.lin = np.array(lin, dtype=np.intp)
+        self.Ca = np.array(Ca).reshape(len(lin), inv.nx)
+        nl = len(lin)
+        self.nc = nl + 3 * len(rot)
+        if rot:
+            theta = np.zeros((len(rot), 3), dtype=np.intp)
+            mask = np.zeros((len(rot), 3), dtype=bool)
+            for r, j in enumerate(rot):
+                theta[r, : j.a_rot.size] = j.a_rot
+                mask[r, : j.a_rot.size] = True
+            self.dof = max(1, int(mask.sum(axis=1).max()))
+            self.rot: _Rot | None = _Rot(
+                rows=nl + np.arange(3 * len(rot)).reshape(-1, 3),
+                Pi=np.array([j.rot for j in rot]),
+                theta=theta,
+                mask=mask,
+                axes=charts.euler_axes(NUMPY, np.array([j.axes for j in rot])),
+            )
+        else:
+            self.rot = None
+
+    # ----------------------------------------------------------------- rotations
+    def _euler(self, x: Array) -> tuple[Array, Array, Array]:
+        """R(θ) (nr, 3, 3), dR (nr, dof, 3, 3), d2R (nr, dof, dof, 3, 3), with ``dof``
+        the most angles of any joint; unused angles are zero."""
+        assert self.rot is not None
+        theta = np.where(self.rot.mask, x[self.rot.theta], 0.0)
+        return charts.euler_derivatives(NUMPY, self.rot.axes, theta, self.dof)
+
+    def _dtheta(self, x0: Array, x1: Array) -> Array:
+        assert self.rot is not None
+        th = np.where(self.rot.mask, x1[self.rot.theta] - x0[self.rot.theta], 0.0)
+        return th[:, : self.dof]
+
+    def _discrete_dR(
+        self, x0: Array, x1: Array, tangent: bool = False, e0: Any = None, e1: Any = None
+    ) -> tuple[Array, Array | None]:
+        """Gonzalez's discrete derivative of R(θ) in θ, per entry (nr, 3, 3, 3) [k, e, b],
+        and (with ``tangent``) its derivative in θ' (nr, 3, 3, 3, 3) [k, l, e, b]:
+
+        .. math:: D_k R = \\partial_k R(\\bar\\theta) + s\\,\\Delta\\theta_k, \\quad
+                  s = \\frac{\\Delta R - \\sum_l \\partial_l R(\\bar\\theta)\\Delta\\theta_l}
+                  {|\\Delta\\theta|^2}
+
+        so that ``Σ_k D_kR Δθ_k = R(θ') - R(θ)`` exactly (Gonzalez 1996, eq. 3.8)."""
+        dth = self._dtheta(x0, x1)
+        R0 = (e0 or self._euler(x0))[0]
+        R1, dR1, _ = e1 or self._euler(x1)
+        _, dRm, d2Rm = self._euler(0.5 * (x0 + x1))
+        n2 = np.sum(dth**2, axis=-1)
+        big = n2 > SMALL_STEP
+        safe = np.where(big, n2, 1.0)[:, None, None]
+        num = R1 - R0 - np.einsum("rlij,rl->rij", dRm, dth)
+        s = np.where(big[:, None, None], num / safe, 0.0)
+        D = dRm + dth[:, :, None, None] * s[:, None]
+        if not tangent:
+            return D, None
+        # ∂s/∂θ'_l = [(∂_l R(θ') - ½ Σ_m ∂_m∂_l R(θ̄) Δθ_m - ∂_l R(θ̄)) |Δθ|² - num 2Δθ_l] / |Δθ|⁴
+        dnum = dR1 - 0.5 * np.einsum("rmlij,rm->rlij", d2Rm, dth) - dRm
+        ds = (dnum * safe[:, None] - 2.0 * num[:, None] * dth[:, :, None, None]) / safe[
+            :, None
+        ] ** 2
+        ds = np.where(big[:, None, None, None], ds, 0.0)
+        dD = 0.5 * d2Rm + dth[:, :, None, None, None] * ds[:, None]
+        dD = dD + np.eye(self.dof)[None, :, :, None, None] * s[:, None, None]
+        return D, dD
+
+    # ----------------------------------------------------------------- values and Jacobians
+    def __call__(self, x: Array) -> Array:
+        """c(x), (nc,)."""
+        pi = self.inv(x)
+        c = np.empty(self.nc)
+        c[: self.lin.size] = pi[self.lin] + self.Ca @ x
+        if self.rot is not None:
+            R = self._euler(x)[0]
+            Pi = pi[self.rot.Pi]
+            c[self.rot.rows] = np.einsum("jbc,reb,rec->rj", ALPHA, R, Pi)
+        return c
+
+    def jacobian(self, x: Array) -> Array:
+        """G(x) = ∂c/∂x, (nc, nx)."""
+        gpi = self.inv.gradient(x)
+        G = np.zeros((self.nc, self.nx))
+        G[: self.lin.size] = gpi[self.lin] + self.Ca
+        if self.rot is not None:
+            R, dR, _ = self._euler(x)
+            Pi = self.inv(x)[self.rot.Pi]
+            self._rot_rows(G, R, gpi, dR, Pi)
+        return G
+
+    def _rot_rows(self, G: Array, R: Array, gpi: Array, dR: Array, Pi: Array) -> None:
+        """Fill the rotational rows: ``Σ_ec (∂c/∂Π_ec)(R) ∇π_ec`` and the θ columns
+        ``axial(∂_kRᵀ Π)``."""
+        rot = self.rot
+        assert rot is not None
+        C = np.einsum("jbc,reb->rjec", ALPHA, R)  # ∂c_j/∂Π_ec
+        G[rot.rows] = np.einsum("rjec,recn->rjn", C, gpi[rot.Pi])
+        dc = np.einsum("jbc,rkeb,rec->rjk", ALPHA, dR, Pi)  # ∂c_j/∂θ_k
+        for r in range(rot.rows.shape[0]):
+            k = rot.mask[r, : self.dof]
+            G[np.ix_(rot.rows[r], rot.theta[r, : self.dof][k])] += dc[r][:, k]
+
+    def discrete_gradient(self, x0: Array, x1: Array) -> Array:
+        """``G_d(x0, x1)``, (nc, nx), with ``G_d (x1 - x0) = c(x1) - c(x0)`` exactly."""
+        z = 0.5 * (x0 + x1)
+        gpi = self.inv.gradient(z)
+        G = np.zeros((self.nc, self.nx))
+        G[: self.lin.size] = gpi[self.lin] + self.Ca
+        if self.rot is not None:
+            Rbar = 0.5 * (self._euler(x0)[0] + self._euler(x1)[0])
+            Pibar = 0.5 * (self.inv(x0) + self.inv(x1))[self.rot.Pi]
+            D, _ = self._discrete_dR(x0, x1)
+            self._rot_rows(G, Rbar, gpi, D, Pibar)
+        return G
+
+    def tangent(self, x0: Array, x1: Array, lam: Array) -> Array:
+        """``∂[G_d(x0, x1)ᵀ λ] / ∂x1``, (nx, nx): the geometric part of the Newton tangent."""
+        return self.linearize(x0, x1, lam)[3]
+
+    def linearize(self, x0: Array, x1: Array, lam: Array) -> tuple[Array, Array, Array, Array]:
+        """Everything a Newton iteration needs, sharing the work: ``c(x1)`` (nc,),
+        ``G(x1)`` and ``G_d(x0, x1)`` (nc, nx), and the tangent ``∂[G_dᵀλ]/∂x1``
+        (nx, nx)."""
+        z = 0.5 * (x0 + x1)
+        nl = self.lin.size
+        pi0, pi1 = self.inv(x0), self.inv(x1)
+        gz, g1 = self.inv.gradient(z), self.inv.gradient(x1)
+        c = np.empty(self.nc)
+        c[:nl] = pi1[self.lin] + self.Ca @ x1
+        G = np.zeros((self.nc, self.nx))
+        G[:nl] = g1[self.lin] + self.Ca
+        G_d = np.zeros((self.nc, self.nx))
+        G_d[:nl] = gz[self.lin] + self.Ca
+        w = np.zeros(self.inv.m)
+        np.add.at(w, self.lin, lam[:nl])
+        if self.rot is None:
+            return c, G, G_d, 0.5 * self.inv.hessian(w)
+        rot = self.rot
+        e0, e1 = self._euler(x0), self._euler(x1)
+        R0 = e0[0]
+        R1, dR1, _ = e1
+        Pi1 = pi1[rot.Pi]
+        c[rot.rows] = np.einsum("jbc,reb,rec->rj", ALPHA, R1, Pi1)
+        self._rot_rows(G, R1, g1, dR1, Pi1)
+        Rbar = 0.5 * (R0 + R1)
+        Pibar = 0.5 * (pi0 + pi1)[rot.Pi]
+        D, dD = self._discrete_dR(x0, x1, True, e0, e1)
+        assert dD is not None
+        self._rot_rows(G_d, Rbar, gz, D, Pibar)
+        lr = lam[rot.rows]  # (nr, 3)
+        # w_ec = Σ_j λ_j ∂c_j/∂Π_ec at R̄
+        np.add.at(w, rot.Pi, np.einsum("rj,jbc,reb->rec", lr, ALPHA, Rbar))
+        K = 0.5 * self.inv.hessian(w)
+        gz, g1 = gz[rot.Pi], g1[rot.Pi]
+        # x rows, θ' columns: ∇π(z)ᵀ ∂w/∂θ'_k, with ∂R̄/∂θ'_k = ½ ∂_k R(θ')
+        dw = 0.5 * np.einsum("rj,jbc,rkeb->rkec", lr, ALPHA, dR1)
+        cross_x = np.einsum("rkec,recn->rnk", dw, gz)  # (nr, nx, 3)
+        # θ rows: (G_dᵀλ)_k = Σ λ_j α D_kR Π̄; its x' derivative through Π̄ = ½(Π + Π')
+        coef = np.einsum("rj,jbc,rkeb->rkec", lr, ALPHA, D)
+        cross_t = 0.5 * np.einsum("rkec,recn->rkn", coef, g1)  # (nr, 3, nx)
+        tt = np.einsum("rj,jbc,rkleb,rec->rkl", lr, ALPHA, dD, Pibar)  # (nr, 3, 3)
+        for r in range(rot.rows.shape[0]):
+            k = rot.mask[r, : self.dof]
+            cols = rot.theta[r, : self.dof][k]
+            K[:, cols] += cross_x[r][:, k]
+            K[cols, :] += cross_t[r][k]
+            K[np.ix_(cols, cols)] += tt[r][np.ix_(k, k)]
+        return c, G, G_d, K

@@ -1,0 +1,407 @@
+"""The director formulation of a kd.Model: redundant coordinates, mass matrix, loads.
+
+Each body i is described by its mass-centre position ``φ_i`` and three body-fixed
+directors ``d_a`` (the columns of ``R_N_B``), 12 coordinates (Betsch & Steinmann 2001;
+Betsch & Leyendecker 2006, §3). With the Euler tensor about the mass centre (body axes)
+
+.. math:: E = \\int X X^T dm = \\tfrac12 \\operatorname{tr}(I)\\, U - I
+
+the kinetic energy is ``T = ½ m |φ̇|² + ½ Σ_ab E_ab ḋ_a·ḋ_b = ½ ẋᵀ M ẋ`` with the
+**constant** mass matrix ``M = diag(m U, E ⊗ U)``; for a rigid motion ``ḋ_a = ω × d_a``
+it is ``½ m v² + ½ ωᵀ I ω``.
+
+The joint variables (gimbal angles and slides, one per DOF, rotational first, as
+``model.speeds(joint)``) are appended as **augmented coordinates** ``a`` (massless),
+tied to the bodies by the joint constraints (:mod:`.constraints`), so that springs,
+dampers and actuators act on them directly (coordinate augmentation; Betsch & Uhlar
+2007, §4). A free root and the rotation of a spherical joint have none: their
+coordinates are read from the directors.
+
+Coordinates ``x = [φ_0, d_1, d_2, d_3 (body 0) | ... | a]``, ``nx = 12 nb + na``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+import scipy.linalg
+from numpy.typing import NDArray
+
+from kanedyn.dynamics.kane import mass_matrix
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.partials import partials
+from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
+from kanedyn.simulation.conserving.constraints import (
+    Affine,
+    ConstraintSet,
+    Invariants,
+    JointRows,
+    joint_constraints,
+)
+from kanedyn.spatial.algebra import cross
+from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat
+
+__all__ = [
+    "Redundant",
+    "joint_positions",
+    "redundant",
+    "speed_jacobian",
+    "to_joint_coordinates",
+    "to_redundant",
+]
+
+Array = NDArray[np.float64]
+
+
+@attrs.frozen(eq=False)
+class Redundant:
+    """A model in director coordinates (built once per model by :func:`redundant`).
+
+    ``nx`` coordinates (``12 nb`` body coordinates, then ``na`` augmented joint
+    coordinates); ``M`` (nx, nx) the constant mass matrix; ``constraints`` the
+    :class:`~.constraints.ConstraintSet` (``nc`` rows); ``joints`` the
+    :class:`~.constraints.JointRows` of each joint (model order); ``aug[k]`` the
+    coordinate indices of joint k's DOFs (rotational first; empty where a DOF has no
+    augmented coordinate); ``stiffness``, ``damping`` (nx,) per augmented coordinate;
+    ``f_gravity`` (nx,) the generalized gravity force ``m g`` on each ``φ``;
+    ``closures`` the rows of the loop-closing joints (their augmented coordinates follow
+    the tree's).
+    """
+
+    model: Model
+    nx: int
+    M: Array
+    E: Array
+    constraints: ConstraintSet
+    joints: tuple[JointRows, ...]
+    aug: tuple[NDArray[np.intp], ...]
+    stiffness: Array
+    damping: Array
+    f_gravity: Array
+    closures: tuple[JointRows, ...] = ()
+
+    @property
+    def nb(self) -> int:
+        return self.model.nb
+
+    @property
+    def nc(self) -> int:
+        return self.constraints.nc
+
+    def phi(self, i: int) -> slice:
+        """Coordinates of body i's mass centre."""
+        return slice(12 * i, 12 * i + 3)
+
+    def director(self, i: int, a: int) -> slice:
+        """Coordinates of body i's director a (0-2)."""
+        return slice(12 * i + 3 + 3 * a, 12 * i + 6 + 3 * a)
+
+    def D(self, x: Array, i: int) -> Array:
+        """``[d_1 d_2 d_3]`` of body i (≈ R_N_B), (3, 3)."""
+        return x[12 * i + 3 : 12 * i + 12].reshape(3, 3).T
+
+    def energy(self, x: Array, v: Array) -> float:
+        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ`` and springs ``½ Σ k a²``."""
+        return float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
+
+    def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
+        """Total linear momentum ``P = Σ m φ̇`` and angular momentum about the system
+        mass centre ``c``, ``H = Σ (φ - c) × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N."""
+        mass = self.model.layout.mass
+        phi = x[: 12 * self.nb].reshape(self.nb, 12)[:, :3]
+        phid = v[: 12 * self.nb].reshape(self.nb, 12)[:, :3]
+        c = mass @ phi / mass.sum()
+        P = mass @ phid
+        H = np.sum(cross(phi - c, mass[:, None] * phid), axis=0)
+        for i in range(self.nb):
+            D, Dd = self.D(x, i), self.D(v, i)
+            H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
+        return P, H
+
+
+def _check_supported(model: Model) -> None:
+    for b in model.bodies:
+        I = np.asarray(b.inertia, dtype=float)
+        E = 0.5 * np.trace(I) * np.eye(3) - I
+        if np.min(np.linalg.eigvalsh(E)) < -1e-12 * max(1.0, float(np.trace(I))):
+            raise ModelError(
+                f"body {b.name!r}: its principal moments violate the triangle inequality, so "
+                "its Euler tensor E = ½ tr(I) U - I (the directors' mass matrix) is "
+                "indefinite and method='energy-momentum' cannot run it; no rigid body has "
+                "such moments"
+            )
+        if np.any(np.asarray(b.embedded_momentum, dtype=float) != 0.0):
+            raise ModelError(
+                f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
+            )
+    for j in model.joints:
+        if j.rot_type == "spherical":
+            k, c = np.asarray(j.stiffness, float)[:3], np.asarray(j.damping, float)[:3]
+            if np.any(k) or np.any(c):
+                raise ModelError(
+                    f"joint {j.name!r}: springs and dampers on a spherical rotation are not "
+                    "supported by method='energy-momentum' (use a 3-angle gimbal)"
+                )
+
+
+def _build(model: Model, closures: Sequence[Any] = ()) -> Redundant:
+    if model.is_symbolic:
+        raise ModelError("method='energy-momentum' needs a numeric model")
+    _check_supported(model)
+    lay = model.layout
+    nb = model.nb
+    free_root = [
+        j.inner is None and j.rot_type == "spherical" and j.trn_dof == 3 for j in model.joints
+    ]
+    # augmented coordinates: gimbal angles, and slides of every joint but a free root
+    aug, na = [], 12 * nb
+    for j, free in zip(model.joints, free_root, strict=True):
+        n_rot = j.rot_dof if j.rot_type == "gimbal" else 0
+        n_trn = 0 if free else j.trn_dof
+        aug.append((np.arange(na, na + n_rot), np.arange(na + n_rot, na + n_rot + n_trn)))
+        na += n_rot + n_trn
+    closure_aug = []  # closing joints (any object with kd.Joint's fields): after the tree's
+    for j in closures:
+        n_rot = j.rot_dof if j.rot_type == "gimbal" else 0
+        closure_aug.append(
+            (np.arange(na, na + n_rot), np.arange(na + n_rot, na + n_rot + j.trn_dof))
+        )
+        na += n_rot + j.trn_dof
+    nx = na
+    eye = np.eye(nx)
+
+    def affine(start: int) -> Affine:
+        return Affine(eye[start : start + 3].copy(), np.zeros(3))
+
+    frames: dict[str | None, Any] = {
+        None: (Affine(np.zeros((3, nx)), np.zeros(3)),
+               tuple(Affine(np.zeros((3, nx)), np.eye(3)[a]) for a in range(3)), np.zeros(3))
+    }  # fmt: skip
+    inv = Invariants(nx)
+    lin: list[int] = []
+    Ca: list[Array] = []
+    M = np.zeros((nx, nx))
+    E = np.zeros((nb, 3, 3))
+    for i, b in enumerate(model.bodies):
+        D = tuple(affine(12 * i + 3 + 3 * a) for a in range(3))
+        frames[b.name] = (affine(12 * i), D, np.asarray(b.com, dtype=float))
+        for a in range(3):  # internal constraints ½(d_a·d_b - δ_ab)
+            for c in range(a, 3):
+                lin.append(inv.dot(D[a], D[c], 0.5, -0.5 * (a == c)))
+                Ca.append(np.zeros(nx))
+        I = np.asarray(b.inertia, dtype=float)
+        E[i] = 0.5 * np.trace(I) * np.eye(3) - I
+        M[12 * i : 12 * i + 3, 12 * i : 12 * i + 3] = b.mass * np.eye(3)
+        M[12 * i + 3 : 12 * i + 12, 12 * i + 3 : 12 * i + 12] = np.kron(E[i], np.eye(3))
+    rows, rot = [], []
+    for j, (a_rot, a_trn) in zip([*model.joints, *closures], [*aug, *closure_aug], strict=True):
+        jr = joint_constraints(j, frames, inv, a_rot, a_trn)
+        rows.append(jr)
+        if jr.trn is not None:
+            for e in range(3):
+                lin.append(int(jr.trn[e]))
+                row = np.zeros(nx)
+                row[jr.a_trn] = -jr.Delta[e]
+                Ca.append(row)
+        if jr.rot is not None:
+            rot.append(jr)
+    constraints = ConstraintSet(inv, lin, Ca, rot)
+    stiffness, damping = np.zeros(nx), np.zeros(nx)
+    aug_all = []
+    for k, (a_rot, a_trn) in enumerate(aug):
+        speeds = lay.u_index[k]
+        j = model.joints[k]
+        idx = np.full(j.ndof, -1, dtype=np.intp)
+        if a_rot.size:
+            idx[: j.rot_dof] = a_rot
+        if a_trn.size:
+            idx[j.rot_dof :] = a_trn
+        have = idx >= 0
+        stiffness[idx[have]] = lay.stiffness[speeds[have]]
+        damping[idx[have]] = lay.damping[speeds[have]]
+        aug_all.append(idx)
+    f_gravity = np.zeros(nx)
+    for i in range(nb):
+        f_gravity[12 * i : 12 * i + 3] = lay.mass[i] * np.asarray(model.gravity, dtype=float)
+    return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
+                     stiffness, damping, f_gravity, tuple(rows[model.nb :]))  # fmt: skip
+
+
+def redundant(model: Model, closures: Sequence[Any] | None = None) -> Redundant:
+    """The director formulation of ``model`` (built once, stored on the model).
+
+    ``closures``: joints that close kinematic loops, any objects with
+    :class:`kanedyn.Joint`'s fields (``inner`` None for the ground); each adds its
+    constraint rows and augmented coordinates like a tree joint. Default: the model's
+    own loop joints (:class:`kanedyn.Loop`)."""
+    closures = tuple(model.loops) if closures is None else tuple(closures)
+    key = "conserving.redundant" + "".join(f"|{j.name}" for j in closures)
+    return model.derived(key, lambda m: _build(m, tuple(closures)))  # type: ignore[no-any-return]
+
+
+def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
+    """``(x, v)`` of a joint-coordinate state: ``φ = r``, ``d_a = R_N_B e_a``,
+    ``φ̇ = v``, ``ḋ_a = ω × d_a``, and the augmented coordinates and rates from
+    ``q`` and ``u``."""
+    model = red.model
+    kin = kinematics_at(model, np.asarray(state.q, float), np.asarray(state.u, float))
+    x, v = np.zeros(red.nx), np.zeros(red.nx)
+    for i in range(model.nb):
+        x[red.phi(i)], v[red.phi(i)] = kin.r[i], kin.v[i]
+        for a in range(3):
+            d = kin.R_N_B[i][:, a]
+            x[red.director(i, a)], v[red.director(i, a)] = d, cross(kin.omega[i], d)
+    for k, idx in enumerate(red.aug):
+        have = idx >= 0
+        j = model.joints[k]
+        qk, uk = model.layout.q_index[k], model.layout.u_index[k]
+        # gimbal angles and slides: q and u entries in DOF order (rotational first)
+        qpos = np.concatenate((np.arange(j.rot_dof), j.n_rot_coordinates + np.arange(j.trn_dof)))
+        x[idx[have]] = np.asarray(state.q, float)[qk[qpos[have]]]
+        v[idx[have]] = np.asarray(state.u, float)[uk[have]]
+    if red.closures:
+        _closure_coordinates(red, x, v)
+    return x, v
+
+
+def _closure_coordinates(red: Redundant, x: Array, v: Array) -> None:
+    """Fill the augmented coordinates of the loop-closing joints (in place): the angles
+    of the measured ``Π`` (``dcm_to_euler``) and slides ``Δᵀ R_N_Giᵀ (o_o - o_i)`` as a
+    start, refined by Gauss-Newton on the constraints; their rates from the velocity
+    constraints ``G v = 0`` (least squares)."""
+    cols = np.concatenate([np.concatenate((j.a_rot, j.a_trn)) for j in red.closures])
+    for j in red.closures:
+        Gi = np.array([g(x) for g in j.Gi]).T
+        if j.a_rot.size:
+            Go = np.array([g(x) for g in j.Go]).T
+            seq = "".join(str(int(np.argmax(e)) + 1) for e in j.axes)
+            x[j.a_rot] = dcm_to_euler(seq, _orthonormal(Gi.T @ Go))[: j.a_rot.size]
+        if j.a_trn.size:
+            x[j.a_trn] = j.Delta.T @ Gi.T @ (j.o_o(x) - j.o_i(x))
+    for _ in range(10):
+        c = red.constraints(x)
+        G = red.constraints.jacobian(x)[:, cols]
+        x[cols] -= np.linalg.lstsq(G, c, rcond=None)[0]
+    G = red.constraints.jacobian(x)
+    v[cols] = 0.0
+    v[cols] = -np.linalg.lstsq(G[:, cols], G @ v, rcond=None)[0]
+
+
+def joint_positions(red: Redundant, x: Array, q_prev: Array | None = None) -> Array:
+    """The joint coordinates ``q`` of director coordinates ``x``.
+
+    Angles and slides are the augmented coordinates; a spherical joint's quaternion is
+    that of the measured ``Π = R_Gi_Go`` (its sign continuous with ``q_prev``), a free
+    root's slides ``Δᵀ R_N_Giᵀ (o_o - o_i)``."""
+    model = red.model
+    lay = model.layout
+    q = np.zeros(model.nq)
+    for k, (j, jr) in enumerate(zip(model.joints, red.joints, strict=True)):
+        qk = lay.q_index[k]
+        idx = red.aug[k]
+        if j.rot_type == "spherical":
+            Gi = np.array([g(x) for g in jr.Gi]).T
+            Go = np.array([g(x) for g in jr.Go]).T
+            quat = dcm_to_quat(_orthonormal(Gi.T @ Go))
+            if q_prev is not None and quat @ q_prev[qk[:4]] < 0.0:
+                quat = -quat
+            q[qk[:4]] = quat
+        else:
+            q[qk[: j.rot_dof]] = x[idx[: j.rot_dof]]
+        if j.trn_dof:
+            nr = j.n_rot_coordinates
+            if np.all(idx[j.rot_dof :] >= 0):
+                q[qk[nr:]] = x[idx[j.rot_dof :]]
+            else:
+                Gi = np.array([g(x) for g in jr.Gi]).T
+                q[qk[nr:]] = jr.Delta.T @ Gi.T @ (jr.o_o(x) - jr.o_i(x))
+    return q
+
+
+def to_joint_coordinates(
+    red: Redundant, x: Array, v: Array, q_prev: Array | None = None
+) -> tuple[Array, Array]:
+    """``(q, u)`` of a director state: ``q`` by :func:`joint_positions`, and the speeds
+    that carry the same generalized momenta as ``v``:
+
+    .. math:: M(q)\\, u = J^T \\mathbf{M}\\, v = \\textstyle\\sum_i V_i^T m_i \\dot\\varphi_i
+              + \\Omega_i^T \\sum_a d_a \\times (E \\dot d)_a
+
+    so the total linear and angular momenta of ``(q, u)`` are those of ``(x, v)``. With
+    loop-closing joints, ``u`` is the same projection restricted to the speeds that keep
+    the loops closed (:func:`_loop_speeds`).
+    """
+    model = red.model
+    lay = model.layout
+    q = joint_positions(red, x, q_prev)
+    state = State(q, np.zeros(model.n))
+    par = partials(model, state)
+    p = np.zeros(model.n)
+    for i in range(model.nb):
+        D, Dd = red.D(x, i), red.D(v, i)
+        h = cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
+        p += par.V[i].T @ (lay.mass[i] * v[red.phi(i)]) + par.Omega[i].T @ h
+    M = mass_matrix(model, state)
+    if red.closures:
+        return q, _loop_speeds(red, x, par, M, p)
+    return q, np.asarray(np.linalg.solve(M, p), dtype=np.float64)
+
+
+def _loop_speeds(red: Redundant, x: Array, par: Any, M: Array, p: Array) -> Array:
+    """The speeds ``u`` closest to the director velocities in the kinetic metric that
+    satisfy the loops' velocity constraints:
+
+    .. math:: \\begin{bmatrix} M & 0 & C_u^T \\\\ 0 & 0 & C_a^T \\\\ C_u & C_a & 0
+              \\end{bmatrix} \\begin{bmatrix} u \\\\ \\dot a_c \\\\ \\mu \\end{bmatrix} =
+              \\begin{bmatrix} J^T \\mathbf M v \\\\ 0 \\\\ 0 \\end{bmatrix}, \\qquad
+              [C_u \\; C_a] = G(x)\\,[J \\; E_c]
+
+    with ``J = ∂x/∂u`` (``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, the tree's augmented rates
+    ``= u``) and ``E_c`` the columns of the closures' augmented coordinates (massless,
+    fixed by the constraints). Least squares: the tree's own rows are satisfied by
+    every ``u`` and make the system rank-deficient."""
+    n = red.model.n
+    J = speed_jacobian(red, x, par)
+    cols = np.concatenate([np.concatenate((j.a_rot, j.a_trn)) for j in red.closures])
+    G = red.constraints.jacobian(x)
+    C = np.hstack((G @ J, G[:, cols]))
+    nw = n + cols.size
+    A = np.zeros((nw + C.shape[0], nw + C.shape[0]))
+    A[:n, :n] = M
+    A[:nw, nw:] = C.T
+    A[nw:, :nw] = C
+    rhs = np.concatenate((p, np.zeros(A.shape[0] - n)))
+    w = scipy.linalg.lstsq(A, rhs, check_finite=False, lapack_driver="gelsy")[0]
+    return np.asarray(w[:n], dtype=np.float64)
+
+
+def speed_jacobian(red: Redundant, x: Array, par: Any) -> Array:
+    """``J = ∂ẋ/∂u`` (nx, n) of a tree at ``x`` (with ``par = kd.partials`` there):
+    ``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, and the augmented rates are their speeds."""
+    model = red.model
+    J = np.zeros((red.nx, model.n))
+    for i in range(model.nb):
+        J[red.phi(i)] = par.V[i]
+        for a in range(3):
+            d = x[red.director(i, a)]
+            J[red.director(i, a)] = -cross(d[None, :], par.Omega[i].T).T
+    for k, idx in enumerate(red.aug):
+        have = idx >= 0
+        J[idx[have], model.layout.u_index[k][have]] = 1.0
+    return J
+
+
+def _orthonormal(A: Array) -> Array:
+    """The nearest rotation to ``A`` (polar factor), for a readout at round-off level."""
+    U, _, Vt = np.linalg.svd(A)
+    return U @ Vt  # type: ignore[no-any-return]
+
+
+def joint_like_fields() -> Sequence[str]:
+    """The fields the constraint builder reads from a joint (kd.Joint, or a loop joint)."""
+    return ("name", "inner", "outer", "rot_type", "rot_dof", "rot_seq", "trn_dof", "trn_seq",
+            "inner_point", "outer_point", "inner_rotation", "outer_rotation")  # fmt: skip

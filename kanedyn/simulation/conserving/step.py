@@ -1,0 +1,545 @@
+"""The energy-momentum time step and the run that returns a Trajectory.
+
+One step from ``(x_n, v_n)`` to ``(x_{n+1}, v_{n+1})`` (Gonzalez 1996; Betsch &
+Leyendecker 2006, eq. 41; the full form with multipliers):
+
+.. math::
+
+    x_{n+1} - x_n = \\tfrac h2 (v_n + v_{n+1}), \\qquad
+    M (v_{n+1} - v_n) = h\\,[\\,f_g - \\nabla_d V - C\\,\\tfrac{a_{n+1} - a_n}{h}
+        + f_{n+\\frac12} - G_d(x_n, x_{n+1})^T \\lambda\\,], \\qquad
+    c(x_{n+1}) = 0
+
+with ``∇_dV = K (a_n + a_{n+1})/2`` (the springs are quadratic in the augmented
+coordinates, so the midpoint gradient *is* their discrete gradient), gravity ``f_g``
+constant, the dampers ``C`` on the augmented rates, ``f_{n+½}`` the applied loads at the
+midpoint, and ``G_d`` the discrete gradient of the constraints
+(:meth:`~.constraints.ConstraintSet.discrete_gradient`). Eliminating ``v_{n+1}``, the
+unknowns are ``(x_{n+1}, λ)``; Newton's method runs on
+
+.. math::
+
+    r = \\begin{bmatrix} \\tfrac{2}{h^2} M (x_{n+1} - x_n - h v_n) + \\nabla_dV
+        + \\tfrac{C}{h}(a_{n+1} - a_n) - f_g - f_{n+\\frac12} + G_d^T\\lambda \\\\
+        c(x_{n+1}) \\end{bmatrix}
+
+with its exact tangent (the geometric part from
+:meth:`~.constraints.ConstraintSet.tangent`). Multiplying the first row by
+``x_{n+1} - x_n`` gives the discrete energy balance
+
+.. math:: E_{n+1} - E_n = -\\tfrac1h (\\Delta a)^T C\\, \\Delta a + f_{n+\\frac12}\\cdot\\Delta x
+
+(conservation without dampers and loads), because ``G_d Δx = c(x_{n+1}) - c(x_n) = 0``.
+Total linear and angular momentum are conserved when no load breaks the symmetry,
+because every invariant is (:mod:`.constraints`).
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+import scipy.linalg
+from numpy.typing import NDArray
+
+from kanedyn import joints
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import Force, JointLoad, LoadsLike, Torque
+from kanedyn.dynamics.partials import partials
+from kanedyn.errors import ModelError, SimulationError
+from kanedyn.model import Model, State
+from kanedyn.simulation.conserving.formulation import (
+    Redundant,
+    joint_positions,
+    redundant,
+    speed_jacobian,
+    to_joint_coordinates,
+    to_redundant,
+)
+from kanedyn.spatial import rotation as rot
+from kanedyn.spatial.algebra import cross
+from kanedyn.spatial.arithmetic import NUMPY
+
+__all__ = ["NullSpaceStepper", "StepResult", "Stepper", "generalized_loads"]
+
+#: how often a run may halve a step whose Newton iteration fails
+MAX_HALVINGS = 4
+
+Array = NDArray[np.float64]
+
+
+@attrs.frozen(eq=False)
+class StepResult:
+    """One converged step: ``x``, ``v``, ``lam`` (the multipliers), ``iterations``, and
+    the increment ``dx = x - x_n`` (exact, not differenced)."""
+
+    x: Array
+    v: Array
+    lam: Array
+    iterations: int
+    dx: Array
+
+
+def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
+    """The generalized forces ``f(z)`` (nx,) of load records at a configuration ``z``.
+
+    A force ``F`` at body point ``X`` (body axes, relative to the mass centre) does the
+    work ``F·δφ + Σ_a X_a F·δd_a``; a torque ``T`` acts on the directors as
+    ``f_a = ½ T × d_a`` (so that ``Σ_a d_a × f_a = T``); a :class:`~kanedyn.JointLoad`
+    is the generalized force on the joint's augmented coordinates. Body-axis loads
+    are turned with ``D(z)``. ``f`` is at most quadratic in ``z``.
+    """
+    model = red.model
+    terms: list[tuple[str, Any]] = []
+    for rec in records or ():
+        if isinstance(rec, Force):
+            i = model.body_index(rec.body)
+            X = np.zeros(3) if rec.point is None else rec.point - model.layout.com[i]
+            terms.append(("force", (i, np.asarray(rec.force), X, rec.frame == "body")))
+        elif isinstance(rec, Torque):
+            i = model.body_index(rec.body)
+            terms.append(("torque", (i, np.asarray(rec.torque), rec.frame == "body")))
+        elif isinstance(rec, JointLoad):
+            k = model.joint_index(rec.joint)
+            idx = red.aug[k]
+            if rec.values.shape != idx.shape:
+                raise ModelError(
+                    f"JointLoad on joint {rec.joint!r}: needs {idx.size} values (one per DOF), "
+                    f"got {rec.values.size}"
+                )
+            if np.any(idx < 0) and np.any(rec.values[idx < 0] != 0.0):
+                raise ModelError(
+                    f"JointLoad on joint {rec.joint!r}: method='energy-momentum' actuates gimbal "
+                    "angles and slides; apply a free root's or spherical joint's effort as "
+                    "kanedyn.Force / kanedyn.Torque on its bodies"
+                )
+            terms.append(("joint", (idx[idx >= 0], rec.values[idx >= 0])))
+        else:
+            raise ModelError(
+                f"unknown load {rec!r}: use kanedyn.Force, kanedyn.Torque or kanedyn.JointLoad"
+            )
+
+    def f(z: Array) -> Array:
+        """The generalized forces at ``z``."""
+        out = np.zeros(red.nx)
+        for kind, data in terms:
+            if kind == "joint":
+                idx, vals = data
+                out[idx] += vals
+                continue
+            i = data[0]
+            D = red.D(z, i)
+            if kind == "force":
+                _, F, X, body = data
+                F = D @ F if body else F
+                out[red.phi(i)] += F
+                for a in range(3):
+                    out[red.director(i, a)] += X[a] * F
+            else:
+                _, T, body = data
+                T = D @ T if body else T
+                for a in range(3):
+                    out[red.director(i, a)] += 0.5 * cross(T, D[:, a])
+        return out
+
+    # the coordinates f depends on: those of bodies with body-axis loads or torques
+    moving = sorted({d[0] for kind, d in terms if kind == "torque" or (kind == "force" and d[3])})
+    f.depends_on = np.array([c for i in moving for c in range(12 * i, 12 * i + 12)], dtype=np.intp)  # type: ignore[attr-defined]
+    return f
+
+
+class NewtonFailure(SimulationError):
+    """Newton's method failed on one step (the run then halves that step)."""
+
+
+def balance(
+    red: Redundant, x0: Array, v0: Array, dx: Array, h: float, f: Callable[[Array], Array]
+) -> Array:
+    """The balance of momentum without the constraint forces, ``r_x - G_dᵀλ`` (nx,):
+    ``(2/h²) M (Δx - h v0) + K z + C Δx/h - f_g - f(z)``, ``z = x0 + Δx/2``. It takes the
+    increment ``Δx = x1 - x0`` itself, so that no round-off of far-travelled positions
+    enters the momenta."""
+    z = x0 + 0.5 * dx
+    return (  # type: ignore[no-any-return]
+        (2.0 / h**2) * (red.M @ (dx - h * v0))
+        + red.stiffness * z
+        + red.damping * dx / h
+        - red.f_gravity
+        - f(z)
+    )
+
+
+class Stepper:
+    """The energy-momentum step of a model (see the module docstring).
+
+    ``tol``: Newton stops after an update smaller than ``tol`` (relative to the largest
+    coordinate, at least 1) taken from a point whose constraint residual was below
+    ``tol``; Newton's quadratic convergence leaves an error far below ``tol``.
+    ``max_iter``: iterations before a :class:`NewtonFailure` (a
+    :class:`~kanedyn.SimulationError`; :func:`run` then halves the step).
+    ``closures``: loop-closing joints (:func:`~kanedyn.simulation.conserving.formulation.redundant`).
+    """
+
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = None):
+        self.red = redundant(model, closures)
+        self.tol, self.max_iter = tol, max_iter
+        self.redundant_rows: bool | None = None  # decided at the first step
+
+    def step(
+        self,
+        x0: Array,
+        v0: Array,
+        h: float,
+        lam: Array | None = None,
+        f: Callable[[Array], Array] | None = None,
+        t: float = 0.0,
+        servo: Any = None,
+        guess: Array | None = None,
+    ) -> StepResult:
+        """One step of size ``h``; ``f`` the generalized loads at the midpoint,
+        ``servo`` (optional) prescribed outputs with their actuators
+        (:class:`~.servo.Servo`): then ``lam`` also holds the actuator efforts.
+        ``guess``: Newton's start for ``x_{n+1}`` (default ``x_n + h v_n``; the run
+        passes ``x_n + h v_{n-½}``, because the nodal rates of the massless augmented
+        coordinates carry the alternating mode of ``v_{n+1} = 2Δx/h - v_n``)."""
+        red = self.red
+        nx, nc = red.nx, red.nc
+        ns = 0 if servo is None else servo.n
+        f = f if f is not None else (lambda z: np.zeros(nx))
+        dx = h * v0 if guess is None else guess - x0
+        lam = np.zeros(nc + ns) if lam is None else lam.copy()
+        cons = red.constraints
+        if self.redundant_rows is None:
+            # rows that depend on each other (a planar loop closed by a spatial hinge): the
+            # Newton system is then singular in λ alone, and solved by least squares
+            self.redundant_rows = bool(np.linalg.matrix_rank(cons.jacobian(x0)) < nc)
+        K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        for it in range(1, self.max_iter + 1):
+            x1 = x0 + dx
+            z = x0 + 0.5 * dx
+            r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
+            r_x = balance(red, x0, v0, dx, h, f) + G_d.T @ lam[:nc]
+            A = np.zeros((nx + nc + ns, nx + nc + ns))
+            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z)
+            A[:nx, nx : nx + nc] = G_d.T
+            A[nx : nx + nc, :nx] = G
+            rhs = np.concatenate((r_x, r_c))
+            if servo is not None:
+                r_x = r_x - servo.B @ lam[nc:]
+                A[:nx, nx + nc :] = -servo.B
+                A[nx + nc :, :nx] = servo.Y
+                rhs = np.concatenate((r_x, r_c, servo.Y @ x1 - servo.target(t + h)))
+            try:
+                # scipy's LAPACK: numpy's threaded solve stalls on a busy machine
+                if self.redundant_rows:
+                    delta = scipy.linalg.lstsq(A, -rhs, check_finite=False, lapack_driver="gelsy")[
+                        0
+                    ]
+                else:
+                    delta = scipy.linalg.solve(A, -rhs, check_finite=False)
+            except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+                raise NewtonFailure(
+                    f"t = {t + h:.6g}: the Newton matrix of the energy-momentum step is "
+                    "singular (redundant constraints, or a massless body free to rotate?)"
+                ) from None
+            dx = dx + delta[:nx]
+            x1 = x0 + dx
+            lam = lam + delta[nx:]
+            if not np.all(np.isfinite(dx)):
+                raise NewtonFailure(f"t = {t + h:.6g}: the state became non-finite")
+            small = np.max(np.abs(delta[:nx])) <= self.tol * max(1.0, np.max(np.abs(x1)))
+            if small and np.max(np.abs(rhs[nx:])) <= self.tol * max(1.0, np.max(np.abs(x1))):
+                return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
+        raise NewtonFailure(
+            f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
+            f"(tol {self.tol:g}); try a smaller dt"
+        )
+
+
+class NullSpaceStepper(Stepper):
+    """The same step reduced by the discrete null-space method (Betsch & Leyendecker
+    2006, §5), for trees.
+
+    The unknowns are ``n`` joint increments ``μ`` (angles and slides add, quaternions
+    turn by ``exp(μ)`` on the right): the **nodal reparametrization**
+    ``x_{n+1} = X(q_n ⊞ μ)`` satisfies every constraint by construction. The balance is
+    premultiplied by a basis ``P_d`` of the null space of ``G_d(x_n, x_{n+1})``, which
+    eliminates the multipliers: ``P_dᵀ r_x(μ) = 0``, ``n`` equations. Newton's matrix
+    ``P_dᵀ (∂r_x/∂x + ∂(G_dᵀλ)/∂x) J`` has the minimal size ``n`` (``J = ∂x/∂μ``; ``λ``
+    from the least-squares fit ``G_dᵀλ ≈ -r_x``, exact at the solution). It solves the
+    same discrete equations as :class:`Stepper`, so it conserves the same quantities.
+    """
+
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = None):
+        if closures or (closures is None and model.loops):
+            raise ModelError(
+                "the null-space reduction reparametrizes a tree; closed loops need reduction='full'"
+            )
+        super().__init__(model, tol, max_iter, ())
+
+    def step(
+        self,
+        x0: Array,
+        v0: Array,
+        h: float,
+        lam: Array | None = None,
+        f: Callable[[Array], Array] | None = None,
+        t: float = 0.0,
+        servo: Any = None,
+        guess: Array | None = None,
+    ) -> StepResult:
+        """One step (arguments as :meth:`Stepper.step`; no servo constraints)."""
+        if servo is not None:
+            raise ModelError("servo constraints need reduction='full'")
+        red = self.red
+        model = red.model
+        f = f if f is not None else (lambda z: np.zeros(red.nx))
+        q0 = joint_positions(red, x0)
+        mu = (
+            np.zeros(model.n)
+            if guess is None
+            else _increment(model, q0, joint_positions(red, guess, q0))
+        )
+        cons = red.constraints
+        K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        for it in range(1, self.max_iter + 1):
+            q1 = _advance(model, q0, mu)
+            x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
+            dx = x1 - x0
+            _, _, G_d, _ = cons.linearize(x0, x1, np.zeros(red.nc))
+            r = balance(red, x0, v0, dx, h, f)
+            J = speed_jacobian(red, x1, partials(model, State(q1, np.zeros(model.n))))
+            lay = model.layout
+            for cols in lay.quat_u:  # ∂ω/∂μ of a quaternion turned by exp(μ): J_r(μ)
+                J[:, cols] = J[:, cols] @ rot.rotvec_rate_matrix(mu[cols])
+            # λ = argmin |r + G_dᵀλ|, and P_d = (U - G_dᵀ(G_d G_dᵀ)⁻¹G_d) J spans null(G_d)
+            GGt = G_d @ G_d.T
+            sol = scipy.linalg.solve(GGt, G_d @ np.column_stack((r, J)), assume_a="pos")
+            lam = -sol[:, 0]
+            K = cons.linearize(x0, x1, lam)[3]
+            P_d = J - G_d.T @ sol[:, 1:]
+            F = P_d.T @ r
+            A = P_d.T @ (K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)) @ J
+            try:
+                delta = scipy.linalg.solve(A, -F, check_finite=False)
+            except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+                raise NewtonFailure(
+                    f"t = {t + h:.6g}: the reduced Newton matrix is singular"
+                ) from None
+            mu = mu + delta
+            if not np.all(np.isfinite(mu)):
+                raise NewtonFailure(f"t = {t + h:.6g}: the state became non-finite")
+            if np.max(np.abs(delta)) <= self.tol * max(1.0, np.max(np.abs(mu))) and np.max(
+                np.abs(F)
+            ) <= self.tol * max(1.0, np.max(np.abs(r))):
+                q1 = _advance(model, q0, mu)
+                x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
+                dx = x1 - x0
+                return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
+        raise NewtonFailure(
+            f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
+            f"(tol {self.tol:g}); try a smaller dt"
+        )
+
+
+def _advance(model: Model, q0: Array, mu: Array) -> Array:
+    """``q0 ⊞ μ``: angles and slides plus their increments; each quaternion turned on the
+    right by the rotation vector of its three increments (Go components)."""
+    lay = model.layout
+    q = q0.copy()
+    q[lay.angle_q] += mu[lay.angle_u]
+    if lay.quat_q.size:
+        q[lay.quat_q] = rot.quat_multiply(q0[lay.quat_q], rot.rotvec_to_quat(mu[lay.quat_u]))
+    return q
+
+
+def _increment(model: Model, q0: Array, q1: Array) -> Array:
+    """The ``μ`` with ``q0 ⊞ μ = q1`` (:func:`_advance` inverted)."""
+    lay = model.layout
+    mu = np.zeros(model.n)
+    mu[lay.angle_u] = q1[lay.angle_q] - q0[lay.angle_q]
+    if lay.quat_q.size:
+        turn = rot.quat_multiply(rot.quat_conjugate(q0[lay.quat_q]), q1[lay.quat_q])
+        mu[lay.quat_u] = rot.quat_to_rotvec(turn)
+    return mu
+
+
+def _unit_quaternions(model: Model, q: Array) -> Array:
+    return joints.normalize_quaternions(NUMPY, model.layout, q)
+
+
+def _load_jacobian(f: Callable[[Array], Array], z: Array) -> Array:
+    """∂f/∂z by central differences with unit step over the coordinates ``f`` depends
+    on (``f.depends_on``, from :func:`generalized_loads`): exact, because those loads are
+    at most quadratic in ``z``."""
+    n = z.size
+    J = np.zeros((n, n))
+    for j in getattr(f, "depends_on", ()):
+        e = np.zeros(n)
+        e[j] = 1.0
+        J[:, j] = 0.5 * (f(z + e) - f(z - e))
+    return J
+
+
+# --------------------------------------------------------------------------- the run
+@attrs.frozen(eq=False)
+class Run:
+    """The director histories of a run: ``t`` (nt,), ``x``, ``v`` (nt, nx), the scheme's
+    ``energy`` (nt,) (kinetic + gravity + springs, :meth:`Redundant.energy`),
+    ``linear_momentum``, ``angular_momentum`` (nt, 3; about N's origin),
+    ``constraint_residual`` (nt,) ``max |c(x)|``, ``dissipated`` (nt,) the cumulated damper
+    work, ``iterations`` (number of steps,) Newton iterations per step (summed over the
+    halves of a step that was split because Newton failed on it)."""
+
+    t: Array
+    x: Array
+    v: Array
+    energy: Array
+    linear_momentum: Array
+    angular_momentum: Array
+    constraint_residual: Array
+    dissipated: Array
+    iterations: Array
+    efforts: Array | None = None
+
+
+def run(
+    model: Model,
+    state: State,
+    t_final: float,
+    dt: float,
+    *,
+    loads: LoadsLike = None,
+    output_every: float | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 15,
+    servo: Any = None,
+    closures: Any = None,
+    reduction: str = "full",
+) -> Run:
+    """Integrate with the energy-momentum step and return the director histories.
+
+    ``closures``: loop-closing joints (:func:`~.formulation.redundant`); ``state`` must
+    then satisfy the loops (assembled). ``reduction``: ``"full"`` (Newton on the system
+    with multipliers, :class:`Stepper`) or ``"null-space"`` (the discrete null-space
+    method, :class:`NullSpaceStepper`; trees only): the same discrete solution."""
+    from kanedyn.simulation.steppers import Schedule
+
+    model.check_state(state)
+    if reduction not in ("full", "null-space"):
+        raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
+    cls = Stepper if reduction == "full" else NullSpaceStepper
+    stepper = cls(model, tol, max_iter, closures)
+    red = stepper.red
+    every = dt if output_every is None else float(output_every)
+    schedule = Schedule.of(t_final, dt, every)
+    x, v = to_redundant(red, state)
+    resid0 = np.max(np.abs(red.constraints(x)), initial=0.0)
+    if resid0 > 1e-8:
+        raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
+    f_static = None if callable(loads) else generalized_loads(red, loads)
+    lam: Array | None = None
+    v_mid: Array | None = None
+
+    def advance(
+        x: Array, v: Array, lam: Array | None, t: float, h: float, f: Any,
+        guess: Array | None, v_mid: Array | None, depth: int,
+    ) -> list[tuple[Array, float, StepResult]]:  # fmt: skip
+        """One step, or (when Newton fails, up to ``MAX_HALVINGS`` times) two half steps:
+        each is an energy-momentum step, so the balance laws hold across the split."""
+        try:
+            return [(x, h, stepper.step(x, v, h, lam, f, t, servo, guess))]
+        except NewtonFailure:
+            if depth >= MAX_HALVINGS or servo is not None:
+                raise
+        first = advance(x, v, lam, t, h / 2, f, predict(x, v_mid, h / 2), v_mid, depth + 1)
+        r1 = first[-1][2]
+        v1 = np.sum([p.dx for _, _, p in first], axis=0) / (h / 2)
+        second = advance(r1.x, r1.v, r1.lam, t + h / 2, h / 2, f,
+                         predict(r1.x, v1, h / 2), v1, depth + 1)  # fmt: skip
+        return first + second
+
+    def predict(x: Array, v_mid: Array | None, h: float) -> Array | None:
+        """Newton's start: ``x + h v_{n-½}`` read as joint coordinates and mapped back to
+        directors, so that it lies on the constraint manifold (a nodal
+        reparametrization of the predictor; Betsch & Leyendecker 2006, §5)."""
+        if v_mid is None:
+            return None
+        q1 = joint_positions(red, x + h * v_mid, joint_positions(red, x))
+        return to_redundant(red, State(_unit_quaternions(model, q1), np.zeros(model.n)))[0]
+
+    f: Callable[[Array], Array] | None
+    ts, xs, vs, dis, its, eff = [0.0], [x], [v], [0.0], [], []
+    dissipated = 0.0
+    for _, t, h, t_next, output in schedule:
+        if callable(loads):
+            q, u = to_joint_coordinates(red, x, v)
+            st = State(q, u)
+            recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q, u))
+            f = generalized_loads(red, recs)
+        else:
+            f = f_static
+        parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
+        for _, hh, part in parts:
+            dissipated += float(part.dx @ (red.damping * part.dx)) / hh
+        res = parts[-1][2]
+        v_mid = np.sum([p.dx for _, _, p in parts], axis=0) / h
+        x, v, lam = res.x, res.v, res.lam
+        its.append(sum(p.iterations for _, _, p in parts))
+        if servo is not None:
+            eff.append(lam[red.nc :].copy())
+        if output:
+            ts.append(t_next)
+            xs.append(x)
+            vs.append(v)
+            dis.append(dissipated)
+    X, V = np.array(xs), np.array(vs)
+    PH = [red.momentum(a, b) for a, b in zip(X, V, strict=True)]
+    return Run(
+        t=np.array(ts),
+        x=X,
+        v=V,
+        energy=np.array([red.energy(a, b) for a, b in zip(X, V, strict=True)]),
+        linear_momentum=np.array([p for p, _ in PH]),
+        angular_momentum=np.array([hh for _, hh in PH]),
+        constraint_residual=np.array([np.max(np.abs(red.constraints(a)), initial=0.0) for a in X]),
+        dissipated=np.array(dis),
+        iterations=np.array(its),
+        efforts=np.array(eff) if servo is not None else None,
+    )
+
+
+def joint_histories(red: Redundant, r: Run) -> tuple[Array, Array]:
+    """The joint coordinates and speeds (nt, nq), (nt, n) of a run's director histories
+    (:func:`~.formulation.to_joint_coordinates`, quaternion signs continuous)."""
+    qs, us = [], []
+    q_prev = None
+    for x, v in zip(r.x, r.v, strict=True):
+        q, u = to_joint_coordinates(red, x, v, q_prev)
+        qs.append(q)
+        us.append(u)
+        q_prev = q
+    return np.array(qs), np.array(us)
+
+
+def simulate_energy_momentum(
+    model: Model, state: State, t_final: float, dt: float, **options: Any
+) -> Any:
+    """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
+    :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates.
+    ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
+    ``max_iter``)."""
+    from kanedyn.simulation.conserving import ConservingTrajectory
+
+    start = _time.perf_counter()
+    r = run(model, state, t_final, dt, **options)  # the model's loop joints included
+    wall = _time.perf_counter() - start
+    q, u = joint_histories(redundant(model), r)
+    q[0], u[0] = state.q, state.u
+    return ConservingTrajectory(
+        model=model, t=r.t, q=q, u=u, formulation="directors",
+        method="energy-momentum", wall_time=wall, steps=len(r.iterations), run=r,
+    )  # fmt: skip
