@@ -1034,14 +1034,16 @@ class KaneEquations:
         """A numeric function ``f_acc(q, u, p=None) -> d/dt[u | s]`` (Cholesky solve of
         ``M ν̇ = forcing``); arguments as for :meth:`lambdify`."""
         f = self.lambdify(params)
+        gimbal3 = bool(self.model.layout.gimbal3.size)  # only then is gimbal lock a cause
 
         def f_acc(q, u, p=None):
             M, F = f(q, u, p)
             try:
                 return scipy.linalg.cho_solve(scipy.linalg.cho_factor(M), F)
             except np.linalg.LinAlgError:
+                where = " (a 3-DOF gimbal at its singular angle?)" if gimbal3 else ""
                 raise ModelError(
-                    "mass matrix is not positive definite (a 3-DOF gimbal at its singular angle?)"
+                    f"mass matrix is not positive definite at q = {q}{where}"
                 ) from None
 
         return f_acc
