@@ -233,19 +233,18 @@ def _loops(mjm: Any, shown: str, notes: list[str]) -> list[Loop]:
             continue
         inner = None if b1 == 0 else body_name(mjm, b1)
         outer = None if b2 == 0 else body_name(mjm, b2)
-        kw: dict[str, Any] = dict(inner_point=p1, outer_point=p2)
-        try:
-            if kind == _WELD and data[10] != 0.0:
-                loops.append(
-                    Loop.weld(name, inner, outer, inner_rotation=R1, outer_rotation=R2.T, **kw)
+        kw: dict[str, Any] = dict(inner=inner, outer=outer, inner_point=p1, outer_point=p2)
+        if kind == _WELD and data[10] != 0.0:  # Loop.weld: no rotational freedom
+            kw.update(inner_rotation=R1, outer_rotation=R2.T)
+        else:  # Loop.spherical
+            if kind == _WELD:
+                notes.append(
+                    f'{where}: torquescale="0" leaves the rotation free; imported as a '
+                    "spherical loop"
                 )
-            else:
-                if kind == _WELD:
-                    notes.append(
-                        f'{where}: torquescale="0" leaves the rotation free; imported as a '
-                        "spherical loop"
-                    )
-                loops.append(Loop.spherical(name, inner, outer, **kw))
+            kw.update(rot_type="spherical", rot_dof=3)
+        try:
+            loops.append(Loop(name, **kw))
         except ModelError as exc:
             raise FileFormatError(f"{where}: {exc}") from None
     return loops
