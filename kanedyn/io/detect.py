@@ -16,9 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from numpy import zeros as np_zeros
-
-from kanedyn.errors import FileFormatError
+from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.model import Model, State
 
 __all__ = ["detect_format", "read_model"]
@@ -78,7 +76,8 @@ def read_model(path: str | os.PathLike[str]) -> tuple[Model, State]:
     """Read a model file of any supported format and return ``(model, initial state)``.
 
     TOML gives its ``[initial]`` state, 42 its initial attitude and joint state, URDF
-    ``model.initial_state()``, and MJCF MuJoCo's initial ``qpos0`` (zero speeds).
+    ``model.initial_state()``, and MJCF MuJoCo's initial ``qpos0`` (zero speeds),
+    assembled when its equalities made loops (:func:`kanedyn.io.mjcf.initial_state`).
     """
     from kanedyn.io.fortytwo import read_42
     from kanedyn.io.toml import read_toml_case
@@ -91,10 +90,13 @@ def read_model(path: str | os.PathLike[str]) -> tuple[Model, State]:
         model = read_urdf(path)
         return model, model.initial_state()
     if fmt == "mjcf":
-        from kanedyn.io.mjcf import _mujoco, read_mjcf, state_from_mujoco
+        from kanedyn.io.mjcf import _mujoco, initial_state, read_mjcf
 
         mjm = _mujoco().MjModel.from_xml_path(os.fspath(path))
         model = read_mjcf(path, mj_model=mjm)
-        return model, state_from_mujoco(model, mjm, mjm.qpos0, np_zeros(mjm.nv))
+        try:
+            return model, initial_state(model, mjm)
+        except ModelError as exc:
+            raise FileFormatError(f"{os.fspath(path)}: initial state: {exc}") from None
     case = read_toml_case(path)
     return case.model, case.state

@@ -29,10 +29,34 @@ from their geoms; kanedyn reads the compiled ``mjModel``
 * gravity ``opt.gravity``; joint damping ``dof_damping`` and stiffness
   ``jnt_stiffness``; ``range`` becomes the joint's :class:`~kanedyn.JointLimits`.
 * sites become :class:`~kanedyn.Frame` records named after them.
+* equality constraints that are joints between bodies become loops
+  (:class:`~kanedyn.Loop`, named after the equality, ``"equality<i>"`` if unnamed),
+  with MuJoCo's constraint equations (``mj_instantiateEquality``): body1 is the loop's
+  inner side, body2 its outer side, the world N.
+
+  ============================  ===================================================
+  MuJoCo                        kanedyn
+  ============================  ===================================================
+  ``connect`` (body semantic)   ``Loop.spherical``: the point ``eq_data[0:3]`` of
+                                body1 on the point ``eq_data[3:6]`` of body2 (MuJoCo's
+                                compiler finds the latter at ``qpos0``)
+  ``weld`` (body semantic)      ``Loop.weld``: Gi at ``relpose``'s position
+                                ``eq_data[3:6]`` in body1, turned by its quaternion
+                                ``eq_data[6:10]``; Go at ``anchor`` ``eq_data[0:3]`` in
+                                body2, along body2's axes (``R_N_B2 = R_N_B1 R_rel``)
+  ``connect`` / ``weld`` with   the same, at the two sites (the weld makes the two
+  ``site1`` and ``site2``       site frames coincide)
+  ``weld`` ``torquescale="0"``  ``Loop.spherical`` (MuJoCo then leaves the rotation free)
+  ============================  ===================================================
+
+  MuJoCo's equality constraints are soft (``solref``, ``solimp``); kanedyn's loops are
+  exact. An equality with ``active="false"`` is not imported (a note says so). The
+  configuration ``qpos0`` may not close the loops (a ``relpose`` or sites that do not
+  meet there): :func:`initial_state` assembles it.
 
 Not modelled, each reported with an :class:`~kanedyn.io.UnsupportedFeatureWarning`:
-equality constraints (closed loops; reported until kanedyn's loops import them),
-tendons, actuators, armature of ball and free joints, a spring reference other than ``ref``, friction loss, fluid forces
+``joint`` equalities (a polynomial coupling of joint coordinates, ``polycoef``), ``tendon``
+and ``flex`` equalities (the model is the tree and loops without them), tendons, actuators, armature of ball and free joints, a spring reference other than ``ref``, friction loss, fluid forces
 (density, viscosity, wind), gravity compensation and free-joint springs. Contacts are
 not modelled (kanedyn has no collision detection).
 """
@@ -40,6 +64,7 @@ not modelled (kanedyn has no collision detection).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -47,14 +72,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import FileFormatError, KanedynError, ModelError
 from kanedyn.io.urdf import axis_frame, build_model, is_singular
-from kanedyn.model import Body, Frame, Joint, JointLimits, Model, Rotor, State
+from kanedyn.model import Body, Frame, Joint, JointLimits, Loop, Model, Rotor, State
 from kanedyn.spatial import rotation as rot
 
-__all__ = ["read_mjcf", "speeds_from_mujoco", "state_from_mujoco"]
+__all__ = ["initial_state", "read_mjcf", "speeds_from_mujoco", "state_from_mujoco"]
 
 Array = NDArray[np.float64]
 
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
+_CONNECT, _WELD = 0, 1  # mjtEq
+_OBJ_SITE = 6  # mjtObj.mjOBJ_SITE (else mjOBJ_BODY)
 
 
 def _mujoco() -> Any:
@@ -154,11 +181,73 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
                 rotation=_R(mjm.site_quat[s]),
             )
         )
+    loops = _loops(mjm, shown, notes)
     _report(mjm, shown, notes)
     if not bodies:
         raise FileFormatError(f"{shown}: the model has no bodies besides the world")
 
-    return build_model(shown, bodies, joints, np.array(mjm.opt.gravity), frames, notes)
+    return build_model(shown, bodies, joints, np.array(mjm.opt.gravity), frames, notes, loops=loops)
+
+
+def _loops(mjm: Any, shown: str, notes: list[str]) -> list[Loop]:
+    """The loops of MuJoCo's ``connect`` and ``weld`` equalities; notes for the others.
+
+    The points and frames are those of MuJoCo's ``mj_instantiateEquality`` (body
+    semantic: ``connect`` puts ``eq_data[0:3]`` of body1 on ``eq_data[3:6]`` of body2;
+    ``weld`` puts ``eq_data[3:6]`` of body1 on ``eq_data[0:3]`` of body2 with
+    ``q2 = q1 ⊗ eq_data[6:10]``; site semantic: the two sites coincide, in position, and
+    for ``weld`` in orientation).
+    """
+    mujoco = _mujoco()
+    loops: list[Loop] = []
+    for i in range(mjm.neq):
+        kind = int(mjm.eq_type[i])
+        kname = mujoco.mjtEq(kind).name.removeprefix("mjEQ_").lower()
+        name = mjm.equality(i).name or f"equality{i}"
+        where = f"{shown}: equality {name!r} ({kname})"
+        if kind not in (_CONNECT, _WELD):
+            what = {
+                "joint": "a polynomial coupling of joint coordinates (polycoef) is not a "
+                "joint between bodies, so kanedyn's loops cannot express it",
+                "tendon": "tendons are not modelled",
+            }.get(kname, "kanedyn models no flexible bodies")
+            notes.append(f"{where} not imported: {what}; the model is without it")
+            continue
+        if not mjm.eq_active0[i]:
+            notes.append(f'{where} is inactive (active="false"); not imported')
+            continue
+        data = np.array(mjm.eq_data[i], dtype=float)
+        o1, o2 = int(mjm.eq_obj1id[i]), int(mjm.eq_obj2id[i])
+        if int(mjm.eq_objtype[i]) == _OBJ_SITE:
+            b1, b2 = int(mjm.site_bodyid[o1]), int(mjm.site_bodyid[o2])
+            p1, p2 = np.array(mjm.site_pos[o1]), np.array(mjm.site_pos[o2])
+            R1, R2 = _R(mjm.site_quat[o1]), _R(mjm.site_quat[o2])
+        elif kind == _CONNECT:
+            b1, b2, p1, p2 = o1, o2, data[0:3], data[3:6]
+            R1 = R2 = np.eye(3)
+        else:
+            b1, b2, p1, p2 = o1, o2, data[3:6], data[0:3]
+            R1, R2 = _R(data[6:10]), np.eye(3)
+        if b1 == b2:
+            notes.append(f"{where} joins body {body_name(mjm, b1)!r} to itself; ignored")
+            continue
+        inner = None if b1 == 0 else body_name(mjm, b1)
+        outer = None if b2 == 0 else body_name(mjm, b2)
+        kw: dict[str, Any] = dict(inner=inner, outer=outer, inner_point=p1, outer_point=p2)
+        if kind == _WELD and data[10] != 0.0:  # Loop.weld: no rotational freedom
+            kw.update(inner_rotation=R1, outer_rotation=R2.T)
+        else:  # Loop.spherical
+            if kind == _WELD:
+                notes.append(
+                    f'{where}: torquescale="0" leaves the rotation free; imported as a '
+                    "spherical loop"
+                )
+            kw.update(rot_type="spherical", rot_dof=3)
+        try:
+            loops.append(Loop(name, **kw))
+        except ModelError as exc:
+            raise FileFormatError(f"{where}: {exc}") from None
+    return loops
 
 
 def _joint(
@@ -231,18 +320,6 @@ def _joint(
 
 def _report(mjm: Any, shown: str, notes: list[str]) -> None:
     """Notes for the parts of the mjModel kanedyn does not model."""
-    if mjm.neq:
-        mujoco = _mujoco()
-        kinds = sorted(
-            {
-                mujoco.mjtEq(int(mjm.eq_type[i])).name.removeprefix("mjEQ_").lower()
-                for i in range(mjm.neq)
-            }
-        )
-        notes.append(
-            f"{shown}: {mjm.neq} equality constraint(s) ({', '.join(kinds)}) not imported: "
-            "the model is the open tree without them"
-        )
     if mjm.ntendon:
         notes.append(f"{shown}: {mjm.ntendon} tendon(s) not modelled; ignored")
     if mjm.nu:
@@ -292,3 +369,31 @@ def state_from_mujoco(model: Model, mjm: Any, qpos: ArrayLike, qvel: ArrayLike) 
         else:
             q[idx] = qpos[a] - mjm.qpos0[a]
     return State(q, speeds_from_mujoco(model, mjm, qvel))
+
+
+def initial_state(
+    model: Model,
+    mjm: Any,
+    qpos: ArrayLike | None = None,
+    qvel: ArrayLike | None = None,
+    *,
+    fix: Iterable[int | str] = (),
+) -> State:
+    """The state of MuJoCo's ``(qpos, qvel)`` (default ``qpos0`` at rest), loops closed.
+
+    With loops, the state is assembled (:meth:`~kanedyn.Model.assemble`): Newton's
+    minimum-norm correction moves the coordinates as little as possible onto
+    ``Φ(q) = 0``, and the speeds onto ``A u = 0``. MuJoCo gives every joint a ``qpos``,
+    so no joint is singled out by default; name the joints to keep in ``fix``. A model
+    whose equalities hold at ``qpos0`` (``connect`` and ``weld`` without ``relpose``:
+    MuJoCo's compiler takes the second point and the relative pose there) is unchanged.
+
+    Raises
+    ------
+    ModelError
+        A loop cannot close from this configuration (naming it).
+    """
+    qpos = mjm.qpos0 if qpos is None else qpos
+    qvel = np.zeros(mjm.nv) if qvel is None else qvel
+    state = state_from_mujoco(model, mjm, qpos, qvel)
+    return model.assemble(state, fix=fix) if model.loops else state

@@ -53,7 +53,7 @@ import os
 import re
 import warnings
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -63,7 +63,7 @@ import numpy as np
 
 from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.io.fortytwo import UnsupportedFeatureWarning
-from kanedyn.model import Body, Frame, Joint, JointLimits, Model
+from kanedyn.model import Body, Frame, Joint, JointLimits, Loop, Model
 from kanedyn.spatial.inertia import composite_mass_properties, validate_inertia
 from kanedyn.spatial.rotation import euler_to_dcm
 
@@ -451,12 +451,13 @@ def build_model(
     frames: list[Frame],
     notes: list[str],
     locate: Callable[[str], FileFormatError] | None = None,
+    loops: Sequence[Loop] = (),
 ) -> Model:
     """The Model of an imported file, its mass matrix checked, its notes warned about
     (from the caller of the reader). ``locate(message)`` turns a model error into a
     file error at the element it names (default: the file alone)."""
     try:
-        model = Model(bodies, joints, gravity=gravity, frames=frames)
+        model = Model(bodies, joints, gravity=gravity, frames=frames, loops=loops)
     except ModelError as exc:
         if locate is None:
             raise FileFormatError(f"{shown}: {exc}") from None

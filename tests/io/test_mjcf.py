@@ -175,10 +175,13 @@ def test_model_from_the_mujoco_wheel():
     if not path.exists():
         pytest.skip("the mujoco wheel has no testdata/model.xml")
     with pytest.warns(UnsupportedFeatureWarning) as record:
-        read_mjcf(path)
+        looped = read_mjcf(path)
     text = " | ".join(str(w.message) for w in record)
-    for part in ("equality constraint", "tendon", "actuator", "fluid", "gravcomp", "springref"):
+    for part in ("tendon", "actuator", "fluid", "gravcomp", "springref"):
         assert part in text, part
+    # its <weld body1="world" body2="cylinder"/> is a weld loop from N
+    (weld,) = looped.loops
+    assert (weld.inner, weld.outer, weld.ndof) == (None, "cylinder", 0)
     spec = mujoco.MjSpec.from_file(str(path))
     for j in spec.joints:
         if j.type == mujoco.mjtJoint.mjJNT_BALL:
@@ -230,6 +233,7 @@ def test_mjcf_errors(tmp_path):
 
 
 def test_equality_constraints_are_reported(tmp_path):
+    """A connect becomes a loop; a joint coupling is reported (more in test_mjcf_loops)."""
     path = tmp_path / "loop.xml"
     path.write_text("""
 <mujoco>
@@ -240,7 +244,10 @@ def test_equality_constraints_are_reported(tmp_path):
   <equality><connect body1="a" body2="b" anchor="1 0 0"/><joint joint1="ja" joint2="jb"/></equality>
 </mujoco>""")
     with pytest.warns(
-        UnsupportedFeatureWarning, match=r"2 equality constraint\(s\) \(connect, joint\)"
+        UnsupportedFeatureWarning, match=r"equality 'equality1' \(joint\) not imported"
     ):
         model = read_mjcf(path)
     assert model.n == 2
+    assert [(lp.name, lp.inner, lp.outer, lp.rot_type) for lp in model.loops] == [
+        ("equality0", "a", "b", "spherical")
+    ]
