@@ -15,6 +15,7 @@ import pytest
 import kanedyn as kd
 from kanedyn.dynamics import loops
 from tests.loop_oracles import SpatialRevoluteDAE
+from tests.test_mbs_benchmarks import n_four_bar
 
 
 def slider_crank_with_prismatic_loop():
@@ -608,31 +609,6 @@ def test_kane_problem_forms_velocity_constraints_from_configuration_constraints(
 
 
 # --------------------------------------------------------------------------- IFToMM A02
-def n_four_bar(N, L=1.0, m=1.0, g=9.81):
-    """The N-four-bar mechanism of the IFToMM benchmark library (problem A02): N + 1
-    vertical rods on ground pivots 1 m apart, joined at their tops by N horizontal rods
-    (1 m, 1 kg each): N parallelograms in a row, one DOF. Coupler k hangs on rod k - 1;
-    the loop "b{k}" pins it to rod k."""
-    up = kd.euler_to_dcm("123", (0, 0, np.pi / 2))
-    I = m * L**2 / 12
-
-    def rod(name):
-        return kd.Body(name, mass=m, inertia=kd.inertia_tensor(1e-6, I, I), com=(L / 2, 0, 0))
-
-    bodies, joints, lps = [], [], []
-    for k in range(N + 1):
-        bodies.append(rod(f"v{k}"))
-        joints.append(kd.Joint.revolute(f"p{k}", None, f"v{k}", axis=3,
-                                        inner_point=(k * L, 0, 0), inner_rotation=up))  # fmt: skip
-    for k in range(1, N + 1):
-        bodies.append(rod(f"h{k}"))
-        joints.append(kd.Joint.revolute(f"a{k}", f"v{k - 1}", f"h{k}", axis=3,
-                                        inner_point=(L, 0, 0), inner_rotation=up.T))  # fmt: skip
-        lps.append(kd.Loop.revolute(f"b{k}", f"h{k}", f"v{k}", axis=3,
-                                    inner_point=(L, 0, 0), outer_point=(L, 0, 0)))  # fmt: skip
-    return kd.Model(bodies, joints, loops=lps, gravity=(0, -g, 0), planar=True)
-
-
 @pytest.mark.parametrize(
     ("N", "t_final"), [(2, 3.0), pytest.param(5, 10.0, marks=pytest.mark.slow)]
 )
