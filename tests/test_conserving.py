@@ -475,6 +475,7 @@ def _rk4_step_for(model, state, T, target=1e-6):
     order = np.log(errs[-2] / errs[-1]) / np.log(hs[-2] / hs[-1])
     assert 3.5 < order < 6.0  # RK4 in its asymptotic range (pre-asymptotic: faster)
     h_star = hs[-1] * (target / errs[-1]) ** (1.0 / order)
+    h_star = T / np.ceil(T / h_star)  # a whole number of steps in T
     q = kd.simulate(model, state, T, h_star, output_every=T, progress=False).q[-1]
     ref = kd.simulate(model, state, T, h_star / 4, output_every=T, progress=False).q[-1]
     assert np.max(np.abs(q - ref)) < 1.5 * target
