@@ -56,7 +56,7 @@ print(f"RK4 at {h_rk4:.4f} s: error {np.max(np.abs(coarse.q[-1] - fine.q[-1])):.
 dt, T = 10 * h_rk4, 100 * 10 * h_rk4  # 100 steps
 rk4 = kd.simulate(robot, state, T, dt, progress=False)
 em = kd.simulate(robot, state, T, dt, method="energy-momentum", progress=False)
-ref = kd.simulate(robot, state, T, dt / 16, output_every=dt, progress=False)
+ref = kd.simulate(robot, state, T, dt / 8, output_every=dt, progress=False)
 E0 = ref.total_energy[0]
 for name, tr in (("RK4", rk4), ("energy-momentum", em)):
     print(f"{name:>16}: energy change {np.max(np.abs(tr.total_energy - E0)) / E0:.1e} "
