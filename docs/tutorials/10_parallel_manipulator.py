@@ -1,0 +1,1 @@
+../../notebooks/10_parallel_manipulator.py
