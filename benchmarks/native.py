@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -38,12 +39,12 @@ def python_backend() -> Iterator[None]:
 
 
 def bare_kernel(cm: kd.CompiledModel, state: kd.State) -> Callable[[], Any]:
-    """The native ``rhs`` at ``state`` with its buffer addresses bound: the kernel alone."""
+    """The native ``rhs`` at ``state`` on its bound buffers (``rhs_bound``, the call the
+    public one-state path makes): the kernel alone, with ctypes' cost of one call."""
     nc = cm.native
     assert nc is not None
     nc.rhs_qu(state.q, state.u)
-    f, args = nc._rhs, (nc._ax, nc._azeros, nc._ap, nc._aout)
-    return lambda: f(*args)
+    return nc._rhs_bound
 
 
 def scalar_rate(per_call: Callable[[Callable[[], Any], int], float]) -> float:
@@ -123,7 +124,8 @@ def thread_scaling(n: int, B: int, repeats: int) -> dict[str, Any]:
     assert nc is not None
     states = models.random_states(model, B, np.random.default_rng(5))
     X = np.ascontiguousarray(np.concatenate((states.q, states.u), axis=1))
-    row: dict[str, Any] = {"workload": f"chain n = {n}, B = {B}", "n": n, "B": B}
+    row: dict[str, Any] = {"workload": f"chain n = {n}, B = {B}", "n": n, "B": B,
+                           "load_average": list(os.getloadavg())}  # fmt: skip
     steps = 100
     out = np.empty((1, B, X.shape[1]))
     for threads in (1, 2):

@@ -1,4 +1,4 @@
-"""kanedyn against its peers: ``python -m benchmarks.run [--quick] [--out DIR]``.
+"""kanedyn against its peers: ``python -m benchmarks.run [--quick] [--only SECTION] [--out DIR]``.
 
 kanedyn's columns: ``dense`` (the NumPy engine, ``kd.forward_dynamics``), ``python``
 (the compiled engine's generated Python), ``native`` (its machine code through the
@@ -45,6 +45,8 @@ from kanedyn.dynamics.loads import joint_spring_forces  # noqa: E402
 
 TOLERANCE = 1e-10
 CHAINS = (1, 2, 5, 10, 20, 50)
+#: the sections of a run, for ``--only``
+SECTIONS = ("single", "derivatives", "threads", "batched", "explorer")
 SPACECRAFT = (3, 6, 12)
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -299,7 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         help="Explorer-1 run length, s (default 20000)",
     )
     ap.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON results")
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=SECTIONS,
+        help="run only this section (repeatable; default all): " + ", ".join(SECTIONS),
+    )
     args = ap.parse_args(argv)
+    only = set(args.only or SECTIONS)
     repeats = args.repeats or (3 if args.quick else 15)
     versions = available()
     for name, version in versions.items():
@@ -311,44 +320,55 @@ def main(argv: list[str] | None = None) -> int:
     peers = {name: PEERS[name] for name, v in versions.items() if v}
     names = list(peers)
 
-    chains = (1, 2, 5, 10) if args.quick else CHAINS
-    crafts = (3,) if args.quick else SPACECRAFT
-    rows = [single_state(models.chain(n), f"chain n = {n}", peers, repeats) for n in chains]
-    rows += [
-        single_state(models.spacecraft(k), f"spacecraft k = {k}", peers, repeats) for k in crafts
-    ]
-    rows.append(single_state(kd.examples.explorer1(), "Explorer-1", peers, repeats))
-    rate = native_bench.scalar_rate(per_call) if kd.compiled.native.unavailable() is None else 0.0
-    print(f"\nscalar double rate (fmul, fadd): {rate / 1e9:.2f} G operations/s")
-    print("\nForward dynamics, one state (median CPU µs per call):\n")
-    print(table(rows, names, rate))
+    native = kd.compiled.native.unavailable() is None
+    rows: list[dict[str, Any]] = []
+    rate = 0.0
+    if "single" in only:
+        chains = (1, 2, 5, 10) if args.quick else CHAINS
+        crafts = (3,) if args.quick else SPACECRAFT
+        rows = [single_state(models.chain(n), f"chain n = {n}", peers, repeats) for n in chains]
+        rows += [
+            single_state(models.spacecraft(k), f"spacecraft k = {k}", peers, repeats)
+            for k in crafts
+        ]
+        rows.append(single_state(kd.examples.explorer1(), "Explorer-1", peers, repeats))
+        rate = native_bench.scalar_rate(per_call) if native else 0.0
+        print(f"\nscalar double rate (fmul, fadd): {rate / 1e9:.2f} G operations/s")
+        print("\nForward dynamics, one state (median CPU µs per call):\n")
+        print(table(rows, names, rate))
 
-    drows = []
-    if kd.compiled.native.unavailable() is None:
+    drows: list[dict[str, Any]] = []
+    if native and "derivatives" in only:
         drows = [native_bench.derivatives(n, peers, interleaved, repeats)
                  for n in ((2, 5) if args.quick else (2, 5, 10))]  # fmt: skip
         print("\nExact derivatives ∂ν̇/∂q, ∂ν̇/∂u, ∂ν̇/∂τ (median CPU µs per call):\n")
         print(derivative_table(drows))
+    trows: list[dict[str, Any]] = []
+    if native and "threads" in only:
         trows = [native_bench.thread_scaling(10, 2000 if args.quick else 20000, repeats)]
-        print("\nNative batches on 1 and 2 threads (wall clock):\n")
+        load = ", ".join(f"{x:.2f}" for x in trows[0]["load_average"])
+        print(f"\nNative batches on 1 and 2 threads (wall clock; load average {load}):\n")
         print(thread_table(trows))
 
-    sizes = ((10, 1000),) if args.quick else ((10, 1000), (10, 10000), (50, 1000), (50, 10000))
-    brows = [
-        batched(models.chain(n), f"chain n = {n}", B, peers, max(3, repeats // 3)) for n, B in sizes
-    ]
-    brows += [dispersed(kd.examples.explorer1(), "Explorer-1", 1000, max(3, repeats // 3))]
-    print("\nBatched forward dynamics (states per CPU second):\n")
-    print(batch_table(brows, names))
+    brows: list[dict[str, Any]] = []
+    if "batched" in only:
+        sizes = ((10, 1000),) if args.quick else ((10, 1000), (10, 10000), (50, 1000), (50, 10000))
+        brows = [batched(models.chain(n), f"chain n = {n}", B, peers, max(3, repeats // 3))
+                 for n, B in sizes]  # fmt: skip
+        brows += [dispersed(kd.examples.explorer1(), "Explorer-1", 1000, max(3, repeats // 3))]
+        print("\nBatched forward dynamics (states per CPU second):\n")
+        print(batch_table(brows, names))
 
     t_final = args.explorer_t_final or (200.0 if args.quick else 20000.0)
     # the dense engine over a 1/50 slice (its full run takes minutes), then the full run
-    longs = [explorer_run(t_final / 50.0, "dense"),
-             explorer_run(t_final / 10.0, "compiled", python=True),
-             explorer_run(t_final, "compiled"),
-             explorer_run(t_final / 50.0, "dense", "msd"),
-             explorer_run(t_final / 10.0, "compiled", "msd", python=True),
-             explorer_run(t_final, "compiled", "msd")]  # fmt: skip
+    longs: list[dict[str, Any]] = []
+    if "explorer" in only:
+        longs = [explorer_run(t_final / 50.0, "dense"),
+                 explorer_run(t_final / 10.0, "compiled", python=True),
+                 explorer_run(t_final, "compiled"),
+                 explorer_run(t_final / 50.0, "dense", "msd"),
+                 explorer_run(t_final / 10.0, "compiled", "msd", python=True),
+                 explorer_run(t_final, "compiled", "msd")]  # fmt: skip
     print()
     for long in longs:
         print(f"{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "
@@ -362,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "environment": environment(), "single_state": rows,
                                 "batched": brows, "explorer1": longs,
                                 "scalar_rate": rate, "derivatives": drows,
-                                "threads": trows if drows else []}, indent=2))  # fmt: skip
+                                "threads": trows}, indent=2))  # fmt: skip
     print(f"\nwritten {path}")
     return 0
 

@@ -151,6 +151,25 @@ def test_forward_dynamics_takes_arrays_and_checks_them_once():
         cm.forward_dynamics("state")
 
 
+def test_one_state_fast_path_returns_fresh_arrays_and_defers_other_inputs():
+    """The one-state path writes into buffers of the compiled code: each call must return
+    its own array, and inputs it does not take (other dtypes, a State of the wrong size)
+    go to the general path, which converts or names the error."""
+    model = kd.examples.chain(3, spatial=True)
+    cm = kd.compile_model(model)
+    s1, s2 = draw_state(model, 3, 1.0), draw_state(model, 4, 1.0)
+    a1 = cm.forward_dynamics(s1)
+    a2 = cm.forward_dynamics(s2.q, s2.u)
+    np.testing.assert_allclose(a1, kd.forward_dynamics(model, s1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a2, kd.forward_dynamics(model, s2), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(cm.forward_dynamics(s1.q.astype(np.float32), s1.u), cm.forward_dynamics(
+        s1.q.astype(np.float32).astype(float), s1.u))  # fmt: skip
+    qi, ui = np.array([1, 0, 0, 0, 0, 0]), np.array([1, 2, 3, 0, 0, 0])
+    assert np.array_equal(cm.forward_dynamics(qi, ui), cm.forward_dynamics(qi * 1.0, ui * 1.0))
+    with pytest.raises(ModelError, match="state"):
+        cm.forward_dynamics(kd.State(np.zeros(model.nq + 1), s1.u))
+
+
 def test_singular_mass_matrix_is_found_by_the_kernel():
     """At a 3-DOF gimbal's singular angle the pivot is zero: the native kernel returns
     inf or NaN, and each native call raises the singular-mass-matrix ModelError."""

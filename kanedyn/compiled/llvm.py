@@ -11,6 +11,9 @@ for one model, lock set and formulation:
     (``[ν̇ | q̇]``, or ``[ẏ | q̇ | ν]`` for MSD).
 ``i32 rhs(x, e, p, out)``
     the kernel, then 1 if an output is not finite (a zero pivot gives inf or NaN).
+``i32 rhs_bound()``
+    ``rhs`` on the four buffers whose addresses the caller stored once in the global
+    ``bound`` (``[x, e, p, out]``): the one-state call, with no arguments to convert.
 ``i64 rhs_batch(X, E, P, OUT, B, e_step, p_step)``
     the kernel on B rows of ``X``; member b reads ``E + b e_step``, ``P + b p_step``;
     returns 1 + the first member with a non-finite output, or 0.
@@ -153,6 +156,7 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         "declare double @llvm.sqrt.f64(double)",
         kernel,
         _rhs(n_out),
+        _RHS_BOUND,
         _rhs_batch(nx, n_out),
         _rk4(nx, n_out, perm, quats),
         _rk4_batch(nx),
@@ -169,6 +173,25 @@ def _rhs(n_out: int) -> str:
         ["define i32 @rhs(ptr %x, ptr %e, ptr %p, ptr %out) nounwind {", "entry:", *b.lines,
          f"  ret i32 {r}", "}"]
     )  # fmt: skip
+
+
+#: ``rhs`` on the four buffers whose addresses the caller stores once in ``@bound``
+#: (x, e, p, out): a call with no arguments, for the one-state path, where converting
+#: four pointer arguments costs the caller (ctypes) more than a small kernel
+_RHS_BOUND = """@bound = global [4 x ptr] zeroinitializer
+
+define i32 @rhs_bound() nounwind {
+entry:
+  %x = load ptr, ptr @bound
+  %ae = getelementptr inbounds [4 x ptr], ptr @bound, i64 0, i64 1
+  %e = load ptr, ptr %ae
+  %ap = getelementptr inbounds [4 x ptr], ptr @bound, i64 0, i64 2
+  %p = load ptr, ptr %ap
+  %aout = getelementptr inbounds [4 x ptr], ptr @bound, i64 0, i64 3
+  %out = load ptr, ptr %aout
+  %r = call i32 @rhs(ptr %x, ptr %e, ptr %p, ptr %out)
+  ret i32 %r
+}"""
 
 
 def _rhs_batch(nx: int, n_out: int) -> str:

@@ -143,6 +143,7 @@ def _store(path: Path, data: bytes) -> None:
 _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
 _RHS = ctypes.CFUNCTYPE(ctypes.c_int32, _P, _P, _P, _P)
+_RHS_BOUND = ctypes.CFUNCTYPE(ctypes.c_int32)
 _RHS_BATCH = ctypes.CFUNCTYPE(_I64, _P, _P, _P, _P, _I64, _I64, _I64)
 _RK4 = ctypes.CFUNCTYPE(_I64, _P, _P, _P, _I64, ctypes.c_double, _I64, _I64, _P, _I64)
 _RK4_BATCH = ctypes.CFUNCTYPE(
@@ -160,7 +161,9 @@ class NativeCode:
     parameter inputs, ``n_out`` outputs; ``from_cache`` says whether the object code was
     loaded from the disk cache.
 
-    The single-state calls (:meth:`rhs`) use buffers owned by this object: they are
+    The single-state calls (:meth:`rhs_into`, :meth:`rhs_qu`, and ``_rhs_bound``, the
+    kernel on these buffers with no efforts, called without arguments; see
+    :func:`kanedyn.compiled.llvm.module`) use buffers owned by this object: they are
     not to be called from two threads at once. :meth:`rhs_batch` and :meth:`rk4_batch`
     take their own arrays and run concurrently.
     """
@@ -203,6 +206,10 @@ class NativeCode:
         self._ax, self._ae, self._aout = _addr(self._x), _addr(self._e), _addr(self._out)
         self._ap = _addr(self.params)
         self._azeros = _addr(self._zeros)
+        # rhs_bound: rhs on (x, no efforts, parameter row 0, out), no arguments to convert
+        bound = (ctypes.c_void_p * 4).from_address(self.engine.get_global_value_address("bound"))
+        bound[:] = [self._ax, self._azeros, self._ap, self._aout]
+        self._rhs_bound = _RHS_BOUND(get("rhs_bound"))
 
     # -- one state ------------------------------------------------------------------
     def rhs_into(self, x: Any, e: Any = None) -> bool:
@@ -220,7 +227,7 @@ class NativeCode:
         """:meth:`rhs_into` at coordinates ``q`` and speeds (or momenta) ``u``."""
         self._x[: self.nq] = q
         self._x[self.nq : self.nx] = u
-        return not self._rhs(self._ax, self._azeros, self._ap, self._aout)
+        return not self._rhs_bound()
 
     @property
     def out(self) -> Array:

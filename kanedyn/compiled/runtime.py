@@ -153,14 +153,11 @@ class CompiledModel:
             Wrong shapes, a non-finite state, or a singular mass matrix (the kernel
             checks its outputs; a non-finite output is then traced to its cause).
         """
-        nc = self._code.native
-        if nc is not None and self.batch is None and self.formulation == "kane":
-            # the common case, one state: shapes here, values in the kernel
-            q, v = (state.q, state.u) if u is None and type(state) is State else (state, u)
-            if v is not None and np.shape(q) == (nc.nq,) and np.shape(v) == (nc.n,):
-                if not nc.rhs_qu(q, v):
-                    _raise_not_finite(np.concatenate((np.ravel(q), np.ravel(v))))
-                return nc.out[: nc.n].copy()
+        single = self._code.single
+        if single is not None:
+            acc = single(state, u)  # the common case: one State or q, u of float64
+            if acc is not None:
+                return acc
         if self.formulation != "kane":
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
@@ -279,6 +276,46 @@ def _raise_not_finite(x: Array) -> None:
     raise ModelError(SINGULAR_MASS_MATRIX)
 
 
+def _single_state(nc: native_backend.NativeCode) -> Callable[[Any, Any], Array | None]:
+    """``single(state, u)``: Kane's ``ν̇`` (n,) for a :class:`~kanedyn.State`
+    (``u`` None) or for ``q``, ``u`` given as float64 arrays of shapes (nq,), (n,);
+    None for anything else (the general path of :meth:`CompiledModel.forward_dynamics`
+    then checks it and says what is wrong).
+
+    This is the per-call cost of the public one-state call, so it does only what it
+    must: the kernel is called through ``rhs_bound`` (its buffer addresses stored in
+    the module once, so the call converts no arguments) and the views of its buffers
+    are bound once here; a call checks types and shapes by identity and tuple comparison,
+    copies ``q`` and ``u`` into the input buffer, calls the kernel (which checks that
+    its outputs are finite) and copies the n accelerations out, the one allocation.
+    """
+    nq, n = nc.nq, nc.n
+    fn = nc._rhs_bound
+    xq, xu, acc = nc._x[:nq], nc._x[nq : nq + n], nc._out[:n]
+    shape_q, shape_u = (nq,), (n,)
+    f8, ndarray = np.dtype(np.float64), np.ndarray
+
+    def single(state: Any, u: Any) -> Array | None:
+        if u is None:
+            if type(state) is not State:
+                return None
+            q, u = state.q, state.u  # float64 arrays by construction
+            if q.shape != shape_q or u.shape != shape_u:
+                return None
+        else:
+            q = state
+            if (type(q) is not ndarray or type(u) is not ndarray or q.shape != shape_q
+                    or u.shape != shape_u or q.dtype is not f8 or u.dtype is not f8):  # fmt: skip
+                return None
+        xq[...] = q
+        xu[...] = u
+        if fn():
+            _raise_not_finite(np.concatenate((q, u)))
+        return acc.copy()
+
+    return single
+
+
 def _threads(B: int) -> int:
     """Threads for a batch of B single evaluations: one below 64 members."""
     return 1 if B < 64 else native_backend.default_threads()
@@ -323,12 +360,15 @@ class _Code:
         self.why_python = why
         self.native_with_loads: native_backend.NativeCode | None = None  # on first use
         self.native: native_backend.NativeCode | None = None
+        self.single: Callable[[Any, Any], Array | None] | None = None
         if native:
             tr = traced(model, locked, False, msd, params, efforts=True)
             pv = np.column_stack(values) if values else None
             self.native = native_backend.build(
                 tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv
             )
+            if not msd and params is None:
+                self.single = _single_state(self.native)
 
     def derivatives(self, model: Model, locked: frozenset[int]) -> Callable[[Array, Array], Any]:
         """``f(x, tau)``: the outputs of
