@@ -67,7 +67,7 @@ from kanedyn.model import Body, Frame, Joint, JointLimits, Loop, Model
 from kanedyn.spatial.inertia import composite_mass_properties, validate_inertia
 from kanedyn.spatial.rotation import euler_to_dcm
 
-_HUGE = 1e100  # kg, kg m^2: larger mass properties are refused (they overflow)
+_HUGE = 1e100  # kg, kg m^2, m: larger mass properties and lengths are refused (they overflow)
 __all__ = ["URDF_GRAVITY", "read_urdf", "rpy_to_dcm"]
 
 #: principal moments above -_ROUND_OFF (kg·m²) count as zero
@@ -175,6 +175,9 @@ def _origin(doc: _Doc, parent: ET.Element, owner: tuple[Any, ...]) -> tuple[np.n
         return np.zeros(3), np.eye(3)
     xyz = _floats(doc, el, "xyz", 3, (0.0, 0.0, 0.0), owner)
     rpy = _floats(doc, el, "rpy", 3, (0.0, 0.0, 0.0), owner)
+    if float(np.max(np.abs(xyz))) > _HUGE:
+        # lever arms this long overflow the parallel-axis terms and the kinematics
+        raise doc.error(el, f"xyz {xyz.tolist()} m is beyond {_HUGE:g} m: not a physical value")
     return xyz, rpy_to_dcm(rpy)
 
 

@@ -186,6 +186,8 @@ FOUND = [
     ("toml", "quaternion = [0, 0, 0, 1]", "quaternion = [1e308, 0, 0, 1]"),
     ("toml", "mass_kg = 20.0", "mass_kg = " + "9" * 400),
     ("urdf", 'ixx="0.5" ixy="0"', 'ixx="1e308" ixy="0"'),
+    # a lever arm of 1e308 m overflowed the parallel-axis shift into NaN (LinAlgError)
+    ("urdf", '<origin xyz="0 0 0.1"/>', '<origin xyz="1e308 0 0.1"/>'),
 ]
 
 

@@ -20,6 +20,7 @@ linear and angular momentum are conserved to the Newton tolerance.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import attrs
 import numpy as np
@@ -81,16 +82,10 @@ class ConservingTrajectory(Trajectory):
         return self.run
 
     @cached_property
-    def kinetic_energy(self) -> NDArray[np.float64]:
-        """``½ vᵀ M v`` at each output, (nt,) [J]."""
+    def _derived(self) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
+        """Kinetic energy ``½ vᵀ M v``, gravity and spring energy, P and H of the director
+        state at each output: what :class:`~kanedyn.Trajectory`'s ``kinetic_energy``,
+        ``potential_energy``, ``linear_momentum`` and ``angular_momentum`` read."""
         M = redundant(self.model).M
-        return np.einsum("ti,ij,tj->t", self._run.v, M, self._run.v) * 0.5
-
-    @cached_property
-    def potential_energy(self) -> NDArray[np.float64]:
-        """Gravity and spring energy at each output, (nt,) [J]."""
-        return self._run.energy - self.kinetic_energy
-
-    @cached_property
-    def _momenta(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        return self._run.linear_momentum, self._run.angular_momentum
+        T = np.einsum("ti,ij,tj->t", self._run.v, M, self._run.v) * 0.5
+        return T, self._run.energy - T, self._run.linear_momentum, self._run.angular_momentum
