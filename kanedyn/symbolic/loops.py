@@ -25,7 +25,7 @@ import sympy as sm
 from kanedyn import joints
 from kanedyn.dynamics.loops import loop_plan
 from kanedyn.errors import ModelError
-from kanedyn.symbolic.arithmetic import exact
+from kanedyn.symbolic.arithmetic import exact, exact_rotation
 
 if TYPE_CHECKING:
     from kanedyn.symbolic.kane import KaneEquations
@@ -86,9 +86,9 @@ def loop_constraints(eom: KaneEquations) -> LoopConstraints:
     Phi, A, b = [], [], []
     for c in range(pl.m):
         bi, bo = body(int(pl.bi[c])), body(int(pl.bo[c]))
-        y_i = bi["R"] * sm.Matrix([exact(x) for x in pl.y_B[c]])
+        y_i = bi["R"] * sm.Matrix(list(exact_rotation(pl.y_B[c])))
         if pl.rot[c]:
-            x_o = bo["R"] * sm.Matrix([exact(x) for x in pl.x_B[c]])
+            x_o = bo["R"] * sm.Matrix(list(exact_rotation(pl.x_B[c])))
             phi, nvec, bias = joints.loop_rotation(
                 _vec(x_o), _vec(y_i), _vec(bi["w"]), _vec(bo["w"]), _vec(bi["al"]), _vec(bo["al"])
             )
