@@ -179,6 +179,7 @@ class _Folder:
         self.where: list[tuple[sm.Symbol, Any]] = []
         self._names: set[str] = set()
         self._sums: dict[sm.Basic, sm.Symbol] = {}
+        self._count = 0
 
     def _tidy(self, e: Any) -> Any:
         if self.simplify and _size(e) <= 4 * self.fold:
@@ -217,6 +218,7 @@ class _Folder:
     def _split(self, value: Any, first: int) -> Any:
         """Name the largest parenthesized sums of ``value`` (``X_1``, ``X_2``, ...) until
         it fits: for entries built outside the derivation's tape (the loop closure)."""
+        value = value.xreplace(self._sums)
         while not _fits(value, first):
             sums = {
                 x
@@ -228,10 +230,12 @@ class _Folder:
             if not sums:
                 break
             big = max(sums, key=_size)
-            sym = sm.Symbol(f"X_{len(self._sums) + 1}")
-            self._sums[big] = sym
+            self._count += 1
+            sym = sm.Symbol(f"X_{self._count}")
             self._names.add(sym.name)
-            self.where.append((sym, self._split(big, width(latex(sym)) + 2)))
+            definition = self._split(big, width(latex(sym)) + 2)
+            self._sums[big] = sym
+            self.where.append((sym, definition))
             value = value.xreplace({big: sym})
         return value
 
