@@ -25,8 +25,17 @@ The stages are those of Kane & Levinson (1985) and of Stoneking's Kane_NBody sli
 Every entry is shown in the coordinates, speeds and parameters, except that a named
 intermediate of the derivation (the compact form's names: ``R_N_B0_01``, ``omega1_2``,
 ...) whose expression would have more than ``fold`` tree nodes stays a name, defined
-under "where" at the end of the stage that first uses it. So no entry is longer than
-about ``fold`` nodes, whatever the size of the model.
+under "where" at the end of the stage that first uses it. An entry that still does not
+fit in a few lines of :data:`PAGE_WIDTH` printed characters per component names its
+largest written-out intermediates, and then its largest parenthesized sums (``X_1``,
+``X_2``, ...: the loop closure, built outside the tape), until it does; long sums are
+broken between terms, and a column whose rows are too wide for a ``bmatrix`` is shown
+component by component. :meth:`Stages.unfold` substitutes the names back. The sine and
+cosine of a coordinate print as :math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
+
+A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
+equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
+:math:`b` of each constraint row (:mod:`kanedyn.symbolic.loops`).
 
 Each stage renders as Markdown with LaTeX math (:meth:`Stages.markdown`, shown by
 Jupyter), and the whole as a LaTeX document (:meth:`Stages.latex`).
