@@ -158,8 +158,8 @@ def test_stages_fit_on_a_few_pages_and_unfold_to_the_equations():
     parameters: a few pages of Markdown, no source line longer than a page, and every
     folded entry equal to the unfolded equations at random points."""
     rng = np.random.default_rng(7)
-    for model, limit in ((kd.examples.double_pendulum(), 12_000),
-                         (kd.examples.four_bar(), 30_000)):  # fmt: skip
+    for model, limit in ((kd.examples.double_pendulum(), 10_000),
+                         (kd.examples.four_bar(), 20_000)):  # fmt: skip
         sym, _ = symbolic_parameters(model)
         eom = kane(sym)
         st = eom.stages()
@@ -203,6 +203,7 @@ def test_explorer1_stages_keep_to_the_page_and_unfold_to_the_equations():
     eom = kane(sym)
     st = eom.stages()
     md = st.markdown()
+    assert len(md) <= 170_000  # not yet a few pages: see the CHANGELOG
     assert max(len(line) for line in md.splitlines()) <= 400
     rows = dict(st.stages[3].entries)
     rng = np.random.default_rng(3)
