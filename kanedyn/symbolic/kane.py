@@ -337,6 +337,7 @@ def _parameters(model: Model, loads: Loads) -> tuple[sm.Basic, ...]:
     found: set[sm.Basic] = set(loads.constants) | set(loads.inputs)
     arrays = [model.gravity, lay.stiffness, lay.damping, lay.mass, lay.inertia, lay.com]
     arrays += [lay.h_embedded, lay.inner_point, lay.outer_point, lay.R_Bi_Gi, lay.R_Go_Bo]
+    arrays += [x for lp in model.loops for x in (lp.inner_point, lp.outer_point)]
     for arr in arrays:
         for x in np.asarray(arr, dtype=object).ravel():
             if isinstance(x, sm.Basic):

@@ -25,7 +25,7 @@ import sympy as sm
 from kanedyn import joints
 from kanedyn.dynamics.loops import loop_plan
 from kanedyn.errors import ModelError
-from kanedyn.symbolic.arithmetic import exact
+from kanedyn.symbolic.arithmetic import exact, exact_rotation
 
 if TYPE_CHECKING:
     from kanedyn.symbolic.kane import KaneEquations
@@ -73,29 +73,33 @@ def loop_constraints(eom: KaneEquations) -> LoopConstraints:
         return dict(R=der.R_N_B[i], r=der.r[i], com=com[i], w=der.omega[i], v=der.v[i],
                     al=der.alpha_r[i], a=der.a_r[i], Om=Om, V=V)  # fmt: skip
 
-    def point(bd: dict[str, Any], p_B: Any) -> tuple[sm.Matrix, sm.Matrix, sm.Matrix, sm.Matrix]:
+    def point(
+        bd: dict[str, Any], p_B: Any, label: str
+    ) -> tuple[sm.Matrix, sm.Matrix, sm.Matrix, sm.Matrix]:
         """Position, velocity, remainder acceleration and partial velocities of a point
         fixed in the body at ``p_B`` (body axes, from the body-frame origin)."""
-        lever = bd["R"] * (sm.Matrix([exact(c) for c in p_B]) - bd["com"])
+        lever = tape.vec(bd["R"] * (sm.Matrix([exact(c) for c in p_B]) - bd["com"]), label)
         w = bd["w"]
         v = bd["v"] + w.cross(lever)
         a = bd["a"] + bd["al"].cross(lever) + w.cross(w.cross(lever))
         Vp = bd["V"] + sm.Matrix.hstack(*[bd["Om"][:, c].cross(lever) for c in range(n)])
         return bd["r"] + lever, v, a, Vp
 
+    tape = der.tape  # the loop's axes and levers are named intermediates too
     Phi, A, b = [], [], []
     for c in range(pl.m):
         bi, bo = body(int(pl.bi[c])), body(int(pl.bo[c]))
-        y_i = bi["R"] * sm.Matrix([exact(x) for x in pl.y_B[c]])
+        name = pl.names[int(pl.loop[c])]
+        y_i = tape.vec(bi["R"] * sm.Matrix(list(exact_rotation(pl.y_B[c]))), f"y_{name}{c}_")
         if pl.rot[c]:
-            x_o = bo["R"] * sm.Matrix([exact(x) for x in pl.x_B[c]])
+            x_o = tape.vec(bo["R"] * sm.Matrix(list(exact_rotation(pl.x_B[c]))), f"x_{name}{c}_")
             phi, nvec, bias = joints.loop_rotation(
                 _vec(x_o), _vec(y_i), _vec(bi["w"]), _vec(bo["w"]), _vec(bi["al"]), _vec(bo["al"])
             )
             row = sm.Matrix(list(nvec)).T * (bo["Om"] - bi["Om"])
         else:
-            p_i, v_i, a_i, V_i = point(bi, pl.pi_B[c])
-            p_o, v_o, a_o, V_o = point(bo, pl.po_B[c])
+            p_i, v_i, a_i, V_i = point(bi, pl.pi_B[c], f"l_{name}_i_")
+            p_o, v_o, a_o, V_o = point(bo, pl.po_B[c], f"l_{name}_o_")
             phi, mvec, bias = joints.loop_translation(
                 _vec(y_i), _vec(p_o - p_i), _vec(v_o - v_i), _vec(bi["w"]), _vec(bi["al"]),
                 _vec(a_o - a_i),

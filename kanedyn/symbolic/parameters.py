@@ -94,6 +94,22 @@ def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
                 damping=np.array(bs, dtype=object) if dofs else j.damping,
             )
         )
+    loops = []
+    for lp in model.loops:
+        # a loop's points come from the closed geometry: drop round-off (8 ulp of the
+        # point's size) so that an exact zero stays a zero rather than a parameter
+        def point(label: str, v: Any) -> np.ndarray:
+            v = np.asarray(v, dtype=float)
+            tol = 8 * np.finfo(float).eps * max(1.0, float(np.abs(v).max()))
+            return vec(label, np.where(np.abs(v) <= tol, 0.0, v))
+
+        loops.append(
+            attrs.evolve(
+                lp,
+                inner_point=point(f"p_{lp.name}", lp.inner_point),
+                outer_point=point(f"po_{lp.name}", lp.outer_point),
+            )
+        )
     gravity = np.asarray(model.gravity, dtype=float)
     nonzero = np.flatnonzero(gravity)
     if nonzero.size == 1:
@@ -104,4 +120,4 @@ def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
         grav[a] = g if gravity[a] > 0 else -g
     else:
         grav = vec("g", gravity)
-    return Model(bodies, joints, gravity=grav), values
+    return Model(bodies, joints, gravity=grav, loops=loops), values

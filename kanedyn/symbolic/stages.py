@@ -25,8 +25,17 @@ The stages are those of Kane & Levinson (1985) and of Stoneking's Kane_NBody sli
 Every entry is shown in the coordinates, speeds and parameters, except that a named
 intermediate of the derivation (the compact form's names: ``R_N_B0_01``, ``omega1_2``,
 ...) whose expression would have more than ``fold`` tree nodes stays a name, defined
-under "where" at the end of the stage that first uses it. So no entry is longer than
-about ``fold`` nodes, whatever the size of the model.
+under "where" at the end of the stage that first uses it. An entry that still does not
+fit in a few lines of :data:`PAGE_WIDTH` printed characters per component names its
+largest written-out intermediates, and then its largest parenthesized sums (``X_1``,
+``X_2``, ...: the loop closure, built outside the tape), until it does; long sums are
+broken between terms, and a column whose rows are too wide for a ``bmatrix`` is shown
+component by component. :meth:`Stages.unfold` substitutes the names back. The sine and
+cosine of a coordinate print as :math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
+
+A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
+equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
+:math:`b` of each constraint row (:mod:`kanedyn.symbolic.loops`).
 
 Each stage renders as Markdown with LaTeX math (:meth:`Stages.markdown`, shown by
 Jupyter), and the whole as a LaTeX document (:meth:`Stages.latex`).
@@ -34,11 +43,13 @@ Jupyter), and the whole as a LaTeX document (:meth:`Stages.latex`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import sympy as sm
+from sympy.printing.latex import LatexPrinter
 
 __all__ = ["Stage", "Stages", "stages"]
 
@@ -60,28 +71,124 @@ def _size(e: Any) -> int:
     return sum(1 for _ in sm.preorder_traversal(e))
 
 
-def _tex(x: Any) -> str:
-    if isinstance(x, sm.MatrixBase):
-        if x.cols == 1:
-            rows = " \\\\ ".join(sm.latex(e) for e in x)
-            return f"\\begin{{bmatrix}} {rows} \\end{{bmatrix}}"
-    return sm.latex(x)
+#: Width of a page in (estimated) printed characters of math: 17 cm of 10 pt type.
+PAGE_WIDTH = 100
+
+
+class _Printer(LatexPrinter):
+    """sympy's LaTeX, with the textbook's short forms :math:`\\mathrm{s}_k = \\sin q_k`,
+    :math:`\\mathrm{c}_k = \\cos q_k` for the sine and cosine of a coordinate ``q_k``
+    (Kane & Levinson's :math:`s_i`, :math:`c_i`)."""
+
+    def _print_Function(self, e: Any, exp: Any = None) -> str:
+        a = e.args[0] if e.args else None
+        if e.func in (sm.sin, sm.cos) and isinstance(a, sm.Symbol) and a.name.startswith("q_"):
+            s = f"\\mathrm{{{e.func.__name__[0]}}}_{{{a.name[2:].replace('_', ' ')}}}"
+            return s if exp is None else f"{s}^{{{exp}}}"
+        return str(super()._print_Function(e, exp))
+
+
+_PRINTER = _Printer()
+_COMMAND = re.compile(r"\\(left|right|mathrm|begin\{bmatrix\}|end\{bmatrix\}|dot|quad)")
+
+
+def latex(e: Any) -> str:
+    """LaTeX of ``e`` with the short sines and cosines of :class:`_Printer`."""
+    return str(_PRINTER.doprint(e))
+
+
+def width(tex: str) -> int:
+    """Estimated printed width of LaTeX math ``tex``, in characters: commands such as
+    ``\\left``, braces, ``^``, ``_`` and spaces take no room, ``\\sin`` three, any other
+    command one (subscripts count as full characters, which about pays for the spacing
+    around operators)."""
+    t = _COMMAND.sub("", tex)
+    t = re.sub(r"\\(sin|cos|tan)", "xxx", t)
+    t = re.sub(r"\\[a-zA-Z]+", "x", t)
+    return len(re.sub(r"[{}^_ \\]", "", t))
+
+
+def _terms(e: Any) -> list[str]:
+    """The LaTeX of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``)."""
+    e = sm.sympify(e)
+    if not isinstance(e, sm.Add):
+        return [latex(e)]
+    out = []
+    for t in e.as_ordered_terms():
+        tex = latex(t)
+        out.append(tex if tex.startswith("-") else f"+ {tex}")
+    out[0] = out[0].removeprefix("+ ")
+    return out
+
+
+def _lines(e: Any, first: int) -> list[str]:
+    """``e`` broken between its terms into lines of at most ``PAGE_WIDTH`` (the first
+    line has ``first`` characters taken by its left-hand side)."""
+    lines: list[str] = []
+    cur, room = "", PAGE_WIDTH - first
+    for t in _terms(e):
+        if cur and width(cur) + width(t) > room:
+            lines.append(cur)
+            cur, room = "", PAGE_WIDTH - 4
+        cur = f"{cur} {t}".strip()
+    return [*lines, cur]
+
+
+def _fits(e: Any, first: int, max_lines: int = 4) -> bool:
+    """Whether ``e`` (a scalar or a column) prints in at most ``max_lines`` page-wide
+    lines per entry."""
+    for x in e if isinstance(e, sm.MatrixBase) else [e]:
+        ls = _lines(x, first)
+        if len(ls) > max_lines or any(width(x) > PAGE_WIDTH - 4 for x in ls[1:]):
+            return False
+        if width(ls[0]) > PAGE_WIDTH - first:
+            return False
+    return True
+
+
+def display(lhs: str, value: Any) -> str:
+    """``lhs = value`` as the body of one display: a column vector as a ``bmatrix`` with
+    one row per source line when its rows fit on the page, otherwise component by
+    component (``[lhs]_k``) in an ``aligned`` block, long sums broken between terms."""
+    lw = width(lhs) + 2
+    if isinstance(value, sm.MatrixBase) and value.cols == 1:
+        rows = [latex(x) for x in value]
+        if all(width(r) + lw + 2 <= PAGE_WIDTH for r in rows):
+            body = " \\\\\n".join(rows)
+            return f"{lhs} = \\begin{{bmatrix}}\n{body}\n\\end{{bmatrix}}"
+        out = []
+        for k, x in enumerate(value, 1):
+            out += _aligned(f"\\left[{lhs}\\right]_{{{k}}}", x, lw + 4)
+        return "\\begin{aligned}\n" + " \\\\\n".join(out) + "\n\\end{aligned}"
+    if isinstance(value, sm.MatrixBase):
+        return f"{lhs} = {latex(value)}"
+    ls = _lines(value, lw)
+    if len(ls) == 1:
+        return f"{lhs} = {ls[0]}"
+    return "\\begin{aligned}\n" + " \\\\\n".join(_aligned(lhs, value, lw)) + "\n\\end{aligned}"
+
+
+def _aligned(lhs: str, value: Any, first: int) -> list[str]:
+    ls = _lines(value, first)
+    return [f"{lhs} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
 
 
 class _Folder:
     """Explicit forms, with the named intermediates kept as names where they are large:
     an intermediate is written out when its expression has at most ``fold`` nodes, and
-    an entry (or a definition) longer than ``page`` nodes names its largest written-out
-    parts until it fits."""
+    an entry (or a definition) that does not fit in a few page-wide lines per component
+    (:func:`display`) names its largest written-out parts until it fits."""
 
     def __init__(self, eom: Any, fold: int, simplify: bool) -> None:
         self.tape = eom._der.tape
         self.fold = fold
-        self.page = 6 * fold
+        self.page = 4 * fold
         self.simplify = simplify
         self.rule: dict[sm.Basic, Any] = {}
         self.where: list[tuple[sm.Symbol, Any]] = []
         self._names: set[str] = set()
+        self._sums: dict[sm.Basic, sm.Symbol] = {}
+        self._count = 0
 
     def _tidy(self, e: Any) -> Any:
         if self.simplify and _size(e) <= 4 * self.fold:
@@ -100,23 +207,48 @@ class _Folder:
     def _name(self, s: sm.Dummy) -> None:
         """Keep intermediate ``s`` as a name from now on, defined under "where"."""
         sym = self._symbol(s)
-        value = self._fit(self.tape.defs[self.tape.index[s]][1])
+        value = self._fit(self.tape.defs[self.tape.index[s]][1], width(latex(sym)) + 2)
         self.rule[s] = sym
         self.where.append((sym, value))
 
-    def _fit(self, e: sm.Expr) -> Any:
-        """``e`` (in tape names) written out, at most ``page`` nodes where possible."""
+    def _fit(self, e: Any, first: int = 12) -> Any:
+        """``e`` (in tape names) written out, at most ``page`` nodes and a few page-wide
+        lines per component where possible."""
         value = self._tidy(e.xreplace(self.rule))
-        while _size(value) > self.page:
+        while _size(value) > self.page or not _fits(value, first):
             parts = [x for x in e.free_symbols if x in self.tape.index]
             parts = [x for x in parts if not isinstance(self.rule[x], sm.Symbol)]
             if not parts:
-                break
+                return self._split(value, first)
             self._name(max(parts, key=lambda x: _size(self.rule[x])))
             value = self._tidy(e.xreplace(self.rule))
         return value
 
-    def __call__(self, expr: Any) -> Any:
+    def _split(self, value: Any, first: int) -> Any:
+        """Name the largest parenthesized sums of ``value`` (``X_1``, ``X_2``, ...) until
+        it fits: for entries built outside the derivation's tape (the loop closure)."""
+        value = value.xreplace(self._sums)
+        while not _fits(value, first):
+            sums = {
+                x
+                for x in sm.preorder_traversal(value)
+                if isinstance(x, sm.Add) and x not in self._sums and 5 <= _size(x)
+            }
+            tops = set(value if isinstance(value, sm.MatrixBase) else [value])
+            sums -= tops
+            if not sums:
+                break
+            big = max(sums, key=_size)
+            self._count += 1
+            sym = sm.Symbol(f"X_{self._count}")
+            self._names.add(sym.name)
+            definition = self._split(big, width(latex(sym)) + 2)
+            self._sums[big] = sym
+            self.where.append((sym, definition))
+            value = value.xreplace({big: sym})
+        return value
+
+    def __call__(self, expr: Any, first: int = 12) -> Any:
         mat = isinstance(expr, sm.MatrixBase)
         items = list(expr) if mat else [sm.sympify(expr)]
         for s, e in self.tape.needed(items):
@@ -127,8 +259,10 @@ class _Folder:
                 self.rule[s] = value
             else:
                 self._name(s)
-        done = [self._fit(e) for e in items]
-        return sm.ImmutableMatrix(expr.rows, expr.cols, done) if mat else done[0]
+        if mat:
+            whole = self._fit(sm.ImmutableMatrix(expr.rows, expr.cols, items), first)
+            return sm.ImmutableMatrix(whole)
+        return self._fit(items[0], first)
 
 
 @attrs.frozen(eq=False)
@@ -140,13 +274,13 @@ class Stages:
 
     def markdown(self) -> str:
         """Markdown with ``$$ ... $$`` LaTeX math, one section per stage."""
-        out = [f"# Kane's method: {self.name}\n"]
+        out = [f"# Kane's method: {self.name}\n\n{_NOTATION}\n"]
         for k, st in enumerate(self.stages, 1):
             out.append(f"## {k}. {st.title}\n\n{st.text}\n")
-            out += [f"$$ {lhs} = {_tex(v)} $$\n" for lhs, v in st.entries]
+            out += [f"$$\n{display(lhs, v)}\n$$\n" for lhs, v in st.entries]
             if st.where:
                 out.append("where\n")
-                out += [f"$$ {sm.latex(s)} = {_tex(v)} $$\n" for s, v in st.where]
+                out += [f"$$\n{display(latex(s), v)}\n$$\n" for s, v in st.where]
         return "\n".join(out)
 
     def latex(self) -> str:
@@ -158,16 +292,25 @@ class Stages:
             "\\allowdisplaybreaks",
             "\\begin{document}",
             f"\\section*{{Kane's method: {_escape(self.name)}}}",
+            _NOTATION.replace("$$", "$"),
         ]
         for k, st in enumerate(self.stages, 1):
             out.append(f"\\subsection*{{{k}. {_escape(st.title)}}}")
             out.append(_escape(st.text).replace("$$", "$"))
-            out += [f"\\[ {lhs} = {_tex(v)} \\]" for lhs, v in st.entries]
+            out += [f"\\[\n{display(lhs, v)}\n\\]" for lhs, v in st.entries]
             if st.where:
                 out.append("where")
-                out += [f"\\[ {sm.latex(s)} = {_tex(v)} \\]" for s, v in st.where]
+                out += [f"\\[\n{display(latex(s), v)}\n\\]" for s, v in st.where]
         out.append("\\end{document}")
         return "\n".join(out) + "\n"
+
+    def unfold(self, expr: Any) -> Any:
+        """``expr`` (an entry of a stage) with every name defined under "where" replaced
+        by its definition: in coordinates, speeds, their rates and parameters only."""
+        for _, st in reversed(list(enumerate(self.stages))):
+            for s, v in reversed(st.where):
+                expr = expr.xreplace({s: v})
+        return expr
 
     def _repr_markdown_(self) -> str:
         return self.markdown()
@@ -175,6 +318,12 @@ class Stages:
     def __repr__(self) -> str:
         n = sum(len(s.entries) for s in self.stages)
         return f"Stages({self.name!r}, {len(self.stages)} stages, {n} entries)"
+
+
+_NOTATION = (
+    "Short forms: $\\mathrm{s}_k = \\sin q_k$, $\\mathrm{c}_k = \\cos q_k$ for each "
+    "coordinate $q_k$."
+)
 
 
 def _escape(text: str) -> str:
@@ -303,6 +452,28 @@ def stages(eom: Any, *, fold: int = 30, simplify: bool = False) -> Stages:
             rows,
         )
     )
+    if model.loops:
+        lc = eom.loops
+        closure = []
+        for c, name in enumerate(lc.loop):
+            sub = f"{{\\mathrm{{{_escape(name)}}},{c + 1}}}"
+            closure += [
+                (f"\\Phi_{sub}", lc.Phi[c]),
+                (f"\\dot\\Phi_{sub}", (lc.A[c, :] * eom.u)[0]),
+                (f"b_{sub}", lc.b[c]),
+            ]
+        out.append(
+            stage(
+                "Loop closure",
+                "Each closed loop's constraints $\\Phi(q) = 0$ (rotational rows keep an axis "
+                "pair perpendicular, translational rows bring the loop's two points "
+                "together), their rates $\\dot\\Phi = A \\nu = 0$, and the bias $b$ of "
+                "$\\ddot\\Phi = A \\dot\\nu + b = 0$. The tree's equations above hold with "
+                "$\\nu = C \\nu_i$: $C^T (F_r + F^*_r) = 0$ "
+                "(`eom.constrained(independent)`).",
+                closure,
+            )
+        )
     qd = [sm.Symbol(f"\\dot{{{sm.latex(x)}}}") for x in eom.q]
     eqs = [(sm.latex(x), e) for x, e in zip(qd, eom.kinematic_equations, strict=True)]
     out.append(
