@@ -287,7 +287,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     clock = time.perf_counter() - stream.seconds
     with _sigterm_as_interrupt(), np.errstate(all="ignore"):
         output.seed_histories(traj, stream.derived)
-        summary = _summary(traj, label, options, "compiled" if compiled else "dense",
+        summary = _summary(traj, label, options, traj.engine or ("compiled" if compiled else "dense"),
                            free_body(model, loads), timing, error,
                            settings["gravity_source"])  # fmt: skip
         _write_atomic(out / "trajectory.npz", traj.to_npz)
