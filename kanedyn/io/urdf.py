@@ -465,7 +465,7 @@ def build_model(
         if locate is None:
             raise FileFormatError(f"{shown}: {exc}") from None
         raise locate(str(exc)) from None
-    check_mass_matrix(model, shown)
+    check_mass_matrix(model, shown, locate)
     for message in notes:
         warnings.warn(message, UnsupportedFeatureWarning, stacklevel=3)
     return model
@@ -477,11 +477,14 @@ def is_singular(mass: float, inertia: np.ndarray) -> bool:
     return mass == 0.0 or float(np.linalg.eigvalsh(inertia)[0]) <= 1e-9 * scale
 
 
-def check_mass_matrix(model: Model, shown: str) -> None:
+def check_mass_matrix(
+    model: Model, shown: str, locate: Callable[[str], FileFormatError] | None = None
+) -> None:
     """Raise a FileFormatError naming a joint if M is singular at the initial state.
 
     Only models with massless or point-mass bodies can fail; M is factored by Cholesky
-    and the first speed with a vanishing pivot names its joint.
+    and the first speed with a vanishing pivot names its joint (at its line, with
+    ``locate``, as for :func:`build_model`).
     """
     if not any(b.allow_singular for b in model.bodies) or model.n == 0:
         return
@@ -499,11 +502,13 @@ def check_mass_matrix(model: Model, shown: str) -> None:
         eig = float(np.linalg.eigvalsh(M[:r, :r])[0])
         if eig <= 1e-12 * scale:
             k = next(k for k, idx in enumerate(model.layout.u_index) if r - 1 in idx)
-            raise FileFormatError(
-                f"{shown}: joint {model.joints[k].name!r} moves no mass at the initial "
-                "state (the mass matrix is singular): the bodies outboard of it are "
-                "massless or their mass lies on its axis"
+            message = (
+                f"joint {model.joints[k].name!r} moves no mass at the initial state (the "
+                "mass matrix is singular): the bodies outboard of it are massless or their "
+                "mass lies on its axis, or the model's lengths and masses differ by too "
+                "many orders of magnitude"
             )
+            raise FileFormatError(f"{shown}: {message}") if locate is None else locate(message)
 
 
 def _limits(doc: _Doc, el: ET.Element, ndof: int) -> JointLimits | None:

@@ -188,6 +188,8 @@ FOUND = [
     ("urdf", 'ixx="0.5" ixy="0"', 'ixx="1e308" ixy="0"'),
     # a lever arm of 1e308 m overflowed the parallel-axis shift into NaN (LinAlgError)
     ("urdf", '<origin xyz="0 0 0.1"/>', '<origin xyz="1e308 0 0.1"/>'),
+    # a 1e40 m lever arm makes M numerically singular: the error names the joint's line
+    ("urdf", '<origin xyz="0.25 0 0"/>', '<origin xyz="-1e40 0 0"/>'),
 ]
 
 
