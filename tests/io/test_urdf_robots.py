@@ -163,7 +163,10 @@ def test_icub_neck_moves_no_mass():
     w, V = np.linalg.eigh(M)
     assert w[0] < 1e-15 * w[-1]
     assert pm.names[1 + int(np.argmax(np.abs(V[:, 0])))] == "neck_yaw"
-    with pytest.raises(kd.FileFormatError, match=r"icub.urdf: joint 'neck_yaw' moves no mass"):
+    with pytest.raises(
+        kd.FileFormatError,
+        match=r"icub.urdf line \d+: <joint name='neck_yaw'>: joint 'neck_yaw' moves no mass",
+    ):
         load("icub.urdf", False)
 
 
