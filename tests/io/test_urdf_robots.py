@@ -176,7 +176,7 @@ def test_icub_frames_turn_the_right_way(monkeypatch):
     refuses it for dynamics is switched off here: only the kinematics are compared.)"""
     import kanedyn.io.urdf as urdf_module
 
-    monkeypatch.setattr(urdf_module, "check_mass_matrix", lambda model, shown: None)
+    monkeypatch.setattr(urdf_module, "check_mass_matrix", lambda model, shown, locate=None: None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnsupportedFeatureWarning)
         model = read_urdf(ROBOTS / "icub.urdf")
