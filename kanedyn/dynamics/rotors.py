@@ -88,8 +88,14 @@ def refuse_rotors(model: Model, what: str) -> None:
         )
 
 
-def rotor_specs(model: Model) -> list[RotorSpec]:
-    """The rotors of ``model``, with their axes in their carriers' axes."""
+def rotor_specs(model: Model) -> tuple[RotorSpec, ...]:
+    """The rotors of ``model``, with their axes in their carriers' axes: resolved once per
+    model (:meth:`kanedyn.Model.derived`), since every right-hand side asks for them."""
+    specs: tuple[RotorSpec, ...] = model.derived("rotor_specs", _rotor_specs)
+    return specs
+
+
+def _rotor_specs(model: Model) -> tuple[RotorSpec, ...]:
     lay = model.layout
     specs = []
     for k, j in enumerate(model.joints):
@@ -119,7 +125,7 @@ def rotor_specs(model: Model) -> list[RotorSpec]:
                 hinge=j.rot_dof == 1,
             )
         )
-    return specs
+    return tuple(specs)
 
 
 def rotor_terms(
