@@ -47,6 +47,9 @@ class Peer:
     #: kanedyn order by ``pin.computeABADerivatives``, and its bare timed call
     derivatives: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple] | None = None
     timed_derivatives: Callable[[], Any] | None = None
+    #: Pinocchio only: ``(pin_model, pin_data, q_map, v_map)``, kanedyn's index of each
+    #: of Pinocchio's coordinates and speeds, for loops written against Pinocchio itself
+    handles: tuple[Any, ...] = ()
 
 
 def available() -> dict[str, str | None]:
@@ -153,7 +156,7 @@ def pinocchio_peer(model: kd.Model) -> Peer:
         return pin.computeABADerivatives(pm, data, cur["q"], cur["v"], cur["tau"])
 
     return Peer("pinocchio", pin.__version__, accelerations, set_state, timed,
-                derivatives, timed_derivatives)  # fmt: skip
+                derivatives, timed_derivatives, (pm, data, q_map_a, v_map_a))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- MuJoCo

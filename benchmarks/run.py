@@ -37,7 +37,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kanedyn as kd  # noqa: E402
-from benchmarks import models  # noqa: E402
+from benchmarks import models, pin_loop  # noqa: E402
 from benchmarks import native as native_bench  # noqa: E402
 from benchmarks.checks import relative_error  # noqa: E402
 from benchmarks.peers import PEERS, available  # noqa: E402
@@ -369,11 +369,18 @@ def main(argv: list[str] | None = None) -> int:
                  explorer_run(t_final / 50.0, "dense", "msd"),
                  explorer_run(t_final / 10.0, "compiled", "msd", python=True),
                  explorer_run(t_final, "compiled", "msd")]  # fmt: skip
+        if available().get("pinocchio"):
+            longs.append(pin_loop.explorer_rk4(t_final))
     print()
     for long in longs:
         print(f"{long['workload']}: {long['rhs_evaluations']:,} right-hand sides, "
               f"{long['wall_seconds']:.1f} s wall, {long['cpu_seconds']:.1f} s CPU "
               f"({1e6 * long['cpu_seconds_per_rhs']:.2f} µs per right-hand side)")  # fmt: skip
+    by_engine = {(r["engine"], r["formulation"]): r for r in longs if r["t_final"] == t_final}
+    if ("pinocchio", "aba") in by_engine and ("compiled", "kane") in by_engine:
+        ratio = (by_engine[("compiled", "kane")]["cpu_seconds"]
+                 / by_engine[("pinocchio", "aba")]["cpu_seconds"])  # fmt: skip
+        print(f"default engine / Pinocchio with a Python RK4 loop: {ratio:.3f}× CPU")
 
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
