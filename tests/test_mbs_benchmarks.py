@@ -277,6 +277,7 @@ def test_slider_crank_first_second_matches_the_published_solutions():
     np.testing.assert_allclose(traj.t, t_ref[:n], atol=1e-9)
     assert np.abs(x - x_ref[:n]).max() < SC_TOLERANCE
     assert traj.loop_residual.max() < 1e-12
+    assert np.ptp(traj.total_energy) < 1e-8 * np.ptp(traj.kinetic_energy)
     t_m, x_m, angle_m = np.loadtxt(SC_MASARATI, delimiter=",", comments="#").T
     early = t_m <= 0.2
     traj, x, angle = slider_crank_run(0.2, 0.02)
