@@ -446,9 +446,9 @@ def bricard(*, length: float = 1.0, mass: float = 1.0, side: float = 0.1,
     90° and no offset, with ``a₁² + a₃² + a₅² = a₂² + a₄² + a₆²``: Bricard's orthogonal
     case, mobile with one DOF although Grübler's count gives none. The ground joint
     ``"j0"`` and hinges ``"j1"`` ... ``"j4"`` form the tree; the loop ``"j5"`` closes it
-    to the ground: five constraints of rank four (one redundant). Gravity -y, as in the
-    IFToMM benchmark A04 (five 1 m, 1 kg rods of 0.1 m square section, six revolute
-    joints), whose published description this follows.
+    to the ground: five constraints of rank four (one redundant). The defaults and gravity
+    (-y) are those of the IFToMM benchmark A04 (five 1 m, 1 kg rods of 0.1 m square
+    section, six revolute joints); by default the rods stand up from the ground pivots.
 
     ``spec="iftomm"`` builds the benchmark's own configuration (problem A04 of the IFToMM
     / A Coruña library, in the position of its figure, also used by its published
@@ -456,8 +456,9 @@ def bricard(*, length: float = 1.0, mass: float = 1.0, side: float = 0.1,
     (0,0,0) → (1,0,0) → (1,-1,0) → (1,-1,1) → (0,-1,1) → (0,0,1) → (0,0,0) (times
     ``length``): ``rod1`` turns about y at the origin, ``rod5`` about x at ``(0, 0, 1)``,
     and the benchmark's point P3, the hinge ``"j2"`` between ``rod2`` and ``rod3``, is at
-    ``(1, -1, 0)``. Released from rest at ``q = 0`` the
-    mechanism swings under gravity (this position is not an equilibrium).
+    ``(1, -1, 0)``. Released from rest at ``q = 0`` the mechanism swings under gravity
+    (this position is not an equilibrium). ``tests/test_mbs_benchmarks.py`` checks it
+    against the benchmark's published reference curves.
     """
     if spec not in (None, "iftomm"):
         raise ModelError(f"bricard: unknown spec {spec!r} (expected None or 'iftomm')")
