@@ -40,6 +40,8 @@ __all__ = [
     "four_bar",
     "parallel_3rrr",
     "slider_crank",
+    "slider_crank_iftomm",
+    "slider_crank_iftomm_state",
     "double_pendulum",
     "explorer1",
     "explorer1_state",
@@ -343,6 +345,55 @@ def slider_crank(spatial: bool = False, *, crank: float = 0.3, rod: float = 1.0,
                  planar=not spatial)  # fmt: skip
 
 
+def slider_crank_iftomm() -> Model:
+    """The spatial rigid slider-crank of the IFToMM library of multibody benchmarks.
+
+    Gravity 9.81 N/kg along -z. The crank (joint ``"crank"``, 0.08 m, 0.12 kg,
+    ``I_xx = 1e-4`` kg m² about its mass centre at its middle) turns about N's x axis
+    through ``A = (0, 0.1, 0.12)`` and points along +z at ``q = 0``; the connecting rod
+    (0.3 m, 0.5 kg, mass centre at its middle, 4e-4 kg m² about its axis and 4e-3
+    across) hangs on the crank tip ``B`` by a spherical joint (``"rod"``); the slider
+    (2 kg, 1e-4 kg m²) slides along N's x axis through the origin (joint ``"slide"``)
+    and starts at ``C = (0.2, 0, 0)``. The loop ``"pin"`` is a universal joint at C whose
+    axes are the slider's x and the rod-fixed axis across the rod and x at ``q = 0``
+    (along ``x × (C - B)``). The benchmark starts at ``q = 0`` with the crank turning at
+    6 rad/s about +x (:func:`slider_crank_iftomm_state`). The crank's mass-centre
+    position and the universal's axes are not in the data available to us from the
+    specification; these are the choices that reproduce the published solutions (see
+    the verification page).
+    """
+    A = np.array([0.0, 0.1, 0.12])
+    B = A + np.array([0.0, 0.0, 0.08])
+    C = np.array([0.2, 0.0, 0.0])
+    e = (C - B) / 0.3
+    across = np.cross((1.0, 0.0, 0.0), e)
+    across /= np.linalg.norm(across)
+    R_rod = np.column_stack((e, across, np.cross(e, across)))  # rod frame: x along B→C
+    bodies = [
+        Body("crank", mass=0.12, inertia=inertia_tensor(1e-4, 1e-5, 1e-4), com=(0.0, 0.0, 0.04)),
+        Body("rod", mass=0.5, inertia=inertia_tensor(4e-4, 4e-3, 4e-3), com=(0.15, 0.0, 0.0)),
+        Body("slider", mass=2.0, inertia=inertia_tensor(1e-4, 1e-4, 1e-4)),
+    ]
+    joints = [
+        Joint.revolute("crank", None, "crank", axis=1, inner_point=A),
+        Joint.spherical("rod", "crank", "rod", inner_point=(0.0, 0.0, 0.08),
+                        inner_rotation=R_rod),
+        Joint.prismatic("slide", None, "slider", axis=1, inner_point=C),
+    ]  # fmt: skip
+    # the universal: Gi's x is the rod-fixed axis (across), Go's y the slider's x
+    G = np.column_stack((across, (1.0, 0.0, 0.0), np.cross(across, (1.0, 0.0, 0.0))))
+    loop = Loop("pin", "rod", "slider", rot_dof=2, rot_seq="123", inner_point=(0.3, 0.0, 0.0),
+                inner_rotation=R_rod.T @ G, outer_rotation=G.T)  # fmt: skip
+    return Model(bodies, joints, gravity=(0.0, 0.0, -9.81), loops=[loop])
+
+
+def slider_crank_iftomm_state(model: Model) -> State:
+    """The benchmark's initial state: ``q = 0``, the crank turning at 6 rad/s about +x,
+    the other speeds from the loop (``assemble`` with the crank fixed)."""
+    s = model.set_joint(model.initial_state(), "crank", rates=[6.0])
+    return model.assemble(s, fix=["crank"])
+
+
 def parallel_3rrr(*, base: float = 1.0, platform: float = 0.3, link: float = 0.5,
                   mass_per_length: float = 1.0, platform_mass: float = 1.0,
                   gravity: float = 0.0) -> Model:  # fmt: skip
@@ -385,7 +436,7 @@ def parallel_3rrr(*, base: float = 1.0, platform: float = 0.3, link: float = 0.5
 
 
 def bricard(*, length: float = 1.0, mass: float = 1.0, side: float = 0.1,
-            gravity: float = 9.81) -> Model:  # fmt: skip
+            gravity: float = 9.81, spec: str | None = None) -> Model:  # fmt: skip
     """Bricard's orthogonal 6R linkage: five rods and the ground on the edges of a cube.
 
     The six links (the ground edge and five rods ``rod1`` ... ``rod5``, each ``length``
@@ -395,12 +446,25 @@ def bricard(*, length: float = 1.0, mass: float = 1.0, side: float = 0.1,
     90° and no offset, with ``a₁² + a₃² + a₅² = a₂² + a₄² + a₆²``: Bricard's orthogonal
     case, mobile with one DOF although Grübler's count gives none. The ground joint
     ``"j0"`` and hinges ``"j1"`` ... ``"j4"`` form the tree; the loop ``"j5"`` closes it
-    to the ground: five constraints of rank four (one redundant). Gravity -y, as in the
-    IFToMM benchmark A04 (five 1 m, 1 kg rods of 0.1 m square section, six revolute
-    joints), whose published description this follows.
+    to the ground: five constraints of rank four (one redundant). The defaults and gravity
+    (-y) are those of the IFToMM benchmark A04 (five 1 m, 1 kg rods of 0.1 m square
+    section, six revolute joints); by default the rods stand up from the ground pivots.
+
+    ``spec="iftomm"`` builds the benchmark's own configuration (problem A04 of the IFToMM
+    / A Coruña library, in the position of its figure, also used by its published
+    implementations): the rods hang from the ground pivots, the hexagon being
+    (0,0,0) → (1,0,0) → (1,-1,0) → (1,-1,1) → (0,-1,1) → (0,0,1) → (0,0,0) (times
+    ``length``): ``rod1`` turns about y at the origin, ``rod5`` about x at ``(0, 0, 1)``,
+    and the benchmark's point P3, the hinge ``"j2"`` between ``rod2`` and ``rod3``, is at
+    ``(1, -1, 0)``. Released from rest at ``q = 0`` the mechanism swings under gravity
+    (this position is not an equilibrium). ``tests/test_mbs_benchmarks.py`` checks it
+    against the benchmark's published reference curves.
     """
-    V = length * np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 1], [0, 0, 1]],
-                          dtype=float)  # fmt: skip
+    if spec not in (None, "iftomm"):
+        raise ModelError(f"bricard: unknown spec {spec!r} (expected None or 'iftomm')")
+    down = -1.0 if spec == "iftomm" else 1.0
+    V = length * np.array([[0, 0, 0], [1, 0, 0], [1, down, 0], [1, down, 1], [0, down, 1],
+                           [0, 0, 1]], dtype=float)  # fmt: skip
     edges = [V[(i + 1) % 6] - V[i] for i in range(6)]
     axes = [np.cross(edges[i - 1], edges[i]) for i in range(6)]  # at vertex i
     I_t = mass * (length**2 + side**2) / 12.0
