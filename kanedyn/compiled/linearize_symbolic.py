@@ -49,7 +49,7 @@ def _as_floats(X: sm.Matrix, what: str) -> np.ndarray:
 
 
 def linearize_symbolic(
-    problem: Any, op_point: Mapping, inputs: Sequence | None = None
+    problem: Any, op_point: Any, inputs: Sequence | None = None
 ) -> Linearization:
     """Linearize ``problem`` about the numeric ``op_point`` (see :func:`kanedyn.linearize`).
 

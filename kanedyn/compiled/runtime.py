@@ -281,7 +281,9 @@ def _raise_not_finite(x: Array) -> None:
     raise ModelError(SINGULAR_MASS_MATRIX)
 
 
-def _single_state(nc: native_backend.NativeCode | tcc_backend.TccCode) -> Callable[[Any, Any], Array | None]:
+def _single_state(
+    nc: native_backend.NativeCode | tcc_backend.TccCode,
+) -> Callable[[Any, Any], Array | None]:
     """``single(state, u)``: Kane's ``ν̇`` (n,) for a :class:`~kanedyn.State`
     (``u`` None) or for ``q``, ``u`` given as float64 arrays of shapes (nq,), (n,);
     None for anything else (the general path of :meth:`CompiledModel.forward_dynamics`
