@@ -19,25 +19,12 @@ from sympy.physics.mechanics import dynamicsymbols
 import kanedyn as kd
 from kanedyn.errors import ModelError
 from kanedyn.symbolic import KaneProblem, whipple_bicycle
+from tests.symbolic.test_bicycle import M_PUB, TABLE2, V_CAPSIZE, V_WEAVE
 
-# Meijaard et al. (2007), table 2: v (m/s), capsize root, weave real part, weave
-# imaginary part, castering root; and, section 5, the eigenvalues at rest.
-TABLE2 = [
-    (1, -3.13423125066578, 3.52696170990070, 0.80774027519930, -7.11008014637442),
-    (2, -3.07158645641514, 2.68234517512745, 1.68066296590675, -8.67387984831735),
-    (3, -2.63366137253667, 1.70675605663975, 2.31582447384325, -10.35101467245920),
-    (4, -1.42944427361326, 0.41325331521125, 3.07910818603206, -12.15861426576450),
-    (5, -0.32286642900409, -0.77534188219585, 4.46486771378823, -14.07838969279820),
-    (6, -0.00406690076970, -1.52644486584142, 5.87673060598709, -16.08537123098030),
-    (7, 0.10268170574766, -2.13875644258362, 7.19525913329805, -18.15788466125262),
-    (8, 0.14327879765713, -2.69348683581097, 8.46037971396931, -20.27940894394569),
-    (9, 0.15790184030917, -3.21675402252485, 9.69377351531791, -22.43788559040858),
-    (10, 0.16105338653172, -3.72016840437287, 10.90681139476287, -24.62459635017404),
-]
+# Meijaard et al. (2007), table 2 (v, capsize root, weave real and imaginary parts,
+# castering root), the weave and capsize speeds, and the mass matrix of section 5, as
+# typed in from the paper for the symbolic linearizer's own tests.
 AT_REST = [-5.53094371765393, -3.13164324790656, 3.13164324790656, 5.53094371765393]
-V_WEAVE, V_CAPSIZE = 4.29238253634111, 6.02426201538837
-# Section 5: the mass matrix of M q'' + v C1 q' + (g K0 + v^2 K2) q = [T_roll, T_steer].
-M_PUB = np.array([[80.81722, 2.31941332208709], [2.31941332208709, 0.29784188199686]])
 
 
 @pytest.fixture(scope="module")

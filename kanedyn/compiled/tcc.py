@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.compiled.c import function
+from kanedyn.compiled.c import _finite_check, function
 from kanedyn.compiled.kernels import Traced
-from kanedyn.compiled.native import _split
+from kanedyn.compiled.native import KernelCalls
 
 __all__ = ["TccCode", "build", "unavailable"]
 
@@ -168,9 +168,7 @@ int rhs(const double *x, const double *e, const double *p, double *out)
     for (i = 0; i < {n_e}; ++i) ep[i] = e[i];
     for (i = 0; i < {n_p}; ++i) ep[{n_e} + i] = p[i];
     kernel(x, ep, out);
-    for (i = 0; i < {n_out}; ++i)
-        if (!(out[i] - out[i] == 0.0)) return 1;
-    return 0;
+{_finite_check(str(n_out))}
 }}
 
 static const double *bx, *be, *bp;
@@ -198,14 +196,10 @@ long long rhs_batch(const double *X, const double *E, const double *P, double *O
 """
 
 
-def _addr(a: NDArray[Any]) -> int:
-    return int(a.ctypes.data)
-
-
-class TccCode:
+class TccCode(KernelCalls):
     """One traced kernel compiled by libtcc: the one-state and batch calls of
-    :class:`kanedyn.compiled.native.NativeCode` (``rhs_into``, ``rhs_qu``, ``out``,
-    ``rhs_batch``), without its RK4 loops. The single-state calls use buffers owned by
+    :class:`kanedyn.compiled.native.KernelCalls` (``rhs_into``, ``rhs_qu``, ``out``,
+    ``rhs_batch``), without the RK4 loops of the native code. The single-state calls use buffers owned by
     this object and are not to be called from two threads at once."""
 
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, params: Array | None):
@@ -220,64 +214,8 @@ class TccCode:
         self._rhs = _RHS(sym("rhs"))
         self._rhs_batch = _RHS_BATCH(sym("rhs_batch"))
         self._rhs_bound = _RHS_BOUND(sym("rhs_bound"))
-        self.params = (
-            np.zeros((1, max(self.n_p, 1)))
-            if params is None or self.n_p == 0
-            else np.ascontiguousarray(params, dtype=float)
-        )
-        self._x = np.zeros(max(self.nx, 1))
-        self._e = np.zeros(max(n_e, 1))
-        self._out = np.zeros(max(self.n_out, 1))
-        self._zeros = np.zeros(max(n_e, 1))
-        self._ax, self._ae, self._aout = _addr(self._x), _addr(self._e), _addr(self._out)
-        self._ap, self._azeros = _addr(self.params), _addr(self._zeros)
+        self._bind_buffers(params)
         _SET_BOUND(sym("set_bound"))(self._ax, self._azeros, self._ap, self._aout)
-
-    def rhs_into(self, x: Any, e: Any = None) -> bool:
-        """The kernel at state ``x`` with efforts ``e`` (or none), into :attr:`out`;
-        False when an output is not finite."""
-        self._x[: self.nx] = x
-        if e is None:
-            return not self._rhs(self._ax, self._azeros, self._ap, self._aout)
-        self._e[: self.n_e] = e
-        return not self._rhs(self._ax, self._ae, self._ap, self._aout)
-
-    def rhs_qu(self, q: Any, u: Any) -> bool:
-        """:meth:`rhs_into` at coordinates ``q`` and speeds (or momenta) ``u``."""
-        self._x[: self.nq] = q
-        self._x[self.nq : self.nx] = u
-        return not self._rhs_bound()
-
-    @property
-    def out(self) -> Array:
-        """The outputs of the last single-state call (a view of an internal buffer)."""
-        return self._out[: self.n_out]
-
-    def rhs_batch(self, X: Array, E: Array | None = None, threads: int = 1) -> tuple[Array, int]:
-        """As :meth:`kanedyn.compiled.native.NativeCode.rhs_batch`."""
-        X = np.ascontiguousarray(X, dtype=float)
-        B = X.shape[0]
-        OUT = np.empty((B, self.n_out))
-        if E is None:
-            E_, estep = self._zeros, 0
-        else:
-            E_, estep = np.ascontiguousarray(E, dtype=float), self.n_e
-        pstep = self.n_p if self.params.shape[0] > 1 else 0
-
-        def run(lo: int, hi: int) -> int:
-            if hi <= lo:
-                return 0
-            r = int(
-                self._rhs_batch(
-                    _addr(X) + 8 * lo * self.nx, _addr(E_) + 8 * lo * estep,
-                    self._ap + 8 * lo * pstep, _addr(OUT) + 8 * lo * self.n_out, hi - lo,
-                    estep, pstep,
-                )
-            )  # fmt: skip
-            return lo + r if r else 0
-
-        bad = [r for r in _split(run, B, threads) if r]
-        return OUT, (min(bad) if bad else 0)
 
 
 def build(traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]] = (),
