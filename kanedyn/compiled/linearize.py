@@ -104,9 +104,9 @@ def linearize(
         For a ``Model``, joint names: ``B`` has one column per DOF of each (the
         generalized force of a :class:`kanedyn.JointLoad` on it). For a symbolic
         problem, specified symbols (constants or functions of time in its loads), one
-        column each, at the operating value 0 unless ``state`` gives one. When omitted,
-        no columns (for ``KaneEquations``: its ``inputs``, the functions of time in its
-        loads).
+        column each, at the operating value 0 (for ``KaneEquations``, the value ``state``
+        gives, if any). When omitted, no columns (for ``KaneEquations``: its ``inputs``,
+        the functions of time in its loads).
 
     Returns
     -------

@@ -62,7 +62,8 @@ def linearize_symbolic(
         solved from the constraints).
     inputs : sequence, optional
         Specified symbols (constants or functions of time in the loads) that become
-        the columns of ``B``, at the operating value 0 unless ``op_point`` gives one.
+        the columns of ``B``, at the operating value 0 (for ``KaneEquations``, the value
+        ``op_point`` gives, if any).
         Omitted: none for a ``KaneProblem``; for ``KaneEquations``, its ``inputs``
         (the functions of time in its loads), as in :func:`kanedyn.symbolic.linearize`.
 
