@@ -24,18 +24,19 @@ import numpy as np
 
 import kanedyn as kd
 from benchmarks import models
-from kanedyn.compiled import native
+from kanedyn.compiled import native, tcc
 
 
 @contextlib.contextmanager
 def python_backend() -> Iterator[None]:
     """``compile_model``'s automatic choice made to fall back to the Python back end."""
-    original = native.unavailable
+    original, original_tcc = native.unavailable, tcc.unavailable
     native.unavailable = lambda: "the Python back end, for comparison"
+    tcc.unavailable = lambda: "the Python back end, for comparison"
     try:
         yield
     finally:
-        native.unavailable = original
+        native.unavailable, tcc.unavailable = original, original_tcc
 
 
 def bare_kernel(cm: kd.CompiledModel, state: kd.State) -> Callable[[], Any]:

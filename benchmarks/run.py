@@ -5,7 +5,8 @@ kanedyn's columns: ``dense`` (the NumPy engine, ``kd.forward_dynamics``), ``pyth
 public ``cm.forward_dynamics``) and ``kernel`` (the native kernel alone, buffers bound);
 ``limit`` is the kernel's operation count at the machine's measured scalar rate
 (:func:`benchmarks.native.scalar_rate`). Also: exact derivatives against
-``pin.computeABADerivatives``, and thread scaling of the native batches.
+``pin.computeABADerivatives``, thread scaling of the native batches, and the tcc
+fallback's kernel (:mod:`kanedyn.compiled.tcc`) against the native one and ``pin.aba``.
 
 For every workload the peers' accelerations are first checked against kanedyn's (1e-10
 relative); then each engine is timed in blocks, the engines interleaved block by block,
@@ -46,7 +47,7 @@ from kanedyn.dynamics.loads import joint_spring_forces  # noqa: E402
 TOLERANCE = 1e-10
 CHAINS = (1, 2, 5, 10, 20, 50)
 #: the sections of a run, for ``--only``
-SECTIONS = ("single", "derivatives", "threads", "batched", "explorer")
+SECTIONS = ("single", "derivatives", "threads", "tcc", "batched", "explorer")
 SPACECRAFT = (3, 6, 12)
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -246,6 +247,50 @@ def table(rows: list[dict[str, Any]], peer_names: list[str], rate: float) -> str
     return "\n".join(lines)
 
 
+def tcc_kernels(model: kd.Model, label: str, peers: dict, repeats: int) -> dict[str, Any]:
+    """The one-state kernel on its bound buffers (``rhs_bound``): the tcc fallback's
+    against the native one and ``pin.aba``, same model and state, checked first."""
+    state = models.random_state(model, np.random.default_rng(1))
+    t0 = time.process_time()
+    ct = kd.compile_model(model, backend="tcc")
+    build = time.process_time() - t0
+    cn = kd.compile_model(model, backend="native")
+    tc = ct._code.tcc
+    assert tc is not None
+    want = cn.forward_dynamics(state)
+    err = float(np.max(np.abs(ct.forward_dynamics(state) - want))) / max(
+        1.0, float(np.max(np.abs(want)))
+    )
+    if err > TOLERANCE:
+        raise SystemExit(f"tcc, {label}: disagrees with the native kernel ({err:.2e})")
+    tc.rhs_qu(state.q, state.u)
+    fns: dict[str, Callable[[], Any]] = {
+        "tcc": tc._rhs_bound,
+        "native": native_bench.bare_kernel(cn, state),
+    }
+    if "pinocchio" in peers:
+        peer = peers["pinocchio"](model)
+        peer.set_state(state.q, state.u, joint_spring_forces(model, state.q, state.u))
+        fns["pinocchio"] = peer.timed
+    return {"workload": label, "n": model.n, "ops": tc.n_ops, "build_seconds": build,
+            "error": err, "seconds": interleaved(fns, repeats)}  # fmt: skip
+
+
+def tcc_table(rows: list[dict[str, Any]]) -> str:
+    head = ["workload", "n", "ops", "tcc kernel µs", "native kernel µs", "pin.aba µs",
+            "tcc / native", "tcc / pin.aba", "tcc compile ms"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        s = r["seconds"]
+        pin = s.get("pinocchio")
+        cells = [r["workload"], str(r["n"]), str(r["ops"]), f"{1e6 * s['tcc']:.2f}",
+                 f"{1e6 * s['native']:.2f}", f"{1e6 * pin:.2f}" if pin else "—",
+                 f"{s['tcc'] / s['native']:.1f}×", f"{s['tcc'] / pin:.2f}×" if pin else "—",
+                 f"{1e3 * r['build_seconds']:.0f}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def batch_table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
     head = ["workload", "dense states/s", "python states/s", "native states/s"]
     head += [f"{p} loop states/s" for p in peer_names]
@@ -350,6 +395,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nNative batches on 1 and 2 threads (wall clock; load average {load}):\n")
         print(thread_table(trows))
 
+    tcc_rows: list[dict[str, Any]] = []
+    if native and "tcc" in only and kd.compiled.tcc.unavailable() is None:
+        tcc_models = [
+            (models.chain(n), f"chain n = {n}") for n in ((10,) if args.quick else (10, 50))
+        ]
+        tcc_models.append((kd.examples.explorer1(), "Explorer-1"))
+        tcc_rows = [tcc_kernels(m, label, peers, repeats) for m, label in tcc_models]
+        print("\nThe tcc fallback's kernel (median CPU µs per call):\n")
+        print(tcc_table(tcc_rows))
+
     brows: list[dict[str, Any]] = []
     if "batched" in only:
         sizes = ((10, 1000),) if args.quick else ((10, 1000), (10, 10000), (50, 1000), (50, 10000))
@@ -389,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "environment": environment(), "single_state": rows,
                                 "batched": brows, "explorer1": longs,
                                 "scalar_rate": rate, "derivatives": drows,
-                                "threads": trows}, indent=2))  # fmt: skip
+                                "threads": trows, "tcc": tcc_rows}, indent=2))  # fmt: skip
     print(f"\nwritten {path}")
     return 0
 

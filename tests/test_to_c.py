@@ -97,11 +97,12 @@ def test_c_derivatives_equal_native_derivatives(built):
 @needs_cc
 def test_c_rk4_steps_equal_kd_simulate(built, monkeypatch):
     """Ten C steps reproduce ten steps of kd.simulate on the Python engine, bit for bit."""
-    from kanedyn.compiled import native
+    from kanedyn.compiled import native, tcc
 
     model, lib, _ = built
     state = draw_state(model, 3, 1.0)
     monkeypatch.setattr(native, "unavailable", lambda: "test")
+    monkeypatch.setattr(tcc, "unavailable", lambda: "test")
     traj = kd.simulate(model, state, 0.1, 0.01, progress=False)
     x = np.concatenate((state.q, state.u))
     tau = np.zeros(model.n)

@@ -33,7 +33,8 @@ steady spin).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -58,6 +59,9 @@ class Linearization:
     eigenvector per column) of ``A``; ``state_names`` (2n) name the entries of ``δx``
     (``joint.angle0``, ``joint.theta0``, ``joint.d0``, then the speeds ``joint.w0``,
     ``joint.s0``), ``input_names`` (m) the columns of ``B`` (``joint.tau0``, ...).
+    For a symbolic problem (:func:`linearize` of a ``KaneProblem``), ``δx = [δq_i | δu_i]``
+    is named by its symbols (``q2``, ``u5``), the inputs likewise, and ``state`` is the
+    complete operating point, floats by the problem's symbols.
     """
 
     A: Array
@@ -66,7 +70,7 @@ class Linearization:
     modes: NDArray[np.complex128]
     state_names: tuple[str, ...]
     input_names: tuple[str, ...]
-    state: State
+    state: State | Mapping[Any, float]
 
 
 def _E(q: Array) -> Array:
@@ -74,30 +78,59 @@ def _E(q: Array) -> Array:
     return np.column_stack([charts.quat_rate(q, w) for w in np.eye(3)])
 
 
-def linearize(model: Model, state: State, inputs: Sequence[str] | None = None) -> Linearization:
-    """Linearize the equations of motion (Kane's, the compiled engine's) about ``state``.
+def linearize(
+    model: Any, state: State | Mapping[Any, Any], inputs: Sequence[Any] | None = None
+) -> Linearization:
+    """Linearize the equations of motion about ``state``.
+
+    A :class:`~kanedyn.Model` is linearized from the exact derivatives of the compiled
+    engine's traced equations (Kane's). A symbolic problem, a
+    :class:`kanedyn.symbolic.KaneProblem` (which may carry configuration and
+    nonholonomic motion constraints, such as the Whipple bicycle's rolling) or the
+    :class:`kanedyn.symbolic.KaneEquations` of :func:`kanedyn.symbolic.kane`, is
+    linearized by :func:`kanedyn.symbolic.linearize` (constraints perturbed with the
+    equations, Peterson, Gede & Hubbard 2015) and evaluated at the numeric operating
+    point (:mod:`kanedyn.compiled.linearize_symbolic`). Both return the same record.
 
     Parameters
     ----------
-    model : Model
-    state : State
-        The operating point; need not be an equilibrium.
-    inputs : sequence of str, optional
-        Joint names: ``B`` has one column per DOF of each (the generalized force of a
-        :class:`kanedyn.JointLoad` on it); no columns when omitted.
+    model : Model, KaneProblem or KaneEquations
+    state : State or mapping
+        The operating point; need not be an equilibrium. For a ``Model``, a
+        :class:`~kanedyn.State`. For a symbolic problem, numbers by its symbols: every
+        independent coordinate and speed and every parameter (dependent coordinates
+        and speeds may be omitted: they are solved from the constraints).
+    inputs : sequence, optional
+        For a ``Model``, joint names: ``B`` has one column per DOF of each (the
+        generalized force of a :class:`kanedyn.JointLoad` on it). For a symbolic
+        problem, specified symbols (constants or functions of time in its loads), one
+        column each, at the operating value 0 (for ``KaneEquations``, the value ``state``
+        gives, if any). When omitted, no columns (for ``KaneEquations``: its ``inputs``,
+        the functions of time in its loads).
 
     Returns
     -------
     Linearization
-        ``A``, ``B``, eigenvalues and modes, in the minimal state of the module
-        docstring (one coordinate per speed; spherical joints by attitude error).
+        ``A``, ``B``, eigenvalues and modes: for a ``Model`` in the minimal state of the
+        module docstring (one coordinate per speed; spherical joints by attitude
+        error), for a symbolic problem in ``x = [q_i; u_i]`` (independent coordinates,
+        then independent speeds).
 
     Raises
     ------
     ModelError
-        A bad state, a joint name not in the model, or a model the compiled engine
-        cannot take (:func:`kanedyn.compiled.supports`).
+        A bad state, a joint name not in the model, a model the compiled engine
+        cannot take (:func:`kanedyn.compiled.supports`); for a symbolic problem, an
+        operating point that leaves a symbol without a value or violates a constraint.
     """
+    if not isinstance(model, Model):
+        from kanedyn.compiled.linearize_symbolic import linearize_symbolic
+
+        return linearize_symbolic(model, state, inputs)
+    if not isinstance(state, State):
+        raise ModelError(
+            f"linearize: the state of a Model is a kd.State, got {type(state).__name__}"
+        )
     model.check_state(state)
     why = supports(model)
     if why is not None:

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from kanedyn.compiled import llvm
 from kanedyn.compiled.kernels import Traced
 
-__all__ = ["NativeCode", "build", "cache_dir", "unavailable"]
+__all__ = ["KernelCalls", "NativeCode", "build", "cache_dir", "unavailable"]
 
 Array = NDArray[np.float64]
 
@@ -155,61 +155,49 @@ def _addr(a: NDArray[Any]) -> int:
     return int(a.ctypes.data)
 
 
-class NativeCode:
-    """One traced kernel compiled to machine code (see :mod:`kanedyn.compiled.llvm` for
-    its functions). ``nx = nq + n`` state entries, ``n_e`` effort inputs, ``n_p``
-    parameter inputs, ``n_out`` outputs; ``from_cache`` says whether the object code was
-    loaded from the disk cache.
+class KernelCalls:
+    """The one-state and batch calls of a compiled kernel, shared by the back ends
+    (:class:`NativeCode`, :class:`kanedyn.compiled.tcc.TccCode`). A subclass sets the
+    sizes ``nq``, ``n``, ``nx``, ``n_e``, ``n_p``, ``n_out``, the buffers ``_x``, ``_e``,
+    ``_out``, ``_zeros``, ``params`` and their addresses ``_ax``, ``_ae``, ``_aout``,
+    ``_azeros``, ``_ap``, and the ctypes functions ``_rhs``, ``_rhs_bound`` and
+    ``_rhs_batch`` of :mod:`kanedyn.compiled.llvm`'s signatures."""
 
-    The single-state calls (:meth:`rhs_into`, :meth:`rhs_qu`, and ``_rhs_bound``, the
-    kernel on these buffers with no efforts, called without arguments; see
-    :func:`kanedyn.compiled.llvm.module`) use buffers owned by this object: they are
-    not to be called from two threads at once. :meth:`rhs_batch` and :meth:`rk4_batch`
-    take their own arrays and run concurrently.
-    """
+    nq: int
+    n: int
+    nx: int
+    n_e: int
+    n_p: int
+    n_out: int
+    params: Array
+    _x: Array
+    _e: Array
+    _out: Array
+    _zeros: Array
+    _ax: int
+    _ae: int
+    _aout: int
+    _azeros: int
+    _ap: int
+    _rhs: Any
+    _rhs_bound: Any
+    _rhs_batch: Any
 
-    def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-                 params: Array | None):  # fmt: skip
-        self.nq, self.n, self.nx = nq, n, nq + n
-        self.n_out = len(traced.outputs)
-        self.n_e = n_e
-        self.n_p = len(traced.param_inputs)
-        inputs: dict[str, tuple[str, int]] = {}
-        e_names = [a for a in traced.args[self.nx :] if not a.startswith("p")]
-        for i, name in enumerate(traced.args[: self.nx]):
-            inputs[name] = ("x", i)
-        for i, name in enumerate(e_names):
-            inputs[name] = ("e", i)
-        for i in range(self.n_p):
-            inputs[f"p{i}"] = ("p", i)
-        kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs)
-        # the rate of state entry i: q̇ follows the n rates in the kernel's outputs
-        perm = [n + i for i in range(nq)] + list(range(n))
-        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
-        self.n_ops = traced.tape.count(traced.outputs)
-        self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= LARGE else 0)
-        get = self.engine.get_function_address
-        self._rhs = _RHS(get("rhs"))
-        self._rhs_batch = _RHS_BATCH(get("rhs_batch"))
-        self._rk4 = _RK4(get("rk4"))
-        self._rk4_batch = _RK4_BATCH(get("rk4_batch"))
-        # parameters: (B, n_p) per member, or one empty row
+    def _bind_buffers(self, params: Array | None) -> None:
+        """The one-state buffers and their addresses; the parameters ``params`` (B, n_p)
+        per member, or one empty row."""
         self.params = (
             np.zeros((1, max(self.n_p, 1)))
             if params is None or self.n_p == 0
             else np.ascontiguousarray(params, dtype=float)
         )
         self._x = np.zeros(max(self.nx, 1))
-        self._e = np.zeros(max(n_e, 1))
+        self._e = np.zeros(max(self.n_e, 1))
         self._out = np.zeros(max(self.n_out, 1))
-        self._zeros = np.zeros(max(n_e, 1))
+        self._zeros = np.zeros(max(self.n_e, 1))
         self._ax, self._ae, self._aout = _addr(self._x), _addr(self._e), _addr(self._out)
         self._ap = _addr(self.params)
         self._azeros = _addr(self._zeros)
-        # rhs_bound: rhs on (x, no efforts, parameter row 0, out), no arguments to convert
-        bound = (ctypes.c_void_p * 4).from_address(self.engine.get_global_value_address("bound"))
-        bound[:] = [self._ax, self._azeros, self._ap, self._aout]
-        self._rhs_bound = _RHS_BOUND(get("rhs_bound"))
 
     # -- one state ------------------------------------------------------------------
     def rhs_into(self, x: Any, e: Any = None) -> bool:
@@ -264,6 +252,51 @@ class NativeCode:
         results = _split(run, B, threads)
         bad = [r for r in results if r]
         return OUT, (min(bad) if bad else 0)
+
+
+class NativeCode(KernelCalls):
+    """One traced kernel compiled to machine code (see :mod:`kanedyn.compiled.llvm` for
+    its functions). ``nx = nq + n`` state entries, ``n_e`` effort inputs, ``n_p``
+    parameter inputs, ``n_out`` outputs; ``from_cache`` says whether the object code was
+    loaded from the disk cache.
+
+    The single-state calls (:meth:`rhs_into`, :meth:`rhs_qu`, and ``_rhs_bound``, the
+    kernel on these buffers with no efforts, called without arguments; see
+    :func:`kanedyn.compiled.llvm.module`) use buffers owned by this object: they are
+    not to be called from two threads at once. :meth:`rhs_batch` and :meth:`rk4_batch`
+    take their own arrays and run concurrently.
+    """
+
+    def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
+                 params: Array | None):  # fmt: skip
+        self.nq, self.n, self.nx = nq, n, nq + n
+        self.n_out = len(traced.outputs)
+        self.n_e = n_e
+        self.n_p = len(traced.param_inputs)
+        inputs: dict[str, tuple[str, int]] = {}
+        e_names = [a for a in traced.args[self.nx :] if not a.startswith("p")]
+        for i, name in enumerate(traced.args[: self.nx]):
+            inputs[name] = ("x", i)
+        for i, name in enumerate(e_names):
+            inputs[name] = ("e", i)
+        for i in range(self.n_p):
+            inputs[f"p{i}"] = ("p", i)
+        kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs)
+        # the rate of state entry i: q̇ follows the n rates in the kernel's outputs
+        perm = [n + i for i in range(nq)] + list(range(n))
+        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
+        self.n_ops = traced.tape.count(traced.outputs)
+        self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= LARGE else 0)
+        get = self.engine.get_function_address
+        self._rhs = _RHS(get("rhs"))
+        self._rhs_batch = _RHS_BATCH(get("rhs_batch"))
+        self._rk4 = _RK4(get("rk4"))
+        self._rk4_batch = _RK4_BATCH(get("rk4_batch"))
+        self._bind_buffers(params)
+        # rhs_bound: rhs on (x, no efforts, parameter row 0, out), no arguments to convert
+        bound = (ctypes.c_void_p * 4).from_address(self.engine.get_global_value_address("bound"))
+        bound[:] = [self._ax, self._azeros, self._ap, self._aout]
+        self._rhs_bound = _RHS_BOUND(get("rhs_bound"))
 
     # -- RK4 ------------------------------------------------------------------------
     def rk4(self, x: Array, steps: int, h: float, first: int, stride: int, out: Array,

