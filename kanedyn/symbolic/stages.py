@@ -22,16 +22,29 @@ The stages are those of Kane & Levinson (1985) and of Stoneking's Kane_NBody sli
 5. **Equations**: :math:`F_r + F^*_r = 0` (the rows of stage 4), and the kinematic
    equations :math:`\\dot q`.
 
-Every entry is shown in the coordinates, speeds and parameters, except that a named
-intermediate of the derivation (the compact form's names: ``R_N_B0_01``, ``omega1_2``,
-...) whose expression would have more than ``fold`` tree nodes stays a name, defined
-under "where" at the end of the stage that first uses it. An entry that still does not
-fit in a few lines of :data:`PAGE_WIDTH` printed characters per component names its
-largest written-out intermediates, and then its largest parenthesized sums (``X_1``,
-``X_2``, ...: the loop closure, built outside the tape), until it does; long sums are
-broken between terms, and a column whose rows are too wide for a ``bmatrix`` is shown
-component by component. :meth:`Stages.unfold` substitutes the names back. The sine and
-cosine of a coordinate print as :math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
+**Named vectors, as the textbook writes them.** Every vector of the pipeline has a name
+whose components print as :math:`\\omega_{B,x}`, :math:`F^*_{B,y}`, ...: the angular
+velocity :math:`\\omega_i`, velocity :math:`v_i`, the remainders :math:`\\alpha_{r,i}`,
+:math:`a_{r,i}`, the partials :math:`\\Omega_r` (the same for every body that
+:math:`u_r` moves) and :math:`V_{i,r}` (given once when bodies share it), the forces
+:math:`F_i`, :math:`T_i` and the central inertia matrix :math:`I_i` (N axes) are written
+out once; everything built from them is written in those names, not expanded
+(:class:`Formula`): :math:`\\alpha_i = \\sum_r \\Omega_r \\dot u_r + \\alpha_{r,i}`,
+:math:`F^*_i = -m_i a_i`, :math:`T^*_i = -(I_i\\alpha_i + \\omega_i \\times I_i\\omega_i)`,
+:math:`F^*_r = \\sum_i V_{i,r}\\cdot F^*_i + \\Omega_r \\cdot T^*_i`. So the table grows
+with the number of (body, speed) pairs, not with the size of the expanded equations.
+
+The written-out vectors use the derivation's named intermediates (the compact form's
+names: ``R_N_B0_01``, ``omega1_2``, ...): one whose expression has more than ``fold``
+tree nodes (default 4: a sine, a product of two names) stays a name, defined under
+"where" at the end of the stage that first uses it, in pipeline order, one short line
+each. An entry that still does not fit in a few lines of :data:`PAGE_WIDTH` printed
+characters per component names its largest written-out intermediates, and then its
+largest parenthesized sums (``X_1``, ``X_2``, ...: the loop closure, built outside the
+tape), until it does; long sums are broken between terms, and a column whose rows are
+too wide for a ``bmatrix`` is shown component by component. :meth:`Stages.unfold`
+substitutes every name back. The sine and cosine of a coordinate print as
+:math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
 
 A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
 equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
@@ -160,8 +173,8 @@ def display(lhs: str, value: Any) -> str:
         ls = _join(value.terms, lw)
         if len(ls) == 1:
             return f"{lhs} = {ls[0]}"
-        body = [f"{lhs} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
-        return "\\begin{aligned}\n" + " \\\\\n".join(body) + "\n\\end{aligned}"
+        broken = [f"{lhs} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
+        return "\\begin{aligned}\n" + " \\\\\n".join(broken) + "\n\\end{aligned}"
     if isinstance(value, sm.MatrixBase) and value.cols == 1:
         rows = [latex(x) for x in value]
         if all(width(r) + lw + 2 <= PAGE_WIDTH for r in rows):

@@ -131,7 +131,7 @@ def test_large_entries_are_folded_behind_names():
         st = eom.stages(fold=fold)
         defined = {s for s, _ in st.names}
         for stage in st.stages:
-            for s, v in stage.where:
+            for _s, v in stage.where:
                 assert sm.sympify(v).free_symbols <= known | defined
             for _, v in stage.entries:
                 v = v.value if isinstance(v, Formula) else v
