@@ -203,7 +203,9 @@ def _coriolis(
             dJL, dJA, dIN = d[k]
             terms = []
             if any(e != 0 for e in dJL):
-                terms += [2 * m * x * y for x, y in zip(v, lin(dJL, ul, f"dv{i}_{k}_"), strict=True)]
+                terms += [
+                    2 * m * x * y for x, y in zip(v, lin(dJL, ul, f"dv{i}_{k}_"), strict=True)
+                ]
             if any(e != 0 for e in dJA):
                 terms += [2 * x * y for x, y in zip(Iw, lin(dJA, ul, f"dw{i}_{k}_"), strict=True)]
             if any(e != 0 for e in dIN):
