@@ -199,7 +199,7 @@ def _coriolis(
                 *[m * (JLd[a, r] * v[a] + JL[a, r] * aL[a]) for a in range(3)],
                 *[JAd[a, r] * Iw[a] + JA[a, r] * rot[a] for a in range(3)],
             )
-        for k, qk in enumerate(q):
+        for k in range(n):
             dJL, dJA, dIN = d[k]
             terms = []
             if any(e != 0 for e in dJL):
