@@ -111,7 +111,7 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
 
 
 def _inertia_matrix_rate(
-    qk: sm.Symbol, mass: list, J_L: list, J_A: list, R: list, I_B: list
+    qk: sm.Symbol, mass: Sequence, J_L: Sequence, J_A: Sequence, R: Sequence, I_B: Sequence
 ) -> sm.Matrix:
     """``∂H/∂q_k`` of ``H = Σ m J_Lᵀ J_L + J_Aᵀ R I Rᵀ J_A`` (eq. 2-7) by the product rule,
     differentiating only the factors (positions, axes, attitudes), not the large ``H``."""
