@@ -19,6 +19,11 @@ entries before any costlier one:
   sines and cosines of the coordinates, so a zero here is a proof);
 * ``trigsimp`` and ``simplify``, for small expressions only.
 
+A large derivation of kanedyn's own (Kane, or Lagrange, whose explicit ``M`` and ``f``
+would have more than :data:`~kanedyn.symbolic.matching.EXPLICIT_NODES` tree nodes) is
+compared in its compact form: short entries in named intermediates, evaluated as
+straight-line code; a zero found in the names is still a proof.
+
 An entry the budget does not reach is *undecided*. Independently, every entry and the
 accelerations are evaluated at random states (and random parameter values, unless given),
 which decides *differs* and gives :attr:`ComparisonReport.max_numeric_error`. The

@@ -36,6 +36,13 @@ where ``g`` is the model's gravity (the acceleration, pointing down; the seed's 
 points the other way, hence the minus sign) and ``Q = τ + Jᵀ F_ext`` (eq. 2-10) holds the
 joint springs and dampers ``-k q - c q̇``, joint torques and body forces.
 
+The Coriolis and centrifugal terms are formed, not from the Christoffel symbols, but
+by the product rule on the body velocities (:func:`_coriolis`),
+``C = Σ_jk h_ijk q̇_j q̇_k = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q``, with the entries of the link
+Jacobians, inertia matrices, their rates and the velocities as named intermediates
+(``LagrangeEquations.intermediates``, ``compact_C``): each row then has O(bodies · n)
+terms, where the Christoffel sum has n² products of large ``∂H/∂q`` entries.
+
 This form needs speeds that are coordinate rates. Hinges, gimbals (1-3 Euler angles) and
 slides have them. A spherical joint (and so a free-floating root) is described here by a
 **chart**: the three angles of an Euler sequence the user names (default 3-2-1, yaw,
