@@ -530,7 +530,9 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
                 continue
             lhs = f"V_{{{subs[i]},{r + 1}}}"
             Vn[i, r] = seen[key] = (lhs, nm.vector("V", f"{subs[i]},{r + 1}"))
-            columns.append((lhs, Vn[i, r][1], v))
+            # a rotational speed's V_{i,r} = Omega_r x (r_i - o_k), in the names
+            arm = (i, int(model.layout.u_joint[r])) if (i, r) in Om else None
+            columns.append((lhs, Vn[i, r][1], arm or v))
 
     def moved(i: int) -> list[int]:
         return [r for r in range(n) if (i, r) in Vn or (i, r) in Om]
@@ -540,8 +542,16 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     kin: list[tuple[str, Any]] = []
     omega, alpha, acc = [], [], []
     for i in range(nb):
-        omega.append(leaf("\\omega", i, der.omega[i], kin))
-        leaf("v", i, der.v[i], kin)
+        form = _combination(
+            [(eom.u[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om]
+        )
+        kin.append((f"\\omega_{{{subs[i]}}}", form))
+        omega.append(nm.vector("\\omega", subs[i], form.value))
+        form = _combination(
+            [(eom.u[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn]
+        )
+        kin.append((f"v_{{{subs[i]}}}", form))
+        nm.vector("v", subs[i], form.value)
         a_r = nm.vector("\\alpha", f"r,{subs[i]}", f(der.alpha_r[i]))
         kin.append((f"\\alpha_{{r,{subs[i]}}}", a_r))
         form = _combination(
@@ -572,7 +582,30 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
 
     start = len(f.where)
     par = []
+    points: dict[tuple[str, int], sm.ImmutableMatrix] = {}
+
+    def point(kind: str, k: int) -> sm.ImmutableMatrix:
+        """The named mass centre r_i or joint point o_k, written out on first use."""
+        if (kind, k) not in points:
+            sub = subs[k] if kind == "r" else f"\\mathrm{{{_escape(model.joints[k].name)}}}"
+            shown = f(der.r[k] if kind == "r" else der.o[k])
+            par.append((f"{kind}_{{{sub}}}", shown))
+            points[kind, k] = nm.vector(kind, sub, shown)
+        return points[kind, k]
+
     for lhs, name, column in columns:
+        if isinstance(column, tuple):
+            i, k = column
+            r_i, o_k = point("r", i), point("o", k)
+            r = int(lhs.rsplit(",", 1)[1].rstrip("}")) - 1
+            j = f"\\mathrm{{{_escape(model.joints[k].name)}}}"
+            form = Formula(
+                (f"\\Omega_{{{r + 1}}} \\times \\left(r_{{{subs[i]}}} - o_{{{j}}}\\right)",),
+                Om[i, r].cross(r_i - o_k),
+            )
+            nm.define(name, form.value)
+            par.append((lhs, form))
+            continue
         shown = f(column)
         nm.define(name, shown)
         par.append((lhs, shown))
