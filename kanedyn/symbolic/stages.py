@@ -64,7 +64,7 @@ import attrs
 import sympy as sm
 from sympy.printing.latex import LatexPrinter
 
-__all__ = ["Stage", "Stages", "stages"]
+__all__ = ["Formula", "Stage", "Stages", "stages"]
 
 
 @attrs.frozen(eq=False)
@@ -443,9 +443,10 @@ class _Names:
         return sm.ImmutableMatrix(out)
 
 
-def _combination(terms: Sequence[tuple[Any, str, Any]]) -> Formula:
+def _combination(terms: Sequence[tuple[Any, str, Any]], zero: Any = 0) -> Formula:
     """``Σ c_k X_k`` from ``(c_k, LaTeX of X_k, value of X_k)``: the written terms and
-    the value from the same loop (zero coefficients and zero values left out)."""
+    the value from the same loop (zero coefficients and zero values left out; ``zero``
+    when nothing is left)."""
     tex: list[str] = []
     value: Any = 0
     for c, name, x in terms:
@@ -461,7 +462,7 @@ def _combination(terms: Sequence[tuple[Any, str, Any]]) -> Formula:
         tex.append(f"{'-' if neg else '+'} {ctex} {name}".replace("  ", " "))
         value = c * x if isinstance(value, int) else value + c * x
     if not tex:
-        return Formula(("0",), value)
+        return Formula(("0",), zero)
     first = tex[0]
     return Formula((first.removeprefix("+ "), *tex[1:]), value)
 
@@ -543,12 +544,14 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     omega, alpha, acc = [], [], []
     for i in range(nb):
         form = _combination(
-            [(eom.u[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om]
+            [(eom.u[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om],
+            sm.zeros(3, 1),
         )
         kin.append((f"\\omega_{{{subs[i]}}}", form))
         omega.append(nm.vector("\\omega", subs[i], form.value))
         form = _combination(
-            [(eom.u[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn]
+            [(eom.u[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn],
+            sm.zeros(3, 1),
         )
         kin.append((f"v_{{{subs[i]}}}", form))
         nm.vector("v", subs[i], form.value)
@@ -629,7 +632,7 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         I = nm.inertia(b, f(der.I_N[i]))
         forces.append((f"I_{{{b}}}", _inertia_shown(I, nm)))
         m = eom.masses[i]
-        form = _combination([(-m, f"a_{{{b}}}", acc[i])])
+        form = _combination([(-m, f"a_{{{b}}}", acc[i])], sm.zeros(3, 1))
         forces.append((f"F^*_{{{b}}}", form))
         F_star.append(nm.vector("F^*", b, form.value))
         if any(e != 0 for e in model.layout.h_embedded[i]):

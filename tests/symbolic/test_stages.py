@@ -274,3 +274,26 @@ def test_explorer1_stages_keep_to_the_page_and_unfold_to_the_equations():
     st = eom.stages()
     _page_checks(st.markdown(), 50_000)
     _rows_against_the_numeric_engine(model, eom, st, np.random.default_rng(3), 2)
+
+
+@pytest.mark.slow
+def test_stages_with_a_free_root_a_slide_and_embedded_momentum():
+    """T*_i with the embedded momentum (H_i named), a slide's partials and a free root:
+    the rows, unfolded, equal the numeric engine's F_r and F*_r."""
+    hub = kd.Body("hub", mass=3.0, inertia=kd.inertia_tensor(1, 2, 3, 0.1, 0, 0),
+                  com=(0.1, 0, 0), embedded_momentum=(0.2, 0, 0.5))  # fmt: skip
+    arm = kd.Body("arm", mass=1.0, inertia=kd.inertia_tensor(0.1, 0.2, 0.3), com=(0.3, 0, 0))
+    tip = kd.Body("tip", mass=0.5, inertia=kd.inertia_tensor(0.01, 0.02, 0.03))
+    joints = [
+        kd.Joint.free("root", "hub"),
+        kd.Joint.revolute("h", "hub", "arm", axis=2, inner_point=(0.5, 0, 0)),
+        kd.Joint.prismatic("s", "arm", "tip", axis=1, inner_point=(0.2, 0, 0)),
+    ]
+    model = kd.Model([hub, arm, tip], joints, gravity=(0, 0, -9.81))
+    sym, _ = symbolic_parameters(model)
+    eom = kane(sym)
+    st = eom.stages()
+    forces = dict(st.stages[2].entries)
+    assert "H_{\\mathrm{hub}}" in forces and "H_{\\mathrm{arm}}" not in forces
+    _page_checks(st.markdown(), 25_000)
+    _rows_against_the_numeric_engine(model, eom, st, np.random.default_rng(5), 2)
