@@ -576,9 +576,12 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     kinematics = stage(
         "Kinematics",
         "Angular velocity, mass-centre velocity and their rates for each body, in N "
-        "components: $\\alpha_i = \\sum_r \\Omega_r \\dot u_r + \\alpha_{r,i}$, "
-        "$a_i = \\sum_r V_{i,r} \\dot u_r + a_{r,i}$ with the partial velocities of "
-        "stage 2; $\\dot u$ are the rates of the generalized speeds.",
+        "components, with the partial velocities of stage 2: "
+        "$\\omega_i = \\sum_r \\Omega_r u_r$, $v_i = \\sum_r V_{i,r} u_r$, "
+        "$\\alpha_i = \\sum_r \\Omega_r \\dot u_r + \\alpha_{r,i}$, "
+        "$a_i = \\sum_r V_{i,r} \\dot u_r + a_{r,i}$ (the sums over the speeds that move "
+        "body $i$; $\\alpha_{r,i}$, $a_{r,i}$ are the remainders, $\\dot u$ the rates of "
+        "the generalized speeds).",
         kin,
         start,
     )
@@ -616,7 +619,9 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         "Partial velocities",
         "$\\Omega_r = \\partial\\omega_i/\\partial u_r$ is the same for every body $i$ "
         "that $u_r$ moves (and zero for the others, and for slide speeds); "
-        "$V_{i,r} = \\partial v_i/\\partial u_r$ is given once when bodies share it.",
+        "$V_{i,r} = \\partial v_i/\\partial u_r = \\Omega_r \\times (r_i - o_k)$ for a "
+        "rotational speed of joint $k$ ($r_i$ the mass centre, $o_k$ the joint point), "
+        "the slide's axis for a slide speed; given once when bodies share it.",
         par,
         start,
     )
