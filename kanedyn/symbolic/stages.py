@@ -175,6 +175,8 @@ def display(lhs: str, value: Any) -> str:
             return f"{lhs} = {ls[0]}"
         broken = [f"{lhs} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
         return "\\begin{aligned}\n" + " \\\\\n".join(broken) + "\n\\end{aligned}"
+    if isinstance(value, sm.MatrixBase) and all(x == 0 for x in value):
+        return f"{lhs} = 0"
     if isinstance(value, sm.MatrixBase) and value.cols == 1:
         rows = [latex(x) for x in value]
         if all(width(r) + lw + 2 <= PAGE_WIDTH for r in rows):
@@ -575,13 +577,11 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     kin = [(lhs, v if not isinstance(v, sm.MatrixBase) else _shown(nm, v)) for lhs, v in kin]
     kinematics = stage(
         "Kinematics",
-        "Angular velocity, mass-centre velocity and their rates for each body, in N "
-        "components, with the partial velocities of stage 2: "
-        "$\\omega_i = \\sum_r \\Omega_r u_r$, $v_i = \\sum_r V_{i,r} u_r$, "
-        "$\\alpha_i = \\sum_r \\Omega_r \\dot u_r + \\alpha_{r,i}$, "
-        "$a_i = \\sum_r V_{i,r} \\dot u_r + a_{r,i}$ (the sums over the speeds that move "
-        "body $i$; $\\alpha_{r,i}$, $a_{r,i}$ are the remainders, $\\dot u$ the rates of "
-        "the generalized speeds).",
+        "Each body's angular velocity, mass-centre velocity and their rates (N "
+        "components) in the partials of stage 2: $\\omega_i = \\sum_r \\Omega_r u_r$, "
+        "$v_i = \\sum_r V_{i,r} u_r$, $\\alpha_i = \\sum_r \\Omega_r \\dot u_r + "
+        "\\alpha_{r,i}$, $a_i = \\sum_r V_{i,r} \\dot u_r + a_{r,i}$ (remainders "
+        "$\\alpha_{r,i}$, $a_{r,i}$).",
         kin,
         start,
     )
