@@ -106,8 +106,9 @@ _COMMAND = re.compile(r"\\(left|right|mathrm|begin\{bmatrix\}|end\{bmatrix\}|dot
 
 
 def latex(e: Any) -> str:
-    """LaTeX of ``e`` with the short sines and cosines of :class:`_Printer`."""
-    return str(_PRINTER.doprint(e))
+    """LaTeX of ``e`` with the short sines and cosines of :class:`_Printer`, and plain
+    parentheses (the entries are one line high: ``\\left(`` only costs markup)."""
+    return str(_PRINTER.doprint(e)).replace("\\left(", "(").replace("\\right)", ")")
 
 
 def width(tex: str) -> int:
@@ -283,6 +284,23 @@ class _Folder:
             value = value.xreplace({big: sym})
         return value
 
+    def own(self, expr: sm.MatrixBase, comps: sm.MatrixBase) -> Any:
+        """``expr`` (a vector or matrix of the derivation's names) written out one level
+        deeper, as a quantity of the table whose components are ``comps``: an entry that
+        is a name not shown yet is replaced by its definition here, and prints as its
+        component of ``comps`` wherever it is used later."""
+        items, flat = list(expr), list(comps)
+        new = [x in self.tape.index and x not in self.rule for x in items]
+        expanded = [
+            self.tape.defs[self.tape.index[x]][1] if fresh else x
+            for x, fresh in zip(items, new, strict=True)
+        ]
+        shown = self(sm.ImmutableMatrix(expr.rows, expr.cols, expanded))
+        for x, c, fresh in zip(items, flat, new, strict=True):
+            if fresh and x not in self.rule:
+                self.rule[x] = c
+        return shown
+
     def __call__(self, expr: Any, first: int = 12) -> Any:
         mat = isinstance(expr, sm.MatrixBase)
         items = list(expr) if mat else [sm.sympify(expr)]
@@ -434,15 +452,16 @@ class _Names:
         self.defs.append((sym, value))
         return sym
 
-    def inertia(self, sub: str, value: Any) -> sm.ImmutableMatrix:
-        """A symmetric 3x3 (``I_{B,xy} = I_{B,yx}``)."""
+    def inertia(self, sub: str) -> sm.ImmutableMatrix:
+        """A symmetric 3x3 (``I_{B,xy} = I_{B,yx}``), defined by :meth:`define_inertia`."""
         out = sm.zeros(3, 3)
         for a in range(3):
             for b in range(a, 3):
-                sym = sm.Symbol(f"I_{{{sub},{'xyz'[a]}{'xyz'[b]}}}")
-                self.defs.append((sym, value[a, b]))
-                out[a, b] = out[b, a] = sym
+                out[a, b] = out[b, a] = sm.Symbol(f"I_{{{sub},{'xyz'[a]}{'xyz'[b]}}}")
         return sm.ImmutableMatrix(out)
+
+    def define_inertia(self, I: sm.MatrixBase, value: Any) -> None:
+        self.defs += [(I[a, b], value[a, b]) for a in range(3) for b in range(a, 3)]
 
 
 def _combination(terms: Sequence[tuple[Any, str, Any]], zero: Any = 0) -> Formula:
@@ -503,10 +522,17 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     def stage(title: str, text: str, entries: Sequence[tuple[str, Any]], start: int) -> Stage:
         return Stage(title, text, tuple(entries), tuple(f.where[start:]))
 
+    def written(base: str, sub: str, value: Any) -> tuple[sm.ImmutableMatrix, Any]:
+        """The named vector ``base_{sub}`` and its written-out value (:meth:`_Folder.own`)."""
+        comps = nm.vector(base, sub)
+        shown = f.own(value, comps)
+        nm.define(comps, shown)
+        return comps, shown
+
     def leaf(base: str, i: int, value: Any, entries: list) -> sm.ImmutableMatrix:
-        shown = f(value)
+        comps, shown = written(base, subs[i], value)
         entries.append((f"{base}_{{{subs[i]}}}", shown))
-        return nm.vector(base, subs[i], shown)
+        return comps
 
     # the partials' names first (stage 1's rates are written with them): Omega_r is the
     # same column for every body that u_r moves; V_{i,r} per body, a body whose column
@@ -540,11 +566,24 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     def moved(i: int) -> list[int]:
         return [r for r in range(n) if (i, r) in Vn or (i, r) in Om]
 
-    # stage 1: kinematics; alpha_i = sum_r Omega_r udot_r + alpha_r,i, a likewise
+    # stage 1: kinematics; positions, then omega_i = sum_r Omega_r u_r, v likewise,
+    # alpha_i = sum_r Omega_r udot_r + alpha_r,i, a likewise
     start = len(f.where)
     kin: list[tuple[str, Any]] = []
     omega, alpha, acc = [], [], []
+    points: dict[tuple[str, int], sm.ImmutableMatrix] = {}
+
+    def point(kind: str, k: int, entries: list) -> sm.ImmutableMatrix:
+        """The named mass centre r_i or joint point o_k, written out on first use."""
+        if (kind, k) not in points:
+            sub = subs[k] if kind == "r" else f"\\mathrm{{{_escape(model.joints[k].name)}}}"
+            points[kind, k], shown = written(kind, sub, der.r[k] if kind == "r" else der.o[k])
+            entries.append((f"{kind}_{{{sub}}}", shown))
+        return points[kind, k]
+
     for i in range(nb):
+        point("o", i, kin)  # joint i's point (joint i carries body i)
+        point("r", i, kin)
         form = _combination(
             [(eom.u[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om],
             sm.zeros(3, 1),
@@ -557,7 +596,7 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         )
         kin.append((f"v_{{{subs[i]}}}", form))
         nm.vector("v", subs[i], form.value)
-        a_r = nm.vector("\\alpha", f"r,{subs[i]}", f(der.alpha_r[i]))
+        a_r, _ = written("\\alpha", f"r,{subs[i]}", der.alpha_r[i])
         kin.append((f"\\alpha_{{r,{subs[i]}}}", a_r))
         form = _combination(
             [(ud[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om]
@@ -565,7 +604,7 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         )
         kin.append((f"\\alpha_{{{subs[i]}}}", form))
         alpha.append(nm.vector("\\alpha", subs[i], form.value))
-        acc_r = nm.vector("a", f"r,{subs[i]}", f(der.a_r[i]))
+        acc_r, _ = written("a", f"r,{subs[i]}", der.a_r[i])
         kin.append((f"a_{{r,{subs[i]}}}", acc_r))
         form = _combination(
             [(ud[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn]
@@ -587,22 +626,11 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     )
 
     start = len(f.where)
-    par = []
-    points: dict[tuple[str, int], sm.ImmutableMatrix] = {}
-
-    def point(kind: str, k: int) -> sm.ImmutableMatrix:
-        """The named mass centre r_i or joint point o_k, written out on first use."""
-        if (kind, k) not in points:
-            sub = subs[k] if kind == "r" else f"\\mathrm{{{_escape(model.joints[k].name)}}}"
-            shown = f(der.r[k] if kind == "r" else der.o[k])
-            par.append((f"{kind}_{{{sub}}}", shown))
-            points[kind, k] = nm.vector(kind, sub, shown)
-        return points[kind, k]
-
+    par: list[tuple[str, Any]] = []
     for lhs, name, column in columns:
         if isinstance(column, tuple):
             i, k = column
-            r_i, o_k = point("r", i), point("o", k)
+            r_i, o_k = point("r", i, par), point("o", k, par)
             r = int(lhs.rsplit(",", 1)[1].rstrip("}")) - 1
             j = f"\\mathrm{{{_escape(model.joints[k].name)}}}"
             form = Formula(
@@ -612,7 +640,7 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
             nm.define(name, form.value)
             par.append((lhs, form))
             continue
-        shown = f(column)
+        shown = f.own(column, name)
         nm.define(name, shown)
         par.append((lhs, shown))
     partials = stage(
@@ -634,7 +662,8 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         b = subs[i]
         F.append(leaf("F", i, der.F_app[i], forces))
         T.append(leaf("T", i, der.T_app[i], forces))
-        I = nm.inertia(b, f(der.I_N[i]))
+        I = nm.inertia(b)
+        nm.define_inertia(I, f.own(der.I_N[i], I))
         forces.append((f"I_{{{b}}}", _inertia_shown(I, nm)))
         m = eom.masses[i]
         form = _combination([(-m, f"a_{{{b}}}", acc[i])], sm.zeros(3, 1))

@@ -197,7 +197,7 @@ def test_stages_fit_on_a_few_pages_and_unfold_to_the_equations():
     numeric engine's F_r and F*_r."""
     rng = np.random.default_rng(7)
     for model, limit in ((kd.examples.double_pendulum(), 8_000),
-                         (kd.examples.four_bar(), 15_500)):  # fmt: skip
+                         (kd.examples.four_bar(), 16_000)):  # fmt: skip
         sym, _ = symbolic_parameters(model)
         eom = kane(sym)
         st = eom.stages()
@@ -266,13 +266,13 @@ def test_a_broken_table_fails_the_numeric_check():
 @pytest.mark.slow
 def test_explorer1_stages_keep_to_the_page_and_unfold_to_the_equations():
     """Explorer-1 (free root and four hinged antennas): the bound measured with the
-    textbook form (see the CHANGELOG: 164 KB before, ~48 KB now), no source line longer
+    textbook form (see the CHANGELOG: 164 KB before, ~49 KB now), no source line longer
     than a page, and the folded F_r, F*_r rows equal to the numeric engine's."""
     model = kd.examples.explorer1()
     sym, _ = symbolic_parameters(model)
     eom = kane(sym)
     st = eom.stages()
-    _page_checks(st.markdown(), 50_000)
+    _page_checks(st.markdown(), 52_000)
     _rows_against_the_numeric_engine(model, eom, st, np.random.default_rng(3), 2)
 
 
