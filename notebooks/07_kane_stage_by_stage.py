@@ -37,10 +37,20 @@ from IPython.display import Markdown, display
 import kanedyn as kd
 from kanedyn.symbolic import kane
 from kanedyn.symbolic.examples import rolling_disc
+from kanedyn.symbolic.stages import display as display_math
 
 
 def show(text: str) -> None:
     display(Markdown(text))
+
+
+def show_stage(k: int) -> None:
+    """Stage k's entries, then the names it defines ("where")."""
+    stage = st.stages[k]
+    for lhs, value in stage.entries:
+        show(f"$${display_math(lhs, value)}$$")
+    for name, value in stage.where:
+        show(f"$${display_math(sm.latex(name), value)}$$")
 
 
 def same(a, b) -> bool:
@@ -88,8 +98,7 @@ st = eom.stages(simplify=True)
 
 # %%
 show(st.stages[0].text)
-for lhs, value in st.stages[0].entries:
-    show(f"$${lhs} = {sm.latex(value)}$$")
+show_stage(0)
 
 # %%
 s1, c1 = sm.sin(th1), sm.cos(th1)
@@ -110,8 +119,7 @@ print("stage 1 agrees with the hand result")
 # $J_A^{(i)}$ (eq. 2-3).
 
 # %%
-for lhs, value in st.stages[1].entries:
-    show(f"$${lhs} = {sm.latex(value)}$$")
+show_stage(1)
 for i, hand in enumerate((hand_v1, hand_v2)):
     J_L = hand.jacobian([w1, w2])
     assert same(eom.V_u[i], J_L)
@@ -125,8 +133,7 @@ print("stage 2 agrees: V_u[i] is the linear Jacobian J_L of the notes")
 # $\omega_i\times I_i\omega_i = 0$).
 
 # %%
-for lhs, value in st.stages[2].entries:
-    show(f"$${lhs} = {sm.latex(value)}$$")
+show_stage(2)
 
 # %% [markdown]
 # ### Stage 4: generalized active and inertia forces
@@ -146,8 +153,7 @@ for lhs, value in st.stages[2].entries:
 # $G_2 = m_2 l_{c2} g c_{12}$ (eq. 2-9).
 
 # %%
-for lhs, value in st.stages[3].entries:
-    show(f"$${lhs} = {sm.latex(value)}$$")
+show_stage(3)
 
 # %%
 c2, s2 = sm.cos(th2), sm.sin(th2)

@@ -19,6 +19,11 @@ entries before any costlier one:
   sines and cosines of the coordinates, so a zero here is a proof);
 * ``trigsimp`` and ``simplify``, for small expressions only.
 
+A large derivation of kanedyn's own (Kane, or Lagrange, whose explicit ``M`` and ``f``
+would have more than :data:`~kanedyn.symbolic.matching.EXPLICIT_NODES` tree nodes) is
+compared in its compact form: short entries in named intermediates, evaluated as
+straight-line code; a zero found in the names is still a proof.
+
 An entry the budget does not reach is *undecided*. Independently, every entry and the
 accelerations are evaluated at random states (and random parameter values, unless given),
 which decides *differs* and gives :attr:`ComparisonReport.max_numeric_error`. The
@@ -454,17 +459,22 @@ def compare(
     for xa, xb in zip([*ua, *qa], [*ub, *qb], strict=True):
         d = var.setdefault(xa, sm.Dummy(_name(xa)))
         var.setdefault(xb, d)
+    # a large side comes in its compact form: M, f in names defined in order in defs
+    defs = [(d, e.xreplace(var)) for d, e in [*A.defs, *B.defs]]
     Ma, fa, Mb, fb = (X.xreplace(var) for X in (Ma, fa, Mb, fb))
-    undef = set().union(*(X.atoms(AppliedUndef, sm.Derivative) for X in (Ma, fa, Mb, fb)))
+    everything = (Ma, fa, Mb, fb, *(e for _, e in defs))
+    undef = set().union(*(X.atoms(AppliedUndef, sm.Derivative) for X in everything))
     fun = {x: sm.Dummy(_name(x)) for x in undef}
     Ma, fa, Mb, fb = (X.xreplace(fun) for X in (Ma, fa, Mb, fb))
+    defs = [(d, e.xreplace(fun)) for d, e in defs]
     x_state = [var[x] for x in [*qa, *ua]]
     inv = {d: x for x, d in var.items() if x in qa or x in ua} | {d: x for x, d in fun.items()}
-    free = set().union(*(X.free_symbols for X in (Ma, fa, Mb, fb))) - set(x_state)
+    free = set().union(*(X.free_symbols for X in (Ma, fa, Mb, fb, *(e for _, e in defs))))
+    free -= set(x_state) | {d for d, _ in defs}
     p_syms = sorted(free, key=lambda s: _name(inv.get(s, s)))
 
     values = _param_values(p_syms, params or {}, inv)
-    num = _Numeric(x_state, p_syms, Ma, fa, Mb, fb)
+    num = _Numeric(x_state, p_syms, Ma, fa, Mb, fb, defs)
     states = [
         np.r_[generator.uniform(-np.pi, np.pi, len(qa)), generator.uniform(-1.0, 1.0, n)]
         for _ in range(samples)
@@ -558,8 +568,15 @@ def _param_values(p_syms: list, params: Mapping[Any, float], inv: dict) -> dict:
 class _Numeric:
     """``(x, p) -> (M_a, f_a, M_b, f_b)`` as float arrays (one lambdified function)."""
 
-    def __init__(self, x: list, p: list, Ma, fa, Mb, fb):
-        self.f: Callable = sm.lambdify([x, p], [Ma, fa, Mb, fb], modules="numpy", cse=True)
+    f: Callable
+
+    def __init__(self, x: list, p: list, Ma, fa, Mb, fb, defs: Sequence = ()):
+        if defs:  # straight-line code: the named intermediates, then M and f
+            from kanedyn.symbolic.kane import _python_function
+
+            self.f = _python_function([x, p], list(defs), [Ma, fa, Mb, fb])
+            return
+        self.f = sm.lambdify([x, p], [Ma, fa, Mb, fb], modules="numpy", cse=True)
 
     def __call__(self, x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, ...]:
         with np.errstate(all="ignore"):

@@ -299,6 +299,7 @@ class _Derivation:
     R_N_Go: list[sm.Matrix]
     Gamma: list[sm.Matrix]  # Go axes
     I_N: list[sm.Matrix]  # per body, about the mass centre, N axes
+    H: list[sm.Matrix]  # per body: angular momentum about the mass centre, I_N omega + h
     T_star0: list[sm.Matrix]  # -(I_N alpha_r + omega x H): T*_i at zero u_dot
     F_star0: list[sm.Matrix]  # -m a_r: F*_i at zero u_dot
     F_app: list[sm.Matrix]  # resultant applied force (at the mass centre) and torque
@@ -452,7 +453,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     F0_terms: list[list] = [[] for _ in range(n)]
     Q = [a + b for a, b in zip(_joint_forces(model, q, u), loads.Q_vector(n), strict=True)]
     F_app, T_app = _applied(model, loads, R_N_B, t)
-    I_Ns, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb)
+    I_Ns, H_N, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb), _slots(nb)
     for i in range(nb):
         R = R_N_B[i]
         m = _const(lay.mass[i])
@@ -460,7 +461,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         H = t.vec(_mm(I_N, omega[i]) + _mm(R, _cmat(lay.h_embedded[i])), f"H{i}_")
         Tb = t.vec(-_mm(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")
-        I_Ns[i], T_star0[i], F_star0[i] = I_N, Tb, Fb
+        I_Ns[i], H_N[i], T_star0[i], F_star0[i] = I_N, H, Tb, Fb
         F, T = F_app[i], T_app[i]
         cols = []  # (speed, Omega column, V column, I Omega column, m V column)
         for rr in range(nu):
@@ -514,6 +515,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         R_N_Go=R_N_Go,
         Gamma=Gamma,
         I_N=I_Ns,
+        H=H_N,
         T_star0=T_star0,
         F_star0=F_star0,
         F_app=F_app,
@@ -1170,7 +1172,7 @@ class KaneEquations:
             )
         return "\n".join(lines) + "\n"
 
-    def stages(self, *, fold: int = 30, simplify: bool = False) -> Stages:
+    def stages(self, *, fold: int = 4, simplify: bool = False) -> Stages:
         """Kane's method stage by stage (kinematics, partial velocities, the forces on
         each body, Fr and Fr* row by row, the equations), for reading: see
         :mod:`kanedyn.symbolic.stages`. ``.markdown()``, ``.latex()`` (a document) and a

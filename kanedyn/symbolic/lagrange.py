@@ -36,6 +36,13 @@ where ``g`` is the model's gravity (the acceleration, pointing down; the seed's 
 points the other way, hence the minus sign) and ``Q = τ + Jᵀ F_ext`` (eq. 2-10) holds the
 joint springs and dampers ``-k q - c q̇``, joint torques and body forces.
 
+The Coriolis and centrifugal terms are formed, not from the Christoffel symbols, but
+by the product rule on the body velocities (:func:`_coriolis`),
+``C = Σ_jk h_ijk q̇_j q̇_k = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q``, with the entries of the link
+Jacobians, inertia matrices, their rates and the velocities as named intermediates
+(``LagrangeEquations.intermediates``, ``compact_C``): each row then has O(bodies · n)
+terms, where the Christoffel sum has n² products of large ``∂H/∂q`` entries.
+
 This form needs speeds that are coordinate rates. Hinges, gimbals (1-3 Euler angles) and
 slides have them. A spherical joint (and so a free-floating root) is described here by a
 **chart**: the three angles of an Euler sequence the user names (default 3-2-1, yaw,
@@ -111,7 +118,7 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
 
 
 def _inertia_matrix_rate(
-    qk: sm.Symbol, mass: list, J_L: list, J_A: list, R: list, I_B: list
+    qk: sm.Symbol, mass: Sequence, J_L: Sequence, J_A: Sequence, R: Sequence, I_B: Sequence
 ) -> sm.Matrix:
     """``∂H/∂q_k`` of ``H = Σ m J_Lᵀ J_L + J_Aᵀ R I Rᵀ J_A`` (eq. 2-7) by the product rule,
     differentiating only the factors (positions, axes, attitudes), not the large ``H``."""
@@ -126,6 +133,94 @@ def _inertia_matrix_rate(
         ang = dJA.T * I_N * J_A[i]
         out += mass[i] * (lin + lin.T) + ang + ang.T + J_A[i].T * dI_N * J_A[i]
     return out
+
+
+def _coriolis(
+    q: sm.Matrix, u: sm.Matrix, mass: list, J_L: list, J_A: list, R: list, I_B: list
+) -> tuple[list[tuple[sm.Dummy, sm.Expr]], sm.Matrix]:
+    """``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q`` (the Christoffel terms of eq. 2-11, summed) by the
+    product rule on the body velocities, as short expressions in named intermediates.
+
+    With ``v_i = J_L q̇``, ``ω_i = J_A q̇`` and ``İ = Σ_k ∂I_N/∂q_k q̇_k``,
+
+    .. math::
+
+        \\dot H \\dot q = \\sum_i m_i (\\dot J_L^T v_i + J_L^T \\dot J_L \\dot q)
+            + \\dot J_A^T I_N \\omega_i + J_A^T (\\dot I_N \\omega_i
+            + I_N \\dot J_A \\dot q), \\qquad
+        \\frac{\\partial (\\dot q^T H \\dot q)}{\\partial q_k} = \\sum_i
+            2 m_i v_i \\cdot \\frac{\\partial J_L}{\\partial q_k} \\dot q
+            + 2 I_N \\omega_i \\cdot \\frac{\\partial J_A}{\\partial q_k} \\dot q
+            + \\omega_i^T \\frac{\\partial I_N}{\\partial q_k} \\omega_i .
+
+    Every entry of ``J_L``, ``J_A``, ``I_N``, their rates and the velocities is a named
+    intermediate, so each row of ``C`` has O(bodies · n) terms instead of the n² products
+    of large ``∂H/∂q`` entries; ``∂I_N/∂q_k = ∂R/∂q_k Ī Rᵀ + (…)ᵀ`` (``I_N = R Ī Rᵀ``).
+    Returns the definitions (in order) and ``C`` in them.
+    """
+    from kanedyn.symbolic.kane import _Tape
+
+    t = _Tape()
+    n = len(q)
+    Hd_u = [sm.Integer(0)] * n  # Ḣ q̇
+    dT = [sm.Integer(0)] * n  # ∂(q̇ᵀ H q̇)/∂q
+    ul = list(u)
+
+    def lin(A: sm.Matrix, x: list, label: str) -> list:
+        return [t.name(sm.Add(*[A[a, c] * x[c] for c in range(A.cols)]), f"{label}{a}")
+                for a in range(A.rows)]  # fmt: skip
+
+    def rate(dA: list[sm.Matrix], label: str) -> sm.Matrix:
+        """Σ_k ∂A/∂q_k q̇_k from the ``dA[k] = ∂A/∂q_k``, entry by entry, named."""
+        out = sm.zeros(*dA[0].shape)
+        for a in range(out.rows):
+            for c in range(out.cols):
+                e = sm.Add(*[d[a, c] * uk for d, uk in zip(dA, ul, strict=True)])
+                out[a, c] = t.name(e, f"{label}{a}{c}_")
+        return out
+
+    I_N = [R[i] * I_B[i] * R[i].T for i in range(len(mass))]  # (2-8)
+    for i in range(len(mass)):
+        m = mass[i]
+        JL = J_L[i].applyfunc(lambda e, i=i: t.name(e, f"JL{i}_"))
+        JA = J_A[i].applyfunc(lambda e, i=i: t.name(e, f"JA{i}_"))
+        IN = I_N[i].applyfunc(lambda e, i=i: t.name(e, f"IN{i}_"))
+        v, w = lin(JL, ul, f"v{i}_"), lin(JA, ul, f"w{i}_")
+        Iw = lin(IN, w, f"Iw{i}_")
+        free = J_L[i].free_symbols | J_A[i].free_symbols | R[i].free_symbols
+        zero = (sm.zeros(3, n), sm.zeros(3, n), sm.zeros(3, 3))
+        d = []
+        for qk in q:
+            if qk not in free:
+                d.append(zero)
+                continue
+            dI = R[i].diff(qk) * I_B[i] * R[i].T
+            d.append((J_L[i].diff(qk), J_A[i].diff(qk), dI + dI.T))
+        JLd, JAd, INd = (rate([x[c] for x in d], f"{lab}{i}_")
+                         for c, lab in enumerate(("JLd", "JAd", "INd")))  # fmt: skip
+        aL, aA = lin(JLd, ul, f"aL{i}_"), lin(JAd, ul, f"aA{i}_")
+        rot = [t.name(x + y, f"rot{i}_{a}") for a, (x, y) in
+               enumerate(zip(lin(INd, w, f"Idw{i}_"), lin(IN, aA, f"IaA{i}_"), strict=True))]  # fmt: skip
+        for r in range(n):
+            Hd_u[r] += sm.Add(
+                *[m * (JLd[a, r] * v[a] + JL[a, r] * aL[a]) for a in range(3)],
+                *[JAd[a, r] * Iw[a] + JA[a, r] * rot[a] for a in range(3)],
+            )
+        for k in range(n):
+            dJL, dJA, dIN = d[k]
+            terms = []
+            if any(e != 0 for e in dJL):
+                terms += [
+                    2 * m * x * y for x, y in zip(v, lin(dJL, ul, f"dv{i}_{k}_"), strict=True)
+                ]
+            if any(e != 0 for e in dJA):
+                terms += [2 * x * y for x, y in zip(Iw, lin(dJA, ul, f"dw{i}_{k}_"), strict=True)]
+            if any(e != 0 for e in dIN):
+                dINw = lin(dIN, w, f"dIw{i}_{k}_")
+                terms += [x * y for x, y in zip(w, dINw, strict=True)]
+            dT[k] += sm.Add(*terms)
+    C = sm.Matrix([Hd_u[r] - dT[r] / 2 for r in range(n)])
+    return t.defs, C
 
 
 def _charts(model: Model, chart: str | Mapping[str, str]) -> dict[str, str]:
@@ -177,9 +272,19 @@ class LagrangeEquations:
     H : sympy.Matrix, (n, n)
         Inertia matrix (eq. 2-7), ``T = ½ q̇ᵀ H q̇``.
     christoffel : sympy.Array, (n, n, n)
-        ``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11).
+        ``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11), built on request (a
+        property; the equations use the compact ``C``).
     C : sympy.Matrix, (n, 1)
-        Centrifugal and Coriolis terms ``C_i = Σ_jk h_ijk q̇_j q̇_k``.
+        Centrifugal and Coriolis terms ``C_i = Σ_jk h_ijk q̇_j q̇_k``, written out from
+        the compact form (a property).
+    intermediates : tuple of (sympy.Dummy, sympy.Expr)
+        Named intermediates of the compact forcing, in definition order: the entries of
+        ``J_L``, ``J_A``, ``I_N``, their rates and the body velocities
+        (:func:`_coriolis`).
+    compact_C : sympy.ImmutableMatrix, (n, 1)
+        ``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q`` in those names; ``compact_forcing`` is
+        ``Q - G - compact_C``, what :func:`~kanedyn.symbolic.compare` evaluates for a
+        large system.
     G : sympy.Matrix, (n, 1)
         Gravity terms ``G_i = ∂U/∂q_i`` (eq. 2-9).
     charts : dict
@@ -199,12 +304,46 @@ class LagrangeEquations:
     J_L: tuple[sm.Matrix, ...]
     J_A: tuple[sm.Matrix, ...]
     H: sm.Matrix
-    christoffel: sm.Array
-    C: sm.Matrix
     G: sm.Matrix
     Q: sm.Matrix
     potential_energy: sm.Expr
     charts: dict = attrs.field(factory=dict)
+    intermediates: tuple[tuple[sm.Dummy, sm.Expr], ...] = ()
+    compact_C: sm.ImmutableMatrix = attrs.field(factory=lambda: sm.ImmutableMatrix([]))
+
+    @property
+    def christoffel(self) -> sm.Array:
+        """``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11), with ``∂H/∂q_k`` by the
+        product rule on the factors of ``H`` (:func:`_inertia_matrix_rate`)."""
+        lay = self.model.layout
+        mass = [exact(m) for m in lay.mass]
+        I_B = [_matrix(lay.inertia[i]) for i in range(self.model.nb)]
+        dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B) for qk in self.q]
+        n = len(self.q)
+        h = sm.MutableDenseNDimArray.zeros(n, n, n)
+        for a in range(n):
+            for b in range(n):
+                for c in range(n):
+                    h[a, b, c] = dH[c][a, b] - dH[a][b, c] / 2
+        return sm.ImmutableDenseNDimArray(h)
+
+    @property
+    def C(self) -> sm.Matrix:
+        """``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q = Σ_jk h_ijk q̇_j q̇_k``, written out (the
+        compact form's names substituted back, in order)."""
+        return sm.Matrix(self.explicit(self.compact_C))
+
+    @property
+    def compact_forcing(self) -> sm.Matrix:
+        """``Q - G - C`` with ``C`` in the named intermediates."""
+        return self.Q - self.G - self.compact_C
+
+    def explicit(self, expr: Any) -> Any:
+        """``expr`` in the intermediates written in q, q̇ and the parameters."""
+        values: dict = {}
+        for d, e in self.intermediates:
+            values[d] = e.xreplace(values)
+        return expr.xreplace(values)
 
     @property
     def mass_matrix(self) -> sm.Matrix:
@@ -366,19 +505,8 @@ def lagrange(
         H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N * J_A[i]
     H = H.applyfunc(lambda e: tidy(sm.expand(e)) if simplify else e)
 
-    # Christoffel terms h_ijk (2-11)
-    if simplify:
-        dH = [H.diff(qk) for qk in q]  # dH[k][i, j] = ∂H_ij/∂q_k
-    else:  # the same by the product rule on the factors of (2-7), which are small
-        dH = [_inertia_matrix_rate(qk, mass, J_L, J_A, R_N_B, I_B) for qk in q]
-    h = sm.MutableDenseNDimArray.zeros(n, n, n)
-    for a in range(n):
-        for b in range(n):
-            for c in range(n):
-                h[a, b, c] = dH[c][a, b] - dH[a][b, c] / 2
-    C = sm.Matrix(
-        [sum(h[a, b, c] * u[b] * u[c] for b in range(n) for c in range(n)) for a in range(n)]
-    )
+    # C = Σ_jk h_ijk q̇_j q̇_k, by the product rule on the velocities (compact)
+    defs, C = _coriolis(q, u, mass, J_L, J_A, R_N_B, I_B)
 
     # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
     g = _matrix(model.gravity)
@@ -427,10 +555,10 @@ def lagrange(
         J_L=tuple(J_L),
         J_A=tuple(J_A),
         H=sm.ImmutableMatrix(H),
-        christoffel=sm.ImmutableDenseNDimArray(h),
-        C=sm.ImmutableMatrix(C),
         G=sm.ImmutableMatrix(G),
         Q=sm.ImmutableMatrix(Q),
         potential_energy=U,
         charts=charts,
+        intermediates=tuple(defs),
+        compact_C=sm.ImmutableMatrix(C),
     )

@@ -45,7 +45,8 @@ _t = dynamicsymbols._t
 @attrs.define(eq=False)
 class Side:
     """One derivation: ``M u̇ = f`` in ``q``, ``u``; ``N`` (nq, n) with ``q̇ = N u`` when
-    known (None otherwise)."""
+    known (None otherwise). ``M`` and ``f`` may use named intermediates, defined in
+    order in ``defs`` (a large system's compact form)."""
 
     q: list
     u: list
@@ -53,6 +54,46 @@ class Side:
     f: sm.Matrix
     N: sm.Matrix | None
     label: str
+    defs: list = attrs.field(factory=list)
+
+    def replace(self, rule: Mapping) -> None:
+        """``xreplace(rule)`` in ``M``, ``f`` and the definitions."""
+        self.M = self.M.xreplace(rule)
+        self.f = self.f.xreplace(rule)
+        self.defs = [(d, e.xreplace(rule)) for d, e in self.defs]
+
+
+#: A derivation whose M and f written out would have more tree nodes than this is
+#: compared in its compact form (named intermediates), when it has one.
+EXPLICIT_NODES = 20_000
+
+
+def _unfolded_nodes(defs: Sequence, exprs: Sequence) -> int:
+    """Tree nodes of ``exprs`` written out, without writing them out (each name counts
+    as the size of its definition)."""
+    size: dict = {}
+
+    def nodes(e: sm.Basic) -> int:
+        return sum(size.get(x, 1) for x in sm.preorder_traversal(e))
+
+    for d, e in defs:
+        size[d] = nodes(e)
+    return sum(nodes(e) for e in exprs)
+
+
+def _compact(x: Any) -> tuple[Any, Any, list] | None:
+    """``(M, f, defs)`` of kanedyn's compact form of ``x`` (Kane or Lagrange), when
+    writing it out would be large; None otherwise."""
+    comp = getattr(x, "compact", None)
+    if comp is not None and getattr(comp, "intermediates", None) is not None:
+        M, f, defs = comp.mass_matrix, comp.forcing, list(comp.intermediates)
+    elif getattr(x, "intermediates", None):
+        M, f, defs = x.mass_matrix, x.compact_forcing, list(x.intermediates)
+    else:
+        return None
+    if _unfolded_nodes(defs, [*M, *f]) <= EXPLICIT_NODES:
+        return None
+    return M, f, defs
 
 
 def _is_rate_of(u: Sequence, q: Sequence) -> bool:
@@ -66,6 +107,7 @@ def read_side(x: Any, speeds: Sequence | None, label: str) -> Side:
     from sympy.physics.mechanics import KanesMethod, LagrangesMethod
 
     name = type(x).__name__
+    defs: list = []
     if isinstance(x, tuple):
         if len(x) != 4:
             raise ModelError(
@@ -75,8 +117,12 @@ def read_side(x: Any, speeds: Sequence | None, label: str) -> Side:
         M, f, q, u = x
         name = "tuple"
     else:
+        compact = _compact(x)
         try:
-            q, M, f = x.q, x.mass_matrix, x.forcing
+            if compact is not None:
+                q, (M, f, defs) = x.q, compact
+            else:
+                q, M, f = x.q, x.mass_matrix, x.forcing
         except AttributeError as exc:
             raise ModelError(
                 f"compare: {label} ({name}) needs .q, .mass_matrix and .forcing ({exc}); "
@@ -105,9 +151,9 @@ def read_side(x: Any, speeds: Sequence | None, label: str) -> Side:
         N = sm.Matrix([kd[c.diff(_t)] for c in q]).jacobian(u)
     elif getattr(x, "kinematic_equations", None) is not None:
         N = sm.Matrix(x.kinematic_equations).jacobian(u)
-    elif hasattr(x, "christoffel"):  # kanedyn's LagrangeEquations: u = q̇
+    elif getattr(type(x), "christoffel", None) is not None:  # LagrangeEquations: u = q̇
         N = sm.eye(len(q))
-    return Side(q, u, M, f, N, name)
+    return Side(q, u, M, f, N, name, defs)
 
 
 def _name(s: Any) -> str:
@@ -135,8 +181,7 @@ def _rename(side: Side, rule: Mapping) -> None:
     # top-down: a derivative node is matched before the function inside it
     side.q = [full.get(x, x) for x in side.q]
     side.u = [full.get(x, x) for x in side.u]
-    side.M = side.M.xreplace(full)
-    side.f = side.f.xreplace(full)
+    side.replace(full)
     if side.N is not None:
         side.N = side.N.xreplace(full)
 
@@ -218,7 +263,8 @@ def _change_of_speeds(a: Side, b: Side) -> list[str]:
     for k, qk in enumerate(a.q):
         Wdot += W.diff(qk) * qdot[k]
     sub = dict(zip(b.u, list(W * ua), strict=True))
-    Mb, fb = b.M.xreplace(sub), b.f.xreplace(sub)
+    b.replace(sub)
+    Mb, fb = b.M, b.f
     b.M = W.T * Mb * W
     b.f = W.T * (fb - Mb * Wdot * ua)
     b.N = Na
@@ -265,14 +311,16 @@ def _match_parameters(a: Side, b: Side, params: Mapping, rng: np.random.Generato
 
 def _free(s: Side) -> set:
     out: set = set()
-    for X in (s.M, s.f):
+    for X in (s.M, s.f, *(e for _, e in s.defs)):
         out |= X.free_symbols
         out |= {f for f in X.atoms(AppliedUndef) if f.args == (_t,)}
-    return out - {_t}
+    return out - {_t} - {d for d, _ in s.defs}
 
 
 def _values(s: Side, vals: Mapping) -> np.ndarray:
-    rule = {k: sm.Float(v) for k, v in vals.items()}
+    rule: dict = {k: sm.Float(v) for k, v in vals.items()}
+    for d, e in s.defs:
+        rule[d] = e.xreplace(rule).evalf()
     out = [complex(sm.sympify(e).xreplace(rule).evalf()) for e in [*s.M, *s.f]]
     return np.array(out)
 
@@ -331,8 +379,7 @@ def to_chart(side: Side, model: Any, charts: Mapping[str, str]) -> str:
             assert side.N is not None
             rows.append(side.N[i, :])
     side.q = new_q
-    side.M = side.M.xreplace(rule)
-    side.f = side.f.xreplace(rule)
+    side.replace(rule)
     side.N = sm.Matrix.vstack(*rows)
     names = ", ".join(f"{k} ({v})" for k, v in charts.items())
     return f"Kane's quaternions written in the Euler charts of the spherical joints: {names}"

@@ -22,16 +22,29 @@ The stages are those of Kane & Levinson (1985) and of Stoneking's Kane_NBody sli
 5. **Equations**: :math:`F_r + F^*_r = 0` (the rows of stage 4), and the kinematic
    equations :math:`\\dot q`.
 
-Every entry is shown in the coordinates, speeds and parameters, except that a named
-intermediate of the derivation (the compact form's names: ``R_N_B0_01``, ``omega1_2``,
-...) whose expression would have more than ``fold`` tree nodes stays a name, defined
-under "where" at the end of the stage that first uses it. An entry that still does not
-fit in a few lines of :data:`PAGE_WIDTH` printed characters per component names its
-largest written-out intermediates, and then its largest parenthesized sums (``X_1``,
-``X_2``, ...: the loop closure, built outside the tape), until it does; long sums are
-broken between terms, and a column whose rows are too wide for a ``bmatrix`` is shown
-component by component. :meth:`Stages.unfold` substitutes the names back. The sine and
-cosine of a coordinate print as :math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
+**Named vectors, as the textbook writes them.** Every vector of the pipeline has a name
+whose components print as :math:`\\omega_{B,x}`, :math:`F^*_{B,y}`, ...: the angular
+velocity :math:`\\omega_i`, velocity :math:`v_i`, the remainders :math:`\\alpha_{r,i}`,
+:math:`a_{r,i}`, the partials :math:`\\Omega_r` (the same for every body that
+:math:`u_r` moves) and :math:`V_{i,r}` (given once when bodies share it), the forces
+:math:`F_i`, :math:`T_i` and the central inertia matrix :math:`I_i` (N axes) are written
+out once; everything built from them is written in those names, not expanded
+(:class:`Formula`): :math:`\\alpha_i = \\sum_r \\Omega_r \\dot u_r + \\alpha_{r,i}`,
+:math:`F^*_i = -m_i a_i`, :math:`T^*_i = -(I_i\\alpha_i + \\omega_i \\times I_i\\omega_i)`,
+:math:`F^*_r = \\sum_i V_{i,r}\\cdot F^*_i + \\Omega_r \\cdot T^*_i`. So the table grows
+with the number of (body, speed) pairs, not with the size of the expanded equations.
+
+The written-out vectors use the derivation's named intermediates (the compact form's
+names: ``R_N_B0_01``, ``omega1_2``, ...): one whose expression has more than ``fold``
+tree nodes (default 4: a sine, a product of two names) stays a name, defined under
+"where" at the end of the stage that first uses it, in pipeline order, one short line
+each. An entry that still does not fit in a few lines of :data:`PAGE_WIDTH` printed
+characters per component names its largest written-out intermediates, and then its
+largest parenthesized sums (``X_1``, ``X_2``, ...: the loop closure, built outside the
+tape), until it does; long sums are broken between terms, and a column whose rows are
+too wide for a ``bmatrix`` is shown component by component. :meth:`Stages.unfold`
+substitutes every name back. The sine and cosine of a coordinate print as
+:math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
 
 A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
 equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
@@ -51,7 +64,7 @@ import attrs
 import sympy as sm
 from sympy.printing.latex import LatexPrinter
 
-__all__ = ["Stage", "Stages", "stages"]
+__all__ = ["Formula", "Stage", "Stages", "stages"]
 
 
 @attrs.frozen(eq=False)
@@ -93,8 +106,9 @@ _COMMAND = re.compile(r"\\(left|right|mathrm|begin\{bmatrix\}|end\{bmatrix\}|dot
 
 
 def latex(e: Any) -> str:
-    """LaTeX of ``e`` with the short sines and cosines of :class:`_Printer`."""
-    return str(_PRINTER.doprint(e))
+    """LaTeX of ``e`` with the short sines and cosines of :class:`_Printer`, and plain
+    parentheses (the entries are one line high: ``\\left(`` only costs markup)."""
+    return str(_PRINTER.doprint(e)).replace("\\left(", "(").replace("\\right)", ")")
 
 
 def width(tex: str) -> int:
@@ -124,9 +138,14 @@ def _terms(e: Any) -> list[str]:
 def _lines(e: Any, first: int) -> list[str]:
     """``e`` broken between its terms into lines of at most ``PAGE_WIDTH`` (the first
     line has ``first`` characters taken by its left-hand side)."""
+    return _join(_terms(e), first)
+
+
+def _join(terms: Sequence[str], first: int) -> list[str]:
+    """Signed LaTeX terms joined into lines of at most ``PAGE_WIDTH`` (see :func:`_lines`)."""
     lines: list[str] = []
     cur, room = "", PAGE_WIDTH - first
-    for t in _terms(e):
+    for t in terms:
         if cur and width(cur) + width(t) > room:
             lines.append(cur)
             cur, room = "", PAGE_WIDTH - 4
@@ -151,6 +170,14 @@ def display(lhs: str, value: Any) -> str:
     one row per source line when its rows fit on the page, otherwise component by
     component (``[lhs]_k``) in an ``aligned`` block, long sums broken between terms."""
     lw = width(lhs) + 2
+    if isinstance(value, Formula):
+        ls = _join(value.terms, lw)
+        if len(ls) == 1:
+            return f"{lhs} = {ls[0]}"
+        broken = [f"{lhs} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
+        return "\\begin{aligned}\n" + " \\\\\n".join(broken) + "\n\\end{aligned}"
+    if isinstance(value, sm.MatrixBase) and all(x == 0 for x in value):
+        return f"{lhs} = 0"
     if isinstance(value, sm.MatrixBase) and value.cols == 1:
         rows = [latex(x) for x in value]
         if all(width(r) + lw + 2 <= PAGE_WIDTH for r in rows):
@@ -161,7 +188,16 @@ def display(lhs: str, value: Any) -> str:
             out += _aligned(f"\\left[{lhs}\\right]_{{{k}}}", x, lw + 4)
         return "\\begin{aligned}\n" + " \\\\\n".join(out) + "\n\\end{aligned}"
     if isinstance(value, sm.MatrixBase):
-        return f"{lhs} = {latex(value)}"
+        tex = latex(value)
+        if width(tex) + lw <= PAGE_WIDTH:
+            return f"{lhs} = {tex}"
+        out = []  # entry by entry (the upper triangle of a symmetric matrix)
+        for a in range(value.rows):
+            for b in range(value.cols):
+                if value.is_symmetric() and b < a:
+                    continue
+                out += _aligned(f"\\left[{lhs}\\right]_{{{a + 1}{b + 1}}}", value[a, b], lw + 6)
+        return "\\begin{aligned}\n" + " \\\\\n".join(out) + "\n\\end{aligned}"
     ls = _lines(value, lw)
     if len(ls) == 1:
         return f"{lhs} = {ls[0]}"
@@ -248,6 +284,23 @@ class _Folder:
             value = value.xreplace({big: sym})
         return value
 
+    def own(self, expr: sm.MatrixBase, comps: sm.MatrixBase) -> Any:
+        """``expr`` (a vector or matrix of the derivation's names) written out one level
+        deeper, as a quantity of the table whose components are ``comps``: an entry that
+        is a name not shown yet is replaced by its definition here, and prints as its
+        component of ``comps`` wherever it is used later."""
+        items, flat = list(expr), list(comps)
+        new = [x in self.tape.index and x not in self.rule for x in items]
+        expanded = [
+            self.tape.defs[self.tape.index[x]][1] if fresh else x
+            for x, fresh in zip(items, new, strict=True)
+        ]
+        shown = self(sm.ImmutableMatrix(expr.rows, expr.cols, expanded))
+        for x, c, fresh in zip(items, flat, new, strict=True):
+            if fresh and x not in self.rule:
+                self.rule[x] = c
+        return shown
+
     def __call__(self, expr: Any, first: int = 12) -> Any:
         mat = isinstance(expr, sm.MatrixBase)
         items = list(expr) if mat else [sm.sympify(expr)]
@@ -266,11 +319,27 @@ class _Folder:
 
 
 @attrs.frozen(eq=False)
+class Formula:
+    """A vector or scalar written in named quantities, as the textbook writes it
+    (``F^*_i = -m_i a_i``): its LaTeX ``terms`` (joined by ``+``/``-`` as written) and
+    its ``value`` in the components of the names (for :meth:`Stages.unfold`). The two
+    are built by the same call (:func:`_combination`), so they cannot disagree."""
+
+    terms: tuple[str, ...]
+    value: Any
+
+
+@attrs.frozen(eq=False)
 class Stages:
-    """The stages of Kane's method for one system (see the module docstring)."""
+    """The stages of Kane's method for one system (see the module docstring).
+
+    ``names`` holds, in definition order, every named component (``\\omega_{B,x}``,
+    ``F^*_{B,y}``, ...) and named intermediate (``R_N_B1_00``, ``X_1``) with its value,
+    for :meth:`unfold`."""
 
     name: str
     stages: tuple[Stage, ...]
+    names: tuple[tuple[sm.Symbol, Any], ...] = ()
 
     def markdown(self) -> str:
         """Markdown with ``$$ ... $$`` LaTeX math, one section per stage."""
@@ -280,7 +349,7 @@ class Stages:
             out += [f"$$\n{display(lhs, v)}\n$$\n" for lhs, v in st.entries]
             if st.where:
                 out.append("where\n")
-                out += [f"$$\n{display(latex(s), v)}\n$$\n" for s, v in st.where]
+                out.append(f"$$\n{_where(st.where)}\n$$\n")
         return "\n".join(out)
 
     def latex(self) -> str:
@@ -300,16 +369,23 @@ class Stages:
             out += [f"\\[\n{display(lhs, v)}\n\\]" for lhs, v in st.entries]
             if st.where:
                 out.append("where")
-                out += [f"\\[\n{display(latex(s), v)}\n\\]" for s, v in st.where]
+                out.append(f"\\[\n{_where(st.where)}\n\\]")
         out.append("\\end{document}")
         return "\n".join(out) + "\n"
 
     def unfold(self, expr: Any) -> Any:
-        """``expr`` (an entry of a stage) with every name defined under "where" replaced
-        by its definition: in coordinates, speeds, their rates and parameters only."""
-        for _, st in reversed(list(enumerate(self.stages))):
-            for s, v in reversed(st.where):
-                expr = expr.xreplace({s: v})
+        """``expr`` (an entry of a stage, or a :class:`Formula`) with every name replaced
+        by its definition, repeatedly: in coordinates, speeds, their rates and
+        parameters only."""
+        if isinstance(expr, Formula):
+            expr = expr.value
+        expr = sm.sympify(expr)
+        rule = dict(self.names)
+        for _ in range(len(rule) + 1):
+            hit = expr.free_symbols & rule.keys()
+            if not hit:
+                return expr
+            expr = expr.xreplace({s: rule[s] for s in hit})
         return expr
 
     def _repr_markdown_(self) -> str:
@@ -318,6 +394,20 @@ class Stages:
     def __repr__(self) -> str:
         n = sum(len(s.entries) for s in self.stages)
         return f"Stages({self.name!r}, {len(self.stages)} stages, {n} entries)"
+
+
+def _where(defs: Sequence[tuple[sm.Symbol, Any]]) -> str:
+    """The definitions of one stage as one ``aligned`` display, one per line (long ones
+    broken between terms, a column component by component)."""
+    out: list[str] = []
+    for s, v in defs:
+        name = latex(s)
+        if isinstance(v, sm.MatrixBase):
+            for k, x in enumerate(v, 1):
+                out += _aligned(f"\\left[{name}\\right]_{{{k}}}", x, width(name) + 6)
+        else:
+            out += _aligned(name, v, width(name) + 2)
+    return "\\begin{aligned}\n" + " \\\\\n".join(out) + "\n\\end{aligned}"
 
 
 _NOTATION = (
@@ -339,8 +429,75 @@ def _escape(text: str) -> str:
     return "".join(out)
 
 
-def stages(eom: Any, *, fold: int = 30, simplify: bool = False) -> Stages:
+class _Names:
+    """Named vectors and matrices of the tables: components are symbols
+    (``\\omega_{B,x}``), their values are kept, in order, for :meth:`Stages.unfold`."""
+
+    def __init__(self) -> None:
+        self.defs: list[tuple[sm.Symbol, Any]] = []
+
+    def vector(self, base: str, sub: str, value: Any = None) -> sm.ImmutableMatrix:
+        """The name ``base_{sub}``; defined now if ``value`` is given, else by
+        :meth:`define`."""
+        comps = sm.ImmutableMatrix([sm.Symbol(f"{base}_{{{sub},{a}}}") for a in "xyz"])
+        if value is not None:
+            self.define(comps, value)
+        return comps
+
+    def define(self, comps: sm.MatrixBase, value: Any) -> None:
+        self.defs += zip(comps, value, strict=True)
+
+    def scalar(self, tex: str, value: Any) -> sm.Symbol:
+        sym = sm.Symbol(tex)
+        self.defs.append((sym, value))
+        return sym
+
+    def inertia(self, sub: str) -> sm.ImmutableMatrix:
+        """A symmetric 3x3 (``I_{B,xy} = I_{B,yx}``), defined by :meth:`define_inertia`."""
+        out = sm.zeros(3, 3)
+        for a in range(3):
+            for b in range(a, 3):
+                out[a, b] = out[b, a] = sm.Symbol(f"I_{{{sub},{'xyz'[a]}{'xyz'[b]}}}")
+        return sm.ImmutableMatrix(out)
+
+    def define_inertia(self, I: sm.MatrixBase, value: Any) -> None:
+        self.defs += [(I[a, b], value[a, b]) for a in range(3) for b in range(a, 3)]
+
+
+def _combination(terms: Sequence[tuple[Any, str, Any]], zero: Any = 0) -> Formula:
+    """``Σ c_k X_k`` from ``(c_k, LaTeX of X_k, value of X_k)``: the written terms and
+    the value from the same loop (zero coefficients and zero values left out; ``zero``
+    when nothing is left)."""
+    tex: list[str] = []
+    value: Any = 0
+    for c, name, x in terms:
+        c = sm.sympify(c)
+        zero = all(e == 0 for e in x) if isinstance(x, sm.MatrixBase) else x == 0
+        if c == 0 or zero:
+            continue
+        neg = c.could_extract_minus_sign()
+        mag = -c if neg else c
+        ctex = "" if mag == 1 else latex(mag)
+        if isinstance(mag, sm.Add):
+            ctex = f"\\left({ctex}\\right)"
+        tex.append(f"{'-' if neg else '+'} {ctex} {name}".replace("  ", " "))
+        value = c * x if isinstance(value, int) else value + c * x
+    if not tex:
+        return Formula(("0",), zero)
+    first = tex[0]
+    return Formula((first.removeprefix("+ "), *tex[1:]), value)
+
+
+def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     """The stages of Kane's method for ``eom`` (a :class:`~kanedyn.symbolic.KaneEquations`).
+
+    Every vector of the pipeline is a name (``\\omega_B``, ``\\alpha_{r,B}``,
+    ``\\Omega_r``, ``V_{B,r}``, ``F^*_B``, ...): the kinematic vectors, partials and
+    inertia matrices are written out once (in the tape's named intermediates, folded
+    as ``fold`` says), and everything built from them is written as the textbook does,
+    in those names: :math:`\\alpha_i = \\sum_r \\Omega_r \\dot u_r + \\alpha_{r,i}`,
+    :math:`F^*_i = -m_i a_i`, :math:`T^*_i = -(I_i \\alpha_i + \\omega_i \\times H_i)`,
+    :math:`F^*_r = \\sum_i V_{i,r} \\cdot F^*_i + \\Omega_r \\cdot T^*_i`.
 
     Parameters
     ----------
@@ -351,116 +508,233 @@ def stages(eom: Any, *, fold: int = 30, simplify: bool = False) -> Stages:
         ``sympy.trigsimp(sympy.expand(...))`` each entry (and intermediate) of at most
         ``4 * fold`` nodes.
     """
+    from kanedyn.dynamics.rotors import rotor_specs
+
     der, comp = eom._der, eom.compact
     model = eom.model
     f = _Folder(eom, fold, simplify)
+    nm = _Names()
     names = [b.name for b in model.bodies]
-    nu, n = model.nu, model.n
+    subs = [f"\\mathrm{{{_escape(x)}}}" for x in names]
+    nu, n, nb = model.nu, model.n, model.nb
     ud = list(eom.u_dot)
 
-    def lab(sym: str, i: int) -> str:
-        return f"{sym}_{{\\mathrm{{{_escape(names[i])}}}}}"
+    def stage(title: str, text: str, entries: Sequence[tuple[str, Any]], start: int) -> Stage:
+        return Stage(title, text, tuple(entries), tuple(f.where[start:]))
 
-    def rate(cols: list[sm.Matrix], rem: sm.Matrix) -> sm.Matrix:
-        out = sm.Matrix(rem)
-        for c, x in zip(cols, ud, strict=False):
-            if any(e != 0 for e in c):
-                out += c * x
-        return out
+    def written(base: str, sub: str, value: Any) -> tuple[sm.ImmutableMatrix, Any]:
+        """The named vector ``base_{sub}`` and its written-out value (:meth:`_Folder.own`)."""
+        comps = nm.vector(base, sub)
+        shown = f.own(value, comps)
+        nm.define(comps, shown)
+        return comps, shown
 
-    alpha, acc = [], []
-    for i in range(model.nb):
-        cols_w = [der.Omega_u[i][:, r] for r in range(nu)]
-        cols_v = [der.V_u[i][:, r] for r in range(nu)] + [der.V_s[i][:, c] for c in range(model.ns)]
-        alpha.append(rate(cols_w, der.alpha_r[i]))
-        acc.append(rate(cols_v, der.a_r[i]))
+    def leaf(base: str, i: int, value: Any, entries: list) -> sm.ImmutableMatrix:
+        comps, shown = written(base, subs[i], value)
+        entries.append((f"{base}_{{{subs[i]}}}", shown))
+        return comps
 
-    def stage(title: str, text: str, entries: Sequence[tuple[str, Any]]) -> Stage:
-        start = len(f.where)
-        done = tuple((lhs, f(v)) for lhs, v in entries)
-        return Stage(title, text, done, tuple(f.where[start:]))
-
-    out = []
-    kin = []
-    for i in range(model.nb):
-        kin += [
-            (lab("\\omega", i), der.omega[i]),
-            (lab("v", i), der.v[i]),
-            (lab("\\alpha", i), alpha[i]),
-            (lab("a", i), acc[i]),
-        ]
-    out.append(
-        stage(
-            "Kinematics",
-            "Angular velocity, mass-centre velocity and their rates for each body, in N "
-            "components; $\\dot u$ are the rates of the generalized speeds.",
-            kin,
-        )
-    )
-    par = []
+    # the partials' names first (stage 1's rates are written with them): Omega_r is the
+    # same column for every body that u_r moves; V_{i,r} per body, a body whose column
+    # equals another's reuses its name
+    Om: dict[tuple[int, int], sm.ImmutableMatrix] = {}
+    Vn: dict[tuple[int, int], tuple[str, sm.ImmutableMatrix]] = {}
+    columns: list[tuple[str, sm.ImmutableMatrix, Any]] = []  # (lhs, name, column)
+    seen: dict[tuple, tuple[str, sm.ImmutableMatrix]] = {}
     for r in range(n):
-        for i in range(model.nb):
+        omega_r = None
+        for i in range(nb):
             w = der.Omega_u[i][:, r] if r < nu else sm.zeros(3, 1)
             v = der.V_u[i][:, r] if r < nu else der.V_s[i][:, r - nu]
             if all(e == 0 for e in w) and all(e == 0 for e in v):
                 continue
-            ur = sm.latex(eom.u[r])
-            par += [
-                (
-                    f"\\frac{{\\partial \\omega_{{\\mathrm{{{_escape(names[i])}}}}}}}{{\\partial {ur}}}",
-                    w,
-                ),
-                (f"\\frac{{\\partial v_{{\\mathrm{{{_escape(names[i])}}}}}}}{{\\partial {ur}}}", v),
-            ]
-    out.append(
-        stage(
-            "Partial velocities",
-            "The coefficients of each generalized speed in the velocities (bodies that a "
-            "speed does not move are left out).",
-            par,
+            if any(e != 0 for e in w):
+                if omega_r is None:
+                    omega_r = nm.vector("\\Omega", str(r + 1))
+                    columns.append((f"\\Omega_{{{r + 1}}}", omega_r, w))
+                Om[i, r] = omega_r
+            key = tuple(v)
+            if key in seen:
+                Vn[i, r] = seen[key]
+                continue
+            lhs = f"V_{{{subs[i]},{r + 1}}}"
+            Vn[i, r] = seen[key] = (lhs, nm.vector("V", f"{subs[i]},{r + 1}"))
+            # a rotational speed's V_{i,r} = Omega_r x (r_i - o_k), in the names
+            arm = (i, int(model.layout.u_joint[r])) if (i, r) in Om else None
+            columns.append((lhs, Vn[i, r][1], arm or v))
+
+    def moved(i: int) -> list[int]:
+        return [r for r in range(n) if (i, r) in Vn or (i, r) in Om]
+
+    # stage 1: kinematics; positions, then omega_i = sum_r Omega_r u_r, v likewise,
+    # alpha_i = sum_r Omega_r udot_r + alpha_r,i, a likewise
+    start = len(f.where)
+    kin: list[tuple[str, Any]] = []
+    omega, alpha, acc = [], [], []
+    points: dict[tuple[str, int], sm.ImmutableMatrix] = {}
+
+    def point(kind: str, k: int, entries: list) -> sm.ImmutableMatrix:
+        """The named mass centre r_i or joint point o_k, written out on first use."""
+        if (kind, k) not in points:
+            sub = subs[k] if kind == "r" else f"\\mathrm{{{_escape(model.joints[k].name)}}}"
+            points[kind, k], shown = written(kind, sub, der.r[k] if kind == "r" else der.o[k])
+            entries.append((f"{kind}_{{{sub}}}", shown))
+        return points[kind, k]
+
+    for i in range(nb):
+        point("o", i, kin)  # joint i's point (joint i carries body i)
+        point("r", i, kin)
+        form = _combination(
+            [(eom.u[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om],
+            sm.zeros(3, 1),
         )
+        kin.append((f"\\omega_{{{subs[i]}}}", form))
+        omega.append(nm.vector("\\omega", subs[i], form.value))
+        form = _combination(
+            [(eom.u[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn],
+            sm.zeros(3, 1),
+        )
+        kin.append((f"v_{{{subs[i]}}}", form))
+        nm.vector("v", subs[i], form.value)
+        a_r, _ = written("\\alpha", f"r,{subs[i]}", der.alpha_r[i])
+        kin.append((f"\\alpha_{{r,{subs[i]}}}", a_r))
+        form = _combination(
+            [(ud[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om]
+            + [(1, f"\\alpha_{{r,{subs[i]}}}", a_r)]
+        )
+        kin.append((f"\\alpha_{{{subs[i]}}}", form))
+        alpha.append(nm.vector("\\alpha", subs[i], form.value))
+        acc_r, _ = written("a", f"r,{subs[i]}", der.a_r[i])
+        kin.append((f"a_{{r,{subs[i]}}}", acc_r))
+        form = _combination(
+            [(ud[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn]
+            + [(1, f"a_{{r,{subs[i]}}}", acc_r)]
+        )
+        kin.append((f"a_{{{subs[i]}}}", form))
+        acc.append(nm.vector("a", subs[i], form.value))
+    # the remainders are written out in full (they are the tape's) in the entries above
+    kin = [(lhs, v if not isinstance(v, sm.MatrixBase) else _shown(nm, v)) for lhs, v in kin]
+    kinematics = stage(
+        "Kinematics",
+        "Each body's angular velocity, mass-centre velocity and their rates (N "
+        "components) in the partials of stage 2: $\\omega_i = \\sum_r \\Omega_r u_r$, "
+        "$v_i = \\sum_r V_{i,r} u_r$, $\\alpha_i = \\sum_r \\Omega_r \\dot u_r + "
+        "\\alpha_{r,i}$, $a_i = \\sum_r V_{i,r} \\dot u_r + a_{r,i}$ (remainders "
+        "$\\alpha_{r,i}$, $a_{r,i}$).",
+        kin,
+        start,
     )
-    forces = []
-    for i in range(model.nb):
+
+    start = len(f.where)
+    par: list[tuple[str, Any]] = []
+    for lhs, name, column in columns:
+        if isinstance(column, tuple):
+            i, k = column
+            r_i, o_k = point("r", i, par), point("o", k, par)
+            r = int(lhs.rsplit(",", 1)[1].rstrip("}")) - 1
+            j = f"\\mathrm{{{_escape(model.joints[k].name)}}}"
+            form = Formula(
+                (f"\\Omega_{{{r + 1}}} \\times \\left(r_{{{subs[i]}}} - o_{{{j}}}\\right)",),
+                Om[i, r].cross(r_i - o_k),
+            )
+            nm.define(name, form.value)
+            par.append((lhs, form))
+            continue
+        shown = f.own(column, name)
+        nm.define(name, shown)
+        par.append((lhs, shown))
+    partials = stage(
+        "Partial velocities",
+        "$\\Omega_r = \\partial\\omega_i/\\partial u_r$ is the same for every body $i$ "
+        "that $u_r$ moves (and zero for the others, and for slide speeds); "
+        "$V_{i,r} = \\partial v_i/\\partial u_r = \\Omega_r \\times (r_i - o_k)$ for a "
+        "rotational speed of joint $k$ ($r_i$ the mass centre, $o_k$ the joint point), "
+        "the slide's axis for a slide speed; given once when bodies share it.",
+        par,
+        start,
+    )
+
+    # stage 3: forces on each body
+    start = len(f.where)
+    forces: list[tuple[str, Any]] = []
+    F, T, F_star, T_star = [], [], [], []
+    for i in range(nb):
+        b = subs[i]
+        F.append(leaf("F", i, der.F_app[i], forces))
+        T.append(leaf("T", i, der.T_app[i], forces))
+        I = nm.inertia(b)
+        nm.define_inertia(I, f.own(der.I_N[i], I))
+        forces.append((f"I_{{{b}}}", _inertia_shown(I, nm)))
         m = eom.masses[i]
-        T_star = der.T_star0[i] - der.I_N[i] * rate(
-            [der.Omega_u[i][:, r] for r in range(nu)], sm.zeros(3, 1)
-        )
-        forces += [
-            (lab("F", i), der.F_app[i]),
-            (lab("T", i), der.T_app[i]),
-            (lab("F^*", i), -m * acc[i]),
-            (lab("T^*", i), T_star),
-        ]
-    out.append(
-        stage(
-            "Forces on each body",
-            "Applied force (at the mass centre) and torque, and the inertia force "
-            "$F^*_i = -m_i a_i$ and torque $T^*_i = -(I_i \\alpha_i + \\omega_i \\times I_i "
-            "\\omega_i)$, in N components.",
-            forces,
-        )
+        form = _combination([(-m, f"a_{{{b}}}", acc[i])], sm.zeros(3, 1))
+        forces.append((f"F^*_{{{b}}}", form))
+        F_star.append(nm.vector("F^*", b, form.value))
+        if any(e != 0 for e in model.layout.h_embedded[i]):
+            H = leaf("H", i, der.H[i], forces)
+            h_tex = f"H_{{{b}}}"
+        else:
+            H = I * omega[i]
+            h_tex = f"I_{{{b}}} \\omega_{{{b}}}"
+        value = -(I * alpha[i] + omega[i].cross(H))
+        tex = f"-\\left(I_{{{b}}} \\alpha_{{{b}}} + \\omega_{{{b}}} \\times {h_tex}\\right)"
+        forces.append((f"T^*_{{{b}}}", Formula((tex,), value)))
+        T_star.append(nm.vector("T^*", b, value))
+    loads = stage(
+        "Forces on each body",
+        "Applied force (at the mass centre) and torque, the central inertia matrix "
+        "$I_i$ in N, and the inertia force $F^*_i = -m_i a_i$ and torque "
+        "$T^*_i = -(I_i \\alpha_i + \\omega_i \\times H_i)$, $H_i = I_i \\omega_i$ "
+        "(plus the embedded momentum, when a body has it).",
+        forces,
+        start,
     )
-    rows = []
+
+    # stage 4: F_r and F*_r row by row, in the names
+    start = len(f.where)
+    rows: list[tuple[str, Any]] = []
+    rotors = bool(rotor_specs(model))
     for r in range(n):
-        rows += [(f"F_{{{r + 1}}}", comp.Fr[r]), (f"F^*_{{{r + 1}}}", comp.Fr_star[r])]
-    out.append(
-        stage(
-            "Generalized active and inertia forces",
-            "Row r dots each body's forces with its partial velocities for $u_r$ "
-            "(and adds the joint springs, dampers and actuators acting on $u_r$).",
-            rows,
-        )
+        act, ine = [], []
+        dots_F: Any = 0
+        for i in range(nb):
+            if (i, r) in Vn:
+                lhs, V = Vn[i, r]
+                act.append((1, f"{lhs} \\cdot F_{{{subs[i]}}}", (V.T * F[i])[0]))
+                ine.append((1, f"{lhs} \\cdot F^*_{{{subs[i]}}}", (V.T * F_star[i])[0]))
+                dots_F += _dot(der.V_u[i][:, r] if r < nu else der.V_s[i][:, r - nu],
+                               der.F_app[i])  # fmt: skip
+            if (i, r) in Om:
+                w = Om[i, r]
+                act.append((1, f"\\Omega_{{{r + 1}}} \\cdot T_{{{subs[i]}}}", (w.T * T[i])[0]))
+                ine.append((1, f"\\Omega_{{{r + 1}}} \\cdot T^*_{{{subs[i]}}}",
+                            (w.T * T_star[i])[0]))  # fmt: skip
+                dots_F += _dot(der.Omega_u[i][:, r], der.T_app[i])
+        Q = sm.expand(comp.Fr[r] - dots_F)  # joint springs, dampers and actuators
+        if Q != 0:
+            act.append((1, f"Q_{{{r + 1}}}", nm.scalar(f"Q_{{{r + 1}}}", f(Q))))
+        rows.append((f"F_{{{r + 1}}}", _combination(act)))
+        rows.append((f"F^*_{{{r + 1}}}", f(comp.Fr_star[r]) if rotors else _combination(ine)))
+    generalized = stage(
+        "Generalized active and inertia forces",
+        "Row r dots each body's forces with its partial velocities for $u_r$: "
+        "$F_r = \\sum_i V_{i,r} \\cdot F_i + \\Omega_r \\cdot T_i + Q_r$ ($Q_r$: the "
+        "joint springs, dampers and actuators acting on $u_r$), "
+        "$F^*_r = \\sum_i V_{i,r} \\cdot F^*_i + \\Omega_r \\cdot T^*_i$.",
+        [(lhs, v) for lhs, v in rows if not (isinstance(v, Formula) and v.terms == ("0",))]
+        + [(lhs, v) for lhs, v in rows if isinstance(v, Formula) and v.terms == ("0",)],
+        start,
     )
+    out = [kinematics, partials, loads, generalized]
     if model.loops:
+        start = len(f.where)
         lc = eom.loops
         closure = []
         for c, name in enumerate(lc.loop):
             sub = f"{{\\mathrm{{{_escape(name)}}},{c + 1}}}"
             closure += [
-                (f"\\Phi_{sub}", lc.Phi[c]),
-                (f"\\dot\\Phi_{sub}", (lc.A[c, :] * eom.u)[0]),
-                (f"b_{sub}", lc.b[c]),
+                (f"\\Phi_{sub}", f(lc.Phi[c])),
+                (f"\\dot\\Phi_{sub}", f((lc.A[c, :] * eom.u)[0])),
+                (f"b_{sub}", f(lc.b[c])),
             ]
         out.append(
             stage(
@@ -472,10 +746,12 @@ def stages(eom: Any, *, fold: int = 30, simplify: bool = False) -> Stages:
                 "$\\nu = C \\nu_i$: $C^T (F_r + F^*_r) = 0$ "
                 "(`eom.constrained(independent)`).",
                 closure,
+                start,
             )
         )
+    start = len(f.where)
     qd = [sm.Symbol(f"\\dot{{{sm.latex(x)}}}") for x in eom.q]
-    eqs = [(sm.latex(x), e) for x, e in zip(qd, eom.kinematic_equations, strict=True)]
+    eqs = [(sm.latex(x), f(e)) for x, e in zip(qd, eom.kinematic_equations, strict=True)]
     out.append(
         stage(
             "Equations of motion",
@@ -483,7 +759,24 @@ def stages(eom: Any, *, fold: int = 30, simplify: bool = False) -> Stages:
             "(stage 4), linear in $\\dot u$: $M \\dot u = F_r + F^*_r|_{\\dot u = 0}$. "
             "With the kinematic equations below they determine the motion.",
             eqs,
+            start,
         )
     )
     label = ", ".join(names) if len(names) <= 4 else f"{len(names)} bodies"
-    return Stages(label, tuple(out))
+    order = [*f.where, *nm.defs]
+    return Stages(label, tuple(out), tuple(order))
+
+
+def _shown(nm: _Names, comps: sm.MatrixBase) -> Any:
+    """The written-out value of a named vector (its components' definitions)."""
+    rule = dict(nm.defs)
+    return sm.ImmutableMatrix([rule.get(c, c) for c in comps])
+
+
+def _inertia_shown(I: sm.MatrixBase, nm: _Names) -> Any:
+    rule = dict(nm.defs)
+    return sm.ImmutableMatrix(3, 3, [rule.get(c, c) for c in I])
+
+
+def _dot(a: Any, b: Any) -> Any:
+    return sm.Add(*[x * y for x, y in zip(a, b, strict=True)])
