@@ -553,6 +553,8 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
                     omega_r = nm.vector("\\Omega", str(r + 1))
                     columns.append((f"\\Omega_{{{r + 1}}}", omega_r, w))
                 Om[i, r] = omega_r
+            if all(e == 0 for e in v):
+                continue  # u_r turns body i about its mass centre: no V_{i,r} term
             key = tuple(v)
             if key in seen:
                 Vn[i, r] = seen[key]

@@ -297,3 +297,18 @@ def test_stages_with_a_free_root_a_slide_and_embedded_momentum():
     assert "H_{\\mathrm{hub}}" in forces and "H_{\\mathrm{arm}}" not in forces
     _page_checks(st.markdown(), 25_000)
     _rows_against_the_numeric_engine(model, eom, st, np.random.default_rng(5), 2)
+
+
+def test_a_speed_that_turns_a_body_about_its_mass_centre_has_no_partial_velocity():
+    """A wheel on an axle through its mass centre, on a slide: v_wheel is the slide term
+    alone, and no V_{wheel,r} of the spin speed is named (it is the zero vector)."""
+    cart = kd.Body("cart", mass=2.0, inertia=kd.inertia_tensor(0.1, 0.1, 0.1))
+    wheel = kd.Body("wheel", mass=1.0, inertia=kd.inertia_tensor(0.2, 0.2, 0.4))
+    joints = [
+        kd.Joint.prismatic("slide", None, "cart", axis=1),
+        kd.Joint.revolute("axle", "cart", "wheel", axis=3, inner_point=(0, 0, 1)),
+    ]
+    text = kane(kd.Model([cart, wheel], joints)).stages().markdown()
+    v_wheel = next(line for line in text.splitlines() if line.startswith(r"v_{\mathrm{wheel}} ="))
+    assert r"\Omega" not in v_wheel and "u_{axle" not in v_wheel
+    assert r"V_{\mathrm{wheel},2}" not in text
