@@ -94,6 +94,7 @@ class Components:
         self._specified = specified
         self._dcm: dict = {}
         self._omega: dict = {}
+        self._rate_memo: dict = {}
 
     # -- conversion ---------------------------------------------------------------
 
@@ -194,18 +195,7 @@ class Components:
 
     def rate(self, e: Any) -> Any:
         """:math:`\\dot e = \\sum_x (\\partial e / \\partial x)\\, \\dot x` over the plain symbols."""
-        if e.is_Number:
-            return _ZERO
-        terms = []
-        for x in e.free_symbols:
-            xd = self.rates[x]
-            if xd is None:
-                continue
-            if xd != 0:
-                d = e.diff(x)
-                if d != 0:
-                    terms.append(d * xd)
-        return _add(terms)
+        return directional(e, self.rates, self._rate_memo)
 
     def dt(self, v: Vec) -> Vec:
         """:math:`{}^N d v / dt = \\sum_F \\dot c_F \\cdot f + {}^N\\omega^F \\times c_F \\cdot f`."""
@@ -215,6 +205,69 @@ class Components:
             wc = cross(w, c)
             out[F] = [self.rate(ci) + x for ci, x in zip(c, wc, strict=True)]
         return out
+
+
+def directional(e: Any, seeds: Any, memo: dict | None = None) -> Any:
+    """Forward-mode derivative :math:`\\sum_x (\\partial e/\\partial x)\\, s_x` in one pass.
+
+    ``seeds[x]`` is :math:`s_x` for a plain symbol x (None or absent: a
+    constant). Every subexpression is differentiated once (``memo``), by the
+    sum, product and chain rules, so a subexpression shared by several
+    entries or terms costs one derivative; ``e.diff(x)`` for each symbol would
+    traverse the whole tree once per symbol.
+    """
+    if memo is None:
+        memo = {}
+
+    def d(x: Any) -> Any:
+        if x.is_Atom:
+            if x.is_Symbol:
+                s = seeds[x] if isinstance(seeds, _Lookup) else seeds.get(x)
+                return _ZERO if s is None else s
+            return _ZERO
+        out = memo.get(x)
+        if out is not None:
+            return out
+        if x.is_Add:
+            out = _add([t for t in map(d, x.args) if t != 0])
+        elif x.is_Mul:
+            args = x.args
+            terms = []
+            for i, a in enumerate(args):
+                da = d(a)
+                if da != 0:
+                    terms.append(sm.Mul(*args[:i], da, *args[i + 1 :]))
+            out = _add(terms)
+        elif x.is_Pow:
+            b, ex = x.args
+            db, dex = d(b), d(ex)
+            out = _ZERO
+            if db != 0:
+                out = ex * b ** (ex - 1) * db
+            if dex != 0:
+                out = out + x * sm.log(b) * dex
+        elif isinstance(x, sm.Function) and not isinstance(x, AppliedUndef):
+            terms = []
+            for k, a in enumerate(x.args):
+                da = d(a)
+                if da != 0:
+                    terms.append(x.fdiff(k + 1) * da)
+            out = _add(terms)
+        else:  # anything else: the chain rule through sympy, symbol by symbol
+            terms = []
+            for y in x.free_symbols:
+                s = seeds[y] if isinstance(seeds, _Lookup) else seeds.get(y)
+                if s is not None and s != 0:
+                    terms.append(x.diff(y) * s)
+            out = _add(terms)
+        memo[x] = out
+        return out
+
+    return d(sm.sympify(e))
+
+
+class _Lookup(dict):
+    """A seed mapping whose missing keys are resolved by ``__missing__``."""
 
 
 def cross(a: Sequence, b: Sequence) -> list:
