@@ -292,14 +292,44 @@ def _mat3(I: list, w: Sequence) -> list:
 
 
 def _inertia_frame(mass: Any) -> tuple[ReferenceFrame, list]:
-    """A frame in which the inertia dyadic can be written, and its 3x3 matrix there."""
-    frames = [mass.frame] + [v.args[0][1] for _, v, _ in mass.inertia.args if v.args]
+    """A frame in which the inertia dyadic can be written, and its 3x3 matrix there.
+
+    The frame the dyadic is given in comes first (its matrix is then the user's
+    entries), then the body frame.
+    """
+    frames = [v.args[0][1] for _, v, _ in mass.inertia.args if v.args] + [mass.frame]
     for F in frames:
         try:
             return F, mass.inertia.to_matrix(F)
         except ValueError:
             continue
     raise ModelError(f"bodies: the inertia of {mass.name} is not in a frame connected to it")
+
+
+def _key(v: Vec) -> frozenset:
+    """A hashable form of a vector's components (equal vectors, equal keys)."""
+    return frozenset((F, tuple(c)) for F, c in v.items())
+
+
+def _sum(vs: Sequence[Vec]) -> Vec:
+    out: dict = {}
+    for v in vs:
+        for F, c in v.items():
+            out.setdefault(F, [[], [], []])
+            for i in range(3):
+                if c[i] != 0:
+                    out[F][i].append(c[i])
+    return {F: [_add(t) for t in c] for F, c in out.items()}
+
+
+def _projected(comp: Components, groups: dict) -> Any:
+    """:math:`\\sum_g (\\sum_k R_k) \\cdot v_g` over groups ``key -> (v_g, [R_k])``."""
+    terms = []
+    for v, Rs in groups.values():
+        R = _sum(Rs)
+        for F, c in v.items():
+            terms.append(_dot3(comp.express(R, F), c))
+    return _add(terms)
 
 
 def generalized_forces(
@@ -322,7 +352,10 @@ def generalized_forces(
         Converts a load's Vector to components (its rates stay rates).
     """
     N, n = comp.N, len(u)
-    Fr = [[] for _ in range(n)]
+    # Forces with the same partial velocity are added before the dot product
+    # (for a chain, every body beyond a joint shares that joint's partial velocity):
+    # per speed, key of the partial velocity -> (partial velocity, [forces]).
+    active: list[dict] = [{} for _ in range(n)]
     for where, vec in loads:
         try:
             vel = where.vel(N) if isinstance(where, Point) else where.ang_vel_in(N)
@@ -332,14 +365,12 @@ def generalized_forces(
         R = load_vector(vec)
         if not R or not vel_c:
             continue
-        in_frame: dict = {}
         for r, ur in enumerate(u):
-            for F, c in comp.diff(vel_c, ur).items():
-                if F not in in_frame:
-                    in_frame[F] = comp.express(R, F)
-                Fr[r].append(_dot3(in_frame[F], c))
-    Fstar = [[] for _ in range(n)]
-    M = [[[] for _ in range(n)] for _ in range(n)]
+            v_r = comp.diff(vel_c, ur)
+            if v_r:
+                active[r].setdefault(_key(v_r), (v_r, []))[1].append(R)
+    inertial: list[dict] = [{} for _ in range(n)]
+    pairs: dict = {}  # (r, s, key_r, key_s) -> (v_r, v_s, [masses])
     for mass in masses:
         try:
             v = comp.vector(mass.point.vel(N))
@@ -351,17 +382,18 @@ def generalized_forces(
         m = comp.scalar(mass.mass)
         if any(v_r):
             Rstar = {F: [-m * x for x in c] for F, c in comp.dt(v).items()}
-            in_frame = {}
+            keys = [_key(x) for x in v_r]
             for r in range(n):
-                for F, c in v_r[r].items():
-                    if F not in in_frame:
-                        in_frame[F] = comp.express(Rstar, F)
-                    Fstar[r].append(_dot3(in_frame[F], c))
+                if not v_r[r]:
+                    continue
+                inertial[r].setdefault(keys[r], (v_r[r], []))[1].append(Rstar)
                 for s in range(r, n):
-                    if v_r[r] and v_r[s]:
-                        d = comp.dot(v_r[r], v_r[s])
-                        if d != 0:
-                            M[r][s].append(m * d)
+                    if v_r[s]:
+                        pair = (r, s, keys[r], keys[s])
+                        pairs.setdefault(pair, (v_r[r], v_r[s], []))[2].append(m)
+    Fstar: list[list] = [[] for _ in range(n)]
+    M: list[list[list]] = [[[] for _ in range(n)] for _ in range(n)]
+    for mass in masses:
         if mass.frame is None or mass.inertia is None or mass.inertia == 0:
             continue
         W, Im = _inertia_frame(mass)
@@ -388,12 +420,19 @@ def generalized_forces(
                 d = _dot3(w_r[r], Iw_s[s])
                 if d != 0:
                     M[r][s].append(d)
+    Fr = [_projected(comp, groups) for groups in active]
+    for r in range(n):
+        Fstar[r].append(_projected(comp, inertial[r]))
+    for (r, s, _, _), (a, b, ms) in pairs.items():
+        d = comp.dot(a, b)
+        if d != 0:
+            M[r][s].append(sm.Add(*ms) * d)
     Mm = sm.zeros(n, n)
     for r in range(n):
         for s in range(r, n):
             Mm[r, s] = Mm[s, r] = _add(M[r][s])
     return (
-        sm.Matrix([_add(t) for t in Fr]),
+        sm.Matrix(Fr),
         sm.Matrix([_add(t) for t in Fstar]),
         Mm,
     )

@@ -260,17 +260,65 @@ def _blocks(A: sm.Matrix) -> list[tuple[list[int], list[int]]]:
     return list(groups.values())
 
 
+def _det_and_adjugate(P: sm.Matrix) -> tuple[Any, list]:
+    """:math:`\\det P` and :math:`\\mathrm{adj}\\,P` by Laplace expansion with shared minors.
+
+    Each minor (a set of rows and of columns) is expanded along its first row
+    once and reused by every larger minor and cofactor that contains it, and zero
+    entries are skipped, so the result is a sum of products of the entries with
+    common factors shared rather than multiplied out.
+    """
+    n = P.rows
+    memo: dict = {}
+
+    def minor(rows: tuple, cols: tuple) -> Any:
+        if not rows:
+            return sm.S.One
+        key = (rows, cols)
+        out = memo.get(key)
+        if out is None:
+            terms = []
+            r0 = rows[0]
+            for k, c in enumerate(cols):
+                a = P[r0, c]
+                if a == 0:
+                    continue
+                sub = minor(rows[1:], cols[:k] + cols[k + 1 :])
+                if sub != 0:
+                    terms.append(a * sub if k % 2 == 0 else -a * sub)
+            out = sm.Add(*terms)
+            memo[key] = out
+        return out
+
+    every = tuple(range(n))
+    adj = [[sm.S.Zero] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            m = minor(every[:j] + every[j + 1 :], every[:i] + every[i + 1 :])
+            adj[i][j] = m if (i + j) % 2 == 0 else -m
+    det = sm.Add(*[P[0, j] * adj[j][0] for j in range(n) if P[0, j] != 0])
+    return det, adj
+
+
+# Placeholder forms of recently solved matrices: A -> (P, det, adjugate, back).
+_CRAMER_CACHE: dict = {}
+
+
 def _cramer(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
     """Solve ``A X = B`` by Cramer's rule, :math:`X = \\mathrm{adj}(A) B / \\det A`.
 
     The adjugate, determinant and product are formed on placeholder symbols and
     the entries of ``A`` and ``B`` are put back in one pass, so each appears
-    shared in the result rather than copied into a tree.
+    shared in the result rather than copied into a tree. The adjugate of a matrix
+    is kept for the next solve with the same matrix (a linearization solves with
+    its mass matrix several times).
     """
-    back: dict = {}
-    seen: dict = {}
+    key = A.as_immutable()
+    hit = _CRAMER_CACHE.get(key)
+    if hit is None:
+        back: dict = {}
+        seen: dict = {}
 
-    def placeholders(X: sm.Matrix) -> sm.Matrix:
         def ph(a):
             if a.is_Number:
                 return a
@@ -279,14 +327,29 @@ def _cramer(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
                 back[seen[a]] = a
             return seen[a]
 
-        return X.applyfunc(ph)
-
-    P, Q = placeholders(A), placeholders(B)
-    if A.rows == 1:
-        return (Q / P[0, 0]).xreplace(back)
-    d = sm.Dummy()
-    back[d] = sm.expand(P.det(method="berkowitz")).xreplace(back)
-    X = (P.adjugate(method="berkowitz").applyfunc(sm.expand) * Q).applyfunc(sm.expand) / d
+        P = A.applyfunc(ph)
+        det, adj = _det_and_adjugate(P)
+        d = sm.Dummy()
+        back[d] = det.xreplace(back)
+        hit = (d, adj, back)
+        if len(_CRAMER_CACHE) > 16:
+            _CRAMER_CACHE.clear()
+        _CRAMER_CACHE[key] = hit
+    d, adj, back = hit
+    n = A.rows
+    back = dict(back)
+    # placeholders for B: map each distinct entry to a Dummy
+    qs: dict = {}
+    for e in B:
+        if not e.is_Number and e not in qs:
+            qs[e] = sm.Dummy()
+            back[qs[e]] = e
+    Q = B.applyfunc(lambda b: b if b.is_Number else qs[b])
+    X = sm.zeros(n, B.cols)
+    for i in range(n):
+        for c in range(B.cols):
+            terms = [adj[i][j] * Q[j, c] for j in range(n) if adj[i][j] != 0 and Q[j, c] != 0]
+            X[i, c] = sm.Add(*terms) / d
     return X.xreplace(back)
 
 
