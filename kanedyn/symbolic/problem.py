@@ -381,6 +381,8 @@ def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str, checked: bool = False
         raise ModelError(f"{what}: the system is {A.rows} x {A.cols}, not square")
     if n == 0:
         return sm.zeros(0, B.cols)
+    if A == sm.eye(n):
+        return B.copy()
     if not checked and is_singular(A):
         raise ModelError(f"{what}: the matrix is singular for every configuration")
     X = sm.zeros(n, B.cols)
@@ -479,8 +481,13 @@ def kinematics_at(kd_eqs: Sequence, q: Sequence, u: Sequence) -> _Kinematics:
         )
     if kd.has(*[ui.diff(_t) for ui in u]):
         raise ModelError("kd_eqs: the kinematic differential equations contain u'")
-    K_qd = _linear_coefficients(kd, qd, what="kd_eqs", of="q'")
-    K_u = _linear_coefficients(kd, u, what="kd_eqs", of="the speeds u")
+    # coefficients with respect to plain symbols (no dynamic-symbol bookkeeping)
+    plain = {x: sm.Dummy() for x in [*qd, *u]}
+    back = {v: k for k, v in plain.items()}
+    kd_p = kd.xreplace(plain)
+    K_qd = _linear_coefficients(kd_p, [plain[x] for x in qd], what="kd_eqs", of="q'")
+    K_u = _linear_coefficients(kd_p, [plain[x] for x in u], what="kd_eqs", of="the speeds u")
+    K_qd, K_u = K_qd.xreplace(back), K_u.xreplace(back)
     if K_qd.has(*u) or K_u.has(*qd):
         raise ModelError("kd_eqs: the kinematic differential equations are not linear in q' and u")
     k = kd.xreplace(dict.fromkeys(qd, 0))
