@@ -113,7 +113,7 @@ class Components:
     def vector(self, v: Vector | int) -> Vec:
         """A Vector as ``frame -> components``."""
         out: Vec = {}
-        if v == 0:
+        if not isinstance(v, Vector) or v == 0:
             return out
         for m, F in v.args:
             c = [self.scalar(x) for x in m]
@@ -291,7 +291,7 @@ def _mat3(I: list, w: Sequence) -> list:
     return [_dot3(I[i], w) for i in range(3)]
 
 
-def _inertia_frame(mass: Any) -> tuple[ReferenceFrame, list]:
+def _inertia_frame(mass: Any) -> tuple[ReferenceFrame, sm.Matrix]:
     """A frame in which the inertia dyadic can be written, and its 3x3 matrix there.
 
     The frame the dyadic is given in comes first (its matrix is then the user's
@@ -366,9 +366,9 @@ def generalized_forces(
         if not R or not vel_c:
             continue
         for r, ur in enumerate(u):
-            v_r = comp.diff(vel_c, ur)
-            if v_r:
-                active[r].setdefault(_key(v_r), (v_r, []))[1].append(R)
+            vel_r = comp.diff(vel_c, ur)
+            if vel_r:
+                active[r].setdefault(_key(vel_r), (vel_r, []))[1].append(R)
     inertial: list[dict] = [{} for _ in range(n)]
     pairs: dict = {}  # (r, s, key_r, key_s) -> (v_r, v_s, [masses])
     for mass in masses:
