@@ -300,7 +300,7 @@ def _det_and_adjugate(P: sm.Matrix) -> tuple[Any, list]:
     return det, adj
 
 
-# Placeholder forms of recently solved matrices: A -> (P, det, adjugate, back).
+# Recently solved matrices: A -> (determinant placeholder, adjugate, placeholder values).
 _CRAMER_CACHE: dict = {}
 
 
