@@ -138,8 +138,23 @@ def _jacobian_at(exprs: sm.Matrix, xs: Sequence, x0: Mapping) -> sm.Matrix:
     return J
 
 
+# Entries with more nodes than this are left as formed (a quotient of shared
+# cofactor sums): multiplied out, a determinant of order n has n! products.
+_EXPAND_MAX_NODES = 1000
+
+
+def _is_large(e: sm.Expr) -> bool:
+    """More than ``_EXPAND_MAX_NODES`` nodes (counting stops there)."""
+    for k, _ in enumerate(sm.preorder_traversal(e)):
+        if k > _EXPAND_MAX_NODES:
+            return True
+    return False
+
+
 def _tidy(e: sm.Expr, free_states: Mapping) -> sm.Expr:
-    """Expand an entry; simplify small ones that still hold coordinates or speeds."""
+    """Expand an entry unless it is large; simplify small ones that still hold q or u."""
+    if _is_large(e):
+        return e
     e = sm.expand(e)
     if free_states and e.has(*free_states) and sm.count_ops(e) < 300:
         e = sm.simplify(e)

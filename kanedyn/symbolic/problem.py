@@ -58,6 +58,7 @@ from sympy.physics.vector.printing import vlatex, vsstrrepr
 
 from kanedyn.errors import ModelError
 from kanedyn.symbolic.auxiliary import auxiliary_equations, check_auxiliary
+from kanedyn.symbolic.components import Components, _Lookup, generalized_forces
 
 __all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear"]
 
@@ -189,6 +190,9 @@ def _stand_ins(exprs: Iterable[sm.Expr]) -> dict:
 def _random_evaluations(A: sm.Matrix, n: int = 3, seed: int = 7) -> list[np.ndarray]:
     """Evaluate ``A`` at ``n`` random points (all symbols in (0.2, 1.3))."""
     rule = _stand_ins(A)
+    if not rule:  # a numeric matrix: one evaluation is all of them
+        a = np.asarray(A.evalf(), dtype=complex).reshape(A.shape)
+        return [a] * n
     args = list(rule.values())
     f = sm.lambdify(args, A.xreplace(rule), modules="numpy")
     rng = np.random.default_rng(seed)
@@ -256,17 +260,65 @@ def _blocks(A: sm.Matrix) -> list[tuple[list[int], list[int]]]:
     return list(groups.values())
 
 
+def _det_and_adjugate(P: sm.Matrix) -> tuple[Any, list]:
+    """:math:`\\det P` and :math:`\\mathrm{adj}\\,P` by Laplace expansion with shared minors.
+
+    Each minor (a set of rows and of columns) is expanded along its first row
+    once and reused by every larger minor and cofactor that contains it, and zero
+    entries are skipped, so the result is a sum of products of the entries with
+    common factors shared rather than multiplied out.
+    """
+    n = P.rows
+    memo: dict = {}
+
+    def minor(rows: tuple, cols: tuple) -> Any:
+        if not rows:
+            return sm.S.One
+        key = (rows, cols)
+        out = memo.get(key)
+        if out is None:
+            terms = []
+            r0 = rows[0]
+            for k, c in enumerate(cols):
+                a = P[r0, c]
+                if a == 0:
+                    continue
+                sub = minor(rows[1:], cols[:k] + cols[k + 1 :])
+                if sub != 0:
+                    terms.append(a * sub if k % 2 == 0 else -a * sub)
+            out = sm.Add(*terms)
+            memo[key] = out
+        return out
+
+    every = tuple(range(n))
+    adj = [[sm.S.Zero] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            m = minor(every[:j] + every[j + 1 :], every[:i] + every[i + 1 :])
+            adj[i][j] = m if (i + j) % 2 == 0 else -m
+    det = sm.Add(*[P[0, j] * adj[j][0] for j in range(n) if P[0, j] != 0])
+    return det, adj
+
+
+# Recently solved matrices: A -> (determinant placeholder, adjugate, placeholder values).
+_CRAMER_CACHE: dict = {}
+
+
 def _cramer(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
     """Solve ``A X = B`` by Cramer's rule, :math:`X = \\mathrm{adj}(A) B / \\det A`.
 
     The adjugate, determinant and product are formed on placeholder symbols and
     the entries of ``A`` and ``B`` are put back in one pass, so each appears
-    shared in the result rather than copied into a tree.
+    shared in the result rather than copied into a tree. The adjugate of a matrix
+    is kept for the next solve with the same matrix (a linearization solves with
+    its mass matrix several times).
     """
-    back: dict = {}
-    seen: dict = {}
+    key = A.as_immutable()
+    hit = _CRAMER_CACHE.get(key)
+    if hit is None:
+        back: dict = {}
+        seen: dict = {}
 
-    def placeholders(X: sm.Matrix) -> sm.Matrix:
         def ph(a):
             if a.is_Number:
                 return a
@@ -275,18 +327,33 @@ def _cramer(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
                 back[seen[a]] = a
             return seen[a]
 
-        return X.applyfunc(ph)
-
-    P, Q = placeholders(A), placeholders(B)
-    if A.rows == 1:
-        return (Q / P[0, 0]).xreplace(back)
-    d = sm.Dummy()
-    back[d] = sm.expand(P.det(method="berkowitz")).xreplace(back)
-    X = (P.adjugate(method="berkowitz").applyfunc(sm.expand) * Q).applyfunc(sm.expand) / d
+        P = A.applyfunc(ph)
+        det, adj = _det_and_adjugate(P)
+        d = sm.Dummy()
+        back[d] = det.xreplace(back)
+        hit = (d, adj, back)
+        if len(_CRAMER_CACHE) > 16:
+            _CRAMER_CACHE.clear()
+        _CRAMER_CACHE[key] = hit
+    d, adj, back = hit
+    n = A.rows
+    back = dict(back)
+    # placeholders for B: map each distinct entry to a Dummy
+    qs: dict = {}
+    for e in B:
+        if not e.is_Number and e not in qs:
+            qs[e] = sm.Dummy()
+            back[qs[e]] = e
+    Q = B.applyfunc(lambda b: b if b.is_Number else qs[b])
+    X = sm.zeros(n, B.cols)
+    for i in range(n):
+        for c in range(B.cols):
+            terms = [adj[i][j] * Q[j, c] for j in range(n) if adj[i][j] != 0 and Q[j, c] != 0]
+            X[i, c] = sm.Add(*terms) / d
     return X.xreplace(back)
 
 
-def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str) -> sm.Matrix:
+def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str, checked: bool = False) -> sm.Matrix:
     """Solve the symbolic linear system ``A X = B`` without 0/0 hazards.
 
     The nonzero pattern of ``A`` is split into independent diagonal blocks; each
@@ -301,6 +368,8 @@ def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str) -> sm.Matrix:
     B : Matrix, (n, k)
     what : str
         Names the system in the error message.
+    checked : bool, optional
+        The caller has already checked that ``A`` is not singular everywhere.
 
     Raises
     ------
@@ -312,7 +381,9 @@ def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str) -> sm.Matrix:
         raise ModelError(f"{what}: the system is {A.rows} x {A.cols}, not square")
     if n == 0:
         return sm.zeros(0, B.cols)
-    if is_singular(A):
+    if A == sm.eye(n):
+        return B.copy()
+    if not checked and is_singular(A):
         raise ModelError(f"{what}: the matrix is singular for every configuration")
     X = sm.zeros(n, B.cols)
     for rows, cols in _blocks(A):
@@ -410,8 +481,13 @@ def kinematics_at(kd_eqs: Sequence, q: Sequence, u: Sequence) -> _Kinematics:
         )
     if kd.has(*[ui.diff(_t) for ui in u]):
         raise ModelError("kd_eqs: the kinematic differential equations contain u'")
-    K_qd = _linear_coefficients(kd, qd, what="kd_eqs", of="q'")
-    K_u = _linear_coefficients(kd, u, what="kd_eqs", of="the speeds u")
+    # coefficients with respect to plain symbols (no dynamic-symbol bookkeeping)
+    plain = {x: sm.Dummy() for x in [*qd, *u]}
+    back = {v: k for k, v in plain.items()}
+    kd_p = kd.xreplace(plain)
+    K_qd = _linear_coefficients(kd_p, [plain[x] for x in qd], what="kd_eqs", of="q'")
+    K_u = _linear_coefficients(kd_p, [plain[x] for x in u], what="kd_eqs", of="the speeds u")
+    K_qd, K_u = K_qd.xreplace(back), K_u.xreplace(back)
     if K_qd.has(*u) or K_u.has(*qd):
         raise ModelError("kd_eqs: the kinematic differential equations are not linear in q' and u")
     k = kd.xreplace(dict.fromkeys(qd, 0))
@@ -426,22 +502,26 @@ def kinematics_at(kd_eqs: Sequence, q: Sequence, u: Sequence) -> _Kinematics:
             "coefficient matrix has rank below the number of coordinates, so the speeds "
             "are not independent combinations of q'"
         )
-    qdot = solve_linear(K_qd, -k, what="kd_eqs (solving for q')")
+    qdot = solve_linear(K_qd, -k, what="kd_eqs (solving for q')", checked=True)
     return _Kinematics(K_qd, k, qdot, dict(zip(qd, qdot, strict=True)))
 
 
 @attrs.frozen
 class _Constraints:
-    """Velocity constraints :math:`f_v = B_d u_d + B_i u_i + b = 0` and their rate."""
+    """Velocity constraints :math:`f_v = B_d u_d + B_i u_i + b = 0` and their rate.
+
+    ``f_c``, ``B`` and ``b`` are in the user's symbols; ``raw`` holds
+    ``(f_c, B, b, h)`` in the plain symbols of :class:`RawEquations`.
+    """
 
     f_c: sm.Matrix  # (nc, 1)
     B: sm.Matrix  # (nm, nu)
     b: sm.Matrix  # (nm, 1)
-    h: sm.Matrix  # (nm, 1), d/dt f_v at u' = 0 (contains q')
+    raw: tuple  # f_c, B, b, h (nm, 1): d/dt f_v at u' = 0 (contains q')
 
 
 def _constraints(
-    configuration_constraints, velocity_constraints, q_dep, u_ind, u_dep, kin
+    configuration_constraints, velocity_constraints, q_dep, u_ind, u_dep, kin, comp, u_raw, back
 ) -> _Constraints:
     f_c = sm.Matrix(list(configuration_constraints))
     if f_c.rows != len(q_dep):
@@ -451,6 +531,7 @@ def _constraints(
         )
     if f_c.rows and f_c.has(*kin.qdot_map):
         raise ModelError("configuration_constraints: must not contain coordinate rates q'")
+    f_c_raw = f_c.applyfunc(comp.scalar)
     f_v = sm.Matrix(list(velocity_constraints))
     if f_v.rows == 0 and u_dep and f_c.rows == len(u_dep):
         # configuration constraints without their velocity form: use d/dt f_c(q) = 0 (the
@@ -461,20 +542,28 @@ def _constraints(
             f"velocity_constraints: {f_v.rows} constraints for {len(u_dep)} dependent speeds "
             "u_dep; give one per dependent speed"
         )
-    u = [*u_ind, *u_dep]
+    nu = len(u_ind) + len(u_dep)
     if f_v.rows == 0:
-        return _Constraints(f_c, sm.zeros(0, len(u)), sm.zeros(0, 1), sm.zeros(0, 1))
-    f_v = f_v.xreplace(kin.qdot_map)
-    B = _linear_coefficients(f_v, u, what="velocity_constraints", of="the speeds u")
+        z = sm.zeros(0, nu), sm.zeros(0, 1)
+        return _Constraints(f_c, z[0], z[1], (f_c_raw, z[0], z[1], z[1]))
+    # in plain symbols, with q' replaced by the kinematic equations
+    f_v = f_v.applyfunc(comp.scalar)
+    B = _linear_coefficients(f_v, u_raw, what="velocity_constraints", of="the speeds u")
     if is_singular(B[:, len(u_ind) :]):
         raise ModelError(
             "velocity_constraints: the dependent-speed solve is singular for every "
             "configuration: the constraints do not determine u_dep (their u_dep "
             "coefficient matrix is singular)"
         )
-    b = f_v.xreplace(dict.fromkeys(u, 0))
-    h = (B * sm.Matrix(u) + b).diff(_t).xreplace({ui.diff(_t): 0 for ui in u})
-    return _Constraints(f_c, B, b, h)
+    b = f_v.xreplace(dict.fromkeys(u_raw, 0))
+    # h = d/dt (B u + b) at u' = 0: the chain rule through q (and specified inputs)
+    h = sm.Matrix(
+        [
+            comp.rate(sm.Add(*[B[i, j] * u_raw[j] for j in range(nu) if B[i, j] != 0], b[i]))
+            for i in range(B.rows)
+        ]
+    )
+    return _Constraints(f_c, B.xreplace(back), b.xreplace(back), (f_c_raw, B, b, h))
 
 
 @attrs.frozen
@@ -500,61 +589,14 @@ def _motion(N: ReferenceFrame, mass: Mass, u: Sequence, qdot_map: dict) -> _Moti
     return _Motion(v, w, v_r, w_r)
 
 
-def _inertia_forces(N: ReferenceFrame, mass: Mass, mo: _Motion, ud_zero: dict):
-    """Inertia force and torque at :math:`\\dot u = 0` (Kane & Levinson 1985, generalized inertia forces).
-
-    .. math::
-
-        R^* = -m a, \\qquad T^* = -(\\alpha \\cdot I + \\omega \\times I \\cdot \\omega)
-    """
-    R = -mass.mass * mo.v.dt(N).xreplace(ud_zero)
-    if mass.frame is None or mass.inertia is None:
-        return R, Vector(0)
-    I = mass.inertia
-    alpha = mo.w.dt(N).xreplace(ud_zero)
-    T = -((alpha & I) + (mo.w ^ (I & mo.w)))
-    return R, T
-
-
-def _generalized_forces(N, masses, motions, loads, u, qdot_map):
-    """Unconstrained :math:`F_r`, :math:`F^*_r|_{\\dot u=0}` and :math:`M_{rs}`.
-
-    .. math::
-
-        F_r = \\sum_P R_P \\cdot v^P_r + \\sum_A T_A \\cdot \\omega^A_r, \\qquad
-        M_{rs} = \\sum_i m_i\\, v^i_r \\cdot v^i_s + \\omega^i_r \\cdot I_i \\cdot \\omega^i_s
-    """
-    n = len(u)
-    ud_zero = {ur.diff(_t): 0 for ur in u}
-    Fr = sm.zeros(n, 1)
-    for where, vec in loads:
-        if isinstance(where, Point):
-            try:
-                vel = where.vel(N).xreplace(qdot_map)
-            except ValueError as exc:
-                raise ModelError(
-                    f"loads: velocity of point {where.name} is undefined: {exc}"
-                ) from None
-        else:
-            vel = where.ang_vel_in(N).xreplace(qdot_map)
-        for r, ur in enumerate(u):
-            Fr[r] += vec & vel.diff(ur, N, var_in_dcm=False)
-    Fstar = sm.zeros(n, 1)
-    M = sm.zeros(n, n)
-    for mass, mo in zip(masses, motions, strict=True):
-        R, T = _inertia_forces(N, mass, mo, ud_zero)
-        Iw_s = [mass.inertia & w for w in mo.w_r] if mass.inertia is not None else None
-        for r in range(n):
-            Fstar[r] += (R & mo.v_r[r]) + (T & mo.w_r[r])
-            for s in range(r, n):
-                m_rs = mass.mass * (mo.v_r[r] & mo.v_r[s])
-                if Iw_s is not None:
-                    m_rs += mo.w_r[r] & Iw_s[s]
-                M[r, s] += m_rs
-    for r in range(n):
-        for s in range(r):
-            M[r, s] = M[s, r]
-    return Fr, Fstar, M
+def _matmul(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
+    """Matrix product as plain sums of products, skipping zero factors."""
+    out = sm.zeros(A.rows, B.cols)
+    for i in range(A.rows):
+        for j in range(B.cols):
+            terms = [A[i, k] * B[k, j] for k in range(A.cols) if A[i, k] != 0 and B[k, j] != 0]
+            out[i, j] = sm.Add(*terms)
+    return out
 
 
 def _simplified(M: sm.Matrix, budget: float | None, start: float) -> sm.Matrix:
@@ -565,6 +607,24 @@ def _simplified(M: sm.Matrix, budget: float | None, start: float) -> sm.Matrix:
             break
         out[k] = sm.simplify(out[k])
     return out
+
+
+class _Rates(_Lookup):
+    """Plain symbol -> its time derivative; a specified input's rate is made on demand."""
+
+    def __init__(self, problem: KaneProblem) -> None:
+        super().__init__()
+        self._problem = problem
+
+    def __missing__(self, x):
+        if not self._problem._specified:
+            return None
+        back = {v: k for k, v in self._problem._specified.items()}
+        if x not in back:
+            return None
+        d = self._problem._specify(back[x].diff(_t))
+        self[x] = d
+        return d
 
 
 # ---------------------------------------------------------------------------
@@ -690,62 +750,94 @@ class KaneProblem:
 
         self.u_auxiliary = check_auxiliary(u_auxiliary, u)
         self._kin = kinematics_at(kd_eqs, list(self.q), u)
+        plain, vel = self._plain_symbols()
+        raw_u = [self._to_raw[x] for x in u]
+        back = {v: k for k, v in self._to_raw.items()}
         self._con = _constraints(
-            configuration_constraints, velocity_constraints, q_dep, u_ind, u_dep, self._kin
+            configuration_constraints,
+            velocity_constraints,
+            q_dep,
+            u_ind,
+            u_dep,
+            self._kin,
+            vel,
+            raw_u,
+            back,
         )
         # the equations of motion are those with the auxiliary speeds zero
-        motion_map = {**self._kin.qdot_map, **dict.fromkeys(self.u_auxiliary, 0)}
-        self._motions = tuple(_motion(frame, b, u, motion_map) for b in self.bodies)
-        Fr, Fstar, M = _generalized_forces(
-            frame, self.bodies, self._motions, self.loads, u, motion_map
-        )
+        Fr, Fstar, M = generalized_forces(vel, self.bodies, self.loads, raw_u, plain.vector)
         self.raw = self._raw_equations(Fr, Fstar, M)
 
     # -- the unconstrained equations in stand-in symbols -----------------------
 
-    def _raw_equations(self, Fr, Fstar, M) -> RawEquations:
+    def _plain_symbols(self) -> tuple[Components, Components]:
+        """Plain symbols for q, q', u, u' and specified inputs; two converters.
+
+        The first keeps q' as a symbol; the second (for velocities) writes q' by the
+        kinematic differential equations and sets the auxiliary speeds to zero.
+        """
         q, u = list(self.q), list(self.u)
         qd = [x.diff(_t) for x in q]
         ud = [x.diff(_t) for x in u]
-        pieces = [self._kin.K_qd, self._kin.k, self._con.f_c, self._con.B, self._con.b]
-        pieces += [self._con.h, M, Fr, Fstar]
-        for P in pieces:
-            for e in P:
-                for d in e.atoms(sm.Derivative):
-                    if d.expr in q and d.derivative_count > 1:
-                        raise ModelError(
-                            f"second derivative {d} of a coordinate appears in the "
-                            "kinematics; define velocities with u or q' only"
-                        )
         to_raw: dict = {}
         for names, xs in (("qd", qd), ("ud", ud), ("q", q), ("u", u)):
             for x in xs:
                 to_raw[x] = sm.Dummy(f"{names}_{x}")
-        # Specified functions of time (inputs) and their rates become parameters.
-        specified: dict = {}
-        for P in pieces:
-            for e in P:
-                for d in e.atoms(sm.Derivative):
-                    if d not in to_raw:
-                        specified.setdefault(d, sm.Dummy(str(d)))
-                for f in e.atoms(AppliedUndef):
-                    if f not in to_raw and f.args == (_t,):
-                        specified.setdefault(f, sm.Dummy(str(f)))
-        to_raw.update(specified)
-        K_qd, k, f_c, B, b, h, M, Fr, Fstar = (P.xreplace(to_raw) for P in pieces)
+        self._to_raw = to_raw
+        self._specified: dict = {}
+        rates = _Rates(self)
+        rates.update({to_raw[x]: to_raw[x.diff(_t)] for x in q})
+        rates.update({to_raw[x]: sm.S.Zero for x in u})  # derivatives at u' = 0
+        aux = dict.fromkeys(self.u_auxiliary, sm.S.Zero)
+        rule = {**to_raw, **aux}
+        plain = Components(self.frame, rule, rates, self._specify)
+        qdot = [plain.scalar(e) for e in self._kin.qdot]
+        vel_rule = {**rule, **dict(zip(qd, qdot, strict=True))}
+        vel = Components(self.frame, vel_rule, rates, self._specify)
+        vel._dcm = plain._dcm  # direction cosines hold no rates: share them
+        self._plain = plain
+        return plain, vel
+
+    def _specify(self, f) -> Any:
+        """The plain symbol of a specified input (a function of t or its rate)."""
+        if f in self._specified:
+            return self._specified[f]
+        coords = set(self.q)
+        if isinstance(f, sm.Derivative):
+            if f.expr in coords and f.derivative_count > 1:
+                raise ModelError(
+                    f"second derivative {f} of a coordinate appears in the "
+                    "kinematics; define velocities with u or q' only"
+                )
+            if f.variables != (_t,) * f.derivative_count:
+                return None
+        elif f.args != (_t,):
+            return None
+        d = sm.Dummy(str(f))
+        self._specified[f] = d
+        return d
+
+    def _raw_equations(self, Fr, Fstar, M) -> RawEquations:
+        q, u = list(self.q), list(self.u)
+        to_raw = self._to_raw
+        K_qd = self._kin.K_qd.applyfunc(self._plain.scalar)
+        k = self._kin.k.applyfunc(self._plain.scalar)
+        f_c, B, b, h = self._con.raw
+        pieces = (K_qd, k, f_c, B, b, h, M, Fr, Fstar)
         consts = set()
-        for P in (K_qd, k, f_c, B, b, h, M, Fr, Fstar):
+        for P in pieces:
             consts |= P.free_symbols
         consts -= set(to_raw.values())
-        params = sorted(consts | set(specified.values()), key=str)
+        specified = set(self._specified.values())
+        params = sorted(consts, key=str)
         public = {v: k for k, v in to_raw.items()}
-        public.update({p: p for p in consts})
-        self._to_raw = to_raw
+        public.update({v: k for k, v in self._specified.items()})
+        public.update({p: p for p in consts - specified})
         return RawEquations(
             q=tuple(to_raw[x] for x in q),
-            qd=tuple(to_raw[x] for x in qd),
+            qd=tuple(to_raw[x.diff(_t)] for x in q),
             u=tuple(to_raw[x] for x in u),
-            ud=tuple(to_raw[x] for x in ud),
+            ud=tuple(to_raw[x.diff(_t)] for x in u),
             n_q_ind=len(self.q_ind),
             n_u_ind=len(self.u_ind),
             parameters=tuple(params),
@@ -790,33 +882,47 @@ class KaneProblem:
                 B[:, p:],
                 (-B[:, :p]).row_join(-b).row_join(-h),
                 what="velocity_constraints (solving for u_dep)",
+                checked=True,
             )
             A, B_s, c = X[:, :p], X[:, p], X[:, p + 1]
         else:
             A, B_s, c = sm.zeros(0, p), sm.zeros(0, 1), sm.zeros(0, 1)
-        u_d = A * sm.Matrix(self.u_ind) + B_s
+        u_d = _matmul(A, sm.Matrix(self.u_ind)) + B_s
         rule = dict(zip(self.u_dep, u_d, strict=True))
         qdot = self._kin.qdot.xreplace(rule)
         rule.update(zip([x.diff(_t) for x in self.q], qdot, strict=True))
-        return {"A": A, "B_s": B_s, "u_d": u_d, "qdot": qdot, "c": c.xreplace(rule), "rule": rule}
+        # the same rule from the plain symbols: one pass gives the user's symbols
+        from_raw = {k: v for k, v in raw.public.items() if k is not v}
+        from_raw.update(zip(raw.u[p:], u_d, strict=True))
+        from_raw.update(zip(raw.qd, qdot, strict=True))
+        return {"A": A, "B_s": B_s, "u_d": u_d, "qdot": qdot, "c": c.xreplace(rule),
+                "rule": rule, "from_raw": from_raw}  # fmt: skip
+
+    def _constrained(self, X: sm.Matrix) -> sm.Matrix:
+        """:math:`T^\\top X` with :math:`T = [I; A]`, X in the user's symbols."""
+        p = self.raw.n_u_ind
+        if not self.raw.n_u_dep:
+            return X
+        return X[:p, :] + _matmul(self.A_sr.T, X[p:, :])
 
     @functools.cached_property
     def _reduced(self) -> dict:
-        """:math:`\\tilde M`, forcing and :math:`\\tilde F_r` (seed 004; Kane & Levinson 1985)."""
+        """:math:`\\tilde M` and the forcing (seed 004; Kane & Levinson 1985)."""
         raw, e = self.raw, self._elimination
         p = raw.n_u_ind
-        T = sm.eye(p).col_join(e["A"])
         M = self._public(raw.M)
-        F = self._public(raw.F).xreplace(e["rule"])
+        F = raw.F.xreplace(e["from_raw"])
         if raw.n_u_dep:
-            F = F - M[:, p:] * e["c"]
-        Mt, forcing = T.T * M * T, T.T * F
-        Fr = T.T * self._public(raw.Fr).xreplace(e["rule"])
+            F = F - _matmul(M[:, p:], e["c"])
+            MT = M[:, :p] + _matmul(M[:, p:], e["A"])
+            Mt, forcing = self._constrained(MT), self._constrained(F)
+        else:
+            Mt, forcing = M, F
         if self._simplify:
             start = time.perf_counter()
             Mt = _simplified(Mt, self._time_budget, start)
             forcing = _simplified(forcing, self._time_budget, start)
-        return {"M": Mt, "forcing": forcing, "Fr": Fr}
+        return {"M": Mt, "forcing": forcing}
 
     @functools.cached_property
     def auxiliary_eqs(self) -> sm.Matrix:
@@ -849,6 +955,11 @@ class KaneProblem:
         return dict(zip([x.diff(_t) for x in self.q], qd, strict=True))
 
     @functools.cached_property
+    def _motions(self) -> tuple:
+        motion_map = {**self._kin.qdot_map, **dict.fromkeys(self.u_auxiliary, 0)}
+        return tuple(_motion(self.frame, b, list(self.u), motion_map) for b in self.bodies)
+
+    @functools.cached_property
     def partial_velocities(self) -> dict:
         """Nonholonomic partial velocities of each mass centre, :math:`\\tilde v_r = v_r + \\sum_s v_s A_{sr}`.
 
@@ -877,17 +988,17 @@ class KaneProblem:
             out.append(v)
         return tuple(out)
 
-    @property
+    @functools.cached_property
     def Fr(self) -> sm.Matrix:
         """Generalized active forces :math:`\\tilde F_r`, shape (n_ind, 1)."""
-        return self._reduced["Fr"]
+        return self._constrained(self.raw.Fr.xreplace(self._elimination["from_raw"]))
 
     @functools.cached_property
     def Fr_star(self) -> sm.Matrix:
         """Generalized inertia forces :math:`\\tilde F^*_r`, shape (n_ind, 1), linear in :math:`\\dot u_i`."""
         red = self._reduced
         ud_i = sm.Matrix([x.diff(_t) for x in self.u_ind])
-        return red["forcing"] - red["Fr"] - red["M"] * ud_i
+        return red["forcing"] - self.Fr - red["M"] * ud_i
 
     @property
     def mass_matrix(self) -> sm.Matrix:

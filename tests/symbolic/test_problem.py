@@ -121,10 +121,40 @@ def slider_pendulum():
     )
 
 
+def shaken_pendulum():
+    """A rigid pendulum whose pivot follows a prescribed s(t) along N.x, on a tilted hinge.
+
+    The pivot's velocity holds s'(t) and the accelerations s''(t): the specified
+    function's rates must be carried through the time derivatives.
+    """
+    q1, q2, u1, u2 = dynamicsymbols("q1 q2 u1 u2")
+    s = dynamicsymbols("s")
+    m, l, g, Ix, Iy, Iz = sm.symbols("m l g I_x I_y I_z")
+    N = ReferenceFrame("N")
+    A = N.orientnew("A", "Axis", (q1, N.z))
+    B = A.orientnew("B", "Axis", (q2, A.x))
+    B.set_ang_vel(N, u1 * A.z + u2 * B.x)
+    O = Point("O")
+    O.set_vel(N, 0)
+    pivot = O.locatenew("pivot", s * N.x)
+    pivot.set_vel(N, s.diff() * N.x)
+    G = pivot.locatenew("G", -l * B.y)
+    G.v2pt_theory(pivot, N, B)
+    return dict(
+        frame=N,
+        q_ind=[q1, q2],
+        u_ind=[u1, u2],
+        kd_eqs=[q1.diff() - u1, q2.diff() - u2],
+        bodies=[RigidBody("pendulum", G, B, m, (inertia(B, Ix, Iy, Iz), G))],
+        loads=[(G, -m * g * N.y)],
+    )
+
+
 MODELS = {
     "planar double pendulum": planar_double_pendulum,
     "spatial double pendulum": spatial_double_pendulum,
     "slider pendulum": slider_pendulum,
+    "shaken pendulum": shaken_pendulum,
 }
 
 
