@@ -649,6 +649,7 @@ def simulate(
         return simulate_energy_momentum(
             model, state, t_final, dt, loads=loads, output_every=output_every,
             tol=integrator.tol, max_iter=integrator.max_iter, reduction=integrator.reduction,
+            planar=integrator.planar,
         )  # fmt: skip
     use_compiled = resolve_engine(model, Engine.parse(engine))
     every = dt if output_every is None else float(output_every)

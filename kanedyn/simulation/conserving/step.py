@@ -132,22 +132,23 @@ def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
                 continue
             i = data[0]
             D = red.D(z, i)
+            bf = red.bodies[i]
             if kind == "force":
                 _, F, X, body = data
                 F = D @ F if body else F
-                out[red.phi(i)] += F
+                out += bf.pos.L.T @ F
                 for a in range(3):
-                    out[red.director(i, a)] += X[a] * F
+                    out += bf.dirs[a].L.T @ (X[a] * F)
             else:
                 _, T, body = data
                 T = D @ T if body else T
                 for a in range(3):
-                    out[red.director(i, a)] += 0.5 * cross(T, D[:, a])
+                    out += bf.dirs[a].L.T @ (0.5 * cross(T, D[:, a]))
         return out
 
     # the coordinates f depends on: those of bodies with body-axis loads or torques
     moving = sorted({d[0] for kind, d in terms if kind == "torque" or (kind == "force" and d[3])})
-    f.depends_on = np.array([c for i in moving for c in range(12 * i, 12 * i + 12)], dtype=np.intp)  # type: ignore[attr-defined]
+    f.depends_on = np.array([c for i in moving for c in red.bodies[i].cols], dtype=np.intp)  # type: ignore[attr-defined]
     return f
 
 
@@ -183,8 +184,15 @@ class Stepper:
     ``closures``: loop-closing joints (:func:`~kanedyn.simulation.conserving.formulation.redundant`).
     """
 
-    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = None):
-        self.red = redundant(model, closures)
+    def __init__(
+        self,
+        model: Model,
+        tol: float = 1e-10,
+        max_iter: int = 15,
+        closures: Any = None,
+        planar: bool | None = None,
+    ):
+        self.red = redundant(model, closures, planar)
         self.tol, self.max_iter = tol, max_iter
         self.redundant_rows: bool | None = None  # decided at the first step
 
@@ -273,12 +281,19 @@ class NullSpaceStepper(Stepper):
     same discrete equations as :class:`Stepper`, so it conserves the same quantities.
     """
 
-    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = None):
+    def __init__(
+        self,
+        model: Model,
+        tol: float = 1e-10,
+        max_iter: int = 15,
+        closures: Any = None,
+        planar: bool | None = None,
+    ):
         if closures or (closures is None and model.loops):
             raise ModelError(
                 "the null-space reduction reparametrizes a tree; closed loops need reduction='full'"
             )
-        super().__init__(model, tol, max_iter, ())
+        super().__init__(model, tol, max_iter, (), planar)
 
     def step(
         self,
@@ -404,6 +419,7 @@ class Run:
     dissipated: Array
     iterations: Array
     efforts: Array | None = None
+    red: Redundant | None = None
 
 
 def run(
@@ -419,20 +435,23 @@ def run(
     servo: Any = None,
     closures: Any = None,
     reduction: str = "full",
+    planar: bool | None = None,
 ) -> Run:
     """Integrate with the energy-momentum step and return the director histories.
 
     ``closures``: loop-closing joints (:func:`~.formulation.redundant`); ``state`` must
     then satisfy the loops (assembled). ``reduction``: ``"full"`` (Newton on the system
     with multipliers, :class:`Stepper`) or ``"null-space"`` (the discrete null-space
-    method, :class:`NullSpaceStepper`; trees only): the same discrete solution."""
+    method, :class:`NullSpaceStepper`; trees only): the same discrete solution.
+    ``planar``: the planar formulation when the mechanism qualifies (None, default),
+    always (True) or never (False); see :func:`~.formulation.redundant`."""
     from kanedyn.simulation.steppers import Schedule
 
     model.check_state(state)
     if reduction not in ("full", "null-space"):
         raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
     cls = Stepper if reduction == "full" else NullSpaceStepper
-    stepper = cls(model, tol, max_iter, closures)
+    stepper = cls(model, tol, max_iter, closures, planar)
     red = stepper.red
     every = dt if output_every is None else float(output_every)
     schedule = Schedule.of(t_final, dt, every)
@@ -509,6 +528,7 @@ def run(
         dissipated=np.array(dis),
         iterations=np.array(its),
         efforts=np.array(eff) if servo is not None else None,
+        red=red,
     )
 
 
@@ -531,13 +551,14 @@ def simulate_energy_momentum(
     """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
     :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates.
     ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
-    ``max_iter``)."""
+    ``max_iter``, ``reduction``, ``planar``)."""
     from kanedyn.simulation.conserving import ConservingTrajectory
 
     start = _time.perf_counter()
     r = run(model, state, t_final, dt, **options)  # the model's loop joints included
     wall = _time.perf_counter() - start
-    q, u = joint_histories(redundant(model), r)
+    assert r.red is not None
+    q, u = joint_histories(r.red, r)
     q[0], u[0] = state.q, state.u
     return ConservingTrajectory(
         model=model, t=r.t, q=q, u=u, formulation="directors",
