@@ -334,6 +334,7 @@ def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
                             (kd.examples.parallel_3rrr, "base0", 0.07)):  # fmt: skip
         model, state = _assembled(make, driver)
         r = run(model, state, 15 * h, h)
+        assert r.red.planar
         assert _rel_spread(r.energy) > 1e-3
         assert np.max(r.constraint_residual) < 1e-10
 
@@ -435,6 +436,7 @@ def test_closed_loops_conserve_energy_stay_closed_and_match_rk4(make, driver):
         model.set_joint(model.initial_state(), driver, rates=[1.5]), fix=[driver]
     )
     traj = kd.simulate(model, state, 1.0, 0.01, method="energy-momentum", progress=False)
+    assert traj.run.red.planar  # both are planar mechanisms: 6 coordinates per body
     E = traj.total_energy
     assert abs(E[0]) > 1e-3
     assert np.max(np.abs(E - E[0])) <= 1e-10 * abs(E[0])
@@ -495,6 +497,7 @@ def test_closed_loops_over_1e4_steps_at_ten_times_the_rk4_step(make, driver):
     h_rk4, _ = _rk4_step_for(model, state, 2.0)
     h = 10 * h_rk4
     r = run(model, state, 1e4 * h, h)  # every step point is an output
+    assert r.red.planar  # the planar formulation (position + 2 directors per body)
     assert r.iterations.size == 10_000
     assert len(r.t) == 10_001
     assert abs(r.energy[0]) > 1e-3
