@@ -15,7 +15,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import loops as loops_
-from kanedyn.simulation.conserving import redundant, run, to_joint_coordinates, to_redundant
+from kanedyn.simulation.conserving import redundant, to_joint_coordinates, to_redundant
 
 CASES = [
     (kd.examples.four_bar, "crank"),

@@ -163,15 +163,6 @@ class BodyFrame:
 
 def _check_supported(model: Model) -> None:
     for b in model.bodies:
-        I = np.asarray(b.inertia, dtype=float)
-        E = 0.5 * np.trace(I) * np.eye(3) - I
-        if np.min(np.linalg.eigvalsh(E)) < -1e-12 * max(1.0, float(np.trace(I))):
-            raise ModelError(
-                f"body {b.name!r}: its principal moments violate the triangle inequality, so "
-                "its Euler tensor E = ½ tr(I) U - I (the directors' mass matrix) is "
-                "indefinite and method='energy-momentum' cannot run it; no rigid body has "
-                "such moments"
-            )
         if np.any(np.asarray(b.embedded_momentum, dtype=float) != 0.0):
             raise ModelError(
                 f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
@@ -226,8 +217,11 @@ def _body_frames(
     k = 3 if R0 is None else 2  # coordinates per vector
     frames, free, M = [], [], np.zeros((nx, nx))
     off = 0
-    z0 = None if R0 is None else kinematics_at(model, np.zeros(model.nq), np.zeros(model.n)).r
+    z0 = np.zeros((model.nb, 3))
+    if R0 is not None:  # the out-of-plane height of each mass centre, constant
+        z0 = np.asarray(kinematics_at(model, np.zeros(model.nq), np.zeros(model.n)).r, dtype=float)
     for i, b in enumerate(model.bodies):
+
         def vec(start: int) -> Affine:
             L = np.zeros((3, nx))
             L[:k] = eye[start : start + k]
