@@ -163,6 +163,18 @@ class BodyFrame:
 
 def _check_supported(model: Model) -> None:
     for b in model.bodies:
+        I = np.asarray(b.inertia, dtype=float)
+        E = 0.5 * np.trace(I) * np.eye(3) - I
+        if np.min(np.linalg.eigvalsh(E)) < -1e-12 * max(1.0, float(np.trace(I))):
+            raise ModelError(
+                f"body {b.name!r}: its principal moments violate the triangle inequality, so "
+                "its Euler tensor E = ½ tr(I) U - I (the directors' mass matrix) is "
+                "indefinite. The step stays regular and conserving (the mass matrix is "
+                "positive definite on the constraint manifold), but the energy no longer "
+                "bounds the nodal velocities' drift off the velocity constraints, which grows "
+                "until Newton fails; method='energy-momentum' refuses such a body (use "
+                "method='rk4')"
+            )
         if np.any(np.asarray(b.embedded_momentum, dtype=float) != 0.0):
             raise ModelError(
                 f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
