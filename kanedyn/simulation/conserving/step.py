@@ -406,7 +406,9 @@ class Run:
     ``energy`` (nt,) (kinetic + gravity + springs, :meth:`Redundant.energy`),
     ``linear_momentum``, ``angular_momentum`` (nt, 3; about N's origin),
     ``constraint_residual`` (nt,) ``max |c(x)|``, ``dissipated`` (nt,) the cumulated damper
-    work, ``iterations`` (number of steps,) Newton iterations per step (summed over the
+    work, ``work`` (nt,) the cumulated discrete work ``Σ f(z_n)·Δx_n`` of the applied loads
+    and controller commands (so that ``energy - energy[0] = work - dissipated``),
+    ``iterations`` (number of steps,) Newton iterations per step (summed over the
     halves of a step that was split because Newton failed on it)."""
 
     t: Array
@@ -420,6 +422,7 @@ class Run:
     iterations: Array
     efforts: Array | None = None
     red: Redundant | None = None
+    work: Array | None = None
 
 
 def run(
@@ -436,6 +439,7 @@ def run(
     closures: Any = None,
     reduction: str = "full",
     planar: bool | None = None,
+    controller: Any = None,
 ) -> Run:
     """Integrate with the energy-momentum step and return the director histories.
 
@@ -444,7 +448,13 @@ def run(
     with multipliers, :class:`Stepper`) or ``"null-space"`` (the discrete null-space
     method, :class:`NullSpaceStepper`; trees only): the same discrete solution.
     ``planar``: the planar formulation when the mechanism qualifies (None, default),
-    always (True) or never (False); see :func:`~.formulation.redundant`."""
+    always (True) or never (False); see :func:`~.formulation.redundant`.
+    ``controller``: a :class:`~kanedyn.Controller`, sampled at the start of the step on
+    or after each of its sample times (at ``t = 0`` first; the joint state is that of the
+    director state, :func:`~.formulation.to_joint_coordinates`), its load records held
+    (zero-order hold) and applied with ``loads`` at each step's midpoint: a held
+    :class:`~kanedyn.JointLoad` is a constant generalized force over the step, whose
+    work ``τ·Δa`` the energy balance accounts exactly."""
     from kanedyn.simulation.steppers import Schedule
 
     model.check_state(state)
@@ -460,6 +470,8 @@ def run(
     if resid0 > 1e-8:
         raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
     f_static = None if callable(loads) else generalized_loads(red, loads)
+    held: list[Any] = []
+    next_sample = 0.0
     lam: Array | None = None
     v_mid: Array | None = None
 
@@ -491,19 +503,28 @@ def run(
         return to_redundant(red, State(_unit_quaternions(model, q1), np.zeros(model.n)))[0]
 
     f: Callable[[Array], Array] | None
-    ts, xs, vs, dis, its, eff = [0.0], [x], [v], [0.0], [], []
-    dissipated = 0.0
+    ts, xs, vs, dis, its, eff, wk = [0.0], [x], [v], [0.0], [], [], [0.0]
+    dissipated = work = 0.0
     for _, t, h, t_next, output in schedule:
+        if controller is not None and t >= next_sample - 1e-9:
+            q, u = to_joint_coordinates(red, x, v)
+            held = list(controller.law(t, model, State(q, u)))
+            while next_sample <= t + 1e-9:
+                next_sample += controller.period
         if callable(loads):
             q, u = to_joint_coordinates(red, x, v)
             st = State(q, u)
             recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q, u))
-            f = generalized_loads(red, recs)
+            f = generalized_loads(red, [*(recs or ()), *held])
+        elif held:
+            f = generalized_loads(red, [*(loads or ()), *held])  # type: ignore[misc]
         else:
             f = f_static
         parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
-        for _, hh, part in parts:
+        for x_start, hh, part in parts:
             dissipated += float(part.dx @ (red.damping * part.dx)) / hh
+            if f is not None:
+                work += float(f(x_start + 0.5 * part.dx) @ part.dx)
         res = parts[-1][2]
         v_mid = np.sum([p.dx for _, _, p in parts], axis=0) / h
         x, v, lam = res.x, res.v, res.lam
@@ -515,6 +536,7 @@ def run(
             xs.append(x)
             vs.append(v)
             dis.append(dissipated)
+            wk.append(work)
     X, V = np.array(xs), np.array(vs)
     PH = [red.momentum(a, b) for a, b in zip(X, V, strict=True)]
     return Run(
@@ -529,6 +551,7 @@ def run(
         iterations=np.array(its),
         efforts=np.array(eff) if servo is not None else None,
         red=red,
+        work=np.array(wk),
     )
 
 
@@ -551,7 +574,7 @@ def simulate_energy_momentum(
     """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
     :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates.
     ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
-    ``max_iter``, ``reduction``, ``planar``)."""
+    ``max_iter``, ``reduction``, ``planar``, ``controller``)."""
     from kanedyn.simulation.conserving import ConservingTrajectory
 
     start = _time.perf_counter()
