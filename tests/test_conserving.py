@@ -347,12 +347,6 @@ def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
 
 # --------------------------------------------------------------------------- errors
 def test_unsupported_models_and_options_are_model_errors():
-    m = kd.Model(
-        [kd.Body("b", 1.0, kd.inertia_tensor(1, 1, 1))],
-        [kd.Joint.spherical("s", None, "b", stiffness=1.0)],
-    )
-    with pytest.raises(kd.ModelError, match="spherical"):
-        kd.simulate(m, m.initial_state(), 1.0, 0.1, method="energy-momentum")
     m = kd.examples.double_pendulum()
     with pytest.raises(kd.ModelError, match="tol"):
         kd.EnergyMomentum(tol=0.0)

@@ -56,6 +56,7 @@ from kanedyn.simulation.conserving.constraints import (
     combine,
     joint_constraints,
 )
+from kanedyn.simulation.conserving.spherical import SphericalSprings
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat, parse_sequence
 
@@ -101,6 +102,7 @@ class Redundant:
     closures: tuple[JointRows, ...] = ()
     bodies: tuple[BodyFrame, ...] = ()
     planar: bool = False
+    spherical: SphericalSprings | None = None
 
     @property
     def nb(self) -> int:
@@ -119,8 +121,10 @@ class Redundant:
         return np.column_stack([d.L @ v for d in self.bodies[i].dirs])
 
     def energy(self, x: Array, v: Array) -> float:
-        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ`` and springs ``½ Σ k a²``."""
-        return float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
+        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ``, springs ``½ Σ k a²`` and the
+        spherical joints' springs ``½ φᵀ K φ`` (:mod:`.spherical`)."""
+        E = float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
+        return E if self.spherical is None else E + self.spherical.potential(x)
 
     def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
         """Total linear momentum ``P = Σ m φ̇`` and angular momentum about the system
@@ -179,14 +183,6 @@ def _check_supported(model: Model) -> None:
             raise ModelError(
                 f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
             )
-    for j in model.joints:
-        if j.rot_type == "spherical":
-            k, c = np.asarray(j.stiffness, float)[:3], np.asarray(j.damping, float)[:3]
-            if np.any(k) or np.any(c):
-                raise ModelError(
-                    f"joint {j.name!r}: springs and dampers on a spherical rotation are not "
-                    "supported by method='energy-momentum' (use a 3-angle gimbal)"
-                )
 
 
 def planar_reference(model: Model, closures: Sequence[Any] = ()) -> Array | None:
@@ -348,11 +344,19 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
         stiffness[idx[have]] = lay.stiffness[speeds[have]]
         damping[idx[have]] = lay.damping[speeds[have]]
         aug_all.append(idx)
+    sph = []
+    for k, (j, jr) in enumerate(zip(model.joints, rows, strict=False)):
+        if j.rot_type == "spherical":
+            speeds = lay.u_index[k][:3]
+            kk, cc = lay.stiffness[speeds], lay.damping[speeds]
+            if np.any(kk) or np.any(cc):
+                sph.append((jr, kk, cc))
+    spherical = SphericalSprings(sph, nx) if sph else None
     g = np.asarray(model.gravity, dtype=float)
     f_gravity = sum((lay.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
                      stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
-                     R0 is not None)  # fmt: skip
+                     R0 is not None, spherical)  # fmt: skip
 
 
 def _planar_rows(cons: ConstraintSet, nx: int, owners: list[str], n_lin: int) -> NDArray[np.intp]:

@@ -164,13 +164,33 @@ def balance(
     increment ``Δx = x1 - x0`` itself, so that no round-off of far-travelled positions
     enters the momenta."""
     z = x0 + 0.5 * dx
-    return (  # type: ignore[no-any-return]
+    r = (
         (2.0 / h**2) * (red.M @ (dx - h * v0))
         + red.stiffness * z
         + red.damping * dx / h
         - red.f_gravity
         - f(z)
     )
+    if red.spherical is not None:
+        r = r + red.spherical.force(x0, x0 + dx, h)[0]
+    return r  # type: ignore[no-any-return]
+
+
+def _spherical_jacobian(red: Redundant, x0: Array, dx: Array, h: float) -> Array:
+    """∂/∂x₁ of the spherical springs' and dampers' discrete force (:mod:`.spherical`),
+    by central differences over the coordinates it depends on (Newton's tangent only:
+    the residual is exact)."""
+    J = np.zeros((red.nx, red.nx))
+    sph = red.spherical
+    if sph is None:
+        return J
+    eps = 1e-6
+    x1 = x0 + dx
+    for j in sph.depends_on:
+        e = np.zeros(red.nx)
+        e[j] = eps
+        J[:, j] = (sph.force(x0, x1 + e, h)[0] - sph.force(x0, x1 - e, h)[0]) / (2 * eps)
+    return J
 
 
 class Stepper:
@@ -231,7 +251,7 @@ class Stepper:
             r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
             r_x = balance(red, x0, v0, dx, h, f) + G_d.T @ lam[:nc]
             A = np.zeros((nx + nc + ns, nx + nc + ns))
-            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z)
+            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + _spherical_jacobian(red, x0, dx, h)
             A[:nx, nx : nx + nc] = G_d.T
             A[nx : nx + nc, :nx] = G
             rhs = np.concatenate((r_x, r_c))
@@ -337,7 +357,16 @@ class NullSpaceStepper(Stepper):
             K = cons.linearize(x0, x1, lam)[3]
             P_d = J - G_d.T @ sol[:, 1:]
             F = P_d.T @ r
-            A = P_d.T @ (K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)) @ J
+            A = (
+                P_d.T
+                @ (
+                    K0
+                    + K
+                    - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)
+                    + _spherical_jacobian(red, x0, dx, h)
+                )
+                @ J
+            )
             try:
                 delta = scipy.linalg.solve(A, -F, check_finite=False)
             except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
@@ -523,6 +552,8 @@ def run(
         parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
         for x_start, hh, part in parts:
             dissipated += float(part.dx @ (red.damping * part.dx)) / hh
+            if red.spherical is not None:
+                dissipated += red.spherical.force(x_start, part.x, hh)[1]
             if f is not None:
                 work += float(f(x_start + 0.5 * part.dx) @ part.dx)
         res = parts[-1][2]
