@@ -320,10 +320,9 @@ def test_callable_loads_are_evaluated_at_the_midpoint_time():
 
 
 # --------------------------------------------------------------------------- broken on purpose
-def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
-    """Replacing the discrete gradient G_d(x_n, x_{n+1}) by the end-point Jacobian
-    G(x_{n+1}) breaks energy and angular momentum conservation far beyond the bounds the
-    tests above use."""
+def use_end_point_gradient(monkeypatch):
+    """Break the scheme: the end-point Jacobian G(x_{n+1}) in place of the discrete
+    gradient G_d(x_n, x_{n+1})."""
     original = ConstraintSet.linearize
 
     def end_point(self, x0, x1, lam):
@@ -331,6 +330,13 @@ def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
         return c, G, G, K
 
     monkeypatch.setattr(ConstraintSet, "linearize", end_point)
+
+
+def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
+    """Replacing the discrete gradient G_d(x_n, x_{n+1}) by the end-point Jacobian
+    G(x_{n+1}) breaks energy and angular momentum conservation far beyond the bounds the
+    tests above use."""
+    use_end_point_gradient(monkeypatch)
     m = mixed_tree()
     r = run(m, mixed_state(m), 2.0, 0.05)
     assert _rel_spread(r.energy) > 1e-6

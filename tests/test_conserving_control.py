@@ -81,15 +81,9 @@ def test_controller_with_loads_and_events_refused():
 def test_the_work_identity_fails_with_an_end_point_gradient(monkeypatch):
     """The identity above is the scheme's, not the bookkeeping's: with the end-point
     Jacobian in place of the discrete gradient the energy change misses the work."""
-    from kanedyn.simulation.conserving.constraints import ConstraintSet
+    from tests.test_conserving import use_end_point_gradient
 
-    original = ConstraintSet.linearize
-
-    def end_point(self, x0, x1, lam):
-        c, G, G_d, K = original(self, x0, x1, lam)
-        return c, G, G, K
-
-    monkeypatch.setattr(ConstraintSet, "linearize", end_point)
+    use_end_point_gradient(monkeypatch)
     m = flat_double_pendulum()
     ctrl = kd.Controller(0.05, pd(np.array([0.5, -0.3])))
     tr = kd.simulate(m, start(m), 1.0, 0.05, method="energy-momentum", controller=ctrl)
