@@ -301,19 +301,14 @@ class NullSpaceStepper(Stepper):
     same discrete equations as :class:`Stepper`, so it conserves the same quantities.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        tol: float = 1e-10,
-        max_iter: int = 15,
-        closures: Any = None,
-        planar: bool | None = None,
-    ):
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, **kwargs: Any):
+        """Arguments as :class:`Stepper` (``closures`` must be empty: a tree)."""
+        closures = kwargs.pop("closures", None)
         if closures or (closures is None and model.loops):
             raise ModelError(
                 "the null-space reduction reparametrizes a tree; closed loops need reduction='full'"
             )
-        super().__init__(model, tol, max_iter, (), planar)
+        super().__init__(model, tol, max_iter, closures=(), **kwargs)
 
     def step(
         self,
@@ -490,7 +485,7 @@ def run(
     if reduction not in ("full", "null-space"):
         raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
     cls = Stepper if reduction == "full" else NullSpaceStepper
-    stepper = cls(model, tol, max_iter, closures, planar)
+    stepper = cls(model, tol, max_iter, closures=closures, planar=planar)
     red = stepper.red
     every = dt if output_every is None else float(output_every)
     schedule = Schedule.of(t_final, dt, every)
