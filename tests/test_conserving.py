@@ -354,6 +354,14 @@ def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
 # --------------------------------------------------------------------------- errors
 def test_unsupported_models_and_options_are_model_errors():
     m = kd.examples.double_pendulum()
+    geared = attrs.evolve(m.joints[0], rotor=kd.Rotor(inertia=0.01, ratio=50.0))
+    bad = kd.Model(m.bodies, [geared, m.joints[1]], gravity=m.gravity)
+    with pytest.raises(kd.ModelError, match="joint 'joint0': geared rotors"):
+        kd.simulate(bad, bad.initial_state(), 1.0, 0.1, method="energy-momentum")
+    hub = attrs.evolve(m.bodies[0], embedded_momentum=(0.0, 0.0, 1.0))
+    bad = kd.Model([hub, m.bodies[1]], m.joints, gravity=m.gravity)
+    with pytest.raises(kd.ModelError, match="embedded momentum"):
+        kd.simulate(bad, bad.initial_state(), 1.0, 0.1, method="energy-momentum")
     with pytest.raises(kd.ModelError, match="tol"):
         kd.EnergyMomentum(tol=0.0)
     with pytest.raises(kd.ModelError, match="events"):

@@ -183,6 +183,12 @@ def _check_supported(model: Model) -> None:
             raise ModelError(
                 f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
             )
+    for j in model.joints:
+        if getattr(j, "rotor", None) is not None:
+            raise ModelError(
+                f"joint {j.name!r}: geared rotors (kanedyn.Rotor) are not supported by "
+                "method='energy-momentum' (use method='rk4')"
+            )
 
 
 def planar_reference(model: Model, closures: Sequence[Any] = ()) -> Array | None:
