@@ -64,6 +64,17 @@ for name, tr in (("RK4", rk4), ("energy-momentum", em)):
           f"joint-angle error at {T:.1f} s {np.max(np.abs(tr.q[-1] - ref.q[-1])):.1e} rad")  # fmt: skip
 
 # %% [markdown]
+# The model is `planar=True` and every joint is a hinge about z, so the conserving scheme
+# runs its planar formulation: each body is its in-plane position and two in-plane
+# directors, 6 coordinates and 3 rigidity rows instead of 12 and 6
+# (`kd.EnergyMomentum(planar=False)` would run the spatial one, to the same trajectory).
+
+# %%
+red = em.run.red
+print(f"planar formulation: {red.planar}; {red.nx} coordinates, {red.nc} constraint rows, "
+      f"{red.nx - red.nc} DOF")  # fmt: skip
+
+# %% [markdown]
 # RK4 is integrated in minimal joint speeds with the loops projected back after each
 # step, so its loop residual stays small, but its energy drifts with the step. The
 # conserving scheme keeps the energy to the Newton tolerance and its constraints (the

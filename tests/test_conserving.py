@@ -210,9 +210,15 @@ def test_null_space_reduction_solves_the_same_discrete_equations():
 
 
 def test_42s_explorer_hub_is_rejected():
-    with pytest.raises(kd.ModelError, match="'hub'.*triangle"):
-        kd.simulate(kd.examples.explorer1(), kd.examples.explorer1_state(kd.examples.explorer1()),
-                    1.0, 0.1, method="energy-momentum")  # fmt: skip
+    """42's hub moments (5174, 3593, 245.4) violate the triangle inequality: the
+    directors' mass matrix is indefinite (E_11 = ½ tr I - 5174 < 0). The refusal names
+    the body and the reason (see the theory page: the step conserves, but the nodal
+    velocities drift off the velocity constraints without bound)."""
+    m = kd.examples.explorer1()
+    I = np.asarray(m.bodies[0].inertia)
+    assert 0.5 * np.trace(I) - I[0, 0] < 0.0
+    with pytest.raises(kd.ModelError, match="'hub'.*triangle.*nodal velocities"):
+        kd.simulate(m, kd.examples.explorer1_state(m), 1.0, 0.1, method="energy-momentum")
 
 
 @pytest.mark.slow
@@ -314,10 +320,9 @@ def test_callable_loads_are_evaluated_at_the_midpoint_time():
 
 
 # --------------------------------------------------------------------------- broken on purpose
-def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
-    """Replacing the discrete gradient G_d(x_n, x_{n+1}) by the end-point Jacobian
-    G(x_{n+1}) breaks energy and angular momentum conservation far beyond the bounds the
-    tests above use."""
+def use_end_point_gradient(monkeypatch):
+    """Break the scheme: the end-point Jacobian G(x_{n+1}) in place of the discrete
+    gradient G_d(x_n, x_{n+1})."""
     original = ConstraintSet.linearize
 
     def end_point(self, x0, x1, lam):
@@ -325,6 +330,13 @@ def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
         return c, G, G, K
 
     monkeypatch.setattr(ConstraintSet, "linearize", end_point)
+
+
+def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
+    """Replacing the discrete gradient G_d(x_n, x_{n+1}) by the end-point Jacobian
+    G(x_{n+1}) breaks energy and angular momentum conservation far beyond the bounds the
+    tests above use."""
+    use_end_point_gradient(monkeypatch)
     m = mixed_tree()
     r = run(m, mixed_state(m), 2.0, 0.05)
     assert _rel_spread(r.energy) > 1e-6
@@ -334,19 +346,22 @@ def test_the_conservation_tests_fail_with_an_end_point_gradient(monkeypatch):
                             (kd.examples.parallel_3rrr, "base0", 0.07)):  # fmt: skip
         model, state = _assembled(make, driver)
         r = run(model, state, 15 * h, h)
+        assert r.red.planar
         assert _rel_spread(r.energy) > 1e-3
         assert np.max(r.constraint_residual) < 1e-10
 
 
 # --------------------------------------------------------------------------- errors
 def test_unsupported_models_and_options_are_model_errors():
-    m = kd.Model(
-        [kd.Body("b", 1.0, kd.inertia_tensor(1, 1, 1))],
-        [kd.Joint.spherical("s", None, "b", stiffness=1.0)],
-    )
-    with pytest.raises(kd.ModelError, match="spherical"):
-        kd.simulate(m, m.initial_state(), 1.0, 0.1, method="energy-momentum")
     m = kd.examples.double_pendulum()
+    geared = attrs.evolve(m.joints[0], rotor=kd.Rotor(inertia=0.01, ratio=50.0))
+    bad = kd.Model(m.bodies, [geared, m.joints[1]], gravity=m.gravity)
+    with pytest.raises(kd.ModelError, match="joint 'joint0': geared rotors"):
+        kd.simulate(bad, bad.initial_state(), 1.0, 0.1, method="energy-momentum")
+    hub = attrs.evolve(m.bodies[0], embedded_momentum=(0.0, 0.0, 1.0))
+    bad = kd.Model([hub, m.bodies[1]], m.joints, gravity=m.gravity)
+    with pytest.raises(kd.ModelError, match="embedded momentum"):
+        kd.simulate(bad, bad.initial_state(), 1.0, 0.1, method="energy-momentum")
     with pytest.raises(kd.ModelError, match="tol"):
         kd.EnergyMomentum(tol=0.0)
     with pytest.raises(kd.ModelError, match="events"):
@@ -435,6 +450,7 @@ def test_closed_loops_conserve_energy_stay_closed_and_match_rk4(make, driver):
         model.set_joint(model.initial_state(), driver, rates=[1.5]), fix=[driver]
     )
     traj = kd.simulate(model, state, 1.0, 0.01, method="energy-momentum", progress=False)
+    assert traj.run.red.planar  # both are planar mechanisms: 6 coordinates per body
     E = traj.total_energy
     assert abs(E[0]) > 1e-3
     assert np.max(np.abs(E - E[0])) <= 1e-10 * abs(E[0])
@@ -495,6 +511,7 @@ def test_closed_loops_over_1e4_steps_at_ten_times_the_rk4_step(make, driver):
     h_rk4, _ = _rk4_step_for(model, state, 2.0)
     h = 10 * h_rk4
     r = run(model, state, 1e4 * h, h)  # every step point is an output
+    assert r.red.planar  # the planar formulation (position + 2 directors per body)
     assert r.iterations.size == 10_000
     assert len(r.t) == 10_001
     assert abs(r.energy[0]) > 1e-3

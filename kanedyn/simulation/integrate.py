@@ -645,11 +645,12 @@ def simulate(
     if isinstance(integrator, EnergyMomentum):
         from kanedyn.simulation.conserving import simulate_energy_momentum
 
-        if events or controller is not None:
-            raise ModelError("method='energy-momentum' does not take events or a controller")
+        if events:
+            raise ModelError("method='energy-momentum' does not take events")
         return simulate_energy_momentum(
             model, state, t_final, dt, loads=loads, output_every=output_every,
             tol=integrator.tol, max_iter=integrator.max_iter, reduction=integrator.reduction,
+            planar=integrator.planar, controller=controller,
         )  # fmt: skip
     use_compiled = resolve_engine(model, Engine.parse(engine))
     every = dt if output_every is None else float(output_every)

@@ -164,7 +164,10 @@ class EnergyMomentum(Method):
     before a SimulationError (the run then halves the step). ``reduction``: ``"full"``
     (Newton on the system with multipliers) or ``"null-space"`` (the discrete
     null-space method: a Newton system of the minimal size; trees only). Both solve the
-    same discrete equations.
+    same discrete equations. ``planar``: the planar formulation (position and two
+    in-plane directors per body) when the model is ``planar`` and every joint turns
+    about z and slides in the x-y plane (None, default), always (True: a ModelError
+    when the model does not qualify) or never (False).
 
     >>> EnergyMomentum(tol=1e-12).name
     'energy-momentum'
@@ -175,3 +178,4 @@ class EnergyMomentum(Method):
     tol: float = attrs.field(default=1e-10, validator=_positive, kw_only=True)
     max_iter: int = attrs.field(default=15, validator=_positive, kw_only=True)
     reduction: str = attrs.field(default="full", validator=_reduction, kw_only=True)
+    planar: bool | None = attrs.field(default=None, kw_only=True)

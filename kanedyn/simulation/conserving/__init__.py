@@ -3,7 +3,8 @@
 Betsch's rotationless formulation: every body is its mass-centre position and three
 body-fixed directors (constant mass matrix, quadratic rigidity constraints), every joint
 is a set of constraints between two bodies, and the joint variables are augmented
-coordinates so that they can be read out, sprung, damped and actuated. The step is the
+coordinates so that they can be read out, sprung, damped and actuated (a planar
+mechanism uses two in-plane directors per body). The step is the
 midpoint rule with Gonzalez's discrete gradient of the constraints, so that energy,
 linear and angular momentum are conserved to the Newton tolerance.
 
@@ -11,6 +12,8 @@ linear and angular momentum are conserved to the Newton tolerance.
 * :mod:`.formulation`: a kd.Model in director coordinates, and the maps to and from
   joint coordinates;
 * :mod:`.step`: the time step (Newton on the full system with multipliers) and the run;
+* :mod:`.spherical`: springs and dampers of spherical joints (discrete gradient in the
+  joint's invariants);
 * :mod:`.servo`: servo constraints (inverse dynamics).
 
 ``kd.simulate(model, state, t_final, dt, method="energy-momentum")`` runs it (or
@@ -86,6 +89,6 @@ class ConservingTrajectory(Trajectory):
         """Kinetic energy ``½ vᵀ M v``, gravity and spring energy, P and H of the director
         state at each output: what :class:`~kanedyn.Trajectory`'s ``kinetic_energy``,
         ``potential_energy``, ``linear_momentum`` and ``angular_momentum`` read."""
-        M = redundant(self.model).M
+        M = self._run.red.M if self._run.red is not None else redundant(self.model).M
         T = np.einsum("ti,ij,tj->t", self._run.v, M, self._run.v) * 0.5
         return T, self._run.energy - T, self._run.linear_momentum, self._run.angular_momentum

@@ -248,7 +248,9 @@ class ConstraintSet:
         self.lin = np.array(lin, dtype=np.intp)
         self.Ca = np.array(Ca).reshape(len(lin), inv.nx)
         nl = len(lin)
-        self.nc = nl + 3 * len(rot)
+        self.n_all = nl + 3 * len(rot)
+        self.keep: NDArray[np.intp] | None = None
+        self.nc = self.n_all
         if rot:
             theta = np.zeros((len(rot), 3), dtype=np.intp)
             mask = np.zeros((len(rot), 3), dtype=bool)
@@ -265,6 +267,16 @@ class ConstraintSet:
             )
         else:
             self.rot = None
+
+    def keep_rows(self, keep: Array) -> None:
+        """Keep only the rows ``keep`` (of all rows, in order): a planar formulation
+        drops its identically zero out-of-plane rows. The multipliers ``λ`` of
+        :meth:`linearize` are then those of the kept rows."""
+        self.keep = np.asarray(keep, dtype=np.intp)
+        self.nc = int(self.keep.size)
+
+    def _sel(self, a: Array) -> Array:
+        return a if self.keep is None else a[self.keep]
 
     # ----------------------------------------------------------------- rotations
     def _euler(self, x: Array) -> tuple[Array, Array, Array]:
@@ -316,24 +328,24 @@ class ConstraintSet:
     def __call__(self, x: Array) -> Array:
         """c(x), (nc,)."""
         pi = self.inv(x)
-        c = np.empty(self.nc)
+        c = np.empty(self.n_all)
         c[: self.lin.size] = pi[self.lin] + self.Ca @ x
         if self.rot is not None:
             R = self._euler(x)[0]
             Pi = pi[self.rot.Pi]
             c[self.rot.rows] = np.einsum("jbc,reb,rec->rj", ALPHA, R, Pi)
-        return c
+        return self._sel(c)
 
     def jacobian(self, x: Array) -> Array:
         """G(x) = ∂c/∂x, (nc, nx)."""
         gpi = self.inv.gradient(x)
-        G = np.zeros((self.nc, self.nx))
+        G = np.zeros((self.n_all, self.nx))
         G[: self.lin.size] = gpi[self.lin] + self.Ca
         if self.rot is not None:
             R, dR, _ = self._euler(x)
             Pi = self.inv(x)[self.rot.Pi]
             self._rot_rows(G, R, gpi, dR, Pi)
-        return G
+        return self._sel(G)
 
     def _rot_rows(self, G: Array, R: Array, gpi: Array, dR: Array, Pi: Array) -> None:
         """Fill the rotational rows: ``Σ_ec (∂c/∂Π_ec)(R) ∇π_ec`` and the θ columns
@@ -351,14 +363,14 @@ class ConstraintSet:
         """``G_d(x0, x1)``, (nc, nx), with ``G_d (x1 - x0) = c(x1) - c(x0)`` exactly."""
         z = 0.5 * (x0 + x1)
         gpi = self.inv.gradient(z)
-        G = np.zeros((self.nc, self.nx))
+        G = np.zeros((self.n_all, self.nx))
         G[: self.lin.size] = gpi[self.lin] + self.Ca
         if self.rot is not None:
             Rbar = 0.5 * (self._euler(x0)[0] + self._euler(x1)[0])
             Pibar = 0.5 * (self.inv(x0) + self.inv(x1))[self.rot.Pi]
             D, _ = self._discrete_dR(x0, x1)
             self._rot_rows(G, Rbar, gpi, D, Pibar)
-        return G
+        return self._sel(G)
 
     def tangent(self, x0: Array, x1: Array, lam: Array) -> Array:
         """``∂[G_d(x0, x1)ᵀ λ] / ∂x1``, (nx, nx): the geometric part of the Newton tangent."""
@@ -368,20 +380,24 @@ class ConstraintSet:
         """Everything a Newton iteration needs, sharing the work: ``c(x1)`` (nc,),
         ``G(x1)`` and ``G_d(x0, x1)`` (nc, nx), and the tangent ``∂[G_dᵀλ]/∂x1``
         (nx, nx)."""
+        if self.keep is not None:
+            lam_all = np.zeros(self.n_all)
+            lam_all[self.keep] = lam
+            lam = lam_all
         z = 0.5 * (x0 + x1)
         nl = self.lin.size
         pi0, pi1 = self.inv(x0), self.inv(x1)
         gz, g1 = self.inv.gradient(z), self.inv.gradient(x1)
-        c = np.empty(self.nc)
+        c = np.empty(self.n_all)
         c[:nl] = pi1[self.lin] + self.Ca @ x1
-        G = np.zeros((self.nc, self.nx))
+        G = np.zeros((self.n_all, self.nx))
         G[:nl] = g1[self.lin] + self.Ca
-        G_d = np.zeros((self.nc, self.nx))
+        G_d = np.zeros((self.n_all, self.nx))
         G_d[:nl] = gz[self.lin] + self.Ca
         w = np.zeros(self.inv.m)
         np.add.at(w, self.lin, lam[:nl])
         if self.rot is None:
-            return c, G, G_d, 0.5 * self.inv.hessian(w)
+            return self._sel(c), self._sel(G), self._sel(G_d), 0.5 * self.inv.hessian(w)
         rot = self.rot
         e0, e1 = self._euler(x0), self._euler(x1)
         R0 = e0[0]
@@ -412,4 +428,4 @@ class ConstraintSet:
             K[:, cols] += cross_x[r][:, k]
             K[cols, :] += cross_t[r][k]
             K[np.ix_(cols, cols)] += tt[r][np.ix_(k, k)]
-        return c, G, G_d, K
+        return self._sel(c), self._sel(G), self._sel(G_d), K

@@ -18,6 +18,19 @@ dampers and actuators act on them directly (coordinate augmentation; Betsch & Uh
 coordinates are read from the directors.
 
 Coordinates ``x = [φ_0, d_1, d_2, d_3 (body 0) | ... | a]``, ``nx = 12 nb + na``.
+
+**Planar formulation.** When the whole mechanism moves in N's x-y plane (the model's
+``planar`` flag, every tree and loop joint a hinge about z, a weld, or slides in the
+plane), each body has its in-plane position ``(φ_x, φ_y)`` and two in-plane directors
+``f_1, f_2`` (2 components each): 6 coordinates and 3 rigidity constraints
+``½(f_a·f_b - δ_ab)`` instead of 12 and 6. The out-of-plane quantities are constants:
+``φ_z``, and the third director ``f_3 = e_z``. The body-axis directors are the affine
+functions ``d_a = Σ_b C_ba f_b`` with ``C = R_N_B`` at ``q = 0`` (rotations about z
+keep it), so that the joint constraints, loads, energy and momenta are built from the
+same affine vectors as in space; the joint rows that are then identically zero (the
+out-of-plane rotation and translation rows) are dropped. Kinetic energy
+``½ m |φ̇|² + ½ Σ E_ab ḋ_a·ḋ_b`` with ``ḋ_a = Σ_b C_ba ḟ_b`` (b = 1, 2) gives the constant
+mass matrix ``M = diag(m U_2, (C E Cᵀ)_{1:2,1:2} ⊗ U_2)`` per body.
 """
 
 from __future__ import annotations
@@ -40,13 +53,17 @@ from kanedyn.simulation.conserving.constraints import (
     ConstraintSet,
     Invariants,
     JointRows,
+    combine,
     joint_constraints,
 )
+from kanedyn.simulation.conserving.spherical import SphericalSprings
 from kanedyn.spatial.algebra import cross
-from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat
+from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat, parse_sequence
 
 __all__ = [
+    "BodyFrame",
     "Redundant",
+    "planar_reference",
     "joint_positions",
     "redundant",
     "speed_jacobian",
@@ -83,6 +100,9 @@ class Redundant:
     damping: Array
     f_gravity: Array
     closures: tuple[JointRows, ...] = ()
+    bodies: tuple[BodyFrame, ...] = ()
+    planar: bool = False
+    spherical: SphericalSprings | None = None
 
     @property
     def nb(self) -> int:
@@ -92,35 +112,57 @@ class Redundant:
     def nc(self) -> int:
         return self.constraints.nc
 
-    def phi(self, i: int) -> slice:
-        """Coordinates of body i's mass centre."""
-        return slice(12 * i, 12 * i + 3)
-
-    def director(self, i: int, a: int) -> slice:
-        """Coordinates of body i's director a (0-2)."""
-        return slice(12 * i + 3 + 3 * a, 12 * i + 6 + 3 * a)
-
     def D(self, x: Array, i: int) -> Array:
         """``[d_1 d_2 d_3]`` of body i (≈ R_N_B), (3, 3)."""
-        return x[12 * i + 3 : 12 * i + 12].reshape(3, 3).T
+        return np.column_stack([d(x) for d in self.bodies[i].dirs])
+
+    def D_rate(self, v: Array, i: int) -> Array:
+        """``[ḋ_1 ḋ_2 ḋ_3]`` of body i at the coordinate rates ``v``, (3, 3)."""
+        return np.column_stack([d.L @ v for d in self.bodies[i].dirs])
 
     def energy(self, x: Array, v: Array) -> float:
-        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ`` and springs ``½ Σ k a²``."""
-        return float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
+        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ``, springs ``½ Σ k a²`` and the
+        spherical joints' springs ``½ φᵀ K φ`` (:mod:`.spherical`)."""
+        E = float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
+        return E if self.spherical is None else E + self.spherical.potential(x)
 
     def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
         """Total linear momentum ``P = Σ m φ̇`` and angular momentum about the system
         mass centre ``c``, ``H = Σ (φ - c) × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N."""
         mass = self.model.layout.mass
-        phi = x[: 12 * self.nb].reshape(self.nb, 12)[:, :3]
-        phid = v[: 12 * self.nb].reshape(self.nb, 12)[:, :3]
+        phi = np.array([b.pos(x) for b in self.bodies])
+        phid = np.array([b.pos.L @ v for b in self.bodies])
         c = mass @ phi / mass.sum()
         P = mass @ phid
         H = np.sum(cross(phi - c, mass[:, None] * phid), axis=0)
         for i in range(self.nb):
-            D, Dd = self.D(x, i), self.D(v, i)
+            D, Dd = self.D(x, i), self.D_rate(v, i)
             H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
         return P, H
+
+
+@attrs.frozen(eq=False)
+class BodyFrame:
+    """One body in the redundant coordinates: its mass centre ``pos`` and its body-axis
+    directors ``dirs`` (the columns of R_N_B) as :class:`~.constraints.Affine` functions
+    of ``x``; ``cols`` its own coordinates (12 in space, 6 in the plane); ``pinv`` the
+    pseudo-inverse of the stacked ``[pos; d_1; d_2; d_3]`` columns (12, cols), which reads
+    ``x[cols]`` (and rates) back from a position and a rotation; ``offset`` (12,) the
+    stacked constants."""
+
+    pos: Affine
+    dirs: tuple[Affine, Affine, Affine]
+    cols: NDArray[np.intp]
+    pinv: Array
+    offset: Array
+
+    def coordinates(self, stacked: Array, rates: bool = False) -> tuple[Array, float]:
+        """``x[cols]`` of stacked ``[φ; d_1; d_2; d_3]`` (12,) or (12, k), and the misfit
+        (non-zero when the pose leaves the plane of a planar formulation)."""
+        rhs = stacked if rates else stacked - self.offset.reshape((12,) + (1,) * (stacked.ndim - 1))
+        sol = self.pinv @ rhs
+        L = np.vstack([self.pos.L[:, self.cols], *(d.L[:, self.cols] for d in self.dirs)])
+        return sol, float(np.max(np.abs(L @ sol - rhs), initial=0.0))
 
 
 def _check_supported(model: Model) -> None:
@@ -131,34 +173,117 @@ def _check_supported(model: Model) -> None:
             raise ModelError(
                 f"body {b.name!r}: its principal moments violate the triangle inequality, so "
                 "its Euler tensor E = ½ tr(I) U - I (the directors' mass matrix) is "
-                "indefinite and method='energy-momentum' cannot run it; no rigid body has "
-                "such moments"
+                "indefinite. The step stays regular and conserving (the mass matrix is "
+                "positive definite on the constraint manifold), but the energy no longer "
+                "bounds the nodal velocities' drift off the velocity constraints, which grows "
+                "until Newton fails; method='energy-momentum' refuses such a body (use "
+                "method='rk4')"
             )
         if np.any(np.asarray(b.embedded_momentum, dtype=float) != 0.0):
             raise ModelError(
                 f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
             )
     for j in model.joints:
-        if j.rot_type == "spherical":
-            k, c = np.asarray(j.stiffness, float)[:3], np.asarray(j.damping, float)[:3]
-            if np.any(k) or np.any(c):
-                raise ModelError(
-                    f"joint {j.name!r}: springs and dampers on a spherical rotation are not "
-                    "supported by method='energy-momentum' (use a 3-angle gimbal)"
-                )
+        if getattr(j, "rotor", None) is not None:
+            raise ModelError(
+                f"joint {j.name!r}: geared rotors (kanedyn.Rotor) are not supported by "
+                "method='energy-momentum' (use method='rk4')"
+            )
 
 
-def _build(model: Model, closures: Sequence[Any] = ()) -> Redundant:
+def planar_reference(model: Model, closures: Sequence[Any] = ()) -> Array | None:
+    """``R_N_B`` (nb, 3, 3) at ``q = 0`` when the mechanism qualifies for the planar
+    formulation, else None: the model is ``planar``, every tree joint is a weld or a
+    hinge (``rot_dof ≤ 1``, not spherical) and every joint (tree or loop) turns about
+    N's z axis and slides in N's x-y plane at ``q = 0`` (rotations about z keep both
+    true at every ``q``)."""
+    if not model.planar:
+        return None
+    if any(j.rot_type == "spherical" for j in model.joints):
+        return None
+    kin = kinematics_at(model, np.zeros(model.nq), np.zeros(model.n))
+    R = np.asarray(kin.R_N_B, dtype=float)
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    for j in [*model.joints, *closures]:
+        if j.rot_type == "gimbal" and j.rot_dof > 1:
+            return None
+        R_N_Gi = (np.eye(3) if j.inner is None else R[index[j.inner]]) @ np.asarray(
+            j.inner_rotation, dtype=float
+        )
+        if j.rot_type == "gimbal" and j.rot_dof == 1:
+            axis = R_N_Gi[:, int(parse_sequence(j.rot_seq)[0]) - 1]
+            if abs(abs(axis[2]) - 1.0) > 1e-9:
+                return None
+        axes = np.array(parse_sequence(j.trn_seq))[: j.trn_dof] - 1
+        if np.any(np.abs(R_N_Gi[2, axes]) > 1e-9):
+            return None
+    return R
+
+
+def _body_frames(
+    model: Model, nx: int, R0: Array | None
+) -> tuple[list[BodyFrame], list[tuple[Affine, ...]], Array]:
+    """The :class:`BodyFrame` of every body, the affine directors that carry the
+    rigidity constraints (3 in space, the 2 in-plane ones in the plane), and the
+    constant mass matrix (nx, nx) ``Σ m posᵀpos + Σ_ab E_ab d_aᵀ d_b`` (``.L`` parts)."""
+    eye = np.eye(nx)
+    ez = np.array([0.0, 0.0, 1.0])
+    k = 3 if R0 is None else 2  # coordinates per vector
+    frames, free, M = [], [], np.zeros((nx, nx))
+    off = 0
+    z0 = np.zeros((model.nb, 3))
+    if R0 is not None:  # the out-of-plane height of each mass centre, constant
+        z0 = np.asarray(kinematics_at(model, np.zeros(model.nq), np.zeros(model.n)).r, dtype=float)
+    for i, b in enumerate(model.bodies):
+
+        def vec(start: int) -> Affine:
+            L = np.zeros((3, nx))
+            L[:k] = eye[start : start + k]
+            return Affine(L, np.zeros(3))
+
+        if R0 is None:
+            pos = vec(off)
+            f = tuple(vec(off + 3 + 3 * a) for a in range(3))
+            dirs = f
+        else:
+            pos = Affine(vec(off).L, np.array([0.0, 0.0, z0[i][2]]))
+            f = (vec(off + 2), vec(off + 4))
+            C = R0[i]  # d_a = Σ_b C_ba f_b, f_3 = e_z
+            dirs = tuple(combine(f, C[:2, a]) + Affine(np.zeros((3, nx)), C[2, a] * ez)
+                         for a in range(3))  # fmt: skip
+        cols = np.arange(off, off + k * (k + 1))
+        L = np.vstack([pos.L[:, cols], *(d.L[:, cols] for d in dirs)])
+        offset = np.concatenate([pos.c, *(d.c for d in dirs)])
+        frames.append(BodyFrame(pos, dirs, cols, np.linalg.pinv(L), offset))  # type: ignore[arg-type]
+        free.append(f)
+        I = np.asarray(b.inertia, dtype=float)
+        E = 0.5 * np.trace(I) * np.eye(3) - I
+        M += b.mass * pos.L.T @ pos.L
+        for a in range(3):
+            for c in range(3):
+                M += E[a, c] * dirs[a].L.T @ dirs[c].L
+        off += k * (k + 1)
+    return frames, free, M
+
+
+def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = None) -> Redundant:
     if model.is_symbolic:
         raise ModelError("method='energy-momentum' needs a numeric model")
     _check_supported(model)
+    R0 = None if planar is False else planar_reference(model, closures)
+    if planar and R0 is None:
+        raise ModelError(
+            "planar=True: the planar formulation needs a model with planar=True whose joints "
+            "all turn about N's z axis and slide in N's x-y plane (no spherical joints)"
+        )
     lay = model.layout
     nb = model.nb
+    per_body = 12 if R0 is None else 6
     free_root = [
         j.inner is None and j.rot_type == "spherical" and j.trn_dof == 3 for j in model.joints
     ]
     # augmented coordinates: gimbal angles, and slides of every joint but a free root
-    aug, na = [], 12 * nb
+    aug, na = [], per_body * nb
     for j, free in zip(model.joints, free_root, strict=True):
         n_rot = j.rot_dof if j.rot_type == "gimbal" else 0
         n_trn = 0 if free else j.trn_dof
@@ -172,10 +297,7 @@ def _build(model: Model, closures: Sequence[Any] = ()) -> Redundant:
         )
         na += n_rot + j.trn_dof
     nx = na
-    eye = np.eye(nx)
-
-    def affine(start: int) -> Affine:
-        return Affine(eye[start : start + 3].copy(), np.zeros(3))
+    bodies, free_dirs, M = _body_frames(model, nx, R0)
 
     frames: dict[str | None, Any] = {
         None: (Affine(np.zeros((3, nx)), np.zeros(3)),
@@ -184,19 +306,18 @@ def _build(model: Model, closures: Sequence[Any] = ()) -> Redundant:
     inv = Invariants(nx)
     lin: list[int] = []
     Ca: list[Array] = []
-    M = np.zeros((nx, nx))
+    owners: list[str] = []  # the body or joint of each row (planar: to name a bad row)
     E = np.zeros((nb, 3, 3))
     for i, b in enumerate(model.bodies):
-        D = tuple(affine(12 * i + 3 + 3 * a) for a in range(3))
-        frames[b.name] = (affine(12 * i), D, np.asarray(b.com, dtype=float))
-        for a in range(3):  # internal constraints ½(d_a·d_b - δ_ab)
-            for c in range(a, 3):
-                lin.append(inv.dot(D[a], D[c], 0.5, -0.5 * (a == c)))
+        frames[b.name] = (bodies[i].pos, bodies[i].dirs, np.asarray(b.com, dtype=float))
+        f = free_dirs[i]
+        for a in range(len(f)):  # internal constraints ½(f_a·f_b - δ_ab)
+            for c in range(a, len(f)):
+                lin.append(inv.dot(f[a], f[c], 0.5, -0.5 * (a == c)))
                 Ca.append(np.zeros(nx))
+                owners.append(f"body {b.name!r}")
         I = np.asarray(b.inertia, dtype=float)
         E[i] = 0.5 * np.trace(I) * np.eye(3) - I
-        M[12 * i : 12 * i + 3, 12 * i : 12 * i + 3] = b.mass * np.eye(3)
-        M[12 * i + 3 : 12 * i + 12, 12 * i + 3 : 12 * i + 12] = np.kron(E[i], np.eye(3))
     rows, rot = [], []
     for j, (a_rot, a_trn) in zip([*model.joints, *closures], [*aug, *closure_aug], strict=True):
         jr = joint_constraints(j, frames, inv, a_rot, a_trn)
@@ -207,9 +328,14 @@ def _build(model: Model, closures: Sequence[Any] = ()) -> Redundant:
                 row = np.zeros(nx)
                 row[jr.a_trn] = -jr.Delta[e]
                 Ca.append(row)
+                owners.append(f"joint {j.name!r}")
         if jr.rot is not None:
             rot.append(jr)
+    n_lin = len(lin)
+    owners += [f"joint {jr.name!r}" for jr in rot for _ in range(3)]
     constraints = ConstraintSet(inv, lin, Ca, rot)
+    if R0 is not None:
+        constraints.keep_rows(_planar_rows(constraints, nx, owners, n_lin))
     stiffness, damping = np.zeros(nx), np.zeros(nx)
     aug_all = []
     for k, (a_rot, a_trn) in enumerate(aug):
@@ -224,23 +350,56 @@ def _build(model: Model, closures: Sequence[Any] = ()) -> Redundant:
         stiffness[idx[have]] = lay.stiffness[speeds[have]]
         damping[idx[have]] = lay.damping[speeds[have]]
         aug_all.append(idx)
-    f_gravity = np.zeros(nx)
-    for i in range(nb):
-        f_gravity[12 * i : 12 * i + 3] = lay.mass[i] * np.asarray(model.gravity, dtype=float)
+    sph = []
+    for k, (j, jr) in enumerate(zip(model.joints, rows, strict=False)):
+        if j.rot_type == "spherical":
+            speeds = lay.u_index[k][:3]
+            kk, cc = lay.stiffness[speeds], lay.damping[speeds]
+            if np.any(kk) or np.any(cc):
+                sph.append((jr, kk, cc))
+    spherical = SphericalSprings(sph, nx) if sph else None
+    g = np.asarray(model.gravity, dtype=float)
+    f_gravity = sum((lay.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
-                     stiffness, damping, f_gravity, tuple(rows[model.nb :]))  # fmt: skip
+                     stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
+                     R0 is not None, spherical)  # fmt: skip
 
 
-def redundant(model: Model, closures: Sequence[Any] | None = None) -> Redundant:
+def _planar_rows(cons: ConstraintSet, nx: int, owners: list[str], n_lin: int) -> NDArray[np.intp]:
+    """The rows of a planar formulation that are not identically zero.
+
+    The rows are polynomials in ``x``; a row whose gradient vanishes at three random
+    points is constant: dropped when that constant is zero (an out-of-plane row), a
+    :class:`~kanedyn.ModelError` naming the joint otherwise (its two sides lie in
+    different planes)."""
+    rng = np.random.default_rng(0)
+    pts = rng.standard_normal((3, nx))
+    grads = np.array([np.abs(cons.jacobian(p)) for p in pts]).max(axis=(0, 2))
+    vals = cons(pts[0])
+    constant = grads < 1e-12
+    for r in np.nonzero(constant & (np.abs(vals) > 1e-9))[0]:
+        raise ModelError(
+            f"{owners[r]}: planar formulation, but the joint's two frames are "
+            f"{abs(vals[r]):.3g} apart out of the x-y plane"
+        )
+    return np.nonzero(~constant)[0]
+
+
+def redundant(
+    model: Model, closures: Sequence[Any] | None = None, planar: bool | None = None
+) -> Redundant:
     """The director formulation of ``model`` (built once, stored on the model).
 
     ``closures``: joints that close kinematic loops, any objects with
     :class:`kanedyn.Joint`'s fields (``inner`` None for the ground); each adds its
     constraint rows and augmented coordinates like a tree joint. Default: the model's
-    own loop joints (:class:`kanedyn.Loop`)."""
+    own loop joints (:class:`kanedyn.Loop`). ``planar``: None (default) uses the planar
+    formulation (2 + 2×2 coordinates per body) when the mechanism qualifies
+    (:func:`planar_reference`), True requires it (a ModelError otherwise), False always
+    uses the spatial one (3 + 3×3)."""
     closures = tuple(model.loops) if closures is None else tuple(closures)
-    key = "conserving.redundant" + "".join(f"|{j.name}" for j in closures)
-    return model.derived(key, lambda m: _build(m, tuple(closures)))  # type: ignore[no-any-return]
+    key = "conserving.redundant" + "".join(f"|{j.name}" for j in closures) + f"|planar={planar}"
+    return model.derived(key, lambda m: _build(m, tuple(closures), planar))  # type: ignore[no-any-return]
 
 
 def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
@@ -250,11 +409,17 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
     model = red.model
     kin = kinematics_at(model, np.asarray(state.q, float), np.asarray(state.u, float))
     x, v = np.zeros(red.nx), np.zeros(red.nx)
-    for i in range(model.nb):
-        x[red.phi(i)], v[red.phi(i)] = kin.r[i], kin.v[i]
-        for a in range(3):
-            d = kin.R_N_B[i][:, a]
-            x[red.director(i, a)], v[red.director(i, a)] = d, cross(kin.omega[i], d)
+    for i, bf in enumerate(red.bodies):
+        R = np.asarray(kin.R_N_B[i], dtype=float)
+        w = np.asarray(kin.omega[i], dtype=float)
+        xs, miss = bf.coordinates(np.concatenate((kin.r[i], R.T.ravel())))
+        vs, miss_v = bf.coordinates(np.concatenate((kin.v[i], cross(w, R.T).ravel())), True)
+        if max(miss, miss_v) > 1e-9:
+            raise ModelError(
+                f"body {model.bodies[i].name!r} leaves N's x-y plane in this state "
+                f"(by {max(miss, miss_v):.3g}); use planar=False"
+            )
+        x[bf.cols], v[bf.cols] = xs, vs
     for k, idx in enumerate(red.aug):
         have = idx >= 0
         j = model.joints[k]
@@ -342,9 +507,9 @@ def to_joint_coordinates(
     par = partials(model, state)
     p = np.zeros(model.n)
     for i in range(model.nb):
-        D, Dd = red.D(x, i), red.D(v, i)
+        D, Dd = red.D(x, i), red.D_rate(v, i)
         h = cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
-        p += par.V[i].T @ (lay.mass[i] * v[red.phi(i)]) + par.Omega[i].T @ h
+        p += par.V[i].T @ (lay.mass[i] * (red.bodies[i].pos.L @ v)) + par.Omega[i].T @ h
     M = mass_matrix(model, state)
     if red.closures:
         return q, _loop_speeds(red, x, par, M, p)
@@ -384,11 +549,10 @@ def speed_jacobian(red: Redundant, x: Array, par: Any) -> Array:
     ``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, and the augmented rates are their speeds."""
     model = red.model
     J = np.zeros((red.nx, model.n))
-    for i in range(model.nb):
-        J[red.phi(i)] = par.V[i]
-        for a in range(3):
-            d = x[red.director(i, a)]
-            J[red.director(i, a)] = -cross(d[None, :], par.Omega[i].T).T
+    for i, bf in enumerate(red.bodies):
+        D = red.D(x, i)
+        rates = [par.V[i]] + [-cross(D[:, a][None, :], par.Omega[i].T).T for a in range(3)]
+        J[bf.cols] = bf.coordinates(np.vstack(rates), True)[0]
     for k, idx in enumerate(red.aug):
         have = idx >= 0
         J[idx[have], model.layout.u_index[k][have]] = 1.0

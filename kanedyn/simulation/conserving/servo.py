@@ -131,12 +131,15 @@ def servo(
         elif isinstance(out, PointOutput):
             i = model.body_index(out.body)
             X = np.asarray(out.point, dtype=float) - model.layout.com[i]
+            bf = red.bodies[i]
+            point = bf.pos.L + sum(X[a] * bf.dirs[a].L for a in range(3))
             for ax in out.axes:
-                row = np.zeros(red.nx)
-                row[red.phi(i).start + ax] = 1.0
-                for a in range(3):
-                    row[red.director(i, a).start + ax] = X[a]
-                rows.append(row)
+                if not np.any(point[ax]):
+                    raise ModelError(
+                        f"servo output on body {out.body!r}: axis {ax} is out of the plane "
+                        "of the planar formulation"
+                    )
+                rows.append(point[ax].copy())
         else:
             raise ModelError(f"unknown servo output {out!r}: use JointOutput or PointOutput")
     acts = _actuators(model, red, actuators)

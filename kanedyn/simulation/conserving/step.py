@@ -132,22 +132,23 @@ def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
                 continue
             i = data[0]
             D = red.D(z, i)
+            bf = red.bodies[i]
             if kind == "force":
                 _, F, X, body = data
                 F = D @ F if body else F
-                out[red.phi(i)] += F
+                out += bf.pos.L.T @ F
                 for a in range(3):
-                    out[red.director(i, a)] += X[a] * F
+                    out += bf.dirs[a].L.T @ (X[a] * F)
             else:
                 _, T, body = data
                 T = D @ T if body else T
                 for a in range(3):
-                    out[red.director(i, a)] += 0.5 * cross(T, D[:, a])
+                    out += bf.dirs[a].L.T @ (0.5 * cross(T, D[:, a]))
         return out
 
     # the coordinates f depends on: those of bodies with body-axis loads or torques
     moving = sorted({d[0] for kind, d in terms if kind == "torque" or (kind == "force" and d[3])})
-    f.depends_on = np.array([c for i in moving for c in range(12 * i, 12 * i + 12)], dtype=np.intp)  # type: ignore[attr-defined]
+    f.depends_on = np.array([c for i in moving for c in red.bodies[i].cols], dtype=np.intp)  # type: ignore[attr-defined]
     return f
 
 
@@ -163,13 +164,33 @@ def balance(
     increment ``Δx = x1 - x0`` itself, so that no round-off of far-travelled positions
     enters the momenta."""
     z = x0 + 0.5 * dx
-    return (  # type: ignore[no-any-return]
+    r = (
         (2.0 / h**2) * (red.M @ (dx - h * v0))
         + red.stiffness * z
         + red.damping * dx / h
         - red.f_gravity
         - f(z)
     )
+    if red.spherical is not None:
+        r = r + red.spherical.force(x0, x0 + dx, h)[0]
+    return r  # type: ignore[no-any-return]
+
+
+def _spherical_jacobian(red: Redundant, x0: Array, dx: Array, h: float) -> Array:
+    """∂/∂x₁ of the spherical springs' and dampers' discrete force (:mod:`.spherical`),
+    by central differences over the coordinates it depends on (Newton's tangent only:
+    the residual is exact)."""
+    J = np.zeros((red.nx, red.nx))
+    sph = red.spherical
+    if sph is None:
+        return J
+    eps = 1e-6
+    x1 = x0 + dx
+    for j in sph.depends_on:
+        e = np.zeros(red.nx)
+        e[j] = eps
+        J[:, j] = (sph.force(x0, x1 + e, h)[0] - sph.force(x0, x1 - e, h)[0]) / (2 * eps)
+    return J
 
 
 class Stepper:
@@ -183,8 +204,15 @@ class Stepper:
     ``closures``: loop-closing joints (:func:`~kanedyn.simulation.conserving.formulation.redundant`).
     """
 
-    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = None):
-        self.red = redundant(model, closures)
+    def __init__(
+        self,
+        model: Model,
+        tol: float = 1e-10,
+        max_iter: int = 15,
+        closures: Any = None,
+        planar: bool | None = None,
+    ):
+        self.red = redundant(model, closures, planar)
         self.tol, self.max_iter = tol, max_iter
         self.redundant_rows: bool | None = None  # decided at the first step
 
@@ -223,7 +251,7 @@ class Stepper:
             r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
             r_x = balance(red, x0, v0, dx, h, f) + G_d.T @ lam[:nc]
             A = np.zeros((nx + nc + ns, nx + nc + ns))
-            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z)
+            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + _spherical_jacobian(red, x0, dx, h)
             A[:nx, nx : nx + nc] = G_d.T
             A[nx : nx + nc, :nx] = G
             rhs = np.concatenate((r_x, r_c))
@@ -273,12 +301,14 @@ class NullSpaceStepper(Stepper):
     same discrete equations as :class:`Stepper`, so it conserves the same quantities.
     """
 
-    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, closures: Any = None):
+    def __init__(self, model: Model, tol: float = 1e-10, max_iter: int = 15, **kwargs: Any):
+        """Arguments as :class:`Stepper` (``closures`` must be empty: a tree)."""
+        closures = kwargs.pop("closures", None)
         if closures or (closures is None and model.loops):
             raise ModelError(
                 "the null-space reduction reparametrizes a tree; closed loops need reduction='full'"
             )
-        super().__init__(model, tol, max_iter, ())
+        super().__init__(model, tol, max_iter, closures=(), **kwargs)
 
     def step(
         self,
@@ -322,7 +352,16 @@ class NullSpaceStepper(Stepper):
             K = cons.linearize(x0, x1, lam)[3]
             P_d = J - G_d.T @ sol[:, 1:]
             F = P_d.T @ r
-            A = P_d.T @ (K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)) @ J
+            A = (
+                P_d.T
+                @ (
+                    K0
+                    + K
+                    - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)
+                    + _spherical_jacobian(red, x0, dx, h)
+                )
+                @ J
+            )
             try:
                 delta = scipy.linalg.solve(A, -F, check_finite=False)
             except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
@@ -391,7 +430,9 @@ class Run:
     ``energy`` (nt,) (kinetic + gravity + springs, :meth:`Redundant.energy`),
     ``linear_momentum``, ``angular_momentum`` (nt, 3; about N's origin),
     ``constraint_residual`` (nt,) ``max |c(x)|``, ``dissipated`` (nt,) the cumulated damper
-    work, ``iterations`` (number of steps,) Newton iterations per step (summed over the
+    work, ``work`` (nt,) the cumulated discrete work ``Σ f(z_n)·Δx_n`` of the applied loads
+    and controller commands (so that ``energy - energy[0] = work - dissipated``),
+    ``iterations`` (number of steps,) Newton iterations per step (summed over the
     halves of a step that was split because Newton failed on it)."""
 
     t: Array
@@ -404,6 +445,8 @@ class Run:
     dissipated: Array
     iterations: Array
     efforts: Array | None = None
+    red: Redundant | None = None
+    work: Array | None = None
 
 
 def run(
@@ -419,20 +462,30 @@ def run(
     servo: Any = None,
     closures: Any = None,
     reduction: str = "full",
+    planar: bool | None = None,
+    controller: Any = None,
 ) -> Run:
     """Integrate with the energy-momentum step and return the director histories.
 
     ``closures``: loop-closing joints (:func:`~.formulation.redundant`); ``state`` must
     then satisfy the loops (assembled). ``reduction``: ``"full"`` (Newton on the system
     with multipliers, :class:`Stepper`) or ``"null-space"`` (the discrete null-space
-    method, :class:`NullSpaceStepper`; trees only): the same discrete solution."""
+    method, :class:`NullSpaceStepper`; trees only): the same discrete solution.
+    ``planar``: the planar formulation when the mechanism qualifies (None, default),
+    always (True) or never (False); see :func:`~.formulation.redundant`.
+    ``controller``: a :class:`~kanedyn.Controller`, sampled at the start of the step on
+    or after each of its sample times (at ``t = 0`` first; the joint state is that of the
+    director state, :func:`~.formulation.to_joint_coordinates`), its load records held
+    (zero-order hold) and applied with ``loads`` at each step's midpoint: a held
+    :class:`~kanedyn.JointLoad` is a constant generalized force over the step, whose
+    work ``τ·Δa`` the energy balance accounts exactly."""
     from kanedyn.simulation.steppers import Schedule
 
     model.check_state(state)
     if reduction not in ("full", "null-space"):
         raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
     cls = Stepper if reduction == "full" else NullSpaceStepper
-    stepper = cls(model, tol, max_iter, closures)
+    stepper = cls(model, tol, max_iter, closures=closures, planar=planar)
     red = stepper.red
     every = dt if output_every is None else float(output_every)
     schedule = Schedule.of(t_final, dt, every)
@@ -441,6 +494,8 @@ def run(
     if resid0 > 1e-8:
         raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
     f_static = None if callable(loads) else generalized_loads(red, loads)
+    held: list[Any] = []
+    next_sample = 0.0
     lam: Array | None = None
     v_mid: Array | None = None
 
@@ -472,19 +527,30 @@ def run(
         return to_redundant(red, State(_unit_quaternions(model, q1), np.zeros(model.n)))[0]
 
     f: Callable[[Array], Array] | None
-    ts, xs, vs, dis, its, eff = [0.0], [x], [v], [0.0], [], []
-    dissipated = 0.0
+    ts, xs, vs, dis, its, eff, wk = [0.0], [x], [v], [0.0], [], [], [0.0]
+    dissipated = work = 0.0
     for _, t, h, t_next, output in schedule:
+        if controller is not None and t >= next_sample - 1e-9:
+            q, u = to_joint_coordinates(red, x, v)
+            held = list(controller.law(t, model, State(q, u)))
+            while next_sample <= t + 1e-9:
+                next_sample += controller.period
         if callable(loads):
             q, u = to_joint_coordinates(red, x, v)
             st = State(q, u)
             recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q, u))
-            f = generalized_loads(red, recs)
+            f = generalized_loads(red, [*(recs or ()), *held])
+        elif held:
+            f = generalized_loads(red, [*(loads or ()), *held])  # type: ignore[misc]
         else:
             f = f_static
         parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
-        for _, hh, part in parts:
+        for x_start, hh, part in parts:
             dissipated += float(part.dx @ (red.damping * part.dx)) / hh
+            if red.spherical is not None:
+                dissipated += red.spherical.force(x_start, part.x, hh)[1]
+            if f is not None:
+                work += float(f(x_start + 0.5 * part.dx) @ part.dx)
         res = parts[-1][2]
         v_mid = np.sum([p.dx for _, _, p in parts], axis=0) / h
         x, v, lam = res.x, res.v, res.lam
@@ -496,6 +562,7 @@ def run(
             xs.append(x)
             vs.append(v)
             dis.append(dissipated)
+            wk.append(work)
     X, V = np.array(xs), np.array(vs)
     PH = [red.momentum(a, b) for a, b in zip(X, V, strict=True)]
     return Run(
@@ -509,6 +576,8 @@ def run(
         dissipated=np.array(dis),
         iterations=np.array(its),
         efforts=np.array(eff) if servo is not None else None,
+        red=red,
+        work=np.array(wk),
     )
 
 
@@ -531,13 +600,14 @@ def simulate_energy_momentum(
     """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
     :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates.
     ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
-    ``max_iter``)."""
+    ``max_iter``, ``reduction``, ``planar``, ``controller``)."""
     from kanedyn.simulation.conserving import ConservingTrajectory
 
     start = _time.perf_counter()
     r = run(model, state, t_final, dt, **options)  # the model's loop joints included
     wall = _time.perf_counter() - start
-    q, u = joint_histories(redundant(model), r)
+    assert r.red is not None
+    q, u = joint_histories(r.red, r)
     q[0], u[0] = state.q, state.u
     return ConservingTrajectory(
         model=model, t=r.t, q=q, u=u, formulation="directors",

@@ -1,0 +1,139 @@
+"""Springs and dampers on spherical (quaternion) joints under the energy-momentum scheme.
+
+Oracles: kanedyn's rotation-vector map (quat_to_rotvec of dcm_to_quat), Kane's energy
+of the same state (kd.kinetic_energy + kd.potential_energy, whose spring potential is
+½ φᵀKφ), central differences, the discrete dissipation recomputed here from the output
+quaternions, and RK4 runs of Kane's equations at small steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.simulation.conserving import redundant, run, to_redundant
+from kanedyn.simulation.conserving.spherical import rotation_vector
+from kanedyn.spatial import rotation as rot
+
+K = np.array([3.0, 5.0, 2.0])
+C = np.array([0.4, 0.2, 0.3])
+
+
+def ball_pair(damped: bool = False, gravity=(0.0, 0.0, 0.0)) -> kd.Model:
+    """A free hub and a body on a spherical joint with an anisotropic spring (and
+    damper), offset joint points, rotated joint frames and products of inertia."""
+    I, R = kd.inertia_tensor, kd.euler_to_dcm
+    bodies = [
+        kd.Body("hub", 10.0, I(4.0, 5.0, 6.0, 0.3, -0.2, 0.1)),
+        kd.Body("arm", 2.0, I(0.2, 0.5, 0.6, 0.05, 0.0, 0.02), com=(0.4, 0.05, 0.0)),
+    ]
+    joints = [
+        kd.Joint.free("root", "hub"),
+        kd.Joint.spherical(
+            "ball", "hub", "arm", inner_point=(0.5, 0.2, -0.1), outer_point=(-0.1, 0.0, 0.05),
+            inner_rotation=R("312", (0.3, -0.2, 0.5)), outer_rotation=R("123", (0.1, 0.2, -0.3)),
+            stiffness=K, damping=C if damped else np.zeros(3),
+        ),
+    ]  # fmt: skip
+    return kd.Model(bodies, joints, gravity=gravity)
+
+
+def ball_state(m: kd.Model) -> kd.State:
+    s = m.set_joint(m.initial_state(), "root", rates=(0.2, -0.1, 0.3),
+                    displacement_rates=(0.1, 0.0, -0.05))  # fmt: skip
+    q = rot.rotvec_to_quat(np.array([0.6, -0.4, 0.9]))
+    qq, uu = np.array(s.q), np.array(s.u)
+    qq[m.coordinates("ball")] = q
+    uu[m.speeds("ball")] = (0.5, -0.8, 0.4)
+    return kd.State(qq, uu)
+
+
+def test_rotation_vector_of_a_matrix():
+    rng = np.random.default_rng(3)
+    for phi in [*rng.uniform(-1.7, 1.7, (5, 3)), np.array([1e-8, 0, 0]), np.zeros(3)]:
+        R = kd.quat_to_dcm(rot.rotvec_to_quat(phi))
+        np.testing.assert_allclose(rotation_vector(R)[0], phi, atol=1e-13)
+        np.testing.assert_allclose(rot.quat_to_rotvec(kd.dcm_to_quat(R)), phi, atol=1e-13)
+    # the derivatives in s = axial(P) and c = (tr P - 1)/2 at a matrix off the manifold
+    P = kd.quat_to_dcm(rot.rotvec_to_quat(np.array([0.4, -0.3, 0.8]))) + 0.05 * rng.standard_normal(
+        (3, 3)
+    )
+    _, ds, dc = rotation_vector(P)
+    eps = 1e-6
+    for j, (b, c) in enumerate(((2, 1), (0, 2), (1, 0))):
+        E = np.zeros((3, 3))
+        E[b, c], E[c, b] = eps, -eps  # changes s_j by 2·½·eps·... = eps, c unchanged
+        fd = (rotation_vector(P + E)[0] - rotation_vector(P - E)[0]) / (2 * eps)
+        np.testing.assert_allclose(fd, ds[:, j], atol=1e-7)
+    E = np.eye(3) * (2 * eps / 3)  # changes c by eps, s unchanged
+    fd = (rotation_vector(P + E)[0] - rotation_vector(P - E)[0]) / (2 * eps)
+    np.testing.assert_allclose(fd, dc, atol=1e-7)
+
+
+def test_director_energy_is_kanes_with_the_spherical_spring():
+    m = ball_pair(gravity=(0.0, -9.81, 0.0))
+    s = ball_state(m)
+    red = redundant(m)
+    x, v = to_redundant(red, s)
+    E = kd.kinetic_energy(m, s) + kd.potential_energy(m, s)
+    assert red.spherical is not None
+    assert red.spherical.potential(x) == pytest.approx(
+        0.5 * np.sum(K * [0.6, -0.4, 0.9] ** np.array(2)), rel=1e-13
+    )
+    assert red.energy(x, v) == pytest.approx(E, rel=1e-13)
+
+
+def test_spherical_spring_conserves_energy_and_momenta():
+    m = ball_pair()
+    s = ball_state(m)
+    for reduction, T in (("full", 6.0), ("null-space", 2.0)):
+        r = run(m, s, T, 0.05, reduction=reduction)
+        E = r.energy
+        assert np.max(np.abs(E - E[0])) < 1e-10 * abs(E[0])
+        P, H = r.linear_momentum, r.angular_momentum
+        assert np.max(np.abs(P - P[0])) < 1e-12 * np.max(np.abs(P[0]))
+        assert np.max(np.abs(H - H[0])) < 1e-12 * np.max(np.abs(H[0]))
+        assert np.max(r.constraint_residual) < 1e-10
+        # the spring is working: its potential changes by far more than the tolerance
+        V = [r.red.spherical.potential(x) for x in r.x]
+        assert np.ptp(V) > 0.1 * abs(E[0])
+
+
+def test_spherical_damper_dissipates_exactly_the_discrete_dissipation():
+    """E_{n+1} - E_n = -h ω̄ᵀCω̄ with ω̄ = axial(Π̄ᵀΔΠ)/h, Π = R_Gi_Go from the output
+    quaternions; the energy falls monotonically; H is still conserved."""
+    m = ball_pair(damped=True)
+    s = ball_state(m)
+    h = 0.05
+    tr = kd.simulate(m, s, 5.0, h, method="energy-momentum")
+    E = tr.run.energy
+    assert np.all(np.diff(E) < 0.0)
+    Pi = np.array([kd.quat_to_dcm(q) for q in tr.q[:, m.coordinates("ball")]])
+    D = []
+    for P0, P1 in zip(Pi[:-1], Pi[1:], strict=True):
+        A = 0.5 * (P0 + P1).T @ (P1 - P0) / h
+        w = 0.5 * np.array([A[2, 1] - A[1, 2], A[0, 2] - A[2, 0], A[1, 0] - A[0, 1]])
+        D.append(h * w @ (C * w))
+    np.testing.assert_allclose(np.diff(E), -np.array(D), rtol=1e-8, atol=1e-12 * abs(E[0]))
+    np.testing.assert_allclose(tr.run.dissipated[1:], np.cumsum(D), rtol=1e-8)
+    H = tr.run.angular_momentum
+    assert np.max(np.abs(H - H[0])) < 1e-12 * np.max(np.abs(H[0]))
+
+
+@pytest.mark.parametrize("damped", [False, True])
+def test_spherical_spring_converges_to_rk4_at_second_order(damped):
+    m = ball_pair(damped=damped, gravity=(0.0, -9.81, 0.0))
+    s = ball_state(m)
+    T = 0.5
+    ref = kd.simulate(m, s, T, 1e-3, output_every=T)
+    err = []
+    for h in (0.02, 0.01):
+        tr = kd.simulate(m, s, T, h, method="energy-momentum", output_every=T)
+        dq = tr.q[-1] - ref.q[-1]
+        qi = m.coordinates("ball")
+        if tr.q[-1][qi] @ ref.q[-1][qi] < 0:  # the same rotation either sign
+            dq[qi] = tr.q[-1][qi] + ref.q[-1][qi]
+        err.append(np.max(np.abs(dq)))
+    assert err[1] < 1e-3
+    assert 3.5 < err[0] / err[1] < 4.5
