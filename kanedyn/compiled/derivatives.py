@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from kanedyn.compiled.kernels import Traced, traced
 from kanedyn.compiled.tape import Scalar, Tape, Value, cos, sin
 from kanedyn.model import Model
 from kanedyn.model.plan import Params
 
-__all__ = ["derivative_kernel", "jacobian"]
+__all__ = ["derivative_kernel", "jacobian", "parameter_kernel", "parameter_symbols"]
 
 Tangent = dict[int, Scalar]  # direction -> derivative
 
@@ -103,5 +105,63 @@ def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
     nx = model.nq + 2 * model.n
     wrt = tr.inputs[:nx]
     J = jacobian(tr.tape, tr.outputs, wrt)
+    outputs = [*tr.outputs, *(d for row in J for d in row)]
+    return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)
+
+
+_AXES = "xyz"
+
+
+def parameter_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The model's parameters that :func:`parameter_kernel` differentiates with respect
+    to: ``(name, [(Params field, flat index), ...])`` each, in the order
+
+    * per body (``model.bodies``): ``body.mass``; ``body.inertia.xx``, ``.yy``, ``.zz``,
+      ``.xy``, ``.xz``, ``.yz`` (about the mass centre in body axes; an off-diagonal
+      entry moves both mirrored entries of the tensor); ``body.com.x`` ... and
+      ``body.embedded_momentum.x`` ... (body axes);
+    * per joint (``model.joints``): ``joint.inner_point.x`` ... and
+      ``joint.outer_point.x`` ... (in the inner and outer body's axes); ``joint.stiffness0``
+      ... and ``joint.damping0`` ... per speed of the joint (none for the speeds of a
+      spherical joint's rotation, whose spring the compiled engine does not take);
+    * ``gravity.x``, ``gravity.y``, ``gravity.z`` (N).
+
+    The names are those of the keywords of :meth:`kanedyn.ModelBatch.dispersed`.
+    """
+    lay = model.layout
+    out: list[tuple[str, list[tuple[str, int]]]] = []
+    for i, body in enumerate(model.bodies):
+        out.append((f"{body.name}.mass", [("mass", i)]))
+        for a, b in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)):
+            keys = sorted({("inertia", 9 * i + 3 * a + b), ("inertia", 9 * i + 3 * b + a)})
+            out.append((f"{body.name}.inertia.{_AXES[a]}{_AXES[b]}", keys))
+        for field, label in (("com", "com"), ("h_embedded", "embedded_momentum")):
+            for c in range(3):
+                out.append((f"{body.name}.{label}.{_AXES[c]}", [(field, 3 * i + c)]))
+    spherical = {int(r) for r in np.ravel(lay.quat_u)}
+    for k, joint in enumerate(model.joints):
+        for field in ("inner_point", "outer_point"):
+            for c in range(3):
+                out.append((f"{joint.name}.{field}.{_AXES[c]}", [(field, 3 * k + c)]))
+        for field in ("stiffness", "damping"):
+            for c, r in enumerate(lay.u_index[k]):
+                if not (field == "stiffness" and int(r) in spherical):
+                    out.append((f"{joint.name}.{field}{c}", [(field, int(r))]))
+    out += [(f"gravity.{_AXES[c]}", [("gravity", c)]) for c in range(3)]
+    return out
+
+
+def parameter_kernel(model: Model, locked: frozenset[int],
+                     names: Sequence[str]) -> tuple[Traced, int]:  # fmt: skip
+    """Kane's equations with effort inputs and the parameters ``names`` (of
+    :func:`parameter_symbols`) as inputs ``d0, d1, ...``: outputs ``[ν̇ | q̇]``
+    (n + nq) followed by ``∂ν̇/∂p`` row by row (n × len(names)). Returns the traced
+    kernel and the number of value outputs."""
+    table = dict(parameter_symbols(model))
+    tr = traced(model, locked, False, False, None, efforts=True,
+                symbols=[table[name] for name in names])  # fmt: skip
+    start = model.nq + 2 * model.n
+    wrt = tr.inputs[start : start + len(names)]
+    J = jacobian(tr.tape, tr.outputs[: model.n], wrt)
     outputs = [*tr.outputs, *(d for row in J for d in row)]
     return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)

@@ -51,6 +51,7 @@ depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -299,7 +300,8 @@ class Trace:
     """The ABA of one model on a tape; inputs q, u (and optionally loads)."""
 
     def __init__(self, model: Model, locked: frozenset[int], loads: bool,
-                 params: Params | None = None, efforts: bool = False):  # fmt: skip
+                 params: Params | None = None, efforts: bool = False,
+                 symbols: Sequence[Sequence[tuple[str, int]]] = ()):  # fmt: skip
         self.model = model
         lay = model.layout
         self.tape = tape = Tape()
@@ -319,6 +321,12 @@ class Trace:
         self.inputs: dict[tuple[str, int], Scalar] = {
             key: tape.input(f"p{i}") for i, key in enumerate(self.param_inputs)
         }
+        # symbols: parameters made inputs d0, d1, ... (to differentiate with respect to),
+        # each bound to one or more entries (a symmetric inertia's mirrored pair)
+        for i, keys in enumerate(symbols):
+            d = tape.input(f"d{i}")
+            for key in keys:
+                self.inputs[key] = d
         self.locked = locked
         # coordinates with normalized quaternions (as the dense engine normalizes them)
         self.qn = joints.normalize_quaternions(TRACE, lay, np.array(self.q, dtype=object))
@@ -329,7 +337,7 @@ class Trace:
         """Parameter ``field[index]`` as nested lists: a float where every member of a
         batch has the same value, a tape input where they differ."""
         value = self.values[field][index]
-        if not self.param_inputs:
+        if not self.inputs:
             return _const(value)
         flat0 = int(np.ravel_multi_index(index + (0,) * (value.ndim), self.values[field].shape))
         flat = np.arange(value.size).reshape(value.shape) + flat0
@@ -654,6 +662,7 @@ class Traced:
     """One kernel on its tape: the ``outputs`` (``[ν̇ | q̇]`` for Kane, ``[ẏ | q̇ | ν]``
     for MSD) as functions of the inputs named ``args``, in order: ``q0 ...``, ``u0 ...``,
     with loads ``T*``, ``F*``, ``Q*``, with efforts ``tau*``, then the batch's varying
+    parameters ``d0 ...`` to differentiate with respect to, then the batch's varying
     parameters ``p0 ...`` (``param_inputs`` says which)."""
 
     tape: Tape
@@ -669,13 +678,15 @@ class Traced:
 
 
 def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
-           params: Params | None = None, efforts: bool = False) -> Traced:  # fmt: skip
+           params: Params | None = None, efforts: bool = False,
+           symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> Traced:  # fmt: skip
     """Trace Kane's equations (ABA: :meth:`Trace.run`), or with ``msd`` the
     momentum-state rates (:meth:`Trace.run_msd`), of ``model`` with the speeds ``locked``
     held at zero; with ``loads`` the per-body loads are inputs, with ``efforts``
     generalized forces added to the joint springs; with ``params`` (a batch's) the
-    entries that differ between members are inputs."""
-    tr = Trace(model, locked, loads, params, efforts)
+    entries that differ between members are inputs; ``symbols`` (groups of (Params
+    field, flat index)) are parameter inputs ``d0, d1, ...`` after the efforts."""
+    tr = Trace(model, locked, loads, params, efforts, symbols)
     if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
@@ -689,6 +700,7 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         args += [f"Q{r}" for r in range(model.n)]
     if efforts:
         args += [f"tau{r}" for r in range(model.n)]
+    args += [f"d{i}" for i in range(len(symbols))]
     args += [f"p{i}" for i in range(len(tr.param_inputs))]
     return Traced(tr.tape, outputs, args, tr.param_inputs)
 
