@@ -260,8 +260,8 @@ def batch_table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
 
 
 def derivative_table(rows: list[dict[str, Any]]) -> str:
-    head = ["workload", "ops", "cm.jacobian µs", "kernel µs", "pin.computeABADerivatives µs",
-            "kernel / pin", "compile ms"]  # fmt: skip
+    head = ["workload", "ops", "cm.jacobian µs", "derivatives µs", "pin.computeABADerivatives µs",
+            "derivatives / pin", "compile ms"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["seconds"]

@@ -188,6 +188,13 @@ def test_jacobian_of_a_tree_with_a_quaternion_root_and_slides(root):
     hinge) and a hinge, with dampers, slide springs, embedded momentum and gravity:
     against finite differences of the dense engine (quaternion directions along the
     tangent space)."""
+    model = quaternion_tree(root)
+    for seed in (1, 2):
+        check_against_finite_differences(model, seed)
+
+
+def quaternion_tree(root: str) -> kd.Model:
+    """The tree of :func:`test_jacobian_of_a_tree_with_a_quaternion_root_and_slides`."""
     rng = np.random.default_rng(11)
     bodies = [kd.Body(f"b{i}", mass=rng.uniform(0.5, 3.0), inertia=random_inertia(rng),
                       com=0.3 * rng.normal(size=3)) for i in range(5)]  # fmt: skip
@@ -202,9 +209,33 @@ def test_jacobian_of_a_tree_with_a_quaternion_root_and_slides(root):
     joints[3] = attrs.evolve(joints[3], stiffness=0.0)  # no spherical springs compiled
     if root == "spherical":
         joints[0] = attrs.evolve(joints[0], stiffness=0.0)
-    model = kd.Model(bodies, joints, gravity=rng.normal(size=3))
-    for seed in (1, 2):
-        check_against_finite_differences(model, seed)
+    return kd.Model(bodies, joints, gravity=rng.normal(size=3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("locked", [(), (1, 7, 11)])
+def test_residual_route_equals_forward_mode_on_the_aba(locked):
+    """Above ``RESIDUAL_ROUTE`` speeds ``cm.jacobian`` takes ``-M⁻¹ ∂R/∂x`` of the
+    Newton-Euler residual; against forward mode on the whole ABA (the other algorithm,
+    :func:`derivative_kernel`), with and without locked speeds."""
+    from kanedyn.compiled import runtime
+    from kanedyn.compiled.derivatives import derivative_kernel
+
+    model = quaternion_tree("spherical")
+    assert model.n > runtime.RESIDUAL_ROUTE
+    state = draw_state(model, 5, 1.0)
+    tau = np.random.default_rng(5).normal(size=model.n)
+    rates, J = kd.compile_model(model, locked=locked).jacobian(state.q, state.u, tau)
+    tr, m = derivative_kernel(model, frozenset(locked))
+    fn = kd.codegen.build(tr.tape.source("f", tr.args, tr.outputs), "f",
+                          kd.codegen.SCALAR_NAMESPACE)  # fmt: skip
+    want = np.array(fn(*state.q, *state.u, *tau))
+    np.testing.assert_allclose(rates, want[:m], rtol=1e-12, atol=1e-12)
+    scale = max(1.0, float(np.max(np.abs(J))))
+    np.testing.assert_allclose(J, want[m:].reshape(J.shape), atol=1e-11 * scale)
+    if locked:  # rigid DOFs: no acceleration, and their efforts move nothing
+        n, nq = model.n, model.nq
+        assert not np.any(J[list(locked)]) and not np.any(J[:n, nq + n + np.array(locked)])
 
 
 def test_python_and_native_derivatives_agree(monkeypatch):

@@ -26,12 +26,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kanedyn.compiled.kernels import Traced, traced
+from kanedyn.compiled.kernels import Trace, Traced, traced
 from kanedyn.compiled.tape import Scalar, Tape, Value, cos, sin
 from kanedyn.model import Model
 from kanedyn.model.plan import Params
 
-__all__ = ["derivative_kernel", "jacobian", "parameter_kernel", "parameter_symbols"]
+__all__ = [
+    "derivative_kernel",
+    "jacobian",
+    "parameter_kernel",
+    "parameter_symbols",
+    "residual_kernel",
+]
 
 Tangent = dict[int, Scalar]  # direction -> derivative
 
@@ -49,10 +55,13 @@ def _scaled(s: Scalar, u: Tangent) -> Tangent:
     return {j: s * d for j, d in u.items()}
 
 
-def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value]) -> list[list[Scalar]]:
-    """``d outputs[i] / d wrt[j]`` as traced values (or floats), recorded on ``tape``."""
+def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value],
+             fixed: Sequence[Scalar] = ()) -> list[list[Scalar]]:  # fmt: skip
+    """``d outputs[i] / d wrt[j]`` as traced values (or floats), recorded on ``tape``;
+    the values ``fixed`` are held constant (their tangents are zero)."""
     seeds = {v.index: j for j, v in enumerate(wrt)}
     tangent: dict[int, Tangent] = {}
+    stop = {x.index for x in fixed if isinstance(x, Value)}
 
     def value(arg: tuple) -> Scalar:
         return Value(tape, arg[1]) if arg[0] == "n" else float(arg[1])
@@ -60,8 +69,11 @@ def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value]) -> lis
     def tan(arg: tuple) -> Tangent:
         return tangent[arg[1]] if arg[0] == "n" else {}
 
-    for i in tape.needed(outputs):
+    for i in tape.needed(outputs, stop):
         op, a, b = tape.nodes[i]
+        if i in stop:
+            tangent[i] = {}
+            continue
         if op == "in":
             tangent[i] = {seeds[i]: 1.0} if i in seeds else {}
             continue
@@ -107,6 +119,44 @@ def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
     J = jacobian(tr.tape, tr.outputs, wrt)
     outputs = [*tr.outputs, *(d for row in J for d in row)]
     return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)
+
+
+def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Traced:
+    """Kane's equations with effort inputs and what their exact Jacobian is made of,
+    by the route of Carpentier and Mansard (RSS 2018): with ``R(q, u, ν̇) = S_kᵀ f_k -
+    Q`` the residual of the equations by recursive Newton-Euler
+    (:meth:`kanedyn.compiled.kernels.Trace.inverse_dynamics`), zero at the ``ν̇`` of
+    the ABA, ``∂ν̇/∂[q | u] = -M⁻¹ ∂R/∂[q | u]`` at fixed ``ν̇`` and ``∂ν̇/∂τ = M⁻¹``.
+
+    Outputs, row by row: ``[ν̇ | q̇]`` (n + nq); ``M⁻¹ = ∂ν̇/∂τ`` (n × n, forward mode
+    on the ABA's effort inputs); ``G = [-∂R/∂[q | u] | 1]`` (n × (nq + 2n)); and
+    ``[∂q̇/∂[q | u] | 0]`` (nq × (nq + 2n)), so that the Jacobian of
+    :func:`derivative_kernel` is ``[M⁻¹ G; the last block]``. The tangents of ``R`` with respect to one joint's coordinate or
+    speed reach only that joint's subtree in the outward pass and its ancestors in the
+    inward one, and carry 6-vectors where those of the ABA carry articulated inertias:
+    about a third of the operations of :func:`derivative_kernel` (the product with
+    ``M⁻¹`` is left to the caller: :meth:`kanedyn.CompiledModel.jacobian`)."""
+    tr = Trace(model, locked, False, None, efforts=True)
+    geo, c, p, a_N = tr.terms()
+    Q = tr.generalized_forces()
+    nudot = tr.aba(geo, c, p, Q, a_N)
+    qd = tr.qdot()
+    R = tr.inverse_dynamics(geo, c, p, Q, a_N, nudot)
+    by_name = {a: i for i, (op, a, _) in enumerate(tr.tape.nodes) if op == "in"}
+    nq, n = model.nq, model.n
+    args = [f"q{i}" for i in range(nq)] + [f"u{i}" for i in range(n)]
+    args += [f"tau{r}" for r in range(n)]
+    inputs = [Value(tr.tape, by_name[a]) for a in args]
+    state, tau = inputs[: nq + n], inputs[nq + n :]
+    Minv = jacobian(tr.tape, nudot, tau)
+    dR = jacobian(tr.tape, R, state, fixed=nudot)
+    dqd = jacobian(tr.tape, qd, state)
+    outputs: list[Scalar] = [*nudot, *qd, *(d for row in Minv for d in row)]
+    for r, row in enumerate(dR):
+        outputs += [-d for d in row] + [1.0 if c == r else 0.0 for c in range(n)]
+    for row in dqd:
+        outputs += row + [0.0] * n
+    return Traced(tr.tape, outputs, args, tr.param_inputs)
 
 
 _AXES = "xyz"

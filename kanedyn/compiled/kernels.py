@@ -511,6 +511,33 @@ class Trace:
             acc.append(a1)
         return nudot
 
+    def inverse_dynamics(self, geo: list[_Body], c: list[Vec], p: list[Vec], Q: list[Scalar],
+                         a_N: Vec, nudot: list[Scalar]) -> list[Scalar]:  # fmt: skip
+        """The residual of Kane's equations at the accelerations ``nudot``,
+        ``S_kᵀ f_k - Q`` per free speed (zero at the ``ν̇`` of :meth:`aba`), by the
+        recursive Newton-Euler algorithm in Go_k (Featherstone 2008, Table 5.1) on the
+        terms of :meth:`terms`: ``a_k = X_k a_P + c_k + S_k ν̇_k``, ``f_k = I_k a_k +
+        p_k``, then ``f_P += X_kᵀ f_k`` from the leaves. Its derivatives at fixed
+        ``nudot`` give those of ``ν̇``: ``∂ν̇/∂x = -M⁻¹ ∂(S_kᵀ f_k - Q)/∂x`` (Carpentier
+        and Mansard, RSS 2018)."""
+        acc: list[Vec] = []
+        f: list[Vec] = []
+        for k, b in enumerate(geo):
+            a = _add(_motion_to_child(b.E, b.r, a_N if b.parent < 0 else acc[b.parent]), c[k])
+            for s, r in b.J.cols:
+                a = _add(a, _scale(nudot[r], s))
+            acc.append(a)
+            f.append(_add(_sym_mv(b.inertia, a), p[k]))
+        for k in reversed(range(len(geo))):
+            b = geo[k]
+            if b.parent >= 0:
+                f[b.parent] = _add(f[b.parent], _force_to_parent(b.E, b.r, f[k]))
+        out: list[Scalar] = [0.0] * self.model.n
+        for k, b in enumerate(geo):
+            for s, r in b.J.cols:
+                out[r] = _sdot(s, f[k]) - Q[r]
+        return out
+
     def _load_forces(self, geo: list[_Body]) -> list[Vec]:
         """The input loads T, F (N, at the mass centres) as spatial forces in Go_k."""
         R_N: list[Mat] = []
@@ -525,6 +552,12 @@ class Trace:
 
     def run(self) -> tuple[list[Scalar], list[Scalar]]:
         """Forward dynamics by ABA; returns (ν̇, q̇)."""
+        geo, c, p, a_N = self.terms()
+        return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
+
+    def terms(self) -> tuple[list[_Body], list[Vec], list[Vec], Vec]:
+        """The geometry, remainder accelerations ``c``, bias forces ``p`` (Go_k) and the
+        acceleration ``a_N`` of N in Kane's equations (:meth:`run`)."""
         geo = self.geometry()
         v = self.velocities(geo)
         c = [_remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
@@ -539,7 +572,7 @@ class Trace:
         # uniform gravity as an acceleration of N (with loads, it is in the input F)
         g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         a_N = [0.0, 0.0, 0.0] + [-x for x in g]
-        return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
+        return geo, c, p, a_N
 
     def run_msd(self) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:
         """Momentum-state dynamics; returns (ẏ, q̇, ν) for the MSD states ``y`` (the

@@ -435,10 +435,16 @@ class _Code:
         is, else generated Python; built on first use."""
         fn = self._python.get("derivatives")
         if fn is None:
-            from kanedyn.compiled.derivatives import derivative_kernel
+            from kanedyn.compiled.derivatives import derivative_kernel, residual_kernel
 
-            tr, _ = derivative_kernel(model, locked)
-            fn = self._python["derivatives"] = self._callable(model, tr, model.n)
+            if model.n <= RESIDUAL_ROUTE:
+                tr, _ = derivative_kernel(model, locked)
+                fn = self._callable(model, tr, model.n)
+            else:
+                kernel = self._callable(model, residual_kernel(model, locked), model.n,
+                                        DERIVATIVES_LARGE)  # fmt: skip
+                fn = _assembled(kernel, model.nq, model.n)
+            self._python["derivatives"] = fn
         return fn  # type: ignore[no-any-return]
 
     def parameter_derivatives(self, model: Model, locked: frozenset[int],
@@ -456,11 +462,15 @@ class _Code:
             fn = self._python[key] = self._callable(model, tr, model.n + len(names))
         return fn  # type: ignore[no-any-return]
 
-    def _callable(self, model: Model, tr: Any, n_e: int) -> Callable[[Array, Array], Any]:
+    def _callable(self, model: Model, tr: Any, n_e: int,
+                  large: int = native_backend.LARGE) -> Callable[[Array, Array], Any]:  # fmt: skip
         """``f(x, e)``: the outputs of the traced kernel ``tr`` (state inputs, then
-        ``n_e`` effort inputs) at ``x``, ``e``; native when this code is."""
+        ``n_e`` effort inputs) at ``x``, ``e``; native when this code is (compiled at
+        LLVM's level 2 up to ``large`` operations)."""
         if self.native is not None:
-            nc = native_backend.build(tr, model.nq, model.n, n_e, model.layout.quat_q.tolist())
+            nc = native_backend.build(
+                tr, model.nq, model.n, n_e, model.layout.quat_q.tolist(), large=large
+            )
 
             def fn(x: Array, e: Array) -> Array:
                 nc.rhs_into(x, e)
@@ -521,6 +531,56 @@ class _Code:
     scalar = property(lambda self: self._get("scalar"))
     array = property(lambda self: self._get("array"))
     scalar_loads = property(lambda self: self._get("scalar_loads"))
+
+
+#: models with more speeds than this get their Jacobian by the residual route
+#: (:func:`kanedyn.compiled.derivatives.residual_kernel` and a product with ``M⁻¹`` in
+#: NumPy); smaller ones by forward mode on the whole ABA, whose single native call is
+#: then faster than the product's NumPy overhead (docs/benchmarks.md)
+RESIDUAL_ROUTE = 10
+#: the residual route's kernels are compiled at LLVM's level 2 up to this many operations
+#: (a 20-link chain's has 28k; level 0 code runs several times slower)
+DERIVATIVES_LARGE = 40000
+
+
+def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
+               n: int) -> Callable[[Array, Array], Array]:  # fmt: skip
+    """``f(x, tau)`` with the outputs of
+    :func:`kanedyn.compiled.derivatives.derivative_kernel` (``[ν̇ | q̇]``, then the
+    Jacobian row by row) from those of ``kernel``, the residual kernel
+    (:func:`~kanedyn.compiled.derivatives.residual_kernel`): the rows of ``ν̇`` are
+    ``M⁻¹ G`` (one matrix product), those of ``q̇`` are copied."""
+    m, w = n + nq, nq + 2 * n
+    nc = getattr(kernel, "native", None)
+    if nc is None:
+
+        def split(x: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
+            out = kernel(x, tau)
+            return out[:m], out[m : m + n * n].reshape(n, n), out[m + n * n :].reshape(m, w), out
+
+    else:  # views of the native kernel's output buffer, bound once
+        buf = nc.out
+        views = (buf[:m], buf[m : m + n * n].reshape(n, n), buf[m + n * n :].reshape(m, w))
+        x_in, e_in, call = nc._x[: nc.nx], nc._e[:n], nc._rhs
+        addresses = (nc._ax, nc._ae, nc._ap, nc._aout)
+
+        def split(x: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
+            x_in[...] = x
+            e_in[...] = tau
+            call(*addresses)
+            return (*views, buf)
+
+    def fn(x: Array, tau: Array) -> Array:
+        rates, Minv, G, _ = split(x, tau)
+        res = np.empty(m + m * w)
+        res[:m] = rates
+        J = res[m:].reshape(m, w)
+        np.matmul(Minv, G[:n], out=J[:n])
+        J[n:] = G[n:]
+        return res
+
+    fn.native = nc  # type: ignore[attr-defined]
+    return fn
 
 
 def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
