@@ -86,7 +86,9 @@ class CompiledModel:
         (n,; added to the joint springs and dampers, as :class:`kanedyn.JointLoad`
         values are), and its exact Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]``
         ((n + nq) × (nq + 2n)): forward-mode derivatives on the tape
-        (:mod:`kanedyn.compiled.derivatives`), compiled on first use. Quaternion
+        (:mod:`kanedyn.compiled.derivatives`: on the whole ABA up to
+        ``RESIDUAL_ROUTE`` (10) speeds, beyond by the Newton-Euler residual and
+        ``M⁻¹``), compiled on first use. Quaternion
         columns are derivatives along the raw coordinates (the kernel normalizes them).
         """
         from kanedyn.simulation.options import Formulation
