@@ -17,7 +17,10 @@ any kernel output, emitted to Python, LLVM IR or C by the same emitters.
 :func:`derivative_kernel` traces Kane's equations with generalized-effort inputs
 (:func:`kanedyn.compiled.kernels.traced`) and appends the Jacobian of ``[ν̇ | q̇]``
 with respect to ``[q | u | τ]``: the ``∂ν̇/∂q``, ``∂ν̇/∂u``, ``∂ν̇/∂τ`` of
-:func:`kanedyn.linearize`.
+:func:`kanedyn.linearize`. :func:`residual_kernel` gives the same Jacobian in fewer
+operations for larger models, through the Newton-Euler residual and ``M⁻¹``
+(Carpentier and Mansard, RSS 2018). :func:`parameter_kernel` differentiates with respect
+to the model's physical parameters (:func:`parameter_symbols`).
 """
 
 from __future__ import annotations
@@ -131,11 +134,13 @@ def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Trace
     Outputs, row by row: ``[ν̇ | q̇]`` (n + nq); ``M⁻¹ = ∂ν̇/∂τ`` (n × n, forward mode
     on the ABA's effort inputs); ``G = [-∂R/∂[q | u] | 1]`` (n × (nq + 2n)); and
     ``[∂q̇/∂[q | u] | 0]`` (nq × (nq + 2n)), so that the Jacobian of
-    :func:`derivative_kernel` is ``[M⁻¹ G; the last block]``. The tangents of ``R`` with respect to one joint's coordinate or
-    speed reach only that joint's subtree in the outward pass and its ancestors in the
-    inward one, and carry 6-vectors where those of the ABA carry articulated inertias:
-    about a third of the operations of :func:`derivative_kernel` (the product with
-    ``M⁻¹`` is left to the caller: :meth:`kanedyn.CompiledModel.jacobian`)."""
+    :func:`derivative_kernel` is ``[M⁻¹ G; the last block]`` (the product is left to
+    the caller, :meth:`kanedyn.CompiledModel.jacobian`).
+
+    The tangents of ``R`` with respect to one joint's coordinate or speed reach only
+    that joint's subtree in the outward pass and its ancestors in the inward one, and
+    carry 6-vectors where those of the ABA carry articulated inertias: about a third of
+    the operations of :func:`derivative_kernel` on long chains."""
     tr = Trace(model, locked, False, None, efforts=True)
     geo, c, p, a_N = tr.terms()
     Q = tr.generalized_forces()
