@@ -305,8 +305,8 @@ def batch_table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
 
 
 def derivative_table(rows: list[dict[str, Any]]) -> str:
-    head = ["workload", "ops", "cm.jacobian µs", "kernel µs", "pin.computeABADerivatives µs",
-            "kernel / pin", "build s"]  # fmt: skip
+    head = ["workload", "ops", "cm.jacobian µs", "derivatives µs", "pin.computeABADerivatives µs",
+            "derivatives / pin", "compile ms"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["seconds"]
@@ -314,7 +314,7 @@ def derivative_table(rows: list[dict[str, Any]]) -> str:
         cells = [r["workload"], str(r["ops"]), f"{1e6 * s['jacobian']:.1f}",
                  f"{1e6 * s['jacobian kernel']:.2f}", f"{1e6 * pin:.2f}" if pin else "—",
                  f"{s['jacobian kernel'] / pin:.2f}×" if pin else "—",
-                 f"{r['build_seconds']:.2f}"]  # fmt: skip
+                 f"{1e3 * r['build_seconds']:.0f}" + (" (cached)" if r["from_cache"] else "")]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -385,8 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     drows: list[dict[str, Any]] = []
     if native and "derivatives" in only:
         drows = [native_bench.derivatives(n, peers, interleaved, repeats)
-                 for n in ((2, 5) if args.quick else (2, 5, 10))]  # fmt: skip
-        print("\nExact derivatives ∂ν̇/∂q, ∂ν̇/∂u, ∂ν̇/∂τ (median CPU µs per call):\n")
+                 for n in ((2, 5) if args.quick else (2, 5, 10, 20, 50))]  # fmt: skip
+        load = ", ".join(f"{x:.2f}" for x in drows[0]["load_average"])
+        print("\nExact derivatives ∂ν̇/∂q, ∂ν̇/∂u, ∂ν̇/∂τ (median CPU µs per call; load "
+              f"average {load} at the start):\n")  # fmt: skip
         print(derivative_table(drows))
     trows: list[dict[str, Any]] = []
     if native and "threads" in only:

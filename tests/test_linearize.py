@@ -152,6 +152,92 @@ def test_jacobian_equals_pinocchio_aba_derivatives(seed, nb):
     np.testing.assert_allclose(J[:n, 2 * n :], dtau, atol=1e-10 * scale)
 
 
+@pytest.mark.slow
+def test_jacobian_of_a_twenty_link_chain():
+    """n = 20 (the derivative kernel of a long chain): against Pinocchio's
+    ``computeABADerivatives`` when installed, and against finite differences of the dense
+    engine along a few directions."""
+    model = revolute_chain(7, 20)
+    rng = np.random.default_rng(7)
+    q, u, tau = rng.uniform(-1, 1, model.nq), rng.normal(size=model.n), rng.normal(size=model.n)
+    rates, J = kd.compile_model(model).jacobian(q, u, tau)
+    n = model.n
+    scale = max(1.0, float(np.max(np.abs(J[:n]))))
+    loads = [kd.JointLoad(j.name, tau[model.layout.u_index[k]]) for k, j in enumerate(model.joints)]
+    for r in (0, 9, 19):
+        for dq, du in ((np.eye(n)[r], np.zeros(n)), (np.zeros(n), np.eye(n)[r])):
+            h = 1e-6
+            fd = (kd.forward_dynamics(model, kd.State(q + h * dq, u + h * du), loads=loads)
+                  - kd.forward_dynamics(model, kd.State(q - h * dq, u - h * du), loads=loads)) / (2 * h)  # fmt: skip
+            np.testing.assert_allclose(
+                J[:n, :n] @ dq + J[:n, n : 2 * n] @ du, fd, atol=2e-6 * scale
+            )
+    try:
+        from benchmarks.peers import pinocchio_peer
+    except ImportError:  # pinocchio not installed
+        return
+    dq_, du_, dtau_ = pinocchio_peer(model).derivatives(q, u, tau)
+    np.testing.assert_allclose(J[:n, :n], dq_, atol=1e-10 * scale)
+    np.testing.assert_allclose(J[:n, n : 2 * n], du_, atol=1e-10 * scale)
+    np.testing.assert_allclose(J[:n, 2 * n :], dtau_, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("root", [pytest.param("free", marks=pytest.mark.slow), "spherical"])
+def test_jacobian_of_a_tree_with_a_quaternion_root_and_slides(root):
+    """A tree with a free (or spherical) root, a spherical joint, sliders (one carrying a
+    hinge) and a hinge, with dampers, slide springs, embedded momentum and gravity:
+    against finite differences of the dense engine (quaternion directions along the
+    tangent space)."""
+    model = quaternion_tree(root)
+    for seed in (1, 2):
+        check_against_finite_differences(model, seed)
+
+
+def quaternion_tree(root: str) -> kd.Model:
+    """The tree of :func:`test_jacobian_of_a_tree_with_a_quaternion_root_and_slides`."""
+    rng = np.random.default_rng(11)
+    bodies = [kd.Body(f"b{i}", mass=rng.uniform(0.5, 3.0), inertia=random_inertia(rng),
+                      com=0.3 * rng.normal(size=3)) for i in range(5)]  # fmt: skip
+    bodies[2] = attrs.evolve(bodies[2], embedded_momentum=(0.1, -0.2, 0.3))
+    joints = [
+        random_joint(rng, root, "root", None, "b0"),
+        random_joint(rng, "prismatic", "slide", "b0", "b1"),
+        random_joint(rng, "revolute", "hinge", "b1", "b2"),
+        random_joint(rng, "spherical", "ball", "b0", "b3"),
+        random_joint(rng, "slide_gimbal", "sg", "b3", "b4"),
+    ]
+    joints[3] = attrs.evolve(joints[3], stiffness=0.0)  # no spherical springs compiled
+    if root == "spherical":
+        joints[0] = attrs.evolve(joints[0], stiffness=0.0)
+    return kd.Model(bodies, joints, gravity=rng.normal(size=3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("locked", [(), (1, 7, 11)])
+def test_residual_route_equals_forward_mode_on_the_aba(locked):
+    """Above ``RESIDUAL_ROUTE`` speeds ``cm.jacobian`` takes ``-M⁻¹ ∂R/∂x`` of the
+    Newton-Euler residual; against forward mode on the whole ABA (the other algorithm,
+    :func:`derivative_kernel`), with and without locked speeds."""
+    from kanedyn.compiled import runtime
+    from kanedyn.compiled.derivatives import derivative_kernel
+
+    model = quaternion_tree("spherical")
+    assert model.n > runtime.RESIDUAL_ROUTE
+    state = draw_state(model, 5, 1.0)
+    tau = np.random.default_rng(5).normal(size=model.n)
+    rates, J = kd.compile_model(model, locked=locked).jacobian(state.q, state.u, tau)
+    tr, m = derivative_kernel(model, frozenset(locked))
+    fn = kd.codegen.build(tr.tape.source("f", tr.args, tr.outputs), "f",
+                          kd.codegen.SCALAR_NAMESPACE)  # fmt: skip
+    want = np.array(fn(*state.q, *state.u, *tau))
+    np.testing.assert_allclose(rates, want[:m], rtol=1e-12, atol=1e-12)
+    scale = max(1.0, float(np.max(np.abs(J))))
+    np.testing.assert_allclose(J, want[m:].reshape(J.shape), atol=1e-11 * scale)
+    if locked:  # rigid DOFs: no acceleration, and their efforts move nothing
+        n, nq = model.n, model.nq
+        assert not np.any(J[list(locked)]) and not np.any(J[:n, nq + n + np.array(locked)])
+
+
 def test_python_and_native_derivatives_agree(monkeypatch):
     model = kd.examples.chain(3, spatial=True)
     state = draw_state(model, 4, 1.0)

@@ -17,19 +17,30 @@ any kernel output, emitted to Python, LLVM IR or C by the same emitters.
 :func:`derivative_kernel` traces Kane's equations with generalized-effort inputs
 (:func:`kanedyn.compiled.kernels.traced`) and appends the Jacobian of ``[ν̇ | q̇]``
 with respect to ``[q | u | τ]``: the ``∂ν̇/∂q``, ``∂ν̇/∂u``, ``∂ν̇/∂τ`` of
-:func:`kanedyn.linearize`.
+:func:`kanedyn.linearize`. :func:`residual_kernel` gives the same Jacobian in fewer
+operations for larger models, through the Newton-Euler residual and ``M⁻¹``
+(Carpentier and Mansard, RSS 2018). :func:`parameter_kernel` differentiates with respect
+to the model's physical parameters (:func:`parameter_symbols`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kanedyn.compiled.kernels import Traced, traced
+import numpy as np
+
+from kanedyn.compiled.kernels import Trace, Traced, traced
 from kanedyn.compiled.tape import Scalar, Tape, Value, cos, sin
 from kanedyn.model import Model
 from kanedyn.model.plan import Params
 
-__all__ = ["derivative_kernel", "jacobian"]
+__all__ = [
+    "derivative_kernel",
+    "jacobian",
+    "parameter_kernel",
+    "parameter_symbols",
+    "residual_kernel",
+]
 
 Tangent = dict[int, Scalar]  # direction -> derivative
 
@@ -47,10 +58,13 @@ def _scaled(s: Scalar, u: Tangent) -> Tangent:
     return {j: s * d for j, d in u.items()}
 
 
-def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value]) -> list[list[Scalar]]:
-    """``d outputs[i] / d wrt[j]`` as traced values (or floats), recorded on ``tape``."""
+def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value],
+             fixed: Sequence[Scalar] = ()) -> list[list[Scalar]]:  # fmt: skip
+    """``d outputs[i] / d wrt[j]`` as traced values (or floats), recorded on ``tape``;
+    the values ``fixed`` are held constant (their tangents are zero)."""
     seeds = {v.index: j for j, v in enumerate(wrt)}
     tangent: dict[int, Tangent] = {}
+    stop = {x.index for x in fixed if isinstance(x, Value)}
 
     def value(arg: tuple) -> Scalar:
         return Value(tape, arg[1]) if arg[0] == "n" else float(arg[1])
@@ -58,8 +72,11 @@ def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value]) -> lis
     def tan(arg: tuple) -> Tangent:
         return tangent[arg[1]] if arg[0] == "n" else {}
 
-    for i in tape.needed(outputs):
+    for i in tape.needed(outputs, stop):
         op, a, b = tape.nodes[i]
+        if i in stop:
+            tangent[i] = {}
+            continue
         if op == "in":
             tangent[i] = {seeds[i]: 1.0} if i in seeds else {}
             continue
@@ -103,5 +120,103 @@ def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
     nx = model.nq + 2 * model.n
     wrt = tr.inputs[:nx]
     J = jacobian(tr.tape, tr.outputs, wrt)
+    outputs = [*tr.outputs, *(d for row in J for d in row)]
+    return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)
+
+
+def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Traced:
+    """Kane's equations with effort inputs and what their exact Jacobian is made of,
+    by the route of Carpentier and Mansard (RSS 2018): with ``R(q, u, ν̇) = S_kᵀ f_k -
+    Q`` the residual of the equations by recursive Newton-Euler
+    (:meth:`kanedyn.compiled.kernels.Trace.inverse_dynamics`), zero at the ``ν̇`` of
+    the ABA, ``∂ν̇/∂[q | u] = -M⁻¹ ∂R/∂[q | u]`` at fixed ``ν̇`` and ``∂ν̇/∂τ = M⁻¹``.
+
+    Outputs, row by row: ``[ν̇ | q̇]`` (n + nq); ``M⁻¹ = ∂ν̇/∂τ`` (n × n, forward mode
+    on the ABA's effort inputs); ``G = [-∂R/∂[q | u] | 1]`` (n × (nq + 2n)); and
+    ``[∂q̇/∂[q | u] | 0]`` (nq × (nq + 2n)), so that the Jacobian of
+    :func:`derivative_kernel` is ``[M⁻¹ G; the last block]`` (the product is left to
+    the caller, :meth:`kanedyn.CompiledModel.jacobian`).
+
+    The tangents of ``R`` with respect to one joint's coordinate or speed reach only
+    that joint's subtree in the outward pass and its ancestors in the inward one, and
+    carry 6-vectors where those of the ABA carry articulated inertias: about a third of
+    the operations of :func:`derivative_kernel` on long chains."""
+    tr = Trace(model, locked, False, None, efforts=True)
+    geo, c, p, a_N = tr.terms()
+    Q = tr.generalized_forces()
+    nudot = tr.aba(geo, c, p, Q, a_N)
+    qd = tr.qdot()
+    R = tr.inverse_dynamics(geo, c, p, Q, a_N, nudot)
+    by_name = {a: i for i, (op, a, _) in enumerate(tr.tape.nodes) if op == "in"}
+    nq, n = model.nq, model.n
+    args = [f"q{i}" for i in range(nq)] + [f"u{i}" for i in range(n)]
+    args += [f"tau{r}" for r in range(n)]
+    inputs = [Value(tr.tape, by_name[a]) for a in args]
+    state, tau = inputs[: nq + n], inputs[nq + n :]
+    Minv = jacobian(tr.tape, nudot, tau)
+    dR = jacobian(tr.tape, R, state, fixed=nudot)
+    dqd = jacobian(tr.tape, qd, state)
+    outputs: list[Scalar] = [*nudot, *qd, *(d for row in Minv for d in row)]
+    for r, row in enumerate(dR):
+        outputs += [-d for d in row] + [1.0 if c == r else 0.0 for c in range(n)]
+    for row in dqd:
+        outputs += row + [0.0] * n
+    return Traced(tr.tape, outputs, args, tr.param_inputs)
+
+
+_AXES = "xyz"
+
+
+def parameter_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The model's parameters that :func:`parameter_kernel` differentiates with respect
+    to: ``(name, [(Params field, flat index), ...])`` each, in the order
+
+    * per body (``model.bodies``): ``body.mass``; ``body.inertia.xx``, ``.yy``, ``.zz``,
+      ``.xy``, ``.xz``, ``.yz`` (about the mass centre in body axes; an off-diagonal
+      entry moves both mirrored entries of the tensor); ``body.com.x`` ... and
+      ``body.embedded_momentum.x`` ... (body axes);
+    * per joint (``model.joints``): ``joint.inner_point.x`` ... and
+      ``joint.outer_point.x`` ... (in the inner and outer body's axes); ``joint.stiffness0``
+      ... and ``joint.damping0`` ... per speed of the joint (none for the speeds of a
+      spherical joint's rotation, whose spring the compiled engine does not take);
+    * ``gravity.x``, ``gravity.y``, ``gravity.z`` (N).
+
+    The names are those of the keywords of :meth:`kanedyn.ModelBatch.dispersed`.
+    """
+    lay = model.layout
+    out: list[tuple[str, list[tuple[str, int]]]] = []
+    for i, body in enumerate(model.bodies):
+        out.append((f"{body.name}.mass", [("mass", i)]))
+        for a, b in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)):
+            keys = sorted({("inertia", 9 * i + 3 * a + b), ("inertia", 9 * i + 3 * b + a)})
+            out.append((f"{body.name}.inertia.{_AXES[a]}{_AXES[b]}", keys))
+        for field, label in (("com", "com"), ("h_embedded", "embedded_momentum")):
+            for c in range(3):
+                out.append((f"{body.name}.{label}.{_AXES[c]}", [(field, 3 * i + c)]))
+    spherical = {int(r) for r in np.ravel(lay.quat_u)}
+    for k, joint in enumerate(model.joints):
+        for field in ("inner_point", "outer_point"):
+            for c in range(3):
+                out.append((f"{joint.name}.{field}.{_AXES[c]}", [(field, 3 * k + c)]))
+        for field in ("stiffness", "damping"):
+            for c, r in enumerate(lay.u_index[k]):
+                if not (field == "stiffness" and int(r) in spherical):
+                    out.append((f"{joint.name}.{field}{c}", [(field, int(r))]))
+    out += [(f"gravity.{_AXES[c]}", [("gravity", c)]) for c in range(3)]
+    return out
+
+
+def parameter_kernel(model: Model, locked: frozenset[int],
+                     names: Sequence[str]) -> tuple[Traced, int]:  # fmt: skip
+    """Kane's equations with effort inputs and the parameters ``names`` (of
+    :func:`parameter_symbols`) as inputs ``d0, d1, ...``: outputs ``[ν̇ | q̇]``
+    (n + nq) followed by ``∂ν̇/∂p`` row by row (n × len(names)). Returns the traced
+    kernel and the number of value outputs."""
+    table = dict(parameter_symbols(model))
+    tr = traced(model, locked, False, False, None, efforts=True,
+                symbols=[table[name] for name in names])  # fmt: skip
+    start = model.nq + 2 * model.n
+    wrt = tr.inputs[start : start + len(names)]
+    J = jacobian(tr.tape, tr.outputs[: model.n], wrt)
     outputs = [*tr.outputs, *(d for row in J for d in row)]
     return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)

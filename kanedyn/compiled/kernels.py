@@ -51,6 +51,7 @@ depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -299,7 +300,8 @@ class Trace:
     """The ABA of one model on a tape; inputs q, u (and optionally loads)."""
 
     def __init__(self, model: Model, locked: frozenset[int], loads: bool,
-                 params: Params | None = None, efforts: bool = False):  # fmt: skip
+                 params: Params | None = None, efforts: bool = False,
+                 symbols: Sequence[Sequence[tuple[str, int]]] = ()):  # fmt: skip
         self.model = model
         lay = model.layout
         self.tape = tape = Tape()
@@ -319,6 +321,12 @@ class Trace:
         self.inputs: dict[tuple[str, int], Scalar] = {
             key: tape.input(f"p{i}") for i, key in enumerate(self.param_inputs)
         }
+        # symbols: parameters made inputs d0, d1, ... (to differentiate with respect to),
+        # each bound to one or more entries (a symmetric inertia's mirrored pair)
+        for i, keys in enumerate(symbols):
+            d = tape.input(f"d{i}")
+            for key in keys:
+                self.inputs[key] = d
         self.locked = locked
         # coordinates with normalized quaternions (as the dense engine normalizes them)
         self.qn = joints.normalize_quaternions(TRACE, lay, np.array(self.q, dtype=object))
@@ -329,7 +337,7 @@ class Trace:
         """Parameter ``field[index]`` as nested lists: a float where every member of a
         batch has the same value, a tape input where they differ."""
         value = self.values[field][index]
-        if not self.param_inputs:
+        if not self.inputs:
             return _const(value)
         flat0 = int(np.ravel_multi_index(index + (0,) * (value.ndim), self.values[field].shape))
         flat = np.arange(value.size).reshape(value.shape) + flat0
@@ -503,6 +511,33 @@ class Trace:
             acc.append(a1)
         return nudot
 
+    def inverse_dynamics(self, geo: list[_Body], c: list[Vec], p: list[Vec], Q: list[Scalar],
+                         a_N: Vec, nudot: list[Scalar]) -> list[Scalar]:  # fmt: skip
+        """The residual of Kane's equations at the accelerations ``nudot``,
+        ``S_kᵀ f_k - Q`` per free speed (zero at the ``ν̇`` of :meth:`aba`), by the
+        recursive Newton-Euler algorithm in Go_k (Featherstone 2008, Table 5.1) on the
+        terms of :meth:`terms`: ``a_k = X_k a_P + c_k + S_k ν̇_k``, ``f_k = I_k a_k +
+        p_k``, then ``f_P += X_kᵀ f_k`` from the leaves. Its derivatives at fixed
+        ``nudot`` give those of ``ν̇``: ``∂ν̇/∂x = -M⁻¹ ∂(S_kᵀ f_k - Q)/∂x`` (Carpentier
+        and Mansard, RSS 2018)."""
+        acc: list[Vec] = []
+        f: list[Vec] = []
+        for k, b in enumerate(geo):
+            a = _add(_motion_to_child(b.E, b.r, a_N if b.parent < 0 else acc[b.parent]), c[k])
+            for s, r in b.J.cols:
+                a = _add(a, _scale(nudot[r], s))
+            acc.append(a)
+            f.append(_add(_sym_mv(b.inertia, a), p[k]))
+        for k in reversed(range(len(geo))):
+            b = geo[k]
+            if b.parent >= 0:
+                f[b.parent] = _add(f[b.parent], _force_to_parent(b.E, b.r, f[k]))
+        out: list[Scalar] = [0.0] * self.model.n
+        for k, b in enumerate(geo):
+            for s, r in b.J.cols:
+                out[r] = _sdot(s, f[k]) - Q[r]
+        return out
+
     def _load_forces(self, geo: list[_Body]) -> list[Vec]:
         """The input loads T, F (N, at the mass centres) as spatial forces in Go_k."""
         R_N: list[Mat] = []
@@ -517,6 +552,12 @@ class Trace:
 
     def run(self) -> tuple[list[Scalar], list[Scalar]]:
         """Forward dynamics by ABA; returns (ν̇, q̇)."""
+        geo, c, p, a_N = self.terms()
+        return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
+
+    def terms(self) -> tuple[list[_Body], list[Vec], list[Vec], Vec]:
+        """The geometry, remainder accelerations ``c``, bias forces ``p`` (Go_k) and the
+        acceleration ``a_N`` of N in Kane's equations (:meth:`run`)."""
         geo = self.geometry()
         v = self.velocities(geo)
         c = [_remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
@@ -531,7 +572,7 @@ class Trace:
         # uniform gravity as an acceleration of N (with loads, it is in the input F)
         g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         a_N = [0.0, 0.0, 0.0] + [-x for x in g]
-        return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
+        return geo, c, p, a_N
 
     def run_msd(self) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:
         """Momentum-state dynamics; returns (ẏ, q̇, ν) for the MSD states ``y`` (the
@@ -654,6 +695,7 @@ class Traced:
     """One kernel on its tape: the ``outputs`` (``[ν̇ | q̇]`` for Kane, ``[ẏ | q̇ | ν]``
     for MSD) as functions of the inputs named ``args``, in order: ``q0 ...``, ``u0 ...``,
     with loads ``T*``, ``F*``, ``Q*``, with efforts ``tau*``, then the batch's varying
+    parameters ``d0 ...`` to differentiate with respect to, then the batch's varying
     parameters ``p0 ...`` (``param_inputs`` says which)."""
 
     tape: Tape
@@ -669,13 +711,15 @@ class Traced:
 
 
 def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
-           params: Params | None = None, efforts: bool = False) -> Traced:  # fmt: skip
+           params: Params | None = None, efforts: bool = False,
+           symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> Traced:  # fmt: skip
     """Trace Kane's equations (ABA: :meth:`Trace.run`), or with ``msd`` the
     momentum-state rates (:meth:`Trace.run_msd`), of ``model`` with the speeds ``locked``
     held at zero; with ``loads`` the per-body loads are inputs, with ``efforts``
     generalized forces added to the joint springs; with ``params`` (a batch's) the
-    entries that differ between members are inputs."""
-    tr = Trace(model, locked, loads, params, efforts)
+    entries that differ between members are inputs; ``symbols`` (groups of (Params
+    field, flat index)) are parameter inputs ``d0, d1, ...`` after the efforts."""
+    tr = Trace(model, locked, loads, params, efforts, symbols)
     if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
@@ -689,6 +733,7 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         args += [f"Q{r}" for r in range(model.n)]
     if efforts:
         args += [f"tau{r}" for r in range(model.n)]
+    args += [f"d{i}" for i in range(len(symbols))]
     args += [f"p{i}" for i in range(len(tr.param_inputs))]
     return Traced(tr.tape, outputs, args, tr.param_inputs)
 

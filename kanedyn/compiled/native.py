@@ -268,7 +268,7 @@ class NativeCode(KernelCalls):
     """
 
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-                 params: Array | None):  # fmt: skip
+                 params: Array | None, large: int = LARGE):  # fmt: skip
         self.nq, self.n, self.nx = nq, n, nq + n
         self.n_out = len(traced.outputs)
         self.n_e = n_e
@@ -286,7 +286,7 @@ class NativeCode(KernelCalls):
         perm = [n + i for i in range(nq)] + list(range(n))
         self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
         self.n_ops = traced.tape.count(traced.outputs)
-        self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= LARGE else 0)
+        self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= large else 0)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))
         self._rhs_batch = _RHS_BATCH(get("rhs_batch"))
@@ -368,7 +368,8 @@ def default_threads() -> int:
 
 
 def build(traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-          params: Array | None = None) -> NativeCode:  # fmt: skip
+          params: Array | None = None, large: int = LARGE) -> NativeCode:  # fmt: skip
     """Compile ``traced`` (state inputs first, then ``n_e`` effort or load inputs, then
-    parameters ``params`` (B, n_p)) to a :class:`NativeCode`."""
-    return NativeCode(traced, nq, n, n_e, quats, params)
+    parameters ``params`` (B, n_p)) to a :class:`NativeCode`, at LLVM's code-generation
+    level 2 up to ``large`` operations and level 0 beyond (:data:`LARGE`)."""
+    return NativeCode(traced, nq, n, n_e, quats, params, large)

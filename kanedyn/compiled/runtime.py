@@ -91,7 +91,9 @@ class CompiledModel:
         (n,; added to the joint springs and dampers, as :class:`kanedyn.JointLoad`
         values are), and its exact Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]``
         ((n + nq) × (nq + 2n)): forward-mode derivatives on the tape
-        (:mod:`kanedyn.compiled.derivatives`), compiled on first use. Quaternion
+        (:mod:`kanedyn.compiled.derivatives`: on the whole ABA up to
+        ``RESIDUAL_ROUTE`` (10) speeds, beyond by the Newton-Euler residual and
+        ``M⁻¹``), compiled on first use. Quaternion
         columns are derivatives along the raw coordinates (the kernel normalizes them).
         """
         from kanedyn.simulation.options import Formulation
@@ -100,20 +102,79 @@ class CompiledModel:
             raise ModelError("jacobian needs the Kane formulation's compiled model of one Model")
         model = self.model
         nq, n = model.nq, model.n
+        x, tau = self._state_args("jacobian", q, u, tau)
+        fn = self._code.derivatives(model, self.locked)
+        out = np.asarray(fn(x, tau), dtype=float)
+        if not np.all(np.isfinite(out)):
+            _raise_not_finite(np.concatenate((x, tau)))
+        m = n + nq
+        return out[:m].copy(), out[m:].reshape(m, nq + 2 * n)
+
+    def parameter_jacobian(self, q: Any, u: Any, tau: Any = None,
+                           parameters: Sequence[str] | None = None) -> tuple[Array, tuple[str, ...]]:  # fmt: skip
+        """Exact ``∂ν̇/∂p`` (n, m) at ``q``, ``u`` with generalized efforts ``tau``,
+        for the model's physical parameters ``p`` (masses, inertias, mass centres,
+        embedded momenta, joint points, spring and damper constants, gravity), and the
+        names of its m columns (``"link1.mass"``, ``"link1.inertia.xy"``,
+        ``"hinge1.inner_point.x"``, ``"hinge1.stiffness0"``, ``"gravity.y"``, ...; see
+        :func:`kanedyn.compiled.derivatives.parameter_symbols`).
+
+        Forward-mode derivatives on the tape with the chosen parameters as inputs,
+        compiled (native when :attr:`backend` is) on first use per selection.
+
+        Parameters
+        ----------
+        q, u, tau : array_like
+            Coordinates (nq,), speeds (n,), efforts (n,; default zero).
+        parameters : sequence of str, optional
+            Column names to compute (default: every parameter, in the order above).
+
+        Raises
+        ------
+        ModelError
+            Not the Kane formulation of one Model, wrong shapes, an unknown parameter
+            name, a non-finite state or a singular mass matrix.
+        """
+        from kanedyn.simulation.options import Formulation
+
+        if self.formulation is not Formulation.KANE or self.batch is not None:
+            raise ModelError(
+                "parameter_jacobian needs the Kane formulation's compiled model of one Model"
+            )
+        model = self.model
+        table = self._code.parameter_table(model)
+        if parameters is None:
+            names = tuple(table)
+        else:
+            names = tuple(str(p) for p in parameters)
+            unknown = [p for p in names if p not in table]
+            if unknown:
+                raise ModelError(
+                    f"parameter_jacobian: unknown parameter {unknown[0]!r}; the names are "
+                    f"those of kanedyn.compiled.derivatives.parameter_symbols, e.g. "
+                    f"{', '.join(list(table)[:3])}"
+                )
+        x, tau = self._state_args("parameter_jacobian", q, u, tau)
+        fn = self._code.parameter_derivatives(model, self.locked, names)
+        p = np.array([table[name] for name in names], dtype=float)
+        out = np.asarray(fn(x, np.concatenate((tau, p))), dtype=float)
+        if not np.all(np.isfinite(out)):
+            _raise_not_finite(np.concatenate((x, tau)))
+        m = model.n + model.nq
+        return out[m:].reshape(model.n, len(names)), names
+
+    def _state_args(self, what: str, q: Any, u: Any, tau: Any) -> tuple[Array, Array]:
+        """``[q | u]`` and ``tau`` (zeros when None) as float arrays of checked shapes."""
+        nq, n = self.model.nq, self.model.n
         q = np.asarray(q, dtype=float)
         u = np.asarray(u, dtype=float)
         tau = np.zeros(n) if tau is None else np.asarray(tau, dtype=float)
         if q.shape != (nq,) or u.shape != (n,) or tau.shape != (n,):
             raise ModelError(
-                f"jacobian: expected q ({nq},), u ({n},), tau ({n},); got {q.shape}, "
+                f"{what}: expected q ({nq},), u ({n},), tau ({n},); got {q.shape}, "
                 f"{u.shape}, {tau.shape}"
             )
-        fn = self._code.derivatives(model, self.locked)
-        out = np.asarray(fn(np.concatenate((q, u)), tau), dtype=float)
-        if not np.all(np.isfinite(out)):
-            _raise_not_finite(np.concatenate((q, u, tau)))
-        m = n + nq
-        return out[:m].copy(), out[m:].reshape(m, nq + 2 * n)
+        return np.concatenate((q, u)), tau
 
     @property
     def source(self) -> str:
@@ -354,7 +415,7 @@ class _Code:
                  tcc: bool = False):  # fmt: skip
         self._model = weakref.ref(model)
         self._args = (locked, msd, params)
-        self._python: dict[str, Any] = {}
+        self._python: dict[Any, Any] = {}
         nominal = params_of(model)
         inputs = parameter_values(params or nominal, nominal)[1]
         self.param_inputs: tuple[tuple[str, int], ...] = tuple(inputs)
@@ -393,32 +454,79 @@ class _Code:
         is, else generated Python; built on first use."""
         fn = self._python.get("derivatives")
         if fn is None:
-            from kanedyn.compiled.derivatives import derivative_kernel
+            from kanedyn.compiled.derivatives import derivative_kernel, residual_kernel
 
-            tr, _ = derivative_kernel(model, locked)
-            if self.kernel is not None:
-                build = native_backend.build if self.native is not None else tcc_backend.build
-                nc = build(tr, model.nq, model.n, model.n, model.layout.quat_q.tolist())
-
-                def fn(x: Array, tau: Array) -> Array:
-                    nc.rhs_into(x, tau)
-                    return nc.out.copy()
-
-                fn.native = nc  # type: ignore[attr-defined]
+            if model.n <= RESIDUAL_ROUTE:
+                tr, _ = derivative_kernel(model, locked)
+                fn = self._callable(model, tr, model.n)
             else:
-                py = python.build(
-                    tr.tape.source("rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
-                )
-
-                def fn(x: Array, tau: Array) -> Array:
-                    with np.errstate(all="ignore"):
-                        try:
-                            return np.array(py(*x.tolist(), *tau.tolist()))
-                        except (ZeroDivisionError, ValueError, OverflowError):
-                            return np.full(len(tr.outputs), np.nan)
-
+                kernel = self._callable(model, residual_kernel(model, locked), model.n,
+                                        DERIVATIVES_LARGE)  # fmt: skip
+                fn = _assembled(kernel, model.nq, model.n)
             self._python["derivatives"] = fn
         return fn  # type: ignore[no-any-return]
+
+    def parameter_derivatives(self, model: Model, locked: frozenset[int],
+                              names: tuple[str, ...]) -> Callable[[Array, Array], Any]:  # fmt: skip
+        """``f(x, e)`` with ``e = [tau | p]``: the outputs of
+        :func:`kanedyn.compiled.derivatives.parameter_kernel` for the parameters
+        ``names``, native when this code is, else generated Python; built on first use
+        (per selection of parameters)."""
+        key = ("parameter_derivatives", names)
+        fn = self._python.get(key)
+        if fn is None:
+            from kanedyn.compiled.derivatives import parameter_kernel
+
+            tr, _ = parameter_kernel(model, locked, names)
+            fn = self._python[key] = self._callable(model, tr, model.n + len(names))
+        return fn  # type: ignore[no-any-return]
+
+    def _callable(self, model: Model, tr: Any, n_e: int,
+                  large: int = native_backend.LARGE) -> Callable[[Array, Array], Any]:  # fmt: skip
+        """``f(x, e)``: the outputs of the traced kernel ``tr`` (state inputs, then
+        ``n_e`` effort inputs) at ``x``, ``e``; machine code when this code is (native:
+        compiled at LLVM's level 2 up to ``large`` operations; or tcc)."""
+        if self.kernel is not None:
+            quats = model.layout.quat_q.tolist()
+            nc: Any = (
+                native_backend.build(tr, model.nq, model.n, n_e, quats, large=large)
+                if self.native is not None
+                else tcc_backend.build(tr, model.nq, model.n, n_e, quats)
+            )
+
+            def fn(x: Array, e: Array) -> Array:
+                nc.rhs_into(x, e)
+                return nc.out.copy()
+
+            fn.native = nc  # type: ignore[attr-defined]
+            return fn
+        py = python.build(
+            tr.tape.source("rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
+        )
+
+        def slow(x: Array, e: Array) -> Array:
+            with np.errstate(all="ignore"):
+                try:
+                    return np.array(py(*x.tolist(), *e.tolist()))
+                except (ZeroDivisionError, ValueError, OverflowError):
+                    return np.full(len(tr.outputs), np.nan)
+
+        return slow
+
+    def parameter_table(self, model: Model) -> dict[str, float]:
+        """The model's value of each parameter of
+        :func:`kanedyn.compiled.derivatives.parameter_symbols`, by name."""
+        table = self._python.get("parameter_table")
+        if table is None:
+            from kanedyn.compiled.derivatives import parameter_symbols
+
+            nominal = params_of(model)
+            table = {
+                name: float(np.ravel(getattr(nominal, keys[0][0]))[keys[0][1]])
+                for name, keys in parameter_symbols(model)
+            }
+            self._python["parameter_table"] = table
+        return table  # type: ignore[no-any-return]
 
     def _get(self, name: str) -> Any:
         """The Python kernels, generated on first use."""
@@ -445,6 +553,56 @@ class _Code:
     scalar = property(lambda self: self._get("scalar"))
     array = property(lambda self: self._get("array"))
     scalar_loads = property(lambda self: self._get("scalar_loads"))
+
+
+#: models with more speeds than this get their Jacobian by the residual route
+#: (:func:`kanedyn.compiled.derivatives.residual_kernel` and a product with ``M⁻¹`` in
+#: NumPy); smaller ones by forward mode on the whole ABA, whose single native call is
+#: then faster than the product's NumPy overhead (docs/benchmarks.md)
+RESIDUAL_ROUTE = 10
+#: the residual route's kernels are compiled at LLVM's level 2 up to this many operations
+#: (a 20-link chain's has 28k; level 0 code runs several times slower)
+DERIVATIVES_LARGE = 40000
+
+
+def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
+               n: int) -> Callable[[Array, Array], Array]:  # fmt: skip
+    """``f(x, tau)`` with the outputs of
+    :func:`kanedyn.compiled.derivatives.derivative_kernel` (``[ν̇ | q̇]``, then the
+    Jacobian row by row) from those of ``kernel``, the residual kernel
+    (:func:`~kanedyn.compiled.derivatives.residual_kernel`): the rows of ``ν̇`` are
+    ``M⁻¹ G`` (one matrix product), those of ``q̇`` are copied."""
+    m, w = n + nq, nq + 2 * n
+    nc = getattr(kernel, "native", None)
+    if nc is None:
+
+        def split(x: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
+            out = kernel(x, tau)
+            return out[:m], out[m : m + n * n].reshape(n, n), out[m + n * n :].reshape(m, w), out
+
+    else:  # views of the native kernel's output buffer, bound once
+        buf = nc.out
+        views = (buf[:m], buf[m : m + n * n].reshape(n, n), buf[m + n * n :].reshape(m, w))
+        x_in, e_in, call = nc._x[: nc.nx], nc._e[:n], nc._rhs
+        addresses = (nc._ax, nc._ae, nc._ap, nc._aout)
+
+        def split(x: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
+            x_in[...] = x
+            e_in[...] = tau
+            call(*addresses)
+            return (*views, buf)
+
+    def fn(x: Array, tau: Array) -> Array:
+        rates, Minv, G, _ = split(x, tau)
+        res = np.empty(m + m * w)
+        res[:m] = rates
+        J = res[m:].reshape(m, w)
+        np.matmul(Minv, G[:n], out=J[:n])
+        J[n:] = G[n:]
+        return res
+
+    fn.native = nc  # type: ignore[attr-defined]
+    return fn
 
 
 def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,

@@ -21,7 +21,7 @@ derivatives are recorded on the same tape (:mod:`kanedyn.compiled.derivatives`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -200,8 +200,9 @@ class Tape:
         """Number of arithmetic operations needed for ``outputs``."""
         return sum(1 for i in self.needed(outputs) if self.nodes[i][0] != "in")
 
-    def needed(self, outputs: Sequence[Scalar]) -> list[int]:
-        """Indices of the nodes ``outputs`` depend on (inputs included), in order."""
+    def needed(self, outputs: Sequence[Scalar], stop: Collection[int] = ()) -> list[int]:
+        """Indices of the nodes ``outputs`` depend on (inputs included), in order; the
+        nodes ``stop`` are taken as they are (not what they depend on)."""
         live = [False] * len(self.nodes)
         stack = [x.index for x in outputs if isinstance(x, Value)]
         while stack:
@@ -210,7 +211,7 @@ class Tape:
                 continue
             live[i] = True
             op, a, b = self.nodes[i]
-            if op == "in":
+            if op == "in" or i in stop:
                 continue
             for arg in (a, b):
                 if arg is not None and arg[0] == "n":
