@@ -50,7 +50,15 @@ from kanedyn.spatial import charts
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.rotation import parse_sequence
 
-__all__ = ["Affine", "ConstraintSet", "Invariants", "JointRows", "joint_constraints"]
+__all__ = [
+    "Affine",
+    "ConstraintSet",
+    "HiddenConstraints",
+    "Invariants",
+    "JointRows",
+    "hidden_rows",
+    "joint_constraints",
+]
 
 Array = NDArray[Any]
 
@@ -435,7 +443,7 @@ class HiddenConstraints:
     """The velocity ("hidden") constraints that the step enforces at the step points
     when a body's directors' mass matrix is indefinite (:mod:`.step`).
 
-    Each row is a fixed linear combination ``h_r(x) = Σ_m W_rm π_m(x) + const`` of the
+    Each row is a fixed linear combination ``η_r(x) = Σ_m W_rm π_m(x) + const`` of the
     quadratic invariants, chosen among the constraints that involve no augmented
     coordinate: the rigidity rows, the translational rows along which no slide acts, and
     the entries of ``Π`` that a gimbal of fewer than three angles fixes (``Π_ab = 0``,
@@ -468,7 +476,7 @@ class HiddenConstraints:
         return self.W @ (self.inv.gradient(v) - self.inv.b)  # type: ignore[no-any-return]
 
     def hessian(self, mu: Array) -> Array:
-        """``Σ_r μ_r ∇²h_r`` (nx, nx): ``∂[H(x)ᵀμ]/∂x`` and ``∂[B(v)ᵀμ]/∂v``."""
+        """``Σ_r μ_r ∇²η_r`` (nx, nx): ``∂[H(x)ᵀμ]/∂x`` and ``∂[B(v)ᵀμ]/∂v``."""
         return self.inv.hessian(self.W.T @ mu)
 
 
