@@ -6,7 +6,9 @@ hidden velocity constraints at the step points (kanedyn.simulation.conserving.
 constraints.HiddenConstraints). Oracles: finite differences and direct evaluation of the
 hidden constraints, the velocity constraints G(x) v of the full constraint set, the
 joint-coordinate rates of kd.simulate's kinematics (speed Jacobian), Kane's momenta,
-RK4 references at small steps, and the dissipation computed from the output angles.
+and RK4 references. The exact discrete dissipation with the hinge dampers and
+second-order convergence to RK4 on this model are cases of the tests in
+test_conserving.py.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import kanedyn as kd
 from kanedyn.dynamics.partials import partials
 from kanedyn.simulation.conserving import redundant, run, to_redundant
 from kanedyn.simulation.conserving.formulation import speed_jacobian
+from tests.test_conserving import explorer_state as state
 
 
 def _rel_spread(a) -> float:
@@ -32,15 +35,6 @@ def shipped(damped: bool = True) -> kd.Model:
         return m
     joints = [attrs.evolve(j, damping=np.zeros(j.ndof)) for j in m.joints]
     return kd.Model(m.bodies, joints, gravity=m.gravity)
-
-
-def state(m: kd.Model, fast: bool = True) -> kd.State:
-    s = kd.examples.explorer1_state(m)
-    w, r, drift = ((0.3, 0.2, 0.5), 0.1, 1.0) if fast else ((0.05, 0.02, 0.1), 0.02, 0.1)
-    s = m.set_joint(s, "root", rates=w, displacement_rates=drift * np.array([0.2, -0.1, 0.3]))
-    for k in range(4):
-        s = m.set_joint(s, f"hinge{k}", angles=(0.05 * k, 0.1), rates=(r, -r * k))
-    return s
 
 
 def velocity_residual(red, x, v) -> float:
@@ -100,35 +94,6 @@ def test_shipped_explorer_conserves_and_stays_on_the_velocity_constraints(reduct
     # on the velocity constraints, the scheme's kinetic energy is Kane's (positive) one
     np.testing.assert_allclose(kd.kinetic_energy(m, tr.state(len(tr.t) - 1)),
                                tr.kinetic_energy[-1], rtol=1e-10)  # fmt: skip
-
-
-def test_shipped_explorer_dampers_dissipate_exactly_the_discrete_dissipation():
-    """E_{n+1} - E_n = -Σ c (Δa)²/h, with Δa taken from the output joint angles."""
-    m = shipped()
-    h = 0.05
-    tr = kd.simulate(m, state(m), 10.0, h, method="energy-momentum")
-    E = tr.run.energy
-    assert np.all(np.diff(E) < 0.0)
-    c = m.layout.damping
-    dq = np.diff(tr.q, axis=0)
-    angles = np.concatenate([m.coordinates(f"hinge{k}") for k in range(4)])
-    rates = np.concatenate([m.speeds(f"hinge{k}") for k in range(4)])
-    D = np.sum(c[rates] * dq[:, angles] ** 2, axis=1) / h
-    np.testing.assert_allclose(np.diff(E), -D, rtol=1e-9, atol=1e-12 * abs(E[0]))
-    assert _rel_spread(tr.run.angular_momentum) < 1e-12
-    assert max(velocity_residual(tr.run.red, x, v) for x, v in zip(tr.run.x, tr.run.v,
-                                                                     strict=True)) < 1e-12  # fmt: skip
-
-
-def test_shipped_explorer_converges_to_rk4_at_second_order():
-    m = shipped()
-    s = state(m)
-    ref = kd.simulate(m, s, 1.0, 1e-3)
-    hs = np.array([0.04, 0.02, 0.01])
-    err = [np.max(np.abs(kd.simulate(m, s, 1.0, h, method="energy-momentum").q[-1] - ref.q[-1]))
-           for h in hs]  # fmt: skip
-    order = np.polyfit(np.log(hs), np.log(err), 1)[0]
-    assert 1.9 < order < 2.1
 
 
 def test_a_singular_euler_tensor_is_refused_with_an_indefinite_one():
