@@ -65,6 +65,7 @@ from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat, parse_sequence
 __all__ = [
     "BodyFrame",
     "Redundant",
+    "embedded_momentum_form",
     "indefinite_bodies",
     "planar_reference",
     "joint_positions",
@@ -89,7 +90,11 @@ class Redundant:
     augmented coordinate); ``stiffness``, ``damping`` (nx,) per augmented coordinate;
     ``f_gravity`` (nx,) the generalized gravity force ``m g`` on each ``φ``;
     ``closures`` the rows of the loop-closing joints (their augmented coordinates follow
-    the tree's).
+    the tree's); ``hidden`` the velocity constraints the step enforces at the step
+    points (:class:`~.constraints.HiddenConstraints`), None unless a body's directors'
+    mass matrix is indefinite (:func:`indefinite_bodies`); ``gyroscopic`` the constant
+    skew matrix ``L - Lᵀ`` of the bodies' embedded momenta
+    (:func:`embedded_momentum_form`), None without them.
     """
 
     model: Model
@@ -107,6 +112,7 @@ class Redundant:
     planar: bool = False
     spherical: SphericalSprings | None = None
     hidden: HiddenConstraints | None = None
+    gyroscopic: Array | None = None
 
     @property
     def nb(self) -> int:
@@ -142,6 +148,9 @@ class Redundant:
         for i in range(self.nb):
             D, Dd = self.D(x, i), self.D_rate(v, i)
             H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
+            h = np.asarray(self.model.bodies[i].embedded_momentum, dtype=float)
+            if np.any(h):
+                H += _embedded(D, h)
         return P, H
 
 
@@ -169,6 +178,45 @@ class BodyFrame:
         return sol, float(np.max(np.abs(L @ sol - rhs), initial=0.0))
 
 
+#: the permutation symbol ε_abc
+_EPS = np.zeros((3, 3, 3))
+for _a, _b, _c in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _EPS[_a, _b, _c], _EPS[_a, _c, _b] = 1.0, -1.0
+
+
+def _embedded(D: Array, h: Array) -> Array:
+    """``Σ_b d_b × ½ Σ_ac h_a ε_abc d_c`` (= ``D h`` for orthonormal right-handed
+    directors): the embedded momentum's part of the angular momentum, the form the step
+    conserves exactly."""
+    w = 0.5 * np.einsum("a,abc->bc", h, _EPS)  # (b, c)
+    return np.sum(cross(D.T, (D @ w.T).T), axis=0)  # type: ignore[no-any-return]
+
+
+def embedded_momentum_form(model: Model, bodies: Sequence[BodyFrame], nx: int) -> Array | None:
+    """The gyroscopic matrix ``S = L - Lᵀ`` (nx, nx) of the bodies' embedded momenta, or
+    None without any.
+
+    A rotor momentum ``h`` fixed in body axes adds the kinetic co-energy ``ω·h`` to the
+    Lagrangian; with ``ω·d_a = ½ ε_abc ḋ_b·d_c`` on the manifold, it is ``ẋᵀ L x`` (plus
+    a term linear in ``ẋ`` alone, which does nothing) with
+    ``L = ½ Σ h_a ε_abc L_bᵀ L_c`` (``L_b`` the linear part of director ``b``). Its
+    Lagrange equations add the gyroscopic force ``S ẋ`` to the balance; the step uses
+    ``S Δx/h``, which does no work (``ΔxᵀSΔx = 0``), and conserves the angular
+    momentum that includes ``Σ_b d_b × (L x)_b`` (= ``D h``), because ``ω·h`` is
+    bilinear and invariant under a rotation of the whole system."""
+    L = np.zeros((nx, nx))
+    for b, bf in zip(model.bodies, bodies, strict=True):
+        h = np.asarray(b.embedded_momentum, dtype=float)
+        if not np.any(h):
+            continue
+        w = 0.5 * np.einsum("a,abc->bc", h, _EPS)
+        for p in range(3):
+            for q in range(3):
+                if w[p, q]:
+                    L += w[p, q] * bf.dirs[p].L.T @ bf.dirs[q].L
+    return None if not np.any(L) else L - L.T
+
+
 def indefinite_bodies(model: Model) -> list[str]:
     """The bodies whose Euler tensor ``E = ½ tr(I) U - I`` (the directors' mass matrix) is
     indefinite: principal moments that violate the triangle inequality (42's
@@ -184,11 +232,6 @@ def indefinite_bodies(model: Model) -> list[str]:
 
 
 def _check_supported(model: Model) -> None:
-    for b in model.bodies:
-        if np.any(np.asarray(b.embedded_momentum, dtype=float) != 0.0):
-            raise ModelError(
-                f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
-            )
     for j in model.joints:
         if getattr(j, "rotor", None) is not None:
             raise ModelError(
@@ -376,7 +419,8 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     hidden = _hidden(model, constraints, rows, M, per_body * nb) if indefinite else None
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
                      stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
-                     R0 is not None, spherical, hidden)  # fmt: skip
+                     R0 is not None, spherical, hidden,
+                     embedded_momentum_form(model, bodies, nx))  # fmt: skip
 
 
 def _hidden(

@@ -178,6 +178,8 @@ def balance(
     )
     if red.spherical is not None:
         r = r + red.spherical.force(x0, x0 + dx, h)[0]
+    if red.gyroscopic is not None:  # embedded momenta: S Δx/h, no work
+        r = r + red.gyroscopic @ dx / h
     return r  # type: ignore[no-any-return]
 
 
@@ -331,6 +333,8 @@ class Stepper:
                 nh and np.linalg.matrix_rank(red.hidden.jacobian(x0)) < nh  # type: ignore[union-attr]
             )
         K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        if red.gyroscopic is not None:
+            K0 = K0 + red.gyroscopic / h
         for it in range(1, self.max_iter + 1):
             x1 = x0 + dx
             z = x0 + 0.5 * dx
@@ -436,6 +440,8 @@ class NullSpaceStepper(Stepper):
         nh = 0 if red.hidden is None else red.hidden.nh
         nu = np.zeros(nh) if lam is None or lam.size != red.nc + nh else lam[red.nc :].copy()
         K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        if red.gyroscopic is not None:
+            K0 = K0 + red.gyroscopic / h
         for it in range(1, self.max_iter + 1):
             q1 = _advance(model, q0, mu)
             x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
