@@ -72,7 +72,8 @@ class ConservingTrajectory(Trajectory):
     conserves: ``½ vᵀ M v``, gravity and springs, ``Σ m φ̇`` and the angular momentum
     about the system mass centre. ``u`` are the joint speeds with the same generalized
     momenta (:func:`~.formulation.to_joint_coordinates`): the scheme's nodal velocities
-    satisfy the velocity constraints only to O(h²), so ``kd.kinetic_energy(model,
+    satisfy the velocity constraints only to O(h²) (exactly when a body's Euler tensor is
+    indefinite and the step enforces the hidden constraints), so ``kd.kinetic_energy(model,
     traj.state(i))`` is below ``kinetic_energy[i]`` by ``½ |v - J u|²_M``, an O(h²)
     that does not grow.
     """

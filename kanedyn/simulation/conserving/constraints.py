@@ -50,7 +50,15 @@ from kanedyn.spatial import charts
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.rotation import parse_sequence
 
-__all__ = ["Affine", "ConstraintSet", "Invariants", "JointRows", "joint_constraints"]
+__all__ = [
+    "Affine",
+    "ConstraintSet",
+    "HiddenConstraints",
+    "Invariants",
+    "JointRows",
+    "hidden_rows",
+    "joint_constraints",
+]
 
 Array = NDArray[Any]
 
@@ -429,3 +437,75 @@ class ConstraintSet:
             K[cols, :] += cross_t[r][k]
             K[np.ix_(cols, cols)] += tt[r][np.ix_(k, k)]
         return self._sel(c), self._sel(G), self._sel(G_d), K
+
+
+class HiddenConstraints:
+    """The velocity ("hidden") constraints that the step enforces at the step points
+    when a body's directors' mass matrix is indefinite (:mod:`.step`).
+
+    Each row is a fixed linear combination ``η_r(x) = Σ_m W_rm π_m(x) + const`` of the
+    quadratic invariants, chosen among the constraints that involve no augmented
+    coordinate: the rigidity rows, the translational rows along which no slide acts, and
+    the entries of ``Π`` that a gimbal of fewer than three angles fixes (``Π_ab = 0``,
+    ``b ≠ a``, for a hinge about ``a``; ``Π_{a_1 a_2} = 0`` for a two-angle gimbal
+    ``a_1 a_2``; ``axial(Π) = 0`` for a weld). Their rates ``H(x) v`` with
+    ``H = W ∇π(x)`` are **bilinear** in ``(x, v)``, so that
+
+    .. math:: H(x_1) v_1 - H(x_0) v_0 = H(\\bar x)\\,\\Delta v + B(\\bar v)\\,\\Delta x,
+              \\qquad B(v) = W (\\nabla\\pi(v) - b)
+
+    exactly (``x̄``, ``v̄`` the midpoints): the discrete gradients of the hidden
+    constraints, in ``v`` and in ``x``. On the constraint manifold, ``H(x) v = 0`` and the
+    velocity constraints of the augmented coordinates leave exactly the rigid velocities
+    allowed by the joints (their rates follow from the bodies').
+    """
+
+    def __init__(self, inv: Invariants, weights: Array, inverse_mass: Array):
+        self.inv = inv
+        self.W = weights  # (nh, m)
+        self.nh = int(weights.shape[0])
+        #: the inverse of the mass matrix on the body coordinates (zero on augmented ones)
+        self.inverse_mass = inverse_mass
+
+    def jacobian(self, x: Array) -> Array:
+        """``H(x)`` (nh, nx)."""
+        return self.W @ self.inv.gradient(x)  # type: ignore[no-any-return]
+
+    def rate_gradient(self, v: Array) -> Array:
+        """``B(v) = ∂[H(x) v]/∂x`` (nh, nx), independent of ``x``."""
+        return self.W @ (self.inv.gradient(v) - self.inv.b)  # type: ignore[no-any-return]
+
+    def hessian(self, mu: Array) -> Array:
+        """``Σ_r μ_r ∇²η_r`` (nx, nx): ``∂[H(x)ᵀμ]/∂x`` and ``∂[B(v)ᵀμ]/∂v``."""
+        return self.inv.hessian(self.W.T @ mu)
+
+
+def hidden_rows(cons: ConstraintSet, joints: Sequence[JointRows]) -> Array:
+    """The weights ``W`` (nh, m) of :class:`HiddenConstraints` over the invariants of
+    ``cons``: its linear rows without augmented coordinates, and the ``Π`` entries that
+    the gimbals (``joints``' rotational rows, fewer than three angles) fix."""
+    m = cons.inv.m
+    rows: list[Array] = []
+    for r in range(cons.lin.size):
+        if not np.any(cons.Ca[r]):
+            w = np.zeros(m)
+            w[cons.lin[r]] = 1.0
+            rows.append(w)
+    for j in joints:
+        if j.rot is None:
+            continue
+        axes = [int(np.argmax(e)) for e in j.axes[: j.a_rot.size]]
+        pairs: list[list[tuple[int, int, float]]] = []
+        if not axes:  # weld: axial(Π) = 0
+            pairs = [[(b, c, float(ALPHA[k, b, c])) for b in range(3) for c in range(3)
+                      if ALPHA[k, b, c] != 0.0] for k in range(3)]  # fmt: skip
+        elif len(axes) == 1:
+            pairs = [[(axes[0], c, 1.0)] for c in range(3) if c != axes[0]]
+        elif len(axes) == 2 and axes[0] != axes[1]:
+            pairs = [[(axes[0], axes[1], 1.0)]]
+        for combo in pairs:
+            w = np.zeros(m)
+            for b, c, s in combo:
+                w[j.rot[b, c]] += s
+            rows.append(w)
+    return np.array(rows).reshape(len(rows), m)

@@ -51,9 +51,11 @@ from kanedyn.model import Model, State
 from kanedyn.simulation.conserving.constraints import (
     Affine,
     ConstraintSet,
+    HiddenConstraints,
     Invariants,
     JointRows,
     combine,
+    hidden_rows,
     joint_constraints,
 )
 from kanedyn.simulation.conserving.spherical import SphericalSprings
@@ -63,6 +65,8 @@ from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat, parse_sequence
 __all__ = [
     "BodyFrame",
     "Redundant",
+    "embedded_momentum_form",
+    "indefinite_bodies",
     "planar_reference",
     "joint_positions",
     "redundant",
@@ -86,7 +90,11 @@ class Redundant:
     augmented coordinate); ``stiffness``, ``damping`` (nx,) per augmented coordinate;
     ``f_gravity`` (nx,) the generalized gravity force ``m g`` on each ``φ``;
     ``closures`` the rows of the loop-closing joints (their augmented coordinates follow
-    the tree's).
+    the tree's); ``hidden`` the velocity constraints the step enforces at the step
+    points (:class:`~.constraints.HiddenConstraints`), None unless a body's directors'
+    mass matrix is indefinite (:func:`indefinite_bodies`); ``gyroscopic`` the constant
+    skew matrix ``L - Lᵀ`` of the bodies' embedded momenta
+    (:func:`embedded_momentum_form`), None without them.
     """
 
     model: Model
@@ -103,6 +111,8 @@ class Redundant:
     bodies: tuple[BodyFrame, ...] = ()
     planar: bool = False
     spherical: SphericalSprings | None = None
+    hidden: HiddenConstraints | None = None
+    gyroscopic: Array | None = None
 
     @property
     def nb(self) -> int:
@@ -138,6 +148,9 @@ class Redundant:
         for i in range(self.nb):
             D, Dd = self.D(x, i), self.D_rate(v, i)
             H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
+            h = np.asarray(self.model.bodies[i].embedded_momentum, dtype=float)
+            if np.any(h):
+                H += _embedded(D, h)
         return P, H
 
 
@@ -165,24 +178,60 @@ class BodyFrame:
         return sol, float(np.max(np.abs(L @ sol - rhs), initial=0.0))
 
 
-def _check_supported(model: Model) -> None:
+#: the permutation symbol ε_abc
+_EPS = np.zeros((3, 3, 3))
+for _a, _b, _c in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _EPS[_a, _b, _c], _EPS[_a, _c, _b] = 1.0, -1.0
+
+
+def _embedded(D: Array, h: Array) -> Array:
+    """``Σ_b d_b × ½ Σ_ac h_a ε_abc d_c`` (= ``D h`` for orthonormal right-handed
+    directors): the embedded momentum's part of the angular momentum, the form the step
+    conserves exactly."""
+    w = 0.5 * np.einsum("a,abc->bc", h, _EPS)  # (b, c)
+    return np.sum(cross(D.T, (D @ w.T).T), axis=0)  # type: ignore[no-any-return]
+
+
+def embedded_momentum_form(model: Model, bodies: Sequence[BodyFrame], nx: int) -> Array | None:
+    """The gyroscopic matrix ``S = L - Lᵀ`` (nx, nx) of the bodies' embedded momenta, or
+    None without any.
+
+    A rotor momentum ``h`` fixed in body axes adds the kinetic co-energy ``ω·h`` to the
+    Lagrangian; with ``ω·d_a = ½ ε_abc ḋ_b·d_c`` on the manifold, it is ``ẋᵀ L x`` (plus
+    a term linear in ``ẋ`` alone, which does nothing) with
+    ``L = ½ Σ h_a ε_abc L_bᵀ L_c`` (``L_b`` the linear part of director ``b``). Its
+    Lagrange equations add the gyroscopic force ``S ẋ`` to the balance; the step uses
+    ``S Δx/h``, which does no work (``ΔxᵀSΔx = 0``), and conserves the angular
+    momentum that includes ``Σ_b d_b × (L x)_b`` (= ``D h``), because ``ω·h`` is
+    bilinear and invariant under a rotation of the whole system."""
+    L = np.zeros((nx, nx))
+    for b, bf in zip(model.bodies, bodies, strict=True):
+        h = np.asarray(b.embedded_momentum, dtype=float)
+        if not np.any(h):
+            continue
+        w = 0.5 * np.einsum("a,abc->bc", h, _EPS)
+        for p in range(3):
+            for q in range(3):
+                if w[p, q]:
+                    L += w[p, q] * bf.dirs[p].L.T @ bf.dirs[q].L
+    return None if not np.any(L) else L - L.T
+
+
+def indefinite_bodies(model: Model) -> list[str]:
+    """The bodies whose Euler tensor ``E = ½ tr(I) U - I`` (the directors' mass matrix) is
+    indefinite: principal moments that violate the triangle inequality (42's
+    Explorer-1 hub). The step then enforces the hidden velocity constraints
+    (:class:`~.constraints.HiddenConstraints`)."""
+    out = []
     for b in model.bodies:
         I = np.asarray(b.inertia, dtype=float)
         E = 0.5 * np.trace(I) * np.eye(3) - I
         if np.min(np.linalg.eigvalsh(E)) < -1e-12 * max(1.0, float(np.trace(I))):
-            raise ModelError(
-                f"body {b.name!r}: its principal moments violate the triangle inequality, so "
-                "its Euler tensor E = ½ tr(I) U - I (the directors' mass matrix) is "
-                "indefinite. The step stays regular and conserving (the mass matrix is "
-                "positive definite on the constraint manifold), but the energy no longer "
-                "bounds the nodal velocities' drift off the velocity constraints, which grows "
-                "until Newton fails; method='energy-momentum' refuses such a body (use "
-                "method='rk4')"
-            )
-        if np.any(np.asarray(b.embedded_momentum, dtype=float) != 0.0):
-            raise ModelError(
-                f"body {b.name!r}: embedded momentum is not supported by method='energy-momentum'"
-            )
+            out.append(b.name)
+    return out
+
+
+def _check_supported(model: Model) -> None:
     for j in model.joints:
         if getattr(j, "rotor", None) is not None:
             raise ModelError(
@@ -270,7 +319,14 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     if model.is_symbolic:
         raise ModelError("method='energy-momentum' needs a numeric model")
     _check_supported(model)
-    R0 = None if planar is False else planar_reference(model, closures)
+    indefinite = indefinite_bodies(model)
+    if planar and indefinite:
+        raise ModelError(
+            f"planar=True: body {indefinite[0]!r} has principal moments that violate the "
+            "triangle inequality (an indefinite directors' mass matrix), which only the "
+            "spatial formulation handles (planar=None or False)"
+        )
+    R0 = None if planar is False or indefinite else planar_reference(model, closures)
     if planar and R0 is None:
         raise ModelError(
             "planar=True: the planar formulation needs a model with planar=True whose joints "
@@ -360,9 +416,34 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     spherical = SphericalSprings(sph, nx) if sph else None
     g = np.asarray(model.gravity, dtype=float)
     f_gravity = sum((lay.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))
+    hidden = _hidden(model, constraints, rows, M, per_body * nb) if indefinite else None
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
                      stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
-                     R0 is not None, spherical)  # fmt: skip
+                     R0 is not None, spherical, hidden,
+                     embedded_momentum_form(model, bodies, nx))  # fmt: skip
+
+
+def _hidden(
+    model: Model, cons: ConstraintSet, rows: list[JointRows], M: Array, ny: int
+) -> HiddenConstraints:
+    """The hidden velocity constraints (:class:`~.constraints.HiddenConstraints`) with the
+    inverse of the mass matrix on the ``ny`` body coordinates; a
+    :class:`~kanedyn.ModelError` names a body whose mass matrix is singular (zero mass, or
+    an Euler tensor with a zero eigenvalue)."""
+    inverse = np.zeros_like(M)
+    for i, b in enumerate(model.bodies):
+        cols = np.arange(12 * i, 12 * i + 12)
+        block = M[np.ix_(cols, cols)]
+        if np.linalg.cond(block) > 1e12:
+            raise ModelError(
+                f"body {b.name!r}: the step of a model with an indefinite directors' mass "
+                "matrix needs every body's mass and Euler tensor E = ½ tr(I) U - I regular; "
+                f"this body's are singular (mass {b.mass:g}, E eigenvalues "
+                f"{np.linalg.eigvalsh(M[np.ix_(cols[3:], cols[3:])])[::3]})"
+            )
+        inverse[np.ix_(cols, cols)] = np.linalg.inv(block)
+    assert ny == 12 * model.nb
+    return HiddenConstraints(cons.inv, hidden_rows(cons, rows), inverse)
 
 
 def _planar_rows(cons: ConstraintSet, nx: int, owners: list[str], n_lin: int) -> NDArray[np.intp]:

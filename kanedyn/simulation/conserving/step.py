@@ -32,6 +32,11 @@ with its exact tangent (the geometric part from
 (conservation without dampers and loads), because ``G_d Δx = c(x_{n+1}) - c(x_n) = 0``.
 Total linear and angular momentum are conserved when no load breaks the symmetry,
 because every invariant is (:mod:`.constraints`).
+
+When a body's directors' mass matrix is indefinite (principal moments that violate the
+triangle inequality), the step also enforces the hidden velocity constraints at the step
+points, with a second multiplier (Gonzalez 1999; :func:`hidden_terms`): the same balance
+laws hold exactly.
 """
 
 from __future__ import annotations
@@ -173,6 +178,8 @@ def balance(
     )
     if red.spherical is not None:
         r = r + red.spherical.force(x0, x0 + dx, h)[0]
+    if red.gyroscopic is not None:  # embedded momenta: S Δx/h, no work
+        r = r + red.gyroscopic @ dx / h
     return r  # type: ignore[no-any-return]
 
 
@@ -191,6 +198,84 @@ def _spherical_jacobian(red: Redundant, x0: Array, dx: Array, h: float) -> Array
         e[j] = eps
         J[:, j] = (sph.force(x0, x1 + e, h)[0] - sph.force(x0, x1 - e, h)[0]) / (2 * eps)
     return J
+
+
+@attrs.frozen(eq=False)
+class HiddenTerms:
+    """The hidden velocity constraints' part of one Newton iteration
+    (:func:`hidden_terms`): ``r_x`` (nx,) added to the balance, ``r_h`` (nh,) the
+    residual ``H(x_1) v_1``, the tangent blocks ``A_xx`` (nx, nx), ``A_xm`` (nx, nh),
+    ``A_hx`` (nh, nx), ``A_hm`` (nh, nh), and the nodal rates ``v1`` (nx,)."""
+
+    r_x: Array
+    r_h: Array
+    A_xx: Array
+    A_xm: Array
+    A_hx: Array
+    A_hm: Array
+    v1: Array
+
+
+def hidden_terms(
+    red: Redundant, x0: Array, v0: Array, dx: Array, mu: Array, h: float
+) -> HiddenTerms:
+    """The hidden velocity constraints (:class:`~.constraints.HiddenConstraints`) in one
+    step, with their multipliers ``μ`` (the theory page, "Indefinite Euler tensors"):
+
+    .. math::
+
+        \\Delta x = h\\,\\bar v + h\\,\\mathbf M^{-1} H(\\bar x)^T\\mu, \\qquad
+        \\mathbf M\\,\\Delta v = h\\,[\\dots - B(\\bar v)^T\\mu], \\qquad
+        H(x_{n+1})\\, v_{n+1} = 0
+
+    (``M⁻¹`` on the body coordinates). Eliminating ``v_{n+1} = 2Δx/h - 2M⁻¹Hᵀ(x̄)μ - v_n``,
+    the balance gains ``(B(v̄)ᵀ - (2/h) H(x̄)ᵀ) μ``. The tangent is exact:
+    ``Bᵀμ = H_μ v̄`` and ``H(x̄)ᵀμ`` has the derivative ``½ H_μ`` in ``Δx``, with
+    ``H_μ = Σ μ_r ∇²η_r``."""
+    hid = red.hidden
+    assert hid is not None
+    W = hid.inverse_mass
+    Gbar = hid.jacobian(x0 + 0.5 * dx)
+    Hmu = hid.hessian(mu)
+    WGt = W @ Gbar.T
+    vbar = dx / h - WGt @ mu
+    v1 = 2.0 * vbar - v0
+    G1 = hid.jacobian(x0 + dx)
+    B = hid.rate_gradient(vbar)
+    return HiddenTerms(
+        r_x=(B.T - (2.0 / h) * Gbar.T) @ mu,
+        r_h=G1 @ v1,
+        A_xx=-0.5 * Hmu @ W @ Hmu,
+        A_xm=B.T - Hmu @ WGt - (2.0 / h) * Gbar.T,
+        A_hx=hid.rate_gradient(v1) + G1 @ ((2.0 / h) * np.eye(red.nx) - W @ Hmu),
+        A_hm=-2.0 * G1 @ WGt,
+        v1=v1,
+    )
+
+
+def _equilibrated_solve(A: Array, b: Array) -> Array:
+    """``A⁻¹ b`` after scaling the rows, then the columns, of ``A`` to unit largest
+    entry. With the hidden constraints, the forces of ``λ`` and ``μ`` in the balance,
+    ``G_dᵀλ`` and ``(Bᵀ - (2/h) H(x̄)ᵀ)μ``, are nearly parallel (the hidden rows'
+    equations tell them apart at a much smaller scale): unscaled, LAPACK reports a
+    condition number near 1e16; scaled, about 1e5 on Explorer-1."""
+    rows = 1.0 / np.maximum(np.max(np.abs(A), axis=1), 1e-300)
+    As = A * rows[:, None]
+    cols = 1.0 / np.maximum(np.max(np.abs(As), axis=0), 1e-300)
+    y = scipy.linalg.solve(As * cols[None, :], b * rows, check_finite=False)
+    return y * cols  # type: ignore[no-any-return]
+
+
+def _augmented_rates(red: Redundant, x1: Array, v1: Array) -> Array:
+    """``v1`` with the augmented coordinates' rates from the velocity constraints
+    ``G(x1) v1 = 0`` (least squares; exact when the body rates satisfy the hidden
+    constraints). They do not enter the step (massless), only the readout."""
+    ny = 12 * red.nb
+    G = red.constraints.jacobian(x1)
+    out = v1.copy()
+    if red.nx > ny:
+        out[ny:] = scipy.linalg.lstsq(G[:, ny:], -G[:, :ny] @ v1[:ny], check_finite=False)[0]
+    return out
 
 
 class Stepper:
@@ -236,36 +321,51 @@ class Stepper:
         red = self.red
         nx, nc = red.nx, red.nc
         ns = 0 if servo is None else servo.n
+        nh = 0 if red.hidden is None else red.hidden.nh
         f = f if f is not None else (lambda z: np.zeros(nx))
         dx = h * v0 if guess is None else guess - x0
-        lam = np.zeros(nc + ns) if lam is None else lam.copy()
+        lam = np.zeros(nc + ns + nh) if lam is None else lam.copy()
         cons = red.constraints
         if self.redundant_rows is None:
             # rows that depend on each other (a planar loop closed by a spatial hinge): the
             # Newton system is then singular in λ alone, and solved by least squares
-            self.redundant_rows = bool(np.linalg.matrix_rank(cons.jacobian(x0)) < nc)
+            self.redundant_rows = bool(np.linalg.matrix_rank(cons.jacobian(x0)) < nc) or bool(
+                nh and np.linalg.matrix_rank(red.hidden.jacobian(x0)) < nh  # type: ignore[union-attr]
+            )
         K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        if red.gyroscopic is not None:
+            K0 = K0 + red.gyroscopic / h
         for it in range(1, self.max_iter + 1):
             x1 = x0 + dx
             z = x0 + 0.5 * dx
             r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
             r_x = balance(red, x0, v0, dx, h, f) + G_d.T @ lam[:nc]
-            A = np.zeros((nx + nc + ns, nx + nc + ns))
+            A = np.zeros((nx + nc + ns + nh, nx + nc + ns + nh))
             A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + _spherical_jacobian(red, x0, dx, h)
             A[:nx, nx : nx + nc] = G_d.T
             A[nx : nx + nc, :nx] = G
             rhs = np.concatenate((r_x, r_c))
             if servo is not None:
-                r_x = r_x - servo.B @ lam[nc:]
-                A[:nx, nx + nc :] = -servo.B
-                A[nx + nc :, :nx] = servo.Y
+                r_x = r_x - servo.B @ lam[nc : nc + ns]
+                A[:nx, nx + nc : nx + nc + ns] = -servo.B
+                A[nx + nc : nx + nc + ns, :nx] = servo.Y
                 rhs = np.concatenate((r_x, r_c, servo.Y @ x1 - servo.target(t + h)))
+            if nh:
+                ht = hidden_terms(red, x0, v0, dx, lam[nc + ns :], h)
+                rhs[:nx] += ht.r_x
+                rhs = np.concatenate((rhs, ht.r_h))
+                A[:nx, :nx] += ht.A_xx
+                A[:nx, -nh:] = ht.A_xm
+                A[-nh:, :nx] = ht.A_hx
+                A[-nh:, -nh:] = ht.A_hm
             try:
                 # scipy's LAPACK: numpy's threaded solve stalls on a busy machine
                 if self.redundant_rows:
                     delta = scipy.linalg.lstsq(A, -rhs, check_finite=False, lapack_driver="gelsy")[
                         0
                     ]
+                elif nh:
+                    delta = _equilibrated_solve(A, -rhs)
                 else:
                     delta = scipy.linalg.solve(A, -rhs, check_finite=False)
             except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
@@ -280,6 +380,9 @@ class Stepper:
                 raise NewtonFailure(f"t = {t + h:.6g}: the state became non-finite")
             small = np.max(np.abs(delta[:nx])) <= self.tol * max(1.0, np.max(np.abs(x1)))
             if small and np.max(np.abs(rhs[nx:])) <= self.tol * max(1.0, np.max(np.abs(x1))):
+                if nh:
+                    v1 = hidden_terms(red, x0, v0, dx, lam[nc + ns :], h).v1
+                    return StepResult(x1, _augmented_rates(red, x1, v1), lam, it, dx)
                 return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
         raise NewtonFailure(
             f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
@@ -334,13 +437,20 @@ class NullSpaceStepper(Stepper):
             else _increment(model, q0, joint_positions(red, guess, q0))
         )
         cons = red.constraints
+        nh = 0 if red.hidden is None else red.hidden.nh
+        nu = np.zeros(nh) if lam is None or lam.size != red.nc + nh else lam[red.nc :].copy()
         K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+        if red.gyroscopic is not None:
+            K0 = K0 + red.gyroscopic / h
         for it in range(1, self.max_iter + 1):
             q1 = _advance(model, q0, mu)
             x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
             dx = x1 - x0
             _, _, G_d, _ = cons.linearize(x0, x1, np.zeros(red.nc))
             r = balance(red, x0, v0, dx, h, f)
+            ht = hidden_terms(red, x0, v0, dx, nu, h) if nh else None
+            if ht is not None:
+                r = r + ht.r_x
             J = speed_jacobian(red, x1, partials(model, State(q1, np.zeros(model.n))))
             lay = model.layout
             for cols in lay.quat_u:  # ∂ω/∂μ of a quaternion turned by exp(μ): J_r(μ)
@@ -352,31 +462,47 @@ class NullSpaceStepper(Stepper):
             K = cons.linearize(x0, x1, lam)[3]
             P_d = J - G_d.T @ sol[:, 1:]
             F = P_d.T @ r
-            A = (
-                P_d.T
-                @ (
-                    K0
-                    + K
-                    - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)
-                    + _spherical_jacobian(red, x0, dx, h)
-                )
-                @ J
+            A_xx = (
+                K0
+                + K
+                - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)
+                + _spherical_jacobian(red, x0, dx, h)
             )
+            if ht is not None:  # unknowns (μ, ν): the hidden constraints' rows and columns
+                A = np.block([[P_d.T @ (A_xx + ht.A_xx) @ J, P_d.T @ ht.A_xm],
+                              [ht.A_hx @ J, ht.A_hm]])  # fmt: skip
+                F_all = np.concatenate((F, ht.r_h))
+            else:
+                A, F_all = P_d.T @ A_xx @ J, F
             try:
-                delta = scipy.linalg.solve(A, -F, check_finite=False)
+                delta = (
+                    _equilibrated_solve(A, -F_all)
+                    if ht is not None
+                    else scipy.linalg.solve(A, -F_all, check_finite=False)
+                )
             except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
                 raise NewtonFailure(
                     f"t = {t + h:.6g}: the reduced Newton matrix is singular"
                 ) from None
-            mu = mu + delta
+            mu = mu + delta[: model.n]
+            nu = nu + delta[model.n :]
             if not np.all(np.isfinite(mu)):
                 raise NewtonFailure(f"t = {t + h:.6g}: the state became non-finite")
-            if np.max(np.abs(delta)) <= self.tol * max(1.0, np.max(np.abs(mu))) and np.max(
-                np.abs(F)
-            ) <= self.tol * max(1.0, np.max(np.abs(r))):
+            small_h = ht is None or np.max(np.abs(ht.r_h)) <= self.tol * max(
+                1.0, np.max(np.abs(v0))
+            )
+            if (
+                np.max(np.abs(delta)) <= self.tol * max(1.0, np.max(np.abs(mu)))
+                and np.max(np.abs(F)) <= self.tol * max(1.0, np.max(np.abs(r)))
+                and small_h
+            ):
                 q1 = _advance(model, q0, mu)
                 x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
                 dx = x1 - x0
+                if ht is not None:
+                    v1 = hidden_terms(red, x0, v0, dx, nu, h).v1
+                    lam_all = np.concatenate((lam, nu))
+                    return StepResult(x1, _augmented_rates(red, x1, v1), lam_all, it, dx)
                 return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
         raise NewtonFailure(
             f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
@@ -556,7 +682,7 @@ def run(
         x, v, lam = res.x, res.v, res.lam
         its.append(sum(p.iterations for _, _, p in parts))
         if servo is not None:
-            eff.append(lam[red.nc :].copy())
+            eff.append(lam[red.nc : red.nc + servo.n].copy())
         if output:
             ts.append(t_next)
             xs.append(x)
