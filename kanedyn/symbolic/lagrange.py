@@ -271,12 +271,6 @@ class LagrangeEquations:
         Link Jacobians of each body (eqs. 2-2 to 2-4): ``v_ci = J_L q̇``, ``ω_i = J_A q̇``.
     H : sympy.Matrix, (n, n)
         Inertia matrix (eq. 2-7), ``T = ½ q̇ᵀ H q̇``.
-    christoffel : sympy.Array, (n, n, n)
-        ``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11), built on request (a
-        property; the equations use the compact ``C``).
-    C : sympy.Matrix, (n, 1)
-        Centrifugal and Coriolis terms ``C_i = Σ_jk h_ijk q̇_j q̇_k``, written out from
-        the compact form (a property).
     intermediates : tuple of (sympy.Dummy, sympy.Expr)
         Named intermediates of the compact forcing, in definition order: the entries of
         ``J_L``, ``J_A``, ``I_N``, their rates and the body velocities
@@ -313,8 +307,10 @@ class LagrangeEquations:
 
     @property
     def christoffel(self) -> sm.Array:
-        """``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11), with ``∂H/∂q_k`` by the
-        product rule on the factors of ``H`` (:func:`_inertia_matrix_rate`)."""
+        """``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11), sympy.Array (n, n, n), with
+        ``∂H/∂q_k`` by the product rule on the factors of ``H``
+        (:func:`_inertia_matrix_rate`); built on request (the equations use the compact
+        ``C``)."""
         lay = self.model.layout
         mass = [exact(m) for m in lay.mass]
         I_B = [_matrix(lay.inertia[i]) for i in range(self.model.nb)]
@@ -329,8 +325,9 @@ class LagrangeEquations:
 
     @property
     def C(self) -> sm.Matrix:
-        """``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q = Σ_jk h_ijk q̇_j q̇_k``, written out (the
-        compact form's names substituted back, in order)."""
+        """The centrifugal and Coriolis terms (n, 1),
+        ``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q = Σ_jk h_ijk q̇_j q̇_k``, written out (the compact
+        form's names substituted back, in order)."""
         return sm.Matrix(self.explicit(self.compact_C))
 
     @property
