@@ -81,12 +81,22 @@ class Stage:
     #: shown instead of them in a large table (:data:`COMPACT_ABOVE`)
     instances: frozenset[str] = frozenset()
     table: tuple[tuple[str, ...], ...] = ()
+    #: entries and definitions (by lhs) written like an earlier one of another joint
+    #: (body), with that joint's own names, and the sentence that says so
+    alike: frozenset[str] = frozenset()
+    likewise: str = ""
 
     def shown(self, compact: bool) -> list[tuple[str, Any]]:
         """The entries displayed one by one."""
-        if not compact or not self.table:
+        if not compact:
             return list(self.entries)
-        return [(lhs, v) for lhs, v in self.entries if lhs not in self.instances]
+        hidden = self.alike | (self.instances if self.table else frozenset())
+        return [(lhs, v) for lhs, v in self.entries if lhs not in hidden]
+
+    def shown_where(self, compact: bool) -> list[tuple[sm.Symbol, Any]]:
+        if not compact:
+            return list(self.where)
+        return [(x, v) for x, v in self.where if latex(x) not in self.alike]
 
     def table_markdown(self) -> str:
         rows = [f"| {' | '.join(row)} |" for row in self.table]
@@ -318,7 +328,8 @@ class _Folder:
                 return self.shown[label]
         for x, c in zip(g.entries, names, strict=True):
             if x in self.tape.index and isinstance(c, sm.Symbol):
-                self.rule[x] = c  # from now on (an entry written out before stays so)
+                if not isinstance(self.rule.get(x), sm.Symbol):  # keep an earlier name
+                    self.rule[x] = c  # from now on (an entry written out before stays so)
         self.where.append((sm.Symbol(tex), shown))
         self.defs += [(c, v) for c, v in zip(names, value, strict=True) if c != v]
         self.shown[label] = (tex, names)
@@ -487,9 +498,12 @@ class Stages:
             if compact and st.table:
                 out.append(st.table_markdown())
             out += [f"$$\n{display(lhs, v)}\n$$\n" for lhs, v in st.shown(compact)]
-            if st.where:
+            where = st.shown_where(compact)
+            if where:
                 out.append("where\n")
-                out.append(f"$$\n{_where(st.where)}\n$$\n")
+                out.append(f"$$\n{_where(where)}\n$$\n")
+            if compact and st.likewise:
+                out.append(f"{st.likewise}\n")
         return "\n".join(out)
 
     def latex(self, *, compact: bool | None = None) -> str:
@@ -512,9 +526,12 @@ class Stages:
             if compact and st.table:
                 out.append(st.table_latex())
             out += [f"\\[\n{display(lhs, v)}\n\\]" for lhs, v in st.shown(compact)]
-            if st.where:
+            where = st.shown_where(compact)
+            if where:
                 out.append("where")
-                out.append(f"\\[\n{_where(st.where)}\n\\]")
+                out.append(f"\\[\n{_where(where)}\n\\]")
+            if compact and st.likewise:
+                out.append(_escape(st.likewise))
         out.append("\\end{document}")
         return "\n".join(out) + "\n"
 
@@ -1103,10 +1120,74 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
             start,
         )
     )
+    out = _fold_alike(out, model)
     label = ", ".join(names) if len(names) <= 4 else f"{len(names)} bodies"
     order = [(x, v) for x, v in f.where if not isinstance(v, (Formula, sm.MatrixBase))]
     order += [*f.defs, *nm.defs]
     return Stages(label, tuple(out), tuple(order))
+
+
+def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
+    """Mark each entry and definition of joint k (body k) that reads like one of an
+    earlier joint once the names of the joint, its body, the inner body and the inner
+    body's joint are swapped for the earlier one's (Explorer-1's four antennas): the
+    compact form writes the first and says the others are alike."""
+
+    def forms(name: str) -> list[str]:
+        return sorted({_escape(name), name, name.replace("_", " ")}, key=len, reverse=True)
+
+    joints = [j.name for j in model.joints]
+    bodies = [b.name for b in model.bodies]
+    parent = [int(x) for x in model.layout.parent]
+
+    def owner(lhs: str) -> int | None:
+        for k in range(model.nb):
+            if f"\\mathrm{{{_escape(joints[k])}}}" in lhs or f"\\mathrm{{{_escape(bodies[k])}}}" in lhs:
+                return k
+        return None
+
+    def key(k: int, text: str) -> str:
+        roles = [(joints[k], "<K>"), (bodies[k], "<I>")]
+        if parent[k] >= 0:
+            roles += [(bodies[parent[k]], "<P>"), (joints[parent[k]], "<PK>")]
+        for name, role in roles:
+            for form in forms(name):
+                text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])", role, text)
+        return text
+
+    seen: dict[str, int] = {}
+    out = []
+    for st in stages:
+        alike: set[str] = set()
+        kinds: dict[tuple[int, int], list[str]] = {}  # (first, k) -> quantities
+        items = [(lhs, display(lhs, v)) for lhs, v in st.entries if lhs not in st.instances]
+        items += [(latex(x), _where([(x, v)])) for x, v in st.where]
+        for lhs, text in items:
+            k = owner(lhs)
+            if k is None:
+                continue
+            form = key(k, text)
+            first = seen.setdefault(form, k)
+            if first != k:
+                alike.add(lhs)
+                kind = key(k, lhs).replace("\\mathrm{<K>}", "k").replace("\\mathrm{<I>}", "i")
+                kinds.setdefault((first, k), []).append(f"${kind}$")
+        like: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+        for (first, k), ks in kinds.items():
+            like.setdefault((first, tuple(ks)), []).append(k)
+        sentences = [
+            "Written as for joint $k = \\mathrm{"
+            + f"{_escape(joints[first])}}}$ (body $i = \\mathrm{{{_escape(bodies[first])}}}$), "
+            + "with their own names, and not repeated: "
+            + ", ".join(names)
+            + " for "
+            + ", ".join(f"$k = \\mathrm{{{_escape(joints[k])}}}$ ($\\mathrm{{{_escape(bodies[k])}}}$)"
+                        for k in ks)
+            + "."
+            for (first, names), ks in like.items()
+        ]  # fmt: skip
+        out.append(attrs.evolve(st, alike=frozenset(alike), likewise="\n".join(sentences)))
+    return out
 
 
 def _ranges(rs: Sequence[int]) -> str:
