@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -288,7 +288,7 @@ class _Tape:
 
 #: The operations of :meth:`_Tape.combine`'s terms: an operand alone, a cross product,
 #: a matrix times a vector.
-OPERATIONS = {
+OPERATIONS: dict[str, Callable[..., sm.Matrix]] = {
     "": lambda a: sm.Matrix(a),
     "x": cross,
     "@": lambda *m: functools.reduce(lambda acc, A: _mm(A, acc), m[-2::-1], m[-1]),
@@ -459,9 +459,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             R_N_Bi, p_Bi = R_N_B[i_in], p[i_in]
             omega_in, T_in, alpha_in, C_in = omega[i_in], transport[i_in], alpha_r[i_in], C[i_in]
         Bi = f"R_N_B{i_in}_" if i_in >= 0 else ""
-        R_N_B[k] = t.product(
-            f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), ("", R_Go_Bo)]
-        )
+        R_N_B[k] = t.product(f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), ("", R_Go_Bo)])
         R_N_Gi[k] = t.product(f"R_N_Gi{k}_", [(Bi, R_N_Bi), ("", R_Bi_Gi)])
         # p_Bo = p_Bi + R_N_Bi inner_point + R_N_Gi Δ d - R_N_Bo outer_point
         p[k] = t.combine(
@@ -474,22 +472,23 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             ],
         )
         R_N_Go[k] = t.product(f"R_N_Go{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go)])
-        P, R = (f"p{k}_", p[k]), (f"R_N_B{k}_", R_N_B[k])
-        o[k] = t.combine(f"o{k}_", [(1, "", P), (1, "@", R, ("", _cmat(lay.outer_point[k])))])
-        r[k] = t.combine(f"r{k}_", [(1, "", P), (1, "@", R, ("", _cmat(lay.com[k])))])
+        Pk, R = (f"p{k}_", p[k]), (f"R_N_B{k}_", R_N_B[k])
+        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(lay.outer_point[k])))])
+        r[k] = t.combine(f"r{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(lay.com[k])))])
 
         # stage 3: velocities; omega_rel = R_N_Go Gamma sigma, w = R_N_Gi Delta s
         omega_rel[k] = t.combine(
-            f"omega_rel{k}_", [(1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gamma{k}_", Gamma[k]), ("", sigma))]
+            f"omega_rel{k}_",
+            [(1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gamma{k}_", Gamma[k]), ("", sigma))],
         )
         w[k] = t.combine(f"w{k}_", [(1, "@", (f"R_N_Gi{k}_", R_N_Gi[k]), ("", Delta), ("", s))])
         # operands by label (the inner body's, zero for a root)
-        Wi, Ti, Ai, Ci = ((f"{x}{i_in}_", y) for x, y in
-                          zip(("omega", "T", "alpha_r", "C"), (omega_in, T_in, alpha_in, C_in)))  # fmt: skip
-        Wr, Wk, Ok, Rk = (f"omega_rel{k}_", omega_rel[k]), (f"w{k}_", w[k]), (f"o{k}_", o[k]), (
-            f"r{k}_",
-            r[k],
-        )
+        Wi = (f"omega{i_in}_", omega_in)
+        Ti = (f"T{i_in}_", T_in)
+        Ai = (f"alpha_r{i_in}_", alpha_in)
+        Ci = (f"C{i_in}_", C_in)
+        Wr, Wk = (f"omega_rel{k}_", omega_rel[k]), (f"w{k}_", w[k])
+        Ok, Rk = (f"o{k}_", o[k]), (f"r{k}_", r[k])
         omega[k] = t.combine(f"omega{k}_", [(1, "", Wi), (1, "", Wr)])
         W = (f"omega{k}_", omega[k])
         transport[k] = t.combine(f"T{k}_", [(1, "", Ti), (1, "", Wk), (-1, "x", Wr, Ok)])
@@ -499,7 +498,8 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
 
         # remainders: alpha_k = omega x omega_rel + R_N_Go Gds, summed down the path
         alpha_k = t.combine(
-            f"alpha_k{k}_", [(1, "x", W, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))]
+            f"alpha_k{k}_",
+            [(1, "x", W, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))],
         )
         Ak = (f"alpha_k{k}_", alpha_k)
         alpha_r[k] = t.combine(f"alpha_r{k}_", [(1, "", Ai), (1, "", Ak)])

@@ -46,6 +46,27 @@ too wide for a ``bmatrix`` is shown component by component. :meth:`Stages.unfold
 substitutes every name back. The sine and cosine of a coordinate print as
 :math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
 
+**The recursion in named vectors.** The derivation records how it builds each of its
+vectors and matrices (``_Tape.combine`` and ``_Tape.product`` in :mod:`kanedyn.symbolic.kane`: the
+terms ``sign · op(operands)`` that also compute the value), so the remainders are
+written as the textbook's recursion down the tree, in names:
+:math:`\\alpha_{r,i} = \\alpha_{r,i(k)} + \\alpha^{rel}_k`,
+:math:`\\alpha^{rel}_k = \\omega_i \\times \\omega^{rel}_k + R^{NG_o}_k \\dot\\Gamma_k\\sigma_k`,
+:math:`a_{r,i} = \\alpha_{r,i} \\times r_i + \\omega_i \\times v_i + C_k`,
+:math:`C_k = C_{i(k)} - \\alpha^{rel}_k \\times o_k - \\omega^{rel}_k \\times v_{o,k}
++ \\omega_{i(k)} \\times w_k`, the rotations one matrix per joint
+(:math:`R^{NB}_i = R^{NB}_{i(k)} R^{B_iG_o}_k`) and :math:`I_i = R^{NB}_i I^B_i (R^{NB}_i)^T`
+(``_Folder.group``, ``_Folder.formula``). A vector or matrix whose entries are
+all small (``fold``) is written out where it is used.
+
+**Compact form.** Above :data:`COMPACT_ABOVE` characters of Markdown, the lines that
+only instantiate a stage's general formula (:attr:`Stage.instances`) are shown as a
+short table (:attr:`Stage.table`), and a definition that reads like an earlier joint's
+once the names of the joint, its body, the inner body and the inner body's joint are
+swapped is written once, with a sentence naming the joints it stands for
+(``_fold_alike``; Explorer-1's four antennas). The stages keep every entry:
+:meth:`Stages.unfold` and the checks work on the same names either way.
+
 A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
 equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
 :math:`b` of each constraint row (:mod:`kanedyn.symbolic.loops`).
@@ -911,13 +932,24 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         start,
         [lhs for lhs, v in kin if isinstance(v, Formula) and lhs[0] not in "or"],
         [
-            ("body $i$", "joint $k$ (inner body $i(k)$)",
-             "$\\Omega_r$ in $\\omega_i$, $\\alpha_i$: $r =$", "$V_{i,r}$ in $v_i$, $a_i$"),
+            (
+                "body $i$",
+                "joint $k$ (inner body $i(k)$)",
+                "$\\Omega_r$ in $\\omega_i$, $\\alpha_i$: $r =$",
+                "$V_{i,r}$ in $v_i$, $a_i$",
+            ),
             *[
-                (f"${subs[i]}$", f"$\\mathrm{{{_escape(model.joints[i].name)}}}$ ("
-                 + (f"${subs[int(model.layout.parent[i])]}$)" if model.layout.parent[i] >= 0
-                    else "N)"),
-                 _ranges([r + 1 for r in moved(i) if (i, r) in Om]), _v_names(i))
+                (
+                    f"${subs[i]}$",
+                    f"$\\mathrm{{{_escape(model.joints[i].name)}}}$ ("
+                    + (
+                        f"${subs[int(model.layout.parent[i])]}$)"
+                        if model.layout.parent[i] >= 0
+                        else "N)"
+                    ),
+                    _ranges([r + 1 for r in moved(i) if (i, r) in Om]),
+                    _v_names(i),
+                )
                 for i in range(nb)
             ],
         ],  # fmt: skip
@@ -965,9 +997,13 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         [
             ("body $i$", "$V_{i,r} = \\Omega_r \\times (r_i - o_k)$ for $r =$ (joint $k$)"),
             *[
-                (f"${subs[i]}$", "; ".join(
-                    f"{_ranges(rs)} ($\\mathrm{{{_escape(model.joints[k].name)}}}$)"
-                    for k, rs in _by_joint(i).items()))
+                (
+                    f"${subs[i]}$",
+                    "; ".join(
+                        f"{_ranges(rs)} ($\\mathrm{{{_escape(model.joints[k].name)}}}$)"
+                        for k, rs in _by_joint(i).items()
+                    ),
+                )
                 for i in range(nb)
                 if _by_joint(i)
             ],
@@ -1017,9 +1053,13 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         [
             ("body $i$", "$m_i$", "$H_i$"),
             *[
-                (f"${subs[i]}$", f"${latex(eom.masses[i])}$",
-                 f"$H_{{{subs[i]}}}$" if any(e != 0 for e in model.layout.h_embedded[i])
-                 else f"$I_{{{subs[i]}}} \\omega_{{{subs[i]}}}$")
+                (
+                    f"${subs[i]}$",
+                    f"${latex(eom.masses[i])}$",
+                    f"$H_{{{subs[i]}}}$"
+                    if any(e != 0 for e in model.layout.h_embedded[i])
+                    else f"$I_{{{subs[i]}}} \\omega_{{{subs[i]}}}$",
+                )
                 for i in range(nb)
             ],
         ],  # fmt: skip
@@ -1074,11 +1114,21 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         + [(lhs, v) for lhs, v in rows if isinstance(v, Formula) and v.terms == ("0",)],
         start,
         [lhs for lhs, _ in rows if not (rotors and lhs.startswith("F^*"))],
-        [("$r$", "bodies $i$ (with $V_{i,r}$ when named after another body)", "$\\Omega_r$",
-          "$Q_r$")]
+        [
+            (
+                "$r$",
+                "bodies $i$ (with $V_{i,r}$ when named after another body)",
+                "$\\Omega_r$",
+                "$Q_r$",
+            )
+        ]
         + [
-            (f"${r + 1}$", _dotted(r), "yes" if any((i, r) in Om for i in range(nb)) else "",
-             "yes" if any(lhs == f"Q_{{{r + 1}}}" for _, lhs, _ in acts[r]) else "")
+            (
+                f"${r + 1}$",
+                _dotted(r),
+                "yes" if any((i, r) in Om for i in range(nb)) else "",
+                "yes" if any(lhs == f"Q_{{{r + 1}}}" for _, lhs, _ in acts[r]) else "",
+            )
             for r in range(n)
         ],  # fmt: skip
     )
@@ -1142,7 +1192,10 @@ def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
 
     def owner(lhs: str) -> int | None:
         for k in range(model.nb):
-            if f"\\mathrm{{{_escape(joints[k])}}}" in lhs or f"\\mathrm{{{_escape(bodies[k])}}}" in lhs:
+            if (
+                f"\\mathrm{{{_escape(joints[k])}}}" in lhs
+                or f"\\mathrm{{{_escape(bodies[k])}}}" in lhs
+            ):
                 return k
         return None
 
