@@ -228,16 +228,19 @@ class _Tape:
         each term is ``(sign, op, (label, value), ...)`` with ``op`` one of
         :data:`OPERATIONS`; a term with a zero operand is left out (it is zero). The
         value and the record come from the same terms, so they cannot disagree."""
-        kept, value = [], sm.zeros(3, 1)
+        kept: list[tuple[int, str, tuple[str, ...]]] = []
+        value = None
         for sign, op, *args in terms:
             if any(_is_zero(x) for _, x in args):
                 continue
             if op == "@":  # an identity factor changes nothing: left out
                 args = [(lab, x) for lab, x in args if x.shape != (3, 3) or x != sm.eye(3)]
                 op = op if len(args) > 1 else ""
-            value += sign * OPERATIONS[op](*[x for _, x in args])
+            part = OPERATIONS[op](*[x for _, x in args])
+            part = part if sign == 1 else -part if sign == -1 else sign * part
+            value = part if value is None else value + part
             kept.append((sign, op, tuple(self._constant(lab, x) for lab, x in args)))
-        out = self.vec(value, label)
+        out = self.vec(sm.zeros(3, 1) if value is None else value, label)
         self.groups[label] = Group(label, tuple(out), (3, 1), tuple(kept))
         return out
 
@@ -251,7 +254,7 @@ class _Tape:
     def product(
         self, label: str, operands: Sequence[tuple[str, sm.Matrix]], *, symmetric: bool = False
     ) -> sm.Matrix:
-        """The 3x3 matrix product of ``operands`` ``(label, value)`` (left to right)
+        """The 3x3 matrix product of ``operands`` ``(label, value)`` (in order)
         named ``label``, recorded as one term (see :meth:`combine`); an operand that is a
         constant is recorded with its value (label ``""``)."""
         operands = [(lab, x) for lab, x in operands if x != sm.eye(3)]  # I: left out
@@ -289,7 +292,7 @@ class _Tape:
 #: The operations of :meth:`_Tape.combine`'s terms: an operand alone, a cross product,
 #: a matrix times a vector.
 OPERATIONS: dict[str, Callable[..., sm.Matrix]] = {
-    "": lambda a: sm.Matrix(a),
+    "": lambda a: a,
     "x": cross,
     "@": lambda *m: functools.reduce(lambda acc, A: _mm(A, acc), m[-2::-1], m[-1]),
 }

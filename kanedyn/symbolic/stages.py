@@ -687,7 +687,6 @@ _GROUPS = {
     "R_N_B": ("R^{NB}", "", False),
     "p": ("p", "", False),
 }
-_LABEL = re.compile(r"([A-Za-z_]+?)(\d+)_$")
 
 
 def _group_names(model: Any) -> dict[str, tuple[str, str]]:
