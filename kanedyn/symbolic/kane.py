@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -201,6 +201,10 @@ class _Tape:
         self.defs: list[tuple[sm.Dummy, sm.Expr]] = []
         self.index: dict[sm.Dummy, int] = {}
         self._memo: dict[sm.Expr, sm.Dummy] = {}
+        # vectors and matrices by label: their entries and, for a vector built by
+        # :meth:`combine`, its terms (sign, operation, operand labels), for the
+        # teaching tables (:mod:`kanedyn.symbolic.stages`)
+        self.groups: dict[str, Group] = {}
 
     def name(self, expr: sm.Expr, label: str) -> sm.Expr:
         expr = sm.sympify(expr)
@@ -215,7 +219,51 @@ class _Tape:
         return s
 
     def vec(self, v: sm.Matrix, label: str) -> sm.Matrix:
-        return sm.Matrix([self.name(x, f"{label}{c}") for c, x in enumerate(v)])
+        out = sm.Matrix([self.name(x, f"{label}{c}") for c, x in enumerate(v)])
+        self.groups.setdefault(label, Group(label, tuple(out), (3, 1)))
+        return out
+
+    def combine(self, label: str, terms: Sequence[tuple[Any, ...]]) -> sm.Matrix:
+        """The vector ``Σ sign · op(operands)`` named ``label``, with its terms recorded:
+        each term is ``(sign, op, (label, value), ...)`` with ``op`` one of
+        :data:`OPERATIONS`; a term with a zero operand is left out (it is zero). The
+        value and the record come from the same terms, so they cannot disagree."""
+        kept: list[tuple[int, str, tuple[str, ...]]] = []
+        value = None
+        for sign, op, *args in terms:
+            if any(_is_zero(x) for _, x in args):
+                continue
+            if op == "@":  # an identity factor changes nothing: left out
+                args = [(lab, x) for lab, x in args if x.shape != (3, 3) or x != sm.eye(3)]
+                op = op if len(args) > 1 else ""
+            part = OPERATIONS[op](*[x for _, x in args])
+            part = part if sign == 1 else -part if sign == -1 else sign * part
+            value = part if value is None else value + part
+            kept.append((sign, op, tuple(self._constant(lab, x) for lab, x in args)))
+        out = self.vec(sm.zeros(3, 1) if value is None else value, label)
+        self.groups[label] = Group(label, tuple(out), (3, 1), tuple(kept))
+        return out
+
+    def _constant(self, label: str, x: sm.Matrix) -> str:
+        """``label``, or for an unnamed operand (a constant) a new label recording it."""
+        if not label:
+            label = f"const{len(self.groups)}"
+            self.groups[label] = Group(label, tuple(x), x.shape)
+        return label
+
+    def product(
+        self, label: str, operands: Sequence[tuple[str, sm.Matrix]], *, symmetric: bool = False
+    ) -> sm.Matrix:
+        """The 3x3 matrix product of ``operands`` ``(label, value)`` (in order)
+        named ``label``, recorded as one term (see :meth:`combine`); an operand that is a
+        constant is recorded with its value (label ``""``)."""
+        operands = [(lab, x) for lab, x in operands if x != sm.eye(3)]  # I: left out
+        args = [self._constant(lab, x) for lab, x in operands]
+        value = OPERATIONS["@"](*[x for _, x in operands]) if operands else sm.eye(3)
+        out = self.mat(value, label, symmetric=symmetric)
+        terms = ((1, "@", tuple(args)),) if args else None
+        self.groups[label] = Group(label, tuple(out), (3, 3), terms)
+        return out
 
     def mat(self, A: sm.Matrix, label: str, *, symmetric: bool = False) -> sm.Matrix:
         out = sm.zeros(3, 3)
@@ -225,6 +273,7 @@ class _Tape:
                     out[a, b] = out[b, a]
                 else:
                     out[a, b] = self.name(A[a, b], f"{label}{a}{b}")
+        self.groups.setdefault(label, Group(label, tuple(out), (3, 3)))
         return out
 
     def needed(self, exprs: Sequence[sm.Basic]) -> list[tuple[sm.Dummy, sm.Expr]]:
@@ -238,6 +287,27 @@ class _Tape:
             seen.add(i)
             stack.extend(s for s in self.defs[i][1].free_symbols if s in self.index)
         return [self.defs[i] for i in sorted(seen)]
+
+
+#: The operations of :meth:`_Tape.combine`'s terms: an operand alone, a cross product,
+#: a matrix times a vector.
+OPERATIONS: dict[str, Callable[..., sm.Matrix]] = {
+    "": lambda a: a,
+    "x": cross,
+    "@": lambda *m: functools.reduce(lambda acc, A: _mm(A, acc), m[-2::-1], m[-1]),
+}
+
+
+@attrs.frozen(eq=False)
+class Group:
+    """A named vector or matrix of the derivation: its ``label`` (``"C3_"``), its entries
+    (tape names or atoms, row by row), its ``shape`` and, when it was built by
+    :meth:`_Tape.combine`, its ``terms`` ``(sign, op, operand labels)``."""
+
+    label: str
+    entries: tuple[Any, ...]
+    shape: tuple[int, int]
+    terms: tuple[tuple[int, str, tuple[str, ...]], ...] | None = None
 
 
 # --------------------------------------------------------------------------- records
@@ -383,13 +453,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
 
         # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
         R_Bi_Gi, R_Go_Bo = (matrix(exact_rotation(R)) for R in (lay.R_Bi_Gi[k], lay.R_Go_Bo[k]))
-        R_Bi_Go = t.mat(_mm(R_Bi_Gi, R_Gi_Go), f"R_Bi_Go{k}_")
-        R_Bi_Bo = _mm(R_Bi_Go, R_Go_Bo)
-        p_Bi_Bo = (
-            _cmat(lay.inner_point[k])
-            + _mm(R_Bi_Gi, _mm(Delta, d))
-            - _mm(R_Bi_Bo, _cmat(lay.outer_point[k]))
-        )
+        R_Bi_Go = t.product(f"R_Bi_Go{k}_", [("", R_Bi_Gi), (f"R_Gi_Go{k}_", R_Gi_Go)])
         i_in = int(lay.parent[k])
         if i_in < 0:
             R_N_Bi, p_Bi = sm.eye(3), sm.zeros(3, 1)
@@ -397,29 +461,63 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         else:
             R_N_Bi, p_Bi = R_N_B[i_in], p[i_in]
             omega_in, T_in, alpha_in, C_in = omega[i_in], transport[i_in], alpha_r[i_in], C[i_in]
-        R_N_B[k] = t.mat(_mm(R_N_Bi, R_Bi_Bo), f"R_N_B{k}_")
-        p[k] = t.vec(p_Bi + _mm(R_N_Bi, p_Bi_Bo), f"p{k}_")
-        R_N_Gi[k] = t.mat(_mm(R_N_Bi, R_Bi_Gi), f"R_N_Gi{k}_")
-        R_N_Go[k] = t.mat(_mm(R_N_Bi, R_Bi_Go), f"R_N_Go{k}_")
-        o[k] = t.vec(p[k] + _mm(R_N_B[k], _cmat(lay.outer_point[k])), f"o{k}_")
-        r[k] = t.vec(p[k] + _mm(R_N_B[k], _cmat(lay.com[k])), f"r{k}_")
+        Bi = f"R_N_B{i_in}_" if i_in >= 0 else ""
+        R_N_B[k] = t.product(f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), ("", R_Go_Bo)])
+        R_N_Gi[k] = t.product(f"R_N_Gi{k}_", [(Bi, R_N_Bi), ("", R_Bi_Gi)])
+        # p_Bo = p_Bi + R_N_Bi inner_point + R_N_Gi Δ d - R_N_Bo outer_point
+        p[k] = t.combine(
+            f"p{k}_",
+            [
+                (1, "", (f"p{i_in}_", p_Bi)),
+                (1, "@", (Bi, R_N_Bi), ("", _cmat(lay.inner_point[k]))),
+                (1, "@", (f"R_N_Gi{k}_", R_N_Gi[k]), ("", Delta), ("", d)),
+                (-1, "@", (f"R_N_B{k}_", R_N_B[k]), ("", _cmat(lay.outer_point[k]))),
+            ],
+        )
+        R_N_Go[k] = t.product(f"R_N_Go{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go)])
+        Pk, R = (f"p{k}_", p[k]), (f"R_N_B{k}_", R_N_B[k])
+        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(lay.outer_point[k])))])
+        r[k] = t.combine(f"r{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(lay.com[k])))])
 
         # stage 3: velocities; omega_rel = R_N_Go Gamma sigma, w = R_N_Gi Delta s
-        omega_rel[k] = t.vec(_mm(R_N_Go[k], _mm(Gamma[k], sigma)), f"omega_rel{k}_")
-        w[k] = t.vec(_mm(R_N_Gi[k], _mm(Delta, s)), f"w{k}_")
-        omega[k] = t.vec(omega_in + omega_rel[k], f"omega{k}_")
-        transport[k] = t.vec(T_in + w[k] - cross(omega_rel[k], o[k]), f"T{k}_")
-        v[k] = t.vec(cross(omega[k], r[k]) + transport[k], f"v{k}_")
-        v_o[k] = t.vec(cross(omega[k], o[k]) + transport[k], f"v_o{k}_")
+        omega_rel[k] = t.combine(
+            f"omega_rel{k}_",
+            [(1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gamma{k}_", Gamma[k]), ("", sigma))],
+        )
+        w[k] = t.combine(f"w{k}_", [(1, "@", (f"R_N_Gi{k}_", R_N_Gi[k]), ("", Delta), ("", s))])
+        # operands by label (the inner body's, zero for a root)
+        Wi = (f"omega{i_in}_", omega_in)
+        Ti = (f"T{i_in}_", T_in)
+        Ai = (f"alpha_r{i_in}_", alpha_in)
+        Ci = (f"C{i_in}_", C_in)
+        Wr, Wk = (f"omega_rel{k}_", omega_rel[k]), (f"w{k}_", w[k])
+        Ok, Rk = (f"o{k}_", o[k]), (f"r{k}_", r[k])
+        omega[k] = t.combine(f"omega{k}_", [(1, "", Wi), (1, "", Wr)])
+        W = (f"omega{k}_", omega[k])
+        transport[k] = t.combine(f"T{k}_", [(1, "", Ti), (1, "", Wk), (-1, "x", Wr, Ok)])
+        Tk = (f"T{k}_", transport[k])
+        v[k] = t.combine(f"v{k}_", [(1, "x", W, Rk), (1, "", Tk)])
+        v_o[k] = t.combine(f"v_o{k}_", [(1, "x", W, Ok), (1, "", Tk)])
 
         # remainders: alpha_k = omega x omega_rel + R_N_Go Gds, summed down the path
-        alpha_k = t.vec(cross(omega[k], omega_rel[k]) + _mm(R_N_Go[k], Gds), f"alpha_k{k}_")
-        alpha_r[k] = t.vec(alpha_in + alpha_k, f"alpha_r{k}_")
-        C[k] = t.vec(
-            C_in - cross(alpha_k, o[k]) - cross(omega_rel[k], v_o[k]) + cross(omega_in, w[k]),
-            f"C{k}_",
+        alpha_k = t.combine(
+            f"alpha_k{k}_",
+            [(1, "x", W, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))],
         )
-        a_r[k] = t.vec(cross(alpha_r[k], r[k]) + cross(omega[k], v[k]) + C[k], f"a_r{k}_")
+        Ak = (f"alpha_k{k}_", alpha_k)
+        alpha_r[k] = t.combine(f"alpha_r{k}_", [(1, "", Ai), (1, "", Ak)])
+        C[k] = t.combine(
+            f"C{k}_",
+            [(1, "", Ci), (-1, "x", Ak, Ok), (-1, "x", Wr, (f"v_o{k}_", v_o[k])), (1, "x", Wi, Wk)],
+        )
+        a_r[k] = t.combine(
+            f"a_r{k}_",
+            [
+                (1, "x", (f"alpha_r{k}_", alpha_r[k]), Rk),
+                (1, "x", W, (f"v{k}_", v[k])),
+                (1, "", (f"C{k}_", C[k])),
+            ],
+        )
 
     # joint axes in N: Hw[r] = R_N_Go Gamma[:, col], Hs[c] = R_N_Gi Delta[:, col]
     Hw = [
@@ -457,7 +555,10 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     for i in range(nb):
         R = R_N_B[i]
         m = _const(lay.mass[i])
-        I_N = t.mat(_mm(_mm(R, _cmat(lay.inertia[i])), R.T), f"I_N{i}_", symmetric=True)
+        I_B = sm.ImmutableMatrix(_cmat(lay.inertia[i]))
+        I_N = t.product(
+            f"I_N{i}_", [(f"R_N_B{i}_", R), ("", I_B), (f"R_N_B{i}_^T", R.T)], symmetric=True
+        )
         H = t.vec(_mm(I_N, omega[i]) + _mm(R, _cmat(lay.h_embedded[i])), f"H{i}_")
         Tb = t.vec(-_mm(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")

@@ -46,6 +46,27 @@ too wide for a ``bmatrix`` is shown component by component. :meth:`Stages.unfold
 substitutes every name back. The sine and cosine of a coordinate print as
 :math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
 
+**The recursion in named vectors.** The derivation records how it builds each of its
+vectors and matrices (``_Tape.combine`` and ``_Tape.product`` in :mod:`kanedyn.symbolic.kane`: the
+terms ``sign · op(operands)`` that also compute the value), so the remainders are
+written as the textbook's recursion down the tree, in names:
+:math:`\\alpha_{r,i} = \\alpha_{r,i(k)} + \\alpha^{rel}_k`,
+:math:`\\alpha^{rel}_k = \\omega_i \\times \\omega^{rel}_k + R^{NG_o}_k \\dot\\Gamma_k\\sigma_k`,
+:math:`a_{r,i} = \\alpha_{r,i} \\times r_i + \\omega_i \\times v_i + C_k`,
+:math:`C_k = C_{i(k)} - \\alpha^{rel}_k \\times o_k - \\omega^{rel}_k \\times v_{o,k}
++ \\omega_{i(k)} \\times w_k`, the rotations one matrix per joint
+(:math:`R^{NB}_i = R^{NB}_{i(k)} R^{B_iG_o}_k`) and :math:`I_i = R^{NB}_i I^B_i (R^{NB}_i)^T`
+(``_Folder.group``, ``_Folder.formula``). A vector or matrix whose entries are
+all small (``fold``) is written out where it is used.
+
+**Compact form.** Above :data:`COMPACT_ABOVE` characters of Markdown, the lines that
+only instantiate a stage's general formula (:attr:`Stage.instances`) are shown as a
+short table (:attr:`Stage.table`), and a definition that reads like an earlier joint's
+once the names of the joint, its body, the inner body and the inner body's joint are
+swapped is written once, with a sentence naming the joints it stands for
+(``_fold_alike``; Explorer-1's four antennas). The stages keep every entry:
+:meth:`Stages.unfold` and the checks work on the same names either way.
+
 A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
 equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
 :math:`b` of each constraint row (:mod:`kanedyn.symbolic.loops`).
@@ -76,6 +97,42 @@ class Stage:
     text: str
     entries: tuple[tuple[str, Any], ...]
     where: tuple[tuple[sm.Symbol, Any], ...]
+    #: the entries that only instantiate the stage's general formula (by lhs), and a
+    #: table (header row first, cells in LaTeX math) that says the same in short:
+    #: shown instead of them in a large table (:data:`COMPACT_ABOVE`)
+    instances: frozenset[str] = frozenset()
+    table: tuple[tuple[str, ...], ...] = ()
+    #: entries and definitions (by lhs) written like an earlier one of another joint
+    #: (body), with that joint's own names, and the sentence that says so
+    alike: frozenset[str] = frozenset()
+    likewise: str = ""
+
+    def shown(self, compact: bool) -> list[tuple[str, Any]]:
+        """The entries displayed one by one."""
+        if not compact:
+            return list(self.entries)
+        hidden = self.alike | (self.instances if self.table else frozenset())
+        return [(lhs, v) for lhs, v in self.entries if lhs not in hidden]
+
+    def shown_where(self, compact: bool) -> list[tuple[sm.Symbol, Any]]:
+        if not compact:
+            return list(self.where)
+        return [(x, v) for x, v in self.where if latex(x) not in self.alike]
+
+    def table_markdown(self) -> str:
+        rows = [f"| {' | '.join(row)} |" for row in self.table]
+        rows.insert(1, "|" + " --- |" * len(self.table[0]))
+        return "\n".join(rows) + "\n"
+
+    def table_latex(self) -> str:
+        rows = [" & ".join(row) + " \\\\" for row in self.table]
+        head = "\\begin{tabular}{" + "l" * len(self.table[0]) + "}"
+        return "\n".join([head, rows[0], "\\hline", *rows[1:], "\\end{tabular}"])
+
+
+#: A table whose Markdown would be longer than this (characters) shows each stage's
+#: instances of its general formula as a short table (:attr:`Stage.table`).
+COMPACT_ABOVE = 10_000
 
 
 def _size(e: Any) -> int:
@@ -222,9 +279,102 @@ class _Folder:
         self.simplify = simplify
         self.rule: dict[sm.Basic, Any] = {}
         self.where: list[tuple[sm.Symbol, Any]] = []
+        self.defs: list[tuple[sm.Symbol, Any]] = []  # the groups' components
         self._names: set[str] = set()
         self._sums: dict[sm.Basic, sm.Symbol] = {}
         self._count = 0
+        # the derivation's vectors and matrices that have a name in the tables
+        self.tex = _group_names(eom.model)
+        self.group_of: dict[sm.Basic, str] = {}
+        for label, g in self.tape.groups.items():
+            if label in self.tex:
+                for x in g.entries:
+                    if x in self.tape.index:
+                        self.group_of.setdefault(x, label)
+        self.shown: dict[str, tuple[str, sm.ImmutableMatrix]] = {}
+        self._by_entries: dict[tuple, tuple[str, sm.ImmutableMatrix]] = {}
+
+    def preset(self, label: str, tex: str, names: sm.ImmutableMatrix) -> None:
+        """Group ``label`` is the table's vector ``names`` (``tex``), defined there."""
+        g = self.tape.groups.get(label)
+        if g is None:
+            return
+        for x, c in zip(g.entries, names, strict=True):
+            if x in self.tape.index and x not in self.rule:
+                self.rule[x] = c
+        self.shown[label] = (tex, names)
+        self._by_entries.setdefault(g.entries, (tex, names))
+
+    def group(self, label: str) -> tuple[str, sm.ImmutableMatrix]:
+        """The LaTeX name and the component names of the derivation's vector or matrix
+        ``label``, defined under "where" on first use: by its recorded terms (in the
+        names of its operands, :meth:`formula`) or by its entries."""
+        if label in self.shown:
+            return self.shown[label]
+        if label.endswith("^T"):  # a transposed operand
+            tex, names = self.group(label[:-2])
+            return f"\\left({tex}\\right)^T", names.T
+        g = self.tape.groups[label]
+        mat = sm.ImmutableMatrix(*g.shape, list(g.entries))
+        if label not in self.tex and not any(x in self.tape.index for x in g.entries):
+            self.shown[label] = (latex(mat), mat)  # a constant: written out
+            return self.shown[label]
+        if all(x == 0 for x in g.entries):
+            self.shown[label] = ("0", mat)
+            return self.shown[label]
+        if g.entries in self._by_entries:  # the same entries under another name
+            self.shown[label] = self._by_entries[g.entries]
+            return self.shown[label]
+        base, sub = self.tex[label]
+        tex = f"{base}_{{{sub}}}"
+        names = _components((base, sub), g)
+        if g.terms is not None:
+            shown: Any = self.formula(label)
+            value = shown.value
+        else:
+            own = [x for x in g.entries if x in self.tape.index]
+            self._prepare([self.tape.defs[self.tape.index[x]][1] for x in own])
+            value = sm.ImmutableMatrix(
+                *g.shape,
+                [
+                    self._fit(self.tape.defs[self.tape.index[x]][1], 12)
+                    if x in self.tape.index and self.rule.get(x, x) == x
+                    else self.rule.get(x, x)
+                    for x in g.entries
+                ],
+            )
+            shown = value
+            if all(_size(x) <= self.fold for x in value):  # small: written out where used
+                self.shown[label] = (latex(value), value)
+                return self.shown[label]
+        for x, c in zip(g.entries, names, strict=True):
+            if x in self.tape.index and isinstance(c, sm.Symbol):
+                if not isinstance(self.rule.get(x), sm.Symbol):  # keep an earlier name
+                    self.rule[x] = c  # from now on (an entry written out before stays so)
+        self.where.append((sm.Symbol(tex), shown))
+        self.defs += [(c, v) for c, v in zip(names, value, strict=True) if c != v]
+        self.shown[label] = (tex, names)
+        self._by_entries.setdefault(g.entries, (tex, names))
+        return self.shown[label]
+
+    def formula(self, label: str) -> Formula:
+        """The recorded terms of vector ``label`` written in its operands' names
+        (defining those first), as a :class:`Formula`: ``Σ sign · op(operands)``
+        evaluated by the derivation's own operations
+        (:data:`kanedyn.symbolic.kane.OPERATIONS`)."""
+        from kanedyn.symbolic.kane import OPERATIONS
+
+        terms = []
+        for sign, op, args in self.tape.groups[label].terms or ():
+            named = [self.group(a) for a in args]
+            if any(t == "0" for t, _ in named):
+                continue
+            if op == "x" and named[0][1] == named[1][1]:
+                continue  # a x a = 0
+            texs = [t for t, _ in named]
+            tex = f"{texs[0]} \\times {texs[1]}" if op == "x" else " ".join(texs)
+            terms.append((sign, tex, OPERATIONS[op](*[n for _, n in named])))
+        return _combination(terms, sm.zeros(*self.tape.groups[label].shape))
 
     def _tidy(self, e: Any) -> Any:
         if self.simplify and _size(e) <= 4 * self.fold:
@@ -241,7 +391,12 @@ class _Folder:
         return sm.Symbol(name)
 
     def _name(self, s: sm.Dummy) -> None:
-        """Keep intermediate ``s`` as a name from now on, defined under "where"."""
+        """Keep intermediate ``s`` as a name from now on, defined under "where" (with its
+        vector or matrix, when it is a component of one with a name)."""
+        if s in self.group_of:
+            self.group(self.group_of[s])
+            if isinstance(self.rule.get(s), sm.Symbol):
+                return
         sym = self._symbol(s)
         value = self._fit(self.tape.defs[self.tape.index[s]][1], width(latex(sym)) + 2)
         self.rule[s] = sym
@@ -301,9 +456,9 @@ class _Folder:
                 self.rule[x] = c
         return shown
 
-    def __call__(self, expr: Any, first: int = 12) -> Any:
-        mat = isinstance(expr, sm.MatrixBase)
-        items = list(expr) if mat else [sm.sympify(expr)]
+    def _prepare(self, items: list) -> None:
+        """Inline or name each intermediate that ``items`` need, in definition order (a
+        component of a named vector or matrix names the whole, :meth:`group`)."""
         for s, e in self.tape.needed(items):
             if s in self.rule:
                 continue
@@ -312,6 +467,11 @@ class _Folder:
                 self.rule[s] = value
             else:
                 self._name(s)
+
+    def __call__(self, expr: Any, first: int = 12) -> Any:
+        mat = isinstance(expr, sm.MatrixBase)
+        items = list(expr) if mat else [sm.sympify(expr)]
+        self._prepare(items)
         if mat:
             whole = self._fit(sm.ImmutableMatrix(expr.rows, expr.cols, items), first)
             return sm.ImmutableMatrix(whole)
@@ -328,6 +488,9 @@ class Formula:
     terms: tuple[str, ...]
     value: Any
 
+    def _sympy_(self) -> Any:
+        return sm.sympify(self.value)
+
 
 @attrs.frozen(eq=False)
 class Stages:
@@ -341,19 +504,34 @@ class Stages:
     stages: tuple[Stage, ...]
     names: tuple[tuple[sm.Symbol, Any], ...] = ()
 
-    def markdown(self) -> str:
-        """Markdown with ``$$ ... $$`` LaTeX math, one section per stage."""
+    def markdown(self, *, compact: bool | None = None) -> str:
+        """Markdown with ``$$ ... $$`` LaTeX math, one section per stage; ``compact``
+        (default: when the full form is longer than :data:`COMPACT_ABOVE` characters)
+        shows the entries that instantiate a stage's general formula as a table."""
+        if compact is None:
+            full = self.markdown(compact=False)
+            if len(full) <= COMPACT_ABOVE:
+                return full
+            compact = True
         out = [f"# Kane's method: {self.name}\n\n{_NOTATION}\n"]
         for k, st in enumerate(self.stages, 1):
             out.append(f"## {k}. {st.title}\n\n{st.text}\n")
-            out += [f"$$\n{display(lhs, v)}\n$$\n" for lhs, v in st.entries]
-            if st.where:
+            if compact and st.table:
+                out.append(st.table_markdown())
+            out += [f"$$\n{display(lhs, v)}\n$$\n" for lhs, v in st.shown(compact)]
+            where = st.shown_where(compact)
+            if where:
                 out.append("where\n")
-                out.append(f"$$\n{_where(st.where)}\n$$\n")
+                out.append(f"$$\n{_where(where)}\n$$\n")
+            if compact and st.likewise:
+                out.append(f"{st.likewise}\n")
         return "\n".join(out)
 
-    def latex(self) -> str:
-        """A complete LaTeX document (``article``, amsmath), one section per stage."""
+    def latex(self, *, compact: bool | None = None) -> str:
+        """A complete LaTeX document (``article``, amsmath), one section per stage
+        (``compact`` as in :meth:`markdown`)."""
+        if compact is None:
+            compact = len(self.markdown(compact=False)) > COMPACT_ABOVE
         out = [
             "\\documentclass[10pt]{article}",
             "\\usepackage[margin=2cm]{geometry}",
@@ -366,10 +544,15 @@ class Stages:
         for k, st in enumerate(self.stages, 1):
             out.append(f"\\subsection*{{{k}. {_escape(st.title)}}}")
             out.append(_escape(st.text).replace("$$", "$"))
-            out += [f"\\[\n{display(lhs, v)}\n\\]" for lhs, v in st.entries]
-            if st.where:
+            if compact and st.table:
+                out.append(st.table_latex())
+            out += [f"\\[\n{display(lhs, v)}\n\\]" for lhs, v in st.shown(compact)]
+            where = st.shown_where(compact)
+            if where:
                 out.append("where")
-                out.append(f"\\[\n{_where(st.where)}\n\\]")
+                out.append(f"\\[\n{_where(where)}\n\\]")
+            if compact and st.likewise:
+                out.append(_escape(st.likewise))
         out.append("\\end{document}")
         return "\n".join(out) + "\n"
 
@@ -402,6 +585,26 @@ def _where(defs: Sequence[tuple[sm.Symbol, Any]]) -> str:
     out: list[str] = []
     for s, v in defs:
         name = latex(s)
+        if isinstance(v, Formula):
+            ls = _join(v.terms, width(name) + 2)
+            out += [f"{name} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
+            continue
+        if isinstance(v, sm.MatrixBase) and v.cols == 3:  # a matrix: by rows if they fit
+            rows = [[latex(x) for x in v.row(a)] for a in range(v.rows)]
+            if all(sum(width(x) + 3 for x in row) + width(name) + 4 <= PAGE_WIDTH for row in rows):
+                body = " \\\\\n".join(" & ".join(row) for row in rows)
+                out.append(f"{name} &= \\begin{{bmatrix}}\n{body}\n\\end{{bmatrix}}")
+                continue
+            for a in range(v.rows):
+                for b in range(v.cols):
+                    lhs = f"\\left[{name}\\right]_{{{a + 1}{b + 1}}}"
+                    out += _aligned(lhs, v[a, b], width(name) + 6)
+            continue
+        if isinstance(v, sm.MatrixBase):
+            body = display(name, v)
+            if "aligned" not in body:
+                out.append(body.replace(" = ", " &= ", 1))
+                continue
         if isinstance(v, sm.MatrixBase):
             for k, x in enumerate(v, 1):
                 out += _aligned(f"\\left[{name}\\right]_{{{k}}}", x, width(name) + 6)
@@ -464,6 +667,54 @@ class _Names:
         self.defs += [(I[a, b], value[a, b]) for a in range(3) for b in range(a, 3)]
 
 
+#: The derivation's vectors and matrices that the tables name (by label prefix, see
+#: :class:`kanedyn.symbolic.kane.Group`): LaTeX base, subscript prefix, and whether the
+#: quantity belongs to a joint (else to a body). The table's own vectors (``omega``,
+#: ``v``, ``o``, ``r``, ``alpha_r``, ``a_r``) are named where they are written.
+_GROUPS = {
+    "omega_rel": ("\\omega^{rel}", "", True),
+    "w": ("w", "", True),
+    "T": ("\\tau", "", True),
+    "v_o": ("v", "o,", True),
+    "alpha_k": ("\\alpha^{rel}", "", True),
+    "C": ("C", "", True),
+    "Gds": ("\\dot\\Gamma\\sigma", "", True),
+    "R_N_Go": ("R^{NG_o}", "", True),
+    "R_N_Gi": ("R^{NG_i}", "", True),
+    "R_Gi_Go": ("R^{G_iG_o}", "", True),
+    "R_Bi_Go": ("R^{B_iG_o}", "", True),
+    "Gamma": ("\\Gamma", "", True),
+    "R_N_B": ("R^{NB}", "", False),
+    "p": ("p", "", False),
+}
+
+
+def _group_names(model: Any) -> dict[str, tuple[str, str]]:
+    """``label -> (LaTeX base, subscript)`` of the derivation's named groups."""
+    out = {}
+    for k in range(model.nb):
+        joint = f"\\mathrm{{{_escape(model.joints[k].name)}}}"
+        body = f"\\mathrm{{{_escape(model.bodies[k].name)}}}"
+        for prefix, (base, pre, of_joint) in _GROUPS.items():
+            out[f"{prefix}{k}_"] = (base, f"{pre}{joint if of_joint else body}")
+    return out
+
+
+def _components(name: tuple[str, str], g: Any) -> sm.ImmutableMatrix:
+    """The component names of group ``g`` (``C_{J,x}``, ``R^{NB}_{B,12}``); an entry
+    that is a number or a symbol stays itself."""
+    base, sub = name
+    if g.shape == (3, 1):
+        keys = list("xyz")
+    else:
+        keys = [f"{a + 1}{b + 1}" for a in range(g.shape[0]) for b in range(g.shape[1])]
+    out = [
+        sm.Symbol(f"{base}_{{{sub},{c}}}") if not (x.is_Atom and not isinstance(x, sm.Dummy)) else x
+        for x, c in zip(g.entries, keys, strict=True)
+    ]
+    return sm.ImmutableMatrix(*g.shape, out)
+
+
 def _combination(terms: Sequence[tuple[Any, str, Any]], zero: Any = 0) -> Formula:
     """``Σ c_k X_k`` from ``(c_k, LaTeX of X_k, value of X_k)``: the written terms and
     the value from the same loop (zero coefficients and zero values left out; ``zero``
@@ -519,8 +770,22 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     nu, n, nb = model.nu, model.n, model.nb
     ud = list(eom.u_dot)
 
-    def stage(title: str, text: str, entries: Sequence[tuple[str, Any]], start: int) -> Stage:
-        return Stage(title, text, tuple(entries), tuple(f.where[start:]))
+    def stage(
+        title: str,
+        text: str,
+        entries: Sequence[tuple[str, Any]],
+        start: int,
+        instances: Sequence[str] = (),
+        table: Sequence[Sequence[str]] = (),
+    ) -> Stage:
+        return Stage(
+            title,
+            text,
+            tuple(entries),
+            tuple(f.where[start:]),
+            frozenset(instances),
+            tuple(tuple(row) for row in table),
+        )
 
     def written(base: str, sub: str, value: Any) -> tuple[sm.ImmutableMatrix, Any]:
         """The named vector ``base_{sub}`` and its written-out value (:meth:`_Folder.own`)."""
@@ -565,6 +830,15 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
             arm = (i, int(model.layout.u_joint[r])) if (i, r) in Om else None
             columns.append((lhs, Vn[i, r][1], arm or v))
 
+    def _v_names(i: int) -> str:
+        """Body i's partial velocities by name: ``V_{B,r}: 1–3; V_{A,r}: 12``."""
+        owners: dict[str, list[int]] = {}
+        for r in moved(i):
+            if (i, r) in Vn:
+                owner = Vn[i, r][0].rsplit(",", 1)[0]
+                owners.setdefault(owner, []).append(r + 1)
+        return "; ".join(f"${o},r}}$: {_ranges(rs)}" for o, rs in owners.items())
+
     def moved(i: int) -> list[int]:
         return [r for r in range(n) if (i, r) in Vn or (i, r) in Om]
 
@@ -579,9 +853,33 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         """The named mass centre r_i or joint point o_k, written out on first use."""
         if (kind, k) not in points:
             sub = subs[k] if kind == "r" else f"\\mathrm{{{_escape(model.joints[k].name)}}}"
-            points[kind, k], shown = written(kind, sub, der.r[k] if kind == "r" else der.o[k])
+            g = der.tape.groups.get(f"{kind}{k}_")
+            if g is not None and g.terms is not None:  # p_i + R^{NB}_i (point in B_i)
+                comps = nm.vector(kind, sub)
+                shown: Any = f.formula(g.label)
+                f.preset(g.label, f"{kind}_{{{sub}}}", comps)
+                nm.define(comps, shown.value)
+                points[kind, k] = comps
+            else:
+                points[kind, k], shown = written(kind, sub, der.r[k] if kind == "r" else der.o[k])
+                f.preset(f"{kind}{k}_", f"{kind}_{{{sub}}}", points[kind, k])
             entries.append((f"{kind}_{{{sub}}}", shown))
         return points[kind, k]
+
+    omega_n = [nm.vector("\\omega", b) for b in subs]
+    v_n = [nm.vector("v", b) for b in subs]
+    for i in range(nb):  # the derivation's omega_i, v_i are the table's
+        f.preset(f"omega{i}_", f"\\omega_{{{subs[i]}}}", omega_n[i])
+        f.preset(f"v{i}_", f"v_{{{subs[i]}}}", v_n[i])
+
+    def remainder(base: str, label: str, i: int) -> sm.ImmutableMatrix:
+        """alpha_{r,i} or a_{r,i} in the names of the recursion's terms."""
+        comps = nm.vector(base, f"r,{subs[i]}")
+        form = f.formula(f"{label}{i}_")
+        f.preset(f"{label}{i}_", f"{base}_{{r,{subs[i]}}}", comps)
+        nm.define(comps, form.value)
+        kin.append((f"{base}_{{r,{subs[i]}}}", form))
+        return comps
 
     for i in range(nb):
         point("o", i, kin)  # joint i's point (joint i carries body i)
@@ -591,23 +889,22 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
             sm.zeros(3, 1),
         )
         kin.append((f"\\omega_{{{subs[i]}}}", form))
-        omega.append(nm.vector("\\omega", subs[i], form.value))
+        nm.define(omega_n[i], form.value)
+        omega.append(omega_n[i])
         form = _combination(
             [(eom.u[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn],
             sm.zeros(3, 1),
         )
         kin.append((f"v_{{{subs[i]}}}", form))
-        nm.vector("v", subs[i], form.value)
-        a_r, _ = written("\\alpha", f"r,{subs[i]}", der.alpha_r[i])
-        kin.append((f"\\alpha_{{r,{subs[i]}}}", a_r))
+        nm.define(v_n[i], form.value)
+        a_r = remainder("\\alpha", "alpha_r", i)
         form = _combination(
             [(ud[r], f"\\Omega_{{{r + 1}}}", Om[i, r]) for r in moved(i) if (i, r) in Om]
             + [(1, f"\\alpha_{{r,{subs[i]}}}", a_r)]
         )
         kin.append((f"\\alpha_{{{subs[i]}}}", form))
         alpha.append(nm.vector("\\alpha", subs[i], form.value))
-        acc_r, _ = written("a", f"r,{subs[i]}", der.a_r[i])
-        kin.append((f"a_{{r,{subs[i]}}}", acc_r))
+        acc_r = remainder("a", "a_r", i)
         form = _combination(
             [(ud[r], Vn[i, r][0], Vn[i, r][1]) for r in moved(i) if (i, r) in Vn]
             + [(1, f"a_{{r,{subs[i]}}}", acc_r)]
@@ -622,9 +919,39 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         "components) in the partials of stage 2: $\\omega_i = \\sum_r \\Omega_r u_r$, "
         "$v_i = \\sum_r V_{i,r} u_r$, $\\alpha_i = \\sum_r \\Omega_r \\dot u_r + "
         "\\alpha_{r,i}$, $a_i = \\sum_r V_{i,r} \\dot u_r + a_{r,i}$ (remainders "
-        "$\\alpha_{r,i}$, $a_{r,i}$).",
+        "$\\alpha_{r,i}$, $a_{r,i}$).\nThe remainders by the recursion down the tree: "
+        "$\\alpha_{r,i} = \\alpha_{r,i(k)} + \\alpha^{rel}_k$, "
+        "$\\alpha^{rel}_k = \\omega_i \\times \\omega^{rel}_k + R^{NG_o}_k \\dot\\Gamma_k\\sigma_k$, "
+        "$a_{r,i} = \\alpha_{r,i} \\times r_i + \\omega_i \\times v_i + C_k$\n"
+        "(joint k carries body i from its inner body i(k); $\\omega^{rel}_k$, $w_k$: the "
+        "joint's relative angular velocity and slide velocity, $\\tau_k$: the velocity "
+        "terms $v_i = \\omega_i \\times r_i + \\tau_k$ that do not turn with body i,\n"
+        "$v_{o,k}$: the velocity of the joint point).",
         kin,
         start,
+        [lhs for lhs, v in kin if isinstance(v, Formula) and lhs[0] not in "or"],
+        [
+            (
+                "body $i$",
+                "joint $k$ (inner body $i(k)$)",
+                "$\\Omega_r$ in $\\omega_i$, $\\alpha_i$: $r =$",
+                "$V_{i,r}$ in $v_i$, $a_i$",
+            ),
+            *[
+                (
+                    f"${subs[i]}$",
+                    f"$\\mathrm{{{_escape(model.joints[i].name)}}}$ ("
+                    + (
+                        f"${subs[int(model.layout.parent[i])]}$)"
+                        if model.layout.parent[i] >= 0
+                        else "N)"
+                    ),
+                    _ranges([r + 1 for r in moved(i) if (i, r) in Om]),
+                    _v_names(i),
+                )
+                for i in range(nb)
+            ],
+        ],  # fmt: skip
     )
 
     start = len(f.where)
@@ -645,6 +972,17 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         shown = f.own(column, name)
         nm.define(name, shown)
         par.append((lhs, shown))
+    arms = {(c[0], int(lhs.rsplit(",", 1)[1].rstrip("}")) - 1) for lhs, _, c in columns
+            if isinstance(c, tuple)}  # fmt: skip
+
+    def _by_joint(i: int) -> dict[int, list[int]]:
+        """Body i's speeds r whose V_{i,r} is Omega_r x (r_i - o_k), by joint k."""
+        out: dict[int, list[int]] = {}
+        for r in range(nu):
+            if (i, r) in arms:
+                out.setdefault(int(model.layout.u_joint[r]), []).append(r + 1)
+        return out
+
     partials = stage(
         "Partial velocities",
         "$\\Omega_r = \\partial\\omega_i/\\partial u_r$ is the same for every body $i$ "
@@ -654,6 +992,21 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         "the slide's axis for a slide speed; given once when bodies share it.",
         par,
         start,
+        [lhs for lhs, v in par if isinstance(v, Formula)],
+        [
+            ("body $i$", "$V_{i,r} = \\Omega_r \\times (r_i - o_k)$ for $r =$ (joint $k$)"),
+            *[
+                (
+                    f"${subs[i]}$",
+                    "; ".join(
+                        f"{_ranges(rs)} ($\\mathrm{{{_escape(model.joints[k].name)}}}$)"
+                        for k, rs in _by_joint(i).items()
+                    ),
+                )
+                for i in range(nb)
+                if _by_joint(i)
+            ],
+        ],  # fmt: skip
     )
 
     # stage 3: forces on each body
@@ -665,8 +1018,14 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         F.append(leaf("F", i, der.F_app[i], forces))
         T.append(leaf("T", i, der.T_app[i], forces))
         I = nm.inertia(b)
-        nm.define_inertia(I, f.own(der.I_N[i], I))
-        forces.append((f"I_{{{b}}}", _inertia_shown(I, nm)))
+        if f"I_N{i}_" in der.tape.groups:  # I_i = R I_B R^T, in the names
+            form = f.formula(f"I_N{i}_")
+            f.preset(f"I_N{i}_", f"I_{{{b}}}", I)
+            nm.define_inertia(I, form.value)
+            forces.append((f"I_{{{b}}}", form))
+        else:
+            nm.define_inertia(I, f.own(der.I_N[i], I))
+            forces.append((f"I_{{{b}}}", _inertia_shown(I, nm)))
         m = eom.masses[i]
         form = _combination([(-m, f"a_{{{b}}}", acc[i])], sm.zeros(3, 1))
         forces.append((f"F^*_{{{b}}}", form))
@@ -689,12 +1048,39 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         "(plus the embedded momentum, when a body has it).",
         forces,
         start,
+        [lhs for lhs, _ in forces if lhs.startswith(("F^*_", "T^*_"))],
+        [
+            ("body $i$", "$m_i$", "$H_i$"),
+            *[
+                (
+                    f"${subs[i]}$",
+                    f"${latex(eom.masses[i])}$",
+                    f"$H_{{{subs[i]}}}$"
+                    if any(e != 0 for e in model.layout.h_embedded[i])
+                    else f"$I_{{{subs[i]}}} \\omega_{{{subs[i]}}}$",
+                )
+                for i in range(nb)
+            ],
+        ],  # fmt: skip
     )
 
     # stage 4: F_r and F*_r row by row, in the names
     start = len(f.where)
     rows: list[tuple[str, Any]] = []
+    acts: list[list] = []
     rotors = bool(rotor_specs(model))
+
+    def _dotted(r: int) -> str:
+        """The bodies of row r, with the name of V_{i,r} when it is another body's."""
+        out = []
+        for i in range(nb):
+            if (i, r) in Vn:
+                own = Vn[i, r][0] == f"V_{{{subs[i]},{r + 1}}}"
+                out.append(f"${subs[i]}$" + ("" if own else f" (${Vn[i, r][0]}$)"))
+            elif (i, r) in Om:
+                out.append(f"${subs[i]}$")
+        return ", ".join(out)
+
     for r in range(n):
         act, ine = [], []
         dots_F: Any = 0
@@ -714,6 +1100,7 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         Q = sm.expand(comp.Fr[r] - dots_F)  # joint springs, dampers and actuators
         if Q != 0:
             act.append((1, f"Q_{{{r + 1}}}", nm.scalar(f"Q_{{{r + 1}}}", f(Q))))
+        acts.append(act)
         rows.append((f"F_{{{r + 1}}}", _combination(act)))
         rows.append((f"F^*_{{{r + 1}}}", f(comp.Fr_star[r]) if rotors else _combination(ine)))
     generalized = stage(
@@ -725,6 +1112,24 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         [(lhs, v) for lhs, v in rows if not (isinstance(v, Formula) and v.terms == ("0",))]
         + [(lhs, v) for lhs, v in rows if isinstance(v, Formula) and v.terms == ("0",)],
         start,
+        [lhs for lhs, _ in rows if not (rotors and lhs.startswith("F^*"))],
+        [
+            (
+                "$r$",
+                "bodies $i$ (with $V_{i,r}$ when named after another body)",
+                "$\\Omega_r$",
+                "$Q_r$",
+            )
+        ]
+        + [
+            (
+                f"${r + 1}$",
+                _dotted(r),
+                "yes" if any((i, r) in Om for i in range(nb)) else "",
+                "yes" if any(lhs == f"Q_{{{r + 1}}}" for _, lhs, _ in acts[r]) else "",
+            )
+            for r in range(n)
+        ],  # fmt: skip
     )
     out = [kinematics, partials, loads, generalized]
     if model.loops:
@@ -764,9 +1169,90 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
             start,
         )
     )
+    out = _fold_alike(out, model)
     label = ", ".join(names) if len(names) <= 4 else f"{len(names)} bodies"
-    order = [*f.where, *nm.defs]
+    order = [(x, v) for x, v in f.where if not isinstance(v, (Formula, sm.MatrixBase))]
+    order += [*f.defs, *nm.defs]
     return Stages(label, tuple(out), tuple(order))
+
+
+def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
+    """Mark each entry and definition of joint k (body k) that reads like one of an
+    earlier joint once the names of the joint, its body, the inner body and the inner
+    body's joint are swapped for the earlier one's (Explorer-1's four antennas): the
+    compact form writes the first and says the others are alike."""
+
+    def forms(name: str) -> list[str]:
+        return sorted({_escape(name), name, name.replace("_", " ")}, key=len, reverse=True)
+
+    joints = [j.name for j in model.joints]
+    bodies = [b.name for b in model.bodies]
+    parent = [int(x) for x in model.layout.parent]
+
+    def owner(lhs: str) -> int | None:
+        for k in range(model.nb):
+            if (
+                f"\\mathrm{{{_escape(joints[k])}}}" in lhs
+                or f"\\mathrm{{{_escape(bodies[k])}}}" in lhs
+            ):
+                return k
+        return None
+
+    def key(k: int, text: str) -> str:
+        roles = [(joints[k], "<K>"), (bodies[k], "<I>")]
+        if parent[k] >= 0:
+            roles += [(bodies[parent[k]], "<P>"), (joints[parent[k]], "<PK>")]
+        for name, role in roles:
+            for form in forms(name):
+                text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])", role, text)
+        return text
+
+    seen: dict[str, int] = {}
+    out = []
+    for st in stages:
+        alike: set[str] = set()
+        kinds: dict[tuple[int, int], list[str]] = {}  # (first, k) -> quantities
+        items = [(lhs, display(lhs, v)) for lhs, v in st.entries if lhs not in st.instances]
+        items += [(latex(x), _where([(x, v)])) for x, v in st.where]
+        for lhs, text in items:
+            k = owner(lhs)
+            if k is None:
+                continue
+            form = key(k, text)
+            first = seen.setdefault(form, k)
+            if first != k:
+                alike.add(lhs)
+                kind = key(k, lhs).replace("\\mathrm{<K>}", "k").replace("\\mathrm{<I>}", "i")
+                kinds.setdefault((first, k), []).append(f"${kind}$")
+        like: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+        for (first, k), ks in kinds.items():
+            like.setdefault((first, tuple(ks)), []).append(k)
+        sentences = [
+            "Written as for joint $k = \\mathrm{"
+            + f"{_escape(joints[first])}}}$ (body $i = \\mathrm{{{_escape(bodies[first])}}}$), "
+            + "with their own names, and not repeated: "
+            + ", ".join(names)
+            + " for "
+            + ", ".join(f"$k = \\mathrm{{{_escape(joints[k])}}}$ ($\\mathrm{{{_escape(bodies[k])}}}$)"
+                        for k in ks)
+            + "."
+            for (first, names), ks in like.items()
+        ]  # fmt: skip
+        out.append(attrs.evolve(st, alike=frozenset(alike), likewise="\n".join(sentences)))
+    return out
+
+
+def _ranges(rs: Sequence[int]) -> str:
+    """``1, 2, 3, 5`` as ``1–3, 5``."""
+    out: list[str] = []
+    k = 0
+    while k < len(rs):
+        j = k
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        out.append(f"{rs[k]}" if j == k else f"{rs[k]}–{rs[j]}")
+        k = j + 1
+    return ", ".join(out)
 
 
 def _shown(nm: _Names, comps: sm.MatrixBase) -> Any:
