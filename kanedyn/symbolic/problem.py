@@ -60,7 +60,7 @@ from kanedyn.errors import ModelError
 from kanedyn.symbolic.auxiliary import auxiliary_equations, check_auxiliary
 from kanedyn.symbolic.components import Components, _Lookup, generalized_forces
 
-__all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear"]
+__all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear", "solve_symmetric"]
 
 _t = dynamicsymbols._t
 
@@ -399,6 +399,98 @@ def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str, checked: bool = False
             X[c, :] = Xb[a, :]
     return X
 
+
+
+def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
+    """``A X = B`` for a symmetric ``A`` by :math:`A = L D L^\\top` without pivoting.
+
+    With the lower triangle of ``A`` only (so ``A`` need be symmetric in value, not in
+    how its entries are written),
+
+    .. math::
+
+        W_{ij} = A_{ij} - \\sum_{k<j} W_{ik} L_{jk}, \\quad d_j = W_{jj}, \\quad
+        L_{ij} = W_{ij} / d_j \\quad (i > j),
+
+        y_i = b_i - \\sum_{k<i} L_{ik} y_k, \\qquad
+        x_i = y_i / d_i - \\sum_{k>i} L_{ki} x_k
+
+    (Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, sec. 4.1.2). Each entry is
+    one sum of products of earlier entries (nothing multiplied out), structural zeros
+    are skipped, and each pivot's reciprocal is formed once.
+    """
+    n = A.rows
+    W = [[A[i, j] if j <= i else None for j in range(n)] for i in range(n)]
+    L: list[list[Any]] = [[sm.S.Zero] * n for _ in range(n)]
+    inv: list[Any] = [None] * n
+    for j in range(n):
+        for i in range(j, n):
+            terms = [-W[i][k] * L[j][k] for k in range(j) if L[j][k] != 0 and W[i][k] != 0]
+            if terms:
+                W[i][j] = sm.Add(W[i][j], *terms)
+        if W[j][j] == 0:
+            raise ModelError(f"{what}: the matrix is singular for every configuration")
+        inv[j] = 1 / W[j][j]
+        for i in range(j + 1, n):
+            if W[i][j] != 0:
+                L[i][j] = W[i][j] * inv[j]
+    X = sm.zeros(n, B.cols)
+    for c in range(B.cols):
+        y: list[Any] = []
+        for i in range(n):
+            y.append(sm.Add(B[i, c], *[-L[i][k] * y[k] for k in range(i) if L[i][k] != 0]))
+        x: list[Any] = [sm.S.Zero] * n
+        for i in reversed(range(n)):
+            x[i] = sm.Add(y[i] * inv[i], *[-L[k][i] * x[k] for k in range(i + 1, n) if L[k][i] != 0])
+        for i in range(n):
+            X[i, c] = x[i]
+    return X
+
+
+def solve_symmetric(A: sm.Matrix, B: sm.Matrix, *, what: str = "the mass matrix") -> sm.Matrix:
+    """Solve ``A X = B`` for a symmetric positive definite symbolic ``A`` (a mass matrix).
+
+    ``A`` is split into its independent diagonal blocks (the nonzero pattern) and each
+    block is factored as :math:`L D L^\\top` without pivoting (:func:`_ldl_solve`). For
+    a positive definite ``A`` the pivots are :math:`d_k = \\Delta_k / \\Delta_{k-1}`,
+    the ratios of its leading principal minors, which are positive: so no pivot
+    vanishes where ``A`` is regular, the 0/0 hazard of a symbolic LU with pivoting on a
+    general matrix (sympy issue #9641) cannot occur, and no pivot has to be tested for
+    zero. A mass matrix is positive definite wherever the speeds are independent: it
+    is the matrix of the kinetic energy :math:`T = \\tfrac12 u^\\top M u`
+    (:math:`\\tilde M = T^\\top M T` after eliminating dependent speeds).
+
+    Only the lower triangle of ``A`` is read. The result is explicit (in the symbols
+    of ``A`` and ``B``), and nothing is expanded or simplified. For a general
+    (unsymmetric or indefinite) matrix use :func:`solve_linear`.
+
+    Parameters
+    ----------
+    A : Matrix, (n, n)
+        Symmetric and positive definite for the values of its symbols of interest.
+    B : Matrix, (n, k)
+    what : str
+        Names the system in the error message.
+
+    Raises
+    ------
+    ModelError
+        If ``A`` is not square, or a pivot is identically zero (``A`` singular).
+    """
+    n = A.rows
+    if A.cols != n or B.rows != n:
+        raise ModelError(f"{what}: the system is {A.rows} x {A.cols} with {B.rows} rows")
+    X = sm.zeros(n, B.cols)
+    cols = list(range(B.cols))
+    for rows, rows_c in _blocks(A):
+        if len(rows) != len(rows_c):
+            raise ModelError(f"{what}: the matrix is structurally singular")
+        if rows != rows_c:
+            raise ModelError(f"{what}: the nonzero pattern is not symmetric")
+        Xb = _ldl_solve(A.extract(rows, rows), B.extract(rows, cols), what)
+        for a, r in enumerate(rows):
+            X[r, :] = Xb[a, :]
+    return X
 
 def _linear_coefficients(exprs: sm.Matrix, xs: Sequence, *, what: str, of: str) -> sm.Matrix:
     """Jacobian of ``exprs`` with respect to ``xs``; raise unless it is free of ``xs``."""
@@ -1015,6 +1107,22 @@ class KaneProblem:
         lambdifying this matrix.
         """
         return self._reduced["forcing"]
+
+    @functools.cached_property
+    def _solution(self) -> sm.Matrix:
+        return solve_symmetric(self.mass_matrix, self.forcing, what="the mass matrix")
+
+    def solve(self) -> sm.Matrix:
+        """The explicit accelerations :math:`\\dot u_i = \\tilde M^{-1}\\,\\mathrm{forcing}`,
+        shape (n_ind, 1), in the order of ``u_ind``.
+
+        :math:`\\tilde M` is symmetric positive definite (the matrix of the kinetic
+        energy in the independent speeds), so the solve is an :math:`L D L^\\top`
+        factorization without pivoting (:func:`solve_symmetric`), whose pivots vanish only
+        where :math:`\\tilde M` is singular. Nothing is expanded or simplified; the
+        result is formed once and kept. For numbers at a state, :meth:`rhs` is cheaper.
+        """
+        return self._solution
 
     @functools.cached_property
     def mass_matrix_full(self) -> sm.Matrix:
