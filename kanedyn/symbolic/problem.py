@@ -400,7 +400,6 @@ def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str, checked: bool = False
     return X
 
 
-
 def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
     """``A X = B`` for a symmetric ``A`` by :math:`A = L D L^\\top` without pivoting.
 
@@ -420,7 +419,7 @@ def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
     are skipped, and each pivot's reciprocal is formed once.
     """
     n = A.rows
-    W = [[A[i, j] if j <= i else None for j in range(n)] for i in range(n)]
+    W: list[list[Any]] = [[A[i, j] if j <= i else None for j in range(n)] for i in range(n)]
     L: list[list[Any]] = [[sm.S.Zero] * n for _ in range(n)]
     inv: list[Any] = [None] * n
     for j in range(n):
@@ -441,7 +440,9 @@ def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
             y.append(sm.Add(B[i, c], *[-L[i][k] * y[k] for k in range(i) if L[i][k] != 0]))
         x: list[Any] = [sm.S.Zero] * n
         for i in reversed(range(n)):
-            x[i] = sm.Add(y[i] * inv[i], *[-L[k][i] * x[k] for k in range(i + 1, n) if L[k][i] != 0])
+            x[i] = sm.Add(
+                y[i] * inv[i], *[-L[k][i] * x[k] for k in range(i + 1, n) if L[k][i] != 0]
+            )
         for i in range(n):
             X[i, c] = x[i]
     return X
@@ -491,6 +492,7 @@ def solve_symmetric(A: sm.Matrix, B: sm.Matrix, *, what: str = "the mass matrix"
         for a, r in enumerate(rows):
             X[r, :] = Xb[a, :]
     return X
+
 
 def _linear_coefficients(exprs: sm.Matrix, xs: Sequence, *, what: str, of: str) -> sm.Matrix:
     """Jacobian of ``exprs`` with respect to ``xs``; raise unless it is free of ``xs``."""
