@@ -400,6 +400,54 @@ def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str, checked: bool = False
     return X
 
 
+def _over(num: Any, den: Any) -> Any:
+    """``num / den``: the expression sympy's division gives, formed directly when ``den``
+    is a sum of two terms.
+
+    For such a ``den``, sympy's ``Pow(den, -1)`` asks whether either term is infinite
+    (``Add._eval_power``), and for trigonometric functions of dynamic symbols that one
+    question costs milliseconds, more than a whole 2 x 2 solve. A determinant or pivot
+    of a mass matrix is finite wherever the matrix is, so the answer would not change
+    the result: here the reciprocal is built unevaluated and the product put in
+    sympy's canonical order (``_mulsort``), the same tree the division would give. Any
+    other case is left to sympy.
+    """
+    from sympy.core.mul import _mulsort
+
+    if num == 0:
+        return sm.S.Zero
+    if not (den.is_Add and len(den.args) == 2) or den.is_number or num.is_Number:
+        return num / den
+    coeff, factors = sm.S.One, [num]
+    if num.is_Mul:
+        coeff, rest = num.as_coeff_Mul()
+        factors = list(rest.args) if rest.is_Mul else [rest]
+    if any(f.as_base_exp()[0] == den or f.is_Number for f in factors):
+        return num / den
+    args = [*factors, sm.Pow(den, -1, evaluate=False)]
+    _mulsort(args)
+    if coeff is not sm.S.One:
+        args.insert(0, coeff)
+    return sm.Mul._from_args(args)
+
+
+def _small_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
+    """``A X = B`` for a symmetric 1 x 1 or 2 x 2 ``A`` (lower triangle) by Cramer's rule,
+    :math:`X = \\mathrm{adj}(A)\\,B / \\det A`, one division per entry."""
+    det = A[0, 0] if A.rows == 1 else A[0, 0] * A[1, 1] - A[1, 0] * A[1, 0]
+    if det == 0:
+        raise ModelError(f"{what}: the matrix is singular for every configuration")
+    if A.rows == 1:
+        return B.applyfunc(lambda b: _over(b, det))
+    a, b, c = A[0, 0], A[1, 0], A[1, 1]
+    X = sm.zeros(2, B.cols)
+    for k in range(B.cols):
+        f0, f1 = B[0, k], B[1, k]
+        X[0, k] = _over(c * f0 - b * f1, det)
+        X[1, k] = _over(a * f1 - b * f0, det)
+    return X
+
+
 def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
     """``A X = B`` for a symmetric ``A`` by :math:`A = L D L^\\top` without pivoting.
 
@@ -416,9 +464,12 @@ def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
 
     (Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, sec. 4.1.2). Each entry is
     one sum of products of earlier entries (nothing multiplied out), structural zeros
-    are skipped, and each pivot's reciprocal is formed once.
+    are skipped, and each pivot's reciprocal is formed once. A block of size 1 or 2 is
+    solved by Cramer's rule instead (:func:`_small_solve`).
     """
     n = A.rows
+    if n <= 2:
+        return _small_solve(A, B, what)
     W: list[list[Any]] = [[A[i, j] if j <= i else None for j in range(n)] for i in range(n)]
     L: list[list[Any]] = [[sm.S.Zero] * n for _ in range(n)]
     inv: list[Any] = [None] * n

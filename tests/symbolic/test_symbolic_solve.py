@@ -13,7 +13,7 @@ from sympy.physics import mechanics as me
 import kanedyn as kd
 from kanedyn.symbolic import KaneProblem, lagrange, solve_symmetric
 from kanedyn.symbolic.examples import _constrained_disc, _minimal_disc
-from kanedyn.symbolic.problem import _stand_ins
+from kanedyn.symbolic.problem import _over, _stand_ins
 
 
 def _evaluator(*mats: sm.Matrix):
@@ -164,3 +164,13 @@ def test_solve_symmetric_blocks_and_errors():
         solve_symmetric(sm.Matrix([[a, 0], [0, 0]]), sm.Matrix([1, 1]))
     with pytest.raises(kd.ModelError, match="2 x 3"):
         solve_symmetric(sm.zeros(2, 3), sm.Matrix([1, 1]))
+
+
+def test_over_is_sympys_division():
+    """The directly formed quotient is the very tree sympy's division gives."""
+    a, b, c = sm.symbols("a b c", positive=True)
+    q = me.dynamicsymbols("q")
+    den = a * b - c**2 * sm.cos(q) ** 2
+    for num in (a + sm.sin(q), -3 * a * c * sm.sin(q), 2 * sm.cos(q), c, a * den, den, 0, 5):
+        assert _over(sm.sympify(num), den) == sm.sympify(num) / den
+    assert _over(a + b, a + b + c) == (a + b) / (a + b + c)
