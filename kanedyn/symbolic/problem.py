@@ -431,10 +431,27 @@ def _over(num: Any, den: Any) -> Any:
     return sm.Mul._from_args(args)
 
 
+def _det2(a: Any, b: Any, c: Any) -> Any:
+    """``a c - b²``, the expression sympy gives, without its infinity query on squaring a
+    two-term ``b`` (see :func:`_over`): the square is built unevaluated and the sum put
+    in sympy's canonical order (``_addsort``) when its two terms cannot combine."""
+    from sympy.core.add import _addsort
+
+    ac = a * c
+    if not (b.is_Add and len(b.args) == 2) or b.is_number or ac.is_Add or ac.is_Number:
+        return ac - b * b
+    sq = sm.Pow(b, 2, evaluate=False)
+    if ac.as_coeff_Mul()[1] == sq:
+        return ac - b * b
+    terms = [ac, sm.Mul._from_args((sm.S.NegativeOne, sq))]
+    _addsort(terms)
+    return sm.Add._from_args(terms)
+
+
 def _small_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
     """``A X = B`` for a symmetric 1 x 1 or 2 x 2 ``A`` (lower triangle) by Cramer's rule,
     :math:`X = \\mathrm{adj}(A)\\,B / \\det A`, one division per entry."""
-    det = A[0, 0] if A.rows == 1 else A[0, 0] * A[1, 1] - A[1, 0] * A[1, 0]
+    det = A[0, 0] if A.rows == 1 else _det2(A[0, 0], A[1, 0], A[1, 1])
     if det == 0:
         raise ModelError(f"{what}: the matrix is singular for every configuration")
     if A.rows == 1:

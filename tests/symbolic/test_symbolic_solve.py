@@ -13,7 +13,7 @@ from sympy.physics import mechanics as me
 import kanedyn as kd
 from kanedyn.symbolic import KaneProblem, lagrange, solve_symmetric
 from kanedyn.symbolic.examples import _constrained_disc, _minimal_disc
-from kanedyn.symbolic.problem import _over, _stand_ins
+from kanedyn.symbolic.problem import _det2, _over, _stand_ins
 
 
 def _evaluator(*mats: sm.Matrix):
@@ -174,3 +174,13 @@ def test_over_is_sympys_division():
     for num in (a + sm.sin(q), -3 * a * c * sm.sin(q), 2 * sm.cos(q), c, a * den, den, 0, 5):
         assert _over(sm.sympify(num), den) == sm.sympify(num) / den
     assert _over(a + b, a + b + c) == (a + b) / (a + b + c)
+
+
+def test_det2_is_sympys_determinant():
+    a, b, c = sm.symbols("a b c", positive=True)
+    q = me.dynamicsymbols("q")
+    two = a * sm.sin(q) - b * sm.cos(q) ** 2  # a two-term off-diagonal entry
+    for x, y, z in ((a + b, two, c * a), (a, two, a), (two, two, two), (3, two, c),
+                    (a * two, two, two), (a, b * c, a + c), (2, a + b, 3)):  # fmt: skip
+        x, y, z = map(sm.sympify, (x, y, z))
+        assert _det2(x, y, z) == x * z - y * y
