@@ -309,12 +309,6 @@ class LagrangeEquations:
         Link Jacobians of each body (eqs. 2-2 to 2-4): ``v_ci = J_L q̇``, ``ω_i = J_A q̇``.
     H : sympy.Matrix, (n, n)
         Inertia matrix (eq. 2-7), ``T = ½ q̇ᵀ H q̇``.
-    christoffel : sympy.Array, (n, n, n)
-        ``h_ijk = ∂H_ij/∂q_k - ½ ∂H_jk/∂q_i`` (eq. 2-11), built on request (a
-        property; the equations use the compact ``C``).
-    C : sympy.Matrix, (n, 1)
-        Centrifugal and Coriolis terms ``C_i = Σ_jk h_ijk q̇_j q̇_k``, written out from
-        the compact form (a property).
     intermediates : tuple of (sympy.Dummy, sympy.Expr)
         Named intermediates of the compact forcing, in definition order: the entries of
         ``J_L``, ``J_A``, ``I_N``, their rates and the body velocities
@@ -332,6 +326,11 @@ class LagrangeEquations:
         gyroscopic torque of embedded rotors.
     kinetic_energy, potential_energy : sympy.Expr
         ``T = ½ q̇ᵀ H q̇`` and ``U`` (gravity only; springs are in ``Q``).
+
+    The Christoffel symbols ``h_ijk`` (:attr:`christoffel`, built on request; the
+    equations use the compact ``C``), the centrifugal and Coriolis terms ``C`` written
+    out (:attr:`C`) and the explicit accelerations (:meth:`solve`) are properties and
+    methods below.
     """
 
     model: Model
