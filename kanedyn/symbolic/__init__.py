@@ -25,7 +25,13 @@ from kanedyn.symbolic.kane import CompactEquations, KaneEquations, kane
 from kanedyn.symbolic.lagrange import LagrangeEquations, generalized_symbols, lagrange
 from kanedyn.symbolic.linearize import Linearization, linearize
 from kanedyn.symbolic.parameters import symbolic_parameters
-from kanedyn.symbolic.problem import KaneProblem, Mass, RawEquations, solve_linear
+from kanedyn.symbolic.problem import (
+    KaneProblem,
+    Mass,
+    RawEquations,
+    solve_linear,
+    solve_symmetric,
+)
 from kanedyn.symbolic.stages import Stage, Stages
 
 __all__ = [
@@ -51,6 +57,7 @@ __all__ = [
     "linearize",
     "rolling_disc",
     "solve_linear",
+    "solve_symmetric",
     "Stage",
     "Stages",
     "symbolic_parameters",

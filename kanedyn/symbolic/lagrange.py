@@ -76,7 +76,9 @@ from kanedyn.model import Model
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
+from kanedyn.symbolic.components import directional
 from kanedyn.symbolic.loads import read_loads
+from kanedyn.symbolic.problem import solve_symmetric
 
 __all__ = ["LagrangeEquations", "generalized_symbols", "lagrange"]
 
@@ -117,15 +119,43 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
     return sm.Matrix(q_rot + q_trn), sm.Matrix(u_rot + u_trn)
 
 
+class _Partials:
+    """``∂A/∂x`` entry by entry, by forward-mode differentiation
+    (:func:`kanedyn.symbolic.components.directional`) with one memo per symbol x, so a
+    subexpression shared by several entries, bodies or matrices is differentiated once
+    (``Matrix.diff`` and ``jacobian`` go through sympy's ``Derivative`` for every node)."""
+
+    def __init__(self) -> None:
+        self._memo: dict = {}
+
+    def __call__(self, A: Any, x: sm.Symbol) -> Any:
+        memo = self._memo.setdefault(x, {})
+        if isinstance(A, sm.MatrixBase):
+            return sm.Matrix(A.rows, A.cols, [directional(e, {x: sm.S.One}, memo) for e in A])
+        return directional(A, {x: sm.S.One}, memo)
+
+    def jacobian(self, r: sm.Matrix, q: Sequence) -> sm.Matrix:
+        """``∂r/∂q`` of a column ``r``, shape (len(r), len(q))."""
+        cols = [self(r, x) for x in q]
+        return sm.Matrix.hstack(*cols) if cols else sm.zeros(r.rows, 0)
+
+
 def _inertia_matrix_rate(
-    qk: sm.Symbol, mass: Sequence, J_L: Sequence, J_A: Sequence, R: Sequence, I_B: Sequence
+    qk: sm.Symbol,
+    mass: Sequence,
+    J_L: Sequence,
+    J_A: Sequence,
+    R: Sequence,
+    I_B: Sequence,
+    partial: _Partials | None = None,
 ) -> sm.Matrix:
     """``∂H/∂q_k`` of ``H = Σ m J_Lᵀ J_L + J_Aᵀ R I Rᵀ J_A`` (eq. 2-7) by the product rule,
     differentiating only the factors (positions, axes, attitudes), not the large ``H``."""
+    partial = _Partials() if partial is None else partial
     n = J_L[0].cols
     out = sm.zeros(n, n)
     for i in range(len(mass)):
-        dJL, dJA, dR = J_L[i].diff(qk), J_A[i].diff(qk), R[i].diff(qk)
+        dJL, dJA, dR = partial(J_L[i], qk), partial(J_A[i], qk), partial(R[i], qk)
         I_N = R[i] * I_B[i] * R[i].T
         dI_N = dR * I_B[i] * R[i].T
         dI_N = dI_N + dI_N.T
@@ -136,7 +166,14 @@ def _inertia_matrix_rate(
 
 
 def _coriolis(
-    q: sm.Matrix, u: sm.Matrix, mass: list, J_L: list, J_A: list, R: list, I_B: list
+    q: sm.Matrix,
+    u: sm.Matrix,
+    mass: list,
+    J_L: list,
+    J_A: list,
+    R: list,
+    I_B: list,
+    partial: _Partials | None = None,
 ) -> tuple[list[tuple[sm.Dummy, sm.Expr]], sm.Matrix]:
     """``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q`` (the Christoffel terms of eq. 2-11, summed) by the
     product rule on the body velocities, as short expressions in named intermediates.
@@ -161,6 +198,7 @@ def _coriolis(
     from kanedyn.symbolic.kane import _Tape
 
     t = _Tape()
+    partial = _Partials() if partial is None else partial
     n = len(q)
     Hd_u = [sm.Integer(0)] * n  # Ḣ q̇
     dT = [sm.Integer(0)] * n  # ∂(q̇ᵀ H q̇)/∂q
@@ -194,8 +232,8 @@ def _coriolis(
             if qk not in free:
                 d.append(zero)
                 continue
-            dI = R[i].diff(qk) * I_B[i] * R[i].T
-            d.append((J_L[i].diff(qk), J_A[i].diff(qk), dI + dI.T))
+            dI = partial(R[i], qk) * I_B[i] * R[i].T
+            d.append((partial(J_L[i], qk), partial(J_A[i], qk), dI + dI.T))
         JLd, JAd, INd = (rate([x[c] for x in d], f"{lab}{i}_")
                          for c, lab in enumerate(("JLd", "JAd", "INd")))  # fmt: skip
         aL, aA = lin(JLd, ul, f"aL{i}_"), lin(JAd, ul, f"aA{i}_")
@@ -288,6 +326,11 @@ class LagrangeEquations:
         gyroscopic torque of embedded rotors.
     kinetic_energy, potential_energy : sympy.Expr
         ``T = ½ q̇ᵀ H q̇`` and ``U`` (gravity only; springs are in ``Q``).
+
+    The Christoffel symbols ``h_ijk`` (:attr:`christoffel`, built on request; the
+    equations use the compact ``C``), the centrifugal and Coriolis terms ``C`` written
+    out (:attr:`C`) and the explicit accelerations (:meth:`solve`) are properties and
+    methods below.
     """
 
     model: Model
@@ -304,6 +347,7 @@ class LagrangeEquations:
     charts: dict = attrs.field(factory=dict)
     intermediates: tuple[tuple[sm.Dummy, sm.Expr], ...] = ()
     compact_C: sm.ImmutableMatrix = attrs.field(factory=lambda: sm.ImmutableMatrix([]))
+    _cache: dict = attrs.field(factory=dict, init=False, repr=False)
 
     @property
     def christoffel(self) -> sm.Array:
@@ -314,7 +358,9 @@ class LagrangeEquations:
         lay = self.model.layout
         mass = [exact(m) for m in lay.mass]
         I_B = [_matrix(lay.inertia[i]) for i in range(self.model.nb)]
-        dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B) for qk in self.q]
+        partial = _Partials()
+        dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B, partial)
+              for qk in self.q]  # fmt: skip
         n = len(self.q)
         h = sm.MutableDenseNDimArray.zeros(n, n, n)
         for a in range(n):
@@ -327,8 +373,10 @@ class LagrangeEquations:
     def C(self) -> sm.Matrix:
         """The centrifugal and Coriolis terms (n, 1),
         ``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q = Σ_jk h_ijk q̇_j q̇_k``, written out (the compact
-        form's names substituted back, in order)."""
-        return sm.Matrix(self.explicit(self.compact_C))
+        form's names substituted back, in order; formed once and kept)."""
+        if "C" not in self._cache:
+            self._cache["C"] = sm.ImmutableMatrix(self.explicit(self.compact_C))
+        return sm.Matrix(self._cache["C"])
 
     @property
     def compact_forcing(self) -> sm.Matrix:
@@ -351,6 +399,21 @@ class LagrangeEquations:
     def forcing(self) -> sm.Matrix:
         """``Q - G - C``: the right side of ``mass_matrix · d/dt(u) = forcing``."""
         return self.Q - self.G - self.C
+
+    def solve(self) -> sm.Matrix:
+        """The explicit accelerations ``q̈ = H⁻¹ (Q - G - C)``, shape (n, 1), in the
+        order of ``q``.
+
+        ``H`` is symmetric positive definite (the matrix of the kinetic energy), so the
+        solve is an ``L D Lᵀ`` factorization without pivoting
+        (:func:`kanedyn.symbolic.problem.solve_symmetric`), whose pivots vanish only
+        where ``H`` is singular (a chart's singularity, for a spherical joint). Nothing
+        is expanded or simplified; the result is formed once and kept.
+        """
+        if "solve" not in self._cache:
+            X = solve_symmetric(self.H, self.forcing, what="lagrange: the inertia matrix H")
+            self._cache["solve"] = sm.ImmutableMatrix(X)
+        return sm.Matrix(self._cache["solve"])
 
     @property
     def kinetic_energy(self) -> sm.Expr:
@@ -493,7 +556,8 @@ def lagrange(
         J_A.append(J_Ai)
 
     # link Jacobians and the inertia matrix (2-2 .. 2-8)
-    J_L = [r.jacobian(q) for r in r_c]
+    partial = _Partials()
+    J_L = [partial.jacobian(r, q) for r in r_c]
     mass = [exact(m) for m in lay.mass]
     H = sm.zeros(n, n)
     I_B = [_matrix(lay.inertia[i]) for i in range(model.nb)]
@@ -503,12 +567,12 @@ def lagrange(
     H = H.applyfunc(lambda e: tidy(sm.expand(e)) if simplify else e)
 
     # C = Σ_jk h_ijk q̇_j q̇_k, by the product rule on the velocities (compact)
-    defs, C = _coriolis(q, u, mass, J_L, J_A, R_N_B, I_B)
+    defs, C = _coriolis(q, u, mass, J_L, J_A, R_N_B, I_B, partial)
 
     # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
     g = _matrix(model.gravity)
     U = -sum((mass[i] * (g.T * r_c[i])[0, 0] for i in range(model.nb)), sm.Integer(0))
-    G = sm.Matrix([tidy(sm.diff(U, qr)) for qr in q])
+    G = sm.Matrix([tidy(partial(U, qr)) for qr in q])
 
     # generalized forces (2-10): springs, dampers, joint torques, body loads, rotors
     q_layout = np.zeros(model.nq, dtype=object)  # the joint model's coordinates
@@ -534,7 +598,7 @@ def lagrange(
         Q[r] += tau
     for f in loads.forces:  # the Jacobian of the application point (eq. 2-10)
         at = r_c[f.body] if f.point is None else p_B[f.body] + R_N_B[f.body] * f.point
-        Q += at.jacobian(q).T * f.F
+        Q += partial.jacobian(at, q).T * f.F
     for i, T in loads.torques:
         Q += J_A[i].T * T
     for i in range(model.nb):

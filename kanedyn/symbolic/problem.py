@@ -60,7 +60,7 @@ from kanedyn.errors import ModelError
 from kanedyn.symbolic.auxiliary import auxiliary_equations, check_auxiliary
 from kanedyn.symbolic.components import Components, _Lookup, generalized_forces
 
-__all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear"]
+__all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear", "solve_symmetric"]
 
 _t = dynamicsymbols._t
 
@@ -397,6 +397,168 @@ def solve_linear(A: sm.Matrix, B: sm.Matrix, *, what: str, checked: bool = False
             Xb = Ab.LUsolve(Bb)
         for a, c in enumerate(cols):
             X[c, :] = Xb[a, :]
+    return X
+
+
+def _over(num: Any, den: Any) -> Any:
+    """``num / den``: the expression sympy's division gives, formed directly when ``den``
+    is a sum of two terms.
+
+    For such a ``den``, sympy's ``Pow(den, -1)`` asks whether either term is infinite
+    (``Add._eval_power``), and for trigonometric functions of dynamic symbols that one
+    question costs milliseconds, more than a whole 2 x 2 solve. A determinant or pivot
+    of a mass matrix is finite wherever the matrix is, so the answer would not change
+    the result: here the reciprocal is built unevaluated and the product put in
+    sympy's canonical order (``_mulsort``), the same tree the division would give. Any
+    other case is left to sympy.
+    """
+    from sympy.core.mul import _mulsort
+
+    if num == 0:
+        return sm.S.Zero
+    if not (den.is_Add and len(den.args) == 2) or den.is_number or num.is_Number:
+        return num / den
+    coeff, factors = sm.S.One, [num]
+    if num.is_Mul:
+        coeff, rest = num.as_coeff_Mul()
+        factors = list(rest.args) if rest.is_Mul else [rest]
+    if any(f.as_base_exp()[0] == den or f.is_Number for f in factors):
+        return num / den
+    args = [*factors, sm.Pow(den, -1, evaluate=False)]
+    _mulsort(args)
+    if coeff is not sm.S.One:
+        args.insert(0, coeff)
+    return sm.Mul._from_args(args)
+
+
+def _det2(a: Any, b: Any, c: Any) -> Any:
+    """``a c - b²``, the expression sympy gives, without its infinity query on squaring a
+    two-term ``b`` (see :func:`_over`): the square is built unevaluated and the sum put
+    in sympy's canonical order (``_addsort``) when its two terms cannot combine."""
+    from sympy.core.add import _addsort
+
+    ac = a * c
+    if not (b.is_Add and len(b.args) == 2) or b.is_number or ac.is_Add or ac.is_Number:
+        return ac - b * b
+    sq = sm.Pow(b, 2, evaluate=False)
+    if ac.as_coeff_Mul()[1] == sq:
+        return ac - b * b
+    terms = [ac, sm.Mul._from_args((sm.S.NegativeOne, sq))]
+    _addsort(terms)
+    return sm.Add._from_args(terms)
+
+
+def _small_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
+    """``A X = B`` for a symmetric 1 x 1 or 2 x 2 ``A`` (lower triangle) by Cramer's rule,
+    :math:`X = \\mathrm{adj}(A)\\,B / \\det A`, one division per entry."""
+    det = A[0, 0] if A.rows == 1 else _det2(A[0, 0], A[1, 0], A[1, 1])
+    if det == 0:
+        raise ModelError(f"{what}: the matrix is singular for every configuration")
+    if A.rows == 1:
+        return B.applyfunc(lambda b: _over(b, det))
+    a, b, c = A[0, 0], A[1, 0], A[1, 1]
+    X = sm.zeros(2, B.cols)
+    for k in range(B.cols):
+        f0, f1 = B[0, k], B[1, k]
+        X[0, k] = _over(c * f0 - b * f1, det)
+        X[1, k] = _over(a * f1 - b * f0, det)
+    return X
+
+
+def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
+    """``A X = B`` for a symmetric ``A`` by :math:`A = L D L^\\top` without pivoting.
+
+    With the lower triangle of ``A`` only (so ``A`` need be symmetric in value, not in
+    how its entries are written),
+
+    .. math::
+
+        W_{ij} = A_{ij} - \\sum_{k<j} W_{ik} L_{jk}, \\quad d_j = W_{jj}, \\quad
+        L_{ij} = W_{ij} / d_j \\quad (i > j),
+
+        y_i = b_i - \\sum_{k<i} L_{ik} y_k, \\qquad
+        x_i = y_i / d_i - \\sum_{k>i} L_{ki} x_k
+
+    (Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, sec. 4.1.2). Each entry is
+    one sum of products of earlier entries (nothing multiplied out), structural zeros
+    are skipped, and each pivot's reciprocal is formed once. A block of size 1 or 2 is
+    solved by Cramer's rule instead (:func:`_small_solve`).
+    """
+    n = A.rows
+    if n <= 2:
+        return _small_solve(A, B, what)
+    W: list[list[Any]] = [[A[i, j] if j <= i else None for j in range(n)] for i in range(n)]
+    L: list[list[Any]] = [[sm.S.Zero] * n for _ in range(n)]
+    inv: list[Any] = [None] * n
+    for j in range(n):
+        for i in range(j, n):
+            terms = [-W[i][k] * L[j][k] for k in range(j) if L[j][k] != 0 and W[i][k] != 0]
+            if terms:
+                W[i][j] = sm.Add(W[i][j], *terms)
+        if W[j][j] == 0:
+            raise ModelError(f"{what}: the matrix is singular for every configuration")
+        inv[j] = 1 / W[j][j]
+        for i in range(j + 1, n):
+            if W[i][j] != 0:
+                L[i][j] = W[i][j] * inv[j]
+    X = sm.zeros(n, B.cols)
+    for c in range(B.cols):
+        y: list[Any] = []
+        for i in range(n):
+            y.append(sm.Add(B[i, c], *[-L[i][k] * y[k] for k in range(i) if L[i][k] != 0]))
+        x: list[Any] = [sm.S.Zero] * n
+        for i in reversed(range(n)):
+            x[i] = sm.Add(
+                y[i] * inv[i], *[-L[k][i] * x[k] for k in range(i + 1, n) if L[k][i] != 0]
+            )
+        for i in range(n):
+            X[i, c] = x[i]
+    return X
+
+
+def solve_symmetric(A: sm.Matrix, B: sm.Matrix, *, what: str = "the mass matrix") -> sm.Matrix:
+    """Solve ``A X = B`` for a symmetric positive definite symbolic ``A`` (a mass matrix).
+
+    ``A`` is split into its independent diagonal blocks (the nonzero pattern) and each
+    block is factored as :math:`L D L^\\top` without pivoting (:func:`_ldl_solve`). For
+    a positive definite ``A`` the pivots are :math:`d_k = \\Delta_k / \\Delta_{k-1}`,
+    the ratios of its leading principal minors, which are positive: so no pivot
+    vanishes where ``A`` is regular, the 0/0 hazard of a symbolic LU with pivoting on a
+    general matrix (sympy issue #9641) cannot occur, and no pivot has to be tested for
+    zero. A mass matrix is positive definite wherever the speeds are independent: it
+    is the matrix of the kinetic energy :math:`T = \\tfrac12 u^\\top M u`
+    (:math:`\\tilde M = T^\\top M T` after eliminating dependent speeds).
+
+    Only the lower triangle of ``A`` is read. The result is explicit (in the symbols
+    of ``A`` and ``B``), and nothing is expanded or simplified. For a general
+    (unsymmetric or indefinite) matrix use :func:`solve_linear`.
+
+    Parameters
+    ----------
+    A : Matrix, (n, n)
+        Symmetric and positive definite for the values of its symbols of interest.
+    B : Matrix, (n, k)
+    what : str
+        Names the system in the error message.
+
+    Raises
+    ------
+    ModelError
+        If ``A`` is not square, or a pivot is identically zero (``A`` singular).
+    """
+    n = A.rows
+    if A.cols != n or B.rows != n:
+        raise ModelError(f"{what}: the system is {A.rows} x {A.cols} with {B.rows} rows")
+    X = sm.zeros(n, B.cols)
+    cols = list(range(B.cols))
+    for rows, rows_c in _blocks(A):
+        if len(rows) != len(rows_c):
+            raise ModelError(f"{what}: the matrix is structurally singular")
+        if rows != rows_c:
+            raise ModelError(f"{what}: the nonzero pattern is not symmetric")
+        Xb = _ldl_solve(A.extract(rows, rows), B.extract(rows, cols), what)
+        for a, r in enumerate(rows):
+            X[r, :] = Xb[a, :]
     return X
 
 
@@ -1015,6 +1177,22 @@ class KaneProblem:
         lambdifying this matrix.
         """
         return self._reduced["forcing"]
+
+    @functools.cached_property
+    def _solution(self) -> sm.Matrix:
+        return solve_symmetric(self.mass_matrix, self.forcing, what="the mass matrix")
+
+    def solve(self) -> sm.Matrix:
+        """The explicit accelerations :math:`\\dot u_i = \\tilde M^{-1}\\,\\mathrm{forcing}`,
+        shape (n_ind, 1), in the order of ``u_ind``.
+
+        :math:`\\tilde M` is symmetric positive definite (the matrix of the kinetic
+        energy in the independent speeds), so the solve is an :math:`L D L^\\top`
+        factorization without pivoting (:func:`solve_symmetric`), whose pivots vanish only
+        where :math:`\\tilde M` is singular. Nothing is expanded or simplified; the
+        result is formed once and kept. For numbers at a state, :meth:`rhs` is cheaper.
+        """
+        return self._solution
 
     @functools.cached_property
     def mass_matrix_full(self) -> sm.Matrix:
