@@ -2,8 +2,9 @@
 
 Oracles: kanedyn's rotation-vector map (quat_to_rotvec of dcm_to_quat), Kane's energy
 of the same state (kd.kinetic_energy + kd.potential_energy, whose spring potential is
-½ φᵀKφ), central differences, the discrete dissipation recomputed here from the output
-quaternions, and RK4 runs of Kane's equations at small steps.
+½ φᵀKφ), central differences (of φ, and of the discrete force for its Newton tangent),
+the discrete dissipation recomputed here from the output quaternions, and RK4 runs of
+Kane's equations at small steps.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.simulation.conserving import redundant, run, to_redundant
+from kanedyn.simulation.conserving import step as em_step
 from kanedyn.simulation.conserving.spherical import rotation_vector
 from kanedyn.spatial import rotation as rot
 
@@ -20,7 +22,7 @@ K = np.array([3.0, 5.0, 2.0])
 C = np.array([0.4, 0.2, 0.3])
 
 
-def ball_pair(damped: bool = False, gravity=(0.0, 0.0, 0.0)) -> kd.Model:
+def ball_pair(damped: bool = False, gravity=(0.0, 0.0, 0.0), k=K, c=C) -> kd.Model:
     """A free hub and a body on a spherical joint with an anisotropic spring (and
     damper), offset joint points, rotated joint frames and products of inertia."""
     I, R = kd.inertia_tensor, kd.euler_to_dcm
@@ -33,16 +35,16 @@ def ball_pair(damped: bool = False, gravity=(0.0, 0.0, 0.0)) -> kd.Model:
         kd.Joint.spherical(
             "ball", "hub", "arm", inner_point=(0.5, 0.2, -0.1), outer_point=(-0.1, 0.0, 0.05),
             inner_rotation=R("312", (0.3, -0.2, 0.5)), outer_rotation=R("123", (0.1, 0.2, -0.3)),
-            stiffness=K, damping=C if damped else np.zeros(3),
+            stiffness=k, damping=c if damped else np.zeros(3),
         ),
     ]  # fmt: skip
     return kd.Model(bodies, joints, gravity=gravity)
 
 
-def ball_state(m: kd.Model) -> kd.State:
+def ball_state(m: kd.Model, phi=(0.6, -0.4, 0.9)) -> kd.State:
     s = m.set_joint(m.initial_state(), "root", rates=(0.2, -0.1, 0.3),
                     displacement_rates=(0.1, 0.0, -0.05))  # fmt: skip
-    q = rot.rotvec_to_quat(np.array([0.6, -0.4, 0.9]))
+    q = rot.rotvec_to_quat(np.asarray(phi, float))
     qq, uu = np.array(s.q), np.array(s.u)
     qq[m.coordinates("ball")] = q
     uu[m.speeds("ball")] = (0.5, -0.8, 0.4)
@@ -137,3 +139,74 @@ def test_spherical_spring_converges_to_rk4_at_second_order(damped):
         err.append(np.max(np.abs(dq)))
     assert err[1] < 1e-3
     assert 3.5 < err[0] / err[1] < 4.5
+
+
+def central_jacobian(sph, x0, x1, h, eps):
+    """∂force/∂x1 by fourth-order central differences over the coordinates it uses."""
+    J = np.zeros((x0.size, x0.size))
+
+    def F(y):
+        return sph.force(x0, y, h)[0]
+
+    for j in sph.depends_on:
+        e = np.zeros(x0.size)
+        e[j] = eps
+        J[:, j] = (8.0 * (F(x1 + e) - F(x1 - e)) - (F(x1 + 2 * e) - F(x1 - 2 * e))) / (12 * eps)
+    return J
+
+
+@pytest.mark.parametrize(
+    ("k", "c"),
+    [(K, C), (np.array([7.0, 0.5, 1.5]), np.zeros(3)), (np.zeros(3), np.array([1.0, 0.1, 2.5]))],
+)
+def test_spherical_newton_tangent_is_the_derivative_of_the_force(k, c):
+    """SphericalSprings.jacobian against central differences of SphericalSprings.force:
+    at random points off the constraint manifold; with the mean relative rotation zero
+    (Π̄ symmetric: the small-|s| series of φ); and at x1 = x0 (|ΔΠ| = 0: D = ∇Ṽ(Π̄),
+    where the differences straddle both of Gonzalez's branches)."""
+    m = ball_pair(damped=True, k=k, c=c)
+    red = redundant(m)
+    sph = red.spherical
+    h = 0.05
+    rng = np.random.default_rng(17)
+    x, v = to_redundant(red, ball_state(m))
+    cases = []
+    for _ in range(3):
+        x0 = x + 0.02 * rng.standard_normal(red.nx)
+        cases.append((x0, x0 + h * v + 0.02 * rng.standard_normal(red.nx), 1e-4))
+    a = np.array([0.3, -0.2, 0.25])
+    xa, _ = to_redundant(red, ball_state(m, -a))
+    xb, _ = to_redundant(red, ball_state(m, a))
+    P = sph.Pi[0]
+    Pbar = 0.5 * (sph.inv(xa)[P] + sph.inv(xb)[P])
+    assert np.max(np.abs(Pbar - Pbar.T)) < 1e-15  # s(Π̄) = 0: the series branch
+    cases += [(xa, xb, 1e-4), (xa, xb + 1e-9 * rng.standard_normal(red.nx), 1e-4)]
+    cases.append((x, x.copy(), 1e-3))
+    for x0, x1, eps in cases:
+        J = sph.jacobian(x0, x1, h)
+        fd = central_jacobian(sph, x0, x1, h, eps)
+        assert np.max(np.abs(fd)) > 0.1
+        np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(fd)))
+
+
+def test_spherical_newton_converges_quadratically(monkeypatch):
+    """The Newton residuals of one step with spring and damper: r_{k+1} <= r_k²
+    (residuals of order one at the start) until round-off, in at most 5 iterations."""
+    m = ball_pair(damped=True)
+    stepper = em_step.Stepper(m, tol=1e-13)
+    x, v = to_redundant(stepper.red, ball_state(m))
+    residuals = []
+    solve = em_step.scipy.linalg.solve
+
+    def recording_solve(A, b, **kw):
+        residuals.append(float(np.max(np.abs(b))))
+        return solve(A, b, **kw)
+
+    monkeypatch.setattr(em_step.scipy.linalg, "solve", recording_solve)
+    result = stepper.step(x, v, 0.05)
+    assert result.iterations <= 5
+    assert len(residuals) == result.iterations >= 3
+    assert residuals[0] > 0.1
+    for r0, r1 in zip(residuals[:-1], residuals[1:], strict=True):
+        if r1 > 1e-12:
+            assert r1 <= r0**2

@@ -38,24 +38,70 @@ Array = NDArray[np.float64]
 SMALL_S = 1e-6
 
 
+def _g(q: float, c: float) -> tuple[float, ...]:
+    """``g = atan2(√q, c)/√q`` (so that ``φ = g s``, ``q = |s|²``) and its derivatives
+    ``g_q, g_c, g_qq, g_qc, g_cc``. Below ``|s| = SMALL_S`` the series
+    ``g = 1/c - q/(3c³) + q²/(5c⁵) - ...`` (the closed forms' quotients are round-off)."""
+    d = q + c * c
+    g_c, g_qc, g_cc = -1.0 / d, 1.0 / d**2, 2.0 * c / d**2
+    if q < SMALL_S**2:
+        g = 1.0 / c - q / (3.0 * c**3)
+        g_q = -1.0 / (3.0 * c**3)
+        g_qq = 2.0 / (5.0 * c**5)
+    else:
+        r = np.sqrt(q)
+        g = float(np.arctan2(r, c)) / r
+        g_q = 0.5 * (c / d - g) / q
+        g_qq = -0.5 * (c / d**2 + 3.0 * g_q) / q
+    return g, g_q, g_c, g_qq, g_qc, g_cc
+
+
+def _invariants_sc(P: Array) -> tuple[Array, float]:
+    """``s = axial(P)`` and ``c = (tr P - 1)/2``."""
+    return np.einsum("jbc,bc->j", ALPHA, P), 0.5 * (float(np.trace(P)) - 1.0)
+
+
+#: ∂(s, c)/∂Π (4, 9): ``s`` and ``c`` are linear in Π (the rows ALPHA_j and ½ I)
+_T = np.vstack((ALPHA.reshape(3, 9), 0.5 * np.eye(3).reshape(1, 9)))
+
+
 def rotation_vector(P: Array) -> tuple[Array, Array, Array]:
     """``φ(Π)`` (3,), ``∂φ/∂s`` (3, 3) and ``∂φ/∂c`` (3,) of a 3×3 matrix (see the
     module docstring)."""
-    s = np.einsum("jbc,bc->j", ALPHA, P)
-    c = 0.5 * (np.trace(P) - 1.0)
-    r2 = float(s @ s)
-    r = np.sqrt(r2)
-    if r < SMALL_S:  # atan(r/c)/r = 1/c - r²/(3c³) + ...
-        g = 1.0 / c - r2 / (3.0 * c**3)
-        g_r_over_r = -2.0 / (3.0 * c**3)
-    else:
-        g = np.arctan2(r, c) / r
-        g_r_over_r = (c / (r2 + c * c) - g) / r2
-    g_c = -1.0 / (r2 + c * c)
+    s, c = _invariants_sc(P)
+    g, g_q, g_c = _g(float(s @ s), c)[:3]
     phi = g * s
-    dphi_ds = g * np.eye(3) + g_r_over_r * np.outer(s, s)
+    dphi_ds = g * np.eye(3) + 2.0 * g_q * np.outer(s, s)
     dphi_dc = g_c * s
     return phi, dphi_ds, dphi_dc
+
+
+def _hessian(P: Array, k: Array) -> Array:
+    """``∂²Ṽ/∂Π²`` (9, 9) of ``Ṽ = ½ φᵀKφ``, over the entries of Π in row order:
+    ``Tᵀ (Jᵀ K J + Σ_i (Kφ)_i ∇²φ_i) T`` with ``J = ∂φ/∂(s, c)``, ``T = ∂(s, c)/∂Π``
+    (constant), and, from ``φ_i = g(q, c) s_i``, ``q = |s|²``,
+
+    * ``∂²φ_i/∂s_j∂s_k = 2g_q (δ_ij s_k + δ_ik s_j + δ_jk s_i) + 4g_qq s_i s_j s_k``,
+    * ``∂²φ_i/∂s_j∂c = g_c δ_ij + 2g_qc s_i s_j``, ``∂²φ_i/∂c² = g_cc s_i``.
+    """
+    s, c = _invariants_sc(P)
+    g, g_q, g_c, g_qq, g_qc, g_cc = _g(float(s @ s), c)
+    phi = g * s
+    J = np.hstack((g * np.eye(3) + 2.0 * g_q * np.outer(s, s), (g_c * s)[:, None]))
+    kp = k * phi
+    ks = float(kp @ s)
+    H = J.T @ (k[:, None] * J)
+    H[:3, :3] += 2.0 * g_q * (np.outer(kp, s) + np.outer(s, kp) + ks * np.eye(3))
+    H[:3, :3] += 4.0 * g_qq * ks * np.outer(s, s)
+    H[:3, 3] += g_c * kp + 2.0 * g_qc * ks * s
+    H[3, :3] = H[:3, 3]
+    H[3, 3] += g_cc * ks
+    return _T.T @ H @ _T  # type: ignore[no-any-return]
+
+
+def _rate_gradient(Pbar: Array, h: float) -> Array:
+    """``∂ω̄/∂ΔΠ`` (3, 3, 3) of ``ω̄_j = Σ α_jbc Π̄_eb ΔΠ_ec / h``: ``Σ_b α_jbc Π̄_eb / h``."""
+    return np.einsum("jbc,eb->jec", ALPHA, Pbar) / h  # type: ignore[no-any-return]
 
 
 class SphericalSprings:
@@ -114,10 +160,62 @@ class SphericalSprings:
                 if n2 > 1e-24:
                     D = D + (self._V(P1, k) - self._V(P0, k) - np.sum(D * dP)) * dP / n2
             if np.any(c):
-                # ω̄_j = Σ α_jbc Π̄_eb ΔΠ_ec / h: ∂ω̄_j/∂ΔΠ_ec = Σ_b α_jbc Π̄_eb / h
-                dw = np.einsum("jbc,eb->jec", ALPHA, Pbar) / h
+                dw = _rate_gradient(Pbar, h)
                 w = np.einsum("jec,ec->j", dw, dP)
                 D = D + h * np.einsum("j,jec->ec", c * w, dw)
                 dissipated += h * float(w @ (c * w))
             out += np.einsum("ec,ecn->n", D, gz[P])
         return out, dissipated
+
+    def jacobian(self, x0: Array, x1: Array, h: float) -> Array:
+        """The exact derivative (nx, nx) of :meth:`force`'s first output in ``x1`` at
+        fixed ``x0`` (Newton's tangent). With ``D`` the 3×3 coefficients of the force
+        ``Σ_ec D_ec ∇π_ec(z)``, ``z = (x0 + x1)/2``:
+
+        .. math::
+
+            \\frac{\\partial f}{\\partial x_1} = \\nabla\\pi(z)^T
+                \\frac{\\partial D}{\\partial \\Pi_1} \\nabla\\pi(x_1)
+                + \\tfrac12 \\textstyle\\sum_{ec} D_{ec} \\nabla^2\\pi_{ec}
+
+        with, for Gonzalez's ``D = ∇Ṽ(Π̄) + β ΔΠ``,
+        ``β = [Ṽ(Π₁) - Ṽ(Π₀) - ∇Ṽ(Π̄)·ΔΠ]/|ΔΠ|²``:
+        ``∂D/∂Π₁ = ½∇²Ṽ(Π̄) + β I + ΔΠ ⊗ ∂β/∂Π₁``,
+        ``∂β/∂Π₁ = [∇Ṽ(Π₁) - ∇Ṽ(Π̄) - ½∇²Ṽ(Π̄)ΔΠ - 2βΔΠ]/|ΔΠ|²`` (``½∇²Ṽ(Π̄)`` alone
+        where ``D = ∇Ṽ(Π̄)``), and for the damper's ``h Σ_j C_j ω̄_j ∂ω̄_j/∂ΔΠ`` the product
+        rule, ``∂ω̄/∂ΔΠ`` being linear in ``Π̄``."""
+        pi0, pi1 = self.inv(x0), self.inv(x1)
+        gz = self.inv.gradient(0.5 * (x0 + x1))
+        g1 = self.inv.gradient(x1)
+        out = np.zeros((x0.size, x0.size))
+        weights = np.zeros(self.inv.m)
+        # ∂(∂ω̄_j/∂ΔΠ_ec)/∂Π₁_fg = ½ α_jgc δ_ef / h
+        ddw = 0.5 * np.einsum("jgc,ef->jecfg", ALPHA, np.eye(3))
+        for P, k, c in zip(self.Pi, self.k, self.c, strict=True):
+            P0, P1 = pi0[P], pi1[P]
+            dP, Pbar = P1 - P0, 0.5 * (P0 + P1)
+            D = np.zeros((3, 3))
+            dD = np.zeros((9, 9))  # ∂D_ec/∂Π₁_fg, rows ec, columns fg
+            if np.any(k):
+                D = self._grad(Pbar, k)
+                H = _hessian(Pbar, k)
+                dD += 0.5 * H
+                n2 = float(np.sum(dP * dP))
+                if n2 > 1e-24:
+                    d = dP.ravel()
+                    beta = (self._V(P1, k) - self._V(P0, k) - np.sum(D * dP)) / n2
+                    dbeta = (self._grad(P1, k) - D).ravel() - 0.5 * H @ d - 2.0 * beta * d
+                    dD += beta * np.eye(9) + np.outer(d, dbeta / n2)
+                    D = D + beta * dP
+            if np.any(c):
+                dw = _rate_gradient(Pbar, h)
+                w = np.einsum("jec,ec->j", dw, dP)
+                D = D + h * np.einsum("j,jec->ec", c * w, dw)
+                # ∂ω̄_j/∂Π₁_fg = ∂ω̄_j/∂ΔΠ_fg + Σ_ec ΔΠ_ec ∂(∂ω̄_j/∂ΔΠ_ec)/∂Π₁_fg
+                dw1 = dw.reshape(3, 9) + np.einsum("jecfg,ec->jfg", ddw, dP).reshape(3, 9) / h
+                dD += h * np.einsum("j,je,jf->ef", c, dw.reshape(3, 9), dw1)
+                dD += np.einsum("j,jecfg->ecfg", c * w, ddw).reshape(9, 9)
+            idx = P.ravel()
+            out += gz[idx].T @ dD @ g1[idx]
+            weights[idx] += D.ravel()
+        return out + 0.5 * self.inv.hessian(weights)  # type: ignore[no-any-return]

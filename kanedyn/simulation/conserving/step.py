@@ -184,20 +184,11 @@ def balance(
 
 
 def _spherical_jacobian(red: Redundant, x0: Array, dx: Array, h: float) -> Array:
-    """∂/∂x₁ of the spherical springs' and dampers' discrete force (:mod:`.spherical`),
-    by central differences over the coordinates it depends on (Newton's tangent only:
-    the residual is exact)."""
-    J = np.zeros((red.nx, red.nx))
-    sph = red.spherical
-    if sph is None:
-        return J
-    eps = 1e-6
-    x1 = x0 + dx
-    for j in sph.depends_on:
-        e = np.zeros(red.nx)
-        e[j] = eps
-        J[:, j] = (sph.force(x0, x1 + e, h)[0] - sph.force(x0, x1 - e, h)[0]) / (2 * eps)
-    return J
+    """∂/∂x₁ of the spherical springs' and dampers' discrete force, exact
+    (:meth:`.spherical.SphericalSprings.jacobian`); zero without them."""
+    if red.spherical is None:
+        return np.zeros((red.nx, red.nx))
+    return red.spherical.jacobian(x0, x0 + dx, h)
 
 
 @attrs.frozen(eq=False)
