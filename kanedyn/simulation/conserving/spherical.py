@@ -18,7 +18,8 @@ quadratic in ``x``; :mod:`.constraints`). Both are written in ``Π``:
   the whole system, it exerts no net force or torque (momentum);
 * the **discrete relative angular velocity** ``ω̄ = axial(Π̄ᵀ ΔΠ)/h`` (→ ``axial(ΠᵀΠ̇)``,
   the Go-axis rate) is linear in ``Δx``, ``ω̄ = B Δx``; the damper's generalized force
-  ``-h Bᵀ C ω̄`` does the work ``-h ω̄ᵀ C ω̄ ≤ 0``: the discrete dissipation.
+  ``-h Bᵀ C ω̄`` does the work ``-h ω̄ᵀ C ω̄ ≤ 0``: the discrete dissipation;
+* Newton's tangent of both, :meth:`SphericalSprings.jacobian`, is exact.
 """
 
 from __future__ import annotations
