@@ -183,12 +183,30 @@ def balance(
     return r  # type: ignore[no-any-return]
 
 
-def _spherical_jacobian(red: Redundant, x0: Array, dx: Array, h: float) -> Array:
+def _spherical_jacobian(red: Redundant, x0: Array, dx: Array, h: float) -> Array | float:
     """∂/∂x₁ of the spherical springs' and dampers' discrete force, exact
-    (:meth:`.spherical.SphericalSprings.jacobian`); zero without them."""
+    (:meth:`.spherical.SphericalSprings.jacobian`); the scalar 0 without them."""
     if red.spherical is None:
-        return np.zeros((red.nx, red.nx))
+        return 0.0
     return red.spherical.jacobian(x0, x0 + dx, h)
+
+
+def _hidden_midpoint(
+    red: Redundant, x0: Array, dx: Array, mu: Array, h: float
+) -> tuple[Array, Array, Array]:
+    """``H(x̄)``, ``M⁻¹H(x̄)ᵀ`` and the midpoint rates ``v̄ = Δx/h - M⁻¹H(x̄)ᵀμ`` of the
+    hidden constraints' kinematic relation (:func:`hidden_terms`)."""
+    hid = red.hidden
+    assert hid is not None
+    Gbar = hid.jacobian(x0 + 0.5 * dx)
+    WGt = hid.inverse_mass @ Gbar.T
+    return Gbar, WGt, dx / h - WGt @ mu
+
+
+def hidden_rates(red: Redundant, x0: Array, v0: Array, dx: Array, mu: Array, h: float) -> Array:
+    """The nodal rates ``v_{n+1} = 2 v̄ - v_n`` of a converged step with hidden
+    constraints (:func:`hidden_terms` without its residuals and tangent)."""
+    return 2.0 * _hidden_midpoint(red, x0, dx, mu, h)[2] - v0  # type: ignore[no-any-return]
 
 
 @attrs.frozen(eq=False)
@@ -196,7 +214,7 @@ class HiddenTerms:
     """The hidden velocity constraints' part of one Newton iteration
     (:func:`hidden_terms`): ``r_x`` (nx,) added to the balance, ``r_h`` (nh,) the
     residual ``H(x_1) v_1``, the tangent blocks ``A_xx`` (nx, nx), ``A_xm`` (nx, nh),
-    ``A_hx`` (nh, nx), ``A_hm`` (nh, nh), and the nodal rates ``v1`` (nx,)."""
+    ``A_hx`` (nh, nx), ``A_hm`` (nh, nh)."""
 
     r_x: Array
     r_h: Array
@@ -204,7 +222,6 @@ class HiddenTerms:
     A_xm: Array
     A_hx: Array
     A_hm: Array
-    v1: Array
 
 
 def hidden_terms(
@@ -226,10 +243,8 @@ def hidden_terms(
     hid = red.hidden
     assert hid is not None
     W = hid.inverse_mass
-    Gbar = hid.jacobian(x0 + 0.5 * dx)
+    Gbar, WGt, vbar = _hidden_midpoint(red, x0, dx, mu, h)
     Hmu = hid.hessian(mu)
-    WGt = W @ Gbar.T
-    vbar = dx / h - WGt @ mu
     v1 = 2.0 * vbar - v0
     G1 = hid.jacobian(x0 + dx)
     B = hid.rate_gradient(vbar)
@@ -240,7 +255,6 @@ def hidden_terms(
         A_xm=B.T - Hmu @ WGt - (2.0 / h) * Gbar.T,
         A_hx=hid.rate_gradient(v1) + G1 @ ((2.0 / h) * np.eye(red.nx) - W @ Hmu),
         A_hm=-2.0 * G1 @ WGt,
-        v1=v1,
     )
 
 
@@ -373,7 +387,7 @@ class Stepper:
             small = np.max(np.abs(delta[:nx])) <= self.tol * max(1.0, np.max(np.abs(x1)))
             if small and np.max(np.abs(rhs[nx:])) <= self.tol * max(1.0, np.max(np.abs(x1))):
                 if nh:
-                    v1 = hidden_terms(red, x0, v0, dx, lam[nc + ns :], h).v1
+                    v1 = hidden_rates(red, x0, v0, dx, lam[nc + ns :], h)
                     return StepResult(x1, _augmented_rates(red, x1, v1), lam, it, dx)
                 return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
         raise NewtonFailure(
@@ -492,7 +506,7 @@ class NullSpaceStepper(Stepper):
                 x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
                 dx = x1 - x0
                 if ht is not None:
-                    v1 = hidden_terms(red, x0, v0, dx, nu, h).v1
+                    v1 = hidden_rates(red, x0, v0, dx, nu, h)
                     lam_all = np.concatenate((lam, nu))
                     return StepResult(x1, _augmented_rates(red, x1, v1), lam_all, it, dx)
                 return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
