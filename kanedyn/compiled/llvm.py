@@ -42,9 +42,10 @@ import struct
 from collections.abc import Sequence
 
 from kanedyn.compiled.kernels import rk4_step
+from kanedyn.compiled.sweep import WIDTH, Plan
 from kanedyn.compiled.tape import Scalar, Tape, Value
 
-__all__ = ["constant", "inline", "kernel_function", "module"]
+__all__ = ["constant", "inline", "kernel_function", "module", "sweep_lines"]
 
 _BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _FUNCS = {"sin": "@llvm.sin.f64", "cos": "@llvm.cos.f64", "sqrt": "@llvm.sqrt.f64"}
@@ -56,21 +57,27 @@ def constant(x: float) -> str:
 
 
 def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
-                    inputs: dict[str, tuple[str, int]]) -> str:  # fmt: skip
+                    inputs: dict[str, tuple[str, int]],
+                    sweeps: Sequence[Plan] = ()) -> str:  # fmt: skip
     """``define internal void @name(ptr x, ptr e, ptr p, ptr out)``: the operations of
     ``tape`` that ``outputs`` need, in order, with ``inputs`` mapping each input's name
-    to (pointer argument, index)."""
+    to (pointer argument, index); then the vector-mode Jacobians ``sweeps``
+    (:func:`sweep_lines`), written to ``out`` where their :class:`Sweep` says."""
     lines = [
         f"define internal void @{name}(ptr noalias nocapture readonly %x, "
         "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
         "ptr noalias nocapture %out) nounwind noinline {",
         "entry:",
     ]
+    if sweeps:
+        size = max(1, *(plan.size for plan in sweeps))
+        lines.append(f"  %scr = alloca {_VEC}, i64 {size}, align 32")
 
     def operand(arg: tuple[str, object]) -> str:
         return constant(arg[1]) if arg[0] == "c" else f"%v{arg[1]}"  # type: ignore[arg-type]
 
-    for i in tape.needed(outputs):
+    needed = [*outputs, *(c for plan in sweeps for c in plan.coefficients)]
+    for i in tape.needed(needed):
         op, a, b = tape.nodes[i]
         if op == "in":
             ptr, k = inputs[a]
@@ -82,12 +89,121 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
             lines.append(f"  %v{i} = {_BINARY[op]} double {operand(a)}, {operand(b)}")
         else:
             lines.append(f"  %v{i} = call double {_FUNCS[op]}(double {operand(a)})")
+    for uid, plan in enumerate(sweeps):
+        lines += sweep_lines(plan, str(uid))
     for j, x in enumerate(outputs):
         val = f"%v{x.index}" if isinstance(x, Value) else constant(float(x))
         lines.append(f"  %o{j} = getelementptr inbounds double, ptr %out, i64 {j}")
         lines.append(f"  store double {val}, ptr %o{j}")
     lines += ["  ret void", "}"]
     return "\n".join(lines)
+
+
+_VEC = f"<{WIDTH} x double>"
+_ZERO = "zeroinitializer"
+
+
+def _vector(lanes: Sequence[float]) -> str:
+    return "<" + ", ".join(f"double {constant(x)}" for x in lanes) + ">"
+
+
+def sweep_lines(plan: Plan, uid: str) -> list[str]:
+    """The IR of one vector-mode Jacobian (:mod:`kanedyn.compiled.sweep`), inside the
+    kernel of :func:`kernel_function`: the tangents' coefficients are the kernel's
+    values ``%v<node>``, ``%scr`` its scratch array of blocks. Each segment of each
+    group is one basic block of vector operations, looping over its blocks when it has
+    more than one; the Jacobian's rows are then copied to ``%out``."""
+    lines: list[str] = []
+    count = 0
+
+    def new(text: str) -> str:
+        nonlocal count
+        count += 1
+        name = f"%w{uid}.{count}"
+        lines.append(f"  {name} = {text}")
+        return name
+
+    def address(node: int, k: int | str) -> str:
+        base = plan.slot[node] - plan.blocks[node][0]
+        idx = new(f"add i64 {k}, {base}") if isinstance(k, str) else str(k + base)
+        return new(f"getelementptr inbounds {_VEC}, ptr %scr, i64 {idx}")
+
+    def seed(node: int) -> str:
+        lanes = [0.0] * WIDTH
+        lanes[plan.seeds[node] % WIDTH] = 1.0
+        return _vector(lanes)
+
+    for gi, group in enumerate(plan.groups):
+        splat: dict[int, str] = {}
+        for i in group.nodes:
+            for _, c in plan.partials[i]:
+                if isinstance(c, Value) and c.index not in splat:
+                    one = new(f"insertelement {_VEC} poison, double %v{c.index}, i64 0")
+                    splat[c.index] = new(
+                        f"shufflevector {_VEC} {one}, {_VEC} poison, <{WIDTH} x i32> {_ZERO}"
+                    )
+        for si, (s, e) in enumerate(group.segments):
+            label = f"w{uid}.{gi}.{si}"
+            k: int | str = s
+            if e - s > 1:
+                lines += [f"  br label %{label}.pre", f"{label}.pre:", f"  br label %{label}",
+                          f"{label}:"]  # fmt: skip
+                k = f"%{label}.k"
+                lines.append(f"  {k} = phi i64 [{s}, %{label}.pre], [%{label}.next, %{label}]")
+            cur: dict[int, str | None] = {}
+            for x in group.external:
+                lo, hi = plan.blocks[x]
+                if x in plan.seeds:
+                    cur[x] = seed(x) if lo == s else None
+                elif lo <= s and e <= hi:
+                    cur[x] = new(f"load {_VEC}, ptr {address(x, k)}, align 32")
+                else:
+                    cur[x] = None
+            for i in group.nodes:
+                acc: str | None = None
+                for j, c in plan.partials[i]:
+                    t = cur[j]
+                    if t is None:
+                        continue
+                    if c == 1.0 or c == -1.0:
+                        if acc is None:
+                            acc = t if c == 1.0 else new(f"fneg {_VEC} {t}")
+                        else:
+                            acc = new(f"{'fadd' if c == 1.0 else 'fsub'} {_VEC} {acc}, {t}")
+                        continue
+                    factor = splat[c.index] if isinstance(c, Value) else _vector([c] * WIDTH)
+                    term = new(f"fmul {_VEC} {factor}, {t}")
+                    acc = term if acc is None else new(f"fadd {_VEC} {acc}, {term}")
+                cur[i] = acc
+                if i in plan.slot and i in group.stored:
+                    lines.append(f"  store {_VEC} {acc or _ZERO}, ptr {address(i, k)}, align 32")
+            if e - s > 1:
+                lines += [f"  %{label}.next = add i64 {k}, 1",
+                          f"  %{label}.more = icmp ult i64 %{label}.next, {e}",
+                          f"  br i1 %{label}.more, label %{label}, label %{label}.end",
+                          f"{label}.end:"]  # fmt: skip
+    sweep = plan.sweep
+    n = len(sweep.wrt)
+    for r, y in enumerate(sweep.outputs):
+        node = y.index if isinstance(y, Value) else -1
+        lo, hi = plan.blocks.get(node, (0, 0))
+        for blk in range(plan.n_blocks):
+            if not lo <= blk < hi:
+                v = _ZERO
+            elif node in plan.seeds:
+                v = seed(node)
+            else:
+                v = new(f"load {_VEC}, ptr {address(node, blk)}, align 32")
+            at = sweep.offset + r * sweep.ld + blk * WIDTH
+            if (blk + 1) * WIDTH <= n:
+                ptr = new(f"getelementptr inbounds double, ptr %out, i64 {at}")
+                lines.append(f"  store {_VEC} {v}, ptr {ptr}, align 8")
+                continue
+            for lane in range(n - blk * WIDTH):
+                one = "0.0" if v == _ZERO else new(f"extractelement {_VEC} {v}, i64 {lane}")
+                ptr = new(f"getelementptr inbounds double, ptr %out, i64 {at + lane}")
+                lines.append(f"  store double {one}, ptr {ptr}")
+    return lines
 
 
 class _Block:
@@ -154,6 +270,8 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         "declare double @llvm.sin.f64(double)",
         "declare double @llvm.cos.f64(double)",
         "declare double @llvm.sqrt.f64(double)",
+        f"declare i1 @llvm.vector.reduce.or.v{WIDTH}i1(<{WIDTH} x i1>)",
+        _NOT_FINITE,
         kernel,
         _rhs(n_out),
         _RHS_BOUND,
@@ -164,10 +282,60 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
     return "\n\n".join(parts) + "\n"
 
 
+#: above this many outputs the finiteness check is a loop of vector operations
+#: (:data:`_NOT_FINITE`), not straight-line code
+LOOP_CHECK = 64
+
+#: ``i1 @not_finite(ptr a, i64 n)``: some entry of ``a[0:n]`` is inf or NaN
+#: (``v - v`` is NaN exactly then), four lanes at a time, the rest one by one
+_NOT_FINITE = f"""define internal i1 @not_finite(ptr %a, i64 %n) nounwind {{
+entry:
+  %nv = and i64 %n, -{WIDTH}
+  br label %vhead
+vhead:
+  %i = phi i64 [0, %entry], [%i1, %vbody]
+  %acc = phi <{WIDTH} x i1> [{_ZERO}, %entry], [%acc1, %vbody]
+  %vdone = icmp uge i64 %i, %nv
+  br i1 %vdone, label %shead, label %vbody
+vbody:
+  %pv = getelementptr inbounds double, ptr %a, i64 %i
+  %v = load {_VEC}, ptr %pv, align 8
+  %d = fsub {_VEC} %v, %v
+  %bad = fcmp uno {_VEC} %d, {_ZERO}
+  %acc1 = or <{WIDTH} x i1> %acc, %bad
+  %i1 = add i64 %i, {WIDTH}
+  br label %vhead
+shead:
+  %j = phi i64 [%i, %vhead], [%j1, %sbody]
+  %sacc = phi i1 [false, %vhead], [%sacc1, %sbody]
+  %sdone = icmp uge i64 %j, %n
+  br i1 %sdone, label %exit, label %sbody
+sbody:
+  %ps = getelementptr inbounds double, ptr %a, i64 %j
+  %s = load double, ptr %ps
+  %sd = fsub double %s, %s
+  %sbad = fcmp uno double %sd, 0.0
+  %sacc1 = or i1 %sacc, %sbad
+  %j1 = add i64 %j, 1
+  br label %shead
+exit:
+  %any = call i1 @llvm.vector.reduce.or.v{WIDTH}i1(<{WIDTH} x i1> %acc)
+  %r = or i1 %any, %sacc
+  ret i1 %r
+}}"""
+
+
+def _check(b: _Block, ptr: str, n_out: int) -> str:
+    """An i1: some of the ``n_out`` doubles at ``ptr`` is not finite."""
+    if n_out > LOOP_CHECK:
+        return b(f"call i1 @not_finite(ptr {ptr}, i64 {n_out})")
+    return b.not_finite([b.load(ptr, j) for j in range(n_out)])
+
+
 def _rhs(n_out: int) -> str:
     b = _Block()
     b.raw("  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %out)")
-    bad = b.not_finite([b.load("%out", j) for j in range(n_out)])
+    bad = _check(b, "%out", n_out)
     r = b(f"zext i1 {bad} to i32")
     return "\n".join(
         ["define i32 @rhs(ptr %x, ptr %e, ptr %p, ptr %out) nounwind {", "entry:", *b.lines,
@@ -201,7 +369,7 @@ def _rhs_batch(nx: int, n_out: int) -> str:
     eb = b(f"getelementptr inbounds double, ptr %E, i64 {b('mul i64 %i, %estep')}")
     pb = b(f"getelementptr inbounds double, ptr %P, i64 {b('mul i64 %i, %pstep')}")
     b.raw(f"  call void @kernel(ptr {xb}, ptr {eb}, ptr {pb}, ptr {ob})")
-    bad = b.not_finite([b.load(ob, j) for j in range(n_out)])
+    bad = _check(b, ob, n_out)
     first = b("icmp eq i64 %res, 0")
     take = b(f"and i1 {bad}, {first}")
     i1 = b("add i64 %i, 1")

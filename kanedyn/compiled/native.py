@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.compiled import llvm
+from kanedyn.compiled import llvm, sweep
 from kanedyn.compiled.kernels import Traced
 
 __all__ = ["KernelCalls", "NativeCode", "build", "cache_dir", "unavailable"]
@@ -270,7 +270,7 @@ class NativeCode(KernelCalls):
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
                  params: Array | None, large: int = LARGE):  # fmt: skip
         self.nq, self.n, self.nx = nq, n, nq + n
-        self.n_out = len(traced.outputs)
+        self.n_out = traced.n_out
         self.n_e = n_e
         self.n_p = len(traced.param_inputs)
         inputs: dict[str, tuple[str, int]] = {}
@@ -281,11 +281,13 @@ class NativeCode(KernelCalls):
             inputs[name] = ("e", i)
         for i in range(self.n_p):
             inputs[f"p{i}"] = ("p", i)
-        kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs)
+        plans = [sweep.plan(traced.tape, s) for s in traced.sweeps]
+        kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs, plans)
         # the rate of state entry i: q̇ follows the n rates in the kernel's outputs
         perm = [n + i for i in range(nq)] + list(range(n))
         self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
         self.n_ops = traced.tape.count(traced.outputs)
+        self.n_vector_ops = sum(p.lane_operations() for p in plans)
         self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= large else 0)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))
