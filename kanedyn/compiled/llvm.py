@@ -45,7 +45,7 @@ from kanedyn.compiled.kernels import rk4_step
 from kanedyn.compiled.sweep import WIDTH, Plan
 from kanedyn.compiled.tape import Scalar, Tape, Value
 
-__all__ = ["constant", "inline", "kernel_function", "module", "sweep_lines"]
+__all__ = ["constant", "inline", "kernel_function", "module", "sweep_functions"]
 
 _BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _FUNCS = {"sin": "@llvm.sin.f64", "cos": "@llvm.cos.f64", "sqrt": "@llvm.sqrt.f64"}
@@ -57,26 +57,39 @@ def constant(x: float) -> str:
 
 
 def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
-                    inputs: dict[str, tuple[str, int]],
-                    sweeps: Sequence[Plan] = ()) -> str:  # fmt: skip
+                    inputs: dict[str, tuple[str, int]], sweeps: Sequence[Plan] = (),
+                    fast: bool = False) -> str:  # fmt: skip
     """``define internal void @name(ptr x, ptr e, ptr p, ptr out)``: the operations of
     ``tape`` that ``outputs`` need, in order, with ``inputs`` mapping each input's name
-    to (pointer argument, index); then the vector-mode Jacobians ``sweeps``
-    (:func:`sweep_lines`), written to ``out`` where their :class:`Sweep` says."""
-    lines = [
-        f"define internal void @{name}(ptr noalias nocapture readonly %x, "
-        "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
-        "ptr noalias nocapture %out) nounwind noinline {",
-        "entry:",
-    ]
-    if sweeps:
-        size = max(1, *(plan.size for plan in sweeps))
-        lines.append(f"  %scr = alloca {_VEC}, i64 {size}, align 32")
+    to (pointer argument, index).
+
+    With vector-mode Jacobians ``sweeps`` (:func:`sweep_functions`), ``@name`` calls
+    ``@name.values``, the straight-line operations, which also store the sweeps'
+    coefficients in an array (``%cf``), then runs the sweeps' loops, writing to ``out``
+    where their :class:`Sweep` says. ``fast`` marks ``@name.values`` ``optnone``, so
+    that LLVM compiles it with its fastest instruction selection and register allocation
+    while the loops get its full code generation: for long straight-line code, whose
+    compile time at level 2 grows faster than its length (:data:`native.LARGE
+    <kanedyn.compiled.native.LARGE>`)."""
+    # the sweeps' coefficients go through memory: kept in registers across the sweeps'
+    # loops, thousands of long-lived values make register allocation slow
+    coefficients: dict[int, int] = {}
+    for c in (c for plan in sweeps for c in plan.coefficients):
+        if isinstance(c, Value):
+            coefficients.setdefault(c.index, len(coefficients))
+    head = (
+        f"define internal void @{name}{'.values' if sweeps else ''}("
+        "ptr noalias nocapture readonly %x, ptr noalias nocapture readonly %e, "
+        "ptr noalias nocapture readonly %p, ptr noalias nocapture %out"
+        f"{', ptr noalias nocapture %cf' if sweeps else ''}) nounwind noinline"
+        f"{' optnone' if fast and sweeps else ''} {{"
+    )
+    lines = [head, "entry:"]
 
     def operand(arg: tuple[str, object]) -> str:
         return constant(arg[1]) if arg[0] == "c" else f"%v{arg[1]}"  # type: ignore[arg-type]
 
-    needed = [*outputs, *(c for plan in sweeps for c in plan.coefficients)]
+    needed = [*outputs, *(Value(tape, i) for i in coefficients)]
     for i in tape.needed(needed):
         op, a, b = tape.nodes[i]
         if op == "in":
@@ -89,14 +102,35 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
             lines.append(f"  %v{i} = {_BINARY[op]} double {operand(a)}, {operand(b)}")
         else:
             lines.append(f"  %v{i} = call double {_FUNCS[op]}(double {operand(a)})")
-    for uid, plan in enumerate(sweeps):
-        lines += sweep_lines(plan, str(uid))
+        if i in coefficients:
+            lines.append(f"  %c{i} = getelementptr inbounds double, ptr %cf, i64 {coefficients[i]}")
+            lines.append(f"  store double %v{i}, ptr %c{i}")
     for j, x in enumerate(outputs):
         val = f"%v{x.index}" if isinstance(x, Value) else constant(float(x))
         lines.append(f"  %o{j} = getelementptr inbounds double, ptr %out, i64 {j}")
         lines.append(f"  store double {val}, ptr %o{j}")
     lines += ["  ret void", "}"]
-    return "\n".join(lines)
+    if not sweeps:
+        return "\n".join(lines)
+    size = max(1, *(plan.size for plan in sweeps))
+    lines += [
+        "",
+        f"define internal void @{name}(ptr noalias nocapture readonly %x, "
+        "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
+        "ptr noalias nocapture %out) nounwind noinline {",
+        "entry:",
+        f"  %scr = alloca <{sweeps[0].width} x double>, i64 {size}, align 64",
+        f"  %cf = alloca double, i64 {max(1, len(coefficients))}, align 8",
+        f"  call void @{name}.values(ptr %x, ptr %e, ptr %p, ptr %out, ptr %cf)",
+    ]
+    functions = []
+    for uid, plan in enumerate(sweeps):
+        parts = sweep_functions(plan, f"{name}.sweep{uid}", coefficients)
+        lines += [f"  call void @{name}.sweep{uid}.{k}(ptr %scr, ptr %cf, ptr %out)"
+                  for k in range(len(parts))]  # fmt: skip
+        functions += parts
+    lines += ["  ret void", "}"]
+    return "\n\n".join(["\n".join(lines), *functions])
 
 
 _VEC = f"<{WIDTH} x double>"
@@ -107,43 +141,66 @@ def _vector(lanes: Sequence[float]) -> str:
     return "<" + ", ".join(f"double {constant(x)}" for x in lanes) + ">"
 
 
-def sweep_lines(plan: Plan, uid: str) -> list[str]:
-    """The IR of one vector-mode Jacobian (:mod:`kanedyn.compiled.sweep`), inside the
-    kernel of :func:`kernel_function`: the tangents' coefficients are the kernel's
-    values ``%v<node>``, ``%scr`` its scratch array of blocks. Each segment of each
-    group is one basic block of vector operations, looping over its blocks when it has
-    more than one; the Jacobian's rows are then copied to ``%out``."""
+#: a sweep's code is cut into functions of about this many IR lines (at group
+#: boundaries): LLVM's code generation time grows faster than a function's length
+CHUNK = 4000
+
+
+def sweep_functions(plan: Plan, name: str, coefficients: dict[int, int]) -> list[str]:
+    """The IR of one vector-mode Jacobian (:mod:`kanedyn.compiled.sweep`): functions
+    ``@<name>.<k>(ptr scr, ptr cf, ptr out)``, to be called in order, with ``scr`` a
+    scratch array of ``plan.size`` blocks, ``cf`` the tangents' coefficients (node
+    ``i``'s at ``coefficients[i]``) and ``out`` the kernel's outputs. Each segment of
+    each group is one basic block of vector operations, looping over its blocks when it
+    has more than one; the Jacobian's rows are then copied to ``out``."""
+    functions: list[str] = []
     lines: list[str] = []
     count = 0
+    width = plan.width
+    vec = f"<{width} x double>"
+
+    def close() -> None:
+        nonlocal lines
+        if lines:
+            functions.append("\n".join([
+                f"define internal void @{name}.{len(functions)}(ptr noalias nocapture %scr, "
+                "ptr noalias nocapture readonly %cf, ptr noalias nocapture %out) "
+                "nounwind noinline {", "entry:", *lines, "  ret void", "}",
+            ]))  # fmt: skip
+            lines = []
 
     def new(text: str) -> str:
         nonlocal count
         count += 1
-        name = f"%w{uid}.{count}"
-        lines.append(f"  {name} = {text}")
-        return name
+        value = f"%w{count}"
+        lines.append(f"  {value} = {text}")
+        return value
 
     def address(node: int, k: int | str) -> str:
         base = plan.slot[node] - plan.blocks[node][0]
         idx = new(f"add i64 {k}, {base}") if isinstance(k, str) else str(k + base)
-        return new(f"getelementptr inbounds {_VEC}, ptr %scr, i64 {idx}")
+        return new(f"getelementptr inbounds {vec}, ptr %scr, i64 {idx}")
 
     def seed(node: int) -> str:
-        lanes = [0.0] * WIDTH
-        lanes[plan.seeds[node] % WIDTH] = 1.0
+        lanes = [0.0] * width
+        lanes[plan.seeds[node] % width] = 1.0
         return _vector(lanes)
 
     for gi, group in enumerate(plan.groups):
+        if len(lines) > CHUNK:
+            close()
         splat: dict[int, str] = {}
         for i in group.nodes:
             for _, c in plan.partials[i]:
                 if isinstance(c, Value) and c.index not in splat:
-                    one = new(f"insertelement {_VEC} poison, double %v{c.index}, i64 0")
+                    at = new(f"getelementptr inbounds double, ptr %cf, i64 {coefficients[c.index]}")
+                    value = new(f"load double, ptr {at}")
+                    one = new(f"insertelement {vec} poison, double {value}, i64 0")
                     splat[c.index] = new(
-                        f"shufflevector {_VEC} {one}, {_VEC} poison, <{WIDTH} x i32> {_ZERO}"
+                        f"shufflevector {vec} {one}, {vec} poison, <{width} x i32> {_ZERO}"
                     )
         for si, (s, e) in enumerate(group.segments):
-            label = f"w{uid}.{gi}.{si}"
+            label = f"g{gi}.{si}"
             k: int | str = s
             if e - s > 1:
                 lines += [f"  br label %{label}.pre", f"{label}.pre:", f"  br label %{label}",
@@ -156,7 +213,7 @@ def sweep_lines(plan: Plan, uid: str) -> list[str]:
                 if x in plan.seeds:
                     cur[x] = seed(x) if lo == s else None
                 elif lo <= s and e <= hi:
-                    cur[x] = new(f"load {_VEC}, ptr {address(x, k)}, align 32")
+                    cur[x] = new(f"load {vec}, ptr {address(x, k)}, align 32")
                 else:
                     cur[x] = None
             for i in group.nodes:
@@ -167,16 +224,16 @@ def sweep_lines(plan: Plan, uid: str) -> list[str]:
                         continue
                     if c == 1.0 or c == -1.0:
                         if acc is None:
-                            acc = t if c == 1.0 else new(f"fneg {_VEC} {t}")
+                            acc = t if c == 1.0 else new(f"fneg {vec} {t}")
                         else:
-                            acc = new(f"{'fadd' if c == 1.0 else 'fsub'} {_VEC} {acc}, {t}")
+                            acc = new(f"{'fadd' if c == 1.0 else 'fsub'} {vec} {acc}, {t}")
                         continue
-                    factor = splat[c.index] if isinstance(c, Value) else _vector([c] * WIDTH)
-                    term = new(f"fmul {_VEC} {factor}, {t}")
-                    acc = term if acc is None else new(f"fadd {_VEC} {acc}, {term}")
+                    factor = splat[c.index] if isinstance(c, Value) else _vector([c] * width)
+                    term = new(f"fmul {vec} {factor}, {t}")
+                    acc = term if acc is None else new(f"fadd {vec} {acc}, {term}")
                 cur[i] = acc
                 if i in plan.slot and i in group.stored:
-                    lines.append(f"  store {_VEC} {acc or _ZERO}, ptr {address(i, k)}, align 32")
+                    lines.append(f"  store {vec} {acc or _ZERO}, ptr {address(i, k)}, align 32")
             if e - s > 1:
                 lines += [f"  %{label}.next = add i64 {k}, 1",
                           f"  %{label}.more = icmp ult i64 %{label}.next, {e}",
@@ -185,6 +242,8 @@ def sweep_lines(plan: Plan, uid: str) -> list[str]:
     sweep = plan.sweep
     n = len(sweep.wrt)
     for r, y in enumerate(sweep.outputs):
+        if len(lines) > CHUNK:
+            close()
         node = y.index if isinstance(y, Value) else -1
         lo, hi = plan.blocks.get(node, (0, 0))
         for blk in range(plan.n_blocks):
@@ -193,17 +252,18 @@ def sweep_lines(plan: Plan, uid: str) -> list[str]:
             elif node in plan.seeds:
                 v = seed(node)
             else:
-                v = new(f"load {_VEC}, ptr {address(node, blk)}, align 32")
-            at = sweep.offset + r * sweep.ld + blk * WIDTH
-            if (blk + 1) * WIDTH <= n:
+                v = new(f"load {vec}, ptr {address(node, blk)}, align 32")
+            at = sweep.offset + r * sweep.ld + blk * width
+            if (blk + 1) * width <= n:
                 ptr = new(f"getelementptr inbounds double, ptr %out, i64 {at}")
-                lines.append(f"  store {_VEC} {v}, ptr {ptr}, align 8")
+                lines.append(f"  store {vec} {v}, ptr {ptr}, align 8")
                 continue
-            for lane in range(n - blk * WIDTH):
-                one = "0.0" if v == _ZERO else new(f"extractelement {_VEC} {v}, i64 {lane}")
+            for lane in range(n - blk * width):
+                one = "0.0" if v == _ZERO else new(f"extractelement {vec} {v}, i64 {lane}")
                 ptr = new(f"getelementptr inbounds double, ptr %out, i64 {at + lane}")
                 lines.append(f"  store double {one}, ptr {ptr}")
-    return lines
+    close()
+    return functions
 
 
 class _Block:

@@ -13,7 +13,7 @@ Three facts keep it as sparse as the scalar mode:
 * a node's tangent is nonzero only in the hull of its operands' lane ranges (a seed's
   is its own lane); on a kinematic tree numbered from the root, the tangents of a body's
   kinematics with respect to the joints' coordinates cover its ancestors' lanes, not all;
-* lanes are stored in blocks of :data:`WIDTH` (one machine vector); a node's tangent is
+* lanes are stored in blocks of ``width`` (one machine vector: :func:`kanedyn.compiled.native.vector_width`); a node's tangent is
   the blocks of its range;
 * consecutive nodes with the same block range form a *group*: one loop over its blocks
   computes all of them, the values used only inside the group kept in registers; the
@@ -22,7 +22,7 @@ Three facts keep it as sparse as the scalar mode:
 
 :func:`plan` lays this out for one :class:`Sweep` (the groups, their segments, and a
 slot in a scratch array for each tangent a later group or the output reads); the LLVM
-emitter (:func:`kanedyn.compiled.llvm.sweep_lines`) writes each segment as a loop of
+emitter (:func:`kanedyn.compiled.llvm.sweep_functions`) writes each segment as a loop of
 vector operations. The results equal those of the scalar mode: the same operations in
 the same order, on each lane.
 """
@@ -37,8 +37,11 @@ from kanedyn.compiled.tape import Scalar, Tape, Value
 
 __all__ = ["WIDTH", "Group", "Plan", "Sweep", "plan"]
 
-#: lanes per block: one 256-bit vector of doubles
+#: lanes per block by default: one 256-bit vector of doubles
 WIDTH = 4
+#: nodes per group at most: a group is one loop body, and LLVM's code generation time
+#: grows faster than a function's length
+MAX_GROUP = 200
 
 
 @attrs.frozen(eq=False)
@@ -74,13 +77,14 @@ class Group:
 
 @attrs.frozen(eq=False)
 class Plan:
-    """How one :class:`Sweep` runs: ``blocks[i]`` the block range of node i's tangent,
+    """How one :class:`Sweep` runs, in blocks of ``width`` lanes: ``blocks[i]`` the block range of node i's tangent,
     ``seeds[i]`` the lane of an input differentiated with respect to, ``partials[i]``
     its local partials (:meth:`Tape.partials`), ``groups`` in order, ``slot[i]`` the
     first block of node i's tangent in the scratch array (``size`` blocks, shared
     between tangents whose uses do not overlap), ``n_blocks`` the lanes' blocks."""
 
     sweep: Sweep
+    width: int
     blocks: dict[int, tuple[int, int]]
     seeds: dict[int, int]
     partials: dict[int, list[tuple[int, Scalar]]]
@@ -99,9 +103,10 @@ class Plan:
         return sum((e - s) * len(g.nodes) for g in self.groups for s, e in g.segments)
 
 
-def plan(tape: Tape, sweep: Sweep) -> Plan:
-    """The groups, segments and scratch slots of ``sweep`` on ``tape``; records the
-    tangents' coefficients on the tape (see the module docstring)."""
+def plan(tape: Tape, sweep: Sweep, width: int = WIDTH) -> Plan:
+    """The groups, segments and scratch slots of ``sweep`` on ``tape``, in blocks of
+    ``width`` lanes; records the tangents' coefficients on the tape (see the module
+    docstring)."""
     seeds = {v.index: j for j, v in enumerate(sweep.wrt)}
     stop = {x.index for x in sweep.fixed if isinstance(x, Value)}
     blocks: dict[int, tuple[int, int]] = {}
@@ -112,7 +117,7 @@ def plan(tape: Tape, sweep: Sweep) -> Plan:
             continue
         if tape.nodes[i][0] == "in":
             if i in seeds:
-                blocks[i] = (seeds[i] // WIDTH, seeds[i] // WIDTH + 1)
+                blocks[i] = (seeds[i] // width, seeds[i] // width + 1)
             continue
         rules = [(k, c) for k, c in tape.partials(i) if k in blocks]
         if not rules:
@@ -122,10 +127,10 @@ def plan(tape: Tape, sweep: Sweep) -> Plan:
         partials[i] = rules
         order.append(i)
 
-    # groups: runs of consecutive nodes with the same block range
+    # groups: runs of consecutive nodes with the same block range (MAX_GROUP at most)
     runs: list[list[int]] = []
     for i in order:
-        if runs and blocks[runs[-1][-1]] == blocks[i]:
+        if runs and blocks[runs[-1][-1]] == blocks[i] and len(runs[-1]) < MAX_GROUP:
             runs[-1].append(i)
         else:
             runs.append([i])
@@ -159,23 +164,23 @@ def plan(tape: Tape, sweep: Sweep) -> Plan:
         edges = sorted(c for c in cuts if lo <= c <= hi)
         stored = [i for i in run if i in last_use and last_use[i] > g]
         for i in stored:
-            width = hi - lo
+            span = hi - lo
             for f, (start, length) in enumerate(free):
-                if length >= width:
+                if length >= span:
                     slot[i] = start
-                    free[f] = (start + width, length - width)
+                    free[f] = (start + span, length - span)
                     break
             else:
                 slot[i] = top
-                top += width
+                top += span
         free = [(s, n) for s, n in free if n > 0]
         for i in frees_after.get(g, []):
             free = _release(free, slot[i], blocks[i][1] - blocks[i][0])
         groups.append(
             Group(run, lo, hi, list(zip(edges, edges[1:], strict=False)), externals[g], stored)
         )
-    n_blocks = -(-len(sweep.wrt) // WIDTH)
-    return Plan(sweep, blocks, seeds, partials, groups, slot, top, n_blocks)
+    n_blocks = -(-len(sweep.wrt) // width)
+    return Plan(sweep, width, blocks, seeds, partials, groups, slot, top, n_blocks)
 
 
 def _release(free: Sequence[tuple[int, int]], start: int, length: int) -> list[tuple[int, int]]:
