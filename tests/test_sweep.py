@@ -94,13 +94,21 @@ def test_residual_route_equals_forward_mode_on_the_aba(seed, model):
     np.testing.assert_allclose(got, want, atol=1e-13 * max(1.0, cond) * scale)
 
 
-def test_fifty_link_chain_against_pinocchio():
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(kd.examples.chain(50), id="planar"),
+        pytest.param(revolute_chain(50, 50), id="random", marks=pytest.mark.slow),
+    ],
+)
+def test_fifty_link_chain_against_pinocchio(model):
     """n = 50, the size the sweeps are for: ``cm.jacobian`` against Pinocchio's
-    ``computeABADerivatives`` (``∂ν̇/∂q``, ``∂ν̇/∂u``, ``M⁻¹``)."""
+    ``computeABADerivatives`` (``∂ν̇/∂q``, ``∂ν̇/∂u``, ``M⁻¹``), on the benchmarks'
+    planar pendulum and on a chain of random axes, offsets, inertias, sliders and
+    gravity."""
     pytest.importorskip("pinocchio", reason="pinocchio is not installed")
     from benchmarks.peers import pinocchio_peer
 
-    model = revolute_chain(50, 50)
     assert model.n > runtime.RESIDUAL_ROUTE
     rng = np.random.default_rng(50)
     q, u, tau = rng.uniform(-1, 1, model.nq), rng.normal(size=model.n), rng.normal(size=model.n)

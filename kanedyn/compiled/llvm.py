@@ -193,8 +193,10 @@ def sweep_functions(plan: Plan, name: str, coefficients: dict[int, int]) -> list
         for i in group.nodes:
             for _, c in plan.partials[i]:
                 if isinstance(c, Value) and c.index not in splat:
-                    at = new(f"getelementptr inbounds double, ptr %cf, i64 {coefficients[c.index]}")
-                    value = new(f"load double, ptr {at}")
+                    where = new(
+                        f"getelementptr inbounds double, ptr %cf, i64 {coefficients[c.index]}"
+                    )
+                    value = new(f"load double, ptr {where}")
                     one = new(f"insertelement {vec} poison, double {value}, i64 0")
                     splat[c.index] = new(
                         f"shufflevector {vec} {one}, {vec} poison, <{width} x i32> {_ZERO}"

@@ -460,8 +460,7 @@ class _Code:
                 tr, _ = derivative_kernel(model, locked)
                 fn = self._callable(model, tr, model.n)
             else:
-                kernel = self._callable(model, residual_kernel(model, locked), model.n,
-                                        DERIVATIVES_LARGE)  # fmt: skip
+                kernel = self._callable(model, residual_kernel(model, locked), model.n)
                 fn = _assembled(kernel, model.nq, model.n)
             self._python["derivatives"] = fn
         return fn  # type: ignore[no-any-return]
@@ -481,17 +480,16 @@ class _Code:
             fn = self._python[key] = self._callable(model, tr, model.n + len(names))
         return fn  # type: ignore[no-any-return]
 
-    def _callable(self, model: Model, tr: Any, n_e: int,
-                  large: int = native_backend.LARGE) -> Callable[[Array, Array], Any]:  # fmt: skip
+    def _callable(self, model: Model, tr: Any, n_e: int) -> Callable[[Array, Array], Any]:
         """``f(x, e)``: the outputs of the traced kernel ``tr`` (state inputs, then
-        ``n_e`` effort inputs) at ``x``, ``e``; machine code when this code is (native:
-        compiled at LLVM's level 2 up to ``large`` operations; or tcc)."""
+        ``n_e`` effort inputs) at ``x``, ``e``; machine code when this code is (native,
+        or tcc with ``tr``'s vector-mode Jacobians unrolled), else generated Python."""
         from kanedyn.compiled.derivatives import unrolled
 
         if self.kernel is not None:
             quats = model.layout.quat_q.tolist()
             nc: Any = (
-                native_backend.build(tr, model.nq, model.n, n_e, quats, large=large)
+                native_backend.build(tr, model.nq, model.n, n_e, quats)
                 if self.native is not None
                 else tcc_backend.build(unrolled(tr), model.nq, model.n, n_e, quats)
             )
@@ -563,9 +561,6 @@ class _Code:
 #: NumPy); smaller ones by forward mode on the whole ABA, whose single native call is
 #: then faster than the product's NumPy overhead (docs/benchmarks.md)
 RESIDUAL_ROUTE = 10
-#: the residual route's kernels are compiled at LLVM's level 2 up to this many operations
-#: (a 20-link chain's has 28k; level 0 code runs several times slower)
-DERIVATIVES_LARGE = 40000
 
 
 def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
