@@ -8,9 +8,12 @@ for one model, lock set and formulation:
     the effort inputs (``tau``, n, added to the joint springs and dampers; or the loads
     ``[T | F | Q]`` of :meth:`kanedyn.CompiledModel.rhs_with_loads`), ``p`` the batch's
     varying parameters, ``out`` the kernel's outputs in the Python kernel's order
-    (``[ν̇ | q̇]``, or ``[ẏ | q̇ | ν]`` for MSD).
+    (``[ν̇ | q̇]``, or ``[ẏ | q̇ | ν]`` for MSD). A kernel with vector-mode Jacobians
+    (:mod:`kanedyn.compiled.sweep`) calls the straight-line part, ``kernel.values``,
+    then the sweeps' loops, ``kernel.sweep<k>.<j>`` (:func:`kernel_function`).
 ``i32 rhs(x, e, p, out)``
-    the kernel, then 1 if an output is not finite (a zero pivot gives inf or NaN).
+    the kernel, then 1 if an output is not finite (a zero pivot gives inf or NaN; a loop
+    of vector comparisons, ``not_finite``, above :data:`LOOP_CHECK` outputs).
 ``i32 rhs_bound()``
     ``rhs`` on the four buffers whose addresses the caller stored once in the global
     ``bound`` (``[x, e, p, out]``): the one-state call, with no arguments to convert.
