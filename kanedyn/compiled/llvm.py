@@ -189,21 +189,16 @@ def sweep_functions(plan: Plan, name: str, coefficients: dict[int, int]) -> list
         lanes[plan.seeds[node] % width] = 1.0
         return _vector(lanes)
 
+    def splat(c: Value) -> str:
+        # loaded where it is used: LLVM folds it into the product as a broadcast
+        # operand, where values loaded once per group would be held across the loop
+        where = new(f"getelementptr inbounds double, ptr %cf, i64 {coefficients[c.index]}")
+        one = new(f"insertelement {vec} poison, double {new(f'load double, ptr {where}')}, i64 0")
+        return new(f"shufflevector {vec} {one}, {vec} poison, <{width} x i32> {_ZERO}")
+
     for gi, group in enumerate(plan.groups):
         if len(lines) > CHUNK:
             close()
-        splat: dict[int, str] = {}
-        for i in group.nodes:
-            for _, c in plan.partials[i]:
-                if isinstance(c, Value) and c.index not in splat:
-                    where = new(
-                        f"getelementptr inbounds double, ptr %cf, i64 {coefficients[c.index]}"
-                    )
-                    value = new(f"load double, ptr {where}")
-                    one = new(f"insertelement {vec} poison, double {value}, i64 0")
-                    splat[c.index] = new(
-                        f"shufflevector {vec} {one}, {vec} poison, <{width} x i32> {_ZERO}"
-                    )
         for si, (s, e) in enumerate(group.segments):
             label = f"g{gi}.{si}"
             k: int | str = s
@@ -233,7 +228,7 @@ def sweep_functions(plan: Plan, name: str, coefficients: dict[int, int]) -> list
                         else:
                             acc = new(f"{'fadd' if c == 1.0 else 'fsub'} {vec} {acc}, {t}")
                         continue
-                    factor = splat[c.index] if isinstance(c, Value) else _vector([c] * width)
+                    factor = splat(c) if isinstance(c, Value) else _vector([c] * width)
                     term = new(f"fmul {vec} {factor}, {t}")
                     acc = term if acc is None else new(f"fadd {vec} {acc}, {term}")
                 cur[i] = acc
