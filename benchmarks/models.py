@@ -12,6 +12,29 @@ def chain(n: int) -> kd.Model:
     return kd.examples.chain(n)
 
 
+def skew_chain(n: int, seed: int = 50) -> kd.Model:
+    """n-link chain of hinges with no structure to exploit: random joint frames (so
+    hinge axes in no coordinate direction), offsets, full inertia tensors, mass-centre
+    offsets and gravity; revolute only, no springs (as the peers compute it)."""
+    rng = np.random.default_rng(seed)
+    bodies, joints = [], []
+    for i in range(n):
+        moments = np.sort(rng.uniform(0.5, 2.0, 3))
+        moments[2] = min(moments[2], 0.99 * (moments[0] + moments[1]))
+        R = kd.euler_to_dcm("123", rng.uniform(-3, 3, 3))
+        bodies.append(kd.Body(f"link{i}", rng.uniform(0.5, 3.0), R @ np.diag(moments) @ R.T,
+                              com=0.3 * rng.normal(size=3)))  # fmt: skip
+        joints.append(
+            kd.Joint.revolute(
+                f"joint{i}", f"link{i - 1}" if i else None, f"link{i}", axis=int(rng.integers(1, 4)),
+                inner_point=0.5 * rng.normal(size=3), outer_point=0.3 * rng.normal(size=3),
+                inner_rotation=kd.euler_to_dcm("321", rng.uniform(-3, 3, 3)),
+                outer_rotation=kd.euler_to_dcm("213", rng.uniform(-3, 3, 3)),
+            )
+        )  # fmt: skip
+    return kd.Model(bodies, joints, gravity=rng.normal(size=3))
+
+
 def spacecraft(k: int) -> kd.Model:
     """A free-floating hub with ``k`` appendages, cycling through three kinds:
 

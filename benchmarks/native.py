@@ -80,11 +80,12 @@ def scalar_rate(per_call: Callable[[Callable[[], Any], int], float]) -> float:
     return 2 * chains * iters / seconds
 
 
-def derivatives(n: int, peers: dict, interleaved: Callable[..., dict],
-                repeats: int) -> dict[str, Any]:  # fmt: skip
-    """``∂ν̇/∂q, ∂ν̇/∂u, ∂ν̇/∂τ`` of the n-link chain: ``cm.jacobian`` (public call) and
-    the bare native kernel, against ``pin.computeABADerivatives``."""
-    model = models.chain(n)
+def derivatives(n: int, peers: dict, interleaved: Callable[..., dict], repeats: int,
+                skew: bool = False) -> dict[str, Any]:  # fmt: skip
+    """``∂ν̇/∂q, ∂ν̇/∂u, ∂ν̇/∂τ`` of the n-link chain (with ``skew``, of
+    :func:`benchmarks.models.skew_chain`): ``cm.jacobian`` (public call) and the bare
+    native kernel, against ``pin.computeABADerivatives``."""
+    model = models.skew_chain(n) if skew else models.chain(n)
     state = models.random_state(model, np.random.default_rng(4))
     tau = np.zeros(model.n)
     cm = kd.compile_model(model)
@@ -98,7 +99,8 @@ def derivatives(n: int, peers: dict, interleaved: Callable[..., dict],
         "jacobian": lambda: cm.jacobian(state.q, state.u),
         "jacobian kernel": lambda: fn(x, tau),  # the native kernel (and product with M⁻¹)
     }
-    row: dict[str, Any] = {"workload": f"chain n = {n}", "n": n, "ops": dn.n_ops,
+    row: dict[str, Any] = {"workload": f"{'skew chain' if skew else 'chain'} n = {n}", "n": n,
+                           "ops": dn.n_ops, "vector_ops": getattr(dn, "n_vector_ops", 0),
                            "build_seconds": build, "from_cache": dn.from_cache,
                            "load_average": list(os.getloadavg())}  # fmt: skip
     if "pinocchio" in peers:
@@ -108,7 +110,7 @@ def derivatives(n: int, peers: dict, interleaved: Callable[..., dict],
                   float(np.max(np.abs(J[:n, 2 * n:] - dtau))))  # fmt: skip
         row["error_vs_pinocchio"] = err / max(1.0, float(np.max(np.abs(dq))))
         if row["error_vs_pinocchio"] > 1e-9:
-            raise SystemExit(f"derivatives, chain n = {n}: disagree with Pinocchio ({err:.2e})")
+            raise SystemExit(f"derivatives, {row['workload']}: disagree with Pinocchio ({err:.2e})")
         peer.set_state(state.q, state.u, tau)
         fns["pin.computeABADerivatives"] = peer.timed_derivatives
     row["seconds"] = interleaved(fns, repeats)

@@ -305,13 +305,14 @@ def batch_table(rows: list[dict[str, Any]], peer_names: list[str]) -> str:
 
 
 def derivative_table(rows: list[dict[str, Any]]) -> str:
-    head = ["workload", "ops", "cm.jacobian µs", "derivatives µs", "pin.computeABADerivatives µs",
-            "derivatives / pin", "compile ms"]  # fmt: skip
+    head = ["workload", "ops", "vector ops", "cm.jacobian µs", "derivatives µs",
+            "pin.computeABADerivatives µs", "derivatives / pin", "compile ms"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r["seconds"]
         pin = s.get("pin.computeABADerivatives")
-        cells = [r["workload"], str(r["ops"]), f"{1e6 * s['jacobian']:.1f}",
+        cells = [r["workload"], str(r["ops"]), str(r.get("vector_ops", 0)),
+                 f"{1e6 * s['jacobian']:.1f}",
                  f"{1e6 * s['jacobian kernel']:.2f}", f"{1e6 * pin:.2f}" if pin else "—",
                  f"{s['jacobian kernel'] / pin:.2f}×" if pin else "—",
                  f"{1e3 * r['build_seconds']:.0f}" + (" (cached)" if r["from_cache"] else "")]  # fmt: skip
@@ -386,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     if native and "derivatives" in only:
         drows = [native_bench.derivatives(n, peers, interleaved, repeats)
                  for n in ((2, 5) if args.quick else (2, 5, 10, 20, 50))]  # fmt: skip
+        if not args.quick:
+            drows.append(native_bench.derivatives(50, peers, interleaved, repeats, skew=True))
         load = ", ".join(f"{x:.2f}" for x in drows[0]["load_average"])
         print("\nExact derivatives ∂ν̇/∂q, ∂ν̇/∂u, ∂ν̇/∂τ (median CPU µs per call; load "
               f"average {load} at the start):\n")  # fmt: skip

@@ -5,7 +5,12 @@ The pipeline, one module per stage::
     tape         the tracer: scalar arithmetic recorded as straight-line operations
                  (constants folded, common subexpressions shared)
     kernels      the traced equations: ABA (Kane) and the MSD rates, run on the tape
+    derivatives  forward-mode derivatives on the tape; the residual route's kernel
+    sweep        vector-mode derivatives: a Jacobian's tangents as loops over lanes
+    linearize    kd.linearize of a Model (linearize_symbolic: of a KaneProblem)
     python       emitter: the tape as one Python function (floats or NumPy arrays)
+    llvm         emitter: LLVM IR (kernels, sweeps, RK4 loops); native compiles it
+    c            emitter: standalone C (kd.codegen.to_c); tcc compiles it in memory
     runtime      compile_model and CompiledModel: cache, checks, the Python back end
 
 ``compile_model(model)`` traces the kernels once per model, lock set and formulation

@@ -2,12 +2,9 @@
 
 :func:`jacobian` walks the operations a kernel's outputs need, in order, and records on
 the same :class:`~kanedyn.compiled.tape.Tape` the tangent of each value with respect to
-chosen inputs, by the rules of differentiation (Griewank and Walther, *Evaluating
-Derivatives*, 2nd ed., 2008, Table 3.3)::
-
-    d(a ± b) = da ± db          d(a b) = da b + a db          d(a / b) = (da - (a/b) db) / b
-    d(-a) = -da                 d sin a = cos a da            d cos a = -sin a da
-    d sqrt a = da / (2 sqrt a)
+chosen inputs, by the rules of differentiation (:meth:`Tape.partials
+<kanedyn.compiled.tape.Tape.partials>`, after Griewank and Walther, *Evaluating
+Derivatives*, 2nd ed., 2008, Table 3.3).
 
 Tangents are sparse (a value's tangent holds only the directions it depends on), and the
 tape folds the structural zeros and shares common subexpressions, so the derivative
@@ -19,7 +16,9 @@ any kernel output, emitted to Python, LLVM IR or C by the same emitters.
 with respect to ``[q | u | τ]``: the ``∂ν̇/∂q``, ``∂ν̇/∂u``, ``∂ν̇/∂τ`` of
 :func:`kanedyn.linearize`. :func:`residual_kernel` gives the same Jacobian in fewer
 operations for larger models, through the Newton-Euler residual and ``M⁻¹``
-(Carpentier and Mansard, RSS 2018). :func:`parameter_kernel` differentiates with respect
+(Carpentier and Mansard, RSS 2018), its large Jacobians as vector-mode sweeps
+(:mod:`kanedyn.compiled.sweep`) that :func:`unrolled` makes scalar for the emitters
+without vector code. :func:`parameter_kernel` differentiates with respect
 to the model's physical parameters (:func:`parameter_symbols`).
 """
 
@@ -30,12 +29,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from kanedyn.compiled.kernels import Trace, Traced, traced
-from kanedyn.compiled.tape import Scalar, Tape, Value, cos, sin
+from kanedyn.compiled.sweep import Sweep
+from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.model import Model
 from kanedyn.model.plan import Params
 
 __all__ = [
     "derivative_kernel",
+    "unrolled",
     "jacobian",
     "parameter_kernel",
     "parameter_symbols",
@@ -54,10 +55,6 @@ def _axpy(t: Tangent, s: Scalar, u: Tangent) -> Tangent:
     return out
 
 
-def _scaled(s: Scalar, u: Tangent) -> Tangent:
-    return {j: s * d for j, d in u.items()}
-
-
 def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value],
              fixed: Sequence[Scalar] = ()) -> list[list[Scalar]]:  # fmt: skip
     """``d outputs[i] / d wrt[j]`` as traced values (or floats), recorded on ``tape``;
@@ -66,40 +63,16 @@ def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value],
     tangent: dict[int, Tangent] = {}
     stop = {x.index for x in fixed if isinstance(x, Value)}
 
-    def value(arg: tuple) -> Scalar:
-        return Value(tape, arg[1]) if arg[0] == "n" else float(arg[1])
-
-    def tan(arg: tuple) -> Tangent:
-        return tangent[arg[1]] if arg[0] == "n" else {}
-
     for i in tape.needed(outputs, stop):
-        op, a, b = tape.nodes[i]
         if i in stop:
             tangent[i] = {}
             continue
-        if op == "in":
+        if tape.nodes[i][0] == "in":
             tangent[i] = {seeds[i]: 1.0} if i in seeds else {}
             continue
-        da = tan(a)
-        if op == "add":
-            t = _axpy(da, 1.0, tan(b))
-        elif op == "sub":
-            t = _axpy(da, -1.0, tan(b))
-        elif op == "neg":
-            t = _scaled(-1.0, da)
-        elif op == "mul":
-            t = _axpy(_scaled(value(b), da), value(a), tan(b))
-        elif op == "div":
-            inv = 1.0 / value(b)  # type: ignore[operator]
-            t = _axpy(_scaled(inv, da), -(Value(tape, i) * inv), tan(b))
-        elif op == "sin":
-            t = _scaled(cos(value(a)), da)
-        elif op == "cos":
-            t = _scaled(-sin(value(a)), da)
-        elif op == "sqrt":
-            t = _scaled(0.5 / Value(tape, i), da)
-        else:  # pragma: no cover - the tape records no other operation
-            raise ValueError(f"no derivative rule for {op!r}")
+        t: Tangent = {}
+        for k, coef in tape.partials(i):
+            t = _axpy(t, coef, tangent[k])
         tangent[i] = {j: d for j, d in t.items() if isinstance(d, Value) or d != 0.0}
     out = []
     for x in outputs:
@@ -131,11 +104,12 @@ def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Trace
     (:meth:`kanedyn.compiled.kernels.Trace.inverse_dynamics`), zero at the ``ν̇`` of
     the ABA, ``∂ν̇/∂[q | u] = -M⁻¹ ∂R/∂[q | u]`` at fixed ``ν̇`` and ``∂ν̇/∂τ = M⁻¹``.
 
-    Outputs, row by row: ``[ν̇ | q̇]`` (n + nq); ``M⁻¹ = ∂ν̇/∂τ`` (n × n, forward mode
-    on the ABA's effort inputs); ``G = [-∂R/∂[q | u] | 1]`` (n × (nq + 2n)); and
-    ``[∂q̇/∂[q | u] | 0]`` (nq × (nq + 2n)), so that the Jacobian of
-    :func:`derivative_kernel` is ``[M⁻¹ G; the last block]`` (the product is left to
-    the caller, :meth:`kanedyn.CompiledModel.jacobian`).
+    Outputs, row by row: ``[ν̇ | q̇]`` (n + nq); ``∂q̇/∂[q | u]`` (nq × (nq + n)); then,
+    as vector-mode Jacobians (:attr:`Traced.sweeps`), ``M⁻¹ = ∂ν̇/∂τ`` (n × n, on the
+    ABA's effort inputs) and ``-∂R/∂[q | u]`` (n × (nq + n), at fixed ``ν̇``). The
+    Jacobian of :func:`derivative_kernel` is ``[M⁻¹ (-∂R/∂[q | u]) | M⁻¹]`` over
+    ``[∂q̇/∂[q | u] | 0]`` (the product is left to the caller,
+    :meth:`kanedyn.CompiledModel.jacobian`).
 
     The tangents of ``R`` with respect to one joint's coordinate or speed reach only
     that joint's subtree in the outward pass and its ancestors in the inward one, and
@@ -152,16 +126,33 @@ def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Trace
     args = [f"q{i}" for i in range(nq)] + [f"u{i}" for i in range(n)]
     args += [f"tau{r}" for r in range(n)]
     inputs = [Value(tr.tape, by_name[a]) for a in args]
-    state, tau = inputs[: nq + n], inputs[nq + n :]
-    Minv = jacobian(tr.tape, nudot, tau)
-    dR = jacobian(tr.tape, R, state, fixed=nudot)
-    dqd = jacobian(tr.tape, qd, state)
-    outputs: list[Scalar] = [*nudot, *qd, *(d for row in Minv for d in row)]
-    for r, row in enumerate(dR):
-        outputs += [-d for d in row] + [1.0 if c == r else 0.0 for c in range(n)]
-    for row in dqd:
-        outputs += row + [0.0] * n
-    return Traced(tr.tape, outputs, args, tr.param_inputs)
+    q, u, tau = inputs[:nq], inputs[nq : nq + n], inputs[nq + n :]
+    dqd = jacobian(tr.tape, qd, q + u)
+    outputs: list[Scalar] = [*nudot, *qd, *(d for row in dqd for d in row)]
+    at = len(outputs)
+    ld = nq + n
+    minus_R = tuple(-r for r in R)
+    sweeps = (
+        Sweep(tuple(nudot), tuple(tau), (), at, n),
+        Sweep(minus_R, tuple(q), tuple(nudot), at + n * n, ld),
+        Sweep(minus_R, tuple(u), tuple(nudot), at + n * n + nq, ld),
+    )
+    return Traced(tr.tape, outputs, args, tr.param_inputs, sweeps)
+
+
+def unrolled(tr: Traced) -> Traced:
+    """``tr`` with its vector-mode Jacobians (:attr:`Traced.sweeps`) made scalar outputs
+    by :func:`jacobian`, in the same places: for the emitters that write straight-line
+    code only (Python, C)."""
+    if not tr.sweeps:
+        return tr
+    out: list[Scalar] = [*tr.outputs, *[0.0] * (tr.n_out - len(tr.outputs))]
+    for sweep in tr.sweeps:
+        rows = jacobian(tr.tape, sweep.outputs, sweep.wrt, sweep.fixed)
+        for r, row in enumerate(rows):
+            start = sweep.offset + r * sweep.ld
+            out[start : start + len(row)] = row
+    return Traced(tr.tape, out, tr.args, tr.param_inputs)
 
 
 _AXES = "xyz"

@@ -702,6 +702,15 @@ class Traced:
     outputs: list[Scalar]
     args: list[str]
     param_inputs: list[tuple[str, int]]
+    #: Jacobians computed in vector mode (:class:`kanedyn.compiled.sweep.Sweep`), written
+    #: to the outputs after ``outputs`` (:func:`kanedyn.compiled.derivatives.unrolled`
+    #: makes them scalar outputs, for the emitters without vector code)
+    sweeps: tuple[Any, ...] = ()
+
+    @property
+    def n_out(self) -> int:
+        """The number of outputs, those of the sweeps included."""
+        return max([len(self.outputs), *(s.extent for s in self.sweeps)])
 
     @property
     def inputs(self) -> list[Value]:

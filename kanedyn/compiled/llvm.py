@@ -8,9 +8,12 @@ for one model, lock set and formulation:
     the effort inputs (``tau``, n, added to the joint springs and dampers; or the loads
     ``[T | F | Q]`` of :meth:`kanedyn.CompiledModel.rhs_with_loads`), ``p`` the batch's
     varying parameters, ``out`` the kernel's outputs in the Python kernel's order
-    (``[ν̇ | q̇]``, or ``[ẏ | q̇ | ν]`` for MSD).
+    (``[ν̇ | q̇]``, or ``[ẏ | q̇ | ν]`` for MSD). A kernel with vector-mode Jacobians
+    (:mod:`kanedyn.compiled.sweep`) calls the straight-line part, ``kernel.values``,
+    then the sweeps' loops, ``kernel.sweep<k>.<j>`` (:func:`kernel_function`).
 ``i32 rhs(x, e, p, out)``
-    the kernel, then 1 if an output is not finite (a zero pivot gives inf or NaN).
+    the kernel, then 1 if an output is not finite (a zero pivot gives inf or NaN; a loop
+    of vector comparisons, ``not_finite``, above :data:`LOOP_CHECK` outputs).
 ``i32 rhs_bound()``
     ``rhs`` on the four buffers whose addresses the caller stored once in the global
     ``bound`` (``[x, e, p, out]``): the one-state call, with no arguments to convert.
@@ -42,9 +45,10 @@ import struct
 from collections.abc import Sequence
 
 from kanedyn.compiled.kernels import rk4_step
+from kanedyn.compiled.sweep import WIDTH, Plan
 from kanedyn.compiled.tape import Scalar, Tape, Value
 
-__all__ = ["constant", "inline", "kernel_function", "module"]
+__all__ = ["constant", "inline", "kernel_function", "module", "sweep_functions"]
 
 _BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _FUNCS = {"sin": "@llvm.sin.f64", "cos": "@llvm.cos.f64", "sqrt": "@llvm.sqrt.f64"}
@@ -56,21 +60,40 @@ def constant(x: float) -> str:
 
 
 def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
-                    inputs: dict[str, tuple[str, int]]) -> str:  # fmt: skip
+                    inputs: dict[str, tuple[str, int]], sweeps: Sequence[Plan] = (),
+                    fast: bool = False) -> str:  # fmt: skip
     """``define internal void @name(ptr x, ptr e, ptr p, ptr out)``: the operations of
     ``tape`` that ``outputs`` need, in order, with ``inputs`` mapping each input's name
-    to (pointer argument, index)."""
-    lines = [
-        f"define internal void @{name}(ptr noalias nocapture readonly %x, "
-        "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
-        "ptr noalias nocapture %out) nounwind noinline {",
-        "entry:",
-    ]
+    to (pointer argument, index).
+
+    With vector-mode Jacobians ``sweeps`` (:func:`sweep_functions`), ``@name`` calls
+    ``@name.values``, the straight-line operations, which also store the sweeps'
+    coefficients in an array (``%cf``), then runs the sweeps' loops, writing to ``out``
+    where their :class:`Sweep` says. ``fast`` marks ``@name.values`` ``optnone``, so
+    that LLVM compiles it with its fastest instruction selection and register allocation
+    while the loops get its full code generation: for long straight-line code, whose
+    compile time at level 2 grows faster than its length (:data:`native.LARGE
+    <kanedyn.compiled.native.LARGE>`)."""
+    # the sweeps' coefficients go through memory: kept in registers across the sweeps'
+    # loops, thousands of long-lived values make register allocation slow
+    coefficients: dict[int, int] = {}
+    for c in (c for plan in sweeps for c in plan.coefficients):
+        if isinstance(c, Value):
+            coefficients.setdefault(c.index, len(coefficients))
+    head = (
+        f"define internal void @{name}{'.values' if sweeps else ''}("
+        "ptr noalias nocapture readonly %x, ptr noalias nocapture readonly %e, "
+        "ptr noalias nocapture readonly %p, ptr noalias nocapture %out"
+        f"{', ptr noalias nocapture %cf' if sweeps else ''}) nounwind noinline"
+        f"{' optnone' if fast and sweeps else ''} {{"
+    )
+    lines = [head, "entry:"]
 
     def operand(arg: tuple[str, object]) -> str:
         return constant(arg[1]) if arg[0] == "c" else f"%v{arg[1]}"  # type: ignore[arg-type]
 
-    for i in tape.needed(outputs):
+    needed = [*outputs, *(Value(tape, i) for i in coefficients)]
+    for i in tape.needed(needed):
         op, a, b = tape.nodes[i]
         if op == "in":
             ptr, k = inputs[a]
@@ -82,12 +105,165 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
             lines.append(f"  %v{i} = {_BINARY[op]} double {operand(a)}, {operand(b)}")
         else:
             lines.append(f"  %v{i} = call double {_FUNCS[op]}(double {operand(a)})")
+        if i in coefficients:
+            lines.append(f"  %c{i} = getelementptr inbounds double, ptr %cf, i64 {coefficients[i]}")
+            lines.append(f"  store double %v{i}, ptr %c{i}")
     for j, x in enumerate(outputs):
         val = f"%v{x.index}" if isinstance(x, Value) else constant(float(x))
         lines.append(f"  %o{j} = getelementptr inbounds double, ptr %out, i64 {j}")
         lines.append(f"  store double {val}, ptr %o{j}")
     lines += ["  ret void", "}"]
-    return "\n".join(lines)
+    if not sweeps:
+        return "\n".join(lines)
+    size = max(1, *(plan.size for plan in sweeps))
+    lines += [
+        "",
+        f"define internal void @{name}(ptr noalias nocapture readonly %x, "
+        "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
+        "ptr noalias nocapture %out) nounwind noinline {",
+        "entry:",
+        f"  %scr = alloca <{sweeps[0].width} x double>, i64 {size}, align 64",
+        f"  %cf = alloca double, i64 {max(1, len(coefficients))}, align 8",
+        f"  call void @{name}.values(ptr %x, ptr %e, ptr %p, ptr %out, ptr %cf)",
+    ]
+    functions = []
+    for uid, plan in enumerate(sweeps):
+        parts = sweep_functions(plan, f"{name}.sweep{uid}", coefficients)
+        lines += [f"  call void @{name}.sweep{uid}.{k}(ptr %scr, ptr %cf, ptr %out)"
+                  for k in range(len(parts))]  # fmt: skip
+        functions += parts
+    lines += ["  ret void", "}"]
+    return "\n\n".join(["\n".join(lines), *functions])
+
+
+_VEC = f"<{WIDTH} x double>"
+_ZERO = "zeroinitializer"
+
+
+def _vector(lanes: Sequence[float]) -> str:
+    return "<" + ", ".join(f"double {constant(x)}" for x in lanes) + ">"
+
+
+#: a sweep's code is cut into functions of about this many IR lines (at group
+#: boundaries): LLVM's code generation time grows faster than a function's length
+CHUNK = 4000
+
+
+def sweep_functions(plan: Plan, name: str, coefficients: dict[int, int]) -> list[str]:
+    """The IR of one vector-mode Jacobian (:mod:`kanedyn.compiled.sweep`): functions
+    ``@<name>.<k>(ptr scr, ptr cf, ptr out)``, to be called in order, with ``scr`` a
+    scratch array of ``plan.size`` blocks, ``cf`` the tangents' coefficients (node
+    ``i``'s at ``coefficients[i]``) and ``out`` the kernel's outputs. Each segment of
+    each group is one basic block of vector operations, looping over its blocks when it
+    has more than one; the Jacobian's rows are then copied to ``out``."""
+    functions: list[str] = []
+    lines: list[str] = []
+    count = 0
+    width = plan.width
+    vec = f"<{width} x double>"
+
+    def close() -> None:
+        nonlocal lines
+        if lines:
+            functions.append("\n".join([
+                f"define internal void @{name}.{len(functions)}(ptr noalias nocapture %scr, "
+                "ptr noalias nocapture readonly %cf, ptr noalias nocapture %out) "
+                "nounwind noinline {", "entry:", *lines, "  ret void", "}",
+            ]))  # fmt: skip
+            lines = []
+
+    def new(text: str) -> str:
+        nonlocal count
+        count += 1
+        value = f"%w{count}"
+        lines.append(f"  {value} = {text}")
+        return value
+
+    def address(node: int, k: int | str) -> str:
+        base = plan.slot[node] - plan.blocks[node][0]
+        idx = new(f"add i64 {k}, {base}") if isinstance(k, str) else str(k + base)
+        return new(f"getelementptr inbounds {vec}, ptr %scr, i64 {idx}")
+
+    def seed(node: int) -> str:
+        lanes = [0.0] * width
+        lanes[plan.seeds[node] % width] = 1.0
+        return _vector(lanes)
+
+    def splat(c: Value) -> str:
+        # loaded where it is used: LLVM folds it into the product as a broadcast
+        # operand, where values loaded once per group would be held across the loop
+        where = new(f"getelementptr inbounds double, ptr %cf, i64 {coefficients[c.index]}")
+        one = new(f"insertelement {vec} poison, double {new(f'load double, ptr {where}')}, i64 0")
+        return new(f"shufflevector {vec} {one}, {vec} poison, <{width} x i32> {_ZERO}")
+
+    for gi, group in enumerate(plan.groups):
+        if len(lines) > CHUNK:
+            close()
+        for si, (s, e) in enumerate(group.segments):
+            label = f"g{gi}.{si}"
+            k: int | str = s
+            if e - s > 1:
+                lines += [f"  br label %{label}.pre", f"{label}.pre:", f"  br label %{label}",
+                          f"{label}:"]  # fmt: skip
+                k = f"%{label}.k"
+                lines.append(f"  {k} = phi i64 [{s}, %{label}.pre], [%{label}.next, %{label}]")
+            cur: dict[int, str | None] = {}
+            for x in group.external:
+                lo, hi = plan.blocks[x]
+                if x in plan.seeds:
+                    cur[x] = seed(x) if lo == s else None
+                elif lo <= s and e <= hi:
+                    cur[x] = new(f"load {vec}, ptr {address(x, k)}, align 32")
+                else:
+                    cur[x] = None
+            for i in group.nodes:
+                acc: str | None = None
+                for j, c in plan.partials[i]:
+                    t = cur[j]
+                    if t is None:
+                        continue
+                    if c == 1.0 or c == -1.0:
+                        if acc is None:
+                            acc = t if c == 1.0 else new(f"fneg {vec} {t}")
+                        else:
+                            acc = new(f"{'fadd' if c == 1.0 else 'fsub'} {vec} {acc}, {t}")
+                        continue
+                    factor = splat(c) if isinstance(c, Value) else _vector([c] * width)
+                    term = new(f"fmul {vec} {factor}, {t}")
+                    acc = term if acc is None else new(f"fadd {vec} {acc}, {term}")
+                cur[i] = acc
+                if i in plan.slot and i in group.stored:
+                    lines.append(f"  store {vec} {acc or _ZERO}, ptr {address(i, k)}, align 32")
+            if e - s > 1:
+                lines += [f"  %{label}.next = add i64 {k}, 1",
+                          f"  %{label}.more = icmp ult i64 %{label}.next, {e}",
+                          f"  br i1 %{label}.more, label %{label}, label %{label}.end",
+                          f"{label}.end:"]  # fmt: skip
+    sweep = plan.sweep
+    n = len(sweep.wrt)
+    for r, y in enumerate(sweep.outputs):
+        if len(lines) > CHUNK:
+            close()
+        node = y.index if isinstance(y, Value) else -1
+        lo, hi = plan.blocks.get(node, (0, 0))
+        for blk in range(plan.n_blocks):
+            if not lo <= blk < hi:
+                v = _ZERO
+            elif node in plan.seeds:
+                v = seed(node)
+            else:
+                v = new(f"load {vec}, ptr {address(node, blk)}, align 32")
+            at = sweep.offset + r * sweep.ld + blk * width
+            if (blk + 1) * width <= n:
+                ptr = new(f"getelementptr inbounds double, ptr %out, i64 {at}")
+                lines.append(f"  store {vec} {v}, ptr {ptr}, align 8")
+                continue
+            for lane in range(n - blk * width):
+                one = "0.0" if v == _ZERO else new(f"extractelement {vec} {v}, i64 {lane}")
+                ptr = new(f"getelementptr inbounds double, ptr %out, i64 {at + lane}")
+                lines.append(f"  store double {one}, ptr {ptr}")
+    close()
+    return functions
 
 
 class _Block:
@@ -154,6 +330,8 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         "declare double @llvm.sin.f64(double)",
         "declare double @llvm.cos.f64(double)",
         "declare double @llvm.sqrt.f64(double)",
+        f"declare i1 @llvm.vector.reduce.or.v{WIDTH}i1(<{WIDTH} x i1>)",
+        _NOT_FINITE,
         kernel,
         _rhs(n_out),
         _RHS_BOUND,
@@ -164,10 +342,60 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
     return "\n\n".join(parts) + "\n"
 
 
+#: above this many outputs the finiteness check is a loop of vector operations
+#: (:data:`_NOT_FINITE`), not straight-line code
+LOOP_CHECK = 64
+
+#: ``i1 @not_finite(ptr a, i64 n)``: some entry of ``a[0:n]`` is inf or NaN
+#: (``v - v`` is NaN exactly then), four lanes at a time, the rest one by one
+_NOT_FINITE = f"""define internal i1 @not_finite(ptr %a, i64 %n) nounwind {{
+entry:
+  %nv = and i64 %n, -{WIDTH}
+  br label %vhead
+vhead:
+  %i = phi i64 [0, %entry], [%i1, %vbody]
+  %acc = phi <{WIDTH} x i1> [{_ZERO}, %entry], [%acc1, %vbody]
+  %vdone = icmp uge i64 %i, %nv
+  br i1 %vdone, label %shead, label %vbody
+vbody:
+  %pv = getelementptr inbounds double, ptr %a, i64 %i
+  %v = load {_VEC}, ptr %pv, align 8
+  %d = fsub {_VEC} %v, %v
+  %bad = fcmp uno {_VEC} %d, {_ZERO}
+  %acc1 = or <{WIDTH} x i1> %acc, %bad
+  %i1 = add i64 %i, {WIDTH}
+  br label %vhead
+shead:
+  %j = phi i64 [%i, %vhead], [%j1, %sbody]
+  %sacc = phi i1 [false, %vhead], [%sacc1, %sbody]
+  %sdone = icmp uge i64 %j, %n
+  br i1 %sdone, label %exit, label %sbody
+sbody:
+  %ps = getelementptr inbounds double, ptr %a, i64 %j
+  %s = load double, ptr %ps
+  %sd = fsub double %s, %s
+  %sbad = fcmp uno double %sd, 0.0
+  %sacc1 = or i1 %sacc, %sbad
+  %j1 = add i64 %j, 1
+  br label %shead
+exit:
+  %any = call i1 @llvm.vector.reduce.or.v{WIDTH}i1(<{WIDTH} x i1> %acc)
+  %r = or i1 %any, %sacc
+  ret i1 %r
+}}"""
+
+
+def _check(b: _Block, ptr: str, n_out: int) -> str:
+    """An i1: some of the ``n_out`` doubles at ``ptr`` is not finite."""
+    if n_out > LOOP_CHECK:
+        return b(f"call i1 @not_finite(ptr {ptr}, i64 {n_out})")
+    return b.not_finite([b.load(ptr, j) for j in range(n_out)])
+
+
 def _rhs(n_out: int) -> str:
     b = _Block()
     b.raw("  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %out)")
-    bad = b.not_finite([b.load("%out", j) for j in range(n_out)])
+    bad = _check(b, "%out", n_out)
     r = b(f"zext i1 {bad} to i32")
     return "\n".join(
         ["define i32 @rhs(ptr %x, ptr %e, ptr %p, ptr %out) nounwind {", "entry:", *b.lines,
@@ -201,7 +429,7 @@ def _rhs_batch(nx: int, n_out: int) -> str:
     eb = b(f"getelementptr inbounds double, ptr %E, i64 {b('mul i64 %i, %estep')}")
     pb = b(f"getelementptr inbounds double, ptr %P, i64 {b('mul i64 %i, %pstep')}")
     b.raw(f"  call void @kernel(ptr {xb}, ptr {eb}, ptr {pb}, ptr {ob})")
-    bad = b.not_finite([b.load(ob, j) for j in range(n_out)])
+    bad = _check(b, ob, n_out)
     first = b("icmp eq i64 %res, 0")
     take = b(f"and i1 {bad}, {first}")
     i1 = b("add i64 %i, 1")

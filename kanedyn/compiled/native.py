@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.compiled import llvm
+from kanedyn.compiled import llvm, sweep
 from kanedyn.compiled.kernels import Traced
 
 __all__ = ["KernelCalls", "NativeCode", "build", "cache_dir", "unavailable"]
@@ -88,6 +88,15 @@ def _target_machine(opt: int = 2) -> Any:
     return target.create_target_machine(
         cpu=_STATE["cpu"], features=_STATE["features"], opt=opt, codemodel="jitdefault"
     )
+
+
+def vector_width() -> int:
+    """Doubles per machine vector for the vector-mode derivatives
+    (:mod:`kanedyn.compiled.sweep`): 8 where the host CPU has AVX-512, else 4 (other
+    CPUs split LLVM's 4-wide vectors as they need)."""
+    if "host" not in _STATE:
+        _target_machine()
+    return 8 if "+avx512f" in str(_STATE["features"]).split(",") else sweep.WIDTH
 
 
 def cache_key(ir: str) -> str:
@@ -270,7 +279,7 @@ class NativeCode(KernelCalls):
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
                  params: Array | None, large: int = LARGE):  # fmt: skip
         self.nq, self.n, self.nx = nq, n, nq + n
-        self.n_out = len(traced.outputs)
+        self.n_out = traced.n_out
         self.n_e = n_e
         self.n_p = len(traced.param_inputs)
         inputs: dict[str, tuple[str, int]] = {}
@@ -281,12 +290,19 @@ class NativeCode(KernelCalls):
             inputs[name] = ("e", i)
         for i in range(self.n_p):
             inputs[f"p{i}"] = ("p", i)
-        kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs)
+        width = vector_width() if traced.sweeps else sweep.WIDTH
+        plans = [sweep.plan(traced.tape, s, width) for s in traced.sweeps]
         # the rate of state entry i: q̇ follows the n rates in the kernel's outputs
         perm = [n + i for i in range(nq)] + list(range(n))
+        self.n_ops = traced.tape.count(
+            [*traced.outputs, *(c for p in plans for c in p.coefficients)]
+        )
+        self.n_vector_ops = sum(p.lane_operations() for p in plans)
+        # level 2 for the sweeps' loops; long straight-line code at the fastest level
+        fast = self.n_ops > large
+        kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs, plans, fast)
         self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
-        self.n_ops = traced.tape.count(traced.outputs)
-        self.engine, self.from_cache = _compile(self.ir, 2 if self.n_ops <= large else 0)
+        self.engine, self.from_cache = _compile(self.ir, 0 if fast and not plans else 2)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))
         self._rhs_batch = _RHS_BATCH(get("rhs_batch"))

@@ -460,8 +460,7 @@ class _Code:
                 tr, _ = derivative_kernel(model, locked)
                 fn = self._callable(model, tr, model.n)
             else:
-                kernel = self._callable(model, residual_kernel(model, locked), model.n,
-                                        DERIVATIVES_LARGE)  # fmt: skip
+                kernel = self._callable(model, residual_kernel(model, locked), model.n)
                 fn = _assembled(kernel, model.nq, model.n)
             self._python["derivatives"] = fn
         return fn  # type: ignore[no-any-return]
@@ -481,17 +480,18 @@ class _Code:
             fn = self._python[key] = self._callable(model, tr, model.n + len(names))
         return fn  # type: ignore[no-any-return]
 
-    def _callable(self, model: Model, tr: Any, n_e: int,
-                  large: int = native_backend.LARGE) -> Callable[[Array, Array], Any]:  # fmt: skip
+    def _callable(self, model: Model, tr: Any, n_e: int) -> Callable[[Array, Array], Any]:
         """``f(x, e)``: the outputs of the traced kernel ``tr`` (state inputs, then
-        ``n_e`` effort inputs) at ``x``, ``e``; machine code when this code is (native:
-        compiled at LLVM's level 2 up to ``large`` operations; or tcc)."""
+        ``n_e`` effort inputs) at ``x``, ``e``; machine code when this code is (native,
+        or tcc with ``tr``'s vector-mode Jacobians unrolled), else generated Python."""
+        from kanedyn.compiled.derivatives import unrolled
+
         if self.kernel is not None:
             quats = model.layout.quat_q.tolist()
             nc: Any = (
-                native_backend.build(tr, model.nq, model.n, n_e, quats, large=large)
+                native_backend.build(tr, model.nq, model.n, n_e, quats)
                 if self.native is not None
-                else tcc_backend.build(tr, model.nq, model.n, n_e, quats)
+                else tcc_backend.build(unrolled(tr), model.nq, model.n, n_e, quats)
             )
 
             def fn(x: Array, e: Array) -> Array:
@@ -500,6 +500,7 @@ class _Code:
 
             fn.native = nc  # type: ignore[attr-defined]
             return fn
+        tr = unrolled(tr)
         py = python.build(
             tr.tape.source("rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
         )
@@ -560,9 +561,6 @@ class _Code:
 #: NumPy); smaller ones by forward mode on the whole ABA, whose single native call is
 #: then faster than the product's NumPy overhead (docs/benchmarks.md)
 RESIDUAL_ROUTE = 10
-#: the residual route's kernels are compiled at LLVM's level 2 up to this many operations
-#: (a 20-link chain's has 28k; level 0 code runs several times slower)
-DERIVATIVES_LARGE = 40000
 
 
 def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
@@ -571,18 +569,23 @@ def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
     :func:`kanedyn.compiled.derivatives.derivative_kernel` (``[ν̇ | q̇]``, then the
     Jacobian row by row) from those of ``kernel``, the residual kernel
     (:func:`~kanedyn.compiled.derivatives.residual_kernel`): the rows of ``ν̇`` are
-    ``M⁻¹ G`` (one matrix product), those of ``q̇`` are copied."""
-    m, w = n + nq, nq + 2 * n
+    ``[M⁻¹ (-∂R/∂[q | u]) | M⁻¹]`` (one matrix product), those of ``q̇`` copied."""
+    m, w, nx = n + nq, nq + 2 * n, nq + n
+    sizes = (m, nq * nx, n * n, n * nx)
+    ends = np.cumsum(sizes)
+
+    def views(buf: Array) -> tuple[Array, Array, Array, Array]:
+        rates, dqd, Minv, dR = np.split(buf[: ends[-1]], ends[:-1])
+        return rates, dqd.reshape(nq, nx), Minv.reshape(n, n), dR.reshape(n, nx)
+
     nc = getattr(kernel, "native", None)
     if nc is None:
 
         def split(x: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
-            out = kernel(x, tau)
-            return out[:m], out[m : m + n * n].reshape(n, n), out[m + n * n :].reshape(m, w), out
+            return views(kernel(x, tau))
 
     else:  # views of the native kernel's output buffer, bound once
-        buf = nc.out
-        views = (buf[:m], buf[m : m + n * n].reshape(n, n), buf[m + n * n :].reshape(m, w))
+        bound = views(nc.out)
         x_in, e_in, call = nc._x[: nc.nx], nc._e[:n], nc._rhs
         addresses = (nc._ax, nc._ae, nc._ap, nc._aout)
 
@@ -590,15 +593,17 @@ def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
             x_in[...] = x
             e_in[...] = tau
             call(*addresses)
-            return (*views, buf)
+            return bound
 
     def fn(x: Array, tau: Array) -> Array:
-        rates, Minv, G, _ = split(x, tau)
+        rates, dqd, Minv, dR = split(x, tau)
         res = np.empty(m + m * w)
         res[:m] = rates
         J = res[m:].reshape(m, w)
-        np.matmul(Minv, G[:n], out=J[:n])
-        J[n:] = G[n:]
+        np.matmul(Minv, dR, out=J[:n, :nx])
+        J[:n, nx:] = Minv
+        J[n:, :nx] = dqd
+        J[n:, nx:] = 0.0
         return res
 
     fn.native = nc  # type: ignore[attr-defined]

@@ -195,6 +195,47 @@ class Tape:
             return float(getattr(math, name)(a))
         return self._record(name, a)
 
+    # -- derivatives ----------------------------------------------------------------
+    def partials(self, i: int) -> list[tuple[int, Scalar]]:
+        """The local partial derivatives of node ``i``: ``(operand node, ∂v_i/∂operand)``
+        for each traced operand, the coefficients recorded on this tape (the rules of
+        Griewank and Walther, *Evaluating Derivatives*, 2nd ed., 2008, Table 3.3)::
+
+            d(a ± b) = da ± db          d(a b) = b da + a db      d(a / b) = da/b - (v/b) db
+            d(-a) = -da                 d sin a = cos a da        d cos a = -sin a da
+            d sqrt a = da / (2 v)       (v the node's value)
+
+        The one statement of the rules: the scalar forward mode
+        (:func:`kanedyn.compiled.derivatives.jacobian`) and the vector one
+        (:mod:`kanedyn.compiled.sweep`) both build tangents from them. Inputs have none."""
+        op, a, b = self.nodes[i]
+        if op == "in":
+            return []
+
+        def val(arg: tuple) -> Scalar:
+            return Value(self, arg[1]) if arg[0] == "n" else float(arg[1])
+
+        if op == "add":
+            rules: list[tuple[Any, Scalar]] = [(a, 1.0), (b, 1.0)]
+        elif op == "sub":
+            rules = [(a, 1.0), (b, -1.0)]
+        elif op == "neg":
+            rules = [(a, -1.0)]
+        elif op == "mul":
+            rules = [(a, val(b)), (b, val(a))]
+        elif op == "div":  # b is traced: division by a constant is recorded as a product
+            inv = 1.0 / val(b)  # type: ignore[operator]
+            rules = [(a, inv), (b, -(Value(self, i) * inv))]
+        elif op == "sin":
+            rules = [(a, cos(val(a)))]
+        elif op == "cos":
+            rules = [(a, -sin(val(a)))]
+        elif op == "sqrt":
+            rules = [(a, 0.5 / Value(self, i))]
+        else:  # pragma: no cover - the tape records no other operation
+            raise ValueError(f"no derivative rule for {op!r}")
+        return [(arg[1], coef) for arg, coef in rules if arg is not None and arg[0] == "n"]
+
     # -- emission -------------------------------------------------------------------
     def count(self, outputs: Sequence[Scalar]) -> int:
         """Number of arithmetic operations needed for ``outputs``."""
