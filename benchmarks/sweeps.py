@@ -1,11 +1,12 @@
 """Where the residual route's derivative kernel spends its time, and how the vector width
 and group size change it.
 
-    python -m benchmarks.sweeps [--n 50] [--skew]
+    python -m benchmarks.sweeps [--n 50] [--skew] [--sizes]
 
 For the n-link chain (``--skew``: :func:`benchmarks.models.skew_chain`) it compiles the
 residual kernel (:func:`kanedyn.compiled.derivatives.residual_kernel`) several times and
-reports the native kernel's median CPU time per call (µs, bound buffers):
+reports the size of the sweeps' scratch array and coefficients, and the native
+kernel's median CPU time per call (µs, bound buffers):
 
 * one sweep at a time: the straight-line values alone (with a one-entry sweep, so that
   they are compiled as in the full kernel), then each of ``M⁻¹``, ``-∂R/∂q``,
@@ -51,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--skew", action="store_true", help="the skew chain")
+    parser.add_argument("--sizes", action="store_true", help="the scratch size only")
     args = parser.parse_args()
     model = models.skew_chain(args.n) if args.skew else models.chain(args.n)
     rng = np.random.default_rng(50)
@@ -59,6 +61,15 @@ def main() -> None:
     name = f"{'skew chain' if args.skew else 'chain'} n = {args.n}"
     print(f"{name}, vector width {native.vector_width()} on this host\n")
 
+    tr = residual_kernel(model)
+    plans = [sweep.plan(tr.tape, s, native.vector_width()) for s in tr.sweeps]
+    coefficients = {c.index for p in plans for c in p.coefficients if hasattr(c, "index")}
+    scratch = max(p.size for p in plans) * native.vector_width() * 8
+    print(
+        f"scratch {scratch / 1024:.0f} KiB, coefficients {8 * len(coefficients) / 1024:.0f} KiB\n"
+    )
+    if args.sizes:
+        return
     tr = residual_kernel(model)
     first = tr.sweeps[0]
     tiny = attrs.evolve(first, outputs=first.outputs[:1], wrt=first.wrt[-1:])

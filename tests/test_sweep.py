@@ -69,6 +69,27 @@ def test_vector_sweeps_equal_scalar_forward_mode_to_the_bit(seed, model):
     assert np.array_equal(got, want), np.max(np.abs(got - want))
 
 
+def test_scratch_from_the_heap(monkeypatch):
+    """Above ``STACK_SCRATCH`` bytes the sweeps' scratch comes from malloc (a thread's
+    stack may be 512 KiB): the same bits as the scalar mode, on every call."""
+    from kanedyn.compiled import llvm
+
+    monkeypatch.setattr(llvm, "STACK_SCRATCH", 0)
+    seed, model = forests()[1]
+    tr = residual_kernel(model)
+    nc = native.build(tr, model.nq, model.n, model.n, model.layout.quat_q.tolist())
+    assert "@malloc" in nc.ir and "call void @free" in nc.ir
+    rng = np.random.default_rng(seed)
+    flat = unrolled(tr)
+    fn = python.build(flat.tape.source("f", flat.args, flat.outputs), "f",
+                      python.SCALAR_NAMESPACE)  # fmt: skip
+    for _ in range(3):
+        state = draw_state(model, int(rng.integers(1 << 30)), 1.0)
+        x, tau = np.concatenate([state.q, state.u]), rng.normal(size=model.n)
+        assert nc.rhs_into(x, tau)
+        assert np.array_equal(nc.out, np.array(fn(*x, *tau), dtype=float))
+
+
 @pytest.mark.parametrize(
     "seed, model", forests()[:6], ids=lambda v: str(v) if isinstance(v, int) else ""
 )

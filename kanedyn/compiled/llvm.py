@@ -66,6 +66,11 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
     ``tape`` that ``outputs`` need, in order, with ``inputs`` mapping each input's name
     to (pointer argument, index).
 
+    The sweeps' scratch array and coefficients are on the stack up to
+    :data:`STACK_SCRATCH` bytes, beyond from ``malloc`` (released before returning;
+    without memory the kernel writes a NaN to ``out[0]``, which the caller's finiteness
+    check reports): a thread's stack can be as small as 512 KiB.
+
     With vector-mode Jacobians ``sweeps`` (:func:`sweep_functions`), ``@name`` calls
     ``@name.values``, the straight-line operations, which also store the sweeps'
     coefficients in an array (``%cf``), then runs the sweeps' loops, writing to ``out``
@@ -116,25 +121,50 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
     if not sweeps:
         return "\n".join(lines)
     size = max(1, *(plan.size for plan in sweeps))
+    n_bytes = size * sweeps[0].width * 8 + 8 * max(1, len(coefficients))
     lines += [
         "",
         f"define internal void @{name}(ptr noalias nocapture readonly %x, "
         "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
         "ptr noalias nocapture %out) nounwind noinline {",
         "entry:",
-        f"  %scr = alloca <{sweeps[0].width} x double>, i64 {size}, align 64",
-        f"  %cf = alloca double, i64 {max(1, len(coefficients))}, align 8",
-        f"  call void @{name}.values(ptr %x, ptr %e, ptr %p, ptr %out, ptr %cf)",
     ]
+    heap = n_bytes > STACK_SCRATCH
+    if heap:  # scratch and coefficients in one block from malloc, 64-byte aligned
+        lines += [
+            f"  %raw = call ptr @malloc(i64 {n_bytes + 64})",
+            "  %none = icmp eq ptr %raw, null",
+            "  br i1 %none, label %nomem, label %run",
+            "nomem:",  # no memory: a NaN output, which the caller reports
+            f"  store double {constant(float('nan'))}, ptr %out",
+            "  ret void",
+            "run:",
+            "  %ri = ptrtoint ptr %raw to i64",
+            "  %ra = add i64 %ri, 63",
+            "  %rb = and i64 %ra, -64",
+            "  %scr = inttoptr i64 %rb to ptr",
+            f"  %cf = getelementptr inbounds <{sweeps[0].width} x double>, ptr %scr, i64 {size}",
+        ]
+    else:
+        lines += [
+            f"  %scr = alloca <{sweeps[0].width} x double>, i64 {size}, align 64",
+            f"  %cf = alloca double, i64 {max(1, len(coefficients))}, align 8",
+        ]
+    lines.append(f"  call void @{name}.values(ptr %x, ptr %e, ptr %p, ptr %out, ptr %cf)")
     functions = []
     for uid, plan in enumerate(sweeps):
         parts = sweep_functions(plan, f"{name}.sweep{uid}", coefficients)
         lines += [f"  call void @{name}.sweep{uid}.{k}(ptr %scr, ptr %cf, ptr %out)"
                   for k in range(len(parts))]  # fmt: skip
         functions += parts
+    if heap:
+        lines.append("  call void @free(ptr %raw)")
     lines += ["  ret void", "}"]
     return "\n\n".join(["\n".join(lines), *functions])
 
+
+#: the largest scratch (bytes) a kernel with sweeps keeps on the stack
+STACK_SCRATCH = 256 * 1024
 
 _VEC = f"<{WIDTH} x double>"
 _ZERO = "zeroinitializer"
@@ -331,6 +361,8 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         "declare double @llvm.cos.f64(double)",
         "declare double @llvm.sqrt.f64(double)",
         f"declare i1 @llvm.vector.reduce.or.v{WIDTH}i1(<{WIDTH} x i1>)",
+        "declare noalias ptr @malloc(i64) nounwind",
+        "declare void @free(ptr) nounwind",
         _NOT_FINITE,
         kernel,
         _rhs(n_out),

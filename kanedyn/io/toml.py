@@ -181,7 +181,10 @@ class _Source:
                 continue
             else:
                 continue
-            self.lines.setdefault(table, number)
+            # the header names its table and, where first seen, the keys leading to it
+            # (an unknown ``[[bodys]]`` is the key ``bodys`` of the top level)
+            for end in range(1, len(table) + 1):
+                self.lines.setdefault(table[:end], number)
 
     def line(self, path: tuple[str | int, ...]) -> int | None:
         """The line of ``path``'s key, or of its nearest enclosing key or table."""
