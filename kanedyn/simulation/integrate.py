@@ -1041,10 +1041,21 @@ def _run_rk4_compiled(
     controller or events), on Python floats: the same step (quaternions normalized
     inside every right-hand side and after every step), without NumPy calls.
     Under MSD it also returns the speeds at the outputs (the kernel's last n outputs).
+    The right-hand side is the compiled kernel when there is one (tcc; or native, for
+    models the native RK4 loop does not take), else the generated Python.
     """
     model = system.model
     n, nq = model.n, model.nq
-    rhs = cm._scalar
+    kernel = cm._code.kernel
+    if kernel is None:
+        rhs = cm._scalar
+    else:
+
+        def rhs(*xs: float) -> list[float]:
+            if kernel.rhs_into(xs):
+                return kernel.out.tolist()  # type: ignore[no-any-return]
+            return cm._scalar(*xs)  # a zero pivot or a non-finite value: fail as Python does
+
     msd = system.formulation is Formulation.MSD
     bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000, tick=rec.drain)
     quats = [tuple(int(i) for i in row) for row in model.layout.quat_q]
