@@ -969,15 +969,25 @@ class _Sampler:
             if k * self.controller.period < t_final
         ]
 
+    def due(self, t: float) -> bool:
+        """Whether the controller is sampled at ``t`` (on or after its next sample time)."""
+        return self.controller is not None and t >= self.next - 1e-9
+
+    def advance(self, t: float) -> None:
+        """Move the next sample time past ``t`` (after a sample at ``t``)."""
+        assert self.controller is not None
+        while self.next <= t + 1e-9:
+            self.next += self.controller.period
+
     def sample(self, system: _System, t: float, x: Array) -> None:
-        if self.controller is None or t < self.next - 1e-9:
+        if not self.due(t):
             return
+        assert self.controller is not None
         model = self.model
         q = _normalize_quaternions(model, x[: model.nq])
         u = system.speeds(q, x[model.nq :])
         system.held = list(self.controller.law(t, model, State(q, u)))
-        while self.next <= t + 1e-9:
-            self.next += self.controller.period
+        self.advance(t)
 
 
 def _run_rk4(
