@@ -121,11 +121,6 @@ def pendulum_parts(n: int, cart: bool = True) -> dict:
             "op": op, "sympy_op": op, "inputs": [F] if cart else None}  # fmt: skip
 
 
-def cart_pendulum_parts(n: int) -> dict:
-    """The n-link pendulum on a cart (see :func:`pendulum_parts`)."""
-    return pendulum_parts(n, cart=True)
-
-
 def rolling_disc_parts() -> dict:
     """Kane's rolling disc, three speeds (the contact point at rest), upright at spin 5."""
     r, m, g = sm.symbols("r m g", positive=True)
@@ -169,6 +164,7 @@ def _ours(parts: dict, linearize_too: bool) -> list[float]:
 
 def _sympy(parts: dict, linearize_too: bool) -> list[float]:
     a = parts["args"]
+    solver = "CRAMER" if a.get("u_dep") else "LU"
 
     def build():
         km = me.KanesMethod(
@@ -180,7 +176,7 @@ def _sympy(parts: dict, linearize_too: bool) -> list[float]:
             configuration_constraints=a.get("configuration_constraints", ()),
             u_dependent=a.get("u_dep", ()),
             velocity_constraints=a.get("velocity_constraints", ()),
-            constraint_solver="CRAMER" if a.get("u_dep") else "LU",
+            constraint_solver=solver,
         )
         km.kanes_equations(a["bodies"], a["loads"])
         return km, km.mass_matrix, km.forcing
@@ -189,7 +185,6 @@ def _sympy(parts: dict, linearize_too: bool) -> list[float]:
     _, s_solve = cpu(lambda: M.LUsolve(f))
     s_lin = np.nan
     if linearize_too and parts["sympy_op"] is not None:
-        solver = "CRAMER" if a.get("u_dep") else "LU"
 
         def lin():
             A, B, _ = km.linearize(op_point=parts["sympy_op"], A_and_B=True,

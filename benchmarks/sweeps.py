@@ -70,7 +70,6 @@ def main() -> None:
     )
     if args.sizes:
         return
-    tr = residual_kernel(model)
     first = tr.sweeps[0]
     tiny = attrs.evolve(first, outputs=first.outputs[:1], wrt=first.wrt[-1:])
     print("| part | kernel µs | compile s |\n|---|---|---|")

@@ -36,11 +36,11 @@ from kanedyn.model.plan import Params
 
 __all__ = [
     "derivative_kernel",
-    "unrolled",
     "jacobian",
     "parameter_kernel",
     "parameter_symbols",
     "residual_kernel",
+    "unrolled",
 ]
 
 Tangent = dict[int, Scalar]  # direction -> derivative

@@ -24,19 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sm
-from sympy.core.function import AppliedUndef
 
 from kanedyn.errors import ModelError
+from kanedyn.symbolic.matching import symbol_name
 
 if TYPE_CHECKING:
     from kanedyn.compiled.linearize import Linearization
 
-__all__ = ["linearize_symbolic", "symbol_name"]
-
-
-def symbol_name(x: Any) -> str:
-    """A coordinate's, speed's or input's name: ``q2`` for ``q2(t)``, ``T`` for ``T``."""
-    return x.func.__name__ if isinstance(x, AppliedUndef) else str(x)
+__all__ = ["linearize_symbolic"]
 
 
 def _as_floats(X: sm.Matrix, what: str) -> np.ndarray:

@@ -59,17 +59,19 @@ def constant(x: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
 
 
+#: the kernel's parameters (x, e, p, out), shared by its straight-line part
+_KERNEL_PARAMS = (
+    "ptr noalias nocapture readonly %x, ptr noalias nocapture readonly %e, "
+    "ptr noalias nocapture readonly %p, ptr noalias nocapture %out"
+)
+
+
 def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
                     inputs: dict[str, tuple[str, int]], sweeps: Sequence[Plan] = (),
                     fast: bool = False) -> str:  # fmt: skip
     """``define internal void @name(ptr x, ptr e, ptr p, ptr out)``: the operations of
     ``tape`` that ``outputs`` need, in order, with ``inputs`` mapping each input's name
     to (pointer argument, index).
-
-    The sweeps' scratch array and coefficients are on the stack up to
-    :data:`STACK_SCRATCH` bytes, beyond from ``malloc`` (released before returning;
-    without memory the kernel writes a NaN to ``out[0]``, which the caller's finiteness
-    check reports): a thread's stack can be as small as 512 KiB.
 
     With vector-mode Jacobians ``sweeps`` (:func:`sweep_functions`), ``@name`` calls
     ``@name.values``, the straight-line operations, which also store the sweeps'
@@ -78,7 +80,12 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
     that LLVM compiles it with its fastest instruction selection and register allocation
     while the loops get its full code generation: for long straight-line code, whose
     compile time at level 2 grows faster than its length (:data:`native.LARGE
-    <kanedyn.compiled.native.LARGE>`)."""
+    <kanedyn.compiled.native.LARGE>`).
+
+    The sweeps' scratch array and coefficients are on the stack up to
+    :data:`STACK_SCRATCH` bytes, beyond from ``malloc`` (released before returning;
+    without memory the kernel writes a NaN to ``out[0]``, which the caller's finiteness
+    check reports): a thread's stack can be as small as 512 KiB."""
     # the sweeps' coefficients go through memory: kept in registers across the sweeps'
     # loops, thousands of long-lived values make register allocation slow
     coefficients: dict[int, int] = {}
@@ -86,9 +93,7 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
         if isinstance(c, Value):
             coefficients.setdefault(c.index, len(coefficients))
     head = (
-        f"define internal void @{name}{'.values' if sweeps else ''}("
-        "ptr noalias nocapture readonly %x, ptr noalias nocapture readonly %e, "
-        "ptr noalias nocapture readonly %p, ptr noalias nocapture %out"
+        f"define internal void @{name}{'.values' if sweeps else ''}({_KERNEL_PARAMS}"
         f"{', ptr noalias nocapture %cf' if sweeps else ''}) nounwind noinline"
         f"{' optnone' if fast and sweeps else ''} {{"
     )
@@ -124,9 +129,7 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
     n_bytes = size * sweeps[0].width * 8 + 8 * max(1, len(coefficients))
     lines += [
         "",
-        f"define internal void @{name}(ptr noalias nocapture readonly %x, "
-        "ptr noalias nocapture readonly %e, ptr noalias nocapture readonly %p, "
-        "ptr noalias nocapture %out) nounwind noinline {",
+        f"define internal void @{name}({_KERNEL_PARAMS}) nounwind noinline {{",
         "entry:",
     ]
     heap = n_bytes > STACK_SCRATCH
@@ -262,7 +265,7 @@ def sweep_functions(plan: Plan, name: str, coefficients: dict[int, int]) -> list
                     term = new(f"fmul {vec} {factor}, {t}")
                     acc = term if acc is None else new(f"fadd {vec} {acc}, {term}")
                 cur[i] = acc
-                if i in plan.slot and i in group.stored:
+                if i in plan.slot:  # stored: read after this group
                     lines.append(f"  store {vec} {acc or _ZERO}, ptr {address(i, k)}, align 32")
             if e - s > 1:
                 lines += [f"  %{label}.next = add i64 {k}, 1",

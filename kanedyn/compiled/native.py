@@ -167,9 +167,9 @@ def _addr(a: NDArray[Any]) -> int:
 class KernelCalls:
     """The one-state and batch calls of a compiled kernel, shared by the back ends
     (:class:`NativeCode`, :class:`kanedyn.compiled.tcc.TccCode`). A subclass sets the
-    sizes ``nq``, ``n``, ``nx``, ``n_e``, ``n_p``, ``n_out``, the buffers ``_x``, ``_e``,
-    ``_out``, ``_zeros``, ``params`` and their addresses ``_ax``, ``_ae``, ``_aout``,
-    ``_azeros``, ``_ap``, and the ctypes functions ``_rhs``, ``_rhs_bound`` and
+    sizes (:meth:`_sizes`), reads the inputs where :meth:`_slots` says, binds the
+    buffers (:meth:`_bind_buffers`: ``_x``, ``_e``, ``_out``, ``_zeros``, ``params`` and
+    their addresses), and sets the ctypes functions ``_rhs``, ``_rhs_bound`` and
     ``_rhs_batch`` of :mod:`kanedyn.compiled.llvm`'s signatures."""
 
     nq: int
@@ -191,6 +191,25 @@ class KernelCalls:
     _rhs: Any
     _rhs_bound: Any
     _rhs_batch: Any
+
+    def _sizes(self, traced: Traced, nq: int, n: int, n_e: int) -> None:
+        """The sizes of ``traced``'s kernel: ``nq``, ``n``, ``nx``, ``n_e``, ``n_p``,
+        ``n_out``."""
+        self.nq, self.n, self.nx = nq, n, nq + n
+        self.n_e, self.n_p, self.n_out = n_e, len(traced.param_inputs), traced.n_out
+
+    def _slots(self, traced: Traced) -> dict[str, tuple[str, int]]:
+        """Where each input of ``traced`` is read: ``(buffer, index)`` with buffer
+        ``"x"`` (the state), ``"e"`` (efforts or loads) or ``"p"`` (parameters)."""
+        inputs: dict[str, tuple[str, int]] = {}
+        e_names = [a for a in traced.args[self.nx :] if not a.startswith("p")]
+        for i, name in enumerate(traced.args[: self.nx]):
+            inputs[name] = ("x", i)
+        for i, name in enumerate(e_names):
+            inputs[name] = ("e", i)
+        for i in range(self.n_p):
+            inputs[f"p{i}"] = ("p", i)
+        return inputs
 
     def _bind_buffers(self, params: Array | None) -> None:
         """The one-state buffers and their addresses; the parameters ``params`` (B, n_p)
@@ -277,19 +296,9 @@ class NativeCode(KernelCalls):
     """
 
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-                 params: Array | None, large: int = LARGE):  # fmt: skip
-        self.nq, self.n, self.nx = nq, n, nq + n
-        self.n_out = traced.n_out
-        self.n_e = n_e
-        self.n_p = len(traced.param_inputs)
-        inputs: dict[str, tuple[str, int]] = {}
-        e_names = [a for a in traced.args[self.nx :] if not a.startswith("p")]
-        for i, name in enumerate(traced.args[: self.nx]):
-            inputs[name] = ("x", i)
-        for i, name in enumerate(e_names):
-            inputs[name] = ("e", i)
-        for i in range(self.n_p):
-            inputs[f"p{i}"] = ("p", i)
+                 params: Array | None):  # fmt: skip
+        self._sizes(traced, nq, n, n_e)
+        inputs = self._slots(traced)
         width = vector_width() if traced.sweeps else sweep.WIDTH
         plans = [sweep.plan(traced.tape, s, width) for s in traced.sweeps]
         # the rate of state entry i: q̇ follows the n rates in the kernel's outputs
@@ -299,7 +308,7 @@ class NativeCode(KernelCalls):
         )
         self.n_vector_ops = sum(p.lane_operations() for p in plans)
         # level 2 for the sweeps' loops; long straight-line code at the fastest level
-        fast = self.n_ops > large
+        fast = self.n_ops > LARGE
         kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs, plans, fast)
         self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
         self.engine, self.from_cache = _compile(self.ir, 0 if fast and not plans else 2)
@@ -384,8 +393,8 @@ def default_threads() -> int:
 
 
 def build(traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-          params: Array | None = None, large: int = LARGE) -> NativeCode:  # fmt: skip
+          params: Array | None = None) -> NativeCode:  # fmt: skip
     """Compile ``traced`` (state inputs first, then ``n_e`` effort or load inputs, then
     parameters ``params`` (B, n_p)) to a :class:`NativeCode`, at LLVM's code-generation
-    level 2 up to ``large`` operations and level 0 beyond (:data:`LARGE`)."""
-    return NativeCode(traced, nq, n, n_e, quats, params, large)
+    level 2 up to :data:`LARGE` operations and level 0 beyond."""
+    return NativeCode(traced, nq, n, n_e, quats, params)

@@ -482,8 +482,8 @@ class _Code:
 
     def _callable(self, model: Model, tr: Any, n_e: int) -> Callable[[Array, Array], Any]:
         """``f(x, e)``: the outputs of the traced kernel ``tr`` (state inputs, then
-        ``n_e`` effort inputs) at ``x``, ``e``; machine code when this code is (native,
-        or tcc with ``tr``'s vector-mode Jacobians unrolled), else generated Python."""
+        ``n_e`` effort inputs) at ``x``, ``e``; machine code when this code is (native or
+        tcc), else generated Python (``tr``'s vector-mode Jacobians unrolled)."""
         from kanedyn.compiled.derivatives import unrolled
 
         if self.kernel is not None:
@@ -491,7 +491,7 @@ class _Code:
             nc: Any = (
                 native_backend.build(tr, model.nq, model.n, n_e, quats)
                 if self.native is not None
-                else tcc_backend.build(unrolled(tr), model.nq, model.n, n_e, quats)
+                else tcc_backend.build(tr, model.nq, model.n, n_e, quats)
             )
 
             def fn(x: Array, e: Array) -> Array:

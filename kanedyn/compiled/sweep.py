@@ -13,8 +13,9 @@ Three facts keep it as sparse as the scalar mode:
 * a node's tangent is nonzero only in the hull of its operands' lane ranges (a seed's
   is its own lane); on a kinematic tree numbered from the root, the tangents of a body's
   kinematics with respect to the joints' coordinates cover its ancestors' lanes, not all;
-* lanes are stored in blocks of ``width`` (one machine vector: :func:`kanedyn.compiled.native.vector_width`); a node's tangent is
-  the blocks of its range;
+* lanes are stored in blocks of ``width`` (one machine vector:
+  :func:`kanedyn.compiled.native.vector_width`); a node's tangent is the blocks of its
+  range;
 * consecutive nodes with the same block range form a *group*: one loop over its blocks
   computes all of them, the values used only inside the group kept in registers; the
   group's range is cut into *segments* where each tangent from an earlier group is
@@ -77,11 +78,13 @@ class Group:
 
 @attrs.frozen(eq=False)
 class Plan:
-    """How one :class:`Sweep` runs, in blocks of ``width`` lanes: ``blocks[i]`` the block range of node i's tangent,
-    ``seeds[i]`` the lane of an input differentiated with respect to, ``partials[i]``
-    its local partials (:meth:`Tape.partials`), ``groups`` in order, ``slot[i]`` the
-    first block of node i's tangent in the scratch array (``size`` blocks, shared
-    between tangents whose uses do not overlap), ``n_blocks`` the lanes' blocks."""
+    """How one :class:`Sweep` runs, in blocks of ``width`` lanes: ``blocks[i]`` the
+    block range of node i's tangent, ``seeds[i]`` the lane of an input differentiated
+    with respect to, ``partials[i]`` its local partials (:meth:`Tape.partials`),
+    ``groups`` in order, ``slot[i]`` the first block of node i's tangent in the scratch
+    array (``size`` blocks, shared between tangents whose uses do not overlap; a node
+    has a slot exactly when a later group or the output reads it), ``n_blocks`` the
+    lanes' blocks."""
 
     sweep: Sweep
     width: int

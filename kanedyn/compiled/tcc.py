@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.compiled.c import _finite_check, function
+from kanedyn.compiled.derivatives import unrolled
 from kanedyn.compiled.kernels import Traced
 from kanedyn.compiled.native import KernelCalls
 
@@ -144,16 +145,13 @@ def _compile(source: str) -> _Unit:
     return unit
 
 
-def _source(traced: Traced, nx: int, n_e: int, n_p: int) -> str:
-    """The C unit of the module docstring for ``traced``."""
-    inputs: dict[str, str] = {}
-    e_names = [a for a in traced.args[nx:] if not a.startswith("p")]
-    for i, name in enumerate(traced.args[:nx]):
-        inputs[name] = f"x[{i}]"
-    for i, name in enumerate(e_names):
-        inputs[name] = f"e[{i}]"
-    for i in range(n_p):
-        inputs[f"p{i}"] = f"e[{n_e + i}]"  # the kernel's e holds [efforts | parameters]
+def _source(traced: Traced, slots: dict[str, tuple[str, int]], nx: int, n_e: int,
+            n_p: int) -> str:  # fmt: skip
+    """The C unit of the module docstring for ``traced``, its inputs read from ``slots``
+    (:meth:`KernelCalls._slots <kanedyn.compiled.native.KernelCalls._slots>`)."""
+    # the kernel's e holds [efforts | parameters]
+    inputs = {name: f"x[{i}]" if buf == "x" else f"e[{i + (n_e if buf == 'p' else 0)}]"
+              for name, (buf, i) in slots.items()}  # fmt: skip
     n_out = len(traced.outputs)
     kernel = function(traced.tape, "kernel", traced.outputs, inputs)
     n_ep = max(n_e + n_p, 1)
@@ -203,12 +201,10 @@ class TccCode(KernelCalls):
     this object and are not to be called from two threads at once."""
 
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, params: Array | None):
-        self.nq, self.n, self.nx = nq, n, nq + n
-        self.n_out = len(traced.outputs)
-        self.n_e = n_e
-        self.n_p = len(traced.param_inputs)
+        traced = unrolled(traced)  # C has no vector code: the sweeps as scalar outputs
+        self._sizes(traced, nq, n, n_e)
         self.n_ops = traced.tape.count(traced.outputs)
-        self.source = _source(traced, self.nx, n_e, self.n_p)
+        self.source = _source(traced, self._slots(traced), self.nx, n_e, self.n_p)
         self._unit = _compile(self.source)
         sym = self._unit.symbol
         self._rhs = _RHS(sym("rhs"))

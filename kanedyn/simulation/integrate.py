@@ -969,15 +969,25 @@ class _Sampler:
             if k * self.controller.period < t_final
         ]
 
+    def due(self, t: float) -> bool:
+        """Whether the controller is sampled at ``t`` (on or after its next sample time)."""
+        return self.controller is not None and t >= self.next - 1e-9
+
+    def advance(self, t: float) -> None:
+        """Move the next sample time past ``t`` (after a sample at ``t``)."""
+        assert self.controller is not None
+        while self.next <= t + 1e-9:
+            self.next += self.controller.period
+
     def sample(self, system: _System, t: float, x: Array) -> None:
-        if self.controller is None or t < self.next - 1e-9:
+        if not self.due(t):
             return
+        assert self.controller is not None
         model = self.model
         q = _normalize_quaternions(model, x[: model.nq])
         u = system.speeds(q, x[model.nq :])
         system.held = list(self.controller.law(t, model, State(q, u)))
-        while self.next <= t + 1e-9:
-            self.next += self.controller.period
+        self.advance(t)
 
 
 def _run_rk4(
@@ -1041,10 +1051,21 @@ def _run_rk4_compiled(
     controller or events), on Python floats: the same step (quaternions normalized
     inside every right-hand side and after every step), without NumPy calls.
     Under MSD it also returns the speeds at the outputs (the kernel's last n outputs).
+    The right-hand side is the compiled kernel when there is one (tcc; or native, for
+    models the native RK4 loop does not take), else the generated Python.
     """
     model = system.model
     n, nq = model.n, model.nq
-    rhs = cm._scalar
+    kernel = cm._code.kernel
+    if kernel is None:
+        rhs = cm._scalar
+    else:
+
+        def rhs(*xs: float) -> list[float]:
+            if kernel.rhs_into(xs):
+                return kernel.out.tolist()  # type: ignore[no-any-return]
+            return cm._scalar(*xs)  # a zero pivot or a non-finite value: fail as Python does
+
     msd = system.formulation is Formulation.MSD
     bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000, tick=rec.drain)
     quats = [tuple(int(i) for i in row) for row in model.layout.quat_q]

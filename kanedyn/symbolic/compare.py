@@ -44,7 +44,7 @@ import sympy as sm
 from sympy.core.function import AppliedUndef
 
 from kanedyn.errors import ModelError
-from kanedyn.symbolic.matching import _name, match, read_side, to_chart
+from kanedyn.symbolic.matching import match, read_side, symbol_name, to_chart
 
 __all__ = ["ComparisonReport", "EntryComparison", "Equations", "compare"]
 
@@ -457,21 +457,21 @@ def compare(
     # one set of variables: plain dummies for q, u and any function-of-time parameters
     var: dict[Any, sm.Dummy] = {}
     for xa, xb in zip([*ua, *qa], [*ub, *qb], strict=True):
-        d = var.setdefault(xa, sm.Dummy(_name(xa)))
+        d = var.setdefault(xa, sm.Dummy(symbol_name(xa)))
         var.setdefault(xb, d)
     # a large side comes in its compact form: M, f in names defined in order in defs
     defs = [(d, e.xreplace(var)) for d, e in [*A.defs, *B.defs]]
     Ma, fa, Mb, fb = (X.xreplace(var) for X in (Ma, fa, Mb, fb))
     everything = (Ma, fa, Mb, fb, *(e for _, e in defs))
     undef = set().union(*(X.atoms(AppliedUndef, sm.Derivative) for X in everything))
-    fun = {x: sm.Dummy(_name(x)) for x in undef}
+    fun = {x: sm.Dummy(symbol_name(x)) for x in undef}
     Ma, fa, Mb, fb = (X.xreplace(fun) for X in (Ma, fa, Mb, fb))
     defs = [(d, e.xreplace(fun)) for d, e in defs]
     x_state = [var[x] for x in [*qa, *ua]]
     inv = {d: x for x, d in var.items() if x in qa or x in ua} | {d: x for x, d in fun.items()}
     free = set().union(*(X.free_symbols for X in (Ma, fa, Mb, fb, *(e for _, e in defs))))
     free -= set(x_state) | {d for d, _ in defs}
-    p_syms = sorted(free, key=lambda s: _name(inv.get(s, s)))
+    p_syms = sorted(free, key=lambda s: symbol_name(inv.get(s, s)))
 
     values = _param_values(p_syms, params or {}, inv)
     num = _Numeric(x_state, p_syms, Ma, fa, Mb, fb, defs)
@@ -556,10 +556,10 @@ def _param_values(p_syms: list, params: Mapping[Any, float], inv: dict) -> dict:
     by_name = {str(k): float(v) for k, v in params.items()}
     out = {}
     for s in p_syms:
-        name = _name(inv.get(s, s))
+        name = symbol_name(inv.get(s, s))
         if name in by_name:
             out[s] = by_name[name]
-    unknown = set(by_name) - {_name(inv.get(s, s)) for s in p_syms}
+    unknown = set(by_name) - {symbol_name(inv.get(s, s)) for s in p_syms}
     if unknown:
         raise ModelError(f"compare: params {sorted(unknown)} do not occur in the equations")
     return out

@@ -374,6 +374,7 @@ class _Derivation:
     F_star0: list[sm.Matrix]  # -m a_r: F*_i at zero u_dot
     F_app: list[sm.Matrix]  # resultant applied force (at the mass centre) and torque
     T_app: list[sm.Matrix]
+    Q: list[sm.Expr]  # per speed: joint springs, dampers and actuators (part of Fr)
 
 
 # --------------------------------------------------------------------------- symbols
@@ -621,6 +622,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         F_star0=F_star0,
         F_app=F_app,
         T_app=T_app,
+        Q=Q,
     )
 
 

@@ -140,6 +140,17 @@ class _Partials:
         return sm.Matrix.hstack(*cols) if cols else sm.zeros(r.rows, 0)
 
 
+def _inertia_N(R: Sequence, I_B: Sequence) -> list[sm.Matrix]:
+    """``I_N = R Ī Rᵀ`` of each body (eq. 2-8)."""
+    return [R_i * I_i * R_i.T for R_i, I_i in zip(R, I_B, strict=True)]
+
+
+def _inertia_N_rate(dR: sm.Matrix, R: sm.Matrix, I_B: sm.Matrix) -> sm.Matrix:
+    """``∂I_N/∂q_k = ∂R/∂q_k Ī Rᵀ + (…)ᵀ`` from ``dR = ∂R/∂q_k`` (``I_N = R Ī Rᵀ``)."""
+    half = dR * I_B * R.T
+    return half + half.T
+
+
 def _inertia_matrix_rate(
     qk: sm.Symbol,
     mass: Sequence,
@@ -147,20 +158,19 @@ def _inertia_matrix_rate(
     J_A: Sequence,
     R: Sequence,
     I_B: Sequence,
-    partial: _Partials | None = None,
+    I_N: Sequence,
+    partial: _Partials,
 ) -> sm.Matrix:
     """``∂H/∂q_k`` of ``H = Σ m J_Lᵀ J_L + J_Aᵀ R I Rᵀ J_A`` (eq. 2-7) by the product rule,
-    differentiating only the factors (positions, axes, attitudes), not the large ``H``."""
-    partial = _Partials() if partial is None else partial
+    differentiating only the factors (positions, axes, attitudes), not the large ``H``;
+    ``I_N`` is :func:`_inertia_N` of ``R`` and ``I_B``."""
     n = J_L[0].cols
     out = sm.zeros(n, n)
     for i in range(len(mass)):
         dJL, dJA, dR = partial(J_L[i], qk), partial(J_A[i], qk), partial(R[i], qk)
-        I_N = R[i] * I_B[i] * R[i].T
-        dI_N = dR * I_B[i] * R[i].T
-        dI_N = dI_N + dI_N.T
+        dI_N = _inertia_N_rate(dR, R[i], I_B[i])
         lin = dJL.T * J_L[i]
-        ang = dJA.T * I_N * J_A[i]
+        ang = dJA.T * I_N[i] * J_A[i]
         out += mass[i] * (lin + lin.T) + ang + ang.T + J_A[i].T * dI_N * J_A[i]
     return out
 
@@ -173,7 +183,8 @@ def _coriolis(
     J_A: list,
     R: list,
     I_B: list,
-    partial: _Partials | None = None,
+    I_N: list,
+    partial: _Partials,
 ) -> tuple[list[tuple[sm.Dummy, sm.Expr]], sm.Matrix]:
     """``C = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q`` (the Christoffel terms of eq. 2-11, summed) by the
     product rule on the body velocities, as short expressions in named intermediates.
@@ -193,12 +204,12 @@ def _coriolis(
     Every entry of ``J_L``, ``J_A``, ``I_N``, their rates and the velocities is a named
     intermediate, so each row of ``C`` has O(bodies · n) terms instead of the n² products
     of large ``∂H/∂q`` entries; ``∂I_N/∂q_k = ∂R/∂q_k Ī Rᵀ + (…)ᵀ`` (``I_N = R Ī Rᵀ``).
-    Returns the definitions (in order) and ``C`` in them.
+    ``I_N`` is :func:`_inertia_N` of ``R`` and ``I_B``. Returns the definitions (in
+    order) and ``C`` in them.
     """
     from kanedyn.symbolic.kane import _Tape
 
     t = _Tape()
-    partial = _Partials() if partial is None else partial
     n = len(q)
     Hd_u = [sm.Integer(0)] * n  # Ḣ q̇
     dT = [sm.Integer(0)] * n  # ∂(q̇ᵀ H q̇)/∂q
@@ -217,7 +228,6 @@ def _coriolis(
                 out[a, c] = t.name(e, f"{label}{a}{c}_")
         return out
 
-    I_N = [R[i] * I_B[i] * R[i].T for i in range(len(mass))]  # (2-8)
     for i in range(len(mass)):
         m = mass[i]
         JL = J_L[i].applyfunc(lambda e, i=i: t.name(e, f"JL{i}_"))
@@ -232,8 +242,8 @@ def _coriolis(
             if qk not in free:
                 d.append(zero)
                 continue
-            dI = partial(R[i], qk) * I_B[i] * R[i].T
-            d.append((partial(J_L[i], qk), partial(J_A[i], qk), dI + dI.T))
+            dI = _inertia_N_rate(partial(R[i], qk), R[i], I_B[i])
+            d.append((partial(J_L[i], qk), partial(J_A[i], qk), dI))
         JLd, JAd, INd = (rate([x[c] for x in d], f"{lab}{i}_")
                          for c, lab in enumerate(("JLd", "JAd", "INd")))  # fmt: skip
         aL, aA = lin(JLd, ul, f"aL{i}_"), lin(JAd, ul, f"aA{i}_")
@@ -358,8 +368,9 @@ class LagrangeEquations:
         lay = self.model.layout
         mass = [exact(m) for m in lay.mass]
         I_B = [_matrix(lay.inertia[i]) for i in range(self.model.nb)]
+        I_N = _inertia_N(self.R, I_B)
         partial = _Partials()
-        dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B, partial)
+        dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B, I_N, partial)
               for qk in self.q]  # fmt: skip
         n = len(self.q)
         h = sm.MutableDenseNDimArray.zeros(n, n, n)
@@ -561,13 +572,13 @@ def lagrange(
     mass = [exact(m) for m in lay.mass]
     H = sm.zeros(n, n)
     I_B = [_matrix(lay.inertia[i]) for i in range(model.nb)]
+    I_N = _inertia_N(R_N_B, I_B)  # (2-8)
     for i in range(model.nb):
-        I_N = R_N_B[i] * I_B[i] * R_N_B[i].T  # (2-8)
-        H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N * J_A[i]
+        H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N[i] * J_A[i]
     H = H.applyfunc(lambda e: tidy(sm.expand(e)) if simplify else e)
 
     # C = Σ_jk h_ijk q̇_j q̇_k, by the product rule on the velocities (compact)
-    defs, C = _coriolis(q, u, mass, J_L, J_A, R_N_B, I_B, partial)
+    defs, C = _coriolis(q, u, mass, J_L, J_A, R_N_B, I_B, I_N, partial)
 
     # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
     g = _matrix(model.gravity)

@@ -37,7 +37,7 @@ from sympy.physics.vector import dynamicsymbols
 
 from kanedyn.errors import ModelError
 
-__all__ = ["Side", "match", "read_side", "to_chart"]
+__all__ = ["Side", "match", "read_side", "symbol_name", "to_chart"]
 
 _t = dynamicsymbols._t
 
@@ -156,12 +156,12 @@ def read_side(x: Any, speeds: Sequence | None, label: str) -> Side:
     return Side(q, u, M, f, N, name, defs)
 
 
-def _name(s: Any) -> str:
+def symbol_name(s: Any) -> str:
     """``q1`` for a Symbol ``q1`` or a dynamicsymbol ``q1(t)``; ``q1'`` for its derivative."""
     if isinstance(s, AppliedUndef):
         return s.func.__name__
     if isinstance(s, sm.Derivative) and isinstance(s.expr, AppliedUndef):
-        return _name(s.expr) + "'" * sum(c for _, c in s.variable_count)
+        return symbol_name(s.expr) + "'" * sum(c for _, c in s.variable_count)
     return str(s)
 
 
@@ -202,7 +202,7 @@ def _reorder_q(side: Side, order: list[int]) -> None:
 
 def _pair(ours: list, theirs: list, what: str, mapped: bool) -> list[int] | None:
     """Order of ``theirs`` that follows ``ours`` by name, or None to pair by position."""
-    no, nt = [_name(x) for x in ours], [_name(x) for x in theirs]
+    no, nt = [symbol_name(x) for x in ours], [symbol_name(x) for x in theirs]
     if len(no) != len(nt):
         raise ModelError(f"compare: one side has {len(no)} {what}, the other {len(nt)}")
     if set(no) == set(nt):
@@ -230,7 +230,9 @@ def match(
         if order is None:
             notes.append(
                 f"{what} paired by position: "
-                + ", ".join(f"{_name(y)} = {_name(x)}" for x, y in zip(xa, xb, strict=True))
+                + ", ".join(
+                    f"{symbol_name(y)} = {symbol_name(x)}" for x, y in zip(xa, xb, strict=True)
+                )
             )
             order = list(range(len(xb)))
         if what == "coordinates":

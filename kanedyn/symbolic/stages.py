@@ -231,8 +231,7 @@ def display(lhs: str, value: Any) -> str:
         ls = _join(value.terms, lw)
         if len(ls) == 1:
             return f"{lhs} = {ls[0]}"
-        broken = [f"{lhs} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
-        return "\\begin{aligned}\n" + " \\\\\n".join(broken) + "\n\\end{aligned}"
+        return "\\begin{aligned}\n" + " \\\\\n".join(_broken(lhs, ls)) + "\n\\end{aligned}"
     if isinstance(value, sm.MatrixBase) and all(x == 0 for x in value):
         return f"{lhs} = 0"
     if isinstance(value, sm.MatrixBase) and value.cols == 1:
@@ -249,9 +248,10 @@ def display(lhs: str, value: Any) -> str:
         if width(tex) + lw <= PAGE_WIDTH:
             return f"{lhs} = {tex}"
         out = []  # entry by entry (the upper triangle of a symmetric matrix)
+        symmetric = value.is_symmetric()
         for a in range(value.rows):
             for b in range(value.cols):
-                if value.is_symmetric() and b < a:
+                if symmetric and b < a:
                     continue
                 out += _aligned(f"\\left[{lhs}\\right]_{{{a + 1}{b + 1}}}", value[a, b], lw + 6)
         return "\\begin{aligned}\n" + " \\\\\n".join(out) + "\n\\end{aligned}"
@@ -261,9 +261,13 @@ def display(lhs: str, value: Any) -> str:
     return "\\begin{aligned}\n" + " \\\\\n".join(_aligned(lhs, value, lw)) + "\n\\end{aligned}"
 
 
+def _broken(lhs: str, lines: Sequence[str]) -> list[str]:
+    """``lhs &= first line`` and the further lines indented, for an ``aligned`` block."""
+    return [f"{lhs} &= {lines[0]}"] + [f"&\\quad {x}" for x in lines[1:]]
+
+
 def _aligned(lhs: str, value: Any, first: int) -> list[str]:
-    ls = _lines(value, first)
-    return [f"{lhs} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
+    return _broken(lhs, _lines(value, first))
 
 
 class _Folder:
@@ -296,9 +300,7 @@ class _Folder:
 
     def preset(self, label: str, tex: str, names: sm.ImmutableMatrix) -> None:
         """Group ``label`` is the table's vector ``names`` (``tex``), defined there."""
-        g = self.tape.groups.get(label)
-        if g is None:
-            return
+        g = self.tape.groups[label]
         for x, c in zip(g.entries, names, strict=True):
             if x in self.tape.index and x not in self.rule:
                 self.rule[x] = c
@@ -586,8 +588,7 @@ def _where(defs: Sequence[tuple[sm.Symbol, Any]]) -> str:
     for s, v in defs:
         name = latex(s)
         if isinstance(v, Formula):
-            ls = _join(v.terms, width(name) + 2)
-            out += [f"{name} &= {ls[0]}"] + [f"&\\quad {x}" for x in ls[1:]]
+            out += _broken(name, _join(v.terms, width(name) + 2))
             continue
         if isinstance(v, sm.MatrixBase) and v.cols == 3:  # a matrix: by rows if they fit
             rows = [[latex(x) for x in v.row(a)] for a in range(v.rows)]
@@ -605,7 +606,6 @@ def _where(defs: Sequence[tuple[sm.Symbol, Any]]) -> str:
             if "aligned" not in body:
                 out.append(body.replace(" = ", " &= ", 1))
                 continue
-        if isinstance(v, sm.MatrixBase):
             for k, x in enumerate(v, 1):
                 out += _aligned(f"\\left[{name}\\right]_{{{k}}}", x, width(name) + 6)
         else:
@@ -853,16 +853,12 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         """The named mass centre r_i or joint point o_k, written out on first use."""
         if (kind, k) not in points:
             sub = subs[k] if kind == "r" else f"\\mathrm{{{_escape(model.joints[k].name)}}}"
-            g = der.tape.groups.get(f"{kind}{k}_")
-            if g is not None and g.terms is not None:  # p_i + R^{NB}_i (point in B_i)
-                comps = nm.vector(kind, sub)
-                shown: Any = f.formula(g.label)
-                f.preset(g.label, f"{kind}_{{{sub}}}", comps)
-                nm.define(comps, shown.value)
-                points[kind, k] = comps
-            else:
-                points[kind, k], shown = written(kind, sub, der.r[k] if kind == "r" else der.o[k])
-                f.preset(f"{kind}{k}_", f"{kind}_{{{sub}}}", points[kind, k])
+            label = f"{kind}{k}_"  # p_i + R^{NB}_i (point in B_i), a combination
+            comps = nm.vector(kind, sub)
+            shown = f.formula(label)
+            f.preset(label, f"{kind}_{{{sub}}}", comps)
+            nm.define(comps, shown.value)
+            points[kind, k] = comps
             entries.append((f"{kind}_{{{sub}}}", shown))
         return points[kind, k]
 
@@ -1018,14 +1014,10 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         F.append(leaf("F", i, der.F_app[i], forces))
         T.append(leaf("T", i, der.T_app[i], forces))
         I = nm.inertia(b)
-        if f"I_N{i}_" in der.tape.groups:  # I_i = R I_B R^T, in the names
-            form = f.formula(f"I_N{i}_")
-            f.preset(f"I_N{i}_", f"I_{{{b}}}", I)
-            nm.define_inertia(I, form.value)
-            forces.append((f"I_{{{b}}}", form))
-        else:
-            nm.define_inertia(I, f.own(der.I_N[i], I))
-            forces.append((f"I_{{{b}}}", _inertia_shown(I, nm)))
+        form = f.formula(f"I_N{i}_")  # I_i = R I_B R^T, in the names
+        f.preset(f"I_N{i}_", f"I_{{{b}}}", I)
+        nm.define_inertia(I, form.value)
+        forces.append((f"I_{{{b}}}", form))
         m = eom.masses[i]
         form = _combination([(-m, f"a_{{{b}}}", acc[i])], sm.zeros(3, 1))
         forces.append((f"F^*_{{{b}}}", form))
@@ -1083,21 +1075,17 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
 
     for r in range(n):
         act, ine = [], []
-        dots_F: Any = 0
         for i in range(nb):
             if (i, r) in Vn:
                 lhs, V = Vn[i, r]
                 act.append((1, f"{lhs} \\cdot F_{{{subs[i]}}}", (V.T * F[i])[0]))
                 ine.append((1, f"{lhs} \\cdot F^*_{{{subs[i]}}}", (V.T * F_star[i])[0]))
-                dots_F += _dot(der.V_u[i][:, r] if r < nu else der.V_s[i][:, r - nu],
-                               der.F_app[i])  # fmt: skip
             if (i, r) in Om:
                 w = Om[i, r]
                 act.append((1, f"\\Omega_{{{r + 1}}} \\cdot T_{{{subs[i]}}}", (w.T * T[i])[0]))
                 ine.append((1, f"\\Omega_{{{r + 1}}} \\cdot T^*_{{{subs[i]}}}",
                             (w.T * T_star[i])[0]))  # fmt: skip
-                dots_F += _dot(der.Omega_u[i][:, r], der.T_app[i])
-        Q = sm.expand(comp.Fr[r] - dots_F)  # joint springs, dampers and actuators
+        Q = sm.expand(der.Q[r])  # joint springs, dampers and actuators
         if Q != 0:
             act.append((1, f"Q_{{{r + 1}}}", nm.scalar(f"Q_{{{r + 1}}}", f(Q))))
         acts.append(act)
@@ -1259,12 +1247,3 @@ def _shown(nm: _Names, comps: sm.MatrixBase) -> Any:
     """The written-out value of a named vector (its components' definitions)."""
     rule = dict(nm.defs)
     return sm.ImmutableMatrix([rule.get(c, c) for c in comps])
-
-
-def _inertia_shown(I: sm.MatrixBase, nm: _Names) -> Any:
-    rule = dict(nm.defs)
-    return sm.ImmutableMatrix(3, 3, [rule.get(c, c) for c in I])
-
-
-def _dot(a: Any, b: Any) -> Any:
-    return sm.Add(*[x * y for x, y in zip(a, b, strict=True)])

@@ -90,6 +90,6 @@ class ConservingTrajectory(Trajectory):
         """Kinetic energy ``½ vᵀ M v``, gravity and spring energy, P and H of the director
         state at each output: what :class:`~kanedyn.Trajectory`'s ``kinetic_energy``,
         ``potential_energy``, ``linear_momentum`` and ``angular_momentum`` read."""
-        M = self._run.red.M if self._run.red is not None else redundant(self.model).M
+        M = self._run.red.M
         T = np.einsum("ti,ij,tj->t", self._run.v, M, self._run.v) * 0.5
         return T, self._run.energy - T, self._run.linear_momentum, self._run.angular_momentum

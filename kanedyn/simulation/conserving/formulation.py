@@ -49,6 +49,7 @@ from kanedyn.dynamics.partials import partials
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.simulation.conserving.constraints import (
+    ALPHA,
     Affine,
     ConstraintSet,
     HiddenConstraints,
@@ -161,34 +162,53 @@ class BodyFrame:
     of ``x``; ``cols`` its own coordinates (12 in space, 6 in the plane); ``pinv`` the
     pseudo-inverse of the stacked ``[pos; d_1; d_2; d_3]`` columns (12, cols), which reads
     ``x[cols]`` (and rates) back from a position and a rotation; ``offset`` (12,) the
-    stacked constants."""
+    stacked constants; ``L`` the stacked columns themselves."""
 
     pos: Affine
     dirs: tuple[Affine, Affine, Affine]
     cols: NDArray[np.intp]
     pinv: Array
     offset: Array
+    L: Array
+
+    def _rhs(self, stacked: Array, rates: bool) -> Array:
+        if rates:
+            return stacked
+        return stacked - self.offset.reshape((12,) + (1,) * (stacked.ndim - 1))  # type: ignore[no-any-return]
+
+    def solve(self, stacked: Array, rates: bool = False) -> Array:
+        """``x[cols]`` of stacked ``[φ; d_1; d_2; d_3]`` (12,) or (12, k), without the
+        misfit of :meth:`coordinates`."""
+        return self.pinv @ self._rhs(stacked, rates)  # type: ignore[no-any-return]
 
     def coordinates(self, stacked: Array, rates: bool = False) -> tuple[Array, float]:
         """``x[cols]`` of stacked ``[φ; d_1; d_2; d_3]`` (12,) or (12, k), and the misfit
         (non-zero when the pose leaves the plane of a planar formulation)."""
-        rhs = stacked if rates else stacked - self.offset.reshape((12,) + (1,) * (stacked.ndim - 1))
+        rhs = self._rhs(stacked, rates)
         sol = self.pinv @ rhs
-        L = np.vstack([self.pos.L[:, self.cols], *(d.L[:, self.cols] for d in self.dirs)])
-        return sol, float(np.max(np.abs(L @ sol - rhs), initial=0.0))
+        return sol, float(np.max(np.abs(self.L @ sol - rhs), initial=0.0))
 
 
-#: the permutation symbol ε_abc
-_EPS = np.zeros((3, 3, 3))
-for _a, _b, _c in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-    _EPS[_a, _b, _c], _EPS[_a, _c, _b] = 1.0, -1.0
+#: half the permutation symbol, ``½ ε_abc = -ALPHA`` (its zeros +0.0, like ε's)
+_HALF_EPS = 0.0 - ALPHA
+
+
+def _embedded_weights(h: Array) -> Array:
+    """``½ Σ_a h_a ε_abc`` (b, c)."""
+    return np.einsum("a,abc->bc", h, _HALF_EPS)  # type: ignore[no-any-return]
+
+
+def _euler_tensor(I: Array) -> Array:
+    """The Euler tensor ``E = ½ tr(I) U - I`` of an inertia tensor (the directors' mass
+    matrix)."""
+    return 0.5 * np.trace(I) * np.eye(3) - I  # type: ignore[no-any-return]
 
 
 def _embedded(D: Array, h: Array) -> Array:
     """``Σ_b d_b × ½ Σ_ac h_a ε_abc d_c`` (= ``D h`` for orthonormal right-handed
     directors): the embedded momentum's part of the angular momentum, the form the step
     conserves exactly."""
-    w = 0.5 * np.einsum("a,abc->bc", h, _EPS)  # (b, c)
+    w = _embedded_weights(h)  # (b, c)
     return np.sum(cross(D.T, (D @ w.T).T), axis=0)  # type: ignore[no-any-return]
 
 
@@ -209,7 +229,7 @@ def embedded_momentum_form(model: Model, bodies: Sequence[BodyFrame], nx: int) -
         h = np.asarray(b.embedded_momentum, dtype=float)
         if not np.any(h):
             continue
-        w = 0.5 * np.einsum("a,abc->bc", h, _EPS)
+        w = _embedded_weights(h)
         for p in range(3):
             for q in range(3):
                 if w[p, q]:
@@ -225,7 +245,7 @@ def indefinite_bodies(model: Model) -> list[str]:
     out = []
     for b in model.bodies:
         I = np.asarray(b.inertia, dtype=float)
-        E = 0.5 * np.trace(I) * np.eye(3) - I
+        E = _euler_tensor(I)
         if np.min(np.linalg.eigvalsh(E)) < -1e-12 * max(1.0, float(np.trace(I))):
             out.append(b.name)
     return out
@@ -303,10 +323,10 @@ def _body_frames(
         cols = np.arange(off, off + k * (k + 1))
         L = np.vstack([pos.L[:, cols], *(d.L[:, cols] for d in dirs)])
         offset = np.concatenate([pos.c, *(d.c for d in dirs)])
-        frames.append(BodyFrame(pos, dirs, cols, np.linalg.pinv(L), offset))  # type: ignore[arg-type]
+        frames.append(BodyFrame(pos, dirs, cols, np.linalg.pinv(L), offset, L))  # type: ignore[arg-type]
         free.append(f)
         I = np.asarray(b.inertia, dtype=float)
-        E = 0.5 * np.trace(I) * np.eye(3) - I
+        E = _euler_tensor(I)
         M += b.mass * pos.L.T @ pos.L
         for a in range(3):
             for c in range(3):
@@ -373,7 +393,7 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                 Ca.append(np.zeros(nx))
                 owners.append(f"body {b.name!r}")
         I = np.asarray(b.inertia, dtype=float)
-        E[i] = 0.5 * np.trace(I) * np.eye(3) - I
+        E[i] = _euler_tensor(I)
     rows, rot = [], []
     for j, (a_rot, a_trn) in zip([*model.joints, *closures], [*aug, *closure_aug], strict=True):
         jr = joint_constraints(j, frames, inv, a_rot, a_trn)
@@ -387,11 +407,10 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                 owners.append(f"joint {j.name!r}")
         if jr.rot is not None:
             rot.append(jr)
-    n_lin = len(lin)
     owners += [f"joint {jr.name!r}" for jr in rot for _ in range(3)]
     constraints = ConstraintSet(inv, lin, Ca, rot)
     if R0 is not None:
-        constraints.keep_rows(_planar_rows(constraints, nx, owners, n_lin))
+        constraints.keep_rows(_planar_rows(constraints, owners))
     stiffness, damping = np.zeros(nx), np.zeros(nx)
     aug_all = []
     for k, (a_rot, a_trn) in enumerate(aug):
@@ -416,7 +435,7 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     spherical = SphericalSprings(sph, nx) if sph else None
     g = np.asarray(model.gravity, dtype=float)
     f_gravity = sum((lay.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))
-    hidden = _hidden(model, constraints, rows, M, per_body * nb) if indefinite else None
+    hidden = _hidden(model, constraints, rows, M) if indefinite else None
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
                      stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
                      R0 is not None, spherical, hidden,
@@ -424,10 +443,10 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
 
 
 def _hidden(
-    model: Model, cons: ConstraintSet, rows: list[JointRows], M: Array, ny: int
+    model: Model, cons: ConstraintSet, rows: list[JointRows], M: Array
 ) -> HiddenConstraints:
     """The hidden velocity constraints (:class:`~.constraints.HiddenConstraints`) with the
-    inverse of the mass matrix on the ``ny`` body coordinates; a
+    inverse of the mass matrix on the body coordinates (12 per body); a
     :class:`~kanedyn.ModelError` names a body whose mass matrix is singular (zero mass, or
     an Euler tensor with a zero eigenvalue)."""
     inverse = np.zeros_like(M)
@@ -442,11 +461,10 @@ def _hidden(
                 f"{np.linalg.eigvalsh(M[np.ix_(cols[3:], cols[3:])])[::3]})"
             )
         inverse[np.ix_(cols, cols)] = np.linalg.inv(block)
-    assert ny == 12 * model.nb
     return HiddenConstraints(cons.inv, hidden_rows(cons, rows), inverse)
 
 
-def _planar_rows(cons: ConstraintSet, nx: int, owners: list[str], n_lin: int) -> NDArray[np.intp]:
+def _planar_rows(cons: ConstraintSet, owners: list[str]) -> NDArray[np.intp]:
     """The rows of a planar formulation that are not identically zero.
 
     The rows are polynomials in ``x``; a row whose gradient vanishes at three random
@@ -454,7 +472,7 @@ def _planar_rows(cons: ConstraintSet, nx: int, owners: list[str], n_lin: int) ->
     :class:`~kanedyn.ModelError` naming the joint otherwise (its two sides lie in
     different planes)."""
     rng = np.random.default_rng(0)
-    pts = rng.standard_normal((3, nx))
+    pts = rng.standard_normal((3, cons.nx))
     grads = np.array([np.abs(cons.jacobian(p)) for p in pts]).max(axis=(0, 2))
     vals = cons(pts[0])
     constant = grads < 1e-12
@@ -633,7 +651,7 @@ def speed_jacobian(red: Redundant, x: Array, par: Any) -> Array:
     for i, bf in enumerate(red.bodies):
         D = red.D(x, i)
         rates = [par.V[i]] + [-cross(D[:, a][None, :], par.Omega[i].T).T for a in range(3)]
-        J[bf.cols] = bf.coordinates(np.vstack(rates), True)[0]
+        J[bf.cols] = bf.solve(np.vstack(rates), True)
     for k, idx in enumerate(red.aug):
         have = idx >= 0
         J[idx[have], model.layout.u_index[k][have]] = 1.0

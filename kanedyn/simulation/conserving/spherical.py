@@ -100,6 +100,10 @@ def _hessian(P: Array, k: Array) -> Array:
     return _T.T @ H @ _T  # type: ignore[no-any-return]
 
 
+#: the damper's ``h ∂(∂ω̄_j/∂ΔΠ_ec)/∂Π₁_fg = ½ α_jgc δ_ef`` (jecfg), constant
+_DDW = 0.5 * np.einsum("jgc,ef->jecfg", ALPHA, np.eye(3))
+
+
 def _rate_gradient(Pbar: Array, h: float) -> Array:
     """``∂ω̄/∂ΔΠ`` (3, 3, 3) of ``ω̄_j = Σ α_jbc Π̄_eb ΔΠ_ec / h``: ``Σ_b α_jbc Π̄_eb / h``."""
     return np.einsum("jbc,eb->jec", ALPHA, Pbar) / h  # type: ignore[no-any-return]
@@ -147,30 +151,22 @@ class SphericalSprings:
         """The springs' discrete gradient plus the dampers' discrete force (nx,), the
         term the balance of the step gains, and the discrete dissipation
         ``h Σ ω̄ᵀ C ω̄`` of the step."""
-        pi0, pi1 = self.inv(x0), self.inv(x1)
-        gz = self.inv.gradient(0.5 * (x0 + x1))
-        out = np.zeros(x0.size)
-        dissipated = 0.0
-        for P, k, c in zip(self.Pi, self.k, self.c, strict=True):
-            P0, P1 = pi0[P], pi1[P]
-            dP, Pbar = P1 - P0, 0.5 * (P0 + P1)
-            D = np.zeros((3, 3))
-            if np.any(k):
-                D = self._grad(Pbar, k)
-                n2 = float(np.sum(dP * dP))
-                if n2 > 1e-24:
-                    D = D + (self._V(P1, k) - self._V(P0, k) - np.sum(D * dP)) * dP / n2
-            if np.any(c):
-                dw = _rate_gradient(Pbar, h)
-                w = np.einsum("jec,ec->j", dw, dP)
-                D = D + h * np.einsum("j,jec->ec", c * w, dw)
-                dissipated += h * float(w @ (c * w))
-            out += np.einsum("ec,ecn->n", D, gz[P])
+        out, dissipated, _ = self.force_and_jacobian(x0, x1, h, jacobian=False)
         return out, dissipated
 
     def jacobian(self, x0: Array, x1: Array, h: float) -> Array:
         """The exact derivative (nx, nx) of :meth:`force`'s first output in ``x1`` at
-        fixed ``x0`` (Newton's tangent). With ``D`` the 3×3 coefficients of the force
+        fixed ``x0`` (Newton's tangent); see :meth:`force_and_jacobian`."""
+        jac = self.force_and_jacobian(x0, x1, h)[2]
+        assert jac is not None
+        return jac
+
+    def force_and_jacobian(
+        self, x0: Array, x1: Array, h: float, jacobian: bool = True
+    ) -> tuple[Array, float, Array | None]:
+        """:meth:`force`'s two outputs and (when ``jacobian``, else None) its exact
+        derivative (nx, nx) in ``x1`` at fixed ``x0`` (Newton's tangent), from the
+        pieces both share. With ``D`` the 3×3 coefficients of the force
         ``Σ_ec D_ec ∇π_ec(z)``, ``z = (x0 + x1)/2``:
 
         .. math::
@@ -187,36 +183,50 @@ class SphericalSprings:
         rule, ``∂ω̄/∂ΔΠ`` being linear in ``Π̄``."""
         pi0, pi1 = self.inv(x0), self.inv(x1)
         gz = self.inv.gradient(0.5 * (x0 + x1))
-        g1 = self.inv.gradient(x1)
-        out = np.zeros((x0.size, x0.size))
-        weights = np.zeros(self.inv.m)
-        # ∂(∂ω̄_j/∂ΔΠ_ec)/∂Π₁_fg = ½ α_jgc δ_ef / h
-        ddw = 0.5 * np.einsum("jgc,ef->jecfg", ALPHA, np.eye(3))
+        out = np.zeros(x0.size)
+        dissipated = 0.0
+        if jacobian:
+            g1 = self.inv.gradient(x1)
+            jac = np.zeros((x0.size, x0.size))
+            weights = np.zeros(self.inv.m)
         for P, k, c in zip(self.Pi, self.k, self.c, strict=True):
             P0, P1 = pi0[P], pi1[P]
             dP, Pbar = P1 - P0, 0.5 * (P0 + P1)
-            D = np.zeros((3, 3))
+            D = np.zeros((3, 3))  # the force's coefficients
+            DJ = np.zeros((3, 3))  # the same, as the tangent's weights form them
             dD = np.zeros((9, 9))  # ∂D_ec/∂Π₁_fg, rows ec, columns fg
             if np.any(k):
-                D = self._grad(Pbar, k)
-                H = _hessian(Pbar, k)
-                dD += 0.5 * H
+                D = DJ = self._grad(Pbar, k)
                 n2 = float(np.sum(dP * dP))
+                if jacobian:
+                    H = _hessian(Pbar, k)
+                    dD += 0.5 * H
                 if n2 > 1e-24:
-                    d = dP.ravel()
-                    beta = (self._V(P1, k) - self._V(P0, k) - np.sum(D * dP)) / n2
-                    dbeta = (self._grad(P1, k) - D).ravel() - 0.5 * H @ d - 2.0 * beta * d
-                    dD += beta * np.eye(9) + np.outer(d, dbeta / n2)
-                    D = D + beta * dP
+                    dV = self._V(P1, k) - self._V(P0, k) - np.sum(D * dP)
+                    if jacobian:
+                        d = dP.ravel()
+                        beta = dV / n2
+                        dbeta = (self._grad(P1, k) - D).ravel() - 0.5 * H @ d - 2.0 * beta * d
+                        dD += beta * np.eye(9) + np.outer(d, dbeta / n2)
+                        DJ = DJ + beta * dP
+                    D = D + dV * dP / n2
             if np.any(c):
                 dw = _rate_gradient(Pbar, h)
                 w = np.einsum("jec,ec->j", dw, dP)
-                D = D + h * np.einsum("j,jec->ec", c * w, dw)
-                # ∂ω̄_j/∂Π₁_fg = ∂ω̄_j/∂ΔΠ_fg + Σ_ec ΔΠ_ec ∂(∂ω̄_j/∂ΔΠ_ec)/∂Π₁_fg
-                dw1 = dw.reshape(3, 9) + np.einsum("jecfg,ec->jfg", ddw, dP).reshape(3, 9) / h
-                dD += h * np.einsum("j,je,jf->ef", c, dw.reshape(3, 9), dw1)
-                dD += np.einsum("j,jecfg->ecfg", c * w, ddw).reshape(9, 9)
-            idx = P.ravel()
-            out += gz[idx].T @ dD @ g1[idx]
-            weights[idx] += D.ravel()
-        return out + 0.5 * self.inv.hessian(weights)  # type: ignore[no-any-return]
+                damper = h * np.einsum("j,jec->ec", c * w, dw)
+                D = D + damper
+                dissipated += h * float(w @ (c * w))
+                if jacobian:
+                    DJ = DJ + damper
+                    # ∂ω̄_j/∂Π₁_fg = ∂ω̄_j/∂ΔΠ_fg + Σ_ec ΔΠ_ec ∂(∂ω̄_j/∂ΔΠ_ec)/∂Π₁_fg
+                    dw1 = dw.reshape(3, 9) + np.einsum("jecfg,ec->jfg", _DDW, dP).reshape(3, 9) / h
+                    dD += h * np.einsum("j,je,jf->ef", c, dw.reshape(3, 9), dw1)
+                    dD += np.einsum("j,jecfg->ecfg", c * w, _DDW).reshape(9, 9)
+            out += np.einsum("ec,ecn->n", D, gz[P])
+            if jacobian:
+                idx = P.ravel()
+                jac += gz[idx].T @ dD @ g1[idx]
+                weights[idx] += DJ.ravel()
+        if not jacobian:
+            return out, dissipated, None
+        return out, dissipated, jac + 0.5 * self.inv.hessian(weights)

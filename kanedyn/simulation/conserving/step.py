@@ -162,12 +162,19 @@ class NewtonFailure(SimulationError):
 
 
 def balance(
-    red: Redundant, x0: Array, v0: Array, dx: Array, h: float, f: Callable[[Array], Array]
+    red: Redundant,
+    x0: Array,
+    v0: Array,
+    dx: Array,
+    h: float,
+    f: Callable[[Array], Array],
+    spherical: Array | None = None,
 ) -> Array:
     """The balance of momentum without the constraint forces, ``r_x - G_dᵀλ`` (nx,):
     ``(2/h²) M (Δx - h v0) + K z + C Δx/h - f_g - f(z)``, ``z = x0 + Δx/2``. It takes the
     increment ``Δx = x1 - x0`` itself, so that no round-off of far-travelled positions
-    enters the momenta."""
+    enters the momenta. ``spherical``: the spherical springs' and dampers' force at
+    ``(x0, x0 + Δx, h)`` when already computed (:func:`_spherical_terms`)."""
     z = x0 + 0.5 * dx
     r = (
         (2.0 / h**2) * (red.M @ (dx - h * v0))
@@ -177,18 +184,25 @@ def balance(
         - f(z)
     )
     if red.spherical is not None:
-        r = r + red.spherical.force(x0, x0 + dx, h)[0]
+        if spherical is None:
+            spherical = red.spherical.force(x0, x0 + dx, h)[0]
+        r = r + spherical
     if red.gyroscopic is not None:  # embedded momenta: S Δx/h, no work
         r = r + red.gyroscopic @ dx / h
     return r  # type: ignore[no-any-return]
 
 
-def _spherical_jacobian(red: Redundant, x0: Array, dx: Array, h: float) -> Array | float:
-    """∂/∂x₁ of the spherical springs' and dampers' discrete force, exact
-    (:meth:`.spherical.SphericalSprings.jacobian`); the scalar 0 without them."""
+def _spherical_terms(
+    red: Redundant, x0: Array, dx: Array, h: float
+) -> tuple[Array | None, Array | float]:
+    """The spherical springs' and dampers' discrete force at ``(x0, x0 + Δx)`` and its
+    exact derivative in ``x₁`` (:meth:`.spherical.SphericalSprings.force_and_jacobian`);
+    None and the scalar 0 without them."""
     if red.spherical is None:
-        return 0.0
-    return red.spherical.jacobian(x0, x0 + dx, h)
+        return None, 0.0
+    force, _, jac = red.spherical.force_and_jacobian(x0, x0 + dx, h)
+    assert jac is not None
+    return force, jac
 
 
 def _hidden_midpoint(
@@ -347,9 +361,10 @@ class Stepper:
             x1 = x0 + dx
             z = x0 + 0.5 * dx
             r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
-            r_x = balance(red, x0, v0, dx, h, f) + G_d.T @ lam[:nc]
+            sph_f, sph_J = _spherical_terms(red, x0, dx, h)
+            r_x = balance(red, x0, v0, dx, h, f, sph_f) + G_d.T @ lam[:nc]
             A = np.zeros((nx + nc + ns + nh, nx + nc + ns + nh))
-            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + _spherical_jacobian(red, x0, dx, h)
+            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + sph_J
             A[:nx, nx : nx + nc] = G_d.T
             A[nx : nx + nc, :nx] = G
             rhs = np.concatenate((r_x, r_c))
@@ -453,7 +468,8 @@ class NullSpaceStepper(Stepper):
             x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
             dx = x1 - x0
             _, _, G_d, _ = cons.linearize(x0, x1, np.zeros(red.nc))
-            r = balance(red, x0, v0, dx, h, f)
+            sph_f, sph_J = _spherical_terms(red, x0, dx, h)
+            r = balance(red, x0, v0, dx, h, f, sph_f)
             ht = hidden_terms(red, x0, v0, dx, nu, h) if nh else None
             if ht is not None:
                 r = r + ht.r_x
@@ -468,12 +484,7 @@ class NullSpaceStepper(Stepper):
             K = cons.linearize(x0, x1, lam)[3]
             P_d = J - G_d.T @ sol[:, 1:]
             F = P_d.T @ r
-            A_xx = (
-                K0
-                + K
-                - 0.5 * _load_jacobian(f, x0 + 0.5 * dx)
-                + _spherical_jacobian(red, x0, dx, h)
-            )
+            A_xx = K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx) + sph_J
             if ht is not None:  # unknowns (μ, ν): the hidden constraints' rows and columns
                 A = np.block([[P_d.T @ (A_xx + ht.A_xx) @ J, P_d.T @ ht.A_xm],
                               [ht.A_hx @ J, ht.A_hm]])  # fmt: skip
@@ -576,9 +587,9 @@ class Run:
     constraint_residual: Array
     dissipated: Array
     iterations: Array
+    red: Redundant
+    work: Array
     efforts: Array | None = None
-    red: Redundant | None = None
-    work: Array | None = None
 
 
 def run(
@@ -611,6 +622,7 @@ def run(
     (zero-order hold) and applied with ``loads`` at each step's midpoint: a held
     :class:`~kanedyn.JointLoad` is a constant generalized force over the step, whose
     work ``τ·Δa`` the energy balance accounts exactly."""
+    from kanedyn.simulation.integrate import _Sampler
     from kanedyn.simulation.steppers import Schedule
 
     model.check_state(state)
@@ -627,7 +639,7 @@ def run(
         raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
     f_static = None if callable(loads) else generalized_loads(red, loads)
     held: list[Any] = []
-    next_sample = 0.0
+    sampler = _Sampler(controller, model)
     lam: Array | None = None
     v_mid: Array | None = None
 
@@ -662,13 +674,13 @@ def run(
     ts, xs, vs, dis, its, eff, wk = [0.0], [x], [v], [0.0], [], [], [0.0]
     dissipated = work = 0.0
     for _, t, h, t_next, output in schedule:
-        if controller is not None and t >= next_sample - 1e-9:
-            q, u = to_joint_coordinates(red, x, v)
-            held = list(controller.law(t, model, State(q, u)))
-            while next_sample <= t + 1e-9:
-                next_sample += controller.period
+        qu = None  # the joint coordinates of (x, v), computed once per step
+        if sampler.due(t):
+            qu = to_joint_coordinates(red, x, v)
+            held = list(controller.law(t, model, State(*qu)))
+            sampler.advance(t)
         if callable(loads):
-            q, u = to_joint_coordinates(red, x, v)
+            q, u = to_joint_coordinates(red, x, v) if qu is None else qu
             st = State(q, u)
             recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q, u))
             f = generalized_loads(red, [*(recs or ()), *held])
@@ -738,7 +750,6 @@ def simulate_energy_momentum(
     start = _time.perf_counter()
     r = run(model, state, t_final, dt, **options)  # the model's loop joints included
     wall = _time.perf_counter() - start
-    assert r.red is not None
     q, u = joint_histories(r.red, r)
     q[0], u[0] = state.q, state.u
     return ConservingTrajectory(
