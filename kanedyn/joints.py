@@ -4,6 +4,10 @@ Stoneking's joint (42 Joints slides 10-17; refs/notes/42-kane-msd.md §3) connec
 body Bi (or N) to an outer body Bo through the frames Gi (fixed in Bi) and Go (fixed in
 Bo). Per joint kind this module gives
 
+* :func:`motion`, the joint's whole motion (Pinocchio's joint ``calc``): ``R_Gi_Go``, the
+  slide offset ``Δ d``, the motion subspace ``S``, its rate ``Ṡ``, the joint velocity
+  ``v_J = S ν`` and bias ``c_J = Ṡ ν``, all in Go, for one joint of any kind; every
+  recursion takes a joint's motion from it;
 * the rotation ``R_Gi_Go`` and the partial ``Γ`` (``ω_rel = Γ σ`` in Go), with ``Γ̇`` and
   ``Γ̇σ``: :func:`gimbal` (1-3 Euler angles), :func:`spherical` (a quaternion);
 * the translational map: the slide offset ``Δ d`` and velocity ``Δ ṡ`` along the Gi
@@ -30,21 +34,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.spatial import charts
 from kanedyn.spatial.algebra import cross
-from kanedyn.spatial.arithmetic import Arithmetic
+from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
 from kanedyn.spatial.charts import EulerAxes, euler_axes
 
 __all__ = [
     "EulerAxes",
+    "JointMotion",
     "euler_axes",
     "gimbal",
     "loop_constraint_axes",
     "loop_rotation",
     "loop_translation",
+    "motion",
     "normalize_quaternions",
     "qdot",
     "slide",
@@ -110,6 +117,107 @@ def slide(Delta: Array, d: Array) -> Array:
     velocity ``Δ ṡ`` and acceleration ``Δ s̈`` (42 Translational Joints slides 3-5).
     """
     return (Delta @ d[..., None])[..., 0]
+
+
+@attrs.frozen(eq=False)
+class JointMotion:
+    """One joint's motion, in Go about the joint point (spatial motion vectors (ω, v)).
+
+    ``R`` (..., 3, 3) ``R_Gi_Go``; ``d`` (..., 3) the slide offset ``Δ d`` in Gi;
+    ``S`` (..., 6, n) the motion subspace, one column per speed (rotational first): ``(γ_j,
+    0)`` for a rotational speed, ``(0, R_Gi_Goᵀ Δ_c)`` for a slide; ``S_dot`` (..., 6, n)
+    the rate of each column in Go, ``(γ̇_j, 0)`` and ``(0, (R_Gi_Goᵀ Δ_c) × ω_J)``;
+    ``v_J`` (..., 6) ``= S ν`` the velocity of Go relative to Gi; ``c_J`` (..., 6)
+    ``= Ṡ ν = (Γ̇σ, -ω_J × R_Gi_Goᵀ Δ ṡ)``, with ``ω_J = Γσ``.
+    """
+
+    R: Array
+    d: Array
+    S: Array
+    S_dot: Array
+    v_J: Array
+    c_J: Array
+
+
+def _slide_axes(joint: Any) -> Array:
+    """Δ (3, trn_dof): the joint's slide axes in Gi, as columns (exact integers)."""
+    return _EYE_INT[:, [int(ch) - 1 for ch in joint.trn_seq[: joint.trn_dof]]]
+
+
+def motion(joint: Any, q: Array, u: Array, ar: Arithmetic = NUMPY) -> JointMotion:
+    """The motion of one joint at its coordinates ``q`` and speeds ``u``: Pinocchio's
+    joint ``calc`` for Stoneking's joint (42 Joints slides 10-17, Translational Joints
+    slides 3-8; refs/notes/42-kane-msd.md §3).
+
+    .. math::
+
+        R_{G_iG_o} = R(q_{rot}), \\quad
+        S = \\begin{bmatrix} \\Gamma & 0 \\\\ 0 & R_{G_iG_o}^T \\Delta \\end{bmatrix}, \\quad
+        v_J = S \\begin{bmatrix}\\sigma \\\\ \\dot s\\end{bmatrix}, \\quad
+        c_J = \\begin{bmatrix} \\dot\\Gamma\\sigma \\\\
+              -(\\Gamma\\sigma) \\times R_{G_iG_o}^T \\Delta \\dot s \\end{bmatrix}
+
+    ``R``, ``Γ`` and ``Γ̇σ`` come from :func:`gimbal` or :func:`spherical`, ``Δ d`` from
+    :func:`slide`; the blocks above are written here once, for every engine.
+
+    Parameters
+    ----------
+    joint : kanedyn.Joint
+        Its kind, sequences and numbers of degrees of freedom.
+    q : array (..., nq_k)
+        The joint's coordinates, rotational first (``model.coordinates(joint)``):
+        angles, or a quaternion (scalar last; any length, R is normalized), then slides.
+    u : array (..., n_k)
+        Its speeds, rotational first (``model.speeds(joint)``).
+    ar : Arithmetic
+        The arithmetic of ``q`` and ``u``: :data:`~kanedyn.spatial.arithmetic.NUMPY`
+        (default), the tracer's or sympy's.
+
+    Returns
+    -------
+    JointMotion
+
+    >>> import numpy as np, kanedyn as kd
+    >>> from kanedyn import joints
+    >>> j = kd.Joint.revolute("hinge", inner="a", outer="b", axis=3)
+    >>> m = joints.motion(j, np.array([np.pi / 2]), np.array([2.0]))
+    >>> m.v_J.tolist()
+    [0.0, 0.0, 2.0, 0.0, 0.0, 0.0]
+    """
+    q, u = np.asarray(q), np.asarray(u)
+    nr, nt = joint.rot_dof, joint.trn_dof
+    batch = np.broadcast_shapes(q.shape[:-1], u.shape[:-1])
+    exact = q.dtype == object or u.dtype == object
+    zeros = np.zeros(batch + (3, 3 + nr + nt), dtype=int if exact else float)
+    zeros = zeros.astype(object) if exact else ar.const(zeros)
+    zero3, zero = zeros[..., :3], zeros[..., 3:]  # (..., 3, 3), (..., 3, n)
+    sigma = u[..., :nr]
+    if joint.rot_type == "spherical":
+        R, GammaT, Gamma_dot, Gds = spherical(q[..., :4])
+    else:
+        e = np.eye(3)[[int(ch) - 1 for ch in joint.rot_seq]]
+        theta = np.concatenate((q[..., :nr], zero3[..., 0, nr:]), axis=-1)
+        rates = np.concatenate((sigma, zero3[..., 0, nr:]), axis=-1)
+        R, GammaT, Gamma_dot, Gds = gimbal(ar, euler_axes(ar, e), theta, rates, nr)
+    R = zero3 + R  # with the batch axes (a constant R has none)
+    top, bottom = zero.copy(), zero.copy()
+    dtop, dbottom = zero.copy(), zero.copy()
+    top[..., :nr] = GammaT[..., :nr, :].swapaxes(-1, -2)
+    dtop[..., :nr] = Gamma_dot[..., :, :nr]
+    omega_J = (top[..., :nr] @ sigma[..., None])[..., 0] if nr else zero3[..., 0]
+    d = slide(_slide_axes(joint), q[..., joint.n_rot_coordinates :]) if nt else zero3[..., 0]
+    if nt:
+        cols = R.swapaxes(-1, -2) @ _slide_axes(joint)  # R_Gi_Goᵀ Δ_c
+        bottom[..., nr:] = cols
+        dbottom[..., nr:] = cross(cols.swapaxes(-1, -2), omega_J[..., None, :]).swapaxes(-1, -2)
+        v_lin = (cols @ u[..., nr:, None])[..., 0]
+    else:
+        v_lin = zero3[..., 0]
+    S = np.concatenate((top, bottom), axis=-2)
+    S_dot = np.concatenate((dtop, dbottom), axis=-2)
+    v_J = np.concatenate((omega_J, v_lin), axis=-1)
+    c_J = np.concatenate((zero3[..., 0] + Gds, -cross(omega_J, v_lin)), axis=-1)
+    return JointMotion(R=R, d=d, S=S, S_dot=S_dot, v_J=v_J, c_J=c_J)
 
 
 def qdot(layout: Any, q: Array, u: Array) -> Array:

@@ -216,3 +216,112 @@ def test_spring_damper_and_qdot_on_a_model_with_every_joint_kind():
         src = tape.source("f", names, list(fn(tq, tu)))
         traced = codegen.build(src, "f", codegen.SCALAR_NAMESPACE)(*q, *u)
         np.testing.assert_allclose(traced, ref, atol=1e-15)
+
+
+# --------------------------------------------------------------------------- joints.motion
+MOTION_JOINTS = [
+    kd.Joint.revolute("rev", inner="a", outer="b", axis=2),
+    kd.Joint.prismatic("pri", inner="a", outer="b", axis=3),
+    kd.Joint.gimbal("gim", inner="a", outer="b", seq="231", dof=2),
+    kd.Joint("g3s", inner="a", outer="b", rot_dof=3, rot_seq="313", trn_dof=2, trn_seq="213"),
+    kd.Joint("g1s", inner="a", outer="b", rot_dof=1, rot_seq="312", trn_dof=1, trn_seq="231"),
+    kd.Joint.spherical("sph", inner="a", outer="b"),
+    kd.Joint.free("free", outer="b"),
+    kd.Joint.weld("weld", inner="a", outer="b"),
+]
+
+
+def _motion_point(joint: kd.Joint, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    n = joint.rot_dof + joint.trn_dof
+    if joint.rot_type == "spherical":
+        quat = rng.normal(size=4)
+        q = np.concatenate((quat / np.linalg.norm(quat), rng.normal(size=joint.trn_dof)))
+    else:
+        q = rng.uniform(-1.2, 1.2, n)
+    return q, rng.normal(size=n)
+
+
+def _motion_rate(joint: kd.Joint, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``q̇`` of one joint, written out here: rates for angles and slides, ``½ q ⊗ (ω, 0)``
+    for a quaternion (Hamilton, scalar last)."""
+    if joint.rot_type != "spherical":
+        return u.copy()
+    x, y, z, w = q[:4]
+    wx, wy, wz = u[:3]
+    quat_dot = 0.5 * np.array(
+        [w * wx + y * wz - z * wy, w * wy + z * wx - x * wz, w * wz + x * wy - y * wx,
+         -(x * wx + y * wy + z * wz)]
+    )  # fmt: skip
+    return np.concatenate((quat_dot, u[3:]))
+
+
+@pytest.mark.parametrize("joint", MOTION_JOINTS, ids=lambda j: j.name)
+def test_motion_against_finite_differences(joint):
+    """``joints.motion`` on floats against central differences along ``q̇(q, u)``:
+    ``[ω_J]× = Rᵀ Ṙ``, the slide velocity ``Rᵀ d/dt(Δd)``, ``c_J = (dS/dt) ν`` and
+    ``Ṡ = dS/dt`` at fixed speeds."""
+    rng = np.random.default_rng(hash(joint.name) % 2**32)
+    q, u = _motion_point(joint, rng)
+    m = joints.motion(joint, q, u)
+    h = 1e-6
+    qdot = _motion_rate(joint, q, u)
+    plus, minus = joints.motion(joint, q + h * qdot, u), joints.motion(joint, q - h * qdot, u)
+    R_dot = (plus.R - minus.R) / (2 * h)
+    W = m.R.T @ R_dot
+    omega = np.array([W[2, 1], W[0, 2], W[1, 0]])
+    d_dot = (plus.d - minus.d) / (2 * h)
+    S_dot = (plus.S - minus.S) / (2 * h)
+    np.testing.assert_allclose(m.v_J[:3], omega, atol=1e-8)
+    np.testing.assert_allclose(m.v_J[3:], m.R.T @ d_dot, atol=1e-8)
+    np.testing.assert_allclose(m.S @ u, m.v_J, atol=1e-12)
+    np.testing.assert_allclose(m.S_dot, S_dot, atol=1e-7)
+    np.testing.assert_allclose(m.c_J, S_dot @ u, atol=1e-7)
+    # R is a rotation; the revolute, prismatic and weld joints by hand
+    np.testing.assert_allclose(m.R @ m.R.T, np.eye(3), atol=1e-12)
+    if joint.name == "rev":
+        np.testing.assert_allclose(m.R, Rotation.from_rotvec([0, q[0], 0]).as_matrix(), atol=1e-14)
+        np.testing.assert_allclose(m.S[:, 0], [0, 1, 0, 0, 0, 0])
+    if joint.name == "pri":
+        np.testing.assert_allclose(m.d, [0, 0, q[0]])
+        np.testing.assert_allclose(m.S[:, 0], [0, 0, 0, 0, 0, 1])
+    if joint.name == "weld":
+        assert m.S.shape == (6, 0) and not np.any(m.v_J) and not np.any(m.c_J)
+
+
+@pytest.mark.parametrize("joint", MOTION_JOINTS, ids=lambda j: j.name)
+def test_motion_same_numbers_on_every_arithmetic(joint):
+    """The one ``joints.motion`` traced (generated Python run on floats) and on sympy
+    symbols (then the numbers substituted) gives the float result; with a batch of
+    states it gives each state's."""
+    rng = np.random.default_rng(3)
+    q, u = _motion_point(joint, rng)
+    ref = joints.motion(joint, q, u)
+    fields = ("R", "d", "S", "S_dot", "v_J", "c_J")
+
+    tape = codegen.Tape()
+    qt = np.array([tape.input(f"q{i}") for i in range(q.size)], dtype=object)
+    ut = np.array([tape.input(f"u{i}") for i in range(u.size)], dtype=object)
+    mt = joints.motion(joint, qt, ut, TRACE)
+    flat = [x for f in fields for x in np.ravel(getattr(mt, f))]
+    names = [f"q{i}" for i in range(q.size)] + [f"u{i}" for i in range(u.size)]
+    fn = codegen.build(tape.source("f", names, flat), "f", codegen.SCALAR_NAMESPACE)
+    traced = np.array(fn(*q, *u), dtype=float)
+
+    qs = np.array(sm.symbols(f"q0:{q.size}", real=True), dtype=object)
+    us = np.array(sm.symbols(f"u0:{u.size}", real=True), dtype=object)
+    ms = joints.motion(joint, qs, us, SYMPY)
+    values = {**dict(zip(qs, q, strict=True)), **dict(zip(us, u, strict=True))}
+    symbolic = np.array(
+        [float(sm.sympify(x).subs(values)) for f in fields for x in np.ravel(getattr(ms, f))]
+    )
+    expected = np.concatenate([np.ravel(getattr(ref, f)) for f in fields])
+    np.testing.assert_allclose(traced, expected, atol=1e-13)
+    np.testing.assert_allclose(symbolic, expected, atol=1e-13)
+
+    qb = np.stack([q, _motion_point(joint, rng)[0]])
+    ub = np.stack([u, -u])
+    batch = joints.motion(joint, qb, ub)
+    for b in range(2):
+        one = joints.motion(joint, qb[b], ub[b])
+        for f in fields:
+            np.testing.assert_allclose(getattr(batch, f)[b], getattr(one, f), atol=1e-15)

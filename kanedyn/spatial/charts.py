@@ -266,7 +266,7 @@ def quat_product(p: Array, q: Array) -> Array:
 
 def quat_to_dcm(q: Array) -> Array:
     """``R_A_B`` of (not necessarily unit) quaternions: :func:`quat_dcm_form` / ``|q|²``."""
-    return quat_dcm_form(q) / np.sum(q * q, axis=-1)[..., None, None]
+    return quat_dcm_form(q) / np.asarray(np.sum(q * q, axis=-1))[..., None, None]
 
 
 def quat_normalize(ar: Arithmetic, q: Array) -> Array:
