@@ -29,7 +29,6 @@ from kanedyn.dynamics.frames import (
 from kanedyn.dynamics.kane import (
     Fr,
     Fr_star,
-    aba,
     crba,
     forcing,
     forward_dynamics,
@@ -46,6 +45,7 @@ from kanedyn.dynamics.kinematics import Kinematics, kinematics
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.dynamics.loops import LoopEquations, LoopForces, loop_equations, loop_forces
 from kanedyn.dynamics.partials import Partials, partials
+from kanedyn.dynamics.recursion import aba
 from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
 from kanedyn.errors import (
     FileFormatError,

@@ -100,11 +100,12 @@ def gimbal(
     return R, GammaT, Gamma_dot, Gds
 
 
-def spherical(quat: Array) -> tuple[Array, Array, Array, Array]:
-    """A spherical joint: ``R_Gi_Go`` of its quaternion (normalized: divided by ``|q|²``),
-    ``Γ = U`` (the speeds are Go's angular velocity relative to Gi, in Go) and
-    ``Γ̇ = 0``. Shapes as :func:`gimbal`, from ``quat`` (..., 4)."""
-    R = charts.quat_to_dcm(quat)
+def spherical(quat: Array, unit: bool = False) -> tuple[Array, Array, Array, Array]:
+    """A spherical joint: ``R_Gi_Go`` of its quaternion (normalized: divided by ``|q|²``,
+    unless ``unit`` says the quaternion has unit length), ``Γ = U`` (the speeds are Go's
+    angular velocity relative to Gi, in Go) and ``Γ̇ = 0``. Shapes as :func:`gimbal`,
+    from ``quat`` (..., 4)."""
+    R = charts.quat_dcm_form(quat) if unit else charts.quat_to_dcm(quat)
     zero = R * 0
     return R, zero + _EYE_INT, zero, zero[..., 0]
 
@@ -144,7 +145,9 @@ def _slide_axes(joint: Any) -> Array:
     return _EYE_INT[:, [int(ch) - 1 for ch in joint.trn_seq[: joint.trn_dof]]]
 
 
-def motion(joint: Any, q: Array, u: Array, ar: Arithmetic = NUMPY) -> JointMotion:
+def motion(
+    joint: Any, q: Array, u: Array, ar: Arithmetic = NUMPY, *, unit: bool = False
+) -> JointMotion:
     """The motion of one joint at its coordinates ``q`` and speeds ``u``: Pinocchio's
     joint ``calc`` for Stoneking's joint (42 Joints slides 10-17, Translational Joints
     slides 3-8; refs/notes/42-kane-msd.md §3).
@@ -172,6 +175,9 @@ def motion(joint: Any, q: Array, u: Array, ar: Arithmetic = NUMPY) -> JointMotio
     ar : Arithmetic
         The arithmetic of ``q`` and ``u``: :data:`~kanedyn.spatial.arithmetic.NUMPY`
         (default), the tracer's or sympy's.
+    unit : bool
+        The caller has normalized the quaternion (:func:`normalize_quaternions`): ``R``
+        is then its DCM form, without the division by ``|q|²``.
 
     Returns
     -------
@@ -193,7 +199,7 @@ def motion(joint: Any, q: Array, u: Array, ar: Arithmetic = NUMPY) -> JointMotio
     zero3, zero = zeros[..., :3], zeros[..., 3:]  # (..., 3, 3), (..., 3, n)
     sigma = u[..., :nr]
     if joint.rot_type == "spherical":
-        R, GammaT, Gamma_dot, Gds = spherical(q[..., :4])
+        R, GammaT, Gamma_dot, Gds = spherical(q[..., :4], unit)
     else:
         e = np.eye(3)[[int(ch) - 1 for ch in joint.rot_seq]]
         theta = np.concatenate((q[..., :nr], zero3[..., 0, nr:]), axis=-1)

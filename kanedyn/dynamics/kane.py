@@ -47,7 +47,6 @@ from kanedyn.spatial import rotation as rot
 __all__ = [
     "Fr",
     "Fr_star",
-    "aba",
     "crba",
     "forcing",
     "generalized_active_forces",
@@ -405,6 +404,5 @@ Fr_star = generalized_inertia_forces
 """Alias of :func:`generalized_inertia_forces` (the symbolic result's ``.Fr_star``)."""
 crba = mass_matrix
 """Alias of :func:`mass_matrix`: the composite-rigid-body mass matrix."""
-aba = forward_dynamics
 """Alias of :func:`forward_dynamics` (the compiled engine runs the articulated-body
 algorithm itself; the dense engine solves the same equations by Cholesky)."""

@@ -1,0 +1,450 @@
+"""The recursions over the tree, written once on scalars: ABA, RNEA and the MSD rates.
+
+Featherstone's articulated-body algorithm (*Rigid Body Dynamics Algorithms*, 2008,
+Table 7.1), his recursive Newton-Euler algorithm (Table 5.1) and the momentum-state
+rates of Stoneking's MSD slides, per joint k in the frame ``Go_k`` (axes Go, origin at
+the joint point), with spatial vectors (ω, v) and forces (n, f) (conventions page):
+
+* joint motion (:func:`kanedyn.joints.motion`): ``R_Gi_Go``, ``Δ d``, ``S``, ``v_J``,
+  ``c_J``; transform from the inner frame P (``Go`` of the inner body, or N):
+  ``E = R_P_Gi R_Gi_Go``, ``r = r_0 + R_P_Gi Δ d``;
+* pass 1: ``v_k = X_k v_P + v_J``, ``c_k = c_J + v_k ×ₘ v_J`` (the remainder terms
+  α_r, a_r of Kane_NBody slides 20-22 in Go), ``p_k = v_k ×f I_k v_k + (ω_k × h_k, 0)``
+  (:func:`kanedyn.spatial.plucker.bias_force`; h: embedded momentum);
+* pass 2 (leaves to root): ``U = I^A S``, ``D = Sᵀ U``, ``u = Q - Sᵀ p^A``;
+  ``I^a = I^A - U D⁻¹ Uᵀ``, ``p^a = p^A + I^a c + U D⁻¹ u`` added to the inner body
+  through ``X_kᵀ``;
+* pass 3 (root to leaves): ``a' = X_k a_P + c_k``, ``ν̇_k = D⁻¹ (u - Uᵀ a')``,
+  ``a_k = a' + S ν̇_k``; N accelerates at ``-g`` (uniform gravity).
+
+**The equations are Kane's.** ABA solves ``M ν̇ = Fr + Fr*|_{ν̇=0}`` (Kane_NBody slide
+23) without forming ``M``: eliminating the joints from the leaves inwards is a block
+factorization of Kane's mass matrix. The dense engine's Kane sums
+(:mod:`kanedyn.dynamics.kane`, CRBA and Cholesky) are a different algorithm for the same
+accelerations, and each is the other's oracle.
+
+A scalar is a float, a traced value or a sympy expression (:mod:`kanedyn.spatial.plucker`):
+:func:`aba` runs :class:`Recursion` on the numbers of one state, the compiled engine
+(:class:`kanedyn.compiled.kernels.Trace`) records the same lines on its tape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn import joints
+from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
+from kanedyn.model.plan import Params, params_of
+from kanedyn.spatial import plucker as sp
+from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
+
+__all__ = ["BodyTerms", "JointTerms", "Recursion", "aba", "remainder"]
+
+Scalar = Any
+Vec = list  # of Scalar
+Mat = list  # of rows of Scalar
+Array = NDArray[np.float64]
+
+
+@attrs.frozen
+class JointTerms:
+    """One joint's motion (Go coordinates) as the recursions use it: the columns of its
+    free speeds only (a locked speed is held at zero)."""
+
+    R: Mat  # R_Gi_Go
+    cols: list[tuple[Vec, int]]  # free DOFs: (S column, speed index)
+    dcols: list[Vec]  # rate of each column in Go (Ṡ)
+    vJ: Vec
+    cJ: Vec
+    d: Vec  # slide displacement in Gi (Δ d)
+
+
+@attrs.frozen
+class BodyTerms:
+    """Joint k and its body in Go_k: transform (E = R_P_Go, r) from the inner frame P,
+    spatial inertia about the joint point, mass centre, embedded momentum."""
+
+    J: JointTerms
+    parent: int
+    E: Mat
+    r: Vec
+    inertia: Mat
+    com: Vec
+    h: Vec
+    has_h: bool
+
+
+def remainder(J: JointTerms, v_k: Vec) -> Vec:
+    """``c_k = c_J + v_k ×ₘ v_J``: body k's acceleration at zero ``ν̇`` beyond its inner
+    body's, the remainder terms (α_r, a_r) of Kane_NBody slides 20-22 in Go."""
+    return sp.add(J.cJ, sp.cross_motion(v_k, J.vJ))
+
+
+def _is_zero(x: Scalar) -> bool:
+    """A structural zero: a plain number equal to zero (never a traced or symbolic one)."""
+    return isinstance(x, int | float) and x == 0.0
+
+
+class Recursion:
+    """The tree recursions of one model at the coordinates ``q`` and speeds ``u`` (lists
+    of scalars of the arithmetic ``ar``), with the speeds ``locked`` held at zero.
+
+    ``loads``: ``(T, F, Q)``, per-body torques and forces at the mass centres in N and
+    the generalized forces per speed, replacing the model's springs, dampers and gravity
+    (as :class:`kanedyn.dynamics.loads.AppliedLoads` holds them); ``tau``: efforts added
+    to the generalized forces. Parameters come from :meth:`par` (the model's, or
+    ``params``).
+    """
+
+    def __init__(self, model: Model, q: Sequence[Scalar], u: Sequence[Scalar], *,
+                 ar: Arithmetic = NUMPY, locked: frozenset[int] = frozenset(),
+                 params: Params | None = None,
+                 loads: tuple[Sequence[Vec], Sequence[Vec], Sequence[Scalar]] | None = None,
+                 tau: Sequence[Scalar] | None = None):  # fmt: skip
+        self.model = model
+        self.ar = ar
+        self.dtype: Any = float if ar is NUMPY else object
+        self.q: list[Scalar] = list(q)
+        self.u: list[Scalar] = list(u)
+        self.locked = locked
+        self.loads = loads is not None
+        if loads is not None:
+            self.T, self.F, self.Q = (list(x) for x in loads)
+        self.tau = None if tau is None else list(tau)
+        pa = params if params is not None else params_of(model)
+        self._params = pa
+        # coordinates with normalized quaternions (as the dense engine normalizes them)
+        self.qn = joints.normalize_quaternions(ar, model.layout, np.array(self.q, self.dtype))
+
+    def par(self, field: str, *index: int) -> Any:
+        """Parameter ``field[index]`` as nested lists of scalars."""
+        return sp.const(np.asarray(getattr(self._params, field), dtype=float)[index])
+
+    # ----------------------------------------------------------------------- terms
+    def joint(self, k: int) -> JointTerms:
+        """Joint k's motion (:func:`kanedyn.joints.motion`) at the current speeds."""
+        lay = self.model.layout
+        qk = np.array([self.qn[int(i)] for i in lay.q_index[k]], dtype=self.dtype)
+        speeds = [int(r) for r in lay.u_index[k]]
+        uk = np.array([self.u[r] for r in speeds], dtype=self.dtype)
+        m = joints.motion(self.model.joints[k], qk, uk, self.ar, unit=True)
+        S, S_dot = m.S.T.tolist(), m.S_dot.T.tolist()
+        free = [a for a, r in enumerate(speeds) if r not in self.locked]
+        return JointTerms(
+            R=m.R.tolist(),
+            cols=[(S[a], speeds[a]) for a in free],
+            dcols=[S_dot[a] for a in free],
+            vJ=m.v_J.tolist(),
+            cJ=m.c_J.tolist(),
+            d=m.d.tolist(),
+        )
+
+    def generalized_forces(self) -> list[Scalar]:
+        """``Q``: springs and dampers per speed (:func:`kanedyn.joints.spring_damper`);
+        with loads, the given ``Q`` (which holds them); plus the efforts ``tau``."""
+        model, lay = self.model, self.model.layout
+        if self.loads:
+            Q: list[Scalar] = list(self.Q)
+        else:
+            k = np.array([self.par("stiffness", r) for r in range(model.n)], dtype=object)
+            c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
+            u = np.array(self.u, dtype=object)
+            q = np.array(self.q, dtype=object)
+            Q = joints.spring_damper(lay, k, c, q, u).tolist()
+        if self.tau is not None:
+            Q = [Qr + t for Qr, t in zip(Q, self.tau, strict=True)]
+        return Q
+
+    def geometry(self) -> list[BodyTerms]:
+        """Per joint: its motion at the current speeds ``self.u``, the transform from the
+        inner frame, and the body's constants in Go_k."""
+        model, lay = self.model, self.model.layout
+        out: list[BodyTerms] = []
+        for k in range(model.nb):
+            J = self.joint(k)
+            p = int(lay.parent[k])
+            R_Bi_Gi = self.par("R_Bi_Gi", k)
+            if p < 0:
+                R_P_Gi, r0 = R_Bi_Gi, self.par("inner_point", k)
+            else:
+                R_p = self.par("R_Go_Bo", p)
+                R_P_Gi = sp.mm(R_p, R_Bi_Gi)
+                r0 = sp.mv(R_p, sp.sub(self.par("inner_point", k), self.par("outer_point", p)))
+            E = sp.mm(R_P_Gi, J.R)
+            r = sp.add(r0, sp.mv(R_P_Gi, J.d))
+            R_Go_Bo = self.par("R_Go_Bo", k)
+            com = sp.mv(R_Go_Bo, sp.sub(self.par("com", k), self.par("outer_point", k)))
+            I_c = sp.rotate_symmetric(R_Go_Bo, self.par("inertia", k))
+            inertia = sp.body_inertia(self.par("mass", k), I_c, com)
+            h = sp.mv(R_Go_Bo, self.par("h_embedded", k))
+            has_h = not all(_is_zero(x) for x in h)
+            out.append(BodyTerms(J, p, E, r, inertia, com, h, has_h))
+        return out
+
+    def velocities(self, geo: list[BodyTerms]) -> list[Vec]:
+        """Pass 1: spatial velocities ``v_k = X_k v_P + v_J`` in Go_k."""
+        v: list[Vec] = []
+        for b in geo:
+            v.append(b.J.vJ if b.parent < 0 else
+                     sp.add(sp.motion_to_child(b.E, b.r, v[b.parent]), b.J.vJ))  # fmt: skip
+        return v
+
+    def load_forces(self, geo: list[BodyTerms]) -> list[Vec]:
+        """The loads T, F (N, at the mass centres) as spatial forces in Go_k."""
+        R_N: list[Mat] = []
+        out = []
+        for k, b in enumerate(geo):
+            RN = b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E)  # R_N_Go
+            R_N.append(RN)
+            F_go = sp.mtv(RN, self.F[k])
+            n_go = sp.add(sp.mtv(RN, self.T[k]), sp.cross(b.com, F_go))
+            out.append(n_go + F_go)
+        return out
+
+    def terms(self) -> tuple[list[BodyTerms], list[Vec], list[Vec], Vec]:
+        """The geometry, remainder accelerations ``c_k = c_J + v_k ×ₘ v_J``, bias forces
+        ``p_k`` (Go_k) and the acceleration ``a_N`` of N in Kane's equations."""
+        geo = self.geometry()
+        v = self.velocities(geo)
+        c = [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
+        p = [sp.bias_force(b.inertia, vk, b.h if b.has_h else None)
+             for b, vk in zip(geo, v, strict=True)]  # fmt: skip
+        if self.loads:
+            p = [sp.sub(pk, fk) for pk, fk in zip(p, self.load_forces(geo), strict=True)]
+        # uniform gravity as an acceleration of N (with loads, it is in the input F)
+        g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
+        a_N = [0.0, 0.0, 0.0] + [-x for x in g]
+        return geo, c, p, a_N
+
+    # ----------------------------------------------------------------------- ABA
+    def aba(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], Q: list[Scalar],
+            a_N: Vec) -> list[Scalar]:  # fmt: skip
+        """Passes 2 and 3: ``ν̇`` with remainder accelerations ``c``, bias forces ``p``
+        (Go_k), joint forces ``Q`` and the acceleration ``a_N`` of N (in N); the free
+        speeds only, locked entries 0. With ``c = 0``, ``a_N = 0`` this solves
+        ``M x = Q - Σ S_kᵀ (subtree sum of p)``."""
+        model = self.model
+        nb = model.nb
+        IA = [[list(row) for row in b.inertia] for b in geo]
+        pA = [list(x) for x in p]
+        U: list[list[Vec]] = [[] for _ in range(nb)]
+        Dk: list[Any] = [None] * nb
+        uu: list[list[Scalar]] = [[] for _ in range(nb)]
+        for k in reversed(range(nb)):
+            b = geo[k]
+            Ia, pa = IA[k], pA[k]
+            cols = [col for col, _ in b.J.cols]
+            Uk = [sp.sym_mv(Ia, s) for s in cols]
+            uk = [Q[r] - sp.sdot(s, pa) for s, (_, r) in zip(cols, b.J.cols, strict=True)]
+            D = [[sp.sdot(cols[a], Uk[bb]) for bb in range(len(cols))] for a in range(len(cols))]
+            for a in range(len(cols)):
+                for bb in range(a):
+                    D[a][bb] = D[bb][a]
+            U[k], uu[k], Dk[k] = Uk, uk, D
+            if b.parent < 0:
+                continue
+            if cols:
+                # W = U D⁻¹: solve D Wᵀ = Uᵀ for the 6 rows of U
+                W = sp.solve_spd(D, [[Uk[a][i] for a in range(len(cols))] for i in range(6)])
+                Ia2: Mat = [[0.0] * 6 for _ in range(6)]
+                for i in range(6):
+                    for jj in range(i, 6):
+                        corr = sum((W[i][a] * Uk[a][jj] for a in range(len(cols))), 0.0)
+                        Ia2[i][jj] = Ia2[jj][i] = Ia[i][jj] - corr
+                Wu = [sum((W[i][a] * uk[a] for a in range(len(cols))), 0.0) for i in range(6)]
+                pa2 = sp.add(sp.add(pa, sp.sym_mv(Ia2, c[k])), Wu)
+            else:
+                Ia2 = Ia
+                pa2 = sp.add(pa, sp.sym_mv(Ia2, c[k]))
+            Ip = sp.inertia_to_parent(b.E, b.r, Ia2)
+            fp = sp.force_to_parent(b.E, b.r, pa2)
+            P = IA[b.parent]
+            for i in range(6):
+                for jj in range(i, 6):
+                    P[i][jj] = P[jj][i] = P[i][jj] + Ip[i][jj]
+            pA[b.parent] = sp.add(pA[b.parent], fp)
+        nudot: list[Scalar] = [0.0] * model.n
+        acc: list[Vec] = []
+        for k in range(nb):
+            b = geo[k]
+            ap = a_N if b.parent < 0 else acc[b.parent]
+            a1 = sp.add(sp.motion_to_child(b.E, b.r, ap), c[k])
+            if b.J.cols:
+                rhs = [uu[k][a] - sp.sdot(U[k][a], a1) for a in range(len(b.J.cols))]
+                zdd = sp.solve_spd(Dk[k], [rhs])[0]
+                for (s, rr), z in zip(b.J.cols, zdd, strict=True):
+                    nudot[rr] = z
+                    a1 = sp.add(a1, sp.scale(z, s))
+            acc.append(a1)
+        return nudot
+
+    # ----------------------------------------------------------------------- RNEA
+    def inverse_dynamics(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec],
+                         Q: list[Scalar], a_N: Vec, nudot: list[Scalar]) -> list[Scalar]:  # fmt: skip
+        """The residual of Kane's equations at the accelerations ``nudot``,
+        ``S_kᵀ f_k - Q`` per free speed (zero at the ``ν̇`` of :meth:`aba`), by the
+        recursive Newton-Euler algorithm in Go_k (Featherstone 2008, Table 5.1) on the
+        terms of :meth:`terms`: ``a_k = X_k a_P + c_k + S_k ν̇_k``, ``f_k = I_k a_k +
+        p_k``, then ``f_P += X_kᵀ f_k`` from the leaves. Its derivatives at fixed
+        ``nudot`` give those of ``ν̇``: ``∂ν̇/∂x = -M⁻¹ ∂(S_kᵀ f_k - Q)/∂x`` (Carpentier
+        and Mansard, RSS 2018)."""
+        acc: list[Vec] = []
+        f: list[Vec] = []
+        for k, b in enumerate(geo):
+            a = sp.add(sp.motion_to_child(b.E, b.r, a_N if b.parent < 0 else acc[b.parent]), c[k])
+            for s, r in b.J.cols:
+                a = sp.add(a, sp.scale(nudot[r], s))
+            acc.append(a)
+            f.append(sp.add(sp.sym_mv(b.inertia, a), p[k]))
+        for k in reversed(range(len(geo))):
+            b = geo[k]
+            if b.parent >= 0:
+                f[b.parent] = sp.add(f[b.parent], sp.force_to_parent(b.E, b.r, f[k]))
+        out: list[Scalar] = [0.0] * self.model.n
+        for k, b in enumerate(geo):
+            for s, r in b.J.cols:
+                out[r] = sp.sdot(s, f[k]) - Q[r]
+        return out
+
+    # ----------------------------------------------------------------------- entries
+    def run(self) -> tuple[list[Scalar], list[Scalar]]:
+        """Forward dynamics by ABA; returns (ν̇, q̇)."""
+        geo, c, p, a_N = self.terms()
+        return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
+
+    def run_msd(self) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:
+        """Momentum-state dynamics; returns (ẏ, q̇, ν) for the MSD states ``y`` held in
+        ``u`` (see :mod:`kanedyn.dynamics.msd`).
+
+        1. Speeds: ``M ν = y_gen - Ωᵀ h`` by ABA at zero speed (``c = 0``, ``a_N = 0``,
+           bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``,
+           ``P`` (N) to its generalized momenta.
+        2. Rates, per joint in Go_k, with ``h^c_k`` the spatial momentum of the subtree
+           about the joint point and ``f^c_k`` its external (gravity) force:
+           ``ẏ_r = Q_r + s_rᵀ (f^c_k - v_k ×f h^c_k) + ṡ_rᵀ h^c_k`` (``ṡ_r`` the rate of
+           the column in Go: ``γ̇_j``, or ``-(Γσ) × R_Go_Gi Δ_j``); for a momentum
+           root, the total external wrench in N.
+        """
+        from kanedyn.dynamics.msd import momentum_roots
+
+        model, lay = self.model, self.model.layout
+        n, nb = model.n, model.nb
+        y = self.u
+        roots = set(momentum_roots(model))
+        self.u = [0.0] * n
+        geo0 = self.geometry()
+        y_gen: list[Scalar] = list(y)
+        for k in roots:
+            b = geo0[k]
+            idx = [int(i) for i in lay.u_index[k]]
+            H: list[Scalar] = [y[i] for i in idx[:3]]
+            P: list[Scalar] = [y[i] for i in idx[3:]] or [0.0, 0.0, 0.0]
+            for i, val in zip(idx[:3], sp.mtv(b.E, sp.sub(H, sp.cross(b.r, P))), strict=True):
+                y_gen[i] = val  # R_N_Goᵀ (H - o × P)
+            if len(idx) == 6:
+                D = sp.mm(self.par("R_Bi_Gi", k), sp.const(lay.Delta[k]))  # R_N_Gi Δ
+                for i, val in zip(idx[3:], sp.mtv(D, P), strict=True):
+                    y_gen[i] = val
+        zero6 = [0.0] * 6
+        bias = [(b.h + [0.0, 0.0, 0.0]) if b.has_h else zero6 for b in geo0]
+        nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6)
+        self.u = nu
+        geo = self.geometry()
+        v = self.velocities(geo)
+        Q = self.generalized_forces()
+        # with loads, gravity is in the input F (as in AppliedLoads)
+        g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
+        # gravity in each Go_k, and the subtree momenta and external forces
+        g_go: list[Vec] = []
+        hc: list[Vec] = []
+        fc: list[Vec] = []
+        for b, vk in zip(geo, v, strict=True):
+            gk = sp.mtv(b.E, g if b.parent < 0 else g_go[b.parent])
+            g_go.append(gk)
+            hc.append(sp.momentum(b.inertia, vk, b.h if b.has_h else None))
+            fc.append(sp.gravity_force(b.inertia[3][3], gk, b.com))
+        if self.loads:
+            fc = [sp.add(f, fl) for f, fl in zip(fc, self.load_forces(geo), strict=True)]
+        for k in reversed(range(nb)):
+            b = geo[k]
+            if b.parent >= 0:
+                hc[b.parent] = sp.add(hc[b.parent], sp.force_to_parent(b.E, b.r, hc[k]))
+                fc[b.parent] = sp.add(fc[b.parent], sp.force_to_parent(b.E, b.r, fc[k]))
+        ydot: list[Scalar] = [0.0] * n
+        for k, b in enumerate(geo):
+            if k in roots:
+                continue
+            drive = sp.sub(fc[k], sp.cross_force(v[k], hc[k]))
+            for (s, r), ds in zip(b.J.cols, b.J.dcols, strict=True):
+                ydot[r] = Q[r] + sp.sdot(s, drive) + sp.sdot(ds, hc[k])
+        for k in roots:
+            b = geo[k]
+            idx = [int(i) for i in lay.u_index[k]]
+            n_go, f_go = fc[k][:3], fc[k][3:]
+            n_go = sp.add(n_go, [Q[i] for i in idx[:3]])  # the root's own effort (Go)
+            for s, r in b.J.cols[3:]:
+                f_go = sp.add(f_go, sp.scale(Q[r], s[3:]))
+            F_N = sp.mv(b.E, f_go)
+            N_o = sp.mv(b.E, n_go)
+            if len(idx) == 6:
+                N_o = sp.add(N_o, sp.cross(b.r, F_N))  # about N's origin
+                for i, val in zip(idx[3:], F_N, strict=True):
+                    ydot[i] = val
+            for i, val in zip(idx[:3], N_o, strict=True):
+                ydot[i] = val
+        return ydot, self.qdot(), list(nu)
+
+    def qdot(self) -> list[Scalar]:
+        """Kinematic equations (:func:`kanedyn.joints.qdot`) at the normalized
+        coordinates."""
+        u = np.array(self.u, dtype=object)
+        return joints.qdot(self.model.layout, self.qn, u).tolist()
+
+
+def aba(model: Model, state: State, loads: Any = None, t: float = 0.0) -> Array:
+    """``d/dt [u | s]`` by the articulated-body algorithm (Featherstone 2008, Table 7.1),
+    written once over the scalar protocol (:class:`Recursion`; the compiled engine traces
+    the same lines).
+
+    The applied loads (springs, dampers, gravity, ``loads``) are those of
+    :func:`kanedyn.dynamics.loads.applied_loads`, as for :func:`kanedyn.forward_dynamics`,
+    which solves the same equations by CRBA and Cholesky: each is the other's oracle.
+    ABA is an algorithm of trees: a model with closed loops is refused (the loops'
+    constrained equations are :func:`kanedyn.forward_dynamics`'s), and so is one with
+    geared rotors (their gyroscopic coupling is not a term of this recursion yet).
+
+    >>> import kanedyn as kd
+    >>> m = kd.examples.double_pendulum()
+    >>> s = m.set_joint(m.initial_state(), "joint0", angles=(0.3,))
+    >>> bool(abs(kd.aba(m, s) - kd.forward_dynamics(m, s)).max() < 1e-12)
+    True
+    """
+    from kanedyn.dynamics.kinematics import kinematics_at
+    from kanedyn.dynamics.loads import applied_loads
+
+    if model.loops:
+        raise ModelError(
+            "kd.aba: the articulated-body algorithm is for trees; this model has closed "
+            "loops (use kd.forward_dynamics, which solves the constrained equations)"
+        )
+    if any(j.rotor is not None for j in model.joints):
+        raise ModelError(
+            "kd.aba: geared rotors are not a term of the articulated-body recursion; "
+            "use kd.forward_dynamics"
+        )
+    if model.is_symbolic:
+        raise ModelError("kd.aba: the model has symbolic parameters (use model.subs first)")
+    model.check_state(state)
+    q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
+    L = applied_loads(model, state, kinematics_at(model, q, u), loads, t)
+    rec = Recursion(model, q.tolist(), u.tolist(),
+                    loads=(np.asarray(L.T).tolist(), np.asarray(L.F).tolist(),
+                           np.asarray(L.Q).tolist()))  # fmt: skip
+    nudot, _ = rec.run()
+    return np.array(nudot, dtype=float)

@@ -1,0 +1,268 @@
+"""Spatial (Plücker) algebra and the body terms, on lists of scalars of any arithmetic.
+
+The recursions over the tree (:mod:`kanedyn.dynamics.recursion`: ABA, RNEA, the MSD
+rates) are written on these functions. A "scalar" is a float, a traced value
+(:class:`kanedyn.compiled.tape.Value`) or a sympy expression: the same lines run the
+articulated-body algorithm on numbers (``kd.aba``), record it on the tape (the compiled
+engine) or build it symbolically. Vectors are lists, so a structural zero stays a plain
+``0.0`` that the tracer folds away, and a symmetric matrix stores each mirrored pair
+once (the same object), so its entries are computed once.
+
+Spatial vectors are 6-lists, motion ``m = (ω, v)`` and force ``f = (n, f)``
+(conventions page); a spatial inertia is a symmetric 6×6 list of rows about a frame's
+origin, ``[[I_O, m[c]×], [-m[c]×, m U]]`` (Featherstone 2008, eq. 2.63).
+
+Body terms (each written once here; the recursions call them):
+
+* :func:`rotate_symmetric`: an inertia in other axes, ``E I Eᵀ``;
+* :func:`body_inertia`: the spatial inertia of a body about a frame's origin
+  (the parallel-axis shift); :func:`inertia_to_parent`: ``Xᵀ I X``;
+* :func:`motion_to_child`, :func:`force_to_parent`: point transport of velocities,
+  accelerations and forces;
+* :func:`bias_force`: the free-body wrench ``v ×f I v + (ω × h, 0)`` (with embedded
+  momentum h); :func:`momentum`: ``I v + (h, 0)`` (``H = I ω + h``);
+* :func:`gravity_force`: the wrench of uniform gravity at the mass centre.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "add",
+    "bias_force",
+    "body_inertia",
+    "const",
+    "cross",
+    "cross_force",
+    "cross_motion",
+    "dot",
+    "force_to_parent",
+    "gravity_force",
+    "inertia_to_parent",
+    "mm",
+    "momentum",
+    "motion_to_child",
+    "mtv",
+    "mv",
+    "rotate",
+    "rotate_symmetric",
+    "scale",
+    "sdot",
+    "skew",
+    "solve_spd",
+    "sub",
+    "sym_mv",
+]
+
+Scalar = Any
+Vec = list  # of Scalar
+Mat = list  # of rows of Scalar
+
+
+# --------------------------------------------------------------------------- 3-vectors
+def dot(a: Vec, b: Vec) -> Scalar:
+    """``a · b`` of 3-vectors."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def cross(a: Vec, b: Vec) -> Vec:
+    """``a × b``."""
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def add(a: Vec, b: Vec) -> Vec:
+    """``a + b`` (any length)."""
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def sub(a: Vec, b: Vec) -> Vec:
+    """``a - b`` (any length)."""
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def scale(s: Scalar, a: Vec) -> Vec:
+    """``s a``."""
+    return [s * x for x in a]
+
+
+def mv(A: Mat, x: Vec) -> Vec:
+    """``A x`` for a 3×3 ``A``."""
+    return [dot(row, x) for row in A]
+
+
+def mtv(A: Mat, x: Vec) -> Vec:
+    """``Aᵀ x``."""
+    return [A[0][j] * x[0] + A[1][j] * x[1] + A[2][j] * x[2] for j in range(3)]
+
+
+def mm(A: Mat, B: Mat) -> Mat:
+    """``A B`` of 3×3 matrices."""
+    return [[A[i][0] * B[0][j] + A[i][1] * B[1][j] + A[i][2] * B[2][j] for j in range(3)]
+            for i in range(3)]  # fmt: skip
+
+
+def const(A: Any) -> Any:
+    """A float array (a model constant) as nested lists of floats."""
+    return [const(x) for x in A] if np.ndim(A) else float(A)
+
+
+def skew(r: Vec) -> Mat:
+    """``[r]×``."""
+    return [[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]]
+
+
+def rotate_symmetric(E: Mat, A: Mat) -> Mat:
+    """``E A Eᵀ`` for symmetric A (upper triangle computed, mirrored): an inertia tensor
+    in the axes that ``E`` maps to."""
+    T = mm(E, A)
+    out: Mat = [[0.0] * 3 for _ in range(3)]
+    for i in range(3):
+        for j in range(i, 3):
+            out[i][j] = out[j][i] = T[i][0] * E[j][0] + T[i][1] * E[j][1] + T[i][2] * E[j][2]
+    return out
+
+
+def rotate(E: Mat, B: Mat) -> Mat:
+    """``E B Eᵀ``."""
+    T = mm(E, B)
+    return [[T[i][0] * E[j][0] + T[i][1] * E[j][1] + T[i][2] * E[j][2] for j in range(3)]
+            for i in range(3)]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- spatial
+def cross_motion(a: Vec, b: Vec) -> Vec:
+    """``a ×ₘ b = (ω × ω_b, ω × v_b + v × ω_b)``."""
+    w, v = a[:3], a[3:]
+    return cross(w, b[:3]) + add(cross(w, b[3:]), cross(v, b[:3]))
+
+
+def cross_force(a: Vec, f: Vec) -> Vec:
+    """``a ×f f = (ω × n + v × f, ω × f)``."""
+    w, v = a[:3], a[3:]
+    return add(cross(w, f[:3]), cross(v, f[3:])) + cross(w, f[3:])
+
+
+def sym_mv(I: Mat, x: Vec) -> Vec:
+    """``I x`` for a 6×6 ``I``."""
+    return [sum((I[i][j] * x[j] for j in range(6)), 0.0) for i in range(6)]
+
+
+def sdot(a: Vec, b: Vec) -> Scalar:
+    """``a · b`` of 6-vectors (a motion and a force: the power)."""
+    return sum((a[i] * b[i] for i in range(6)), 0.0)
+
+
+def motion_to_child(E: Mat, r: Vec, m: Vec) -> Vec:
+    """``X m``: a motion vector from parent coordinates to the child frame (E = R_P_C,
+    r = child origin in the parent): ``(Eᵀ ω, Eᵀ (v - r × ω))``."""
+    w = m[:3]
+    return mtv(E, w) + mtv(E, sub(m[3:], cross(r, w)))
+
+
+def force_to_parent(E: Mat, r: Vec, f: Vec) -> Vec:
+    """``Xᵀ f``: a force from the child frame to parent coordinates."""
+    fp = mv(E, f[3:])
+    return add(mv(E, f[:3]), cross(r, fp)) + fp
+
+
+def inertia_to_parent(E: Mat, r: Vec, I: Mat) -> Mat:
+    """``Xᵀ I X`` for a symmetric spatial inertia in the child frame.
+
+    With ``I = [[A, B], [Bᵀ, C]]`` rotated to the parent axes (``A' = E A Eᵀ`` ...) and
+    ``R = [r]×``: ``[[A' + K + Kᵀ - R C' R, B' + R C'], [·, C']]``, ``K = R B'ᵀ``.
+    """
+    A = [row[:3] for row in I[:3]]
+    B = [row[3:] for row in I[:3]]
+    C = [row[3:] for row in I[3:]]
+    A2, B2, C2 = rotate_symmetric(E, A), rotate(E, B), rotate_symmetric(E, C)
+    R = skew(r)
+    RC = mm(R, C2)
+    K = [[dot(R[i], B2[j]) for j in range(3)] for i in range(3)]  # (R B'ᵀ)_ij = R_i · B'_j
+    out: Mat = [[0.0] * 6 for _ in range(6)]
+    for i in range(3):
+        for j in range(i, 3):
+            # (R C' R)_ij = RC_i · R[:, j] = -RC_i · R_j (R antisymmetric)
+            rcr = -dot(RC[i], R[j])
+            out[i][j] = out[j][i] = A2[i][j] + K[i][j] + K[j][i] - rcr
+            out[i + 3][j + 3] = out[j + 3][i + 3] = C2[i][j]
+        for j in range(3):
+            out[i][j + 3] = out[j + 3][i] = B2[i][j] + RC[i][j]
+    return out
+
+
+def body_inertia(mass: Scalar, inertia: Mat, c: Vec) -> Mat:
+    """Spatial inertia about a frame's origin of a body with mass centre ``c`` and
+    inertia ``inertia`` (about the mass centre, symmetric), both in that frame:
+    ``[[I - m [c]×², m [c]×], [-m [c]×, m U]]``, with ``-[c]×² = |c|² U - c cᵀ`` (the
+    parallel-axis theorem; Featherstone 2008, eq. 2.63)."""
+    cc = dot(c, c)
+    mc = scale(mass, c)
+    out: Mat = [[0.0] * 6 for _ in range(6)]
+    for i in range(3):
+        for j in range(i, 3):
+            shift = (cc if i == j else 0.0) - c[i] * c[j]
+            out[i][j] = out[j][i] = inertia[i][j] + mass * shift
+        out[i + 3][i + 3] = mass
+    mcx = skew(mc)
+    for i in range(3):
+        for j in range(3):
+            out[i][j + 3] = out[j + 3][i] = mcx[i][j]
+    return out
+
+
+def momentum(I: Mat, v: Vec, h: Vec | None = None) -> Vec:
+    """A body's spatial momentum about the frame's origin, ``I v + (h, 0)``: the angular
+    part is ``H = I ω + m c × v + h`` with the embedded momentum ``h`` (a wheel's spin
+    momentum, in the same axes; Kane_NBody slide 25)."""
+    out = sym_mv(I, v)
+    return out if h is None else add(out[:3], h) + out[3:]
+
+
+def bias_force(I: Mat, v: Vec, h: Vec | None = None) -> Vec:
+    """The free-body wrench of a body moving at ``v`` with no acceleration, ``v ×f (I v)
+    + (ω × h, 0)``: the velocity-product terms of the Newton-Euler equations
+    (``ω × H``, ``m ω × v_c``), with the embedded momentum ``h``."""
+    p = cross_force(v, sym_mv(I, v))
+    return p if h is None else add(p[:3], cross(v[:3], h)) + p[3:]
+
+
+def gravity_force(mass: Scalar, g: Vec, c: Vec) -> Vec:
+    """The wrench about a frame's origin of uniform gravity ``g`` on a body of mass
+    ``mass`` with mass centre ``c`` (same axes): ``(c × m g, m g)``."""
+    F = scale(mass, g)
+    return cross(c, F) + F
+
+
+def solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
+    """``D⁻¹ b`` for each right-hand side ``b`` in ``B`` (D symmetric positive definite,
+    small) by an unrolled LDLᵀ factorization."""
+    d = len(D)
+    L: Mat = [[0.0] * d for _ in range(d)]
+    diag: list[Scalar] = [0.0] * d
+    inv: list[Scalar] = [0.0] * d
+    for j in range(d):
+        s = D[j][j]
+        for k in range(j):
+            s = s - L[j][k] * L[j][k] * diag[k]
+        diag[j] = s
+        inv[j] = 1.0 / s
+        for i in range(j + 1, d):
+            t = D[i][j]
+            for k in range(j):
+                t = t - L[i][k] * L[j][k] * diag[k]
+            L[i][j] = t * inv[j]
+    out = []
+    for b in B:
+        y = list(b)
+        for i in range(d):
+            for k in range(i):
+                y[i] = y[i] - L[i][k] * y[k]
+        x = [y[i] * inv[i] for i in range(d)]
+        for i in reversed(range(d)):
+            for k in range(i + 1, d):
+                x[i] = x[i] - L[k][i] * x[k]
+        out.append(x)
+    return out
