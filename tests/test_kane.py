@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 import kanedyn as kd
 import kanedyn.compiled
 import kanedyn.dynamics.kane
-import kanedyn.dynamics.recursion
 import kanedyn.dynamics.loads
+import kanedyn.dynamics.recursion
 from kanedyn.errors import ModelError
 from tests.strategies import (
     KINDS,

@@ -122,6 +122,20 @@ class Recursion:
         # coordinates with normalized quaternions (as the dense engine normalizes them)
         self.qn = joints.normalize_quaternions(ar, model.layout, np.array(self.q, self.dtype))
 
+    @classmethod
+    def at_state(cls, model: Model, state: State, loads: Any = None, t: float = 0.0) -> Recursion:
+        """The recursion on the numbers of one state, with the applied loads of
+        :func:`kanedyn.dynamics.loads.applied_loads` (springs, dampers, gravity and
+        ``loads``) as its inputs ``(T, F, Q)``."""
+        from kanedyn.dynamics.kinematics import kinematics_at
+        from kanedyn.dynamics.loads import applied_loads
+
+        model.check_state(state)
+        q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
+        L = applied_loads(model, state, kinematics_at(model, q, u), loads, t)
+        T, F, Q = (np.asarray(x, dtype=float).tolist() for x in (L.T, L.F, L.Q))
+        return cls(model, q.tolist(), u.tolist(), loads=(T, F, Q))
+
     def par(self, field: str, *index: int) -> Any:
         """Parameter ``field[index]`` as nested lists of scalars."""
         return sp.const(np.asarray(getattr(self._params, field), dtype=float)[index])
@@ -285,15 +299,13 @@ class Recursion:
         return nudot
 
     # ----------------------------------------------------------------------- RNEA
-    def inverse_dynamics(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec],
-                         Q: list[Scalar], a_N: Vec, nudot: list[Scalar]) -> list[Scalar]:  # fmt: skip
-        """The residual of Kane's equations at the accelerations ``nudot``,
-        ``S_kᵀ f_k - Q`` per free speed (zero at the ``ν̇`` of :meth:`aba`), by the
-        recursive Newton-Euler algorithm in Go_k (Featherstone 2008, Table 5.1) on the
-        terms of :meth:`terms`: ``a_k = X_k a_P + c_k + S_k ν̇_k``, ``f_k = I_k a_k +
-        p_k``, then ``f_P += X_kᵀ f_k`` from the leaves. Its derivatives at fixed
-        ``nudot`` give those of ``ν̇``: ``∂ν̇/∂x = -M⁻¹ ∂(S_kᵀ f_k - Q)/∂x`` (Carpentier
-        and Mansard, RSS 2018)."""
+    def newton_euler(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], a_N: Vec,
+                     nudot: Sequence[Scalar]) -> tuple[list[Vec], list[Vec]]:  # fmt: skip
+        """The recursive Newton-Euler algorithm in Go_k (Featherstone 2008, Table 5.1)
+        on the terms of :meth:`terms`: ``a_k = X_k a_P + c_k + S_k ν̇_k``,
+        ``f_k = I_k a_k + p_k``, then ``f_P += X_kᵀ f_k`` from the leaves. Returns the
+        spatial accelerations ``a_k`` and the wrenches ``f_k`` that joint k transmits to
+        its subtree, about the joint point (both in Go_k)."""
         acc: list[Vec] = []
         f: list[Vec] = []
         for k, b in enumerate(geo):
@@ -306,6 +318,15 @@ class Recursion:
             b = geo[k]
             if b.parent >= 0:
                 f[b.parent] = sp.add(f[b.parent], sp.force_to_parent(b.E, b.r, f[k]))
+        return acc, f
+
+    def inverse_dynamics(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec],
+                         Q: list[Scalar], a_N: Vec, nudot: list[Scalar]) -> list[Scalar]:  # fmt: skip
+        """The residual of Kane's equations at the accelerations ``nudot``,
+        ``S_kᵀ f_k - Q`` per free speed (zero at the ``ν̇`` of :meth:`aba`), from
+        :meth:`newton_euler`. Its derivatives at fixed ``nudot`` give those of ``ν̇``:
+        ``∂ν̇/∂x = -M⁻¹ ∂(S_kᵀ f_k - Q)/∂x`` (Carpentier and Mansard, RSS 2018)."""
+        _, f = self.newton_euler(geo, c, p, a_N, nudot)
         out: list[Scalar] = [0.0] * self.model.n
         for k, b in enumerate(geo):
             for s, r in b.J.cols:
@@ -425,9 +446,6 @@ def aba(model: Model, state: State, loads: Any = None, t: float = 0.0) -> Array:
     >>> bool(abs(kd.aba(m, s) - kd.forward_dynamics(m, s)).max() < 1e-12)
     True
     """
-    from kanedyn.dynamics.kinematics import kinematics_at
-    from kanedyn.dynamics.loads import applied_loads
-
     if model.loops:
         raise ModelError(
             "kd.aba: the articulated-body algorithm is for trees; this model has closed "
@@ -440,11 +458,5 @@ def aba(model: Model, state: State, loads: Any = None, t: float = 0.0) -> Array:
         )
     if model.is_symbolic:
         raise ModelError("kd.aba: the model has symbolic parameters (use model.subs first)")
-    model.check_state(state)
-    q, u = np.asarray(state.q, dtype=float), np.asarray(state.u, dtype=float)
-    L = applied_loads(model, state, kinematics_at(model, q, u), loads, t)
-    rec = Recursion(model, q.tolist(), u.tolist(),
-                    loads=(np.asarray(L.T).tolist(), np.asarray(L.F).tolist(),
-                           np.asarray(L.Q).tolist()))  # fmt: skip
-    nudot, _ = rec.run()
+    nudot, _ = Recursion.at_state(model, state, loads, t).run()
     return np.array(nudot, dtype=float)

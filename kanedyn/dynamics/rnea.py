@@ -13,10 +13,11 @@ loads:
         + \\sum_{c} \\big[ N_c + (o_c - o_k) \\times f_c \\big]
 
 with ``N_k`` taken about the joint point ``o_k`` (the Go origin), all vectors in N. A
-forward pass from the root carries the angular velocities and accelerations and the
-accelerations of the joint points and mass centres along the joint chain
-``Bi → Gi → slides → rotation → Go → Bo``; a backward pass from the leaves sums the
-forces. The joint efforts are the projections on the joint's axes, less what the joint's
+forward pass from the root carries the spatial velocities and accelerations along the
+joint chain ``Bi → Gi → slides → rotation → Go → Bo``; a backward pass from the leaves
+sums the forces. The recursion is the one of :mod:`kanedyn.dynamics.recursion` (written
+once on scalars, in the joint frames; the compiled engine traces it); this module
+expresses its results in N. The joint efforts are the projections on the joint's axes, less what the joint's
 own springs and dampers supply:
 
 .. math::
@@ -36,10 +37,9 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from kanedyn.dynamics.kinematics import joint_rotations
-from kanedyn.dynamics.loads import LoadsLike, applied_loads, joint_spring_forces
+from kanedyn.dynamics.loads import LoadsLike
+from kanedyn.dynamics.recursion import Recursion
 from kanedyn.dynamics.rotors import refuse_rotors
-from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.spatial.algebra import cross, mv
@@ -79,25 +79,25 @@ class NewtonEuler:
     a: Array
 
 
-def _transport(a: Array, alpha: Array, omega: Array, d: Array) -> Array:
-    """Acceleration of a point at offset ``d`` in a body: a + α × d + ω × (ω × d)."""
-    return a + np.cross(alpha, d) + np.cross(omega, np.cross(omega, d))
-
-
 def newton_euler(
     model: Model, state: State, acc: ArrayLike, loads: LoadsLike = None, t: float = 0.0
 ) -> NewtonEuler:
     """Recursive Newton–Euler: joint efforts and reactions for the accelerations ``acc``.
 
-    Forward pass, for joint k from inner body p (N for a root) to body i
-    (``ρ`` offsets, ``w`` the slide velocity, ``ω^rel`` the joint's relative rate)::
+    The recursion of :meth:`kanedyn.dynamics.recursion.Recursion.newton_euler` (the one
+    RNEA, also traced by the compiled engine) on the numbers of ``state``, in each joint
+    frame Go_k, with the applied loads (gravity, springs, dampers, ``loads``) as body
+    forces; its results are then expressed in N:
 
-        o_k   = g_k + R_N_Gi Δ d                      (g_k = Gi origin, fixed in p)
-        v̇_o  = a_g + α_p × δ + ω_p × (ω_p × δ) + 2 ω_p × w + R_N_Gi Δ ṡ
-        ω_i   = ω_p + ω^rel,    α_i = α_p + ω_p × ω^rel + R_N_Gi d/dt|_Gi(Γσ)
-        a_ci  = v̇_o + α_i × (r_ci - o_k) + ω_i × (ω_i × (r_ci - o_k))
+    .. math::
 
-    Backward pass: the free-body balance in the module docstring.
+        R_{N G_o,k} = R_{N G_o,p} E_k, \\quad o_k = o_p + R_{N G_o,p} r_k, \\qquad
+        a_{c} = a_O + \\alpha \\times c + \\omega \\times (v_O + \\omega \\times c)
+
+    (``(E_k, r_k)`` the joint's transform from its inner frame; ``a_O``, ``v_O`` the
+    spatial acceleration and velocity of the body point at the joint point; ``c`` the
+    mass centre). The wrench transmitted by joint k is the free-body balance of its
+    subtree (module docstring), and ``τ_r = S_rᵀ f_k - Q_r``.
 
     Parameters
     ----------
@@ -120,103 +120,34 @@ def newton_euler(
     acc = np.asarray(acc, dtype=float)
     if acc.shape != (model.n,):
         raise ModelError(f"acc has shape {acc.shape}; this model has n = {model.n} speeds")
-    lay = model.layout
+    rec = Recursion.at_state(model, state, loads, t)
+    geo, c, p, a_N = rec.terms()
+    a_go, f_go = rec.newton_euler(geo, c, p, a_N, acc.tolist())
+    Q = rec.generalized_forces()
     nb = model.nb
-    q, u = state.q, state.u
-
-    R_N_B = np.zeros((nb, 3, 3))
-    p = np.zeros((nb, 3))  # body-frame origins
-    v_p = np.zeros((nb, 3))
-    a_p = np.zeros((nb, 3))
-    omega = np.zeros((nb, 3))
-    alpha = np.zeros((nb, 3))
-    o = np.zeros((nb, 3))
-    axes_u = np.zeros((model.n, 3))  # axis in N of each speed (rotational: b_r, slide: δ_c)
-    R_joint, GammaT, _, Gds = joint_rotations(model, np.append(q, 0.0), np.append(u, 0.0))
-    for k, j in enumerate(model.joints):
-        par = lay.parent[k]
-        if par < 0:
-            R_p, p_p, vp, ap = np.eye(3), np.zeros(3), np.zeros(3), np.zeros(3)
-            w_p, al_p = np.zeros(3), np.zeros(3)
-        else:
-            R_p, p_p, vp, ap = R_N_B[par], p[par], v_p[par], a_p[par]
-            w_p, al_p = omega[par], alpha[par]
-        R_N_Gi = R_p @ lay.R_Bi_Gi[k]
-        # Gi origin, fixed in the inner body
-        rho = R_p @ lay.inner_point[k]
-        v_g = vp + np.cross(w_p, rho)
-        a_g = _transport(ap, al_p, w_p, rho)
-        # slides along the Gi axes
-        qk, uk = lay.q_index[k], lay.u_index[k]
-        nr = j.n_rot_coordinates
-        d, s_dot = q[qk[nr:]], u[uk[j.rot_dof :]]
-        s_ddot = acc[uk[j.rot_dof :]]
-        Delta = lay.Delta[k][:, : j.trn_dof]
-        delta = R_N_Gi @ (Delta @ d)
-        w = R_N_Gi @ (Delta @ s_dot)
-        o[k] = p_p + rho + delta
-        v_o = v_g + np.cross(w_p, delta) + w
-        a_o = (
-            a_g
-            + np.cross(al_p, delta)
-            + np.cross(w_p, np.cross(w_p, delta))
-            + 2.0 * np.cross(w_p, w)
-            + R_N_Gi @ (Delta @ s_ddot)
-        )
-        axes_u[uk[j.rot_dof :]] = (R_N_Gi @ Delta).T
-        # rotation of Go relative to Gi (the joint model): relative rate x = R_Gi_Go Γ σ
-        # in Gi, and its Gi-frame derivative R_Gi_Go (Γ̇σ + Γ σ̇) (ω_rel × ω_rel = 0)
-        sigma, sigma_dot = u[uk[: j.rot_dof]], acc[uk[: j.rot_dof]]
-        R_Gi_Go = R_joint[k]
-        b = GammaT[k, : j.rot_dof] @ R_Gi_Go.T  # rows: the rotational axes in Gi
-        x = sigma @ b
-        x_dot = R_Gi_Go @ Gds[k] + sigma_dot @ b
-        w_rel = R_N_Gi @ x
-        axes_u[uk[: j.rot_dof]] = b[: j.rot_dof] @ R_N_Gi.T
-        omega[k] = w_p + w_rel
-        alpha[k] = al_p + np.cross(w_p, w_rel) + R_N_Gi @ x_dot
-        R_N_B[k] = R_N_Gi @ R_Gi_Go @ lay.R_Go_Bo[k]
-        dp = -R_N_B[k] @ lay.outer_point[k]
-        p[k] = o[k] + dp
-        v_p[k] = v_o + np.cross(omega[k], dp)
-        a_p[k] = _transport(a_o, alpha[k], omega[k], dp)
-
-    rc = R_N_B @ lay.com[..., None]
-    r = p + rc[..., 0]
-    a = np.array([_transport(a_p[i], alpha[i], omega[i], rc[i, :, 0]) for i in range(nb)])
-
-    # applied loads: gravity and springs from the model, the user's records resolved
-    if loads is None:
-        F = lay.mass[:, None] * model.gravity[None, :]
-        T = np.zeros((nb, 3))
-        Q = joint_spring_forces(model, q, u)
-    else:
-        from kanedyn.dynamics.kinematics import kinematics
-
-        L = applied_loads(model, state, kinematics(model, state), loads, t)
-        F, T, Q = L.F, L.T, L.Q
-
-    # backward pass: the free-body balance of each body, summed over each joint's subtree
-    I_N = R_N_B @ lay.inertia @ np.swapaxes(R_N_B, -1, -2)
-    h_N = mv(I_N, omega) + mv(R_N_B, lay.h_embedded)
-    F_net = lay.mass[:, None] * a - F  # what the joints must supply, per body
-    T_net = mv(I_N, alpha) + cross(omega, h_N) - T
-    f_joint, N_joint = subtree_wrench(model, F_net, T_net, r, o)
-
+    R = np.empty((nb, 3, 3))  # R_N_Go
+    o = np.empty((nb, 3))
     tau = np.empty(model.n)
-    for k, j in enumerate(model.joints):
-        uk = lay.u_index[k]
-        tau[uk[: j.rot_dof]] = axes_u[uk[: j.rot_dof]] @ N_joint[k]
-        tau[uk[j.rot_dof :]] = axes_u[uk[j.rot_dof :]] @ f_joint[k]
+    for k, b in enumerate(geo):
+        E, r = np.array(b.E, dtype=float), np.array(b.r, dtype=float)
+        R[k], o[k] = (E, r) if b.parent < 0 else (R[b.parent] @ E, o[b.parent] + R[b.parent] @ r)
+        for s, i in b.J.cols:
+            tau[i] = np.dot(s, f_go[k]) - Q[i]
+    V = np.array(rec.velocities(geo), dtype=float).reshape(nb, 6)
+    A = np.array(a_go, dtype=float).reshape(nb, 6)
+    F = np.array(f_go, dtype=float).reshape(nb, 6)
+    com = np.array([b.com for b in geo], dtype=float).reshape(nb, 3)
+    w, v_O, al, a_O = V[:, :3], V[:, 3:], A[:, :3], A[:, 3:]
+    a_c = a_O + cross(al, com) + cross(w, v_O + cross(w, com))
     return NewtonEuler(
-        tau=tau - Q,
-        f_joint=f_joint,
-        N_joint=N_joint,
+        tau=tau,
+        f_joint=mv(R, F[:, 3:]),
+        N_joint=mv(R, F[:, :3]),
         o=o,
-        omega=omega,
-        alpha=alpha,
-        r=r,
-        a=a,
+        omega=mv(R, w),
+        alpha=mv(R, al),
+        r=o + mv(R, com),
+        a=mv(R, a_c),
     )
 
 
