@@ -191,3 +191,40 @@ def test_urdf_slider_with_limits(tmp_path):
     traj = quiet_run(model, t_final=2.0, dt=1e-3, limits="stop")
     d = traj.q[:, model.coordinates(slide)[0]]
     assert d.min() >= -1e-12 and d.max() <= 0.5 + 1e-12
+
+
+# --------------------------------------------------------------------- command line
+def test_cli_check_lists_the_limits(capsys):
+    from kanedyn.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        assert main(["check", str(kd.examples.path("arm3.urdf"))]) == 0
+    out = capsys.readouterr().out
+    assert "joint 'slide' limits: range 0 to 0.5 m (a run warns when it is crossed" in out
+    assert "effort 100 N, speed 1 m/s (not enforced)" in out
+
+
+def test_cli_simulate_reports_the_crossing(tmp_path, capsys):
+    """The slider of the shipped arm leaves its range: the summary (printed and in
+    summary.json) names it and the first time, and a warning says so."""
+    import json
+
+    from kanedyn.cli import main
+
+    path = kd.examples.path("arm3.urdf")
+    args = ["simulate", str(path), "--t-final", "2", "--dt", "0.001", "--output-every", "0.001"]
+    assert main([*args, "--quiet", "--out", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["joint_limits"] == "warn"
+    (crossing,) = summary["limit_crossings"]
+    assert (crossing["joint"], crossing["limit"]) in (("slide", 0.0), ("slide", 0.5))
+    # the same run through the API gives the same crossing (outputs every step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        model = read_urdf(path)
+    traj = quiet_run(model, t_final=2.0, dt=1e-3)
+    assert crossing["t_s"] == pytest.approx(traj.limit_crossings[0].t, rel=1e-9)
+    assert f"joint limits: crossed (not enforced): 'slide' {crossing['bound']}" in captured.out
+    assert "kanedyn: warning: joint limits crossed" in captured.err

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.errors import ModelError
-from kanedyn.model import Model
+from kanedyn.model import Joint, Model
 
 __all__ = [
     "JointLimitWarning",
@@ -38,8 +39,12 @@ __all__ = [
     "LimitedJoints",
     "Limits",
     "crossings",
+    "describe",
+    "has_range",
     "limited_joints",
     "report",
+    "summary",
+    "summary_line",
 ]
 
 Array = NDArray[np.float64]
@@ -98,16 +103,27 @@ class LimitedJoints:
     upper: Array
 
 
+def has_range(joint: Joint) -> bool:
+    """Whether ``joint``'s limits give it a position range that a run checks: a 1-DOF
+    joint, ``lower < upper``, at least one of them finite."""
+    lim = joint.limits
+    return (
+        lim is not None
+        and joint.ndof == 1
+        and lim.lower < lim.upper
+        and not (np.isinf(lim.lower) and np.isinf(lim.upper))
+    )
+
+
 def limited_joints(model: Model) -> LimitedJoints:
     """The 1-DOF joints of ``model`` whose :class:`~kanedyn.JointLimits` give a range
     (``lower < upper``, at least one side finite)."""
     names, qi, ui, lo, hi = [], [], [], [], []
     for k, j in enumerate(model.joints):
+        if not has_range(j):
+            continue
         lim = j.limits
-        if lim is None or j.ndof != 1 or not lim.lower < lim.upper:
-            continue
-        if np.isinf(lim.lower) and np.isinf(lim.upper):
-            continue
+        assert lim is not None
         names.append(j.name)
         qi.append(int(model.layout.q_index[k][0]))
         ui.append(int(model.layout.u_index[k][0]))
@@ -152,3 +168,60 @@ def report(found: Sequence[LimitCrossing]) -> str:
         "joint limits crossed (not enforced; simulate(..., limits='stop') makes them "
         "stops): " + "; ".join(str(c) for c in found)
     )
+
+
+def describe(model: Model) -> list[str]:
+    """One line per joint with :class:`~kanedyn.JointLimits`: its range, effort and
+    speed limits with units (for ``kanedyn check``)."""
+    lines = []
+    for j in model.joints:
+        lim = j.limits
+        if lim is None:
+            continue
+        unit, effort, speed = ("rad", "N m", "rad/s") if j.rot_dof else ("m", "N", "m/s")
+        text = (
+            f"range {lim.lower:g} to {lim.upper:g} {unit} (a run warns when it is crossed; "
+            "limits='stop' makes its bounds stops)"
+            if has_range(j)
+            else f"no position range (lower {lim.lower:g}, upper {lim.upper:g} {unit}; not checked)"
+        )
+        extra = [
+            f"{what} {value:g} {u}"
+            for what, value, u in (("effort", lim.effort, effort), ("speed", lim.velocity, speed))
+            if np.isfinite(value)
+        ]
+        lines.append(
+            f"joint {j.name!r} limits: {text}"
+            + (f"; {', '.join(extra)} (not enforced)" if extra else "")
+        )
+    return lines
+
+
+def summary(traj: Any) -> dict[str, Any]:
+    """The run summary's entries for the joint limits: ``joint_limits`` (the mode) and
+    ``limit_crossings`` (joint, bound, limit, first time), when the model has limits."""
+    if not limited_joints(traj.model).names:
+        return {}
+    return {
+        "joint_limits": traj.limits,
+        "limit_crossings": [
+            {"joint": c.joint, "bound": c.bound, "limit": c.limit, "t_s": c.t}
+            for c in traj.limit_crossings
+        ],
+    }
+
+
+def summary_line(s: dict[str, Any]) -> str | None:
+    """The line of ``kanedyn simulate``'s printed summary for the entries of
+    :func:`summary` (None without them)."""
+    if "joint_limits" not in s:
+        return None
+    mode, found = s["joint_limits"], s["limit_crossings"]
+    if mode == "ignore":
+        return "  joint limits: not checked"
+    events = "; ".join(
+        f"{c['joint']!r} {c['bound']} {c['limit']:g} at t = {c['t_s']:.6g} s" for c in found
+    )
+    if mode == "stop":
+        return f"  joint limits (stops): {events or 'no stop reached'}"
+    return f"  joint limits: {'crossed (not enforced): ' + events if found else 'not crossed'}"
