@@ -31,6 +31,9 @@ Mapping to kanedyn (URDF spec: wiki.ros.org/urdf/XML):
   :func:`kanedyn.frame_acceleration`). By default a link attached by a ``fixed`` joint
   is merged into its parent's body (Pinocchio does the same): the body's mass, mass
   centre and inertia are the exact composite (:func:`kanedyn.composite_mass_properties`).
+  The inertia of a merged link is checked on the body it is merged into: a link whose
+  own inertia is slightly indefinite (CAD noise) is accepted, with a warning naming it,
+  when that body is physical.
 * Links without ``<inertial>``, or with zero mass and inertia, are frames. A massless
   link on a movable joint is allowed when the mass matrix stays positive definite;
   otherwise the error names the joint with no mass outboard. Negative mass, an
@@ -39,7 +42,8 @@ Mapping to kanedyn (URDF spec: wiki.ros.org/urdf/XML):
   joint with ``floating_base=True``. A massless fixed root (``world``) is N itself.
 * ``<dynamics damping>`` becomes the joint's viscous damping. ``friction`` (Coulomb) is
   not modelled: a warning says so. ``<limit>`` is recorded as the joint's
-  :class:`~kanedyn.JointLimits` (not enforced). A ``<mimic>`` joint is imported as an
+  :class:`~kanedyn.JointLimits`; :func:`kanedyn.simulate` checks its range or makes it
+  a stop (its ``limits`` option). A ``<mimic>`` joint is imported as an
   independent joint, with a warning that the coupling is not enforced. Calibration,
   safety controllers, ``<transmission>`` and ``<gazebo>`` elements are ignored with an
   :class:`~kanedyn.io.UnsupportedFeatureWarning`. Visual and collision geometry is not
