@@ -29,6 +29,9 @@ import numpy as np
 
 import kanedyn as kd
 from kanedyn.errors import KanedynError
+from kanedyn.simulation.limits import describe as describe_limits
+from kanedyn.simulation.limits import summary as limit_summary
+from kanedyn.simulation.limits import summary_line as limit_summary_line
 
 EXPLORER1_T_FINAL = 20000.0
 EXPLORER1_DT = 1.0
@@ -207,6 +210,7 @@ def _summary(
         s["nutation_initial_deg"] = float(np.degrees(nut[0]))
         s["nutation_final_deg"] = float(np.degrees(nut[-1]))
     s.update(_loop_summary(traj))
+    s.update(limit_summary(traj))
     return s
 
 
@@ -407,6 +411,9 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
             + ("" if drift is None else f" ({drift:.1e} before projection)")
             + f"; engine {s['engine']}"
         )
+    limits_line = limit_summary_line(s)
+    if limits_line is not None:
+        print(limits_line)
     files = [f for f in SIMULATE_FILES if plotted or not f.endswith(".png")]
     print(
         f"  wrote {', '.join(files)} to {out}/"
@@ -465,6 +472,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             f"  joint {j.name!r}: {j.inner or 'N'} -> {j.outer}, {_joint_label(j)}; "
             f"speeds {model.layout.u_index[k].tolist()}"
         )
+    for line in describe_limits(model):
+        print(f"  {line}")
     if model.loops:
         from kanedyn.dynamics.loops import loop_summary
 

@@ -27,7 +27,18 @@ from their geoms; kanedyn reads the compiled ``mjModel``
 * kanedyn's hinge angle and slide displacement are ``qpos - qpos0`` (MuJoCo's
   ``ref``); :func:`state_from_mujoco` converts MuJoCo's ``qpos`` and ``qvel``.
 * gravity ``opt.gravity``; joint damping ``dof_damping`` and stiffness
-  ``jnt_stiffness``; ``range`` becomes the joint's :class:`~kanedyn.JointLimits`.
+  ``jnt_stiffness``; ``range`` becomes the joint's :class:`~kanedyn.JointLimits`
+  (:func:`kanedyn.simulate` checks or enforces them: its ``limits`` option).
+* the ``<option><flag .../>`` switches that change the dynamics are honoured:
+  ``gravity="disable"`` gives zero gravity, ``spring="disable"`` zero stiffness,
+  ``damper="disable"`` zero damping, ``limit="disable"`` no joint limits,
+  ``equality="disable"`` no loops, ``constraint="disable"`` neither.
+* MuJoCo's polynomial stiffness and damping (``stiffness="a b c"``: the force
+  ``-(a x + b x² + c x³)``; ``damping="a b c"``: ``-(a v + b v|v| + c v³)``, the
+  model's ``jnt_stiffnesspoly`` and ``dof_dampingpoly``) have no kanedyn counterpart
+  (its joint springs and dampers are linear): a joint with a non-zero higher-order
+  coefficient is refused with a :class:`~kanedyn.FileFormatError` naming it, unless
+  its flag disables the term.
 * sites become :class:`~kanedyn.Frame` records named after them.
 * equality constraints that are joints between bodies become loops
   (:class:`~kanedyn.Loop`, named after the equality, ``"equality<i>"`` if unnamed),
@@ -64,9 +75,12 @@ not modelled (kanedyn has no collision detection).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -110,6 +124,41 @@ def joint_name(mjm: Any, j: int) -> str:
     return f"{body_name(mjm, b)}_joint{j - int(mjm.body_jntadr[b])}"
 
 
+@attrs.frozen
+class _Flags:
+    """The parts of the dynamics that MuJoCo's ``<flag>`` switches leave on."""
+
+    gravity: bool
+    springs: bool
+    dampers: bool
+    limits: bool
+    equalities: bool
+
+    @classmethod
+    def of(cls, mjm: Any) -> _Flags:
+        bit = _mujoco().mjtDisableBit
+        off = int(mjm.opt.disableflags)
+        constraint = bool(off & int(bit.mjDSBL_CONSTRAINT))
+        return cls(
+            gravity=not off & int(bit.mjDSBL_GRAVITY),
+            springs=not off & int(bit.mjDSBL_SPRING),
+            dampers=not off & int(bit.mjDSBL_DAMPER),
+            limits=not (constraint or off & int(bit.mjDSBL_LIMIT)),
+            equalities=not (constraint or off & int(bit.mjDSBL_EQUALITY)),
+        )
+
+
+def _joint_line(shown: str, name: str) -> str:
+    """``" line N"``: the 1-based line of ``<joint name="name"`` in the file ``shown``
+    (empty when the file cannot be read or does not hold it, e.g. an include)."""
+    try:
+        text = Path(shown).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    found = re.search(r"<joint\b[^>]*\bname\s*=\s*[\"']" + re.escape(name) + r"[\"']", text)
+    return "" if found is None else f" line {text.count(chr(10), 0, found.start()) + 1}"
+
+
 def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
     """Read an MJCF file (or an already compiled ``mujoco.MjModel``) into a Model.
 
@@ -139,6 +188,7 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
     notes: list[str] = []
     bodies: list[Body] = []
     joints: list[Joint] = []
+    flags = _Flags.of(mjm)
     for b in range(1, mjm.nbody):
         name = body_name(mjm, b)
         parent = int(mjm.body_parentid[b])
@@ -167,7 +217,7 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
             outer = name if i == n - 1 else f"{name}/{joint_name(mjm, j)}"
             if outer != name:
                 bodies.append(Body(outer, mass=0.0, inertia=np.zeros((3, 3)), allow_singular=True))
-            joints.append(_joint(mjm, j, inner, outer, point, R_pb, notes, shown))
+            joints.append(_joint(mjm, j, inner, outer, point, R_pb, notes, shown, flags))
             inner, point, R_pb = outer, np.zeros(3), np.eye(3)
         bodies.append(body)
     frames = []
@@ -181,12 +231,17 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
                 rotation=_R(mjm.site_quat[s]),
             )
         )
-    loops = _loops(mjm, shown, notes)
+    loops = _loops(mjm, shown, notes) if flags.equalities else []
+    if mjm.neq and not flags.equalities:
+        notes.append(
+            f"{shown}: {mjm.neq} equality constraint(s) not imported: disabled by "
+            '<flag equality="disable"/> or constraint="disable"'
+        )
     _report(mjm, shown, notes)
     if not bodies:
         raise FileFormatError(f"{shown}: the model has no bodies besides the world")
-
-    return build_model(shown, bodies, joints, np.array(mjm.opt.gravity), frames, notes, loops=loops)
+    gravity = np.array(mjm.opt.gravity) if flags.gravity else np.zeros(3)
+    return build_model(shown, bodies, joints, gravity, frames, notes, loops=loops)
 
 
 def _loops(mjm: Any, shown: str, notes: list[str]) -> list[Loop]:
@@ -259,8 +314,10 @@ def _joint(
     R_pb: Array,
     notes: list[str],
     shown: str,
+    flags: _Flags,
 ) -> Joint:
-    """Joint j of MuJoCo, its body's pre-joint frame at ``(point, R_pb)`` in ``inner``."""
+    """Joint j of MuJoCo, its body's pre-joint frame at ``(point, R_pb)`` in ``inner``;
+    the springs, dampers and limits that ``flags`` disable left out."""
     name = joint_name(mjm, j)
     kind = int(mjm.jnt_type[j])
     anchor = np.array(mjm.jnt_pos[j], dtype=float)
@@ -268,9 +325,10 @@ def _joint(
         int(mjm.jnt_dofadr[j]),
         int(mjm.jnt_dofadr[j]) + (6 if kind == _FREE else 3 if kind == _BALL else 1),
     )
-    damping = np.array([mjm.dof_damping[d] for d in dofs])
+    _refuse_polynomials(mjm, j, dofs, shown, name, flags)
+    damping = np.array([mjm.dof_damping[d] if flags.dampers else 0.0 for d in dofs])
     armature = np.array([mjm.dof_armature[d] for d in dofs])
-    stiffness = float(mjm.jnt_stiffness[j])
+    stiffness = float(mjm.jnt_stiffness[j]) if flags.springs else 0.0
     q0 = int(mjm.jnt_qposadr[j])
     where = f"{shown}: joint {name!r}"
     if stiffness != 0.0:
@@ -307,7 +365,7 @@ def _joint(
         axis = np.array(mjm.jnt_axis[j], dtype=float)
         A, k = axis_frame(axis / np.linalg.norm(axis))
         limits = None
-        if mjm.jnt_limited[j]:
+        if mjm.jnt_limited[j] and flags.limits:
             lo, hi = (float(x) - float(mjm.qpos0[q0]) for x in mjm.jnt_range[j])
             limits = JointLimits(lower=lo, upper=hi)
         kw.update(inner_rotation=R_pb @ A, outer_rotation=A.T, stiffness=stiffness, limits=limits)
@@ -316,6 +374,33 @@ def _joint(
         return Joint.prismatic(name, inner, outer, axis=k, **kw)
     except ModelError as exc:
         raise FileFormatError(f"{where}: {exc}") from None
+
+
+def _refuse_polynomials(
+    mjm: Any, j: int, dofs: range, shown: str, name: str, flags: _Flags
+) -> None:
+    """A FileFormatError for joint ``j``'s higher-order (polynomial) stiffness or
+    damping coefficients, where its flags leave them on: kanedyn's joint springs and
+    dampers are linear."""
+    # MuJoCo before 3.7 has no polynomial terms (and no such fields)
+    none = np.zeros((max(mjm.njnt, mjm.nv), 0))
+    stiff = np.asarray(getattr(mjm, "jnt_stiffnesspoly", none))[j]
+    damp = np.asarray(getattr(mjm, "dof_dampingpoly", none))
+    terms = []
+    if flags.springs and np.any(stiff):
+        terms.append(("stiffness", float(mjm.jnt_stiffness[j]), stiff))
+    if flags.dampers:
+        terms += [("damping", float(mjm.dof_damping[d]), damp[d]) for d in dofs if np.any(damp[d])]
+    if not terms:
+        return
+    field, linear, higher = terms[0]
+    raise FileFormatError(
+        f"{shown}{_joint_line(shown, name)}: joint {name!r}: polynomial {field} "
+        f"(higher-order coefficients {', '.join(f'{c:g}' for c in higher)}) is not modelled: "
+        f"kanedyn's joint springs and dampers are linear; give the linear coefficient only "
+        f'({field}="{linear:g}") or disable the term (<flag '
+        f'{"spring" if field == "stiffness" else "damper"}="disable"/>)'
+    )
 
 
 def _report(mjm: Any, shown: str, notes: list[str]) -> None:

@@ -833,8 +833,9 @@ def write_toml(
     ``output_every``).
 
     The TOML schema has no named frames, joint limits, geared rotors or massless bodies
-    yet. Frames and limits do not change the dynamics: they are left out with an
-    :class:`~kanedyn.io.UnsupportedFeatureWarning`. A model with rotors or massless bodies
+    yet. Frames and limits are not in the equations of motion: they are left out with an
+    :class:`~kanedyn.io.UnsupportedFeatureWarning` (a run of the written file does not
+    check the limits). A model with rotors or massless bodies
     is refused with a :class:`~kanedyn.ModelError` rather than written wrongly.
     """
     missing = [
@@ -863,7 +864,8 @@ def write_toml(
 
         warnings.warn(
             f"write_toml: {' and '.join(left_out)} not written (the TOML format has none yet; "
-            "they do not change the dynamics)",
+            "they are not in the equations of motion; a run of the written file does not "
+            "check the limits)",
             UnsupportedFeatureWarning,
             stacklevel=2,
         )

@@ -31,6 +31,9 @@ Mapping to kanedyn (URDF spec: wiki.ros.org/urdf/XML):
   :func:`kanedyn.frame_acceleration`). By default a link attached by a ``fixed`` joint
   is merged into its parent's body (Pinocchio does the same): the body's mass, mass
   centre and inertia are the exact composite (:func:`kanedyn.composite_mass_properties`).
+  The inertia of a merged link is checked on the body it is merged into: a link whose
+  own inertia is slightly indefinite (CAD noise) is accepted, with a warning naming it,
+  when that body is physical.
 * Links without ``<inertial>``, or with zero mass and inertia, are frames. A massless
   link on a movable joint is allowed when the mass matrix stays positive definite;
   otherwise the error names the joint with no mass outboard. Negative mass, an
@@ -39,7 +42,8 @@ Mapping to kanedyn (URDF spec: wiki.ros.org/urdf/XML):
   joint with ``floating_base=True``. A massless fixed root (``world``) is N itself.
 * ``<dynamics damping>`` becomes the joint's viscous damping. ``friction`` (Coulomb) is
   not modelled: a warning says so. ``<limit>`` is recorded as the joint's
-  :class:`~kanedyn.JointLimits` (not enforced). A ``<mimic>`` joint is imported as an
+  :class:`~kanedyn.JointLimits`; :func:`kanedyn.simulate` checks its range or makes it
+  a stop (its ``limits`` option). A ``<mimic>`` joint is imported as an
   independent joint, with a warning that the coupling is not enforced. Calibration,
   safety controllers, ``<transmission>`` and ``<gazebo>`` elements are ignored with an
   :class:`~kanedyn.io.UnsupportedFeatureWarning`. Visual and collision geometry is not
@@ -219,6 +223,7 @@ class _Link:
     mass: float
     com: np.ndarray
     inertia: np.ndarray
+    problem: str | None = None  # why its own inertia is not physical (checked once merged)
 
 
 def _link(doc: _Doc, link: ET.Element, check_triangle: bool) -> _Link:
@@ -247,6 +252,7 @@ def _link(doc: _Doc, link: ET.Element, check_triangle: bool) -> _Link:
         lam, V = np.linalg.eigh(0.5 * I + 0.5 * I.T)
         if 0.0 > lam[0] >= -_ROUND_OFF:
             I = (V * np.maximum(lam, 0.0)) @ V.T
+    problem = None
     try:
         I = validate_inertia(
             I,
@@ -255,7 +261,10 @@ def _link(doc: _Doc, link: ET.Element, check_triangle: bool) -> _Link:
             allow_singular=True,
         )
     except ModelError as exc:
-        raise doc.error(link, str(exc), "inertial") from None
+        if not np.all(np.isfinite(I)):
+            raise doc.error(link, str(exc), "inertial") from None
+        # CAD noise on a link merged by a fixed joint is judged on the merged body
+        problem = str(exc)
     if mass > _HUGE or float(np.max(np.abs(I))) > _HUGE:
         # products with placements and parallel-axis terms would overflow to inf or NaN
         raise doc.error(
@@ -264,7 +273,7 @@ def _link(doc: _Doc, link: ET.Element, check_triangle: bool) -> _Link:
             f"{_HUGE:g}: not a physical value (check the units)",
             "inertial",
         )
-    return _Link(link, mass, com, I)
+    return _Link(link, mass, com, I, problem)
 
 
 def _composite(parts: list[tuple[float, np.ndarray, np.ndarray]]) -> tuple[float, Any, Any]:
@@ -389,6 +398,7 @@ def read_urdf(
         lk = links[name]
         groups.setdefault(owner, []).append((lk.mass, p0 + R0 @ lk.com, R0 @ lk.inertia @ R0.T))
     masses = {owner: _composite(parts) for owner, parts in groups.items()}
+    _check_merged_inertias(doc, links, place, masses, check_triangle, notes)
     m_root, _, I_root = masses[root]
     world = not floating_base and m_root == 0.0 and not np.any(I_root)
 
@@ -444,6 +454,41 @@ def read_urdf(
         return doc.error(culprit, message)
 
     return build_model(shown, bodies, joints, gravity, frames, notes, locate)
+
+
+def _check_merged_inertias(
+    doc: _Doc,
+    links: dict[str, _Link],
+    place: dict[str, tuple[str, np.ndarray, np.ndarray]],
+    masses: dict[str, tuple[float, Any, Any]],
+    check_triangle: bool,
+    notes: list[str],
+) -> None:
+    """Links whose own inertia is not physical: an error naming the link unless it is
+    merged (by fixed joints) into a body whose composite inertia is physical; then a
+    note naming it."""
+    for name, lk in links.items():
+        if lk.problem is None or name not in place:
+            continue
+        owner = place[name][0]
+        if owner == name:
+            raise doc.error(lk.el, lk.problem, "inertial")
+        try:
+            validate_inertia(
+                masses[owner][2],
+                name=f"body {owner!r}",
+                check_triangle=check_triangle,
+                allow_singular=True,
+            )
+        except ModelError as exc:
+            raise doc.error(
+                lk.el, f"{lk.problem}; merged into its parent, {exc}", "inertial"
+            ) from None
+        notes.append(
+            f"{doc.where(lk.el, 'inertial')}: the link's own inertia is not physical "
+            f"({lk.problem.removeprefix(f'body {name!r}: ')}); accepted because body {owner!r}, "
+            "which it is merged into by fixed joints, is physical"
+        )
 
 
 def build_model(

@@ -200,8 +200,9 @@ class Body:
 @attrs.frozen(eq=False)
 class JointLimits:
     """A 1-DOF joint's range and actuator limits, as model files give them (URDF
-    ``<limit>``, MJCF ``range``). Recorded with the joint; the dynamics do not enforce
-    them (use :class:`~kanedyn.Lock` events for a stop).
+    ``<limit>``, MJCF ``range``). The equations of motion do not hold them;
+    :func:`kanedyn.simulate` checks the range (``limits="warn"``, the default) or makes
+    its bounds one-sided stops (``limits="stop"``, :mod:`kanedyn.simulation.limits`).
 
     ``lower``, ``upper``: position range (rad or m); ``effort``: largest torque or force
     (N·m or N); ``velocity``: largest speed (rad/s or m/s). ``inf`` when not given.
@@ -304,7 +305,9 @@ class Joint:
         One value per DOF, rotational first; a scalar applies to every DOF. A spherical
         joint's spring acts on the rotation vector of Go in Gi.
     limits : JointLimits or None
-        Range and actuator limits read from a model file (recorded, not enforced).
+        Range and actuator limits read from a model file; :func:`kanedyn.simulate`
+        checks the range or makes it a stop (``limits``), the effort and speed limits
+        are recorded only.
     rotor : Rotor or None
         A geared motor rotor driving this joint (1-DOF joints only).
     """

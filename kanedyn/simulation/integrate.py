@@ -15,6 +15,8 @@ into the objects of :mod:`kanedyn.simulation.options`.
 Joint DOFs can be locked and unlocked during a run with :class:`Lock` / :class:`Unlock`
 events (MSD slide 19): the locked speed is held at zero and the free speeds are
 re-solved from the generalized momenta, so momentum is redistributed, not lost.
+Joint limits (:mod:`kanedyn.simulation.limits`) are reported, or made one-sided stops
+out of the same locks.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from kanedyn.errors import (
 )
 from kanedyn.model import Model, State
 from kanedyn.simulation import diagnose
+from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as _output
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
@@ -282,6 +285,11 @@ class Trajectory:
     :mod:`kanedyn.compiled.native`), ``"tcc"`` (C compiled by libtcc,
     :mod:`kanedyn.compiled.tcc`) or ``"python"`` (generated Python), each but native
     with the reason native code was not used, or ``"dense"``.
+
+    ``limits`` is what the run did with the joint limits (``"warn"``, ``"stop"`` or
+    ``"ignore"``); ``limit_crossings`` the first crossing of each joint's bound
+    (:class:`~kanedyn.simulation.limits.LimitCrossing`, in time order; under ``"stop"``
+    the first time each stop held its joint).
     """
 
     model: Model
@@ -298,6 +306,8 @@ class Trajectory:
     engine: str = ""  # what evaluated the right-hand side (see simulate)
     loop_drift: float | None = None
     repartitions: int = 0
+    limits: str = "ignore"
+    limit_crossings: tuple[limits_.LimitCrossing, ...] = ()
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
@@ -538,6 +548,104 @@ def _lock_indices(model: Model, events: Sequence[Any]) -> list[tuple[float, str,
     return out
 
 
+class _Stops:
+    """``limits="stop"``: the joints' bounds as one-sided stops, applied by :func:`_run_rk4`
+    after every step (:meth:`after_step`). ``engaged`` maps a limited joint (its row in
+    ``lim``) to the side of its stop (+1 lower, -1 upper); ``held`` lists the first time
+    each stop held its joint."""
+
+    def __init__(self, lim: limits_.LimitedJoints):
+        self.lim = lim
+        self.engaged: dict[int, int] = {}
+        self.held: list[limits_.LimitCrossing] = []
+
+    @classmethod
+    def of(
+        cls,
+        model: Model,
+        state: State,
+        mode: limits_.Limits,
+        integrator: Method,
+        events: Sequence[Any],
+    ) -> _Stops | None:
+        """The stops of a ``limits="stop"`` run (None for the other modes, or a model
+        without limits), or a ModelError for a run that cannot have them."""
+        lim = limits_.limited_joints(model)
+        if mode is not limits_.Limits.STOP or not lim.names:
+            return None
+        why = (
+            "the energy-momentum scheme has no lock events"
+            if isinstance(integrator, EnergyMomentum)
+            else f"method {integrator.name!r} steps adaptively"
+            if integrator.adaptive
+            else "a model with loops takes no lock events"
+            if model.loops
+            else None
+        )
+        if why is not None:
+            raise ModelError(
+                f"limits='stop' needs fixed-step RK4 (method='rk4') on a tree: {why}; the "
+                "stops are locks applied between steps. Use limits='warn' to be told of "
+                "crossings"
+            )
+        for ev in events:
+            if isinstance(ev, (Lock, Unlock)) and ev.joint in lim.names:
+                raise ModelError(
+                    f"joint {ev.joint!r}: its limits are stops (limits='stop'), so it cannot "
+                    "also be locked or unlocked by events; use limits='warn'"
+                )
+        x = state.q[lim.q_index]
+        outside = np.nonzero((x < lim.lower) | (x > lim.upper))[0]
+        if outside.size:
+            c = int(outside[0])
+            raise ModelError(
+                f"joint {lim.names[c]!r} starts at {x[c]:g}, outside its limits "
+                f"[{lim.lower[c]:g}, {lim.upper[c]:g}]: limits='stop' needs a start within "
+                "them (move the joint, or use limits='warn')"
+            )
+        return cls(lim)
+
+    def after_step(self, system: _System, t: float, x: Array) -> Array:
+        """The state after the step that ended at ``t``: stops whose DOF would
+        accelerate back into the range released, joints past a bound set on it and
+        locked there (:meth:`_System.relock`)."""
+        model, lim = system.model, self.lim
+        nq = model.nq
+        ours = lim.u_index[list(self.engaged)]
+        events_locked = np.setdiff1d(system.locked, ours)
+        changed = False
+        if self.engaged:
+            q = _normalize_quaternions(model, x[:nq])
+            u = system.speeds(q, x[nq:])
+            for c, side in list(self.engaged.items()):
+                free = np.setdiff1d(system.locked, lim.u_index[c : c + 1])
+                # the Kane equations with this DOF unlocked: its acceleration
+                trial = _System(model, Formulation.KANE, system.loads, held=system.held,
+                                started=True, locked=free)  # fmt: skip
+                if side * trial(t, np.concatenate((q, u)))[nq + lim.u_index[c]] > 0.0:
+                    del self.engaged[c]
+                    changed = True
+        xq = x[lim.q_index]
+        for c in range(len(lim.names)):
+            if c in self.engaged or lim.lower[c] <= xq[c] <= lim.upper[c]:
+                continue
+            side, bound = (1, "lower") if xq[c] < lim.lower[c] else (-1, "upper")
+            value = lim.lower[c] if side > 0 else lim.upper[c]
+            x[lim.q_index[c]] = value
+            self.engaged[c] = side
+            if all((e.joint, e.bound) != (lim.names[c], bound) for e in self.held):
+                self.held.append(limits_.LimitCrossing(lim.names[c], bound, float(value), t))
+            changed = True
+        if not changed:
+            return x
+        locked = np.union1d(events_locked, lim.u_index[list(self.engaged)]).astype(np.intp)
+        return np.concatenate((x[:nq], system.relock(x[:nq], x[nq:], locked)))
+
+    def speeds(self) -> NDArray[np.intp]:
+        """The speed indices the stops hold locked now."""
+        return self.lim.u_index[list(self.engaged)]
+
+
 def simulate(
     model: Model,
     state: State,
@@ -557,6 +665,7 @@ def simulate(
     stream: Any = None,
     stabilization: Stabilization | str = "projection",
     baumgarte: tuple[float, float] = (10.0, 10.0),
+    limits: limits_.Limits | str = "warn",
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
 
@@ -611,6 +720,16 @@ def simulate(
         or every output interval of an adaptive method (default), or Baumgarte's
         stabilization with ``baumgarte = (α, β)`` [1/s], or neither. The initial state
         must be assembled (:meth:`kanedyn.Model.assemble`).
+    limits : {"warn", "stop", "ignore"}
+        The joints' position limits (:class:`~kanedyn.JointLimits`, read from URDF and
+        MJCF files; :mod:`kanedyn.simulation.limits`). ``"warn"`` (default): the first
+        crossing of each joint's bound in the outputs is in
+        ``Trajectory.limit_crossings`` and a
+        :class:`~kanedyn.simulation.limits.JointLimitWarning` names it. ``"stop"``: each
+        bound is a one-sided stop, a lock of the joint at the bound, released when its
+        constraint force would pull (fixed-step RK4 on either formulation and engine;
+        a ModelError for adaptive methods, the energy-momentum scheme and models with
+        loops, and for a state that starts outside a range). ``"ignore"``: no check.
 
     Returns
     -------
@@ -636,22 +755,28 @@ def simulate(
     StepSizeWarning
         Before a fixed-step run whose step is too large for the model's fastest mode
         (:func:`kanedyn.simulation.diagnose.step_report`).
+    JointLimitWarning
+        After a run (``limits="warn"``) whose outputs cross a joint limit, naming each
+        joint, bound and the first time.
     """
     model.check_state(state)
     diagnose.check_initial_energy(model, state)
     t_final, dt = check_times(t_final, dt)
     form = Formulation.parse(formulation)
     integrator = Method.parse(method)
+    limit_mode = limits_.Limits.parse(limits)
+    stops = _Stops.of(model, state, limit_mode, integrator, events)
     if isinstance(integrator, EnergyMomentum):
         from kanedyn.simulation.conserving import simulate_energy_momentum
 
         if events:
             raise ModelError("method='energy-momentum' does not take events")
-        return simulate_energy_momentum(
+        traj = simulate_energy_momentum(
             model, state, t_final, dt, loads=loads, output_every=output_every,
             tol=integrator.tol, max_iter=integrator.max_iter, reduction=integrator.reduction,
             planar=integrator.planar, controller=controller,
         )  # fmt: skip
+        return _checked_limits(traj, limit_mode)
     use_compiled = resolve_engine(model, Engine.parse(engine))
     every = dt if output_every is None else float(output_every)
     if not np.isfinite(every) or every <= 0.0:
@@ -696,16 +821,16 @@ def simulate(
         elif (
             system.cm is not None
             and system.cm.native is not None
-            and not (loads or model.layout.gimbal3.size)
+            and not (loads or model.layout.gimbal3.size or stops)
         ):
             steps, speeds = _run_rk4_native(
                 system, x, schedule, lock_events, progress, sampler, rec
             )
-        elif system.cm is not None and not (loads or controller or lock_events):
+        elif system.cm is not None and not (loads or controller or lock_events or stops):
             steps, speeds_list = _run_rk4_compiled(system, system.cm, x, schedule, progress, rec)
             speeds = None if speeds_list is None else np.array(speeds_list)
         else:
-            steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, rec, drift)
+            steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, rec, drift, stops)
     except SimulationError as exc:
         if modes is None:
             modes = diagnose.linear_modes(system, x0)
@@ -713,10 +838,16 @@ def simulate(
         if getattr(exc, "diverged", False):
             message += "; " + diagnose.divergence_reason(modes, dt, integrator.adaptive)
         error = SimulationError(message)
-        error.trajectory = _partial(system, rec, form, integrator, start, events, "diverged")
+        error.trajectory = _checked_limits(
+            _partial(system, rec, form, integrator, start, events, "diverged"), limit_mode, stops
+        )
         raise error from None
     except KeyboardInterrupt:
-        traj = _partial(system, rec, form, integrator, start, events, "interrupted")
+        traj = _checked_limits(
+            _partial(system, rec, form, integrator, start, events, "interrupted"),
+            limit_mode,
+            stops,
+        )
         t_end = traj.t[-1] if traj.t.size else 0.0
         raise SimulationInterrupted(f"interrupted at t = {t_end:.6g} s", traj) from None
     wall = _time.perf_counter() - start
@@ -725,7 +856,7 @@ def simulate(
     q = xs[:, : model.nq]
     # speeds at the outputs (MSD stores momenta), with the lock set of each instant
     u = _output_speeds(system, xs, rec.locks) if speeds is None else np.array(speeds)
-    return Trajectory(
+    traj = Trajectory(
         model=model, t=np.array(rec.ts), q=q, u=u, formulation=form.value,
         method=integrator.name, wall_time=wall, steps=steps, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
@@ -733,6 +864,23 @@ def simulate(
         loop_drift=drift.largest if drift is not None else None,
         repartitions=system.repartitions,
     )  # fmt: skip
+    return _checked_limits(traj, limit_mode, stops, warn=True)
+
+
+def _checked_limits(
+    traj: Any, mode: limits_.Limits, stops: _Stops | None = None, *, warn: bool = True
+) -> Any:
+    """``traj`` with its ``limits`` mode and ``limit_crossings``: the crossings of its
+    outputs (``"warn"``, with a JointLimitWarning when ``warn``) or the first time each
+    stop held its joint (``"stop"``)."""
+    found: tuple[limits_.LimitCrossing, ...] = ()
+    if mode is limits_.Limits.WARN:
+        found = limits_.crossings(traj.model, traj.t, traj.q)
+        if found and warn:
+            warnings.warn(limits_.report(found), limits_.JointLimitWarning, stacklevel=3)
+    elif mode is limits_.Limits.STOP and stops is not None:
+        found = tuple(sorted(stops.held, key=lambda e: (e.t, e.joint)))
+    return attrs.evolve(traj, limits=mode.value, limit_crossings=found)
 
 
 class _Streamer:
@@ -999,10 +1147,12 @@ def _run_rk4(
     sampler: _Sampler,
     rec: _output.Recorder,
     drift: _Drift | None = None,
+    stops: _Stops | None = None,
 ) -> int:
     """RK4 on NumPy state vectors, with lock events, controller samples and callable
     loads; quaternions normalized before every stage and after every step; with
-    ``drift``, the state projected onto the loops' constraint manifold after every step.
+    ``drift``, the state projected onto the loops' constraint manifold after every step;
+    with ``stops``, the joint limits' stops applied after every step.
     The outputs go to ``rec``; returns the number of steps."""
     model = system.model
     nq = model.nq
@@ -1023,10 +1173,12 @@ def _run_rk4(
             if drift is not None:
                 x = drift(x)
             monitor.check(t_next, x)
+            if stops is not None:
+                x = stops.after_step(system, t_next, x)
             due = _n_due(lock_events, t_next)
             if due != applied:
                 applied = due
-                x = _apply_events(system, x, lock_events, applied)
+                x = _apply_events(system, x, lock_events, applied, stops)
             if step < schedule.n_steps:
                 sampler.sample(system, t_next, x)
             if output:
@@ -1266,11 +1418,18 @@ def _python_steps(
 
 
 def _apply_events(
-    system: _System, x: Array, lock_events: list[tuple[float, str, int]], n_applied: int
+    system: _System,
+    x: Array,
+    lock_events: list[tuple[float, str, int]],
+    n_applied: int,
+    stops: _Stops | None = None,
 ) -> Array:
-    """Re-solve the state for the lock set after the first ``n_applied`` events."""
+    """Re-solve the state for the lock set after the first ``n_applied`` events (and
+    the engaged ``stops``)."""
     model = system.model
     locked = _locked_at(lock_events, np.inf, n_applied=n_applied)
+    if stops is not None:
+        locked = np.union1d(locked, stops.speeds()).astype(np.intp)
     q, y = x[: model.nq], x[model.nq :]
     return np.concatenate((q, system.relock(q, y, locked)))
 

@@ -251,3 +251,105 @@ def test_equality_constraints_are_reported(tmp_path):
     assert [(lp.name, lp.inner, lp.outer, lp.rot_type) for lp in model.loops] == [
         ("equality0", "a", "b", "spherical")
     ]
+
+
+# a hinge, a slide and a ball joint with springs and dampers, under gravity
+FLAGGED = """
+<mujoco>
+  <option gravity="0.5 -1 -9.81">{flag}</option>
+  <worldbody>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" stiffness="3" damping="0.4"
+             range="-1 1"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.04"/>
+      <body name="lower" pos="0.5 0 0">
+        <joint name="extend" type="slide" axis="1 0 0.2" stiffness="20" damping="1.5"/>
+        <geom type="box" size="0.2 0.03 0.03" pos="0.2 0 0"/>
+        <body name="hand" pos="0.4 0 0">
+          <joint name="wrist" type="ball" stiffness="0.7" damping="0.05"/>
+          <geom type="ellipsoid" size="0.08 0.05 0.03" pos="0.05 0.02 0"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ['gravity="disable"', 'spring="disable"', 'damper="disable"',
+     'gravity="disable" spring="disable" damper="disable"'],
+)  # fmt: skip
+def test_disable_flags_are_honoured(tmp_path, flag):
+    """MuJoCo's <flag> switches for gravity, springs and dampers: kanedyn's accelerations
+    equal mj_forward's, and differ from those of the same file without the flag."""
+    path = tmp_path / "flagged.xml"
+    path.write_text(FLAGGED.format(flag=f"<flag {flag}/>"))
+    mjm = no_contact(mujoco.MjModel.from_xml_path(str(path)))
+    mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT  # random states leave the range
+    model = read_mjcf(path, mj_model=mjm)
+    compare_with_mujoco(model, mjm, np.random.default_rng(7), n=3)
+    plain = tmp_path / "plain.xml"
+    plain.write_text(FLAGGED.format(flag=""))
+    unflagged = read_mjcf(plain)
+    d = mujoco.MjData(mjm)
+    d.qpos[:], d.qvel[:] = random_mujoco_state(mjm, np.random.default_rng(8))
+    state = state_from_mujoco(model, mjm, d.qpos, d.qvel)
+    difference = kd.forward_dynamics(model, state) - kd.forward_dynamics(unflagged, state)
+    assert np.max(np.abs(difference)) > 1e-3
+    if "gravity" in flag:
+        np.testing.assert_array_equal(model.gravity, [0.0, 0.0, 0.0])
+    if "spring" in flag:
+        assert not any(np.any(j.stiffness) for j in model.joints)
+    if "damper" in flag:
+        assert not any(np.any(j.damping) for j in model.joints)
+
+
+def test_limit_and_equality_flags(tmp_path):
+    """limit="disable" drops the ranges, equality="disable" the loops, constraint="disable"
+    both: MuJoCo then enforces neither."""
+    xml = FLAGGED.replace(
+        "</worldbody>",
+        '</worldbody><equality><connect body1="hand" body2="world" anchor="0 0 0"/></equality>',
+    )
+    path = tmp_path / "m.xml"
+    for flag, limited, looped in [
+        ("", True, True),
+        ('<flag limit="disable"/>', False, True),
+        ('<flag equality="disable"/>', True, False),
+        ('<flag constraint="disable"/>', False, False),
+    ]:
+        path.write_text(xml.format(flag=flag))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+            model = read_mjcf(path)
+        assert (model.joint("shoulder").limits is not None) is limited, flag
+        assert bool(model.loops) is looped, flag
+    with pytest.warns(UnsupportedFeatureWarning, match="equality constraint.*disable"):
+        read_mjcf(path)
+
+
+@pytest.mark.parametrize(
+    ("attribute", "field"), [('stiffness="3 0.5 2"', "stiffness"), ('damping="0.4 0 1"', "damping")]
+)
+def test_polynomial_springs_and_dampers_are_refused(tmp_path, attribute, field):
+    """MuJoCo's polynomial stiffness and damping have no linear counterpart: refused,
+    naming the file, the line, the joint and the remedy."""
+    xml = FLAGGED.replace('stiffness="20" damping="1.5"', attribute)
+    path = tmp_path / "poly.xml"
+    path.write_text(xml.format(flag=""))
+    line = 1 + xml.splitlines().index(
+        next(row for row in xml.splitlines() if 'name="extend"' in row)
+    )
+    with pytest.raises(kd.FileFormatError) as info:
+        read_mjcf(path)
+    message = str(info.value)
+    assert f"poly.xml line {line}: joint 'extend': polynomial {field}" in message
+    assert "linear" in message and "disable" in message
+    # switched off by its flag, the term is not in MuJoCo's dynamics either: accepted
+    switch = "spring" if field == "stiffness" else "damper"
+    path.write_text(xml.format(flag=f'<flag {switch}="disable"/>'))
+    mjm = no_contact(mujoco.MjModel.from_xml_path(str(path)))
+    mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
+    compare_with_mujoco(read_mjcf(path, mj_model=mjm), mjm, np.random.default_rng(9), n=2)

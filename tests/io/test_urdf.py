@@ -479,3 +479,62 @@ def test_write_toml_leaves_out_frames_and_refuses_massless_bodies(tmp_path):
     ))  # fmt: skip
     with pytest.raises(kd.ModelError, match="cannot hold this model's massless"):
         kd.io.write_toml(read_urdf(path), tmp_path / "x.toml")
+
+
+# --------------------------------------------------------------------- merged inertias
+NOISY = """<?xml version="1.0"?>
+<robot name="noisy">
+  <link name="base"><inertial><mass value="3"/>
+    <inertia ixx="0.05" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.05"/></inertial></link>
+  <link name="upper"><inertial><origin xyz="0.2 0 0"/><mass value="1.5"/>
+    <inertia ixx="0.002" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.03"/></inertial></link>
+  <link name="sensor"><inertial><origin xyz="0.05 0.02 0" rpy="0.3 0 0.2"/><mass value="0.05"/>
+    <inertia ixx="1e-6" ixy="{ixy}" ixz="0" iyy="1e-6" iyz="0" izz="1e-6"/></inertial></link>
+  <link name="lower"><inertial><origin xyz="0.15 0 0.01"/><mass value="0.8"/>
+    <inertia ixx="0.001" ixy="0.0002" ixz="0" iyy="0.01" iyz="0" izz="0.011"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <origin xyz="0 0 0.3"/><axis xyz="0 1 0"/>
+    <limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
+  <joint name="mount" type="fixed"><parent link="upper"/><child link="sensor"/>
+    <origin xyz="0.3 0 0.02" rpy="0 0.5 0"/></joint>
+  <joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/>
+    <origin xyz="0.4 0 0"/><axis xyz="0 0.6 0.8"/>
+    <limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
+</robot>
+"""
+
+
+def test_fixed_link_inertia_is_checked_on_the_merged_body(tmp_path):
+    """CAD noise: a fixed link whose own inertia is slightly indefinite (principal moments
+    1e-6 ± 1.3e-6) is accepted, with a warning naming it, because the body it is merged
+    into is physical; the mass matrix equals Pinocchio's (which loads the robot too)."""
+    pin = pytest.importorskip("pinocchio")
+    path = tmp_path / "noisy.urdf"
+    path.write_text(NOISY.format(ixy="1.3e-6"))
+    with pytest.warns(UnsupportedFeatureWarning, match=r"noisy.urdf line 7: <link name='sensor'>"
+                      r" <inertial>: the link's own inertia is not physical .*body 'upper'"):  # fmt: skip
+        model = read_urdf(path)
+    assert [b.name for b in model.bodies] == ["base", "upper", "lower"]
+    pm = pin.buildModelFromUrdf(str(path))
+    data = pm.createData()
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        theta = rng.uniform(-2.0, 2.0, size=2)
+        state = model.initial_state()
+        for name, value in zip(("shoulder", "elbow"), theta, strict=True):
+            state = model.set_joint(state, name, angles=[value])
+        q = np.zeros(pm.nq)
+        for name, value in zip(("shoulder", "elbow"), theta, strict=True):
+            q[pm.joints[pm.getJointId(name)].idx_q] = value
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        np.testing.assert_allclose(kd.mass_matrix(model, state), M, rtol=0, atol=1e-14)
+    # kept as its own body (no merging), the same link is an error naming it
+    with pytest.raises(kd.FileFormatError, match=r"line 7: <link name='sensor'> <inertial>: "
+                       r"body 'sensor': inertia is not positive semidefinite"):  # fmt: skip
+        read_urdf(path, merge_fixed=False)
+    # noise too large for the merged body: still an error, naming the link and the body
+    path.write_text(NOISY.format(ixy="-5").replace('ixx="0.002"', 'ixx="0.0001"'))
+    with pytest.raises(kd.FileFormatError, match=r"<link name='sensor'> <inertial>: .*merged "
+                       r"into its parent, body 'upper': inertia is not positive"):  # fmt: skip
+        read_urdf(path)

@@ -1,0 +1,230 @@
+"""Joint limits in a run (kanedyn.simulation.limits): reported, stops, or ignored.
+
+Oracles: a slider under gravity falls ``d = ½ g t²``, so it reaches a bound ``d`` below
+its start at ``t = √(2 d / g)``; on a spring ``k`` it swings about ``-m g / k`` with
+``ω = √(k / m)``, and after a plastic stop at a bound it starts again from rest there.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.io import UnsupportedFeatureWarning, read_urdf
+from kanedyn.simulation.limits import JointLimitWarning, LimitCrossing
+
+G = 9.81
+LOWER, UPPER = -0.5, 0.5
+DT = 1e-3
+ENGINES = [("dense", "kane"), ("dense", "msd"), ("compiled", "kane"), ("compiled", "msd")]
+
+
+def slider(stiffness=0.0, lower=LOWER, upper=UPPER, mass=1.0):
+    """A block on a vertical slide (z up), gravity down, limits [lower, upper] m."""
+    body = kd.Body("block", mass=mass, inertia=kd.inertia_tensor(0.1, 0.1, 0.1))
+    joint = kd.Joint.prismatic("lift", None, "block", axis=3, stiffness=stiffness,
+                               limits=kd.JointLimits(lower=lower, upper=upper))  # fmt: skip
+    return kd.Model([body], [joint], gravity=(0.0, 0.0, -G))
+
+
+def quiet_run(model, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JointLimitWarning)
+        return kd.simulate(model, model.initial_state(), **kw)
+
+
+@pytest.mark.parametrize(("engine", "formulation"), ENGINES)
+def test_warn_names_the_joint_and_the_free_fall_time(engine, formulation):
+    model = slider()
+    with pytest.warns(JointLimitWarning, match=r"'lift' past its lower limit -0.5 at t = 0.3192"):
+        traj = kd.simulate(model, model.initial_state(), 1.0, DT, engine=engine,
+                           formulation=formulation)  # fmt: skip
+    assert traj.limits == "warn"
+    (crossing,) = traj.limit_crossings
+    assert (crossing.joint, crossing.bound, crossing.limit) == ("lift", "lower", LOWER)
+    # linear interpolation of the parabola over one step: error <= g h² / (8 v) ~ 4e-7 s
+    assert crossing.t == pytest.approx(np.sqrt(2 * (0 - LOWER) / G), abs=1e-6)
+    # not enforced: the block falls on
+    assert traj.q[-1, 0] == pytest.approx(-0.5 * G * 1.0**2, rel=1e-9)
+
+
+def test_warn_reports_each_bound_once_in_time_order():
+    """A spring swings the block through both bounds, again and again: each bound is
+    reported once, at its first crossing, the earlier first."""
+    model = slider(stiffness=40.0, lower=-0.3, upper=0.1)
+    state = model.set_joint(
+        model.initial_state(), "lift", displacements=[0.0], displacement_rates=[2.0]
+    )
+    with pytest.warns(JointLimitWarning):
+        traj = kd.simulate(model, state, 3.0, DT)
+    # q(t) = -c + c cos ωt + (v0/ω) sin ωt, c = g/ω²
+    w, c = np.sqrt(40.0), G / 40.0
+    t = np.linspace(0, 3, 300001)
+    q = -c + c * np.cos(w * t) + 2.0 / w * np.sin(w * t)
+    assert q.max() > 0.1 and q.min() < -0.3
+    first_up, first_down = t[np.argmax(q > 0.1)], t[np.argmax(q < -0.3)]
+    assert [(e.bound, e.t) for e in traj.limit_crossings] == [
+        ("upper", pytest.approx(first_up, abs=2e-5)),
+        ("lower", pytest.approx(first_down, abs=2e-5)),
+    ]
+
+
+@pytest.mark.parametrize(("engine", "formulation"), ENGINES)
+def test_stop_holds_the_slider_at_its_limit(engine, formulation):
+    model = slider()
+    traj = kd.simulate(model, model.initial_state(), 1.0, DT, engine=engine,
+                       formulation=formulation, limits="stop")  # fmt: skip
+    t_hit = np.sqrt(2 * (0 - LOWER) / G)
+    # held at the first step boundary past the analytic impact
+    assert traj.limit_crossings == (
+        LimitCrossing("lift", "lower", LOWER, pytest.approx(np.ceil(t_hit / DT) * DT)),
+    )
+    z, v = traj.q[:, 0], traj.u[:, 0]
+    before = traj.t < t_hit - DT
+    np.testing.assert_allclose(z[before], -0.5 * G * traj.t[before] ** 2, rtol=0, atol=1e-12)
+    assert np.all(z >= LOWER - 1e-12)
+    after = traj.t > t_hit + DT
+    np.testing.assert_allclose(z[after], LOWER, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(v[after], 0.0, rtol=0, atol=1e-12)
+    if engine == "compiled":
+        assert traj.engine != "dense"  # the right-hand side stays compiled
+
+
+@pytest.mark.parametrize(("engine", "formulation"), ENGINES)
+def test_stop_releases_when_a_spring_pulls_back(engine, formulation):
+    """k = 30 N/m: the block swings about -g/ω² = -0.327 m, down to -0.654 m, so it hits
+    the stop at -0.5 m; there the spring (15 N) beats gravity (9.81 N) and pulls it off.
+    From rest at the stop it swings between -0.5 m and -0.154 m."""
+    k = 30.0
+    w, c = np.sqrt(k), G / k
+    model = slider(stiffness=k)
+    traj = kd.simulate(model, model.initial_state(), 1.5, DT, engine=engine,
+                       formulation=formulation, limits="stop")  # fmt: skip
+    t_hit = np.arccos((LOWER + c) / c) / w  # -c + c cos ωt = LOWER
+    t_held = np.ceil(t_hit / DT) * DT  # the stop acts at the step boundary after the impact
+    assert traj.limit_crossings[0].t == pytest.approx(t_held)
+    z = traj.q[:, 0]
+    assert np.all(z >= LOWER - 1e-12)
+    # released one step later (the constraint force would pull), then a free swing
+    t_free = t_held + DT
+    period = 2 * np.pi / w
+    swing = (traj.t > t_free) & (traj.t < t_free + 0.9 * period)
+    expected = -c + (LOWER + c) * np.cos(w * (traj.t[swing] - t_free))
+    np.testing.assert_allclose(z[swing], expected, rtol=0, atol=1e-9)
+    assert z[swing].max() == pytest.approx(-c - (LOWER + c), abs=1e-6)  # -0.154 m
+
+
+def test_ignore_checks_nothing():
+    model = slider()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JointLimitWarning)
+        traj = kd.simulate(model, model.initial_state(), 1.0, DT, limits="ignore")
+    assert traj.limits == "ignore" and traj.limit_crossings == ()
+    assert traj.q[-1, 0] == pytest.approx(-0.5 * G, rel=1e-9)
+
+
+def test_stop_is_refused_where_it_cannot_act():
+    model = slider()
+    state = model.initial_state()
+    for method in ("RK45", "energy-momentum"):
+        with pytest.raises(kd.ModelError, match=r"limits='stop' needs fixed-step RK4"):
+            kd.simulate(model, state, 1.0, DT, method=method, limits="stop")
+    with pytest.raises(kd.ModelError, match=r"joint 'lift': its limits are stops"):
+        kd.simulate(model, state, 1.0, DT, limits="stop", events=[kd.Lock(0.5, "lift")])
+    outside = model.set_joint(state, "lift", displacements=[0.7])
+    with pytest.raises(
+        kd.ModelError, match=r"'lift' starts at 0.7, outside its limits \[-0.5, 0.5\]"
+    ):
+        kd.simulate(model, outside, 1.0, DT, limits="stop")
+    with pytest.raises(kd.ModelError, match=r"limits must be one of 'warn', 'stop', 'ignore'"):
+        kd.simulate(model, state, 1.0, DT, limits="clamp")
+    # an adaptive run is still told of the crossing
+    with pytest.warns(JointLimitWarning, match="'lift'"):
+        traj = kd.simulate(model, state, 1.0, 0.01, method="RK45")
+    assert traj.limit_crossings[0].t == pytest.approx(np.sqrt(2 * 0.5 / G), abs=1e-4)
+
+
+def test_stop_after_an_unlock_event_elsewhere():
+    """Events on other joints keep working beside the stops: a hinge locked, then freed."""
+    hub = kd.Body("block", mass=1.0, inertia=kd.inertia_tensor(0.1, 0.1, 0.1))
+    arm = kd.Body("arm", mass=0.2, inertia=kd.inertia_tensor(0.001, 0.01, 0.01), com=(0.2, 0, 0))
+    model = kd.Model(
+        [hub, arm],
+        [kd.Joint.prismatic("lift", None, "block", axis=3,
+                            limits=kd.JointLimits(lower=LOWER, upper=UPPER)),
+         kd.Joint.revolute("hinge", "block", "arm", axis=2)],
+        gravity=(0.0, 0.0, -G),
+    )  # fmt: skip
+    traj = kd.simulate(model, model.initial_state(), 1.0, DT, limits="stop",
+                       events=[kd.Lock(0.0, "hinge"), kd.Unlock(0.6, "hinge")])  # fmt: skip
+    z = traj.q[:, model.coordinates("lift")[0]]
+    hinge = traj.u[:, model.speeds("hinge")[0]]
+    assert np.all(z >= LOWER - 1e-12)
+    # locked hinge: the pair falls as one body and stops at the bound
+    t_hit = np.sqrt(2 * 0.5 / G)
+    assert traj.limit_crossings[0].t == pytest.approx(np.ceil(t_hit / DT) * DT)
+    np.testing.assert_allclose(hinge[traj.t < 0.6 - DT], 0.0, atol=1e-12)
+    # freed at 0.6 s on the held block, the arm swings down under gravity
+    assert np.max(np.abs(hinge[traj.t > 0.7])) > 0.1
+
+
+def test_urdf_slider_with_limits(tmp_path):
+    """The shipped three-link arm's slider (limits 0-0.5 m) under gravity: without stops
+    it falls out of its range (reported); with them it stays in it."""
+    path = kd.examples.path("arm3.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        model = read_urdf(path)
+    (slide,) = [j.name for j in model.joints if j.trn_dof == 1]
+    lim = model.joint(slide).limits
+    assert (lim.lower, lim.upper) == (0.0, 0.5)
+    with pytest.warns(JointLimitWarning, match=f"'{slide}' past its (lower|upper) limit"):
+        traj = kd.simulate(model, model.initial_state(), 2.0, 1e-3)
+    d = traj.q[:, model.coordinates(slide)[0]]
+    (crossing,) = traj.limit_crossings
+    i = np.argmax((d < 0.0) | (d > 0.5))  # the first output out of the range
+    assert traj.t[i - 1] <= crossing.t <= traj.t[i]
+    assert d.min() < -0.1 or d.max() > 0.6
+    traj = quiet_run(model, t_final=2.0, dt=1e-3, limits="stop")
+    d = traj.q[:, model.coordinates(slide)[0]]
+    assert d.min() >= -1e-12 and d.max() <= 0.5 + 1e-12
+
+
+# --------------------------------------------------------------------- command line
+def test_cli_check_lists_the_limits(capsys):
+    from kanedyn.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        assert main(["check", str(kd.examples.path("arm3.urdf"))]) == 0
+    out = capsys.readouterr().out
+    assert "joint 'slide' limits: range 0 to 0.5 m (a run warns when it is crossed" in out
+    assert "effort 100 N, speed 1 m/s (not enforced)" in out
+
+
+def test_cli_simulate_reports_the_crossing(tmp_path, capsys):
+    """The slider of the shipped arm leaves its range: the summary (printed and in
+    summary.json) names it and the first time, and a warning says so."""
+    import json
+
+    from kanedyn.cli import main
+
+    path = kd.examples.path("arm3.urdf")
+    args = ["simulate", str(path), "--t-final", "2", "--dt", "0.001", "--output-every", "0.001"]
+    assert main([*args, "--quiet", "--out", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["joint_limits"] == "warn"
+    (crossing,) = summary["limit_crossings"]
+    assert (crossing["joint"], crossing["limit"]) in (("slide", 0.0), ("slide", 0.5))
+    # the same run through the API gives the same crossing (outputs every step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        model = read_urdf(path)
+    traj = quiet_run(model, t_final=2.0, dt=1e-3)
+    assert crossing["t_s"] == pytest.approx(traj.limit_crossings[0].t, rel=1e-9)
+    assert f"joint limits: crossed (not enforced): 'slide' {crossing['bound']}" in captured.out
+    assert "kanedyn: warning: joint limits crossed" in captured.err
