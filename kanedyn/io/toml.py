@@ -81,6 +81,7 @@ _BODY_KEYS = (
     "com_m",
     "embedded_momentum_N_m_s",
     "check_triangle",
+    "allow_singular",
 )
 _JOINT_COMMON = (
     "name",
@@ -578,6 +579,7 @@ def _read_body(src: _Source, i: int, raw: Any) -> Body:
             com=t.vector("com_m", 3, np.zeros(3)),
             embedded_momentum=t.vector("embedded_momentum_N_m_s", 3, np.zeros(3)),
             check_triangle=t.boolean("check_triangle", True),
+            allow_singular=t.boolean("allow_singular", False),
         )
     except ModelError as exc:
         raise _blame(t, str(exc)) from None
@@ -832,23 +834,18 @@ def write_toml(
     :class:`Case.settings <Case>` (``t_final``, ``dt``, ``method``, ``formulation``,
     ``output_every``).
 
-    The TOML schema has no named frames, joint limits, geared rotors or massless bodies
-    yet. Frames and limits do not change the dynamics: they are left out with an
-    :class:`~kanedyn.io.UnsupportedFeatureWarning`. A model with rotors or massless bodies
-    is refused with a :class:`~kanedyn.ModelError` rather than written wrongly.
+    The TOML schema has no named frames, joint limits or geared rotors yet. Frames and
+    limits do not change the dynamics: they are left out with an
+    :class:`~kanedyn.io.UnsupportedFeatureWarning`. A model with geared rotors is refused
+    with a :class:`~kanedyn.ModelError` rather than written wrongly. Massless bodies and
+    point masses (``Body(..., allow_singular=True)``, such as 42's wheels) are written
+    with ``allow_singular = true``.
     """
-    missing = [
-        what
-        for what, present in (
-            ("geared rotors", any(j.rotor is not None for j in model.joints)),
-            ("massless or point-mass bodies", any(b.allow_singular for b in model.bodies)),
-        )
-        if present
-    ]
-    if missing:
+    geared = [j.name for j in model.joints if j.rotor is not None]
+    if geared:
         raise ModelError(
-            f"write_toml: the kanedyn TOML format cannot hold this model's {', '.join(missing)} "
-            "yet; keep the model in its original file"
+            f"write_toml: the kanedyn TOML format cannot hold the geared rotors of joint(s) "
+            f"{', '.join(map(repr, geared))} yet; keep the model in its original file"
         )
     left_out = [
         what
@@ -949,6 +946,8 @@ def _dumps(
             lines.append(f"embedded_momentum_N_m_s = {_vec(b.embedded_momentum)}")
         if not b.check_triangle:
             lines.append("check_triangle = false")
+        if b.allow_singular:
+            lines.append("allow_singular = true")
         lines.append("")
     for table, j in [("joints", j) for j in model.joints] + [("loops", j) for j in model.loops]:
         kind = joint_kind(j)

@@ -181,9 +181,10 @@ def motion_rates(model: Any, state: Any, loads: Any = None) -> Array:
         d = np.asarray(body.com, dtype=float) - np.asarray(j.outer_point, dtype=float)
         scale = max(float(np.max(np.abs(I))), 1e-300)
         length = max(float(np.linalg.norm(body.com)), float(np.linalg.norm(j.outer_point)), 1.0)
-        if np.allclose(I, symmetric, rtol=0.0, atol=1e-9 * scale) and float(
-            np.linalg.norm(np.cross(d, a))
-        ) <= 1e-9 * length:
+        if (
+            np.allclose(I, symmetric, rtol=0.0, atol=1e-9 * scale)
+            and float(np.linalg.norm(np.cross(d, a))) <= 1e-9 * length
+        ):
             keep[model.speeds(j.name)[0]] = False
     rates = np.abs(np.asarray(state.u[: model.nu], dtype=float))[keep]
     try:
