@@ -41,6 +41,32 @@ def test_import_kanedyn_loads_neither_sympy_nor_matplotlib():
     assert out.strip() == "ok"
 
 
+def test_import_kanedyn_loads_only_the_scipy_a_tree_simulation_needs():
+    """scipy.integrate (adaptive methods) and scipy.special (Monte Carlo draws) load on
+    first use; a fixed-step run of a tree needs neither."""
+    out = run_python(
+        """
+        import sys
+
+        import kanedyn as kd
+
+        def loaded():
+            heavy = ("scipy.integrate", "scipy.special", "sympy", "matplotlib")
+            return sorted(m for m in sys.modules if m.startswith(heavy))
+
+        assert not loaded(), loaded()
+        model = kd.examples.chain(2)
+        state = model.set_joint(model.initial_state(), "joint0", angles=[0.5])
+        traj = kd.simulate(model, state, 0.1, 0.01, progress=False)
+        assert traj.t.size == 11 and not loaded(), loaded()
+        assert kd.simulate(model, state, 0.1, 0.01, method="DOP853", progress=False).t.size
+        assert "scipy.integrate" in sys.modules
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
 def test_symbolic_loads_on_first_access():
     out = run_python(
         """

@@ -53,7 +53,6 @@ from typing import Any
 import attrs
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import ndtr, ndtri
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
@@ -196,6 +195,8 @@ class Dispersion:
         if s == 0.0:
             return min(max(nominal, lo), hi)
         # inverse CDF of the normal (nominal, s) restricted to [lo, hi]
+        from scipy.special import ndtr, ndtri  # here: import kanedyn stays light
+
         a, b = ndtr((lo - nominal) / s), ndtr((hi - nominal) / s)
         x = nominal + s * float(ndtri(a + (b - a) * rng.random()))
         return min(max(x, lo), hi)
