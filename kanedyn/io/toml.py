@@ -43,8 +43,9 @@ import attrs
 import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
-from kanedyn.errors import FileFormatError, ModelError
+from kanedyn.errors import FileFormatError, ModelError, did_you_mean
 from kanedyn.model import Body, Joint, Loop, Model, State
+from kanedyn.model.records import LOOP_REMEDY
 from kanedyn.spatial.inertia import inertia_tensor
 from kanedyn.spatial.rotation import euler_to_dcm, quat_normalize
 
@@ -525,7 +526,8 @@ def _read_model(src: _Source, top: _Table) -> Model:
     try:
         return Model(bodies, joints, gravity=gravity, loops=loops, planar=planar)
     except ModelError as exc:
-        raise src.error(_blame_model(src, str(exc)), str(exc)) from None
+        message = str(exc).replace(LOOP_REMEDY, "a [[loops]] table instead of [[joints]]")
+        raise src.error(_blame_model(src, message), message) from None
 
 
 def _name(t: _Table, key: str = "name") -> str:
@@ -708,8 +710,9 @@ def _read_initial(src: _Source, top: _Table, model: Model) -> State:
     for joint, raw in initial.items():
         t = _Table(src, ("initial", joint), raw, _INITIAL_KEYS)
         if joint not in model.layout.joint_index:
+            names = list(model.layout.joint_index)
             raise t.error(
-                None, f"no joint named {joint!r}; joints are {list(model.layout.joint_index)}"
+                None, f"no joint named {joint!r}{did_you_mean(joint, names)}; joints are {names}"
             )
         state = _initial_joint(t, model, state, joint)
     return state
@@ -775,7 +778,9 @@ def _read_loads(src: _Source, top: _Table, model: Model) -> tuple[Any, ...]:
         if type_ == "joint":
             joint = t.string("joint")
             if joint not in model.layout.joint_index:
-                raise t.error("joint", f"no joint named {joint!r}")
+                names = list(model.layout.joint_index)
+                hint = did_you_mean(joint, names)
+                raise t.error("joint", f"no joint named {joint!r}{hint}; joints are {names}")
             values = t.vector("values", None)
             if values.size != model.joint(joint).ndof:
                 raise t.error(
@@ -786,7 +791,9 @@ def _read_loads(src: _Source, top: _Table, model: Model) -> tuple[Any, ...]:
             continue
         body = t.string("body")
         if body not in model.layout.body_index:
-            raise t.error("body", f"no body named {body!r}")
+            names = list(model.layout.body_index)
+            hint = did_you_mean(body, names)
+            raise t.error("body", f"no body named {body!r}{hint}; bodies are {names}")
         values = t.vector("values", 3)
         frame = t.string("frame", "N", ("N", "body"))
         if type_ == "force":

@@ -54,7 +54,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.errors import ModelError
+from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model import Model, State
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.montecarlo import inputs
@@ -283,8 +283,9 @@ class Target:
                 f"{bad}: a joint takes stiffness, damping (optionally .i), angles.i, "
                 "rates.i, displacements.i or displacement_rates.i"
             )
+        hint = did_you_mean(name, [*lay.body_index, *lay.joint_index])
         raise ModelError(
-            f"{bad}: {name!r} is not a body or joint of the model (bodies "
+            f"{bad}: {name!r} is not a body or joint of the model{hint} (bodies "
             f"{list(lay.body_index)}, joints {list(lay.joint_index)})"
         )
 
