@@ -112,3 +112,45 @@ def test_old_module_paths_are_the_moved_modules():
     from kanedyn.simulation.integrate import simulate
 
     assert old_simulate is simulate is kanedyn.simulate
+
+
+def test_the_command_line_parser_loads_no_engine():
+    """``kanedyn --help`` builds the parser only: no scipy, no compiled engine, no model
+    layer (every public name of kanedyn is imported on first use)."""
+    out = run_python(
+        """
+        import sys
+
+        import kanedyn
+        from kanedyn.cli import build_parser
+
+        assert "simulate" in build_parser().format_help()
+        heavy = ("scipy", "sympy", "matplotlib", "kanedyn.compiled", "kanedyn.dynamics",
+                 "kanedyn.model", "kanedyn.io")
+        loaded = sorted(m for m in sys.modules if m.startswith(heavy))
+        assert not loaded, loaded
+        assert isinstance(kanedyn.Model, type) and "kanedyn.model" in sys.modules
+        assert set(kanedyn.__all__) <= set(dir(kanedyn))
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_an_old_module_path_keeps_the_public_function_of_the_same_name():
+    out = run_python(
+        """
+        import kanedyn as kd
+        import kanedyn.kinematics
+        import kanedyn.partials
+        from kanedyn.dynamics import kinematics as module
+
+        assert kanedyn.kinematics is kd.kinematics is module.kinematics  # the function
+        assert callable(kd.partials) and not isinstance(kd.partials, type(module))
+        assert module.__spec__.name == "kanedyn.dynamics.kinematics"
+        import sys
+        assert sys.modules["kanedyn.kinematics"] is module
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
