@@ -154,3 +154,23 @@ def test_an_old_module_path_keeps_the_public_function_of_the_same_name():
         """
     )
     assert out.strip() == "ok"
+
+
+def test_every_public_name_resolves_on_first_access():
+    """Each name of ``kanedyn.__all__`` imports from the module the lazy table names (a
+    name moved to another module without updating ``kanedyn._LAZY`` fails here)."""
+    out = run_python(
+        """
+        import types
+
+        import kanedyn as kd
+
+        for name in kd.__all__:
+            value = getattr(kd, name)
+            assert value is not None, name
+            if isinstance(value, types.ModuleType):
+                assert name in kd._SUBMODULES, name
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
