@@ -32,6 +32,7 @@ from kanedyn.errors import KanedynError
 from kanedyn.simulation.limits import describe as describe_limits
 from kanedyn.simulation.limits import summary as limit_summary
 from kanedyn.simulation.limits import summary_line as limit_summary_line
+from kanedyn.simulation.diagnose import DEFAULT_DT, DEFAULT_T_FINAL
 
 EXPLORER1_T_FINAL = 20000.0
 EXPLORER1_DT = 1.0
@@ -39,8 +40,6 @@ GRAVITY_HELP = (
     "uniform gravity in N axes, m/s^2, e.g. 0,0,-9.81 (default: a TOML file's own, "
     "(0, 0, -9.81) for URDF, MJCF's <option gravity>, none for 42)"
 )
-DEFAULT_T_FINAL = 10.0
-DEFAULT_DT = 0.01
 DEBUG_HELP = (
     "show the full traceback of an error instead of a one-line message "
     "(for bug reports; may be given before or after the subcommand)"
@@ -109,12 +108,17 @@ def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
 
 def _run_options(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
     """t_final, dt, output_every, method, formulation from the command line, else the
-    file, else the defaults; t_final, dt and output_every checked as simulate checks them."""
+    file, else None (``_cmd_simulate`` resolves them from the model's time scales); t_final,
+    dt and output_every checked as simulate checks them."""
     from kanedyn.simulation.integrate import check_times
 
-    t_final = args.t_final if args.t_final is not None else settings.get("t_final", DEFAULT_T_FINAL)
-    dt = args.dt if args.dt is not None else settings.get("dt", DEFAULT_DT)
-    t_final, dt = check_times(t_final, dt)
+    t_final = args.t_final if args.t_final is not None else settings.get("t_final")
+    dt = args.dt if args.dt is not None else settings.get("dt")
+    checked = check_times(
+        DEFAULT_T_FINAL if t_final is None else t_final, DEFAULT_DT if dt is None else dt
+    )
+    t_final = None if t_final is None else checked[0]
+    dt = None if dt is None else checked[1]
     every = args.output_every if args.output_every is not None else settings.get("output_every")
     if every is not None and not (math.isfinite(every) and every > 0.0):
         raise kd.ModelError(f"output_every must be positive, got {every}")
@@ -250,11 +254,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         kd.compile_model(model, (), options["formulation"])
     timing["compile"] = time.perf_counter() - clock
     method = Method.parse(options["method"])
-    if options["output_every"] is None:  # resolve the fastest mode: ~20 samples a period
+    if None in (options["t_final"], options["dt"], options["output_every"]):
+        # unset: from the model's time scales at the initial state (diagnose.run_defaults)
         modes = linear_modes(model, state, formulation=options["formulation"], loads=loads,
                              engine=args.engine)  # fmt: skip
-        period = math.inf if modes is None else modes.period
-        options["output_every"] = diagnose.output_interval(period, options["dt"])
+        keys = ("t_final", "dt", "output_every")
+        rates = diagnose.motion_rates(model, state, loads)
+        options.update(zip(keys, diagnose.run_defaults(modes, rates, **{k: options[k] for k in keys}),
+                           strict=True))  # fmt: skip
     every, t_final = options["output_every"], options["t_final"]
     if not method.adaptive:  # the API's check of the output grid, before any file
         Schedule.of(t_final, options["dt"], every)
@@ -609,15 +616,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="model file (TOML, NASA 42 SC_*.txt, or URDF); default: the built-in Explorer-1",
     )  # fmt: skip
     p.add_argument("--t-final", type=float, metavar="T",
-                   help=f"final time [s] (default: the file's t_final_s, else {DEFAULT_T_FINAL:g}; "
+                   help="final time [s] (default: the file's t_final_s, else 10 periods of "
+                        f"the model's fastest mode, at least {DEFAULT_T_FINAL:g}; "
                         f"Explorer-1: {EXPLORER1_T_FINAL:g})")  # fmt: skip
     p.add_argument("--dt", type=float,
-                   help=f"time step [s] (default: the file's dt_s, else {DEFAULT_DT:g}; "
-                        f"Explorer-1: {EXPLORER1_DT:g})")  # fmt: skip
+                   help="time step [s] (default: the file's dt_s, else 100 steps per period "
+                        f"of the fastest mode, or {DEFAULT_DT:g}; Explorer-1: {EXPLORER1_DT:g})")  # fmt: skip
     p.add_argument("--output-every", type=float, metavar="DT_OUT",
                    help="output interval [s], a multiple of dt for rk4 (default: the file's "
                         "output_every_s, else about 20 outputs per period of the model's "
-                        "fastest mode)")  # fmt: skip
+                        "fastest mode and at least 20 per run)")  # fmt: skip
     p.add_argument("--method",
                    help="rk4 or a scipy solve_ivp method such as DOP853 "
                         "(default: the file's method, else rk4)")  # fmt: skip

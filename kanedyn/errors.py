@@ -6,8 +6,23 @@ user can fix the input without reading a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 #: the message of the ModelError every engine raises when Kane's mass matrix is singular
 SINGULAR_MASS_MATRIX = "mass matrix is not positive definite"
+
+
+def did_you_mean(name: object, choices: Iterable[object]) -> str:
+    """``" (did you mean 'X'?)"`` for the choice closest to a misspelt ``name``
+    (:func:`difflib.get_close_matches`), or ``""`` when none is close.
+
+    >>> "unknown body 'hbu'" + did_you_mean("hbu", ["hub", "panel"])
+    "unknown body 'hbu' (did you mean 'hub'?)"
+    """
+    import difflib
+
+    match = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f" (did you mean {match[0]!r}?)" if match else ""
 
 
 class KanedynError(Exception):

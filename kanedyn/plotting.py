@@ -57,7 +57,9 @@ def _pyplot(path: str | Path | None) -> Any:
             matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plotting needs matplotlib: pip install 'kanedyn[plot]'") from exc
+        raise ImportError(
+            "plotting needs matplotlib: kanedyn[plot] (in kanedyn's source tree: python -m pip install '.[plot]')"
+        ) from exc
     return plt
 
 

@@ -18,7 +18,7 @@ PEERS = [("pinocchio", "pinocchio_peer"), ("mujoco", "mujoco_peer")]
 
 def peer_builder(package: str, builder: str):
     pytest.importorskip(
-        package, reason=f"{package} is not installed (pip install 'kanedyn[benchmarks]')"
+        package, reason=f"{package} is not installed (python -m pip install '.[benchmarks]')"
     )
     from benchmarks import peers
 

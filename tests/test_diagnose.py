@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.simulation.diagnose import StepSizeWarning, suggest_step
+from kanedyn.simulation.diagnose import (
+    Modes,
+    StepSizeWarning,
+    motion_rates,
+    run_defaults,
+    suggest_step,
+)
 from kanedyn.simulation.integrate import linear_modes
 from kanedyn.simulation.output import strict_json
 
@@ -219,3 +225,48 @@ def test_a_state_with_infinite_energy_is_refused_before_the_run():
     state = model.set_joint(model.initial_state(), "pivot", rates=[1e200])
     with pytest.raises(kd.ModelError, match=r"initial energy is not finite \(kinetic inf J"):
         kd.simulate(model, state, 1.0, 0.01)
+
+
+# ----------------------------------------------------------- defaults of a run (run_defaults)
+@pytest.mark.parametrize(("k", "I"), [(400.0, 4.0), (0.2, 8.0), (1e4, 1.0)])
+def test_run_defaults_resolve_the_spring_period(k, I):
+    """Against the closed-form period 2π sqrt(I/k): 10 periods (at least 10 s), 100 steps
+    and about 20 outputs a period, at least 20 outputs a run."""
+    model, state = oscillator(k=k, I=I)
+    period = 2 * math.pi * math.sqrt(I / k)
+    t_final, dt, every = run_defaults(linear_modes(model, state), motion_rates(model, state))
+    assert t_final >= max(10.0, 10 * period) and t_final <= 1.1 * max(10.0, 10 * period)
+    assert period / dt >= 100 and t_final / dt >= 1000
+    assert t_final / every >= 20 and period / every >= 10
+    assert math.isclose(every / dt, round(every / dt), rel_tol=1e-9)
+
+
+def test_run_defaults_keep_given_values_and_follow_a_growing_mode():
+    modes = Modes(np.array([1e-3 + 0.1j, 1e-3 - 0.1j]))  # grows by e over 1000 s
+    t_final, dt, every = run_defaults(modes)
+    assert t_final == pytest.approx(10_000.0)  # 10 e-folding times
+    assert run_defaults(modes, t_final=5.0, dt=0.5, output_every=1.0) == (5.0, 0.5, 1.0)
+    t, dt, every = run_defaults(modes, t_final=5.0)
+    assert t == 5.0 and 5.0 / every >= 20 and dt <= every
+    assert run_defaults(None) == (10.0, 0.01, 0.5)  # no time scale: 10 s, 21 outputs
+
+
+def test_motion_rates_leave_out_a_wheel_and_see_a_pendulum_released_level():
+    hub = kd.Body("hub", mass=10.0, inertia=np.diag([1.0, 2.0, 3.0]))
+    wheel = kd.Body("wheel", mass=1.0, inertia=np.diag([0.01, 0.01, 0.02]), com=(0, 0, 0.1))
+    flap = kd.Body("flap", mass=1.0, inertia=np.diag([0.01, 0.02, 0.03]))
+    model = kd.Model([hub, wheel, flap], [
+        kd.Joint.free("root", outer="hub"),
+        kd.Joint.revolute("spin", "hub", "wheel", axis=3, outer_point=(0, 0, 0.1)),
+        kd.Joint.revolute("hinge", "hub", "flap", axis=3),
+    ])  # fmt: skip
+    state = model.set_joint(model.initial_state(), "spin", rates=[300.0])
+    state = model.set_joint(state, "hinge", rates=[0.5])
+    rates = motion_rates(model, state)
+    assert 300.0 not in rates and 0.5 in rates  # the symmetric wheel turns nothing visible
+    # a rod of length l released level with its pivot: α = 3g / (2l) (closed form)
+    rod = kd.Body("rod", mass=1.0, inertia=np.diag([1e-6, 1.0 / 12, 1.0 / 12]), com=(0.5, 0, 0))
+    pendulum = kd.Model([rod], [kd.Joint.revolute("pivot", None, "rod", axis=2)],
+                        gravity=(0, 0, -9.81))  # fmt: skip
+    rates = motion_rates(pendulum, pendulum.initial_state())
+    assert max(rates) == pytest.approx(math.sqrt(3 * 9.81 / 2), rel=1e-3)

@@ -1,8 +1,10 @@
 """The documentation covers the public API: every name in ``kanedyn.__all__`` is
-documented on the API reference page (docs/reference/api.md), and every tutorial
-notebook is listed on the tutorials page."""
+documented on the API reference page (docs/reference/api.md), every tutorial
+notebook is listed on the tutorials page, and every ```` ```python ```` block outside the
+how-tos (which tests/test_howto.py runs) runs on its own: no page shows a fragment."""
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,27 @@ def test_every_notebook_is_a_tutorial():
         assert link.exists() and link.resolve() == nb.resolve(), (
             f"docs/tutorials/{nb.name} must link to notebooks/{nb.name}"
         )
+
+
+PAGES = sorted(p for p in DOCS.rglob("*.md") if "howto" not in p.parts and "_build" not in p.parts)
+PYTHON_BLOCKS = [
+    (page, k, block)
+    for page in PAGES
+    for k, block in enumerate(
+        re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M), 1
+    )
+]
+
+
+def test_the_pages_outside_the_howtos_show_python():
+    assert {p.name for p, _, _ in PYTHON_BLOCKS} >= {"index.md", "toml-schema.md", "api.md"}
+
+
+@pytest.mark.parametrize(
+    ("page", "k", "block"), PYTHON_BLOCKS, ids=[f"{p.name}-{k}" for p, k, _ in PYTHON_BLOCKS]
+)
+def test_every_python_block_outside_the_howtos_runs_whole(page, k, block, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(block, f"{page.name} block {k}", "exec"), {"__name__": "__docs__"})

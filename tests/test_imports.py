@@ -41,6 +41,32 @@ def test_import_kanedyn_loads_neither_sympy_nor_matplotlib():
     assert out.strip() == "ok"
 
 
+def test_import_kanedyn_loads_only_the_scipy_a_tree_simulation_needs():
+    """scipy.integrate (adaptive methods) and scipy.special (Monte Carlo draws) load on
+    first use; a fixed-step run of a tree needs neither."""
+    out = run_python(
+        """
+        import sys
+
+        import kanedyn as kd
+
+        def loaded():
+            heavy = ("scipy.integrate", "scipy.special", "sympy", "matplotlib")
+            return sorted(m for m in sys.modules if m.startswith(heavy))
+
+        assert not loaded(), loaded()
+        model = kd.examples.chain(2)
+        state = model.set_joint(model.initial_state(), "joint0", angles=[0.5])
+        traj = kd.simulate(model, state, 0.1, 0.01, progress=False)
+        assert traj.t.size == 11 and not loaded(), loaded()
+        assert kd.simulate(model, state, 0.1, 0.01, method="DOP853", progress=False).t.size
+        assert "scipy.integrate" in sys.modules
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
 def test_symbolic_loads_on_first_access():
     out = run_python(
         """
@@ -86,3 +112,65 @@ def test_old_module_paths_are_the_moved_modules():
     from kanedyn.simulation.integrate import simulate
 
     assert old_simulate is simulate is kanedyn.simulate
+
+
+def test_the_command_line_parser_loads_no_engine():
+    """``kanedyn --help`` builds the parser only: no scipy, no compiled engine, no model
+    layer (every public name of kanedyn is imported on first use)."""
+    out = run_python(
+        """
+        import sys
+
+        import kanedyn
+        from kanedyn.cli import build_parser
+
+        assert "simulate" in build_parser().format_help()
+        heavy = ("scipy", "sympy", "matplotlib", "kanedyn.compiled", "kanedyn.dynamics",
+                 "kanedyn.model", "kanedyn.io")
+        loaded = sorted(m for m in sys.modules if m.startswith(heavy))
+        assert not loaded, loaded
+        assert isinstance(kanedyn.Model, type) and "kanedyn.model" in sys.modules
+        assert set(kanedyn.__all__) <= set(dir(kanedyn))
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_an_old_module_path_keeps_the_public_function_of_the_same_name():
+    out = run_python(
+        """
+        import kanedyn as kd
+        import kanedyn.kinematics
+        import kanedyn.partials
+        from kanedyn.dynamics import kinematics as module
+
+        assert kanedyn.kinematics is kd.kinematics is module.kinematics  # the function
+        assert callable(kd.partials) and not isinstance(kd.partials, type(module))
+        assert module.__spec__.name == "kanedyn.dynamics.kinematics"
+        import sys
+        assert sys.modules["kanedyn.kinematics"] is module
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_every_public_name_resolves_on_first_access():
+    """Each name of ``kanedyn.__all__`` imports from the module the lazy table names (a
+    name moved to another module without updating ``kanedyn._LAZY`` fails here)."""
+    out = run_python(
+        """
+        import types
+
+        import kanedyn as kd
+
+        for name in kd.__all__:
+            value = getattr(kd, name)
+            assert value is not None, name
+            if isinstance(value, types.ModuleType):
+                assert name in kd._SUBMODULES, name
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"

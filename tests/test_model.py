@@ -12,7 +12,7 @@ import sympy as sp
 from scipy.spatial.transform import Rotation
 
 import kanedyn as kd
-from kanedyn import Body, Joint, Model, State
+from kanedyn import Body, Joint, Loop, Model, State
 from kanedyn.errors import ModelError
 
 I123 = kd.inertia_tensor(1.0, 2.0, 3.0)  # a thin plate: 1 + 2 = 3, on the triangle boundary
@@ -505,6 +505,46 @@ def test_model_rejects_two_inbound_joints():
     joints = [Joint.free("r", outer="a"), Joint.weld("w", None, "b"), Joint.revolute("h", "a", "b")]
     with raises(r"body 'b' has two inbound joints \('w' and 'h'\)"):
         Model([body("a"), body("b")], joints)
+
+
+def test_two_inbound_joints_suggest_a_loop_joint():
+    joints = [
+        Joint.free("r", outer="a"),
+        Joint.revolute("h1", "a", "b"),
+        Joint.revolute("h2", "a", "b"),
+    ]
+    with raises(r"declare one of them as a loop joint \(kd\.Loop, passed as Model\(\.\.\., loops="):
+        Model([body("a"), body("b")], joints)
+    # the remedy works: the same joint as a kd.Loop closes the chain
+    loop = Loop.revolute("h2", "a", "b")
+    assert Model([body("a"), body("b")], joints[:2], loops=[loop]).loops[0].name == "h2"
+
+
+@pytest.mark.parametrize(
+    ("lookup", "match"),
+    [
+        (lambda m: m.body_index("hbu"), r"unknown body 'hbu' \(did you mean 'hub'\?\); bodies are"),
+        (lambda m: m.body("b "), r"unknown body 'b ' \(did you mean 'b'\?\)"),
+        (lambda m: m.joint("jaa"), r"unknown joint 'jaa' \(did you mean 'ja'\?\)"),
+        (lambda m: m.set_joint(m.initial_state(), "jbb", angles=(0.1,)),
+         r"unknown joint 'jbb' \(did you mean 'jb'\?\)"),
+    ],
+)  # fmt: skip
+def test_misspelt_names_suggest_the_closest(tree_model, lookup, match):
+    with raises(match):
+        lookup(tree_model)
+
+
+@pytest.mark.parametrize(
+    ("joint", "match"),
+    [
+        (Joint.revolute("h", "aa", "b"), r"unknown inner body 'aa' \(did you mean 'a'\?\)"),
+        (Joint.revolute("h", "a", "hinge"), r"unknown outer body 'hinge'$"),
+    ],
+)
+def test_model_suggests_a_body_for_a_misspelt_joint_end(joint, match):
+    with raises(match):
+        Model([body("a"), body("b")], [Joint.free("r", outer="a"), joint])
 
 
 def test_model_rejects_body_without_inbound_joint():

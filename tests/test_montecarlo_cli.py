@@ -78,3 +78,12 @@ def test_montecarlo_bad_input_is_one_line_exit_2(files, capsys):
     disp.write_text(SPEC_TOML)
     assert main([*argv[:4], "--n", "0", *argv[6:]]) == 2
     assert "--n must be a positive integer" in capsys.readouterr().err
+    # a misspelt name in an option or the dispersion file: the closest name is suggested
+    assert main([*argv, "--output", "hinj0.rates.0"]) == 2
+    err = capsys.readouterr().err
+    assert "'hinj0' is not a body or joint of the model (did you mean 'hinge0'?" in err
+    disp.write_text(SPEC_TOML.replace('"hub.mass"', '"hbu.mass"'))
+    assert main(argv) == 2
+    assert "'hbu' is not a body or joint of the model (did you mean 'hub'?" in (
+        capsys.readouterr().err
+    )

@@ -59,7 +59,7 @@ def meshcat_modules() -> tuple[Any, Any, Any]:
             import meshcat.path as mp
     except ImportError as exc:
         raise KanedynError(
-            "animation needs the meshcat viewer: pip install 'kanedyn[animate]' "
+            "animation needs the meshcat viewer: kanedyn[animate] (in kanedyn's source tree: python -m pip install '.[animate]') "
             f"(import failed: {exc})"
         ) from None
     return mg, mc, mp

@@ -43,8 +43,9 @@ import attrs
 import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
-from kanedyn.errors import FileFormatError, ModelError
+from kanedyn.errors import FileFormatError, ModelError, did_you_mean
 from kanedyn.model import Body, Joint, Loop, Model, State
+from kanedyn.model.records import LOOP_REMEDY
 from kanedyn.spatial.inertia import inertia_tensor
 from kanedyn.spatial.rotation import euler_to_dcm, quat_normalize
 
@@ -81,6 +82,7 @@ _BODY_KEYS = (
     "com_m",
     "embedded_momentum_N_m_s",
     "check_triangle",
+    "allow_singular",
 )
 _JOINT_COMMON = (
     "name",
@@ -524,7 +526,8 @@ def _read_model(src: _Source, top: _Table) -> Model:
     try:
         return Model(bodies, joints, gravity=gravity, loops=loops, planar=planar)
     except ModelError as exc:
-        raise src.error(_blame_model(src, str(exc)), str(exc)) from None
+        message = str(exc).replace(LOOP_REMEDY, "a [[loops]] table instead of [[joints]]")
+        raise src.error(_blame_model(src, message), message) from None
 
 
 def _name(t: _Table, key: str = "name") -> str:
@@ -578,6 +581,7 @@ def _read_body(src: _Source, i: int, raw: Any) -> Body:
             com=t.vector("com_m", 3, np.zeros(3)),
             embedded_momentum=t.vector("embedded_momentum_N_m_s", 3, np.zeros(3)),
             check_triangle=t.boolean("check_triangle", True),
+            allow_singular=t.boolean("allow_singular", False),
         )
     except ModelError as exc:
         raise _blame(t, str(exc)) from None
@@ -706,8 +710,9 @@ def _read_initial(src: _Source, top: _Table, model: Model) -> State:
     for joint, raw in initial.items():
         t = _Table(src, ("initial", joint), raw, _INITIAL_KEYS)
         if joint not in model.layout.joint_index:
+            names = list(model.layout.joint_index)
             raise t.error(
-                None, f"no joint named {joint!r}; joints are {list(model.layout.joint_index)}"
+                None, f"no joint named {joint!r}{did_you_mean(joint, names)}; joints are {names}"
             )
         state = _initial_joint(t, model, state, joint)
     return state
@@ -773,7 +778,9 @@ def _read_loads(src: _Source, top: _Table, model: Model) -> tuple[Any, ...]:
         if type_ == "joint":
             joint = t.string("joint")
             if joint not in model.layout.joint_index:
-                raise t.error("joint", f"no joint named {joint!r}")
+                names = list(model.layout.joint_index)
+                hint = did_you_mean(joint, names)
+                raise t.error("joint", f"no joint named {joint!r}{hint}; joints are {names}")
             values = t.vector("values", None)
             if values.size != model.joint(joint).ndof:
                 raise t.error(
@@ -784,7 +791,9 @@ def _read_loads(src: _Source, top: _Table, model: Model) -> tuple[Any, ...]:
             continue
         body = t.string("body")
         if body not in model.layout.body_index:
-            raise t.error("body", f"no body named {body!r}")
+            names = list(model.layout.body_index)
+            hint = did_you_mean(body, names)
+            raise t.error("body", f"no body named {body!r}{hint}; bodies are {names}")
         values = t.vector("values", 3)
         frame = t.string("frame", "N", ("N", "body"))
         if type_ == "force":
@@ -832,24 +841,19 @@ def write_toml(
     :class:`Case.settings <Case>` (``t_final``, ``dt``, ``method``, ``formulation``,
     ``output_every``).
 
-    The TOML schema has no named frames, joint limits, geared rotors or massless bodies
-    yet. Frames and limits are not in the equations of motion: they are left out with an
+    The TOML schema has no named frames, joint limits or geared rotors yet. Frames and
+    limits are not in the equations of motion: they are left out with an
     :class:`~kanedyn.io.UnsupportedFeatureWarning` (a run of the written file does not
-    check the limits). A model with rotors or massless bodies
-    is refused with a :class:`~kanedyn.ModelError` rather than written wrongly.
+    check the limits). A model with geared rotors is refused with a
+    :class:`~kanedyn.ModelError` rather than written wrongly. Massless bodies and point
+    masses (``Body(..., allow_singular=True)``, such as 42's wheels) are written with
+    ``allow_singular = true``.
     """
-    missing = [
-        what
-        for what, present in (
-            ("geared rotors", any(j.rotor is not None for j in model.joints)),
-            ("massless or point-mass bodies", any(b.allow_singular for b in model.bodies)),
-        )
-        if present
-    ]
-    if missing:
+    geared = [j.name for j in model.joints if j.rotor is not None]
+    if geared:
         raise ModelError(
-            f"write_toml: the kanedyn TOML format cannot hold this model's {', '.join(missing)} "
-            "yet; keep the model in its original file"
+            f"write_toml: the kanedyn TOML format cannot hold the geared rotors of joint(s) "
+            f"{', '.join(map(repr, geared))} yet; keep the model in its original file"
         )
     left_out = [
         what
@@ -951,6 +955,8 @@ def _dumps(
             lines.append(f"embedded_momentum_N_m_s = {_vec(b.embedded_momentum)}")
         if not b.check_triangle:
             lines.append("check_triangle = false")
+        if b.allow_singular:
+            lines.append("allow_singular = true")
         lines.append("")
     for table, j in [("joints", j) for j in model.joints] + [("loops", j) for j in model.loops]:
         kind = joint_kind(j)

@@ -26,9 +26,12 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from kanedyn.errors import ModelError
+from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import validate_inertia
+
+#: how a Python model declares a loop joint (the TOML reader names its [[loops]] instead)
+LOOP_REMEDY = "kd.Loop, passed as Model(..., loops=[...])"
 
 __all__ = ["Body", "Frame", "Joint", "JointLimits", "Loop", "Model", "Rotor", "State"]
 
@@ -630,17 +633,20 @@ class Model:
         try:
             return self.layout.body_index[name]
         except KeyError:
+            names = list(self.layout.body_index)
             raise ModelError(
-                f"unknown body {name!r}; bodies are {list(self.layout.body_index)}"
+                f"unknown body {name!r}{did_you_mean(name, names)}; bodies are {names}"
             ) from None
 
     def joint_index(self, name: str) -> int:
         try:
             return self.layout.joint_index[name]
         except KeyError:
-            raise ModelError(
-                f"unknown joint {name!r}; joints are {list(self.layout.joint_index)}"
-            ) from None
+            names = list(self.layout.joint_index)
+            hint = did_you_mean(name, names)
+            if not hint and name in {lp.name for lp in self.loops}:
+                hint = " (it is a loop joint, which has no coordinates of its own)"
+            raise ModelError(f"unknown joint {name!r}{hint}; joints are {names}") from None
 
     def body(self, name: str) -> Body:
         return self.bodies[self.body_index(name)]
@@ -650,7 +656,8 @@ class Model:
         for f in self.frames:
             if f.name == name:
                 return f
-        raise ModelError(f"unknown frame {name!r}; frames are {[f.name for f in self.frames]}")
+        names = [f.name for f in self.frames]
+        raise ModelError(f"unknown frame {name!r}{did_you_mean(name, names)}; frames are {names}")
 
     def joint(self, name: str) -> Joint:
         return self.joints[self.joint_index(name)]
@@ -843,7 +850,9 @@ def _sorted_tree(
         _check_edge(j, seen, by_name, "joint")
         if j.outer in inbound:
             raise ModelError(
-                f"body {j.outer!r} has two inbound joints ({inbound[j.outer].name!r} and {j.name!r})"
+                f"body {j.outer!r} has two inbound joints ({inbound[j.outer].name!r} and "
+                f"{j.name!r}); a tree gives each body one: to close a kinematic loop, declare "
+                f"one of them as a loop joint ({LOOP_REMEDY})"
             )
         inbound[j.outer] = j
     for b in bodies:
@@ -881,7 +890,8 @@ def _check_frames(frames: tuple[Frame, ...], bodies: tuple[Body, ...]) -> None:
             raise ModelError(f"duplicate frame name {f.name!r}")
         seen.add(f.name)
         if f.body is not None and f.body not in names:
-            raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}")
+            hint = did_you_mean(f.body, names)
+            raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}{hint}")
 
 
 def _check_mass_outboard(bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> None:
@@ -921,7 +931,8 @@ def _check_edge(j: Joint, seen: set[str], bodies: Any, unique_among: str) -> Non
     seen.add(j.name)
     for side, body in (("inner", j.inner), ("outer", j.outer)):
         if body is not None and body not in bodies:
-            raise ModelError(f"{j._kind} {j.name!r}: unknown {side} body {body!r}")
+            hint = did_you_mean(body, bodies)
+            raise ModelError(f"{j._kind} {j.name!r}: unknown {side} body {body!r}{hint}")
 
 
 def _check_loops(bodies: Sequence[Body], joints: Sequence[Joint], loops: Sequence[Loop]) -> None:

@@ -15,8 +15,9 @@ instead of ``e^{z}`` (Hairer & Wanner, *Solving ODEs II*, §IV.2). Over ``n`` st
 mode's amplitude is off by ``(|R(z)| / |e^z|)^n``: :func:`step_report` turns that into a
 warning before a fixed-step run (RK4 is stable on the imaginary axis up to
 ``|z| = 2√2``; beyond that the mode grows and the run diverges). The same estimate sets
-the CLI's default output cadence (:func:`output_interval`) and the step suggested when
-a run diverges (:func:`suggest_step`).
+the CLI's defaults for a model file that gives no run settings (:func:`run_defaults`:
+duration, step and output cadence) and the step suggested when a run diverges
+(:func:`suggest_step`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ __all__ = [
     "StepSizeWarning",
     "divergence_reason",
     "linear_modes",
+    "motion_rates",
     "output_interval",
     "rk4_amplification",
+    "run_defaults",
     "step_report",
     "suggest_step",
 ]
@@ -47,6 +50,17 @@ Array = NDArray[np.float64]
 MAX_STATES = 400
 #: samples per period of the fastest mode that the suggested step and cadence give
 SAMPLES_PER_PERIOD = 20
+#: a default run lasts this many fastest periods, and this many e-folding times of a
+#: growing mode
+DEFAULT_SPAN = 10.0
+#: a default run lasts at least this long [s], the step when nothing sets a time scale
+DEFAULT_T_FINAL = 10.0
+DEFAULT_DT = 0.01
+#: steps per fastest period, and per run, that a default step gives at least
+STEPS_PER_PERIOD = 100
+STEPS_PER_RUN = 1000
+#: the most steps a default duration asks for
+MAX_DEFAULT_STEPS = 1_000_000
 
 
 class StepSizeWarning(UserWarning):
@@ -136,6 +150,117 @@ def output_interval(period: float, dt: float, requested: float | None = None) ->
     if requested is not None:
         every = min(every, requested)
     return every
+
+
+def motion_rates(model: Any, state: Any, loads: Any = None) -> Array:
+    """The rates [rad/s] at which ``state`` turns the model's mass, for :func:`run_defaults`.
+
+    For each rotational speed ``u_r`` (``state.u[:nu]``) two rates: ``|u_r|`` (a joint
+    turning at ``u_r`` sweeps a turn in ``2π/|u_r|``) and ``√|u̇_r|`` from the
+    accelerations of :func:`kanedyn.forward_dynamics` (a joint at rest with angular
+    acceleration ``α`` turns half a radian in ``1/√α``: a pendulum released level with its
+    pivot, whose linearization there has no stiffness). A one-axis hinge whose outer body
+    is a leaf, symmetric about the hinge axis with its mass centre on it (a reaction
+    wheel), turns nothing visible and is left out.
+    """
+    from kanedyn.dynamics.kane import forward_dynamics
+
+    edges = (*model.joints, *model.loops)
+    keep = np.ones(model.nu, dtype=bool)
+    for j in model.joints:
+        if j.rot_type != "gimbal" or j.rot_dof != 1 or j.trn_dof != 0:
+            continue
+        if sum(j.outer in (k.inner, k.outer) for k in edges) > 1:
+            continue  # not a leaf: something hangs on the outer body
+        body = model.body(j.outer)
+        a = np.asarray(j.outer_rotation, dtype=float).T[:, int(str(j.rot_seq)[0]) - 1]
+        I = np.asarray(body.inertia, dtype=float)
+        axial = float(a @ I @ a)
+        transverse = 0.5 * (float(np.trace(I)) - axial)
+        symmetric = axial * np.outer(a, a) + transverse * (np.eye(3) - np.outer(a, a))
+        d = np.asarray(body.com, dtype=float) - np.asarray(j.outer_point, dtype=float)
+        scale = max(float(np.max(np.abs(I))), 1e-300)
+        length = max(float(np.linalg.norm(body.com)), float(np.linalg.norm(j.outer_point)), 1.0)
+        if (
+            np.allclose(I, symmetric, rtol=0.0, atol=1e-9 * scale)
+            and float(np.linalg.norm(np.cross(d, a))) <= 1e-9 * length
+        ):
+            keep[model.speeds(j.name)[0]] = False
+    rates = np.abs(np.asarray(state.u[: model.nu], dtype=float))[keep]
+    try:
+        with np.errstate(all="ignore"):
+            accel = np.asarray(forward_dynamics(model, state, loads), dtype=float)[: model.nu]
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError):
+        return rates
+    accel = np.sqrt(np.abs(accel[keep]))
+    return np.concatenate([rates, accel[np.isfinite(accel)]])
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to two significant digits (21141 -> 22000)."""
+    unit = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / unit - 1e-9) * unit
+
+
+def _round_down(x: float) -> float:
+    """``x`` rounded down to one significant digit (0.42 -> 0.4)."""
+    unit = 10.0 ** math.floor(math.log10(x))
+    return math.floor(x / unit + 1e-9) * unit
+
+
+def run_defaults(
+    modes: Modes | None,
+    rates: Any = (),
+    *,
+    t_final: float | None = None,
+    dt: float | None = None,
+    output_every: float | None = None,
+) -> tuple[float, float, float]:
+    """``(t_final, dt, output_every)`` for a run, each the given value or a default that
+    shows the model's motion at its initial state.
+
+    The time scales come from the linearization (``modes``, None when not available) and
+    from the rotation rates ``rates`` [rad/s] of the initial state (a hinge turning
+    freely, which the linearization sees as a zero eigenvalue):
+
+    * the fastest period ``T = 2π / max(max|λ|, max|ω|)``;
+    * the growth rate ``σ = max Re λ`` of a mode that grows (a minor-axis spin losing
+      energy, a pendulum above its pivot), counted when ``σ > 10⁻⁴ max|λ|``.
+
+    Defaults: ``t_final`` is the longest of 10 s, ``10 T`` and ``10 / σ`` (the growing
+    motion develops by ``e¹⁰``), rounded up to two digits and at most a million steps;
+    ``dt`` gives at least 100 steps per ``T`` and 1000 per run (one significant digit,
+    rounded down; 0.01 s when nothing sets a time scale); ``output_every`` is a multiple
+    of ``dt`` giving about 20 outputs per ``T`` and at least 20 per run
+    (:func:`output_interval`).
+
+    >>> run_defaults(Modes(np.array([2j, -2j])))  # period π s
+    (32.0, 0.03, 0.15)
+    """
+    lam = modes.lam if modes is not None else np.zeros(0, dtype=complex)
+    rate_max = max(
+        float(np.max(np.abs(lam))) if lam.size else 0.0,
+        float(np.max(np.abs(rates))) if np.size(rates) else 0.0,
+    )
+    period = 2.0 * math.pi / rate_max if rate_max > 0.0 else math.inf
+    growth = float(np.max(lam.real)) if lam.size else 0.0
+    if not growth > 1e-4 * rate_max:
+        growth = 0.0
+    if t_final is None:
+        span = max(
+            DEFAULT_T_FINAL,
+            DEFAULT_SPAN * period if math.isfinite(period) else 0.0,
+            DEFAULT_SPAN / growth if growth > 0.0 else 0.0,
+        )
+        t_final = _round_up(span)
+        if dt is not None:
+            t_final = min(t_final, MAX_DEFAULT_STEPS * dt)
+    if dt is None:
+        step = min(period / STEPS_PER_PERIOD, t_final / STEPS_PER_RUN)
+        dt = _round_down(step) if math.isfinite(step) and step > 0.0 else DEFAULT_DT
+    if output_every is None:
+        output_every = output_interval(min(period, t_final), dt)
+    return t_final, dt, output_every
 
 
 def step_report(modes: Modes, dt: float, n_steps: int) -> str | None:

@@ -28,11 +28,10 @@ import warnings
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import scipy.integrate
 from numpy.typing import NDArray
 
 from kanedyn import joints
@@ -63,6 +62,9 @@ from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Meth
 from kanedyn.simulation.steppers import FLOATS, Schedule, rk4_step
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.arithmetic import NUMPY
+
+if TYPE_CHECKING:
+    import scipy.integrate
 
 __all__ = ["BodyHistory", "Lock", "Trajectory", "Unlock", "simulate"]
 

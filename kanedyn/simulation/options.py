@@ -19,12 +19,15 @@ True
 from __future__ import annotations
 
 import enum
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import scipy.integrate
 
 from kanedyn.errors import ModelError
+
+if TYPE_CHECKING:
+    import scipy.integrate
 
 __all__ = ["EnergyMomentum", "Engine", "Formulation", "Method", "Stabilization"]
 
@@ -96,11 +99,9 @@ class Engine(enum.StrEnum):
         return _parse(cls, value, "engine")  # type: ignore[no-any-return]
 
 
-#: the adaptive methods of ``scipy.integrate.solve_ivp``, by name
-ADAPTIVE: dict[str, type[scipy.integrate.OdeSolver]] = {
-    name: getattr(scipy.integrate, name)
-    for name in ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
-}
+#: the adaptive methods of ``scipy.integrate.solve_ivp``, by name (scipy.integrate is
+#: imported when one is chosen, so that ``import kanedyn`` stays light)
+ADAPTIVE = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
 
 
 @attrs.frozen
@@ -131,9 +132,14 @@ class Method:
             if value == EnergyMomentum.NAME:
                 return EnergyMomentum()
             if value in ADAPTIVE:
-                return cls(value, ADAPTIVE[value])
-        elif isinstance(value, type) and issubclass(value, scipy.integrate.OdeSolver):
-            return cls(value.__name__, value)
+                import scipy.integrate
+
+                return cls(value, getattr(scipy.integrate, value))
+        elif isinstance(value, type) and "scipy.integrate" in sys.modules:
+            import scipy.integrate  # a solver class: its module is loaded already
+
+            if issubclass(value, scipy.integrate.OdeSolver):
+                return cls(value.__name__, value)
         choices = ", ".join(repr(name) for name in (RK4.name, EnergyMomentum.NAME, *ADAPTIVE))
         raise ModelError(
             f"unknown method {value!r}: use one of {choices} or a scipy.integrate.OdeSolver "

@@ -296,10 +296,10 @@ BAD = [
     ("stiffness_count", edit("stiffness = [0.2, 0.0098]", "stiffness = [0.2, 0.0098, 1]"), "stiffness = [0.2, 0.0098, 1]",
      ["stiffness in [[joints]] #2", "expected 2 values"]),
     ("unknown_inner", edit('inner = "antenna"', 'inner = "antena"'), 'inner = "antena"',
-     ["inner in [[joints]] #3", "joint 'slide': unknown inner body 'antena'"]),
+     ["inner in [[joints]] #3", "joint 'slide': unknown inner body 'antena' (did you mean 'antenna'?)"]),
     ("missing_kind", edit('kind = "free"\n', ""), ("[[joints]]", 1), ["kind in [[joints]] #1", "required field is missing"]),
     ("initial_unknown_joint", edit("[initial.hinge]", "[initial.hing]"), "[initial.hing]",
-     ["[initial.hing]: no joint named 'hing'"]),
+     ["[initial.hing]: no joint named 'hing' (did you mean 'hinge'?)"]),
     ("initial_length", edit("angles_deg = [5, -3]", "angles_deg = [5, -3, 1]"), "angles_deg = [5, -3, 1]",
      ["angles_deg in [initial.hinge]: joint 'hinge': angles needs 2 values, got 3"]),
     ("initial_quaternion_on_gimbal", edit("angles_deg = [5, -3]", "quaternion = [0, 0, 0, 1]"), "quaternion =",
@@ -322,7 +322,12 @@ BAD = [
      ["mass_kg in [[bodies]] #3", "expected a finite number"]),
     ("body_named_N", edit('name = "boom"', 'name = "N"'), 'name = "N"', ['name in [[bodies]] #3 (name "N"): \'N\' is reserved']),
     ("no_bodies", "[model]\ngravity_m_s2 = [0, 0, 0]\n", None, ["bodies: the file defines no bodies"]),
-    ("two_inbound", edit('outer = "antenna"', 'outer = "boom"'), ("[[joints]]", 2), ["body 'boom' has two inbound joints"]),
+    ("two_inbound", edit('outer = "antenna"', 'outer = "boom"'), ("[[joints]]", 2),
+     ["body 'boom' has two inbound joints", "declare one of them as a loop joint (a [[loops]] table"]),
+    ("load_misspelt_joint", edit('joint = "hinge"', 'joint = "hnige"'), 'joint = "hnige"',
+     ["joint in [[loads]] #1: no joint named 'hnige' (did you mean 'hinge'?)"]),
+    ("load_misspelt_body", HAND + '\n[[loads]]\ntype = "force"\nbody = "bom"\nvalues = [1, 2, 3]\n', 'body = "bom"',
+     ["body in [[loads]] #2: no body named 'bom' (did you mean 'boom'?)"]),
 ]  # fmt: skip
 
 

@@ -461,7 +461,7 @@ def test_mimic_and_friction_are_reported(tmp_path):
     assert model.joint("j2").ndof == 1
 
 
-def test_write_toml_leaves_out_frames_and_refuses_massless_bodies(tmp_path):
+def test_write_toml_leaves_out_frames_and_keeps_massless_bodies(tmp_path):
     model = read_urdf(DATA / "arm3.urdf")
     with pytest.warns(
         UnsupportedFeatureWarning, match="4 named frame.* and joint limits not written"
@@ -477,8 +477,16 @@ def test_write_toml_leaves_out_frames_and_refuses_massless_bodies(tmp_path):
         + joint("j2", "revolute", "yoke", "b", '<origin xyz="0.3 0 0"/><axis xyz="0 1 0"/>')
         + joint("k", "fixed", "a", "c")
     ))  # fmt: skip
-    with pytest.raises(kd.ModelError, match="cannot hold this model's massless"):
-        kd.io.write_toml(read_urdf(path), tmp_path / "x.toml")
+    massless = read_urdf(path)
+    assert massless.body("yoke").allow_singular and massless.body("yoke").mass == 0.0
+    kd.io.write_toml(massless, tmp_path / "x.toml")
+    assert "allow_singular = true" in (tmp_path / "x.toml").read_text()
+    back = kd.io.read_toml(tmp_path / "x.toml")
+    assert back.body("yoke").allow_singular and back.body("yoke").mass == 0.0
+    s = massless.set_joint(massless.initial_state(), "j1", angles=[0.4])
+    s = massless.set_joint(s, "j2", angles=[-0.7], rates=[1.5])
+    np.testing.assert_array_equal(kd.mass_matrix(back, s), kd.mass_matrix(massless, s))
+    np.testing.assert_array_equal(kd.forward_dynamics(back, s), kd.forward_dynamics(massless, s))
 
 
 # --------------------------------------------------------------------- merged inertias

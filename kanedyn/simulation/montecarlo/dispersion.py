@@ -53,9 +53,8 @@ from typing import Any
 import attrs
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import ndtr, ndtri
 
-from kanedyn.errors import ModelError
+from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model import Model, State
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.montecarlo import inputs
@@ -196,6 +195,8 @@ class Dispersion:
         if s == 0.0:
             return min(max(nominal, lo), hi)
         # inverse CDF of the normal (nominal, s) restricted to [lo, hi]
+        from scipy.special import ndtr, ndtri  # here: import kanedyn stays light
+
         a, b = ndtr((lo - nominal) / s), ndtr((hi - nominal) / s)
         x = nominal + s * float(ndtri(a + (b - a) * rng.random()))
         return min(max(x, lo), hi)
@@ -282,8 +283,9 @@ class Target:
                 f"{bad}: a joint takes stiffness, damping (optionally .i), angles.i, "
                 "rates.i, displacements.i or displacement_rates.i"
             )
+        hint = did_you_mean(name, [*lay.body_index, *lay.joint_index])
         raise ModelError(
-            f"{bad}: {name!r} is not a body or joint of the model (bodies "
+            f"{bad}: {name!r} is not a body or joint of the model{hint} (bodies "
             f"{list(lay.body_index)}, joints {list(lay.joint_index)})"
         )
 

@@ -37,7 +37,9 @@ def require_pandas() -> Any:
     try:
         import pandas
     except ImportError:
-        raise KanedynError("Monte Carlo results need pandas: pip install 'kanedyn[dask]'") from None
+        raise KanedynError(
+            "Monte Carlo results need pandas: kanedyn[dask] (in kanedyn's source tree: python -m pip install '.[dask]')"
+        ) from None
     return pandas
 
 

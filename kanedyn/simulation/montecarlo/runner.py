@@ -615,7 +615,7 @@ def _connect(scheduler: Any) -> tuple[int, Any, Callable[[], None]]:
         import distributed
     except ImportError:
         raise KanedynError(
-            "monte_carlo(scheduler=...) needs dask.distributed: pip install 'kanedyn[dask]'"
+            "monte_carlo(scheduler=...) needs dask.distributed: kanedyn[dask] (in kanedyn's source tree: python -m pip install '.[dask]')"
         ) from None
     if isinstance(scheduler, distributed.Client):
         return max(1, len(scheduler.scheduler_info().get("workers", {}))), scheduler, lambda: None
