@@ -29,9 +29,6 @@ import numpy as np
 
 import kanedyn as kd
 from kanedyn.errors import KanedynError
-from kanedyn.simulation.limits import describe as describe_limits
-from kanedyn.simulation.limits import summary as limit_summary
-from kanedyn.simulation.limits import summary_line as limit_summary_line
 from kanedyn.simulation.diagnose import DEFAULT_DT, DEFAULT_T_FINAL
 
 EXPLORER1_T_FINAL = 20000.0
@@ -214,6 +211,8 @@ def _summary(
         s["nutation_initial_deg"] = float(np.degrees(nut[0]))
         s["nutation_final_deg"] = float(np.degrees(nut[-1]))
     s.update(_loop_summary(traj))
+    from kanedyn.simulation.limits import summary as limit_summary
+
     s.update(limit_summary(traj))
     return s
 
@@ -418,6 +417,8 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
             + ("" if drift is None else f" ({drift:.1e} before projection)")
             + f"; engine {s['engine']}"
         )
+    from kanedyn.simulation.limits import summary_line as limit_summary_line
+
     limits_line = limit_summary_line(s)
     if limits_line is not None:
         print(limits_line)
@@ -479,6 +480,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             f"  joint {j.name!r}: {j.inner or 'N'} -> {j.outer}, {_joint_label(j)}; "
             f"speeds {model.layout.u_index[k].tolist()}"
         )
+    from kanedyn.simulation.limits import describe as describe_limits
+
     for line in describe_limits(model):
         print(f"  {line}")
     if model.loops:
