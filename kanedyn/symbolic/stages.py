@@ -85,6 +85,8 @@ import attrs
 import sympy as sm
 from sympy.printing.latex import LatexPrinter
 
+from kanedyn.symbolic.plain import from_latex, readable_numbers, shown_float, text
+
 __all__ = ["Formula", "Stage", "Stages", "stages"]
 
 
@@ -157,6 +159,9 @@ class _Printer(LatexPrinter):
             return s if exp is None else f"{s}^{{{exp}}}"
         return str(super()._print_Function(e, exp))
 
+    def _print_Float(self, e: Any) -> str:
+        return shown_float(e)
+
 
 _PRINTER = _Printer()
 _COMMAND = re.compile(r"\\(left|right|mathrm|begin\{bmatrix\}|end\{bmatrix\}|dot|quad)")
@@ -165,6 +170,7 @@ _COMMAND = re.compile(r"\\(left|right|mathrm|begin\{bmatrix\}|end\{bmatrix\}|dot
 def latex(e: Any) -> str:
     """LaTeX of ``e`` with the short sines and cosines of :class:`_Printer`, and plain
     parentheses (the entries are one line high: ``\\left(`` only costs markup)."""
+    e = readable_numbers(e)
     return str(_PRINTER.doprint(e)).replace("\\left(", "(").replace("\\right)", ")")
 
 
@@ -505,6 +511,8 @@ class Stages:
     name: str
     stages: tuple[Stage, ...]
     names: tuple[tuple[sm.Symbol, Any], ...] = ()
+    #: the parameters' values (symbol, number as the user wrote it), listed at the end
+    values: tuple[tuple[sm.Symbol, float], ...] = ()
 
     def markdown(self, *, compact: bool | None = None) -> str:
         """Markdown with ``$$ ... $$`` LaTeX math, one section per stage; ``compact``
@@ -527,6 +535,9 @@ class Stages:
                 out.append(f"$$\n{_where(where)}\n$$\n")
             if compact and st.likewise:
                 out.append(f"{st.likewise}\n")
+        if self.values:
+            rows = [f"| `{x}` | {v!r} |" for x, v in self.values]
+            out.append("## Parameters\n\n| parameter | value |\n|---|---|\n" + "\n".join(rows) + "\n")
         return "\n".join(out)
 
     def latex(self, *, compact: bool | None = None) -> str:
@@ -555,8 +566,45 @@ class Stages:
                 out.append(f"\\[\n{_where(where)}\n\\]")
             if compact and st.likewise:
                 out.append(_escape(st.likewise))
+        if self.values:
+            rows = [f"${latex(x)}$ & {v!r} \\\\" for x, v in self.values]
+            out += ["\\subsection*{Parameters}", "\\begin{tabular}{ll}", *rows, "\\end{tabular}"]
         out.append("\\end{document}")
         return "\n".join(out) + "\n"
+
+    def text(self, *, compact: bool | None = None) -> str:
+        """Plain Unicode text for a terminal, one section per stage, the ``=`` of each
+        stage's entries aligned (``compact`` as in :meth:`markdown`); ``str(stages)``."""
+        if compact is None:
+            compact = len(self.markdown(compact=False)) > COMPACT_ABOVE
+        title = f"Kane's method: {self.name}"
+        out = [title, "=" * len(title), "", *_wrap(_prose(_NOTATION)), ""]
+        for k, st in enumerate(self.stages, 1):
+            head = f"{k}. {st.title}"
+            out += [head, "-" * len(head), *_wrap(_prose(st.text)), ""]
+            if compact and st.table:
+                out += [*_text_table(st.table), ""]
+            shown = [(from_latex(lhs), v) for lhs, v in st.shown(compact)]
+            pad = min(max((len(lhs) for lhs, _ in shown), default=0), 24)
+            for lhs, v in shown:
+                out += text_display(lhs.ljust(pad), v)
+            where = [(text(x), v) for x, v in st.shown_where(compact)]
+            if where:
+                out += ["", "where"]
+                pad = min(max(len(lhs) for lhs, _ in where), 24)
+                for lhs, v in where:
+                    out += ["  " + line for line in text_display(lhs.ljust(pad), v)]
+            if compact and st.likewise:
+                out += ["", *_wrap(_prose(st.likewise))]
+            out.append("")
+        if self.values:
+            out += ["Parameters", "-" * 10]
+            pad = max(len(text(x)) for x, _ in self.values)
+            out += [f"{text(x).ljust(pad)} = {v!r}" for x, v in self.values]
+        return "\n".join(out).rstrip() + "\n"
+
+    def __str__(self) -> str:
+        return self.text()
 
     def unfold(self, expr: Any) -> Any:
         """``expr`` (an entry of a stage, or a :class:`Formula`) with every name replaced
@@ -611,6 +659,94 @@ def _where(defs: Sequence[tuple[sm.Symbol, Any]]) -> str:
         else:
             out += _aligned(name, v, width(name) + 2)
     return "\\begin{aligned}\n" + " \\\\\n".join(out) + "\n\\end{aligned}"
+
+
+def _prose(tex: str) -> str:
+    """A stage's sentence with its ``$...$`` math as Unicode text."""
+    parts = re.split(r"\$+", tex)
+    return "".join(from_latex(x) if k % 2 else x for k, x in enumerate(parts)).replace("`", "")
+
+
+def _wrap(paragraph: str) -> list[str]:
+    import textwrap
+
+    out: list[str] = []
+    for line in paragraph.splitlines():
+        out += textwrap.wrap(line, PAGE_WIDTH, break_on_hyphens=False) or [""]
+    return out
+
+
+def _text_table(table: Sequence[Sequence[str]]) -> list[str]:
+    rows = [[_prose(c) for c in row] for row in table]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
+
+
+def _text_terms(e: Any) -> list[str]:
+    """The text of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``)."""
+    e = sm.sympify(e)
+    if not isinstance(e, sm.Add):
+        return [text(e)]
+    out = []
+    for t in e.as_ordered_terms():
+        x = text(t)
+        out.append(f"- {x[1:]}" if x.startswith("-") else f"+ {x}")
+    out[0] = out[0].removeprefix("+ ").replace("- ", "-", 1)
+    return out
+
+
+def _text_lines(terms: Sequence[str], first: int) -> list[str]:
+    """Signed terms joined into lines of at most ``PAGE_WIDTH`` characters (the first
+    one has ``first`` characters taken)."""
+    lines: list[str] = []
+    cur, room = "", PAGE_WIDTH - first
+    for t in terms:
+        if cur and len(cur) + len(t) + 1 > room:
+            lines.append(cur)
+            cur, room = "", PAGE_WIDTH - first
+        cur = f"{cur} {t}".strip()
+    return [*lines, cur]
+
+
+def _bracketed(lhs: str, cells: list[list[str]]) -> list[str]:
+    """``lhs = [matrix]`` with the columns aligned, in Unicode brackets."""
+    widths = [max(len(r[c]) for r in cells) for c in range(len(cells[0]))]
+    rows = ["  ".join(x.rjust(w) for x, w in zip(r, widths, strict=True)) for r in cells]
+    n = len(rows)
+    left = ["["] if n == 1 else ["⎡", *["⎢"] * (n - 2), "⎣"]
+    right = ["]"] if n == 1 else ["⎤", *["⎥"] * (n - 2), "⎦"]
+    pre = [f"{lhs} = "] + [" " * (len(lhs) + 3)] * (n - 1)
+    return [f"{p}{a}{r}{b}" for p, a, r, b in zip(pre, left, rows, right, strict=True)]
+
+
+def text_display(lhs: str, value: Any) -> list[str]:
+    """``lhs = value`` as lines of plain text (``lhs`` already text): a
+    :class:`Formula` in its names, a vector or matrix in brackets when it fits on the
+    page (else entry by entry, the upper triangle of a symmetric matrix), long sums broken
+    between terms."""
+    first = len(lhs) + 3
+    if isinstance(value, Formula):
+        lines = _text_lines([from_latex(t) for t in value.terms], first)
+    elif isinstance(value, sm.MatrixBase):
+        if all(x == 0 for x in value):
+            return [f"{lhs} = 0"]
+        cells = [[text(value[a, b]) for b in range(value.cols)] for a in range(value.rows)]
+        if sum(max(len(r[c]) for r in cells) + 2 for c in range(value.cols)) + first <= PAGE_WIDTH:
+            return _bracketed(lhs, cells)
+        out = []
+        symmetric = value.rows == value.cols and value.is_symmetric()
+        base = lhs.rstrip()
+        for a in range(value.rows):
+            for b in range(value.cols):
+                if symmetric and b < a:
+                    continue
+                k = f"{a + 1}" if value.cols == 1 else f"{a + 1}{b + 1}"
+                out += text_display(f"[{base}]_{k}", value[a, b])
+        return out
+    else:
+        lines = _text_lines(_text_terms(value), first)
+    return [f"{lhs} = {lines[0]}"] + [" " * first + x for x in lines[1:]]
 
 
 _NOTATION = (
