@@ -43,6 +43,7 @@ _SYMBOLS = {
 }  # fmt: skip
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _DOT = "\u0307"  # combining dot above
+_ACCENTS = {"dot": _DOT, "ddot": "\u0308", "bar": "\u0304", "hat": "\u0302", "tilde": "\u0303"}
 
 
 def _exact_decimal(x: sm.Rational) -> str | None:
@@ -170,9 +171,9 @@ class _Tex:
             return ""
         if name in ("mathrm", "text", "mathbf", "operatorname"):
             return self._argument()
-        if name == "dot":
+        if name in _ACCENTS:
             arg = self._argument()
-            return arg[:1] + _DOT + arg[1:] if arg else _DOT
+            return arg[:1] + _ACCENTS[name] + arg[1:]
         if name == "frac":
             a, b = self._argument(), self._argument()
             return f"{_group(a)}/{_group(b)}"
@@ -238,12 +239,7 @@ class _TextPrinter(StrPrinter):
 
     def _print_Symbol(self, e: Any) -> str:
         name = e.name
-        if "\\" in name or "{" in name:
-            return from_latex(name)
-        for base in ("udot_", "sdot_", "qdot_", "ddot_"):
-            if name.startswith(base):
-                return f"{base[0]}{_DOT}_{name[len(base) :]}"
-        return str(name)
+        return from_latex(name if "\\" in name or "{" in name else sm.latex(e))
 
     def _print_Function(self, e: Any) -> str:
         a = e.args[0] if e.args else None

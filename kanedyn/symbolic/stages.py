@@ -540,17 +540,20 @@ class Stages:
             out.append("## Parameters\n\n| parameter | value |\n|---|---|\n" + "\n".join(rows) + "\n")
         return "\n".join(out)
 
-    def latex(self, *, compact: bool | None = None) -> str:
+    def latex(self, *, compact: bool | None = None, fragment: bool = False) -> str:
         """A complete LaTeX document (``article``, amsmath), one section per stage
-        (``compact`` as in :meth:`markdown`)."""
+        (``compact`` as in :meth:`markdown`); ``fragment=True``: the body only, to
+        ``\\input`` in a document that loads amsmath."""
         if compact is None:
             compact = len(self.markdown(compact=False)) > COMPACT_ABOVE
-        out = [
+        out = [] if fragment else [
             "\\documentclass[10pt]{article}",
             "\\usepackage[margin=2cm]{geometry}",
             "\\usepackage{amsmath}",
             "\\allowdisplaybreaks",
             "\\begin{document}",
+        ]  # fmt: skip
+        out += [
             f"\\section*{{Kane's method: {_escape(self.name)}}}",
             _NOTATION.replace("$$", "$"),
         ]
@@ -569,7 +572,8 @@ class Stages:
         if self.values:
             rows = [f"${latex(x)}$ & {v!r} \\\\" for x, v in self.values]
             out += ["\\subsection*{Parameters}", "\\begin{tabular}{ll}", *rows, "\\end{tabular}"]
-        out.append("\\end{document}")
+        if not fragment:
+            out.append("\\end{document}")
         return "\n".join(out) + "\n"
 
     def text(self, *, compact: bool | None = None) -> str:
@@ -875,7 +879,9 @@ def _combination(terms: Sequence[tuple[Any, str, Any]], zero: Any = 0) -> Formul
     return Formula((first.removeprefix("+ "), *tex[1:]), value)
 
 
-def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
+def stages(
+    eom: Any, *, fold: int = 4, simplify: bool = False, values: dict | None = None
+) -> Stages:
     """The stages of Kane's method for ``eom`` (a :class:`~kanedyn.symbolic.KaneEquations`).
 
     Every vector of the pipeline is a name (``\\omega_B``, ``\\alpha_{r,B}``,
@@ -893,7 +899,9 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         (defined under "where"); larger shows more explicitly.
     simplify : bool
         ``sympy.trigsimp(sympy.expand(...))`` each entry (and intermediate) of at most
-        ``4 * fold`` nodes.
+        ``4 * fold`` nodes, and stage 5's mass matrix and right-hand side (explicit).
+    values : dict, optional
+        The parameters' numbers (symbol -> number), listed at the end.
     """
     from kanedyn.dynamics.rotors import rotor_specs
 
@@ -1260,7 +1268,10 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         start = len(f.where)
         lc = eom.loops
         closure = []
+        zero = _zero_rows(eom)
         for c, name in enumerate(lc.loop):
+            if c in zero:
+                continue
             sub = f"{{\\mathrm{{{_escape(name)}}},{c + 1}}}"
             closure += [
                 (f"\\Phi_{sub}", f(lc.Phi[c])),
@@ -1275,20 +1286,31 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
                 "together), their rates $\\dot\\Phi = A \\nu = 0$, and the bias $b$ of "
                 "$\\ddot\\Phi = A \\dot\\nu + b = 0$. The tree's equations above hold with "
                 "$\\nu = C \\nu_i$: $C^T (F_r + F^*_r) = 0$ "
-                "(`eom.constrained(independent)`).",
+                "(`eom.constrained(independent)`)."
+                + (
+                    f"\n{len(zero)} of the {len(lc.loop)} rows are identically zero "
+                    + ("(the out-of-plane rows of a planar loop) " if model.planar else "")
+                    + "and are not shown: rows "
+                    + _ranges([c + 1 for c in sorted(zero)])
+                    + "."
+                    if zero
+                    else ""
+                ),
                 closure,
                 start,
             )
         )
     start = len(f.where)
-    qd = [sm.Symbol(f"\\dot{{{sm.latex(x)}}}") for x in eom.q]
-    eqs = [(sm.latex(x), f(e)) for x, e in zip(qd, eom.kinematic_equations, strict=True)]
+    eqs, said = _equations(eom, f, simplify)
+    eqs += [(_dotted_coordinate(x), f(e)) for x, e in zip(eom.q, eom.kinematic_equations,
+                                                           strict=True)]  # fmt: skip
     out.append(
         stage(
             "Equations of motion",
             f"Kane's dynamical equations are $F_r + F^*_r = 0$ for $r = 1, \\dots, {n}$ "
-            "(stage 4), linear in $\\dot u$: $M \\dot u = F_r + F^*_r|_{\\dot u = 0}$. "
-            "With the kinematic equations below they determine the motion.",
+            "(stage 4), linear in $\\dot u$: $M \\dot u = f$ with the mass matrix $M$ "
+            "(symmetric) and $f = F_r + F^*_r|_{\\dot u = 0}$. " + said
+            + " With the kinematic equations $\\dot q$ below they determine the motion.",
             eqs,
             start,
         )
@@ -1297,7 +1319,99 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
     label = ", ".join(names) if len(names) <= 4 else f"{len(names)} bodies"
     order = [(x, v) for x, v in f.where if not isinstance(v, (Formula, sm.MatrixBase))]
     order += [*f.defs, *nm.defs]
-    return Stages(label, tuple(out), tuple(order))
+    return Stages(label, tuple(out), tuple(order), tuple((values or {}).items()))
+
+
+#: Stage 5 writes the equations out one by one up to this many speeds (else the
+#: matrix form M u̇ = f stands for them).
+EXPLICIT_UP_TO = 3
+
+
+def _simplified(x: Any) -> Any:
+    return sm.trigsimp(sm.expand(x))
+
+
+def _dotted_coordinate(x: sm.Symbol) -> str:
+    """``\\dot{q}_{elbow 0}`` for ``q_elbow_0``: the dot over the coordinate, not its
+    subscript."""
+    base, _, rest = x.name.partition("_")
+    return f"\\dot{{{base}}}_{{{rest.replace('_', ' ')}}}" if rest else f"\\dot{{{base}}}"
+
+
+def _equation(M_row: Any, rates: Sequence[Any], rhs: Any) -> tuple[str, Any]:
+    """Row ``Σ_c M_rc u̇_c = f_r`` as an entry: the left side written out when it is
+    short, else ``0 = f_r - Σ_c M_rc u̇_c``."""
+    lhs = sm.Add(*[m * x for m, x in zip(M_row, rates, strict=True)])
+    tex = " + ".join(
+        (f"\\left({latex(m)}\\right)" if isinstance(m, sm.Add) else latex(m)) + f" {latex(x)}"
+        for m, x in zip(M_row, rates, strict=True)
+        if m != 0
+    ).replace("+ -", "- ")
+    if tex and width(tex) <= PAGE_WIDTH // 2:
+        return tex, rhs
+    return "0", rhs - lhs
+
+
+def _equations(eom: Any, f: _Folder, simplify: bool) -> tuple[list[tuple[str, Any]], str]:
+    """Stage 5's M and f (simplified, or in the tables' names), the equations row by
+    row for up to :data:`EXPLICIT_UP_TO` speeds, and for a model with loops the reduced
+    equations in the independent speeds; with the sentence that says which."""
+    n = eom.model.n
+    if simplify:
+        M = eom.mass_matrix.applyfunc(_simplified)
+        F = eom.forcing.applyfunc(_simplified)
+    else:
+        M, F = f(eom.compact.mass_matrix), f(eom.compact.forcing)
+    eqs: list[tuple[str, Any]] = [("M", M), ("f", F)]
+    if n <= EXPLICIT_UP_TO:
+        eqs += [_equation(M.row(r), eom.u_dot, F[r]) for r in range(n)]
+        said = "Below: $M$, $f$, then the equations row by row."
+    else:
+        said = f"The {n} equations are the rows of $M \\dot u = f$ with $M$ and $f$ below."
+    if eom.model.loops:
+        from kanedyn.symbolic.loops import constrained_equations
+
+        ind, rows = _independent(eom)
+        ce = constrained_equations(eom, [eom.u[r] for r in ind], rows=rows, explicit=False)
+        said += (
+            " With the loops, the dependent speeds follow from the independent ones "
+            "$\\nu_i$ ($\\nu = C \\nu_i$, $\\dot\\nu = C \\dot\\nu_i + c_0$) and the "
+            "reduced equations are $\\bar M \\dot\\nu_i = \\bar f$, "
+            "$\\bar M = C^T M C$, $\\bar f = C^T (f - M c_0)$, below after the tree's."
+        )
+        for x, e in zip(ce.dependent, ce.u_dep, strict=True):
+            eqs.append((latex(x), f(e)))
+        Mbar, fbar = f(ce.mass_matrix), f(ce.forcing)
+        eqs += [("\\bar M", Mbar), ("\\bar f", fbar)]
+        if len(ind) <= EXPLICIT_UP_TO:
+            rates = [eom.u_dot[r] for r in ind]
+            eqs += [_equation(Mbar.row(r), rates, fbar[r]) for r in range(len(ind))]
+    return eqs, said
+
+
+def _zero_rows(eom: Any) -> set[int]:
+    """The loop-constraint rows that are identically zero (Φ, A and b)."""
+    lc = eom.loops
+    return {
+        c
+        for c in range(len(lc.loop))
+        if all(sm.expand(eom.explicit(x)) == 0 for x in (lc.Phi[c], lc.b[c], *lc.A.row(c)))
+    }
+
+
+def _independent(eom: Any) -> tuple[list[int], list[int]]:
+    """Independent speeds and independent constraint rows of a model with loops, chosen
+    as the numeric engine chooses them (:func:`kanedyn.dynamics.loops.partition`) at a
+    random configuration."""
+    import numpy as np
+
+    from kanedyn.dynamics.loops import partition
+
+    rng = np.random.default_rng(0)
+    A = eom.explicit(eom.loops.A)
+    point = {x: float(rng.uniform(0.3, 1.3)) for x in A.free_symbols}
+    part = partition(np.array(A.xreplace(point).evalf(), dtype=float))
+    return [int(r) for r in part.independent], [int(c) for c in part.rows]
 
 
 def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
