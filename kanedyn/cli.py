@@ -636,15 +636,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="derive Kane's equations symbolically, stage by stage (text, Markdown or LaTeX)",
     )
     p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
-    p.add_argument("--latex", action="store_true",
-                   help="a LaTeX document instead of plain text (compiles with pdflatex)")
-    p.add_argument("--fragment", action="store_true",
-                   help="with --latex: the body only, to \\input in a document with amsmath")
-    p.add_argument("--markdown", action="store_true",
-                   help="Markdown with LaTeX math instead of plain text")
-    p.add_argument("--simplify", action=argparse.BooleanOptionalAction, default=None,
-                   help="simplify the mass matrix and right-hand side (default: on for "
-                        f"models with at most {DERIVE_SIMPLIFY_UP_TO} speeds, off above)")
+    p.add_argument(
+        "--latex",
+        action="store_true",
+        help="a LaTeX document instead of plain text (compiles with pdflatex)",
+    )
+    p.add_argument(
+        "--fragment",
+        action="store_true",
+        help="with --latex: the body only, to \\input in a document with amsmath",
+    )
+    p.add_argument(
+        "--markdown", action="store_true", help="Markdown with LaTeX math instead of plain text"
+    )
+    p.add_argument(
+        "--simplify",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="simplify the mass matrix and right-hand side (default: on for "
+        f"models with at most {DERIVE_SIMPLIFY_UP_TO} speeds, off above)",
+    )
     p.add_argument(
         "--numeric",
         action="store_true",

@@ -183,9 +183,19 @@ for r in range(2):
     show(f"$${sm.latex(eom.Fr[r] + eom.Fr_star[r])} = 0$$")
 
 # %% [markdown]
-# The whole derivation is also a LaTeX document, `st.latex()`, and a Markdown page,
-# `st.markdown()` (what `kanedyn derive MODEL` prints, with the model's numbers named
-# `m_link1`, `I_link1_zz`, ...).
+# Stage 5 also writes out the mass matrix $M$ (simplified, symmetric, the upper
+# triangle once), the right-hand side $f = F_r + F^*_r|_{\dot u = 0}$ and, for up to three
+# speeds, the equations row by row. `print(st)` shows the whole derivation as plain text
+# (what `kanedyn derive MODEL` prints, with the model's numbers named `m_link1`,
+# `I_link1_zz`, ...); here is its last stage:
+
+# %%
+print(str(st).split("5. Equations of motion")[1])
+
+# %% [markdown]
+# The whole derivation is also a LaTeX document, `st.latex()` (`kanedyn derive MODEL
+# --latex`, which pdflatex compiles; `fragment=True` / `--fragment` for the body only),
+# and a Markdown page, `st.markdown()` (`--markdown`).
 
 # %%
 print(st.latex()[:400], "...")

@@ -537,7 +537,9 @@ class Stages:
                 out.append(f"{st.likewise}\n")
         if self.values:
             rows = [f"| `{x}` | {v!r} |" for x, v in self.values]
-            out.append("## Parameters\n\n| parameter | value |\n|---|---|\n" + "\n".join(rows) + "\n")
+            out.append(
+                "## Parameters\n\n| parameter | value |\n|---|---|\n" + "\n".join(rows) + "\n"
+            )
         return "\n".join(out)
 
     def latex(self, *, compact: bool | None = None, fragment: bool = False) -> str:
@@ -683,8 +685,8 @@ def _wrap(paragraph: str) -> list[str]:
 def _text_table(table: Sequence[Sequence[str]]) -> list[str]:
     rows = [[_prose(c) for c in row] for row in table]
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
+    lines = [" │ ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return [lines[0], "─┼─".join("─" * w for w in widths), *lines[1:]]
 
 
 def _text_terms(e: Any) -> list[str]:
@@ -1309,7 +1311,8 @@ def stages(
             "Equations of motion",
             f"Kane's dynamical equations are $F_r + F^*_r = 0$ for $r = 1, \\dots, {n}$ "
             "(stage 4), linear in $\\dot u$: $M \\dot u = f$ with the mass matrix $M$ "
-            "(symmetric) and $f = F_r + F^*_r|_{\\dot u = 0}$. " + said
+            "(symmetric) and $f = F_r + F^*_r|_{\\dot u = 0}$. "
+            + said
             + " With the kinematic equations $\\dot q$ below they determine the motion.",
             eqs,
             start,
@@ -1452,11 +1455,11 @@ def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
         kinds: dict[tuple[int, int], list[str]] = {}  # (first, k) -> quantities
         items = [(lhs, display(lhs, v)) for lhs, v in st.entries if lhs not in st.instances]
         items += [(latex(x), _where([(x, v)])) for x, v in st.where]
-        for lhs, text in items:
+        for lhs, shown in items:
             k = owner(lhs)
             if k is None:
                 continue
-            form = key(k, text)
+            form = key(k, shown)
             first = seen.setdefault(form, k)
             if first != k:
                 alike.add(lhs)
