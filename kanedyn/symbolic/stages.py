@@ -185,23 +185,49 @@ def width(tex: str) -> int:
     return len(re.sub(r"[{}^_ \\]", "", t))
 
 
-def _terms(e: Any) -> list[str]:
-    """The LaTeX of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``)."""
+def _terms(e: Any, split: bool = True) -> list[str]:
+    """The LaTeX of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``);
+    ``split``: a term wider than a line broken at its largest factor's sum
+    (:func:`_signed`)."""
+    return _signed(e, latex, width, split)
+
+
+def _signed(e: Any, fmt: Any, size: Any, split: bool) -> list[str]:
+    """The terms of ``e`` printed by ``fmt`` with their signs (``+ t`` / ``- t``, the
+    first as ``t`` / ``-t``); with ``split``, a term whose printed ``size`` exceeds a line
+    (``c·(a + b + ...)``) is given as pieces ``c (a``, ``+ b``, ..., ``+ z)``, its
+    sum's terms broken the same way."""
     e = sm.sympify(e)
-    if not isinstance(e, sm.Add):
-        return [latex(e)]
-    out = []
-    for t in e.as_ordered_terms():
-        tex = latex(t)
-        out.append(tex if tex.startswith("-") else f"+ {tex}")
-    out[0] = out[0].removeprefix("+ ")
+    out: list[str] = []
+    for t in e.as_ordered_terms() if isinstance(e, sm.Add) else [e]:
+        neg = t.could_extract_minus_sign()
+        pieces = _pieces(-t if neg else t, fmt, size, split)
+        out += [f"{'-' if neg else '+'} {pieces[0]}", *pieces[1:]]
+    out[0] = out[0].removeprefix("+ ").replace("- ", "-", 1 if out[0].startswith("-") else 0)
     return out
 
 
-def _lines(e: Any, first: int) -> list[str]:
+def _pieces(t: Any, fmt: Any, size: Any, split: bool) -> list[str]:
+    s = fmt(t)
+    if not split or size(s) <= PAGE_WIDTH - 12 or not isinstance(t, sm.Mul):
+        return [s]
+    sums = [a for a in t.args if isinstance(a, sm.Add)]
+    if not sums:
+        return [s]
+    big = max(sums, key=lambda a: size(fmt(a)))
+    rest = sm.Mul(*[a for a in t.args if a is not big])
+    inner = _signed(big, fmt, size, split)
+    head = "" if rest == 1 else fmt(rest) + ("·" if fmt is text else " ")
+    if len(inner) == 1:
+        return [s]
+    return [f"{head}({inner[0]}", *inner[1:-1], f"{inner[-1]})"]
+
+
+def _lines(e: Any, first: int, split: bool = True) -> list[str]:
     """``e`` broken between its terms into lines of at most ``PAGE_WIDTH`` (the first
-    line has ``first`` characters taken by its left-hand side)."""
-    return _join(_terms(e), first)
+    line has ``first`` characters taken by its left-hand side); ``split``: long terms
+    broken too (:func:`_signed`)."""
+    return _join(_terms(e, split), first)
 
 
 def _join(terms: Sequence[str], first: int) -> list[str]:
@@ -220,7 +246,7 @@ def _fits(e: Any, first: int, max_lines: int = 4) -> bool:
     """Whether ``e`` (a scalar or a column) prints in at most ``max_lines`` page-wide
     lines per entry."""
     for x in e if isinstance(e, sm.MatrixBase) else [e]:
-        ls = _lines(x, first)
+        ls = _lines(x, first, split=False)
         if len(ls) > max_lines or any(width(x) > PAGE_WIDTH - 4 for x in ls[1:]):
             return False
         if width(ls[0]) > PAGE_WIDTH - first:
@@ -690,16 +716,9 @@ def _text_table(table: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _text_terms(e: Any) -> list[str]:
-    """The text of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``)."""
-    e = sm.sympify(e)
-    if not isinstance(e, sm.Add):
-        return [text(e)]
-    out = []
-    for t in e.as_ordered_terms():
-        x = text(t)
-        out.append(f"- {x[1:]}" if x.startswith("-") else f"+ {x}")
-    out[0] = out[0].removeprefix("+ ").replace("- ", "-", 1)
-    return out
+    """The text of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``),
+    long terms broken (:func:`_signed`)."""
+    return _signed(e, text, len, True)
 
 
 def _text_lines(terms: Sequence[str], first: int) -> list[str]:
@@ -1289,12 +1308,10 @@ def stages(
                 "$\\ddot\\Phi = A \\dot\\nu + b = 0$. The tree's equations above hold with "
                 "$\\nu = C \\nu_i$: $C^T (F_r + F^*_r) = 0$ "
                 "(`eom.constrained(independent)`)."
+                + _planar_rows_left_out(model)
                 + (
                     f"\n{len(zero)} of the {len(lc.loop)} rows are identically zero "
-                    + ("(the out-of-plane rows of a planar loop) " if model.planar else "")
-                    + "and are not shown: rows "
-                    + _ranges([c + 1 for c in sorted(zero)])
-                    + "."
+                    "and are not shown: rows " + _ranges([c + 1 for c in sorted(zero)]) + "."
                     if zero
                     else ""
                 ),
@@ -1311,9 +1328,9 @@ def stages(
             "Equations of motion",
             f"Kane's dynamical equations are $F_r + F^*_r = 0$ for $r = 1, \\dots, {n}$ "
             "(stage 4), linear in $\\dot u$: $M \\dot u = f$ with the mass matrix $M$ "
-            "(symmetric) and $f = F_r + F^*_r|_{\\dot u = 0}$. "
+            "(symmetric) and $f = F_r + F^*_r|_{\\dot u = 0}$.\n"
             + said
-            + " With the kinematic equations $\\dot q$ below they determine the motion.",
+            + "\nWith the kinematic equations $\\dot q$ below they determine the motion.",
             eqs,
             start,
         )
@@ -1377,7 +1394,7 @@ def _equations(eom: Any, f: _Folder, simplify: bool) -> tuple[list[tuple[str, An
         ind, rows = _independent(eom)
         ce = constrained_equations(eom, [eom.u[r] for r in ind], rows=rows, explicit=False)
         said += (
-            " With the loops, the dependent speeds follow from the independent ones "
+            "\nWith the loops, the dependent speeds follow from the independent ones "
             "$\\nu_i$ ($\\nu = C \\nu_i$, $\\dot\\nu = C \\dot\\nu_i + c_0$) and the "
             "reduced equations are $\\bar M \\dot\\nu_i = \\bar f$, "
             "$\\bar M = C^T M C$, $\\bar f = C^T (f - M c_0)$, below after the tree's."
@@ -1390,6 +1407,23 @@ def _equations(eom: Any, f: _Folder, simplify: bool) -> tuple[list[tuple[str, An
             rates = [eom.u_dot[r] for r in ind]
             eqs += [_equation(Mbar.row(r), rates, fbar[r]) for r in range(len(ind))]
     return eqs, said
+
+
+def _planar_rows_left_out(model: Any) -> str:
+    """For a planar model (:attr:`kanedyn.Model.planar`), the sentence saying how many
+    of its loops' rows, out of the plane and so identically zero, the model leaves out."""
+    if not model.planar:
+        return ""
+    from kanedyn.dynamics.loops import loop_plan
+
+    spatial, kept = loop_plan(attrs.evolve(model, planar=False)).m, loop_plan(model).m
+    if spatial == kept:
+        return ""
+    return (
+        f"\n{spatial - kept} of the {spatial} rows are identically zero (the out-of-plane "
+        "rows of a planar loop: the model moves in N's x-y plane) and are left out; the "
+        f"{kept} in-plane rows follow."
+    )
 
 
 def _zero_rows(eom: Any) -> set[int]:
