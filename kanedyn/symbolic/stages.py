@@ -101,7 +101,9 @@ class Stage:
     where: tuple[tuple[sm.Symbol, Any], ...]
     #: the entries that only instantiate the stage's general formula (by lhs), and a
     #: table (header row first, cells in LaTeX math) that says the same in short:
-    #: shown instead of them in a large table (:data:`COMPACT_ABOVE`)
+    #: shown instead of them in a large table (:data:`COMPACT_ABOVE`); definitions
+    #: listed here (by LaTeX) are hidden with them (stage 5's M and f above
+    #: :data:`EXPLICIT_UP_TO` speeds)
     instances: frozenset[str] = frozenset()
     table: tuple[tuple[str, ...], ...] = ()
     #: entries and definitions (by lhs) written like an earlier one of another joint
@@ -117,9 +119,11 @@ class Stage:
         return [(lhs, v) for lhs, v in self.entries if lhs not in hidden]
 
     def shown_where(self, compact: bool) -> list[tuple[sm.Symbol, Any]]:
+        """The definitions displayed under "where" (those of hidden entries left out)."""
         if not compact:
             return list(self.where)
-        return [(x, v) for x, v in self.where if latex(x) not in self.alike]
+        hidden = self.alike | (self.instances if self.table else frozenset())
+        return [(x, v) for x, v in self.where if latex(x) not in hidden]
 
     def table_markdown(self) -> str:
         rows = [f"| {' | '.join(row)} |" for row in self.table]
@@ -1320,9 +1324,21 @@ def stages(
             )
         )
     start = len(f.where)
-    eqs, said = _equations(eom, f, simplify)
-    eqs += [(_dotted_coordinate(x), f(e)) for x, e in zip(eom.q, eom.kinematic_equations,
-                                                           strict=True)]  # fmt: skip
+    kinematic = [(_dotted_coordinate(x), f(e)) for x, e in zip(eom.q, eom.kinematic_equations,
+                                                                strict=True)]  # fmt: skip
+    eqs, said, hidden, pattern = _equations(eom, f, simplify, rotors)
+    eqs += kinematic
+    if hidden:  # a large model: M and f (and their definitions) behind the pattern table
+        need = _needed([(lhs, v) for lhs, v in eqs if lhs not in hidden], f.where[start:],
+                       f.shown.values())  # fmt: skip
+        hidden += [latex(x) for x, _ in f.where[start:] if x not in need]
+        plain = [lhs for lhs, v in kinematic if v in eom.u]  # an angle's or slide's rate
+        if plain:
+            hidden += plain
+            said += (
+                f"\nThe kinematic equations of the {len(plain)} angles and slides, "
+                "$\\dot q_k = u_k$ (a slide's $\\dot d_k = s_k$), are not repeated."
+            )
     out.append(
         stage(
             "Equations of motion",
@@ -1333,6 +1349,8 @@ def stages(
             + "\nWith the kinematic equations $\\dot q$ below they determine the motion.",
             eqs,
             start,
+            hidden,
+            pattern,
         )
     )
     out = _fold_alike(out, model)
@@ -1372,10 +1390,14 @@ def _equation(M_row: Any, rates: Sequence[Any], rhs: Any) -> tuple[str, Any]:
     return "0", rhs - lhs
 
 
-def _equations(eom: Any, f: _Folder, simplify: bool) -> tuple[list[tuple[str, Any]], str]:
+def _equations(
+    eom: Any, f: _Folder, simplify: bool, rotors: bool
+) -> tuple[list[tuple[str, Any]], str, list[str], list[tuple[str, ...]]]:
     """Stage 5's M and f (simplified, or in the tables' names), the equations row by
     row for up to :data:`EXPLICIT_UP_TO` speeds, and for a model with loops the reduced
-    equations in the independent speeds; with the sentence that says which."""
+    equations in the independent speeds; with the sentence that says which. Above
+    :data:`EXPLICIT_UP_TO` speeds, the matrices are entries the compact form hides
+    (returned by lhs) behind the table of M's nonzero pattern (returned too)."""
     n = eom.model.n
     if simplify:
         M = eom.mass_matrix.applyfunc(_simplified)
@@ -1383,11 +1405,22 @@ def _equations(eom: Any, f: _Folder, simplify: bool) -> tuple[list[tuple[str, An
     else:
         M, F = f(eom.compact.mass_matrix), f(eom.compact.forcing)
     eqs: list[tuple[str, Any]] = [("M", M), ("f", F)]
+    hidden: list[str] = []
+    pattern: list[tuple[str, ...]] = []
     if n <= EXPLICIT_UP_TO:
         eqs += [_equation(M.row(r), eom.u_dot, F[r]) for r in range(n)]
         said = "Below: $M$, $f$, then the equations row by row."
     else:
-        said = f"The {n} equations are the rows of $M \\dot u = f$ with $M$ and $f$ below."
+        hidden += ["M", "f"]
+        pattern = _pattern(eom, M)
+        said = (
+            f"The {n} equations are the rows of $M \\dot u = f$: $M$ ({n} $\\times$ {n}, "
+            "`eom.mass_matrix`), "
+            "$[M]_{rc} = \\sum_i \\Omega_r \\cdot I_i \\Omega_c + m_i V_{i,r} \\cdot V_{i,c}$"
+            + (" (plus the geared rotors' terms)" if rotors else "")
+            + ", nonzero as tabled;\n$f_r$ (`eom.forcing`) is row $r$ of stage 4 at "
+            "$\\dot u = 0$; `compact=False` writes both out."
+        )
     if eom.model.loops:
         from kanedyn.symbolic.loops import constrained_equations
 
@@ -1406,7 +1439,56 @@ def _equations(eom: Any, f: _Folder, simplify: bool) -> tuple[list[tuple[str, An
         if len(ind) <= EXPLICIT_UP_TO:
             rates = [eom.u_dot[r] for r in ind]
             eqs += [_equation(Mbar.row(r), rates, fbar[r]) for r in range(len(ind))]
-    return eqs, said
+        else:
+            hidden += ["\\bar M", "\\bar f"]
+    return eqs, said, hidden, pattern
+
+
+def _pattern(eom: Any, M: Any) -> list[tuple[str, ...]]:
+    """The nonzero pattern of the mass matrix as a table (header row first): row r, its
+    speed u_r, and the columns c of its nonzero entries ``[M]_rc``. An entry ``M``
+    writes as nonzero (folded, not simplified) counts as zero when it vanishes at two
+    random states and parameter values (an identity such as a gimbal's orthogonal axes
+    through a diagonal inertia)."""
+    import numpy as np
+
+    nonzero = np.array([[M[r, c] != 0 for c in range(M.cols)] for r in range(M.rows)])
+    fn = eom.lambdify()
+    rng = np.random.default_rng(0)
+    seen = np.zeros_like(nonzero)
+    for _ in range(2):
+        q = rng.uniform(0.3, 1.3, len(eom.q))
+        Mn, _ = fn(q, rng.uniform(-1.0, 1.0, M.rows), rng.uniform(0.5, 1.5, len(eom.parameters)))
+        seen |= np.abs(Mn) > 1e-9 * max(1.0, float(np.abs(Mn).max()))
+    nonzero &= seen
+    return [("$r$", "$u_r$", "$[M]_{rc} \\neq 0$ for $c =$")] + [
+        (f"${r + 1}$", f"${latex(eom.u[r])}$",
+         _ranges([c + 1 for c in range(M.cols) if nonzero[r, c]]))
+        for r in range(M.rows)
+    ]  # fmt: skip
+
+
+def _needed(
+    entries: Sequence[tuple[str, Any]], where: Sequence[tuple[sm.Symbol, Any]], groups: Any
+) -> set[sm.Symbol]:
+    """The definitions of ``where`` that ``entries`` use, directly or through other
+    definitions (a component of a named vector or matrix, ``groups``' ``(tex, names)``,
+    uses the whole)."""
+    defs = dict(where)
+    owner: dict[sm.Basic, sm.Symbol] = {}
+    for tex, names in groups:
+        if isinstance(names, sm.MatrixBase) and sm.Symbol(tex) in defs:
+            owner.update({c: sm.Symbol(tex) for c in names if isinstance(c, sm.Symbol)})
+    need: set[sm.Symbol] = set()
+    stack = [v for _, v in entries]
+    while stack:
+        v = stack.pop()
+        for x in sm.sympify(v.value if isinstance(v, Formula) else v).free_symbols:
+            x = owner.get(x, x)
+            if x in defs and x not in need:
+                need.add(x)
+                stack.append(defs[x])
+    return need
 
 
 def _planar_rows_left_out(model: Any) -> str:
