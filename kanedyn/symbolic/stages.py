@@ -110,13 +110,20 @@ class Stage:
     #: (body), with that joint's own names, and the sentence that says so
     alike: frozenset[str] = frozenset()
     likewise: str = ""
+    #: entries (by lhs) that are all zero, shown as one line ``a = b = ... = 0`` where
+    #: the first is (a welded body's position, velocities and accelerations)
+    zero: tuple[str, ...] = ()
 
     def shown(self, compact: bool) -> list[tuple[str, Any]]:
         """The entries displayed one by one."""
-        if not compact:
-            return list(self.entries)
         hidden = self.alike | (self.instances if self.table else frozenset())
-        return [(lhs, v) for lhs, v in self.entries if lhs not in hidden]
+        out = []
+        for lhs, v in self.entries:
+            if self.zero and lhs == self.zero[0]:
+                out.append((" = ".join(self.zero), sm.Integer(0)))
+            elif lhs not in self.zero and (not compact or lhs not in hidden):
+                out.append((lhs, v))
+        return out
 
     def shown_where(self, compact: bool) -> list[tuple[sm.Symbol, Any]]:
         """The definitions displayed under "where" (those of hidden entries left out)."""
@@ -332,6 +339,7 @@ class _Folder:
                     if x in self.tape.index:
                         self.group_of.setdefault(x, label)
         self.shown: dict[str, tuple[str, sm.ImmutableMatrix]] = {}
+        self.literal: set[str] = set()  # the groups written out where used
         self._by_entries: dict[tuple, tuple[str, sm.ImmutableMatrix]] = {}
 
     def preset(self, label: str, tex: str, names: sm.ImmutableMatrix) -> None:
@@ -356,6 +364,7 @@ class _Folder:
         mat = sm.ImmutableMatrix(*g.shape, list(g.entries))
         if label not in self.tex and not any(x in self.tape.index for x in g.entries):
             self.shown[label] = (latex(mat), mat)  # a constant: written out
+            self.literal.add(label)
             return self.shown[label]
         if all(x == 0 for x in g.entries):
             self.shown[label] = ("0", mat)
@@ -384,6 +393,7 @@ class _Folder:
             shown = value
             if all(_size(x) <= self.fold for x in value):  # small: written out where used
                 self.shown[label] = (latex(value), value)
+                self.literal.add(label)
                 return self.shown[label]
         for x, c in zip(g.entries, names, strict=True):
             if x in self.tape.index and isinstance(c, sm.Symbol):
@@ -409,10 +419,32 @@ class _Folder:
                 continue
             if op == "x" and named[0][1] == named[1][1]:
                 continue  # a x a = 0
+            if op == "@":
+                rate, named = self._axis(named, args)
+                sign = sign * rate
             texs = [t for t, _ in named]
             tex = f"{texs[0]} \\times {texs[1]}" if op == "x" else " ".join(texs)
             terms.append((sign, tex, OPERATIONS[op](*[n for _, n in named])))
         return _combination(terms, sm.zeros(*self.tape.groups[label].shape))
+
+    def _axis(self, named: list, args: Sequence[str]) -> tuple[Any, list]:
+        """A product's trailing written-out operands ending in a column multiplied
+        together, and a rate along one axis taken out as a scalar factor (returned
+        first, else 1): a revolute joint's ``R [0, 1, 0; 0, 0, 1; 1, 0, 0] [u; 0; 0]``
+        reads ``u R [0; 0; 1]``."""
+        k = len(named)
+        while k > 0 and args[k - 1] in self.literal:
+            k -= 1
+        tail = [n for _, n in named[k:]]
+        if len(tail) < 2 and not (tail and k == 0) or tail[-1].shape[1] != 1:
+            return 1, named
+        col = sm.ImmutableMatrix(sm.Mul(*tail) if len(tail) > 1 else tail[0])
+        nonzero = [x for x in col if x != 0]
+        if len(nonzero) == 1 and not nonzero[0].is_number:
+            rate = nonzero[0]
+            unit = col.applyfunc(lambda x: 1 if x == rate else 0)
+            return rate, [*named[:k], (latex(unit), unit)]
+        return 1, [*named[:k], (latex(col), col)]
 
     def _tidy(self, e: Any) -> Any:
         if self.simplify and _size(e) <= 4 * self.fold:
@@ -621,7 +653,7 @@ class Stages:
             if compact and st.table:
                 out += [*_text_table(st.table), ""]
             shown = [(from_latex(lhs), v) for lhs, v in st.shown(compact)]
-            pad = min(max((len(lhs) for lhs, _ in shown), default=0), 24)
+            pad = min(max((len(lhs) for lhs, _ in shown if " = " not in lhs), default=0), 24)
             for lhs, v in shown:
                 out += text_display(lhs.ljust(pad), v)
             where = [(text(x), v) for x, v in st.shown_where(compact)]
@@ -1046,7 +1078,9 @@ def stages(
         kin.append((f"{base}_{{r,{subs[i]}}}", form))
         return comps
 
+    of_body: list[list[str]] = []
     for i in range(nb):
+        first = len(kin)
         point("o", i, kin)  # joint i's point (joint i carries body i)
         point("r", i, kin)
         form = _combination(
@@ -1076,6 +1110,7 @@ def stages(
         )
         kin.append((f"a_{{{subs[i]}}}", form))
         acc.append(nm.vector("a", subs[i], form.value))
+        of_body.append([lhs for lhs, _ in kin[first:]] if not moved(i) else [])
     # the remainders are written out in full (they are the tape's) in the entries above
     kin = [(lhs, v if not isinstance(v, sm.MatrixBase) else _shown(nm, v)) for lhs, v in kin]
     kinematics = stage(
@@ -1357,7 +1392,17 @@ def stages(
     label = ", ".join(names) if len(names) <= 4 else f"{len(names)} bodies"
     order = [(x, v) for x, v in f.where if not isinstance(v, (Formula, sm.MatrixBase))]
     order += [*f.defs, *nm.defs]
-    return Stages(label, tuple(out), tuple(order), tuple((values or {}).items()))
+    result = Stages(label, tuple(out), tuple(order), tuple((values or {}).items()))
+    # a body that no speed moves (welded): its zero quantities on one line
+    rows = dict(out[0].entries)
+    zero = tuple(
+        lhs
+        for lhs in (x for xs in of_body for x in xs)
+        if all(e == 0 for e in sm.ImmutableMatrix(result.unfold(rows[lhs])))
+    )
+    if len(zero) > 1:
+        result = attrs.evolve(result, stages=(attrs.evolve(out[0], zero=zero), *out[1:]))
+    return result
 
 
 #: Stage 5 writes the equations out one by one up to this many speeds (else the
@@ -1573,8 +1618,8 @@ def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
         items += [(latex(x), _where([(x, v)])) for x, v in st.where]
         for lhs, shown in items:
             k = owner(lhs)
-            if k is None:
-                continue
+            if k is None or lhs.startswith(("v_", "\\omega")):
+                continue  # each body's velocities are shown, not said to be alike
             form = key(k, shown)
             first = seen.setdefault(form, k)
             if first != k:
