@@ -1618,8 +1618,8 @@ def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
         items += [(latex(x), _where([(x, v)])) for x, v in st.where]
         for lhs, shown in items:
             k = owner(lhs)
-            if k is None or lhs.startswith(("v_", "\\omega")):
-                continue  # each body's velocities are shown, not said to be alike
+            if k is None or lhs.startswith("v_"):
+                continue  # velocities (v_o,k) are shown, not said to be alike
             form = key(k, shown)
             first = seen.setdefault(form, k)
             if first != k:

@@ -268,3 +268,35 @@ def test_welded_base_in_one_line_revolute_rates_as_scalars_velocities_shown():
     out = str(st)
     assert re.search(r"^  v_o,coupler +=", out, re.M) and re.search(r"^  v_o,rocker +=", out, re.M)
     assert not re.search(r"not repeated:[^.]*v_o,k", " ".join(out.split()))
+
+
+def test_rolling_disc_stages_print_and_give_kane_and_levinsons_equations():
+    """Kane's rolling disc (a KaneProblem): every stage printed as plain text, and its
+    equations against Kane & Levinson's (1985, §6.x; an analytic oracle): the mass matrix
+    diag(5/4, 3/2, 1/4) m r², and the forcing at rest, g m r sin(q2)."""
+    from kanedyn.symbolic.examples import rolling_disc
+
+    disc = rolling_disc()
+    st = disc.problem.stages()
+    out = str(st)
+    for k, stage in enumerate(st.stages, 1):
+        assert f"\n{k}. {stage.title}\n" in out
+    assert "q̇_1 = u_3/cos(q_2)" in out and "\\" not in out and "{" not in out
+    assert "0  = -1.5·u̇_2·m·r² - m·r²·u_1·u_3" in out
+    entries = dict(st.stages[-1].entries)
+    r, m, g = (sm.Symbol(x, positive=True) for x in "rmg")
+    M = entries["\\tilde M"].subs({disc.r: r, disc.m: m})
+    assert sm.simplify(M - sm.diag(5, 6, 1) * m * r**2 / 4) == sm.zeros(3, 3)
+    rest = {sm.Symbol(f"u{k}"): 0 for k in (1, 2, 3)}
+    f = entries["f"].subs(rest).subs({disc.r: r, disc.m: m, disc.g: g})
+    assert sm.simplify(f - sm.Matrix([g * m * r * sm.sin(sm.Symbol("q2")), 0, 0])) == sm.zeros(3, 1)
+    assert not _long_rationals(out)
+    words = set(re.findall(r"[^\W\d_]+", out.split("\n1. ", 1)[1]))
+    assert {"u", "q", "m", "r", "g", "sin", "cos", "tan"} <= words
+
+
+@needs_tex
+def test_rolling_disc_latex_compiles(tmp_path):
+    from kanedyn.symbolic.examples import rolling_disc
+
+    _compiles(rolling_disc().problem.stages().latex(), tmp_path, "disc")
