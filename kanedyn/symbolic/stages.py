@@ -1394,14 +1394,14 @@ def stages(
     order += [*f.defs, *nm.defs]
     result = Stages(label, tuple(out), tuple(order), tuple((values or {}).items()))
     # a body that no speed moves (welded): its zero quantities on one line
-    rows = dict(out[0].entries)
-    zero = tuple(
+    first_stage = dict(out[0].entries)
+    still = tuple(
         lhs
         for lhs in (x for xs in of_body for x in xs)
-        if all(e == 0 for e in sm.ImmutableMatrix(result.unfold(rows[lhs])))
+        if all(e == 0 for e in sm.ImmutableMatrix(result.unfold(first_stage[lhs])))
     )
-    if len(zero) > 1:
-        result = attrs.evolve(result, stages=(attrs.evolve(out[0], zero=zero), *out[1:]))
+    if len(still) > 1:
+        result = attrs.evolve(result, stages=(attrs.evolve(out[0], zero=still), *out[1:]))
     return result
 
 
@@ -1506,7 +1506,8 @@ def _pattern(eom: Any, M: Any) -> list[tuple[str, ...]]:
         Mn, _ = fn(q, rng.uniform(-1.0, 1.0, M.rows), rng.uniform(0.5, 1.5, len(eom.parameters)))
         seen |= np.abs(Mn) > 1e-9 * max(1.0, float(np.abs(Mn).max()))
     nonzero &= seen
-    return [("$r$", "$u_r$", "$[M]_{rc} \\neq 0$ for $c =$")] + [
+    head: list[tuple[str, ...]] = [("$r$", "$u_r$", "$[M]_{rc} \\neq 0$ for $c =$")]
+    return head + [
         (f"${r + 1}$", f"${latex(eom.u[r])}$",
          _ranges([c + 1 for c in range(M.cols) if nonzero[r, c]]))
         for r in range(M.rows)
