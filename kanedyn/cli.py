@@ -524,10 +524,17 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``kanedyn derive`` simplifies the equations of models with at most this many speeds
+#: unless told otherwise (--simplify / --no-simplify).
+DERIVE_SIMPLIFY_UP_TO = 3
+
+
 def _cmd_derive(args: argparse.Namespace) -> int:
     model, _, _, label = _load(args.model)
     from kanedyn import symbolic
 
+    if args.fragment and not args.latex:
+        raise kd.ModelError("derive: --fragment goes with --latex")
     values: dict = {}
     if not args.numeric:
         model, values = symbolic.symbolic_parameters(model)
@@ -535,21 +542,14 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     if args.table:
         print(eom.table(fmt="latex" if args.latex else "markdown"))
         return 0
-    text = eom.stages().latex() if args.latex else eom.stages().markdown()
-    if values:
-        rows = [f"| `{s}` | {v!r} |" for s, v in values.items()]
-        table = "\n".join(["| parameter | value |", "|---|---|", *rows])
-        if args.latex:
-            from sympy import latex
-
-            rows = [f"${latex(s)}$ & {v!r} \\\\" for s, v in values.items()]
-            table = "\n".join(
-                ["\\subsection*{Parameters}", "\\begin{tabular}{ll}", *rows, "\\end{tabular}"]
-            )
-            text = text.replace("\\end{document}", table + "\n\\end{document}")
-        else:
-            text += "\n## Parameters\n\n" + table + "\n"
-    print(text)
+    simplify = args.simplify if args.simplify is not None else model.n <= DERIVE_SIMPLIFY_UP_TO
+    st = eom.stages(simplify=simplify, values=values)
+    if args.latex:
+        print(st.latex(fragment=args.fragment), end="")
+    elif args.markdown:
+        print(st.markdown())
+    else:
+        print(st.text(), end="")
     return 0
 
 
@@ -653,10 +653,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "derive",
         parents=[common],
-        help="derive Kane's equations symbolically, stage by stage (Markdown or LaTeX)",
+        help="derive Kane's equations symbolically, stage by stage (text, Markdown or LaTeX)",
     )
     p.add_argument("model", nargs="?", help="model file (default: the built-in Explorer-1)")
-    p.add_argument("--latex", action="store_true", help="a LaTeX document instead of Markdown")
+    p.add_argument(
+        "--latex",
+        action="store_true",
+        help="a LaTeX document instead of plain text (compiles with pdflatex)",
+    )
+    p.add_argument(
+        "--fragment",
+        action="store_true",
+        help="with --latex: the body only, to \\input in a document with amsmath",
+    )
+    p.add_argument(
+        "--markdown", action="store_true", help="Markdown with LaTeX math instead of plain text"
+    )
+    p.add_argument(
+        "--simplify",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="simplify the mass matrix and right-hand side (default: on for "
+        f"models with at most {DERIVE_SIMPLIFY_UP_TO} speeds, off above)",
+    )
     p.add_argument(
         "--numeric",
         action="store_true",

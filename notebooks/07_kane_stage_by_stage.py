@@ -25,9 +25,11 @@
 # 5. the **equations** $F_r + F^*_r = 0$.
 #
 # `eom.stages()` shows exactly these stages for a kanedyn model. Below, each stage of
-# the 2-DOF planar arm of the lecture notes on musculoskeletal dynamics (the seed
-# example: two links hinged about $z$, gravity along $-y$) sits beside the hand result,
-# and a check cell proves that they agree. Then the rolling disc, the classic
+# the 2-DOF planar arm of seed 000 (Lagrange formulation of a 2-DOF arm: two links
+# hinged about $z$, gravity along $-y$) sits beside the hand result in that seed's
+# notation ($\theta_i$, $H_{ij}$, $h_{ijk}$, $G_i$, $\tau_i$), a check cell proves that
+# they agree, and the arm ends with the seed's $H$ and right-hand side side by side with
+# `derive`'s $M$ and $f$. Then the rolling disc, the classic
 # nonholonomic example, goes through the same stages with `KaneProblem`.
 
 # %%
@@ -183,12 +185,47 @@ for r in range(2):
     show(f"$${sm.latex(eom.Fr[r] + eom.Fr_star[r])} = 0$$")
 
 # %% [markdown]
-# The whole derivation is also a LaTeX document, `st.latex()`, and a Markdown page,
-# `st.markdown()` (what `kanedyn derive MODEL` prints, with the model's numbers named
-# `m_link1`, `I_link1_zz`, ...).
+# Stage 5 also writes out the mass matrix $M$ (simplified, symmetric, the upper
+# triangle once), the right-hand side $f = F_r + F^*_r|_{\dot u = 0}$ and, for up to three
+# speeds, the equations row by row. `print(st)` shows the whole derivation as plain text
+# (what `kanedyn derive MODEL` prints, with the model's numbers named `m_link1`,
+# `I_link1_zz`, ...); here is its last stage:
+
+# %%
+print(str(st).split("5. Equations of motion")[1])
+
+# %% [markdown]
+# The whole derivation is also a LaTeX document, `st.latex()` (`kanedyn derive MODEL
+# --latex`, which pdflatex compiles; `fragment=True` / `--fragment` for the body only),
+# and a Markdown page, `st.markdown()` (`--markdown`).
 
 # %%
 print(st.latex()[:400], "...")
+
+# %% [markdown]
+# ### Side by side: seed 000 by hand and `derive`
+#
+# Seed 000 writes the arm's equations (its eq. 2-11) as
+# $\sum_j H_{ij}\ddot\theta_j + \sum_{j,k} h_{ijk}\dot\theta_j\dot\theta_k + G_i = \tau_i$,
+# with $h_{112} + h_{121} = -2 m_2 l_1 l_{c2} s_2$, $h_{122} = -m_2 l_1 l_{c2} s_2$,
+# $h_{211} = m_2 l_1 l_{c2} s_2$ and the others zero. So Kane's $M \dot u = f$ must have
+# $M = H$ and $f_i = \tau_i - \sum_{j,k} h_{ijk}\dot\theta_j\dot\theta_k - G_i$, with
+# $u_i = \dot\theta_i$. The table puts the hand entries beside stage 5's $M$ and $f$ (as
+# `kanedyn derive` prints them), and the check cell proves each pair equal.
+
+# %%
+h_112_121, h_122, h_211 = -2 * h, -h, h
+seed_rhs = sm.Matrix([T1 - h_112_121 * w1 * w2 - h_122 * w2**2 - G[0], T2 - h_211 * w1**2 - G[1]])
+stage5 = dict(st.stages[-1].entries)
+M_derive, f_derive = st.unfold(stage5["M"]), st.unfold(stage5["f"])
+rows = ["| entry | seed 000 (by hand) | `derive` (stage 5) |", "|---|---|---|"]
+for (a, b), name in (((0, 0), "H_{11}"), ((0, 1), "H_{12}"), ((1, 1), "H_{22}")):
+    rows.append(f"| ${name}$ | ${sm.latex(H[a, b])}$ | ${sm.latex(M_derive[a, b])}$ |")
+for i in range(2):
+    rows.append(f"| $f_{i + 1}$ | ${sm.latex(seed_rhs[i])}$ | ${sm.latex(f_derive[i])}$ |")
+show("\n".join(rows))
+assert same(M_derive, H) and same(f_derive, seed_rhs)
+print("derive's M and f are seed 000's H and right-hand side")
 
 # %% [markdown]
 # ## The rolling disc
@@ -240,3 +277,10 @@ for k, (a, b) in enumerate(zip(rates, hand, strict=True), 1):
     assert sm.simplify(a - b) == 0
     show(f"$\\dot u_{k} = {sm.latex(sm.simplify(a))}$")
 print("the rolling disc's equations agree with the hand result")
+
+# %% [markdown]
+# The disc's derivation stage by stage as plain text (`kp.stages()`, also `.latex()`
+# and `.markdown()` as for a model):
+
+# %%
+print(kp.stages())

@@ -618,6 +618,36 @@ class Model:
 
             check_mass_matrix(self)
 
+    def __str__(self) -> str:
+        """A short summary: bodies, joints and their kinds, DOF, loops, gravity (the full
+        record is ``repr(model)``)."""
+
+        def kind(j: Joint) -> str:
+            rot = "" if j.rot_dof == 0 else f"{j.rot_type} {j.rot_dof}"
+            rot = {"gimbal 1": "revolute", "spherical 3": "spherical"}.get(rot, rot)
+            trn = "" if j.trn_dof == 0 else f"slide {j.trn_dof}"
+            return " + ".join(x for x in (rot, trn) if x) or "weld"
+
+        def names(items: Sequence[Any]) -> str:
+            shown = ", ".join(x.name for x in items[:6])
+            return shown + (f", ... ({len(items)} in all)" if len(items) > 6 else "")
+
+        joints = ", ".join(
+            f"{j.name} ({kind(j)}: {'N' if j.inner is None else j.inner} -> {j.outer})"
+            for j in self.joints[:6]
+        ) + (f", ... ({self.nb} in all)" if self.nb > 6 else "")
+        lines = [
+            f"Model: {self.nb} bodies, {self.n} DOF (nq = {self.nq}, nu = {self.nu}, "
+            f"ns = {self.ns}){', symbolic' if self.is_symbolic else ''}",
+            f"  bodies: {names(self.bodies)}",
+            f"  joints: {joints}",
+        ]
+        if self.loops:
+            lines.append(f"  loops: {names(self.loops)}")
+        g = ", ".join(str(x) if is_symbolic(x) else f"{float(x):g}" for x in self.gravity)
+        lines.append(f"  gravity: ({g})")
+        return "\n".join(lines)
+
     # -- sizes and names -----------------------------------------------------------
     @property
     def nb(self) -> int:

@@ -314,6 +314,24 @@ class Trajectory:
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
 
+    def __str__(self) -> str:
+        """A short summary: samples, time span, status, formulation, method and engine,
+        the model's size (the full record, with every array, is ``repr(traj)``)."""
+        nt = len(self.t)
+        span = f"t = {self.t[0]:g} .. {self.t[-1]:g} s" if nt else "no samples"
+        lines = [
+            f"Trajectory: {nt} samples, {span}, {self.steps} steps, status {self.status!r}",
+            f"  {self.formulation}, {self.method}"
+            + (f", engine {self.engine}" if self.engine else "")
+            + f", {self.wall_time:.3g} s wall time",
+            f"  model: {self.model.nb} bodies, {self.model.n} DOF",
+        ]
+        if self.events:
+            lines.append(f"  events: {len(self.events)}")
+        if self.loop_drift is not None:
+            lines.append(f"  loop drift: {self.loop_drift:.3g}")
+        return "\n".join(lines)
+
     @cached_property
     def _derived(self) -> tuple[Array, Array, Array, Array]:
         """Kinetic and potential energy, P and H at every output, from the kinematics of

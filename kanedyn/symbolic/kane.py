@@ -1275,12 +1275,16 @@ class KaneEquations:
             )
         return "\n".join(lines) + "\n"
 
-    def stages(self, *, fold: int = 4, simplify: bool = False) -> Stages:
+    def stages(
+        self, *, fold: int = 4, simplify: bool = False, values: dict | None = None
+    ) -> Stages:
         """Kane's method stage by stage (kinematics, partial velocities, the forces on
-        each body, Fr and Fr* row by row, the equations), for reading: see
-        :mod:`kanedyn.symbolic.stages`. ``.markdown()``, ``.latex()`` (a document) and a
-        Jupyter display; named intermediates larger than ``fold`` nodes stay names."""
-        return stages(self, fold=fold, simplify=simplify)
+        each body, Fr and Fr* row by row, the equations with M and f), for reading: see
+        :mod:`kanedyn.symbolic.stages`. ``print()`` gives plain text, ``.markdown()``,
+        ``.latex()`` (a document, or ``fragment=True``) and a Jupyter display; named
+        intermediates larger than ``fold`` nodes stay names; ``values`` (symbol ->
+        number, from :func:`~kanedyn.symbolic.symbolic_parameters`) are listed at the end."""
+        return stages(self, fold=fold, simplify=simplify, values=values)
 
     def _shows_table(self) -> bool:
         return len(self.compact.intermediates) <= _TABLE_MAX_INTERMEDIATES

@@ -30,7 +30,7 @@ from kanedyn.symbolic.arithmetic import exact, exact_rotation
 if TYPE_CHECKING:
     from kanedyn.symbolic.kane import KaneEquations
 
-__all__ = ["LoopConstraints", "loop_constraints"]
+__all__ = ["ConstrainedEquations", "LoopConstraints", "constrained_equations", "loop_constraints"]
 
 
 @attrs.frozen(eq=False)
@@ -137,14 +137,19 @@ class ConstrainedEquations:
 
 
 def constrained_equations(
-    eom: KaneEquations, independent: Sequence[Any], *, rows: Sequence[int] | None = None
+    eom: KaneEquations,
+    independent: Sequence[Any],
+    *,
+    rows: Sequence[int] | None = None,
+    explicit: bool = True,
 ) -> ConstrainedEquations:
     """Eliminate the dependent speeds of ``eom`` (a model with loops), symbolically.
 
     ``independent``: the independent speeds (symbols of ``eom.u``, or joint names);
     ``rows``: the constraint rows to use (default: all; give independent ones when the
     model's constraints are redundant). ``A_d`` is inverted by ``LUsolve``, so keep to
-    small mechanisms (a four-bar, a slider-crank).
+    small mechanisms (a four-bar, a slider-crank). ``explicit=False`` keeps every
+    matrix in the derivation's named intermediates (``eom.compact``; the stage tables).
     """
     model = eom.model
     u = list(eom.u)
@@ -159,8 +164,8 @@ def constrained_equations(
     ind = sorted(set(ind))
     dep = [r for r in range(model.n) if r not in ind]
     lc = eom.loops
-    A = eom.explicit(lc.A)
-    b = eom.explicit(lc.b)
+    A = eom.explicit(lc.A) if explicit else lc.A
+    b = eom.explicit(lc.b) if explicit else lc.b
     if rows is not None:
         A, b = A.extract(list(rows), list(range(A.cols))), b.extract(list(rows), [0])
     if A.rows != len(dep):
@@ -178,7 +183,8 @@ def constrained_equations(
     for a, r in enumerate(dep):
         C[r, :] = -X[a, : len(ind)]
         c0[r] = -X[a, len(ind)]
-    M, f = eom.mass_matrix, eom.forcing
+    M, f = (eom.mass_matrix, eom.forcing) if explicit else (
+        eom.compact.mass_matrix, eom.compact.forcing)  # fmt: skip
     return ConstrainedEquations(
         independent=tuple(u[r] for r in ind),
         dependent=tuple(u[r] for r in dep),

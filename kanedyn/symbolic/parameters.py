@@ -11,8 +11,9 @@ would write as a letter by a sympy symbol named after its body or joint:
 * stiffness and damping per DOF: ``k_<joint>_<dof>``, ``b_<joint>_<dof>``;
 * gravity: ``g`` (its magnitude, along its axis when it has one), else ``g_x, g_y, g_z``.
 
-Zeros stay exact zeros and the joint rotations stay numbers (made exact by
-:func:`kanedyn.symbolic.arithmetic.exact_rotation`). The inertia entries are the tensor's
+Zeros stay exact zeros, a joint's or loop's point drops its round-off (a component
+within 8 ulp of the point's size, such as ``0.5·cos(π/2)``, is a zero) and the joint
+rotations stay numbers (made exact by :func:`kanedyn.symbolic.arithmetic.exact_rotation`). The inertia entries are the tensor's
 (``I_B1_xy`` is the tensor element, ``-∫xy dm``); the symmetric pair shares one symbol.
 """
 
@@ -37,7 +38,8 @@ def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
     Returns
     -------
     symbolic : Model
-        Same topology and rotations; ``symbolic.subs(values)`` is ``model`` again.
+        Same topology and rotations; ``symbolic.subs(values)`` is ``model`` again (up
+        to the points' round-off).
     values : dict
         Symbol -> number.
 
@@ -61,6 +63,14 @@ def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
 
     def vec(label: str, v: Any) -> np.ndarray:
         return np.array([name(f"{label}_{c}", x) for c, x in zip(_XYZ, v, strict=True)], object)
+
+    def point(label: str, v: Any) -> np.ndarray:
+        # a joint's or loop's point often comes from a rotated geometry (0.5·cos(π/2)):
+        # drop round-off (8 ulp of the point's size) so that an exact zero stays a zero
+        # rather than a parameter
+        v = np.asarray(v, dtype=float)
+        tol = 8 * np.finfo(float).eps * max(1.0, float(np.abs(v).max()))
+        return vec(label, np.where(np.abs(v) <= tol, 0.0, v))
 
     bodies = []
     for b in model.bodies:
@@ -88,21 +98,14 @@ def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
         joints.append(
             attrs.evolve(
                 j,
-                inner_point=vec(f"p_{j.name}", j.inner_point),
-                outer_point=vec(f"po_{j.name}", j.outer_point),
+                inner_point=point(f"p_{j.name}", j.inner_point),
+                outer_point=point(f"po_{j.name}", j.outer_point),
                 stiffness=np.array(ks, dtype=object) if dofs else j.stiffness,
                 damping=np.array(bs, dtype=object) if dofs else j.damping,
             )
         )
     loops = []
     for lp in model.loops:
-        # a loop's points come from the closed geometry: drop round-off (8 ulp of the
-        # point's size) so that an exact zero stays a zero rather than a parameter
-        def point(label: str, v: Any) -> np.ndarray:
-            v = np.asarray(v, dtype=float)
-            tol = 8 * np.finfo(float).eps * max(1.0, float(np.abs(v).max()))
-            return vec(label, np.where(np.abs(v) <= tol, 0.0, v))
-
         loops.append(
             attrs.evolve(
                 lp,
@@ -120,4 +123,4 @@ def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
         grav[a] = g if gravity[a] > 0 else -g
     else:
         grav = vec("g", gravity)
-    return Model(bodies, joints, gravity=grav, loops=loops), values
+    return Model(bodies, joints, gravity=grav, loops=loops, planar=model.planar), values

@@ -1331,6 +1331,97 @@ class KaneProblem:
 
     # -- teaching view ------------------------------------------------------------
 
+    def stages(self, *, simplify: bool = True) -> Any:
+        """The derivation stage by stage, as :class:`kanedyn.symbolic.stages.Stages`
+        (``print`` gives plain Unicode text, ``.markdown()``, ``.latex()`` a document
+        that compiles): the kinematic equations :math:`\\dot q`, the dependent speeds,
+        the nonholonomic partial velocities :math:`\\tilde v_r`, :math:`\\tilde\\omega_r`
+        (components in the inertial frame), :math:`\\tilde F_r`, :math:`\\tilde F^*_r`, and
+        the equations of motion :math:`\\tilde M \\dot u_i = \\mathrm{forcing}` (row by
+        row up to three independent speeds). Functions of time print as plain symbols
+        (``q1``, ``u̇1``); ``simplify``: ``sympy.simplify`` each entry (small problems)."""
+        from kanedyn.symbolic.stages import EXPLICIT_UP_TO, Stage, Stages, latex
+
+        names = {}
+        for x in (*self.q, *self.u):
+            name = sm.latex(sm.Symbol(x.func.__name__))  # q_{1}: the dots over the q
+            base, _, sub = name.partition("_")
+            names[x.diff(_t, 2)] = sm.Symbol(f"\\ddot{{{base}}}" + (f"_{sub}" if sub else ""))
+            names[x.diff(_t)] = sm.Symbol(f"\\dot{{{base}}}" + (f"_{sub}" if sub else ""))
+            names[x] = sm.Symbol(x.func.__name__)
+
+        def plain(e: Any) -> Any:
+            e = e.subs(names) if isinstance(e, sm.MatrixBase | sm.Basic) else e
+            if simplify:
+                e = e.applyfunc(sm.simplify) if isinstance(e, sm.MatrixBase) else sm.simplify(e)
+            return e
+
+        def vec(v: Vector) -> sm.ImmutableMatrix:
+            return sm.ImmutableMatrix(plain(v.to_matrix(self.frame)))
+
+        N = self.frame.name
+        out = [
+            Stage(
+                "Kinematic equations",
+                "The coordinate rates from the kinematic differential equations.",
+                tuple((latex(names[x]), plain(e)) for x, e in self.qdot_solution.items()),
+                (),
+            )
+        ]
+        if self.u_dep:
+            out.append(Stage(
+                "Dependent speeds",
+                "The dependent speeds from the velocity constraints, "
+                "$u_d = A u_i$ (with $A$ = `A_sr`).",
+                tuple((latex(names[x]), plain(e)) for x, e in self.u_dep_solution.items()),
+                (),
+            ))  # fmt: skip
+        pv, pw = self.partial_velocities, self.partial_angular_velocities
+        par = []
+        for r in range(len(self.u_ind)):
+            for b in self.bodies:
+                par.append((f"\\tilde v_{{{r + 1}}}^{{\\mathrm{{{b.name}}}}}", vec(pv[b.name][r])))
+                if b.frame is not None:
+                    par.append((f"\\tilde\\omega_{{{r + 1}}}^{{\\mathrm{{{b.name}}}}}",
+                                vec(pw[b.name][r])))  # fmt: skip
+        out.append(Stage(
+            "Partial velocities",
+            "The nonholonomic partial velocity of each mass centre and partial angular "
+            "velocity of each body for each independent speed $u_r$, "
+            "$\\tilde v_r = v_r + \\sum_s v_s A_{sr}$ "
+            f"(components in {N}).",
+            tuple(par),
+            (),
+        ))  # fmt: skip
+        forces = []
+        for r in range(len(self.u_ind)):
+            forces += [(f"\\tilde F_{{{r + 1}}}", plain(self.Fr[r])),
+                       (f"\\tilde F^*_{{{r + 1}}}", plain(self.Fr_star[r]))]  # fmt: skip
+        out.append(Stage(
+            "Generalized active and inertia forces",
+            "$\\tilde F_r = \\sum_i \\tilde v_r \\cdot F_i + \\tilde\\omega_r \\cdot T_i$ and "
+            "$\\tilde F^*_r$, linear in the independent speeds' rates.",
+            tuple(forces),
+            (),
+        ))  # fmt: skip
+        M, F = plain(self.mass_matrix), plain(self.forcing)
+        eqs: list[tuple[str, Any]] = [("\\tilde M", M), ("f", F)]
+        rates = [names[x.diff(_t)] for x in self.u_ind]
+        if len(rates) <= EXPLICIT_UP_TO:
+            for r in range(len(rates)):
+                lhs = sm.Add(*[M[r, c] * rates[c] for c in range(len(rates))])
+                eqs.append(("0", F[r] - lhs))
+        out.append(Stage(
+            "Equations of motion",
+            "$\\tilde F_r + \\tilde F^*_r = 0$: $\\tilde M \\dot u_i = f$ (`mass_matrix`, "
+            "`forcing`)"
+            + (", then row by row." if len(rates) <= EXPLICIT_UP_TO else "."),
+            tuple(eqs),
+            (),
+        ))  # fmt: skip
+        title = ", ".join(b.name for b in self.bodies)
+        return Stages(title, tuple(out))
+
     def table(self, latex: bool = False) -> str:
         """Markdown table of partial velocities and generalized forces per speed.
 

@@ -85,6 +85,8 @@ import attrs
 import sympy as sm
 from sympy.printing.latex import LatexPrinter
 
+from kanedyn.symbolic.plain import from_latex, readable_numbers, shown_float, text
+
 __all__ = ["Formula", "Stage", "Stages", "stages"]
 
 
@@ -99,25 +101,36 @@ class Stage:
     where: tuple[tuple[sm.Symbol, Any], ...]
     #: the entries that only instantiate the stage's general formula (by lhs), and a
     #: table (header row first, cells in LaTeX math) that says the same in short:
-    #: shown instead of them in a large table (:data:`COMPACT_ABOVE`)
+    #: shown instead of them in a large table (:data:`COMPACT_ABOVE`); definitions
+    #: listed here (by LaTeX) are hidden with them (stage 5's M and f above
+    #: :data:`EXPLICIT_UP_TO` speeds)
     instances: frozenset[str] = frozenset()
     table: tuple[tuple[str, ...], ...] = ()
     #: entries and definitions (by lhs) written like an earlier one of another joint
     #: (body), with that joint's own names, and the sentence that says so
     alike: frozenset[str] = frozenset()
     likewise: str = ""
+    #: entries (by lhs) that are all zero, shown as one line ``a = b = ... = 0`` where
+    #: the first is (a welded body's position, velocities and accelerations)
+    zero: tuple[str, ...] = ()
 
     def shown(self, compact: bool) -> list[tuple[str, Any]]:
         """The entries displayed one by one."""
-        if not compact:
-            return list(self.entries)
         hidden = self.alike | (self.instances if self.table else frozenset())
-        return [(lhs, v) for lhs, v in self.entries if lhs not in hidden]
+        out = []
+        for lhs, v in self.entries:
+            if self.zero and lhs == self.zero[0]:
+                out.append((" = ".join(self.zero), sm.Integer(0)))
+            elif lhs not in self.zero and (not compact or lhs not in hidden):
+                out.append((lhs, v))
+        return out
 
     def shown_where(self, compact: bool) -> list[tuple[sm.Symbol, Any]]:
+        """The definitions displayed under "where" (those of hidden entries left out)."""
         if not compact:
             return list(self.where)
-        return [(x, v) for x, v in self.where if latex(x) not in self.alike]
+        hidden = self.alike | (self.instances if self.table else frozenset())
+        return [(x, v) for x, v in self.where if latex(x) not in hidden]
 
     def table_markdown(self) -> str:
         rows = [f"| {' | '.join(row)} |" for row in self.table]
@@ -157,6 +170,9 @@ class _Printer(LatexPrinter):
             return s if exp is None else f"{s}^{{{exp}}}"
         return str(super()._print_Function(e, exp))
 
+    def _print_Float(self, e: Any) -> str:
+        return shown_float(e)
+
 
 _PRINTER = _Printer()
 _COMMAND = re.compile(r"\\(left|right|mathrm|begin\{bmatrix\}|end\{bmatrix\}|dot|quad)")
@@ -165,6 +181,7 @@ _COMMAND = re.compile(r"\\(left|right|mathrm|begin\{bmatrix\}|end\{bmatrix\}|dot
 def latex(e: Any) -> str:
     """LaTeX of ``e`` with the short sines and cosines of :class:`_Printer`, and plain
     parentheses (the entries are one line high: ``\\left(`` only costs markup)."""
+    e = readable_numbers(e)
     return str(_PRINTER.doprint(e)).replace("\\left(", "(").replace("\\right)", ")")
 
 
@@ -179,23 +196,49 @@ def width(tex: str) -> int:
     return len(re.sub(r"[{}^_ \\]", "", t))
 
 
-def _terms(e: Any) -> list[str]:
-    """The LaTeX of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``)."""
+def _terms(e: Any, split: bool = True) -> list[str]:
+    """The LaTeX of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``);
+    ``split``: a term wider than a line broken at its largest factor's sum
+    (:func:`_signed`)."""
+    return _signed(e, latex, width, split)
+
+
+def _signed(e: Any, fmt: Any, size: Any, split: bool) -> list[str]:
+    """The terms of ``e`` printed by ``fmt`` with their signs (``+ t`` / ``- t``, the
+    first as ``t`` / ``-t``); with ``split``, a term whose printed ``size`` exceeds a line
+    (``c·(a + b + ...)``) is given as pieces ``c (a``, ``+ b``, ..., ``+ z)``, its
+    sum's terms broken the same way."""
     e = sm.sympify(e)
-    if not isinstance(e, sm.Add):
-        return [latex(e)]
-    out = []
-    for t in e.as_ordered_terms():
-        tex = latex(t)
-        out.append(tex if tex.startswith("-") else f"+ {tex}")
-    out[0] = out[0].removeprefix("+ ")
+    out: list[str] = []
+    for t in e.as_ordered_terms() if isinstance(e, sm.Add) else [e]:
+        neg = t.could_extract_minus_sign()
+        pieces = _pieces(-t if neg else t, fmt, size, split)
+        out += [f"{'-' if neg else '+'} {pieces[0]}", *pieces[1:]]
+    out[0] = out[0].removeprefix("+ ").replace("- ", "-", 1 if out[0].startswith("-") else 0)
     return out
 
 
-def _lines(e: Any, first: int) -> list[str]:
+def _pieces(t: Any, fmt: Any, size: Any, split: bool) -> list[str]:
+    s = fmt(t)
+    if not split or size(s) <= PAGE_WIDTH - 12 or not isinstance(t, sm.Mul):
+        return [s]
+    sums = [a for a in t.args if isinstance(a, sm.Add)]
+    if not sums:
+        return [s]
+    big = max(sums, key=lambda a: size(fmt(a)))
+    rest = sm.Mul(*[a for a in t.args if a is not big])
+    inner = _signed(big, fmt, size, split)
+    head = "" if rest == 1 else fmt(rest) + ("·" if fmt is text else " ")
+    if len(inner) == 1:
+        return [s]
+    return [f"{head}({inner[0]}", *inner[1:-1], f"{inner[-1]})"]
+
+
+def _lines(e: Any, first: int, split: bool = True) -> list[str]:
     """``e`` broken between its terms into lines of at most ``PAGE_WIDTH`` (the first
-    line has ``first`` characters taken by its left-hand side)."""
-    return _join(_terms(e), first)
+    line has ``first`` characters taken by its left-hand side); ``split``: long terms
+    broken too (:func:`_signed`)."""
+    return _join(_terms(e, split), first)
 
 
 def _join(terms: Sequence[str], first: int) -> list[str]:
@@ -214,7 +257,7 @@ def _fits(e: Any, first: int, max_lines: int = 4) -> bool:
     """Whether ``e`` (a scalar or a column) prints in at most ``max_lines`` page-wide
     lines per entry."""
     for x in e if isinstance(e, sm.MatrixBase) else [e]:
-        ls = _lines(x, first)
+        ls = _lines(x, first, split=False)
         if len(ls) > max_lines or any(width(x) > PAGE_WIDTH - 4 for x in ls[1:]):
             return False
         if width(ls[0]) > PAGE_WIDTH - first:
@@ -296,6 +339,7 @@ class _Folder:
                     if x in self.tape.index:
                         self.group_of.setdefault(x, label)
         self.shown: dict[str, tuple[str, sm.ImmutableMatrix]] = {}
+        self.literal: set[str] = set()  # the groups written out where used
         self._by_entries: dict[tuple, tuple[str, sm.ImmutableMatrix]] = {}
 
     def preset(self, label: str, tex: str, names: sm.ImmutableMatrix) -> None:
@@ -320,6 +364,7 @@ class _Folder:
         mat = sm.ImmutableMatrix(*g.shape, list(g.entries))
         if label not in self.tex and not any(x in self.tape.index for x in g.entries):
             self.shown[label] = (latex(mat), mat)  # a constant: written out
+            self.literal.add(label)
             return self.shown[label]
         if all(x == 0 for x in g.entries):
             self.shown[label] = ("0", mat)
@@ -348,6 +393,7 @@ class _Folder:
             shown = value
             if all(_size(x) <= self.fold for x in value):  # small: written out where used
                 self.shown[label] = (latex(value), value)
+                self.literal.add(label)
                 return self.shown[label]
         for x, c in zip(g.entries, names, strict=True):
             if x in self.tape.index and isinstance(c, sm.Symbol):
@@ -373,10 +419,32 @@ class _Folder:
                 continue
             if op == "x" and named[0][1] == named[1][1]:
                 continue  # a x a = 0
+            if op == "@":
+                rate, named = self._axis(named, args)
+                sign = sign * rate
             texs = [t for t, _ in named]
             tex = f"{texs[0]} \\times {texs[1]}" if op == "x" else " ".join(texs)
             terms.append((sign, tex, OPERATIONS[op](*[n for _, n in named])))
         return _combination(terms, sm.zeros(*self.tape.groups[label].shape))
+
+    def _axis(self, named: list, args: Sequence[str]) -> tuple[Any, list]:
+        """A product's trailing written-out operands ending in a column multiplied
+        together, and a rate along one axis taken out as a scalar factor (returned
+        first, else 1): a revolute joint's ``R [0, 1, 0; 0, 0, 1; 1, 0, 0] [u; 0; 0]``
+        reads ``u R [0; 0; 1]``."""
+        k = len(named)
+        while k > 0 and args[k - 1] in self.literal:
+            k -= 1
+        tail = [n for _, n in named[k:]]
+        if len(tail) < 2 and not (tail and k == 0) or tail[-1].shape[1] != 1:
+            return 1, named
+        col = sm.ImmutableMatrix(sm.Mul(*tail) if len(tail) > 1 else tail[0])
+        nonzero = [x for x in col if x != 0]
+        if len(nonzero) == 1 and not nonzero[0].is_number:
+            rate = nonzero[0]
+            unit = col.applyfunc(lambda x: 1 if x == rate else 0)
+            return rate, [*named[:k], (latex(unit), unit)]
+        return 1, [*named[:k], (latex(col), col)]
 
     def _tidy(self, e: Any) -> Any:
         if self.simplify and _size(e) <= 4 * self.fold:
@@ -505,6 +573,8 @@ class Stages:
     name: str
     stages: tuple[Stage, ...]
     names: tuple[tuple[sm.Symbol, Any], ...] = ()
+    #: the parameters' values (symbol, number as the user wrote it), listed at the end
+    values: tuple[tuple[sm.Symbol, float], ...] = ()
 
     def markdown(self, *, compact: bool | None = None) -> str:
         """Markdown with ``$$ ... $$`` LaTeX math, one section per stage; ``compact``
@@ -527,19 +597,27 @@ class Stages:
                 out.append(f"$$\n{_where(where)}\n$$\n")
             if compact and st.likewise:
                 out.append(f"{st.likewise}\n")
+        if self.values:
+            rows = [f"| `{x}` | {v!r} |" for x, v in self.values]
+            out.append(
+                "## Parameters\n\n| parameter | value |\n|---|---|\n" + "\n".join(rows) + "\n"
+            )
         return "\n".join(out)
 
-    def latex(self, *, compact: bool | None = None) -> str:
+    def latex(self, *, compact: bool | None = None, fragment: bool = False) -> str:
         """A complete LaTeX document (``article``, amsmath), one section per stage
-        (``compact`` as in :meth:`markdown`)."""
+        (``compact`` as in :meth:`markdown`); ``fragment=True``: the body only, to
+        ``\\input`` in a document that loads amsmath."""
         if compact is None:
             compact = len(self.markdown(compact=False)) > COMPACT_ABOVE
-        out = [
+        out = [] if fragment else [
             "\\documentclass[10pt]{article}",
             "\\usepackage[margin=2cm]{geometry}",
             "\\usepackage{amsmath}",
             "\\allowdisplaybreaks",
             "\\begin{document}",
+        ]  # fmt: skip
+        out += [
             f"\\section*{{Kane's method: {_escape(self.name)}}}",
             _NOTATION.replace("$$", "$"),
         ]
@@ -555,8 +633,46 @@ class Stages:
                 out.append(f"\\[\n{_where(where)}\n\\]")
             if compact and st.likewise:
                 out.append(_escape(st.likewise))
-        out.append("\\end{document}")
+        if self.values:
+            rows = [f"${latex(x)}$ & {v!r} \\\\" for x, v in self.values]
+            out += ["\\subsection*{Parameters}", "\\begin{tabular}{ll}", *rows, "\\end{tabular}"]
+        if not fragment:
+            out.append("\\end{document}")
         return "\n".join(out) + "\n"
+
+    def text(self, *, compact: bool | None = None) -> str:
+        """Plain Unicode text for a terminal, one section per stage, the ``=`` of each
+        stage's entries aligned (``compact`` as in :meth:`markdown`); ``str(stages)``."""
+        if compact is None:
+            compact = len(self.markdown(compact=False)) > COMPACT_ABOVE
+        title = f"Kane's method: {self.name}"
+        out = [title, "=" * len(title), "", *_wrap(_prose(_NOTATION)), ""]
+        for k, st in enumerate(self.stages, 1):
+            head = f"{k}. {st.title}"
+            out += [head, "-" * len(head), *_wrap(_prose(st.text)), ""]
+            if compact and st.table:
+                out += [*_text_table(st.table), ""]
+            shown = [(from_latex(lhs), v) for lhs, v in st.shown(compact)]
+            pad = min(max((len(lhs) for lhs, _ in shown if " = " not in lhs), default=0), 24)
+            for lhs, v in shown:
+                out += text_display(lhs.ljust(pad), v)
+            where = [(text(x), v) for x, v in st.shown_where(compact)]
+            if where:
+                out += ["", "where"]
+                pad = min(max(len(lhs) for lhs, _ in where), 24)
+                for lhs, v in where:
+                    out += ["  " + line for line in text_display(lhs.ljust(pad), v)]
+            if compact and st.likewise:
+                out += ["", *_wrap(_prose(st.likewise))]
+            out.append("")
+        if self.values:
+            out += ["Parameters", "-" * 10]
+            pad = max(len(text(x)) for x, _ in self.values)
+            out += [f"{text(x).ljust(pad)} = {v!r}" for x, v in self.values]
+        return "\n".join(out).rstrip() + "\n"
+
+    def __str__(self) -> str:
+        return self.text()
 
     def unfold(self, expr: Any) -> Any:
         """``expr`` (an entry of a stage, or a :class:`Formula`) with every name replaced
@@ -611,6 +727,87 @@ def _where(defs: Sequence[tuple[sm.Symbol, Any]]) -> str:
         else:
             out += _aligned(name, v, width(name) + 2)
     return "\\begin{aligned}\n" + " \\\\\n".join(out) + "\n\\end{aligned}"
+
+
+def _prose(tex: str) -> str:
+    """A stage's sentence with its ``$...$`` math as Unicode text."""
+    parts = re.split(r"\$+", tex)
+    return "".join(from_latex(x) if k % 2 else x for k, x in enumerate(parts)).replace("`", "")
+
+
+def _wrap(paragraph: str) -> list[str]:
+    import textwrap
+
+    out: list[str] = []
+    for line in paragraph.splitlines():
+        out += textwrap.wrap(line, PAGE_WIDTH, break_on_hyphens=False) or [""]
+    return out
+
+
+def _text_table(table: Sequence[Sequence[str]]) -> list[str]:
+    rows = [[_prose(c) for c in row] for row in table]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    lines = [" │ ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return [lines[0], "─┼─".join("─" * w for w in widths), *lines[1:]]
+
+
+def _text_terms(e: Any) -> list[str]:
+    """The text of the top-level terms of ``e``, each with its sign (``+ t`` / ``- t``),
+    long terms broken (:func:`_signed`)."""
+    return _signed(e, text, len, True)
+
+
+def _text_lines(terms: Sequence[str], first: int) -> list[str]:
+    """Signed terms joined into lines of at most ``PAGE_WIDTH`` characters (the first
+    one has ``first`` characters taken)."""
+    lines: list[str] = []
+    cur, room = "", PAGE_WIDTH - first
+    for t in terms:
+        if cur and len(cur) + len(t) + 1 > room:
+            lines.append(cur)
+            cur, room = "", PAGE_WIDTH - first
+        cur = f"{cur} {t}".strip()
+    return [*lines, cur]
+
+
+def _bracketed(lhs: str, cells: list[list[str]]) -> list[str]:
+    """``lhs = [matrix]`` with the columns aligned, in Unicode brackets."""
+    widths = [max(len(r[c]) for r in cells) for c in range(len(cells[0]))]
+    rows = ["  ".join(x.rjust(w) for x, w in zip(r, widths, strict=True)) for r in cells]
+    n = len(rows)
+    left = ["["] if n == 1 else ["⎡", *["⎢"] * (n - 2), "⎣"]
+    right = ["]"] if n == 1 else ["⎤", *["⎥"] * (n - 2), "⎦"]
+    pre = [f"{lhs} = "] + [" " * (len(lhs) + 3)] * (n - 1)
+    return [f"{p}{a}{r}{b}" for p, a, r, b in zip(pre, left, rows, right, strict=True)]
+
+
+def text_display(lhs: str, value: Any) -> list[str]:
+    """``lhs = value`` as lines of plain text (``lhs`` already text): a
+    :class:`Formula` in its names, a vector or matrix in brackets when it fits on the
+    page (else entry by entry, the upper triangle of a symmetric matrix), long sums broken
+    between terms."""
+    first = len(lhs) + 3
+    if isinstance(value, Formula):
+        lines = _text_lines([from_latex(t) for t in value.terms], first)
+    elif isinstance(value, sm.MatrixBase):
+        if all(x == 0 for x in value):
+            return [f"{lhs} = 0"]
+        cells = [[text(value[a, b]) for b in range(value.cols)] for a in range(value.rows)]
+        if sum(max(len(r[c]) for r in cells) + 2 for c in range(value.cols)) + first <= PAGE_WIDTH:
+            return _bracketed(lhs, cells)
+        out = []
+        symmetric = value.rows == value.cols and value.is_symmetric()
+        base = lhs.rstrip()
+        for a in range(value.rows):
+            for b in range(value.cols):
+                if symmetric and b < a:
+                    continue
+                k = f"{a + 1}" if value.cols == 1 else f"{a + 1}{b + 1}"
+                out += text_display(f"[{base}]_{k}", value[a, b])
+        return out
+    else:
+        lines = _text_lines(_text_terms(value), first)
+    return [f"{lhs} = {lines[0]}"] + [" " * first + x for x in lines[1:]]
 
 
 _NOTATION = (
@@ -739,7 +936,9 @@ def _combination(terms: Sequence[tuple[Any, str, Any]], zero: Any = 0) -> Formul
     return Formula((first.removeprefix("+ "), *tex[1:]), value)
 
 
-def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
+def stages(
+    eom: Any, *, fold: int = 4, simplify: bool = False, values: dict | None = None
+) -> Stages:
     """The stages of Kane's method for ``eom`` (a :class:`~kanedyn.symbolic.KaneEquations`).
 
     Every vector of the pipeline is a name (``\\omega_B``, ``\\alpha_{r,B}``,
@@ -757,7 +956,9 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         (defined under "where"); larger shows more explicitly.
     simplify : bool
         ``sympy.trigsimp(sympy.expand(...))`` each entry (and intermediate) of at most
-        ``4 * fold`` nodes.
+        ``4 * fold`` nodes, and stage 5's mass matrix and right-hand side (explicit).
+    values : dict, optional
+        The parameters' numbers (symbol -> number), listed at the end.
     """
     from kanedyn.dynamics.rotors import rotor_specs
 
@@ -877,7 +1078,9 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         kin.append((f"{base}_{{r,{subs[i]}}}", form))
         return comps
 
+    of_body: list[list[str]] = []
     for i in range(nb):
+        first = len(kin)
         point("o", i, kin)  # joint i's point (joint i carries body i)
         point("r", i, kin)
         form = _combination(
@@ -907,6 +1110,7 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         )
         kin.append((f"a_{{{subs[i]}}}", form))
         acc.append(nm.vector("a", subs[i], form.value))
+        of_body.append([lhs for lhs, _ in kin[first:]] if not moved(i) else [])
     # the remainders are written out in full (they are the tape's) in the entries above
     kin = [(lhs, v if not isinstance(v, sm.MatrixBase) else _shown(nm, v)) for lhs, v in kin]
     kinematics = stage(
@@ -1124,7 +1328,10 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
         start = len(f.where)
         lc = eom.loops
         closure = []
+        zero = _zero_rows(eom)
         for c, name in enumerate(lc.loop):
+            if c in zero:
+                continue
             sub = f"{{\\mathrm{{{_escape(name)}}},{c + 1}}}"
             closure += [
                 (f"\\Phi_{sub}", f(lc.Phi[c])),
@@ -1139,29 +1346,237 @@ def stages(eom: Any, *, fold: int = 4, simplify: bool = False) -> Stages:
                 "together), their rates $\\dot\\Phi = A \\nu = 0$, and the bias $b$ of "
                 "$\\ddot\\Phi = A \\dot\\nu + b = 0$. The tree's equations above hold with "
                 "$\\nu = C \\nu_i$: $C^T (F_r + F^*_r) = 0$ "
-                "(`eom.constrained(independent)`).",
+                "(`eom.constrained(independent)`)."
+                + _planar_rows_left_out(model)
+                + (
+                    f"\n{len(zero)} of the {len(lc.loop)} rows are identically zero "
+                    "and are not shown: rows " + _ranges([c + 1 for c in sorted(zero)]) + "."
+                    if zero
+                    else ""
+                ),
                 closure,
                 start,
             )
         )
     start = len(f.where)
-    qd = [sm.Symbol(f"\\dot{{{sm.latex(x)}}}") for x in eom.q]
-    eqs = [(sm.latex(x), f(e)) for x, e in zip(qd, eom.kinematic_equations, strict=True)]
+    kinematic = [(_dotted_coordinate(x), f(e)) for x, e in zip(eom.q, eom.kinematic_equations,
+                                                                strict=True)]  # fmt: skip
+    eqs, said, hidden, pattern = _equations(eom, f, simplify, rotors)
+    eqs += kinematic
+    if hidden:  # a large model: M and f (and their definitions) behind the pattern table
+        need = _needed([(lhs, v) for lhs, v in eqs if lhs not in hidden], f.where[start:],
+                       f.shown.values())  # fmt: skip
+        hidden += [latex(x) for x, _ in f.where[start:] if x not in need]
+        plain = [lhs for lhs, v in kinematic if v in eom.u]  # an angle's or slide's rate
+        if plain:
+            hidden += plain
+            said += (
+                f"\nThe kinematic equations of the {len(plain)} angles and slides, "
+                "$\\dot q_k = u_k$ (a slide's $\\dot d_k = s_k$), are not repeated."
+            )
     out.append(
         stage(
             "Equations of motion",
             f"Kane's dynamical equations are $F_r + F^*_r = 0$ for $r = 1, \\dots, {n}$ "
-            "(stage 4), linear in $\\dot u$: $M \\dot u = F_r + F^*_r|_{\\dot u = 0}$. "
-            "With the kinematic equations below they determine the motion.",
+            "(stage 4), linear in $\\dot u$: $M \\dot u = f$ with the mass matrix $M$ "
+            "(symmetric) and $f = F_r + F^*_r|_{\\dot u = 0}$.\n"
+            + said
+            + "\nWith the kinematic equations $\\dot q$ below they determine the motion.",
             eqs,
             start,
+            hidden,
+            pattern,
         )
     )
     out = _fold_alike(out, model)
     label = ", ".join(names) if len(names) <= 4 else f"{len(names)} bodies"
     order = [(x, v) for x, v in f.where if not isinstance(v, (Formula, sm.MatrixBase))]
     order += [*f.defs, *nm.defs]
-    return Stages(label, tuple(out), tuple(order))
+    result = Stages(label, tuple(out), tuple(order), tuple((values or {}).items()))
+    # a body that no speed moves (welded): its zero quantities on one line
+    first_stage = dict(out[0].entries)
+    still = tuple(
+        lhs
+        for lhs in (x for xs in of_body for x in xs)
+        if all(e == 0 for e in sm.ImmutableMatrix(result.unfold(first_stage[lhs])))
+    )
+    if len(still) > 1:
+        result = attrs.evolve(result, stages=(attrs.evolve(out[0], zero=still), *out[1:]))
+    return result
+
+
+#: Stage 5 writes the equations out one by one up to this many speeds (else the
+#: matrix form M u̇ = f stands for them).
+EXPLICIT_UP_TO = 3
+
+
+def _simplified(x: Any) -> Any:
+    return sm.trigsimp(sm.expand(x))
+
+
+def _dotted_coordinate(x: sm.Symbol) -> str:
+    """``\\dot{q}_{elbow 0}`` for ``q_elbow_0``: the dot over the coordinate, not its
+    subscript."""
+    base, _, rest = x.name.partition("_")
+    return f"\\dot{{{base}}}_{{{rest.replace('_', ' ')}}}" if rest else f"\\dot{{{base}}}"
+
+
+def _equation(M_row: Any, rates: Sequence[Any], rhs: Any) -> tuple[str, Any]:
+    """Row ``Σ_c M_rc u̇_c = f_r`` as an entry: the left side written out when it is
+    short, else ``0 = f_r - Σ_c M_rc u̇_c``."""
+    lhs = sm.Add(*[m * x for m, x in zip(M_row, rates, strict=True)])
+    tex = " + ".join(
+        (f"\\left({latex(m)}\\right)" if isinstance(m, sm.Add) else latex(m)) + f" {latex(x)}"
+        for m, x in zip(M_row, rates, strict=True)
+        if m != 0
+    ).replace("+ -", "- ")
+    if tex and width(tex) <= PAGE_WIDTH // 2:
+        return tex, rhs
+    return "0", rhs - lhs
+
+
+def _equations(
+    eom: Any, f: _Folder, simplify: bool, rotors: bool
+) -> tuple[list[tuple[str, Any]], str, list[str], list[tuple[str, ...]]]:
+    """Stage 5's M and f (simplified, or in the tables' names), the equations row by
+    row for up to :data:`EXPLICIT_UP_TO` speeds, and for a model with loops the reduced
+    equations in the independent speeds; with the sentence that says which. Above
+    :data:`EXPLICIT_UP_TO` speeds, the matrices are entries the compact form hides
+    (returned by lhs) behind the table of M's nonzero pattern (returned too)."""
+    n = eom.model.n
+    if simplify:
+        M = eom.mass_matrix.applyfunc(_simplified)
+        F = eom.forcing.applyfunc(_simplified)
+    else:
+        M, F = f(eom.compact.mass_matrix), f(eom.compact.forcing)
+    eqs: list[tuple[str, Any]] = [("M", M), ("f", F)]
+    hidden: list[str] = []
+    pattern: list[tuple[str, ...]] = []
+    if n <= EXPLICIT_UP_TO:
+        eqs += [_equation(M.row(r), eom.u_dot, F[r]) for r in range(n)]
+        said = "Below: $M$, $f$, then the equations row by row."
+    else:
+        hidden += ["M", "f"]
+        pattern = _pattern(eom, M)
+        said = (
+            f"The {n} equations are the rows of $M \\dot u = f$: $M$ ({n} $\\times$ {n}, "
+            "`eom.mass_matrix`), "
+            "$[M]_{rc} = \\sum_i \\Omega_r \\cdot I_i \\Omega_c + m_i V_{i,r} \\cdot V_{i,c}$"
+            + (" (plus the geared rotors' terms)" if rotors else "")
+            + ", nonzero as tabled;\n$f_r$ (`eom.forcing`) is row $r$ of stage 4 at "
+            "$\\dot u = 0$; `compact=False` writes both out."
+        )
+    if eom.model.loops:
+        from kanedyn.symbolic.loops import constrained_equations
+
+        ind, rows = _independent(eom)
+        ce = constrained_equations(eom, [eom.u[r] for r in ind], rows=rows, explicit=False)
+        said += (
+            "\nWith the loops, the dependent speeds follow from the independent ones "
+            "$\\nu_i$ ($\\nu = C \\nu_i$, $\\dot\\nu = C \\dot\\nu_i + c_0$) and the "
+            "reduced equations are $\\bar M \\dot\\nu_i = \\bar f$, "
+            "$\\bar M = C^T M C$, $\\bar f = C^T (f - M c_0)$, below after the tree's."
+        )
+        for x, e in zip(ce.dependent, ce.u_dep, strict=True):
+            eqs.append((latex(x), f(e)))
+        Mbar, fbar = f(ce.mass_matrix), f(ce.forcing)
+        eqs += [("\\bar M", Mbar), ("\\bar f", fbar)]
+        if len(ind) <= EXPLICIT_UP_TO:
+            rates = [eom.u_dot[r] for r in ind]
+            eqs += [_equation(Mbar.row(r), rates, fbar[r]) for r in range(len(ind))]
+        else:
+            hidden += ["\\bar M", "\\bar f"]
+    return eqs, said, hidden, pattern
+
+
+def _pattern(eom: Any, M: Any) -> list[tuple[str, ...]]:
+    """The nonzero pattern of the mass matrix as a table (header row first): row r, its
+    speed u_r, and the columns c of its nonzero entries ``[M]_rc``. An entry ``M``
+    writes as nonzero (folded, not simplified) counts as zero when it vanishes at two
+    random states and parameter values (an identity such as a gimbal's orthogonal axes
+    through a diagonal inertia)."""
+    import numpy as np
+
+    nonzero = np.array([[M[r, c] != 0 for c in range(M.cols)] for r in range(M.rows)])
+    fn = eom.lambdify()
+    rng = np.random.default_rng(0)
+    seen = np.zeros_like(nonzero)
+    for _ in range(2):
+        q = rng.uniform(0.3, 1.3, len(eom.q))
+        Mn, _ = fn(q, rng.uniform(-1.0, 1.0, M.rows), rng.uniform(0.5, 1.5, len(eom.parameters)))
+        seen |= np.abs(Mn) > 1e-9 * max(1.0, float(np.abs(Mn).max()))
+    nonzero &= seen
+    head: list[tuple[str, ...]] = [("$r$", "$u_r$", "$[M]_{rc} \\neq 0$ for $c =$")]
+    return head + [
+        (f"${r + 1}$", f"${latex(eom.u[r])}$",
+         _ranges([c + 1 for c in range(M.cols) if nonzero[r, c]]))
+        for r in range(M.rows)
+    ]  # fmt: skip
+
+
+def _needed(
+    entries: Sequence[tuple[str, Any]], where: Sequence[tuple[sm.Symbol, Any]], groups: Any
+) -> set[sm.Symbol]:
+    """The definitions of ``where`` that ``entries`` use, directly or through other
+    definitions (a component of a named vector or matrix, ``groups``' ``(tex, names)``,
+    uses the whole)."""
+    defs = dict(where)
+    owner: dict[sm.Basic, sm.Symbol] = {}
+    for tex, names in groups:
+        if isinstance(names, sm.MatrixBase) and sm.Symbol(tex) in defs:
+            owner.update({c: sm.Symbol(tex) for c in names if isinstance(c, sm.Symbol)})
+    need: set[sm.Symbol] = set()
+    stack = [v for _, v in entries]
+    while stack:
+        v = stack.pop()
+        for x in sm.sympify(v.value if isinstance(v, Formula) else v).free_symbols:
+            x = owner.get(x, x)
+            if x in defs and x not in need:
+                need.add(x)
+                stack.append(defs[x])
+    return need
+
+
+def _planar_rows_left_out(model: Any) -> str:
+    """For a planar model (:attr:`kanedyn.Model.planar`), the sentence saying how many
+    of its loops' rows, out of the plane and so identically zero, the model leaves out."""
+    if not model.planar:
+        return ""
+    from kanedyn.dynamics.loops import loop_plan
+
+    spatial, kept = loop_plan(attrs.evolve(model, planar=False)).m, loop_plan(model).m
+    if spatial == kept:
+        return ""
+    return (
+        f"\n{spatial - kept} of the {spatial} rows are identically zero (the out-of-plane "
+        "rows of a planar loop: the model moves in N's x-y plane) and are left out; the "
+        f"{kept} in-plane rows follow."
+    )
+
+
+def _zero_rows(eom: Any) -> set[int]:
+    """The loop-constraint rows that are identically zero (Φ, A and b)."""
+    lc = eom.loops
+    return {
+        c
+        for c in range(len(lc.loop))
+        if all(sm.expand(eom.explicit(x)) == 0 for x in (lc.Phi[c], lc.b[c], *lc.A.row(c)))
+    }
+
+
+def _independent(eom: Any) -> tuple[list[int], list[int]]:
+    """Independent speeds and independent constraint rows of a model with loops, chosen
+    as the numeric engine chooses them (:func:`kanedyn.dynamics.loops.partition`) at a
+    random configuration."""
+    import numpy as np
+
+    from kanedyn.dynamics.loops import partition
+
+    rng = np.random.default_rng(0)
+    A = eom.explicit(eom.loops.A)
+    point = {x: float(rng.uniform(0.3, 1.3)) for x in A.free_symbols}
+    part = partition(np.array(A.xreplace(point).evalf(), dtype=float))
+    return [int(r) for r in part.independent], [int(c) for c in part.rows]
 
 
 def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
@@ -1202,11 +1617,11 @@ def _fold_alike(stages: list[Stage], model: Any) -> list[Stage]:
         kinds: dict[tuple[int, int], list[str]] = {}  # (first, k) -> quantities
         items = [(lhs, display(lhs, v)) for lhs, v in st.entries if lhs not in st.instances]
         items += [(latex(x), _where([(x, v)])) for x, v in st.where]
-        for lhs, text in items:
+        for lhs, shown in items:
             k = owner(lhs)
-            if k is None:
-                continue
-            form = key(k, text)
+            if k is None or lhs.startswith("v_"):
+                continue  # velocities (v_o,k) are shown, not said to be alike
+            form = key(k, shown)
             first = seen.setdefault(form, k)
             if first != k:
                 alike.add(lhs)

@@ -147,7 +147,7 @@ def test_derive_cli_symbolic_and_numeric(tmp_path, capsys):
     kd.io.write_toml(kd.examples.double_pendulum(), path)
     assert main(["derive", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "## 1. Kinematics" in out and "m_{link0}" in out and "| `m_link0` | 1.0 |" in out
+    assert "1. Kinematics" in out and "m_link0" in out and "m_link0    = 1.0" in out
     assert "e-1" not in out
     assert main(["derive", str(path), "--numeric", "--latex"]) == 0
     out = capsys.readouterr().out
@@ -196,8 +196,8 @@ def test_stages_fit_on_a_few_pages_and_unfold_to_the_equations():
     entry equal to the unfolded equations at random points, and the rows equal to the
     numeric engine's F_r and F*_r."""
     rng = np.random.default_rng(7)
-    for model, limit in ((kd.examples.double_pendulum(), 7_500),
-                         (kd.examples.four_bar(), 15_000)):  # fmt: skip
+    for model, limit in ((kd.examples.double_pendulum(), 9_600),
+                         (kd.examples.four_bar(), 26_500)):  # fmt: skip
         sym, _ = symbolic_parameters(model)
         eom = kane(sym)
         st = eom.stages()
