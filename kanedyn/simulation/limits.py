@@ -30,8 +30,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.errors import ModelError
 from kanedyn.model import Joint, Model
+from kanedyn.simulation.options import parse_choice
 
 __all__ = [
     "JointLimitWarning",
@@ -64,15 +64,7 @@ class Limits(enum.StrEnum):
     @classmethod
     def parse(cls, value: Limits | str) -> Limits:
         """``value`` as a Limits, or a ModelError naming the choices."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            try:
-                return cls(value)
-            except ValueError:
-                pass
-        choices = ", ".join(repr(m.value) for m in cls)
-        raise ModelError(f"limits must be one of {choices}, got {value!r}")
+        return parse_choice(cls, value, "limits")  # type: ignore[no-any-return]
 
 
 @attrs.frozen

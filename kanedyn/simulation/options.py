@@ -29,10 +29,10 @@ from kanedyn.errors import ModelError
 if TYPE_CHECKING:
     import scipy.integrate
 
-__all__ = ["EnergyMomentum", "Engine", "Formulation", "Method", "Stabilization"]
+__all__ = ["EnergyMomentum", "Engine", "Formulation", "Method", "Stabilization", "parse_choice"]
 
 
-def _parse(cls: Any, value: Any, what: str) -> Any:
+def parse_choice(cls: Any, value: Any, what: str) -> Any:
     """The member of the string enum ``cls`` named by ``value`` (a member or its string)."""
     if isinstance(value, cls):
         return value
@@ -59,7 +59,7 @@ class Formulation(enum.StrEnum):
     @classmethod
     def parse(cls, value: Formulation | str) -> Formulation:
         """``value`` as a Formulation, or a ModelError naming the choices."""
-        return _parse(cls, value, "formulation")  # type: ignore[no-any-return]
+        return parse_choice(cls, value, "formulation")  # type: ignore[no-any-return]
 
 
 class Stabilization(enum.StrEnum):
@@ -79,7 +79,7 @@ class Stabilization(enum.StrEnum):
     @classmethod
     def parse(cls, value: Stabilization | str) -> Stabilization:
         """``value`` as a Stabilization, or a ModelError naming the choices."""
-        return _parse(cls, value, "stabilization")  # type: ignore[no-any-return]
+        return parse_choice(cls, value, "stabilization")  # type: ignore[no-any-return]
 
 
 class Engine(enum.StrEnum):
@@ -96,7 +96,7 @@ class Engine(enum.StrEnum):
     @classmethod
     def parse(cls, value: Engine | str) -> Engine:
         """``value`` as an Engine, or a ModelError naming the choices."""
-        return _parse(cls, value, "engine")  # type: ignore[no-any-return]
+        return parse_choice(cls, value, "engine")  # type: ignore[no-any-return]
 
 
 #: the adaptive methods of ``scipy.integrate.solve_ivp``, by name (scipy.integrate is
