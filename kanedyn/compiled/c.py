@@ -34,7 +34,7 @@ from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 
-__all__ = ["expression", "function", "to_c"]
+__all__ = ["expression", "finite_check", "function", "to_c"]
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -100,7 +100,9 @@ def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
     return text[output.index] if isinstance(output, Value) else _literal(float(output))
 
 
-def _finite_check(count: str) -> str:
+def finite_check(count: str) -> str:
+    """C statements returning 1 when one of the first ``count`` entries of ``out`` is
+    NaN or infinite (``x - x != 0``), else 0: the generated functions' result code."""
     return (
         f"    for (int i = 0; i < {count}; ++i)\n"
         "        if (!(out[i] - out[i] == 0.0)) return 1;\n"
@@ -198,13 +200,13 @@ const char *const {prefix}_state_names[{P}_NX] = {{
 int {prefix}_rhs(const double *x, const double *tau, double *out)
 {{
     {prefix}_kernel(x, tau, out);
-{_finite_check(f"{P}_NOUT")}
+{finite_check(f"{P}_NOUT")}
 }}
 
 int {prefix}_derivatives(const double *x, const double *tau, double *out)
 {{
     {prefix}_jacobian(x, tau, out);
-{_finite_check(f"{P}_NOUT + {P}_NJAC")}
+{finite_check(f"{P}_NOUT + {P}_NJAC")}
 }}
 
 static const int {prefix}_rate[{max(nx, 1)}] = {{{perm_c}}}; /* output holding x[i]'s rate */

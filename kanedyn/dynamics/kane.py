@@ -31,7 +31,7 @@ from kanedyn.dynamics.kinematics import FORCE_CROSS, Kinematics, bilinear, cross
 from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
 from kanedyn.dynamics.partials import Partials, bias_accelerations, joint_subspace, partials_at
 from kanedyn.dynamics.rotors import (
-    _carrier,
+    carrier,
     has_rotors,
     rotor_momentum,
     rotor_specs,
@@ -333,7 +333,7 @@ def kinetic_energy_at(model: Model, kin: Kinematics) -> Any:
     w_B = np.einsum("...bji,...bj->...bi", kin.R_N_B, kin.omega)
     rot_ke = np.einsum("...bi,bij,...bj->...", w_B, lay.inertia, w_B)
     for spec in rotor_specs(model):  # geared rotors: ½ ω_R·J_R ω_R (½ n²J σ² if reflected)
-        R, w, _, _, sigma = _carrier(spec, kin)
+        R, w, _, _, sigma = carrier(spec, kin)
         w_R, H_R = rotor_momentum(spec, sigma, R, w)
         rot_ke = rot_ke + (
             spec.n**2 * spec.J * sigma**2 if spec.reflected_only else np.sum(w_R * H_R, axis=-1)
@@ -390,7 +390,7 @@ def momentum_at(model: Model, kin: Kinematics) -> tuple[Array, Array]:
     r_c = kin.r - c[..., None, :]
     H = H.sum(axis=-2) + np.sum(lay.mass[:, None] * cross(r_c, kin.v), axis=-2)
     for spec in rotor_specs(model):  # geared rotors: J_R ω_R (the rotor mass is the carrier's)
-        R, w, _, _, sigma = _carrier(spec, kin)
+        R, w, _, _, sigma = carrier(spec, kin)
         H = H + rotor_momentum(spec, sigma, R, w)[1]
     return P, H
 

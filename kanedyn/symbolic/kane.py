@@ -95,7 +95,7 @@ from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
 from kanedyn.symbolic.stages import Stages, stages
 
-__all__ = ["CompactEquations", "KaneEquations", "kane"]
+__all__ = ["CompactEquations", "KaneEquations", "kane", "python_function"]
 
 _ZERO3 = sm.ImmutableMatrix.zeros(3, 1)
 # Jupyter shows the explicit teaching table only for systems this small (in named
@@ -715,7 +715,7 @@ class _PythonPrinter:
         return pycode(e.xreplace(local), fully_qualified_modules=True)
 
 
-def _python_function(args: list[list], defs: list, outputs: list[sm.MatrixBase]):
+def python_function(args: list[list], defs: list, outputs: list[sm.MatrixBase]):
     """Compile ``f(*args) -> [nested lists of outputs]`` with ``defs`` as assignments."""
     names: dict[sm.Basic, str] = {}
     lines = []
@@ -1066,7 +1066,7 @@ class KaneEquations:
         defs = self._der.tape.needed([e for m in outputs for e in m])
         args = [list(self.q), list(self.u), syms]
         if backend == "python":
-            fn = _python_function(args, defs, outputs)
+            fn = python_function(args, defs, outputs)
         elif backend == "sympy":
             fn = sm.lambdify(args, outputs, modules="numpy", cse=lambda exprs: (defs, exprs))
         else:
@@ -1097,7 +1097,7 @@ class KaneEquations:
         nb = self.model.nb
         mats = [sm.ImmutableMatrix(m) for k in self._STAGES for m in getattr(der, k)]
         defs = der.tape.needed([e for m in mats for e in m])
-        fn = _python_function([list(self.q), list(self.u), syms], defs, mats)
+        fn = python_function([list(self.q), list(self.u), syms], defs, mats)
         shapes = {k: getattr(der, k)[0].shape for k in self._STAGES}
         f_args = self._arguments(syms)
 
@@ -1120,7 +1120,7 @@ class KaneEquations:
         names = list(self.compact_reactions)
         mats = [sm.ImmutableMatrix(X) for k in names for X in self.compact_reactions[k]]
         defs = self._der.tape.needed([e for m in mats for e in m])
-        fn = _python_function([list(self.q), list(self.u), list(self.u_dot), syms], defs, mats)
+        fn = python_function([list(self.q), list(self.u), list(self.u_dot), syms], defs, mats)
         acc = self.lambdify_rhs(syms)
         f_args = self._arguments(syms)
 
