@@ -20,6 +20,7 @@ from kanedyn.compiled import CompiledModel, compile_model
 from kanedyn.compiled.linearize import Linearization, linearize
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
+from kanedyn.dynamics.forward import forward_dynamics
 from kanedyn.dynamics.frames import (
     FrameMotion,
     frame_acceleration,
@@ -27,11 +28,7 @@ from kanedyn.dynamics.frames import (
     frame_velocity,
 )
 from kanedyn.dynamics.kane import (
-    Fr,
-    Fr_star,
-    crba,
     forcing,
-    forward_dynamics,
     generalized_active_forces,
     generalized_inertia_forces,
     inverse_dynamics,
@@ -46,13 +43,19 @@ from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.dynamics.loops import LoopEquations, LoopForces, loop_equations, loop_forces
 from kanedyn.dynamics.partials import Partials, partials
 from kanedyn.dynamics.recursion import aba
-from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
+from kanedyn.dynamics.rnea import (
+    NewtonEuler,
+    inverse_dynamics_rnea,  # noqa: F401 (deprecated: warns when called)
+    newton_euler,
+)
 from kanedyn.errors import (
     FileFormatError,
     KanedynError,
     ModelError,
+    MovedModule,
     SimulationError,
     SimulationInterrupted,
+    deprecated_attribute,
 )
 from kanedyn.model import Body, Frame, Joint, JointLimits, Loop, Model, Rotor, State
 from kanedyn.model.batch import ModelBatch, States
@@ -86,8 +89,8 @@ from kanedyn.spatial.rotation import (
 )
 
 # Modules that moved into the layered packages stay importable under their old names
-# (``import kanedyn.kinematics``, ``from kanedyn.integrate import ...``): the same module
-# objects, registered once here.
+# (``import kanedyn.kinematics``, ``from kanedyn.integrate import ...``), deprecated: each
+# old path is a MovedModule that warns and reads (or patches) the module it names.
 _MOVED = {
     "rotation": "kanedyn.spatial.rotation",
     "inertia": "kanedyn.spatial.inertia",
@@ -97,10 +100,21 @@ _MOVED = {
         "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree",
         "loops")},
     **{m: f"kanedyn.simulation.{m}" for m in (
-        "integrate", "ensemble", "control", "options", "steppers")},
+        "integrate", "ensemble", "control", "options")},
+    "steppers": "kanedyn.dynamics.steppers",
+    "simulation.steppers": "kanedyn.dynamics.steppers",
 }  # fmt: skip
 for _old, _new in _MOVED.items():
-    sys.modules[f"kanedyn.{_old}"] = importlib.import_module(_new)
+    sys.modules[f"kanedyn.{_old}"] = MovedModule(f"kanedyn.{_old}", importlib.import_module(_new))
+
+#: Deprecated second names of public functions: (the name to use instead, the object).
+#: ``eom.Fr`` and ``eom.Fr_star`` on symbolic results are attributes, not aliases.
+#: (``inverse_dynamics_rnea``, deprecated too, warns when called.)
+_DEPRECATED: dict[str, tuple[str, Any]] = {
+    "Fr": ("kanedyn.generalized_active_forces", generalized_active_forces),
+    "Fr_star": ("kanedyn.generalized_inertia_forces", generalized_inertia_forces),
+    "crba": ("kanedyn.mass_matrix", mass_matrix),
+}
 
 
 if TYPE_CHECKING:
@@ -116,10 +130,7 @@ __all__ = [
     "Engine",
     "Formulation",
     "Method",
-    "Fr",
-    "Fr_star",
     "aba",
-    "crba",
     "forcing",
     "Body",
     "CompiledModel",
@@ -171,7 +182,6 @@ __all__ = [
     "inertia_tensor",
     "io",
     "inverse_dynamics",
-    "inverse_dynamics_rnea",
     "newton_euler",
     "NewtonEuler",
     "kinematics",
@@ -208,7 +218,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return deprecated_attribute(__name__, name, _DEPRECATED)
 
 
 def __dir__() -> list[str]:

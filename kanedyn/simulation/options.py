@@ -93,7 +93,7 @@ class Method:
         )
 
 
-#: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.simulation.steppers.rk4_step`)
+#: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.dynamics.steppers.rk4_step`)
 RK4 = Method("rk4")
 
 

@@ -622,8 +622,8 @@ def run(
     (zero-order hold) and applied with ``loads`` at each step's midpoint: a held
     :class:`~kanedyn.JointLoad` is a constant generalized force over the step, whose
     work ``τ·Δa`` the energy balance accounts exactly."""
+    from kanedyn.dynamics.steppers import Schedule
     from kanedyn.simulation.integrate import _Sampler
-    from kanedyn.simulation.steppers import Schedule
 
     model.check_state(state)
     if reduction not in ("full", "null-space"):

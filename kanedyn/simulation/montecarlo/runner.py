@@ -195,7 +195,7 @@ def run_chunk(run: Run, first: int, stop: int) -> ChunkResult:
 
 
 def _output_times(run: Run) -> Array:
-    from kanedyn.simulation.steppers import Schedule
+    from kanedyn.dynamics.steppers import Schedule
 
     every = run.dt if run.output_every is None else run.output_every
     schedule = Schedule.of(run.t_final, run.dt, every)
