@@ -497,7 +497,7 @@ class _Code:
             return fn
         tr = unrolled(tr)
         py = python.build(
-            tr.tape.source("rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
+            python.source(tr.tape, "rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
         )
 
         def slow(x: Array, e: Array) -> Array:
@@ -608,7 +608,7 @@ def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
 def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
               params: Params | None = None) -> tuple[str, int, list]:  # fmt: skip
     tr = traced(model, locked, loads, msd, params)
-    source = tr.tape.source("rhs", tr.args, tr.outputs)
+    source = python.source(tr.tape, "rhs", tr.args, tr.outputs)
     return source, tr.tape.count(tr.outputs), tr.param_inputs
 
 
