@@ -15,7 +15,7 @@ import numpy as np
 from kanedyn.spatial.rotation import dcm_to_quat
 
 if TYPE_CHECKING:
-    from kanedyn.simulation.integrate import Trajectory
+    from kanedyn.simulation.trajectory import Trajectory
     from kanedyn.simulation.montecarlo.result import MonteCarloResult
 
 __all__ = [

@@ -34,13 +34,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 LAYER = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 
-#: Upward imports that are allowed, each (importer, imported). Only the lazy hooks on
-#: the Trajectory: ``Trajectory.plot`` and ``Trajectory.animate`` import the plotting and
-#: animation layers inside the method, so a numeric run never loads them. These edges
-#: are also left out of the cycle check (plotting and animation read the Trajectory).
+#: Upward imports that are allowed, each (importer, imported): only the lazy plot and
+#: animate hooks on results. ``Trajectory.plot`` and ``Trajectory.animate`` (and
+#: ``MonteCarloResult.plot``, the same hook on a Monte Carlo result) import the plotting
+#: and animation layers inside the method, so a numeric run never loads them (matplotlib,
+#: meshcat). These edges are also left out of the cycle check: the plots read the
+#: results.
 ALLOWED_UPWARD = {
-    ("kanedyn.simulation.integrate", "kanedyn.plotting"),
-    ("kanedyn.simulation.integrate", "kanedyn.animation"),
+    ("kanedyn.simulation.trajectory", "kanedyn.plotting"),
+    ("kanedyn.simulation.trajectory", "kanedyn.animation"),
+    ("kanedyn.simulation.montecarlo.result", "kanedyn.plotting"),
 }
 
 

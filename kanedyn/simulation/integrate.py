@@ -55,7 +55,7 @@ from kanedyn.model import Model, State
 from kanedyn.model.names import coordinate_names, speed_names
 from kanedyn.simulation import diagnose
 from kanedyn.simulation import output as _output
-from kanedyn.simulation.control import Controller
+from kanedyn.simulation.control import Controller, Sampler
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.trajectory import BodyHistory, Trajectory
 from kanedyn.spatial import rotation as rot
@@ -462,7 +462,7 @@ def simulate(
     if model.loops and Stabilization.parse(stabilization) is Stabilization.BAUMGARTE:
         system.baumgarte = _baumgarte(baumgarte)
     x = system.initial(state)
-    sampler = _Sampler(controller, model)
+    sampler = Sampler(controller, model)
     sampler.sample(system, 0.0, x)
     system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
     system.started = True
@@ -745,51 +745,13 @@ def state_names(model: Model, formulation: Formulation) -> list[str]:
     return [*coordinate_names(model), *speeds]
 
 
-class _Sampler:
-    """Samples a Controller at its period and stores the held commands in the system."""
-
-    def __init__(self, controller: Controller | None, model: Model):
-        self.controller, self.model = controller, model
-        self.next = 0.0
-
-    def times(self, t_final: float) -> list[float]:
-        if self.controller is None:
-            return []
-        n = int(np.floor(t_final / self.controller.period + 1e-9))
-        return [
-            k * self.controller.period
-            for k in range(1, n + 1)
-            if k * self.controller.period < t_final
-        ]
-
-    def due(self, t: float) -> bool:
-        """Whether the controller is sampled at ``t`` (on or after its next sample time)."""
-        return self.controller is not None and t >= self.next - 1e-9
-
-    def advance(self, t: float) -> None:
-        """Move the next sample time past ``t`` (after a sample at ``t``)."""
-        assert self.controller is not None
-        while self.next <= t + 1e-9:
-            self.next += self.controller.period
-
-    def sample(self, system: _System, t: float, x: Array) -> None:
-        if not self.due(t):
-            return
-        assert self.controller is not None
-        model = self.model
-        q = _normalize_quaternions(model, x[: model.nq])
-        u = system.speeds(q, x[model.nq :])
-        system.held = list(self.controller.law(t, model, State(q, u)))
-        self.advance(t)
-
-
 def _run_rk4(
     system: _System,
     x: Array,
     schedule: Schedule,
     lock_events: list[tuple[float, str, int]],
     progress: bool,
-    sampler: _Sampler,
+    sampler: Sampler,
     rec: _output.Recorder,
     drift: _Drift | None = None,
 ) -> int:
@@ -918,7 +880,7 @@ def _run_rk4_native(
     schedule: Schedule,
     lock_events: list[tuple[float, str, int]],
     progress: bool,
-    sampler: _Sampler,
+    sampler: Sampler,
     rec: _output.Recorder,
 ) -> tuple[int, Array | None]:
     """:func:`_run_rk4` with the steps run by the native RK4 loop
@@ -1081,7 +1043,7 @@ def _run_adaptive(
     method: Method,
     rtol: float,
     atol: float,
-    sampler: _Sampler,
+    sampler: Sampler,
     progress: bool,
     rec: _output.Recorder,
     drift: _Drift | None = None,
