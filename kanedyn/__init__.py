@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kanedyn import codegen, examples, io
 from kanedyn.compiled import CompiledModel, compile_model
-from kanedyn.compiled.linearize import Linearization, linearize
+from kanedyn.compiled.linearize import Linearization, linearize_model
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
 from kanedyn.dynamics.forward import forward_dynamics
@@ -213,6 +214,59 @@ __all__ = [
     "loop_equations",
     "loop_forces",
 ]
+
+
+def linearize(
+    model: Any, state: State | Mapping[Any, Any], inputs: Sequence[Any] | None = None
+) -> Linearization:
+    """Linearize the equations of motion about ``state``.
+
+    A :class:`~kanedyn.Model` is linearized from the exact derivatives of the compiled
+    engine's traced equations (Kane's; :func:`kanedyn.compiled.linearize.linearize_model`). A symbolic problem, a
+    :class:`kanedyn.symbolic.KaneProblem` (which may carry configuration and
+    nonholonomic motion constraints, such as the Whipple bicycle's rolling) or the
+    :class:`kanedyn.symbolic.KaneEquations` of :func:`kanedyn.symbolic.kane`, is
+    linearized by :func:`kanedyn.symbolic.linearize` (constraints perturbed with the
+    equations, Peterson, Gede & Hubbard 2015) and evaluated at the numeric operating
+    point (:mod:`kanedyn.symbolic.linearize_numeric`, imported on first use). Both return
+    the same record, :class:`~kanedyn.compiled.linearize.Linearization`.
+
+    Parameters
+    ----------
+    model : Model, KaneProblem or KaneEquations
+    state : State or mapping
+        The operating point; need not be an equilibrium. For a ``Model``, a
+        :class:`~kanedyn.State`. For a symbolic problem, numbers by its symbols: every
+        independent coordinate and speed and every parameter (dependent coordinates
+        and speeds may be omitted: they are solved from the constraints).
+    inputs : sequence, optional
+        For a ``Model``, joint names: ``B`` has one column per DOF of each (the
+        generalized force of a :class:`kanedyn.JointLoad` on it). For a symbolic
+        problem, specified symbols (constants or functions of time in its loads), one
+        column each, at the operating value 0 (for ``KaneEquations``, the value ``state``
+        gives, if any). When omitted, no columns (for ``KaneEquations``: its ``inputs``,
+        the functions of time in its loads).
+
+    Returns
+    -------
+    Linearization
+        ``A``, ``B``, eigenvalues and modes: for a ``Model`` in the minimal state of the
+        :mod:`kanedyn.compiled.linearize` docstring (one coordinate per speed; spherical joints by attitude
+        error), for a symbolic problem in ``x = [q_i; u_i]`` (independent coordinates,
+        then independent speeds).
+
+    Raises
+    ------
+    ModelError
+        A bad state, a joint name not in the model, a model the compiled engine
+        cannot take (:func:`kanedyn.compiled.supports`); for a symbolic problem, an
+        operating point that leaves a symbol without a value or violates a constraint.
+    """
+    if isinstance(model, Model):
+        return linearize_model(model, state, inputs)
+    from kanedyn.symbolic.linearize_numeric import linearize_symbolic  # loads sympy
+
+    return linearize_symbolic(model, state, inputs)
 
 
 def __getattr__(name: str) -> Any:
