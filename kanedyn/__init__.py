@@ -89,19 +89,21 @@ from kanedyn.spatial.rotation import (
     skew,
 )
 
+# ``kanedyn.msd`` and ``kanedyn.rotation`` are public modules of the facade (``kd.msd``,
+# ``kd.rotation``): importable by those names, as the same module objects.
+sys.modules["kanedyn.msd"] = msd
+sys.modules["kanedyn.rotation"] = rotation
+
 # Modules that moved into the layered packages stay importable under their old names
 # (``import kanedyn.kinematics``, ``from kanedyn.integrate import ...``), deprecated: each
 # old path is a MovedModule that warns and reads (or patches) the module it names.
 _MOVED = {
-    "rotation": "kanedyn.spatial.rotation",
     "inertia": "kanedyn.spatial.inertia",
     "plan": "kanedyn.model.plan",
     "batch": "kanedyn.model.batch",
     **{m: f"kanedyn.dynamics.{m}" for m in (
-        "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree",
-        "loops")},
-    **{m: f"kanedyn.simulation.{m}" for m in (
-        "integrate", "ensemble", "control", "options")},
+        "kinematics", "partials", "loads", "kane", "rnea", "constraints", "subtree", "loops")},
+    **{m: f"kanedyn.simulation.{m}" for m in ("integrate", "ensemble", "control", "options")},
     "steppers": "kanedyn.dynamics.steppers",
     "simulation.steppers": "kanedyn.dynamics.steppers",
 }  # fmt: skip
