@@ -70,9 +70,10 @@ from kanedyn.simulation.control import (
     wheel_loads,
 )
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
-from kanedyn.simulation.integrate import Lock, Trajectory, Unlock, simulate
+from kanedyn.simulation.integrate import Lock, Unlock, simulate
 from kanedyn.simulation.montecarlo import Dispersion, MonteCarloResult, monte_carlo
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method
+from kanedyn.simulation.trajectory import Trajectory
 from kanedyn.spatial import rotation
 from kanedyn.spatial.inertia import (
     composite_mass_properties,
