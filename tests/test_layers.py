@@ -253,3 +253,28 @@ def test_no_import_cycle():
             for b in sorted(edges.get(a, set()) & members):
                 report.append(f"    {a} -> {b} at {', '.join(sorted(lines[a, b]))}")
     assert not found, "import cycles:\n" + "\n".join(report)
+
+
+def test_relative_imports_resolve_to_absolute_modules():
+    """The walker reads ``from .x import y`` in a module and in a package's __init__."""
+
+    def first(source: str) -> ast.ImportFrom:
+        node = ast.parse(source).body[0]
+        assert isinstance(node, ast.ImportFrom)
+        return node
+
+    step = "kanedyn.simulation.conserving.step"
+    package = "kanedyn.simulation.conserving"
+    assert resolve(step, first("from .formulation import redundant")) == (
+        "kanedyn.simulation.conserving.formulation"
+    )
+    assert resolve(step, first("from .. import output")) == "kanedyn.simulation"
+    assert resolve(package, first("from .step import run")) == step
+    assert resolve(step, first("from kanedyn.model import Model")) == "kanedyn.model"
+
+
+def test_the_walker_sees_function_local_and_typing_only_imports():
+    local = [i for i in IMPORTS if i.importer == "kanedyn.simulation.trajectory"]
+    assert any(i.imported == "kanedyn.plotting" and not i.typing_only for i in local)
+    typing = [i for i in IMPORTS if i.importer == "kanedyn.plotting" and i.typing_only]
+    assert {i.imported for i in typing} >= {"kanedyn.simulation.trajectory"}
