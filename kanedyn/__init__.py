@@ -17,14 +17,18 @@ import importlib.abc
 import importlib.util
 import sys
 import types
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from kanedyn.errors import MovedModule, deprecated_attribute
 
 if TYPE_CHECKING:
     from kanedyn import codegen, examples, io, symbolic
     from kanedyn.compiled import CompiledModel, compile_model
-    from kanedyn.compiled.linearize import Linearization, linearize
+    from kanedyn.compiled.linearize import Linearization
     from kanedyn.dynamics import msd
     from kanedyn.dynamics.constraints import ConstraintForces, constraint_forces
+    from kanedyn.dynamics.forward import forward_dynamics
     from kanedyn.dynamics.frames import (
         FrameMotion,
         frame_acceleration,
@@ -32,11 +36,7 @@ if TYPE_CHECKING:
         frame_velocity,
     )
     from kanedyn.dynamics.kane import (
-        Fr,
-        Fr_star,
-        crba,
         forcing,
-        forward_dynamics,
         generalized_active_forces,
         generalized_inertia_forces,
         inverse_dynamics,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from kanedyn.dynamics.loops import LoopEquations, LoopForces, loop_equations, loop_forces
     from kanedyn.dynamics.partials import Partials, partials
     from kanedyn.dynamics.recursion import aba
-    from kanedyn.dynamics.rnea import NewtonEuler, inverse_dynamics_rnea, newton_euler
+    from kanedyn.dynamics.rnea import NewtonEuler, newton_euler
     from kanedyn.errors import (
         FileFormatError,
         KanedynError,
@@ -71,9 +71,10 @@ if TYPE_CHECKING:
         wheel_loads,
     )
     from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
-    from kanedyn.simulation.integrate import Lock, Trajectory, Unlock, simulate
+    from kanedyn.simulation.integrate import Lock, Unlock, simulate
     from kanedyn.simulation.montecarlo import Dispersion, MonteCarloResult, monte_carlo
     from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method
+    from kanedyn.simulation.trajectory import Trajectory
     from kanedyn.spatial import rotation
     from kanedyn.spatial.inertia import (
         composite_mass_properties,
@@ -91,38 +92,46 @@ if TYPE_CHECKING:
     )
 
 # Modules that moved into the layered packages stay importable under their old names
-# (``import kanedyn.kinematics``, ``from kanedyn.integrate import ...``): the same module
-# objects, imported on first use by _MovedModules.
+# (``import kanedyn.kinematics``, ``from kanedyn.integrate import ...``), deprecated: on
+# first use, _MovedModules makes each old path a MovedModule that warns and reads (or
+# patches) the module it names. ``kanedyn.msd`` and ``kanedyn.rotation`` are the facade's
+# own modules (``kd.msd``, ``kd.rotation``): they import as the modules themselves.
+_OWN = {"msd": "kanedyn.dynamics.msd", "rotation": "kanedyn.spatial.rotation"}
 _MOVED = {
-    "rotation": "kanedyn.spatial.rotation",
     "inertia": "kanedyn.spatial.inertia",
     "plan": "kanedyn.model.plan",
     "batch": "kanedyn.model.batch",
     **{m: f"kanedyn.dynamics.{m}" for m in (
-        "kinematics", "partials", "loads", "kane", "rnea", "msd", "constraints", "subtree",
-        "loops")},
-    **{m: f"kanedyn.simulation.{m}" for m in (
-        "integrate", "ensemble", "control", "options", "steppers")},
+        "kinematics", "partials", "loads", "kane", "rnea", "constraints", "subtree", "loops")},
+    **{m: f"kanedyn.simulation.{m}" for m in ("integrate", "ensemble", "control", "options")},
+    "steppers": "kanedyn.dynamics.steppers",
+    "simulation.steppers": "kanedyn.dynamics.steppers",
 }  # fmt: skip
 
 
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an old path (``kanedyn.integrate``) as the moved module object itself, on
-    first use, so that ``import kanedyn`` does not load every layer."""
+    """Imports an old path (``kanedyn.integrate``) on first use: a deprecated
+    :class:`~kanedyn.errors.MovedModule` for the moved modules, the module object itself
+    for the facade's own (``kanedyn.msd``), so ``import kanedyn`` loads no layer."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         old = fullname.removeprefix("kanedyn.")
-        if old == fullname or old not in _MOVED:
+        if old == fullname or (old not in _MOVED and old not in _OWN):
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: Any) -> types.ModuleType:
-        module = importlib.import_module(_MOVED[spec.name.removeprefix("kanedyn.")])
-        self.spec = module.__spec__  # the import system sets the alias's spec: put it back
-        return module
+        old = spec.name.removeprefix("kanedyn.")
+        if old in _OWN:
+            module = importlib.import_module(_OWN[old])
+            self.spec = module.__spec__  # the import system sets the alias's spec: put it back
+            return module
+        self.spec = None
+        return MovedModule(spec.name, importlib.import_module(_MOVED[old]))
 
     def exec_module(self, module: types.ModuleType) -> None:
-        module.__spec__ = self.spec
+        if self.spec is not None:
+            module.__spec__ = self.spec
 
 
 class _Package(types.ModuleType):
@@ -152,7 +161,6 @@ _LAZY: dict[str, str] = {
     "CompiledModel": "kanedyn.compiled",
     "compile_model": "kanedyn.compiled",
     "Linearization": "kanedyn.compiled.linearize",
-    "linearize": "kanedyn.compiled.linearize",
     "msd": "kanedyn.dynamics.msd",
     "ConstraintForces": "kanedyn.dynamics.constraints",
     "constraint_forces": "kanedyn.dynamics.constraints",
@@ -160,12 +168,9 @@ _LAZY: dict[str, str] = {
     "frame_acceleration": "kanedyn.dynamics.frames",
     "frame_placement": "kanedyn.dynamics.frames",
     "frame_velocity": "kanedyn.dynamics.frames",
-    "Fr": "kanedyn.dynamics.kane",
-    "Fr_star": "kanedyn.dynamics.kane",
     "aba": "kanedyn.dynamics.recursion",
-    "crba": "kanedyn.dynamics.kane",
     "forcing": "kanedyn.dynamics.kane",
-    "forward_dynamics": "kanedyn.dynamics.kane",
+    "forward_dynamics": "kanedyn.dynamics.forward",
     "generalized_active_forces": "kanedyn.dynamics.kane",
     "generalized_inertia_forces": "kanedyn.dynamics.kane",
     "inverse_dynamics": "kanedyn.dynamics.kane",
@@ -186,7 +191,6 @@ _LAZY: dict[str, str] = {
     "Partials": "kanedyn.dynamics.partials",
     "partials": "kanedyn.dynamics.partials",
     "NewtonEuler": "kanedyn.dynamics.rnea",
-    "inverse_dynamics_rnea": "kanedyn.dynamics.rnea",
     "newton_euler": "kanedyn.dynamics.rnea",
     "FileFormatError": "kanedyn.errors",
     "KanedynError": "kanedyn.errors",
@@ -213,7 +217,7 @@ _LAZY: dict[str, str] = {
     "EnsembleTrajectory": "kanedyn.simulation.ensemble",
     "simulate_ensemble": "kanedyn.simulation.ensemble",
     "Lock": "kanedyn.simulation.integrate",
-    "Trajectory": "kanedyn.simulation.integrate",
+    "Trajectory": "kanedyn.simulation.trajectory",
     "Unlock": "kanedyn.simulation.integrate",
     "simulate": "kanedyn.simulation.integrate",
     "Dispersion": "kanedyn.simulation.montecarlo",
@@ -236,15 +240,24 @@ _LAZY: dict[str, str] = {
     "validate_inertia": "kanedyn.spatial.inertia",
 }
 
+#: Deprecated second names of public functions: (the name to use instead, its module,
+#: its name there). ``eom.Fr`` and ``eom.Fr_star`` on symbolic results are attributes,
+#: not aliases; ``inverse_dynamics_rnea`` warns when called.
+_DEPRECATED: dict[str, tuple[str, str, str]] = {
+    "Fr": ("kanedyn.generalized_active_forces", "kanedyn.dynamics.kane", "generalized_active_forces"),
+    "Fr_star": ("kanedyn.generalized_inertia_forces", "kanedyn.dynamics.kane",
+                "generalized_inertia_forces"),
+    "crba": ("kanedyn.mass_matrix", "kanedyn.dynamics.kane", "mass_matrix"),
+    "inverse_dynamics_rnea": ("kanedyn.newton_euler(model, state, acc).tau",
+                              "kanedyn.dynamics.rnea", "inverse_dynamics_rnea"),
+}  # fmt: skip
+
 __all__ = [
     "EnergyMomentum",
     "Engine",
     "Formulation",
     "Method",
-    "Fr",
-    "Fr_star",
     "aba",
-    "crba",
     "forcing",
     "Body",
     "CompiledModel",
@@ -296,7 +309,6 @@ __all__ = [
     "inertia_tensor",
     "io",
     "inverse_dynamics",
-    "inverse_dynamics_rnea",
     "newton_euler",
     "NewtonEuler",
     "kinematics",
@@ -330,11 +342,72 @@ __all__ = [
 ]
 
 
+def linearize(
+    model: Any, state: State | Mapping[Any, Any], inputs: Sequence[Any] | None = None
+) -> Linearization:
+    """Linearize the equations of motion about ``state``.
+
+    A :class:`~kanedyn.Model` is linearized from the exact derivatives of the compiled
+    engine's traced equations (Kane's; :func:`kanedyn.compiled.linearize.linearize_model`). A symbolic problem, a
+    :class:`kanedyn.symbolic.KaneProblem` (which may carry configuration and
+    nonholonomic motion constraints, such as the Whipple bicycle's rolling) or the
+    :class:`kanedyn.symbolic.KaneEquations` of :func:`kanedyn.symbolic.kane`, is
+    linearized by :func:`kanedyn.symbolic.linearize` (constraints perturbed with the
+    equations, Peterson, Gede & Hubbard 2015) and evaluated at the numeric operating
+    point (:mod:`kanedyn.symbolic.linearize_numeric`, imported on first use). Both return
+    the same record, :class:`~kanedyn.compiled.linearize.Linearization`.
+
+    Parameters
+    ----------
+    model : Model, KaneProblem or KaneEquations
+    state : State or mapping
+        The operating point; need not be an equilibrium. For a ``Model``, a
+        :class:`~kanedyn.State`. For a symbolic problem, numbers by its symbols: every
+        independent coordinate and speed and every parameter (dependent coordinates
+        and speeds may be omitted: they are solved from the constraints).
+    inputs : sequence, optional
+        For a ``Model``, joint names: ``B`` has one column per DOF of each (the
+        generalized force of a :class:`kanedyn.JointLoad` on it). For a symbolic
+        problem, specified symbols (constants or functions of time in its loads), one
+        column each, at the operating value 0 (for ``KaneEquations``, the value ``state``
+        gives, if any). When omitted, no columns (for ``KaneEquations``: its ``inputs``,
+        the functions of time in its loads).
+
+    Returns
+    -------
+    Linearization
+        ``A``, ``B``, eigenvalues and modes: for a ``Model`` in the minimal state of the
+        :mod:`kanedyn.compiled.linearize` docstring (one coordinate per speed; spherical joints by attitude
+        error), for a symbolic problem in ``x = [q_i; u_i]`` (independent coordinates,
+        then independent speeds).
+
+    Raises
+    ------
+    ModelError
+        A bad state, a joint name not in the model, a model the compiled engine
+        cannot take (:func:`kanedyn.compiled.supports`); for a symbolic problem, an
+        operating point that leaves a symbol without a value or violates a constraint.
+    """
+    from kanedyn.model import Model
+
+    if isinstance(model, Model):
+        from kanedyn.compiled.linearize import linearize_model
+
+        return linearize_model(model, state, inputs)
+    from kanedyn.symbolic.linearize_numeric import linearize_symbolic  # loads sympy
+
+    return linearize_symbolic(model, state, inputs)
+
+
 def __getattr__(name: str) -> Any:
     """A public name, or a subpackage (``kanedyn.plotting``), imported on first access."""
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name])
         value = module if name in _SUBMODULES else getattr(module, name)
+    elif name in _DEPRECATED:
+        replacement, where, attr = _DEPRECATED[name]
+        value = getattr(importlib.import_module(where), attr)
+        return deprecated_attribute(__name__, name, {name: (replacement, value)})
     elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
         value = importlib.import_module(f"{__name__}.{name}")
     else:

@@ -232,10 +232,11 @@ def _loop_summary(traj: kd.Trajectory) -> dict[str, Any]:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from kanedyn.dynamics.steppers import Schedule
     from kanedyn.simulation import diagnose, output
-    from kanedyn.simulation.integrate import csv_header, linear_modes, resolve_engine
+    from kanedyn.simulation.integrate import linear_modes, resolve_engine
     from kanedyn.simulation.options import Engine, Method
-    from kanedyn.simulation.steppers import Schedule
+    from kanedyn.simulation.trajectory import csv_header
 
     _check_run_options_early(args)
     if args.animate:  # the 'animate' extra is checked before any work or file

@@ -15,8 +15,8 @@ import numpy as np
 from kanedyn.spatial.rotation import dcm_to_quat
 
 if TYPE_CHECKING:
-    from kanedyn.simulation.integrate import Trajectory
     from kanedyn.simulation.montecarlo.result import MonteCarloResult
+    from kanedyn.simulation.trajectory import Trajectory
 
 __all__ = [
     "montecarlo_figure",

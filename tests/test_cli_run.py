@@ -339,7 +339,7 @@ def test_zero_quaternion_is_refused_with_its_line(tmp_path, capsys):
 
 
 def test_the_csv_units_are_documented():
-    from kanedyn.simulation.integrate import csv_header
+    from kanedyn.simulation.trajectory import csv_header
 
     doc = (Path(__file__).parents[1] / "docs" / "reference" / "cli.md").read_text()
     model = kd.examples.explorer1()

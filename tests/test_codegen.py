@@ -26,7 +26,7 @@ def _inputs(tape: Tape, *names: str) -> list[Value]:
 
 
 def _compile(tape: Tape, args, outputs, namespace=SCALAR_NAMESPACE):
-    return build(tape.source("f", args, outputs), "f", namespace)
+    return build(codegen.source(tape, "f", args, outputs), "f", namespace)
 
 
 def _assignments(source: str) -> list[str]:
@@ -91,7 +91,7 @@ def test_only_needed_operations_are_emitted():
     unused = sin(x) * cos(y) + x / y  # recorded, never output
     assert tape.count([unused]) == 5
     out = x * y
-    source = tape.source("f", ["x", "y"], [out, x, 2.5])
+    source = codegen.source(tape, "f", ["x", "y"], [out, x, 2.5])
     assert tape.count([out, x, 2.5]) == 1
     assert "sin" not in source and "cos" not in source and "/" not in source
     assert build(source, "f", SCALAR_NAMESPACE)(3.0, 4.0) == [12.0, 3.0, 2.5]
@@ -131,7 +131,7 @@ def test_source_evaluates_formula_on_floats_and_arrays():
             -z,
         ]
 
-    source = tape.source("f", ["x", "y", "z"], outputs)
+    source = codegen.source(tape, "f", ["x", "y", "z"], outputs)
     f = build(source, "f", SCALAR_NAMESPACE)
     for args in [(0.3, -0.4, 1.7), (2.0, 5.0, -0.25), (-1.1, 0.0, 3.0)]:
         got = f(*args)
@@ -148,7 +148,7 @@ def test_source_evaluates_formula_on_floats_and_arrays():
 def test_preamble_unpacks_inputs():
     tape = Tape()
     a, b = _inputs(tape, "a", "b")
-    source = tape.source("g", ["v"], [a * b + a, b - a], preamble=["a, b = v"])
+    source = codegen.source(tape, "g", ["v"], [a * b + a, b - a], preamble=["a, b = v"])
     assert build(source, "g", SCALAR_NAMESPACE)((2.0, 5.0)) == [12.0, 3.0]
 
 
@@ -204,7 +204,7 @@ def _random_dag(seed: int, n_inputs: int = 6, n_ops: int = 400):
 @pytest.mark.parametrize("seed", range(8))
 def test_random_dag_generated_code_equals_direct_evaluation(seed):
     tape, names, outputs, expected, X = _random_dag(seed)
-    source = tape.source("f", names, outputs)
+    source = codegen.source(tape, "f", names, outputs)
     # the test is only meaningful if names are reused and values inlined
     assigned = _assignments(source)
     assert len(set(assigned)) < len(assigned), "no local name was reused"
@@ -236,7 +236,7 @@ def test_deep_chains_compile():
     nest = xs[1]
     for _ in range(n):
         nest = sin(nest)
-    source = tape.source("f", [f"x{i}" for i in range(n)], [total, acc, nest])
+    source = codegen.source(tape, "f", [f"x{i}" for i in range(n)], [total, acc, nest])
     assert max(line.count("(") for line in source.splitlines()) <= 40
     vals = np.random.default_rng(1).uniform(-1, 1, n)
     got = build(source, "f", SCALAR_NAMESPACE)(*vals.tolist())
@@ -264,6 +264,6 @@ def test_non_finite_constants_are_written_as_floats():
     tape = Tape()
     x = tape.input("x")
     out = [x * (1e308 * 10.0), x + float("nan")]
-    fn = build(tape.source("f", ["x"], out), "f", SCALAR_NAMESPACE)
+    fn = build(codegen.source(tape, "f", ["x"], out), "f", SCALAR_NAMESPACE)
     big, nan = fn(2.0)
     assert big == math.inf and math.isnan(nan)

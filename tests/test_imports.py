@@ -98,20 +98,33 @@ def test_unknown_attribute_is_still_an_attribute_error():
     assert "no_such_name" in out
 
 
-def test_old_module_paths_are_the_moved_modules():
-    """Modules that moved into the layered packages keep their old import paths, as the
-    same module objects (so patching either name patches both)."""
+def test_old_module_paths_warn_and_reach_the_moved_modules():
+    """Modules that moved into the layered packages keep their old import paths,
+    deprecated: each attribute read warns, naming the new module, and is the new
+    module's object; patching the old path patches the new module."""
     import importlib
 
+    import pytest
+
     import kanedyn
+    from kanedyn.simulation import integrate
 
     for old, new in kanedyn._MOVED.items():
-        assert importlib.import_module(f"kanedyn.{old}") is importlib.import_module(new)
-    from kanedyn.integrate import simulate as old_simulate
-
-    from kanedyn.simulation.integrate import simulate
-
-    assert old_simulate is simulate is kanedyn.simulate
+        module = importlib.import_module(new)
+        public = [n for n in dir(module) if not n.startswith("_")]
+        with pytest.warns(DeprecationWarning, match=f"kanedyn.{old} is deprecated; use {new}"):
+            value = getattr(importlib.import_module(f"kanedyn.{old}"), public[0])
+        assert value is getattr(module, public[0])
+    with pytest.warns(DeprecationWarning, match="kanedyn.integrate is deprecated"):
+        from kanedyn.integrate import simulate as old_simulate
+    assert old_simulate is integrate.simulate is kanedyn.simulate
+    original = integrate.check_times
+    try:
+        with pytest.warns(DeprecationWarning):
+            importlib.import_module("kanedyn.integrate").check_times = "patched"
+        assert integrate.check_times == "patched"
+    finally:
+        integrate.check_times = original
 
 
 def test_the_command_line_parser_loads_no_engine():
@@ -149,7 +162,7 @@ def test_an_old_module_path_keeps_the_public_function_of_the_same_name():
         assert callable(kd.partials) and not isinstance(kd.partials, type(module))
         assert module.__spec__.name == "kanedyn.dynamics.kinematics"
         import sys
-        assert sys.modules["kanedyn.kinematics"] is module
+        assert sys.modules["kanedyn.kinematics"].__dict__["target"] is module  # deprecated
         print("ok")
         """
     )
@@ -170,6 +183,25 @@ def test_every_public_name_resolves_on_first_access():
             assert value is not None, name
             if isinstance(value, types.ModuleType):
                 assert name in kd._SUBMODULES, name
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_public_module_names_of_the_facade_import_without_warning():
+    """``kanedyn.msd`` and ``kanedyn.rotation`` are the facade's modules (kd.msd,
+    kd.rotation), not deprecated paths."""
+    out = run_python(
+        """
+        import warnings
+
+        warnings.simplefilter("error")
+        import kanedyn as kd
+        from kanedyn.msd import momenta
+        from kanedyn.rotation import skew
+
+        assert momenta is kd.msd.momenta and skew is kd.skew
         print("ok")
         """
     )

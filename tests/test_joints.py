@@ -40,7 +40,9 @@ def _gimbal_traced(seq: str, theta: np.ndarray, sigma: np.ndarray, dof: int):
     sg = np.array([tape.input(f"sg{i}") for i in range(3)], dtype=object)
     out = joints.gimbal(TRACE, charts.euler_axes(TRACE, _unit_axes(seq)), th, sg, dof)
     flat = [x for part in out for x in np.ravel(part)]
-    source = tape.source("f", [*(f"th{i}" for i in range(3)), *(f"sg{i}" for i in range(3))], flat)
+    source = codegen.source(
+        tape, "f", [*(f"th{i}" for i in range(3)), *(f"sg{i}" for i in range(3))], flat
+    )
     fn = codegen.build(source, "f", codegen.SCALAR_NAMESPACE)
     values = np.array(fn(*theta, *sigma), dtype=float)
     sizes = [9, 9, 9, 3]
@@ -147,7 +149,7 @@ def test_quaternion_dcm_rate_and_normalization():
     tq = np.array([tape.input(f"q{i}") for i in range(4)], dtype=object)
     outs = list(charts.quat_normalize(TRACE, tq)) + list(charts.quat_dcm_form(tq).ravel())
     fn = codegen.build(
-        tape.source("f", [f"q{i}" for i in range(4)], outs), "f", codegen.SCALAR_NAMESPACE
+        codegen.source(tape, "f", [f"q{i}" for i in range(4)], outs), "f", codegen.SCALAR_NAMESPACE
     )
     got = np.array(fn(*q[0]))
     np.testing.assert_allclose(got[:4], unit[0], atol=1e-15)
@@ -213,7 +215,7 @@ def test_spring_damper_and_qdot_on_a_model_with_every_joint_kind():
         tq = np.array([tape.input(f"q{i}") for i in range(model.nq)], dtype=object)
         tu = np.array([tape.input(f"u{i}") for i in range(model.n)], dtype=object)
         names = [f"q{i}" for i in range(model.nq)] + [f"u{i}" for i in range(model.n)]
-        src = tape.source("f", names, list(fn(tq, tu)))
+        src = codegen.source(tape, "f", names, list(fn(tq, tu)))
         traced = codegen.build(src, "f", codegen.SCALAR_NAMESPACE)(*q, *u)
         np.testing.assert_allclose(traced, ref, atol=1e-15)
 
@@ -304,7 +306,7 @@ def test_motion_same_numbers_on_every_arithmetic(joint):
     mt = joints.motion(joint, qt, ut, TRACE)
     flat = [x for f in fields for x in np.ravel(getattr(mt, f))]
     names = [f"q{i}" for i in range(q.size)] + [f"u{i}" for i in range(u.size)]
-    fn = codegen.build(tape.source("f", names, flat), "f", codegen.SCALAR_NAMESPACE)
+    fn = codegen.build(codegen.source(tape, "f", names, flat), "f", codegen.SCALAR_NAMESPACE)
     traced = np.array(fn(*q, *u), dtype=float)
 
     qs = np.array(sm.symbols(f"q0:{q.size}", real=True), dtype=object)

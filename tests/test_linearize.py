@@ -36,7 +36,7 @@ def test_tape_rules_against_closed_form():
     x, y = tape.input("x"), tape.input("y")
     f = sin(x * y) / (1.0 + x) - cos(y) * sqrt(x) - (-x) + y
     (dfdx, dfdy), = jacobian(tape, [f], [x, y])  # fmt: skip
-    fn = kd.codegen.build(tape.source("f", ["x", "y"], [f, dfdx, dfdy]), "f",
+    fn = kd.codegen.build(kd.codegen.source(tape, "f", ["x", "y"], [f, dfdx, dfdy]), "f",
                           kd.codegen.SCALAR_NAMESPACE)  # fmt: skip
     X, Y = 0.7, -1.3
     _, gx, gy = fn(X, Y)
@@ -227,7 +227,7 @@ def test_residual_route_equals_forward_mode_on_the_aba(locked):
     tau = np.random.default_rng(5).normal(size=model.n)
     rates, J = kd.compile_model(model, locked=locked).jacobian(state.q, state.u, tau)
     tr, m = derivative_kernel(model, frozenset(locked))
-    fn = kd.codegen.build(tr.tape.source("f", tr.args, tr.outputs), "f",
+    fn = kd.codegen.build(kd.codegen.source(tr.tape, "f", tr.args, tr.outputs), "f",
                           kd.codegen.SCALAR_NAMESPACE)  # fmt: skip
     want = np.array(fn(*state.q, *state.u, *tau))
     np.testing.assert_allclose(rates, want[:m], rtol=1e-12, atol=1e-12)

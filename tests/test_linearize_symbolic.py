@@ -1,4 +1,4 @@
-"""``kd.linearize`` of symbolic problems (kanedyn.compiled.linearize_symbolic).
+"""``kd.linearize`` of symbolic problems (kanedyn.symbolic.linearize_numeric).
 
 Oracles: the published eigenvalues of the Whipple bicycle's upright straight-ahead
 rolling at the benchmark parameters, and its published mass matrix (Meijaard,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.dynamics.rnea import inverse_dynamics_rnea, newton_euler
+from kanedyn.dynamics.rnea import newton_euler
 
 KINDS = (
     "free",
@@ -114,7 +114,7 @@ def test_rnea_matches_kane_on_random_trees(seed):
     for _ in range(3):
         state = random_state(model, rng)
         acc = rng.uniform(-2, 2, model.n)
-        tau = inverse_dynamics_rnea(model, state, acc)
+        tau = newton_euler(model, state, acc).tau
         ref = kd.inverse_dynamics(model, state, acc)
         M = kd.mass_matrix(model, state)
         f = M @ kd.forward_dynamics(model, state)
@@ -129,7 +129,7 @@ def test_every_joint_type_is_covered():
     state = random_state(model, rng)
     acc = rng.uniform(-1, 1, model.n)
     assert np.allclose(
-        inverse_dynamics_rnea(model, state, acc), kd.inverse_dynamics(model, state, acc), atol=1e-10
+        newton_euler(model, state, acc).tau, kd.inverse_dynamics(model, state, acc), atol=1e-10
     )
 
 
@@ -140,10 +140,10 @@ def test_loads_and_zero_effort_at_the_solution():
     loads = [kd.Force("b1", (1.0, -2.0, 0.5), point=(0.1, 0.2, 0.0)), kd.Torque("b2", (0.3, 0, -0.1), frame="body"),
              kd.JointLoad("j3", [0.7])]  # fmt: skip
     acc = kd.forward_dynamics(model, state, loads)
-    assert np.allclose(inverse_dynamics_rnea(model, state, acc, loads), 0.0, atol=1e-10)
+    assert np.allclose(newton_euler(model, state, acc, loads).tau, 0.0, atol=1e-10)
     acc2 = rng.uniform(-1, 1, model.n)
     assert np.allclose(
-        inverse_dynamics_rnea(model, state, acc2, loads),
+        newton_euler(model, state, acc2, loads).tau,
         kd.inverse_dynamics(model, state, acc2, loads),
         atol=1e-10,
     )
@@ -167,4 +167,13 @@ def test_reactions_balance_a_hanging_pendulum():
 def test_bad_acceleration_size():
     model = kd.examples.double_pendulum()
     with pytest.raises(kd.ModelError, match="acc"):
-        inverse_dynamics_rnea(model, model.initial_state(), [0.0])
+        newton_euler(model, model.initial_state(), [0.0])
+
+
+def test_inverse_dynamics_rnea_is_deprecated_and_returns_newton_euler_tau():
+    model = kd.examples.double_pendulum()
+    state = model.initial_state()
+    with pytest.warns(DeprecationWarning, match=r"use kanedyn.newton_euler\(.*\).tau"):
+        tau = kd.inverse_dynamics_rnea(model, state, [0.1, -0.2])
+    np.testing.assert_array_equal(tau, kd.newton_euler(model, state, [0.1, -0.2]).tau)
+    assert "inverse_dynamics_rnea" not in kd.__all__

@@ -152,7 +152,9 @@ def test_geared_arm_matches_lagrange(lagrange):
         np.testing.assert_allclose(kd.forward_dynamics(model, s), acc, rtol=1e-10, atol=1e-11)
         assert kd.kinetic_energy(model, s) == pytest.approx(T_fn(*q, *u), rel=1e-12)
         # Kane's equations hold at the solution: Fr + Fr* = 0
-        residual = kd.Fr(model, s) + kd.Fr_star(model, s, acc)
+        residual = kd.generalized_active_forces(model, s) + kd.generalized_inertia_forces(
+            model, s, acc
+        )
         np.testing.assert_allclose(residual, 0.0, atol=1e-11)
 
 

@@ -1,12 +1,12 @@
-"""The one RK4 step and the step schedule (kanedyn.simulation.steppers)."""
+"""The one RK4 step and the step schedule (kanedyn.dynamics.steppers)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from kanedyn.dynamics.steppers import FLOATS, Schedule, per_float, rk4_step
 from kanedyn.errors import ModelError
-from kanedyn.simulation.steppers import FLOATS, Schedule, per_float, rk4_step
 
 
 def _oscillator(t, x):

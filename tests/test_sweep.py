@@ -51,7 +51,7 @@ def native_and_python(model: kd.Model, locked: frozenset[int], x: np.ndarray, ta
     nc = native.build(tr, model.nq, model.n, model.n, quats)
     assert nc.rhs_into(x, tau)
     flat = unrolled(tr)
-    fn = python.build(flat.tape.source("f", flat.args, flat.outputs), "f",
+    fn = python.build(python.source(flat.tape, "f", flat.args, flat.outputs), "f",
                       python.SCALAR_NAMESPACE)  # fmt: skip
     return nc.out.copy(), np.array(fn(*x, *tau), dtype=float)
 
@@ -81,7 +81,7 @@ def test_scratch_from_the_heap(monkeypatch):
     assert "@malloc" in nc.ir and "call void @free" in nc.ir
     rng = np.random.default_rng(seed)
     flat = unrolled(tr)
-    fn = python.build(flat.tape.source("f", flat.args, flat.outputs), "f",
+    fn = python.build(python.source(flat.tape, "f", flat.args, flat.outputs), "f",
                       python.SCALAR_NAMESPACE)  # fmt: skip
     for _ in range(3):
         state = draw_state(model, int(rng.integers(1 << 30)), 1.0)
@@ -108,7 +108,9 @@ def test_residual_route_equals_forward_mode_on_the_aba(seed, model):
 
     got = runtime._assembled(kernel, model.nq, model.n)(x, tau)
     ref, m = derivative_kernel(model, frozenset())
-    fn = python.build(ref.tape.source("f", ref.args, ref.outputs), "f", python.SCALAR_NAMESPACE)
+    fn = python.build(
+        python.source(ref.tape, "f", ref.args, ref.outputs), "f", python.SCALAR_NAMESPACE
+    )
     want = np.array(fn(*x, *tau), dtype=float)
     scale = max(1.0, float(np.max(np.abs(want))))
     cond = float(np.linalg.cond(kd.mass_matrix(model, state)))

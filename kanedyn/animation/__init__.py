@@ -35,7 +35,7 @@ from kanedyn.errors import KanedynError
 from kanedyn.spatial.rotation import dcm_to_quat
 
 if TYPE_CHECKING:
-    from kanedyn.simulation.integrate import Trajectory
+    from kanedyn.simulation.trajectory import Trajectory
 
 __all__ = ["Animation", "Frames", "animate", "read_frames"]
 

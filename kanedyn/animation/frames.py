@@ -25,7 +25,7 @@ from kanedyn.model import State
 from kanedyn.spatial.rotation import dcm_to_quat
 
 if TYPE_CHECKING:
-    from kanedyn.simulation.integrate import Trajectory
+    from kanedyn.simulation.trajectory import Trajectory
 
 __all__ = ["BYTES_PER_NUMBER", "Frames", "decimate", "frames"]
 

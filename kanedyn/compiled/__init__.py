@@ -7,7 +7,7 @@ The pipeline, one module per stage::
     kernels      the traced equations: ABA (Kane) and the MSD rates, run on the tape
     derivatives  forward-mode derivatives on the tape; the residual route's kernel
     sweep        vector-mode derivatives: a Jacobian's tangents as loops over lanes
-    linearize    kd.linearize of a Model (linearize_symbolic: of a KaneProblem)
+    linearize    kd.linearize of a Model (of a KaneProblem: symbolic.linearize_numeric)
     python       emitter: the tape as one Python function (floats or NumPy arrays)
     llvm         emitter: LLVM IR (kernels, sweeps, RK4 loops); native compiles it
     c            emitter: standalone C (kd.codegen.to_c); tcc compiles it in memory

@@ -204,7 +204,7 @@ class Step:
     """The fixed-step loop's arithmetic on one tape, for the emitters' RK4 loops: the
     stage argument ``stage = x + a k`` (inputs ``x``, ``a``, ``k``), the update
     ``update`` (inputs ``x``, ``h6``, ``k1`` ... ``k4``) of
-    :data:`kanedyn.simulation.steppers.ARRAYS`, and ``normalized`` (4): a quaternion
+    :data:`kanedyn.dynamics.steppers.ARRAYS`, and ``normalized`` (4): a quaternion
     ``q0 ... q3`` scaled to unit length (:func:`kanedyn.spatial.charts.quat_normalize`,
     as :func:`kanedyn.joints.normalize_quaternions` does after every step)."""
 
@@ -217,7 +217,7 @@ class Step:
 def rk4_step() -> Step:
     """The RK4 step's scalar arithmetic traced once (:class:`Step`): the emitters write
     these operations, so the native and C loops do what ``rk4_step`` does."""
-    from kanedyn.simulation.steppers import ARRAYS  # the step is written once, there
+    from kanedyn.dynamics.steppers import ARRAYS  # the step is written once, there
     from kanedyn.spatial.charts import quat_normalize
 
     tape = Tape()

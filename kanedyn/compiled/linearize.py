@@ -46,7 +46,7 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.spatial import charts
 
-__all__ = ["Linearization", "linearize"]
+__all__ = ["Linearization", "linearize_model"]
 
 Array = NDArray[np.float64]
 
@@ -78,55 +78,21 @@ def _E(q: Array) -> Array:
     return np.column_stack([charts.quat_rate(q, w) for w in np.eye(3)])
 
 
-def linearize(
-    model: Any, state: State | Mapping[Any, Any], inputs: Sequence[Any] | None = None
+def linearize_model(
+    model: Model, state: State | Mapping[Any, Any], inputs: Sequence[Any] | None = None
 ) -> Linearization:
-    """Linearize the equations of motion about ``state``.
-
-    A :class:`~kanedyn.Model` is linearized from the exact derivatives of the compiled
-    engine's traced equations (Kane's). A symbolic problem, a
-    :class:`kanedyn.symbolic.KaneProblem` (which may carry configuration and
-    nonholonomic motion constraints, such as the Whipple bicycle's rolling) or the
-    :class:`kanedyn.symbolic.KaneEquations` of :func:`kanedyn.symbolic.kane`, is
-    linearized by :func:`kanedyn.symbolic.linearize` (constraints perturbed with the
-    equations, Peterson, Gede & Hubbard 2015) and evaluated at the numeric operating
-    point (:mod:`kanedyn.compiled.linearize_symbolic`). Both return the same record.
-
-    Parameters
-    ----------
-    model : Model, KaneProblem or KaneEquations
-    state : State or mapping
-        The operating point; need not be an equilibrium. For a ``Model``, a
-        :class:`~kanedyn.State`. For a symbolic problem, numbers by its symbols: every
-        independent coordinate and speed and every parameter (dependent coordinates
-        and speeds may be omitted: they are solved from the constraints).
-    inputs : sequence, optional
-        For a ``Model``, joint names: ``B`` has one column per DOF of each (the
-        generalized force of a :class:`kanedyn.JointLoad` on it). For a symbolic
-        problem, specified symbols (constants or functions of time in its loads), one
-        column each, at the operating value 0 (for ``KaneEquations``, the value ``state``
-        gives, if any). When omitted, no columns (for ``KaneEquations``: its ``inputs``,
-        the functions of time in its loads).
-
-    Returns
-    -------
-    Linearization
-        ``A``, ``B``, eigenvalues and modes: for a ``Model`` in the minimal state of the
-        module docstring (one coordinate per speed; spherical joints by attitude
-        error), for a symbolic problem in ``x = [q_i; u_i]`` (independent coordinates,
-        then independent speeds).
+    """Linearize the equations of motion of ``model`` about ``state`` from the exact
+    derivatives of the compiled engine's traced equations (Kane's), in the minimal state
+    of the module docstring; :func:`kanedyn.linearize` of a :class:`~kanedyn.Model`.
+    ``inputs`` are joint names: ``B`` has one column per DOF of each (the generalized
+    force of a :class:`kanedyn.JointLoad` on it).
 
     Raises
     ------
     ModelError
         A bad state, a joint name not in the model, a model the compiled engine
-        cannot take (:func:`kanedyn.compiled.supports`); for a symbolic problem, an
-        operating point that leaves a symbol without a value or violates a constraint.
+        cannot take (:func:`kanedyn.compiled.supports`).
     """
-    if not isinstance(model, Model):
-        from kanedyn.compiled.linearize_symbolic import linearize_symbolic
-
-        return linearize_symbolic(model, state, inputs)
     if not isinstance(state, State):
         raise ModelError(
             f"linearize: the state of a Model is a kd.State, got {type(state).__name__}"

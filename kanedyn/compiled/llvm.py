@@ -22,7 +22,7 @@ for one model, lock set and formulation:
     returns 1 + the first member with a non-finite output, or 0.
 ``i64 rk4(x, e, p, steps, h, first, stride, out, ldo)``
     ``steps`` classic RK4 steps of size ``h`` in place on ``x`` (the step of
-    :func:`kanedyn.simulation.steppers.rk4_step`, operation for operation: stage
+    :func:`kanedyn.dynamics.steppers.rk4_step`, operation for operation: stage
     arguments ``x + (h/2) k``, update ``x + h/6 (((k1 + 2 k2) + 2 k3) + k4)``), the
     quaternions normalized after every step (and, inside the kernel, at every stage, as
     :func:`kanedyn.joints.normalize_quaternions` does); after global step
@@ -491,7 +491,7 @@ def _rhs_batch(nx: int, n_out: int) -> str:
 
 
 def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]]) -> str:
-    step = rk4_step()  # the step's arithmetic, traced from kanedyn.simulation.steppers
+    step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
     b = _Block()
     x0 = [b.load("%x", i) for i in range(nx)]
 

@@ -110,7 +110,7 @@ ARRAY_NAMESPACE: dict[str, Any] = {"sin": np.sin, "cos": np.cos, "sqrt": np.sqrt
 
 
 def build(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., list]:
-    """Compile ``source`` (from :meth:`Tape.source`) in a copy of ``namespace``."""
+    """Compile ``source`` (from :func:`source`) in a copy of ``namespace``."""
     ns = dict(namespace)
     exec(compile(source, f"<kanedyn.compiled {name}>", "exec"), ns)  # noqa: S102
     return ns[name]

@@ -27,6 +27,7 @@ from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States
+from kanedyn.model.options import Formulation
 from kanedyn.model.plan import Params, params_of
 
 __all__ = ["CompiledModel", "check_finite", "compile_model"]
@@ -49,7 +50,7 @@ class CompiledModel:
 
     model: Model
     locked: frozenset[int]
-    formulation: str  # a kanedyn.simulation.options.Formulation
+    formulation: str  # a kanedyn.model.options.Formulation
     batch: ModelBatch | None  # the batch whose varying parameters are inputs
     _code: _Code
 
@@ -76,8 +77,6 @@ class CompiledModel:
         """The native code of :meth:`rhs_with_loads` (compiled on first use)."""
         code = self._code
         if code.native_with_loads is None:
-            from kanedyn.simulation.options import Formulation
-
             msd = self.formulation is Formulation.MSD
             base = self.model
             tr = traced(base, self.locked, True, msd, None)
@@ -96,8 +95,6 @@ class CompiledModel:
         ``M⁻¹``), compiled on first use. Quaternion
         columns are derivatives along the raw coordinates (the kernel normalizes them).
         """
-        from kanedyn.simulation.options import Formulation
-
         if self.formulation is not Formulation.KANE or self.batch is not None:
             raise ModelError("jacobian needs the Kane formulation's compiled model of one Model")
         model = self.model
@@ -135,8 +132,6 @@ class CompiledModel:
             Not the Kane formulation of one Model, wrong shapes, an unknown parameter
             name, a non-finite state or a singular mass matrix.
         """
-        from kanedyn.simulation.options import Formulation
-
         if self.formulation is not Formulation.KANE or self.batch is not None:
             raise ModelError(
                 "parameter_jacobian needs the Kane formulation's compiled model of one Model"
@@ -502,7 +497,7 @@ class _Code:
             return fn
         tr = unrolled(tr)
         py = python.build(
-            tr.tape.source("rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
+            python.source(tr.tape, "rhs", tr.args, tr.outputs), "rhs", python.SCALAR_NAMESPACE
         )
 
         def slow(x: Array, e: Array) -> Array:
@@ -613,7 +608,7 @@ def _assembled(kernel: Callable[[Array, Array], Array], nq: int,
 def _generate(model: Model, locked: frozenset[int], loads: bool, msd: bool,
               params: Params | None = None) -> tuple[str, int, list]:  # fmt: skip
     tr = traced(model, locked, loads, msd, params)
-    source = tr.tape.source("rhs", tr.args, tr.outputs)
+    source = python.source(tr.tape, "rhs", tr.args, tr.outputs)
     return source, tr.tape.count(tr.outputs), tr.param_inputs
 
 
@@ -647,7 +642,7 @@ def compile_model(
         and :meth:`CompiledModel.forward_dynamics` evaluates member b at state b.
     locked : sequence of int
         Speed indices held at zero (their joint DOF is rigid; see :class:`kanedyn.Lock`).
-    formulation : {"kane", "msd"} or kanedyn.simulation.options.Formulation
+    formulation : {"kane", "msd"} or kanedyn.model.options.Formulation
         Kane's equations (``ν̇`` from the speeds), or the momentum-state rates
         (``ẏ`` and the speeds from the momentum states).
     backend : {"auto", "native", "tcc", "python"}
@@ -669,7 +664,6 @@ def compile_model(
     is held, the same one is returned for the same arguments.
     """
     from kanedyn.dynamics.msd import momentum_roots
-    from kanedyn.simulation.options import Formulation
 
     form = Formulation.parse(formulation)
     if backend not in ("auto", "native", "tcc", "python"):

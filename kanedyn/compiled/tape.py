@@ -13,7 +13,7 @@ are evaluated at once. While recording, the tape
 
 The emitters read the recorded nodes (``tape.nodes``: ``(op, a, b)`` with operands
 ``("n", index)`` or ``("c", float)``; inputs ``("in", name, None)``) and write them in a
-target language: Python (:mod:`kanedyn.compiled.python`, :meth:`Tape.source`), LLVM IR
+target language: Python (:func:`kanedyn.compiled.python.source`), LLVM IR
 (:mod:`kanedyn.compiled.llvm`) and C (:mod:`kanedyn.compiled.c`). Forward-mode
 derivatives are recorded on the same tape (:mod:`kanedyn.compiled.derivatives`).
 """
@@ -258,14 +258,6 @@ class Tape:
                 if arg is not None and arg[0] == "n":
                     stack.append(arg[1])
         return [i for i, flag in enumerate(live) if flag]
-
-    def source(self, name: str, args: Sequence[str], outputs: Sequence[Scalar],
-               preamble: Sequence[str] = ()) -> str:  # fmt: skip
-        """Python source of ``def name(*args): ...; return [outputs]``
-        (:func:`kanedyn.compiled.python.source`)."""
-        from kanedyn.compiled.python import source
-
-        return source(self, name, args, outputs, preamble)
 
 
 def sin(x: Scalar) -> Scalar:

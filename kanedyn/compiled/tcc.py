@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.compiled.c import _finite_check, function
+from kanedyn.compiled.c import finite_check, function
 from kanedyn.compiled.derivatives import unrolled
 from kanedyn.compiled.kernels import Traced
 from kanedyn.compiled.native import KernelCalls
@@ -166,7 +166,7 @@ int rhs(const double *x, const double *e, const double *p, double *out)
     for (i = 0; i < {n_e}; ++i) ep[i] = e[i];
     for (i = 0; i < {n_p}; ++i) ep[{n_e} + i] = p[i];
     kernel(x, ep, out);
-{_finite_check(str(n_out))}
+{finite_check(str(n_out))}
 }}
 
 static const double *bx, *be, *bp;

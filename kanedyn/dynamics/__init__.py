@@ -11,4 +11,6 @@ arrays with optional batch axes.
 * :mod:`kanedyn.dynamics.msd`: momentum-state dynamics (the states p_k, h_k).
 * :mod:`kanedyn.dynamics.subtree`: sums over the subtree of each joint.
 * :mod:`kanedyn.dynamics.constraints`: joint reaction forces.
+* :mod:`kanedyn.dynamics.steppers`: the one classic RK4 step and the step schedule, below
+  the compiled engine (whose loops trace the same step) and the simulation layer.
 """

@@ -31,27 +31,23 @@ from kanedyn.dynamics.kinematics import FORCE_CROSS, Kinematics, bilinear, cross
 from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
 from kanedyn.dynamics.partials import Partials, bias_accelerations, joint_subspace, partials_at
 from kanedyn.dynamics.rotors import (
-    _carrier,
+    carrier,
     has_rotors,
     rotor_momentum,
     rotor_specs,
     rotor_sums,
 )
 from kanedyn.dynamics.subtree import subtree_sum
-from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
+from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError, deprecated_attribute
 from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States, resolve
 from kanedyn.model.plan import Params, plan_of
 from kanedyn.spatial import rotation as rot
 
 __all__ = [
-    "Fr",
-    "Fr_star",
-    "crba",
     "forcing",
     "generalized_active_forces",
     "generalized_inertia_forces",
-    "forward_dynamics",
     "inverse_dynamics",
     "kinetic_energy",
     "mass_matrix",
@@ -274,29 +270,6 @@ def _solve_stacked(M: Array, f: Array) -> Array:
     return x.astype(np.float64, copy=False)
 
 
-def forward_dynamics(
-    model: Model | ModelBatch, state: State | States, loads: LoadsLike = None, t: float = 0.0
-) -> Array:
-    """``d/dt [u | s]`` from ``M ν̇ = Fr + Fr*|_{ν̇=0}``, solved by Cholesky.
-
-    Kane_NBody slide 23. With :class:`~kanedyn.States` (B states) and/or a
-    :class:`~kanedyn.ModelBatch` (B parameter sets) the result is (B, n); load records
-    then apply to every member. For a model with loops, the accelerations of the
-    constrained equations ``Cᵀ(Fr + Fr*) = 0`` (:mod:`kanedyn.dynamics.loops`).
-    """
-    base, params, q, u = resolve(model, state)
-    if base.loops:  # Kane's equations with the loops' dependent speeds eliminated
-        if params is not None or q.ndim > 1:
-            raise ModelError("batched forward dynamics of a model with loops is not supported")
-        from kanedyn.dynamics import loops
-
-        return loops.forward_dynamics(base, State(q, u), loads, t)
-    kin = kinematics_at(base, q, u, params)
-    tm = kane_terms(base, kin)
-    L = applied_loads(base, state, kin, loads, t)
-    return solve_mass_matrix(mass_matrix_at(base, tm), forcing_at(base, tm, L))
-
-
 def forcing(
     model: Model | ModelBatch, state: State | States, loads: LoadsLike = None, t: float = 0.0
 ) -> Array:
@@ -333,7 +306,7 @@ def kinetic_energy_at(model: Model, kin: Kinematics) -> Any:
     w_B = np.einsum("...bji,...bj->...bi", kin.R_N_B, kin.omega)
     rot_ke = np.einsum("...bi,bij,...bj->...", w_B, lay.inertia, w_B)
     for spec in rotor_specs(model):  # geared rotors: ½ ω_R·J_R ω_R (½ n²J σ² if reflected)
-        R, w, _, _, sigma = _carrier(spec, kin)
+        R, w, _, _, sigma = carrier(spec, kin)
         w_R, H_R = rotor_momentum(spec, sigma, R, w)
         rot_ke = rot_ke + (
             spec.n**2 * spec.J * sigma**2 if spec.reflected_only else np.sum(w_R * H_R, axis=-1)
@@ -390,19 +363,20 @@ def momentum_at(model: Model, kin: Kinematics) -> tuple[Array, Array]:
     r_c = kin.r - c[..., None, :]
     H = H.sum(axis=-2) + np.sum(lay.mass[:, None] * cross(r_c, kin.v), axis=-2)
     for spec in rotor_specs(model):  # geared rotors: J_R ω_R (the rotor mass is the carrier's)
-        R, w, _, _, sigma = _carrier(spec, kin)
+        R, w, _, _, sigma = carrier(spec, kin)
         H = H + rotor_momentum(spec, sigma, R, w)[1]
     return P, H
 
 
-# The numeric and symbolic paths use the same names (``kd.symbolic.kane(model).Fr``,
-# ``.Fr_star``, ``.mass_matrix``, ``.forcing``); Featherstone's algorithm names name the
-# functions that compute what they compute.
-Fr = generalized_active_forces
-"""Alias of :func:`generalized_active_forces` (the symbolic result's ``.Fr``)."""
-Fr_star = generalized_inertia_forces
-"""Alias of :func:`generalized_inertia_forces` (the symbolic result's ``.Fr_star``)."""
-crba = mass_matrix
-"""Alias of :func:`mass_matrix`: the composite-rigid-body mass matrix."""
-"""Alias of :func:`forward_dynamics` (the compiled engine runs the articulated-body
-algorithm itself; the dense engine solves the same equations by Cholesky)."""
+# The numeric and symbolic paths use the same names for the same quantities
+# (``kd.symbolic.kane(model).Fr`` is the attribute of ``generalized_active_forces``); the
+# short function names of earlier versions are deprecated (PEP 562).
+_DEPRECATED: dict[str, tuple[str, Any]] = {
+    "Fr": ("kanedyn.generalized_active_forces", generalized_active_forces),
+    "Fr_star": ("kanedyn.generalized_inertia_forces", generalized_inertia_forces),
+    "crba": ("kanedyn.mass_matrix", mass_matrix),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return deprecated_attribute(__name__, name, _DEPRECATED)

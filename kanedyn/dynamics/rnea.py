@@ -33,6 +33,8 @@ a spherical joint; ``δ_c`` the slide axis), so that ``τ = M ν̇ - f`` with Ka
 
 from __future__ import annotations
 
+import warnings
+
 import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,7 +46,7 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.spatial.algebra import cross, mv
 
-__all__ = ["NewtonEuler", "inverse_dynamics_rnea", "newton_euler"]
+__all__ = ["NewtonEuler", "newton_euler"]
 
 Array = NDArray[np.float64]
 
@@ -154,17 +156,12 @@ def newton_euler(
 def inverse_dynamics_rnea(
     model: Model, state: State, acc: ArrayLike, loads: LoadsLike = None, t: float = 0.0
 ) -> Array:
-    """Joint efforts ``τ = M ν̇ - f`` by recursive Newton–Euler, shape (n,).
-
-    The same vector as :func:`kanedyn.inverse_dynamics` (gravity, joint springs and
-    dampers and ``loads`` included), computed by the free-body recursion of
-    :func:`newton_euler` instead of Kane's equations.
-
-    >>> import kanedyn as kd
-    >>> m = kd.examples.double_pendulum()
-    >>> s = m.initial_state()
-    >>> bool(np.allclose(inverse_dynamics_rnea(m, s, [0.1, -0.2]),
-    ...                  kd.inverse_dynamics(m, s, [0.1, -0.2])))
-    True
-    """
+    """Deprecated: ``newton_euler(model, state, acc, loads, t).tau``
+    (:attr:`NewtonEuler.tau`), which this returns with a DeprecationWarning."""
+    warnings.warn(
+        "kanedyn.inverse_dynamics_rnea is deprecated; use "
+        "kanedyn.newton_euler(model, state, acc, loads, t).tau",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return newton_euler(model, state, acc, loads, t).tau

@@ -46,6 +46,7 @@ from kanedyn.spatial.algebra import cross
 
 __all__ = [
     "RotorSpec",
+    "carrier",
     "has_rotors",
     "refuse_rotors",
     "rotor_momentum",
@@ -183,7 +184,7 @@ def rotor_momentum(
     return w, spec.J_t * w + (spec.J - spec.J_t) * a * np.sum(a * w, axis=-1)[..., None]
 
 
-def _carrier(spec: RotorSpec, kin: Any, par: Any = None) -> tuple[Any, ...]:
+def carrier(spec: RotorSpec, kin: Any, par: Any = None) -> tuple[Any, ...]:
     """(R_N_C, ω_C, Ω_C, α_C) of the carrier at ``kin`` (``None`` for N) and σ."""
     if spec.c < 0:
         R = w = Om = al = None
@@ -205,7 +206,7 @@ def rotor_sums(model: Model, kin: Any, par: Any) -> tuple[Array, Array]:
     M: Any = 0.0
     f: Any = 0.0
     for spec in rotor_specs(model):
-        R, w, Om, al, sigma = _carrier(spec, kin, par)
+        R, w, Om, al, sigma = carrier(spec, kin, par)
         M_r, f_r = rotor_terms(spec, model.n, sigma, R, w, Om, al)
         M, f = M + M_r, f + f_r
     return M, f

@@ -90,9 +90,9 @@ def read_model(path: str | os.PathLike[str]) -> tuple[Model, State]:
         model = read_urdf(path)
         return model, model.initial_state()
     if fmt == "mjcf":
-        from kanedyn.io.mjcf import _mujoco, initial_state, read_mjcf
+        from kanedyn.io.mjcf import initial_state, mujoco_module, read_mjcf
 
-        mjm = _mujoco().MjModel.from_xml_path(os.fspath(path))
+        mjm = mujoco_module().MjModel.from_xml_path(os.fspath(path))
         model = read_mjcf(path, mj_model=mjm)
         try:
             return model, initial_state(model, mjm)

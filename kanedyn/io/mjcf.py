@@ -89,7 +89,7 @@ from kanedyn.io.urdf import axis_frame, build_model, is_singular
 from kanedyn.model import Body, Frame, Joint, JointLimits, Loop, Model, Rotor, State
 from kanedyn.spatial import rotation as rot
 
-__all__ = ["initial_state", "read_mjcf", "speeds_from_mujoco", "state_from_mujoco"]
+__all__ = ["initial_state", "mujoco_module", "read_mjcf", "speeds_from_mujoco", "state_from_mujoco"]
 
 Array = NDArray[np.float64]
 
@@ -98,7 +98,8 @@ _CONNECT, _WELD = 0, 1  # mjtEq
 _OBJ_SITE = 6  # mjtObj.mjOBJ_SITE (else mjOBJ_BODY)
 
 
-def _mujoco() -> Any:
+def mujoco_module() -> Any:
+    """The `mujoco` module, or a one-line error naming the extra to install."""
     try:
         import mujoco
     except ImportError:
@@ -136,7 +137,7 @@ class _Flags:
 
     @classmethod
     def of(cls, mjm: Any) -> _Flags:
-        bit = _mujoco().mjtDisableBit
+        bit = mujoco_module().mjtDisableBit
         off = int(mjm.opt.disableflags)
         constraint = bool(off & int(bit.mjDSBL_CONSTRAINT))
         return cls(
@@ -178,7 +179,7 @@ def read_mjcf(path: str | os.PathLike[str], *, mj_model: Any = None) -> Model:
         If MuJoCo is not installed (extra ``mujoco``).
     """
     shown = os.fspath(path)
-    mujoco = _mujoco()
+    mujoco = mujoco_module()
     mjm = mj_model
     if mjm is None:
         try:
@@ -253,7 +254,7 @@ def _loops(mjm: Any, shown: str, notes: list[str]) -> list[Loop]:
     ``q2 = q1 ⊗ eq_data[6:10]``; site semantic: the two sites coincide, in position, and
     for ``weld`` in orientation).
     """
-    mujoco = _mujoco()
+    mujoco = mujoco_module()
     loops: list[Loop] = []
     for i in range(mjm.neq):
         kind = int(mjm.eq_type[i])

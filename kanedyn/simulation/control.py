@@ -22,15 +22,18 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn import joints
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import Force, JointLoad
 from kanedyn.errors import ModelError
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.spatial import rotation as rot
+from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.inertia import inertia_tensor
 
 __all__ = [
     "Controller",
+    "Sampler",
     "QuaternionPD",
     "ReactionWheel",
     "Thruster",
@@ -234,3 +237,45 @@ class QuaternionPD:
         T = -self.Kp * np.sign(q_err[3] if q_err[3] != 0 else 1.0) * q_err[:3] - self.Kd * w_B
         A = np.column_stack([w.axis for w in self.wheels])
         return wheel_loads(self.wheels, -np.linalg.pinv(A) @ T)
+
+
+class Sampler:
+    """Samples a :class:`Controller` at its period (at ``t = 0`` first, then on or after
+    each sample time) and stores the held commands in the system being integrated
+    (``system.held``); shared by :func:`kanedyn.simulate` and the energy-momentum run."""
+
+    def __init__(self, controller: Controller | None, model: Model):
+        self.controller, self.model = controller, model
+        self.next = 0.0
+
+    def times(self, t_final: float) -> list[float]:
+        if self.controller is None:
+            return []
+        n = int(np.floor(t_final / self.controller.period + 1e-9))
+        return [
+            k * self.controller.period
+            for k in range(1, n + 1)
+            if k * self.controller.period < t_final
+        ]
+
+    def due(self, t: float) -> bool:
+        """Whether the controller is sampled at ``t`` (on or after its next sample time)."""
+        return self.controller is not None and t >= self.next - 1e-9
+
+    def advance(self, t: float) -> None:
+        """Move the next sample time past ``t`` (after a sample at ``t``)."""
+        assert self.controller is not None
+        while self.next <= t + 1e-9:
+            self.next += self.controller.period
+
+    def sample(self, system: Any, t: float, x: Array) -> None:
+        """Sample at ``t`` if due: the law at the state ``x = [q | y]`` of ``system``
+        (whose ``speeds(q, y)`` gives ``[u | s]``), held in ``system.held``."""
+        if not self.due(t):
+            return
+        assert self.controller is not None
+        model = self.model
+        q = joints.normalize_quaternions(NUMPY, model.layout, x[: model.nq])
+        u = system.speeds(q, x[model.nq :])
+        system.held = list(self.controller.law(t, model, State(q, u)))
+        self.advance(t)

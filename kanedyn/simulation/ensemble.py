@@ -29,13 +29,14 @@ from kanedyn.compiled.native import NativeCode, default_threads
 from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.dynamics.steppers import Schedule, rk4_step
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model
 from kanedyn.model.batch import ModelBatch, States, resolve
 from kanedyn.model.plan import Params
-from kanedyn.simulation.integrate import Trajectory, check_times, resolve_engine
+from kanedyn.simulation.integrate import check_times, resolve_engine
 from kanedyn.simulation.options import RK4, Engine, Formulation
-from kanedyn.simulation.steppers import Schedule, rk4_step
+from kanedyn.simulation.trajectory import Trajectory
 from kanedyn.spatial.arithmetic import NUMPY
 
 __all__ = ["EnsembleTrajectory", "simulate_ensemble"]

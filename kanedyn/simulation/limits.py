@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.model import Joint, Model
-from kanedyn.simulation.options import parse_choice
+from kanedyn.model.options import parse_choice
 
 __all__ = [
     "JointLimitWarning",

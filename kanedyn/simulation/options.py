@@ -5,7 +5,8 @@
 function parses its options once, on entry, with :meth:`Formulation.parse`,
 :meth:`Engine.parse` and :meth:`Method.parse`, which raise a
 :class:`~kanedyn.ModelError` naming the valid choices. Everything inside dispatches on
-the parsed objects.
+the parsed objects. :class:`Formulation` and :class:`Stabilization`, which the compiled
+layer shares, are defined in :mod:`kanedyn.model.options` and re-exported here.
 
 >>> from kanedyn.simulation.options import Engine, Formulation, Method
 >>> Formulation.parse("msd") is Formulation.MSD
@@ -25,61 +26,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kanedyn.errors import ModelError
+from kanedyn.model.options import Formulation, Stabilization, parse_choice
 
 if TYPE_CHECKING:
     import scipy.integrate
 
 __all__ = ["EnergyMomentum", "Engine", "Formulation", "Method", "Stabilization", "parse_choice"]
-
-
-def parse_choice(cls: Any, value: Any, what: str) -> Any:
-    """The member of the string enum ``cls`` named by ``value`` (a member or its string)."""
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, str):
-        try:
-            return cls(value)
-        except ValueError:
-            pass
-    choices = ", ".join(repr(m.value) for m in cls)
-    raise ModelError(f"{what} must be one of {choices}, got {value!r}")
-
-
-class Formulation(enum.StrEnum):
-    """The states the equations of motion are written in.
-
-    ``KANE``: the generalized speeds ``ν = [u | s]`` (Kane's equations,
-    :func:`kanedyn.forward_dynamics`); ``MSD``: the momentum states of :mod:`kanedyn.dynamics.msd`.
-    A member equals its string (``Formulation.MSD == "msd"``).
-    """
-
-    KANE = "kane"
-    MSD = "msd"
-
-    @classmethod
-    def parse(cls, value: Formulation | str) -> Formulation:
-        """``value`` as a Formulation, or a ModelError naming the choices."""
-        return parse_choice(cls, value, "formulation")  # type: ignore[no-any-return]
-
-
-class Stabilization(enum.StrEnum):
-    """How a simulation of a model with loops stays on the constraint manifold.
-
-    ``PROJECTION`` (default): after every step (RK4) or every output interval
-    (adaptive methods), ``q`` is projected onto ``Φ(q) = 0`` by Newton and ``u`` onto
-    ``A u = 0`` (:func:`kanedyn.dynamics.loops.project`); ``BAUMGARTE``: the
-    acceleration constraint is ``A u̇ + b + 2α A u + β² Φ = 0`` (Baumgarte 1972), no
-    projection; ``NONE``: neither (the drift is left, for comparison).
-    """
-
-    PROJECTION = "projection"
-    BAUMGARTE = "baumgarte"
-    NONE = "none"
-
-    @classmethod
-    def parse(cls, value: Stabilization | str) -> Stabilization:
-        """``value`` as a Stabilization, or a ModelError naming the choices."""
-        return parse_choice(cls, value, "stabilization")  # type: ignore[no-any-return]
 
 
 class Engine(enum.StrEnum):
@@ -147,7 +99,7 @@ class Method:
         )
 
 
-#: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.simulation.steppers.rk4_step`)
+#: fixed-step classic fourth-order Runge-Kutta (:func:`kanedyn.dynamics.steppers.rk4_step`)
 RK4 = Method("rk4")
 
 

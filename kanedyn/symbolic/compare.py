@@ -572,9 +572,9 @@ class _Numeric:
 
     def __init__(self, x: list, p: list, Ma, fa, Mb, fb, defs: Sequence = ()):
         if defs:  # straight-line code: the named intermediates, then M and f
-            from kanedyn.symbolic.kane import _python_function
+            from kanedyn.symbolic.kane import python_function
 
-            self.f = _python_function([x, p], list(defs), [Ma, fa, Mb, fb])
+            self.f = python_function([x, p], list(defs), [Ma, fa, Mb, fb])
             return
         self.f = sm.lambdify([x, p], [Ma, fa, Mb, fb], modules="numpy", cse=True)
 

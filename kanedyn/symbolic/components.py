@@ -54,7 +54,7 @@ from sympy.physics.vector import Point, ReferenceFrame, Vector, dynamicsymbols
 
 from kanedyn.errors import ModelError
 
-__all__ = ["Components", "generalized_forces"]
+__all__ = ["Components", "Lookup", "generalized_forces"]
 
 _t = dynamicsymbols._t
 _ZERO = sm.S.Zero
@@ -222,7 +222,7 @@ def directional(e: Any, seeds: Any, memo: dict | None = None) -> Any:
     def d(x: Any) -> Any:
         if x.is_Atom:
             if x.is_Symbol:
-                s = seeds[x] if isinstance(seeds, _Lookup) else seeds.get(x)
+                s = seeds[x] if isinstance(seeds, Lookup) else seeds.get(x)
                 return _ZERO if s is None else s
             return _ZERO
         out = memo.get(x)
@@ -256,7 +256,7 @@ def directional(e: Any, seeds: Any, memo: dict | None = None) -> Any:
         else:  # anything else: the chain rule through sympy, symbol by symbol
             terms = []
             for y in x.free_symbols:
-                s = seeds[y] if isinstance(seeds, _Lookup) else seeds.get(y)
+                s = seeds[y] if isinstance(seeds, Lookup) else seeds.get(y)
                 if s is not None and s != 0:
                     terms.append(x.diff(y) * s)
             out = _add(terms)
@@ -266,7 +266,7 @@ def directional(e: Any, seeds: Any, memo: dict | None = None) -> Any:
     return d(sm.sympify(e))
 
 
-class _Lookup(dict):
+class Lookup(dict):
     """A seed mapping whose missing keys are resolved by ``__missing__``."""
 
 

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -91,11 +91,12 @@ from kanedyn.spatial import charts
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
+from kanedyn.symbolic.intermediates import Intermediates, cross, dot, is_zero, matmul
 from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
 from kanedyn.symbolic.stages import Stages, stages
 
-__all__ = ["CompactEquations", "KaneEquations", "kane"]
+__all__ = ["CompactEquations", "KaneEquations", "kane", "python_function"]
 
 _ZERO3 = sm.ImmutableMatrix.zeros(3, 1)
 # Jupyter shows the explicit teaching table only for systems this small (in named
@@ -128,188 +129,6 @@ def _slots(nb: int) -> list[Any]:
     return [None] * nb
 
 
-def _product(x: sm.Expr, y: sm.Expr, sign: int = 1) -> sm.Expr:
-    """``sign * x * y``. Products of numbers and named quantities (atoms) are built in
-    canonical order without sympy's evaluation machinery; anything else is evaluated."""
-    if x.is_Number and y.is_Number:
-        return sign * x * y
-    if y.is_Number:
-        x, y = y, x
-    if x.is_Atom and y.is_Atom:
-        if x.is_Number:
-            c = sign * x
-            return y if c == 1 else sm.Mul(c, y, evaluate=False)
-        if sign == 1:
-            return sm.Mul(x, y, evaluate=False)
-        return sm.Mul(sm.S.NegativeOne, x, y, evaluate=False)
-    return sign * x * y
-
-
-def _sum(terms: list) -> sm.Expr:
-    terms = [e for e in terms if e != 0]
-    return sm.Add(*terms, evaluate=False) if len(terms) > 1 else sm.Add(*terms)
-
-
-def _dot(a: Sequence[Any], b: Sequence[Any]) -> sm.Expr:
-    return _sum([_product(x, y) for x, y in zip(a, b, strict=True) if x != 0 and y != 0])
-
-
-def cross(a: Sequence[Any], b: Sequence[Any]) -> sm.Matrix:
-    """``a × b`` as a column, with the zero products skipped."""
-    a0, a1, a2 = a
-    b0, b1, b2 = b
-
-    def d(x, y, z, w):  # x*y - z*w
-        return _sum([_product(x, y) if x != 0 and y != 0 else 0,
-                     _product(z, w, -1) if z != 0 and w != 0 else 0])  # fmt: skip
-
-    return sm.Matrix([d(a1, b2, a2, b1), d(a2, b0, a0, b2), d(a0, b1, a1, b0)])
-
-
-def _mm(A: sm.Matrix, B: sm.Matrix) -> sm.Matrix:
-    """Matrix product as sums of the non-zero products (cheaper than ``A * B`` in sympy)."""
-    a, b = A.tolist(), B.tolist()
-    nk, nc = B.rows, B.cols
-    return sm.Matrix(
-        A.rows,
-        nc,
-        [
-            sm.Add(*[row[k] * b[k][c] for k in range(nk) if row[k] != 0 and b[k][c] != 0])
-            for row in a
-            for c in range(nc)
-        ],
-    )
-
-
-def _is_zero(v: sm.Matrix) -> bool:
-    return all(x == 0 for x in v)
-
-
-def _atomic(expr: sm.Expr) -> bool:
-    """Leave numbers, symbols and ``c * symbol`` unnamed; name everything else."""
-    if expr.is_Atom:
-        return True
-    return bool(
-        expr.is_Mul and len(expr.args) == 2 and expr.args[0].is_Number and expr.args[1].is_Atom
-    )
-
-
-class _Tape:
-    """Named intermediates in definition order; equal expressions share one name."""
-
-    def __init__(self) -> None:
-        self.defs: list[tuple[sm.Dummy, sm.Expr]] = []
-        self.index: dict[sm.Dummy, int] = {}
-        self._memo: dict[sm.Expr, sm.Dummy] = {}
-        # vectors and matrices by label: their entries and, for a vector built by
-        # :meth:`combine`, its terms (sign, operation, operand labels), for the
-        # teaching tables (:mod:`kanedyn.symbolic.stages`)
-        self.groups: dict[str, Group] = {}
-
-    def name(self, expr: sm.Expr, label: str) -> sm.Expr:
-        expr = sm.sympify(expr)
-        if _atomic(expr):
-            return expr
-        s = self._memo.get(expr)
-        if s is None:
-            s = sm.Dummy(label)
-            self.index[s] = len(self.defs)
-            self.defs.append((s, expr))
-            self._memo[expr] = s
-        return s
-
-    def vec(self, v: sm.Matrix, label: str) -> sm.Matrix:
-        out = sm.Matrix([self.name(x, f"{label}{c}") for c, x in enumerate(v)])
-        self.groups.setdefault(label, Group(label, tuple(out), (3, 1)))
-        return out
-
-    def combine(self, label: str, terms: Sequence[tuple[Any, ...]]) -> sm.Matrix:
-        """The vector ``Σ sign · op(operands)`` named ``label``, with its terms recorded:
-        each term is ``(sign, op, (label, value), ...)`` with ``op`` one of
-        :data:`OPERATIONS`; a term with a zero operand is left out (it is zero). The
-        value and the record come from the same terms, so they cannot disagree."""
-        kept: list[tuple[int, str, tuple[str, ...]]] = []
-        value = None
-        for sign, op, *args in terms:
-            if any(_is_zero(x) for _, x in args):
-                continue
-            if op == "@":  # an identity factor changes nothing: left out
-                args = [(lab, x) for lab, x in args if x.shape != (3, 3) or x != sm.eye(3)]
-                op = op if len(args) > 1 else ""
-            part = OPERATIONS[op](*[x for _, x in args])
-            part = part if sign == 1 else -part if sign == -1 else sign * part
-            value = part if value is None else value + part
-            kept.append((sign, op, tuple(self._constant(lab, x) for lab, x in args)))
-        out = self.vec(sm.zeros(3, 1) if value is None else value, label)
-        self.groups[label] = Group(label, tuple(out), (3, 1), tuple(kept))
-        return out
-
-    def _constant(self, label: str, x: sm.Matrix) -> str:
-        """``label``, or for an unnamed operand (a constant) a new label recording it."""
-        if not label:
-            label = f"const{len(self.groups)}"
-            self.groups[label] = Group(label, tuple(x), x.shape)
-        return label
-
-    def product(
-        self, label: str, operands: Sequence[tuple[str, sm.Matrix]], *, symmetric: bool = False
-    ) -> sm.Matrix:
-        """The 3x3 matrix product of ``operands`` ``(label, value)`` (in order)
-        named ``label``, recorded as one term (see :meth:`combine`); an operand that is a
-        constant is recorded with its value (label ``""``)."""
-        operands = [(lab, x) for lab, x in operands if x != sm.eye(3)]  # I: left out
-        args = [self._constant(lab, x) for lab, x in operands]
-        value = OPERATIONS["@"](*[x for _, x in operands]) if operands else sm.eye(3)
-        out = self.mat(value, label, symmetric=symmetric)
-        terms = ((1, "@", tuple(args)),) if args else None
-        self.groups[label] = Group(label, tuple(out), (3, 3), terms)
-        return out
-
-    def mat(self, A: sm.Matrix, label: str, *, symmetric: bool = False) -> sm.Matrix:
-        out = sm.zeros(3, 3)
-        for a in range(3):
-            for b in range(3):
-                if symmetric and b < a:
-                    out[a, b] = out[b, a]
-                else:
-                    out[a, b] = self.name(A[a, b], f"{label}{a}{b}")
-        self.groups.setdefault(label, Group(label, tuple(out), (3, 3)))
-        return out
-
-    def needed(self, exprs: Sequence[sm.Basic]) -> list[tuple[sm.Dummy, sm.Expr]]:
-        """The definitions that ``exprs`` depend on, in definition order."""
-        seen: set[int] = set()
-        stack = [s for e in exprs for s in e.free_symbols if s in self.index]
-        while stack:
-            i = self.index[stack.pop()]
-            if i in seen:
-                continue
-            seen.add(i)
-            stack.extend(s for s in self.defs[i][1].free_symbols if s in self.index)
-        return [self.defs[i] for i in sorted(seen)]
-
-
-#: The operations of :meth:`_Tape.combine`'s terms: an operand alone, a cross product,
-#: a matrix times a vector.
-OPERATIONS: dict[str, Callable[..., sm.Matrix]] = {
-    "": lambda a: a,
-    "x": cross,
-    "@": lambda *m: functools.reduce(lambda acc, A: _mm(A, acc), m[-2::-1], m[-1]),
-}
-
-
-@attrs.frozen(eq=False)
-class Group:
-    """A named vector or matrix of the derivation: its ``label`` (``"C3_"``), its entries
-    (tape names or atoms, row by row), its ``shape`` and, when it was built by
-    :meth:`_Tape.combine`, its ``terms`` ``(sign, op, operand labels)``."""
-
-    label: str
-    entries: tuple[Any, ...]
-    shape: tuple[int, int]
-    terms: tuple[tuple[int, str, tuple[str, ...]], ...] | None = None
-
-
 # --------------------------------------------------------------------------- records
 @attrs.frozen(eq=False)
 class CompactEquations:
@@ -340,7 +159,7 @@ class CompactEquations:
         the upper triangle of the mass matrix and the forcing (the cost of one evaluation)."""
         M, f = self.mass_matrix, self.forcing
         outputs = [M[r, c] for r in range(M.rows) for c in range(r, M.cols)] + list(f)
-        tape = _Tape()
+        tape = Intermediates()
         tape.defs = list(self.intermediates)
         tape.index = {s: i for i, (s, _) in enumerate(self.intermediates)}
         used = tape.needed(outputs)
@@ -351,7 +170,7 @@ class CompactEquations:
 class _Derivation:
     """Everything :func:`kane` builds, in tape names (lists are per body / per speed)."""
 
-    tape: _Tape
+    tape: Intermediates
     R_N_B: list[sm.Matrix]
     r: list[sm.Matrix]
     o: list[sm.Matrix]
@@ -422,7 +241,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     """Stages 1-4 of the numeric engine on sympy expressions (see the module docstring)."""
     lay = model.layout
     nb, nu, ns, n = model.nb, model.nu, model.ns, model.n
-    t = _Tape()
+    t = Intermediates()
     R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
     R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
     transport, alpha_r, C, a_r = (_slots(nb) for _ in range(4))
@@ -522,11 +341,11 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
 
     # joint axes in N: Hw[r] = R_N_Go Gamma[:, col], Hs[c] = R_N_Gi Delta[:, col]
     Hw = [
-        t.vec(_mm(R_N_Go[k], Gamma[k][:, c]), f"Hw{rr}_")
+        t.vec(matmul(R_N_Go[k], Gamma[k][:, c]), f"Hw{rr}_")
         for rr, (k, c) in enumerate(zip(lay.u_joint.tolist(), lay.u_col.tolist(), strict=True))
     ]
     Hs = [
-        _mm(R_N_Gi[k], _cmat(lay.Delta[k])[:, c])
+        matmul(R_N_Gi[k], _cmat(lay.Delta[k])[:, c])
         for k, c in zip(lay.s_joint.tolist(), lay.s_col.tolist(), strict=True)
     ]
     P = lay.path
@@ -560,26 +379,26 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         I_N = t.product(
             f"I_N{i}_", [(f"R_N_B{i}_", R), ("", I_B), (f"R_N_B{i}_^T", R.T)], symmetric=True
         )
-        H = t.vec(_mm(I_N, omega[i]) + _mm(R, _cmat(lay.h_embedded[i])), f"H{i}_")
-        Tb = t.vec(-_mm(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
+        H = t.vec(matmul(I_N, omega[i]) + matmul(R, _cmat(lay.h_embedded[i])), f"H{i}_")
+        Tb = t.vec(-matmul(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")
         I_Ns[i], H_N[i], T_star0[i], F_star0[i] = I_N, H, Tb, Fb
         F, T = F_app[i], T_app[i]
         cols = []  # (speed, Omega column, V column, I Omega column, m V column)
         for rr in range(nu):
-            if not _is_zero(Omega_u[i][:, rr]):
-                IOm = t.vec(_mm(I_N, Omega_u[i][:, rr]), f"IOm{i}_{rr}_")
+            if not is_zero(Omega_u[i][:, rr]):
+                IOm = t.vec(matmul(I_N, Omega_u[i][:, rr]), f"IOm{i}_{rr}_")
                 mV = t.vec(m * V_u[i][:, rr], f"mV{i}_{rr}_")
                 cols.append((rr, Omega_u[i][:, rr], V_u[i][:, rr], IOm, mV))
         for c in range(ns):
-            if not _is_zero(V_s[i][:, c]):
+            if not is_zero(V_s[i][:, c]):
                 mV = t.vec(m * V_s[i][:, c], f"mV{i}_{nu + c}_")
                 cols.append((nu + c, _ZERO3, V_s[i][:, c], _ZERO3, mV))
         for a, (ra, Om_a, V_a, _, _) in enumerate(cols):
             for rb, _, _, IOm_b, mV_b in cols[a:]:
-                M_terms.setdefault((ra, rb), []).extend((_dot(Om_a, IOm_b), _dot(V_a, mV_b)))
-            Fr_terms[ra].extend((_dot(V_a, F), _dot(Om_a, T)))
-            F0_terms[ra].extend((_dot(Om_a, Tb), _dot(V_a, Fb)))
+                M_terms.setdefault((ra, rb), []).extend((dot(Om_a, IOm_b), dot(V_a, mV_b)))
+            Fr_terms[ra].extend((dot(V_a, F), dot(Om_a, T)))
+            F0_terms[ra].extend((dot(Om_a, Tb), dot(V_a, Fb)))
     M = sm.zeros(n, n)
     for (ra, rb), terms in M_terms.items():
         lo, hi = min(ra, rb), max(ra, rb)
@@ -627,7 +446,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
 
 
 def _applied(
-    model: Model, loads: Loads, R_N_B: list, t: _Tape
+    model: Model, loads: Loads, R_N_B: list, t: Intermediates
 ) -> tuple[list[sm.Matrix], list[sm.Matrix]]:
     """Resultant force (at the mass centre) and torque on each body, N components: gravity
     ``m_i g``, the body forces, and the torques plus ``(R_N_B (p - c_i)) × F`` of each
@@ -639,7 +458,7 @@ def _applied(
     for f in loads.forces:
         F[f.body] = F[f.body] + f.F
         if f.point is not None:
-            arm = t.vec(_mm(R_N_B[f.body], f.point - _cmat(lay.com[f.body])), f"arm{f.body}_")
+            arm = t.vec(matmul(R_N_B[f.body], f.point - _cmat(lay.com[f.body])), f"arm{f.body}_")
             T[f.body] = T[f.body] + cross(arm, f.F)
     for i, torque in loads.torques:
         T[i] = T[i] + torque
@@ -715,7 +534,7 @@ class _PythonPrinter:
         return pycode(e.xreplace(local), fully_qualified_modules=True)
 
 
-def _python_function(args: list[list], defs: list, outputs: list[sm.MatrixBase]):
+def python_function(args: list[list], defs: list, outputs: list[sm.MatrixBase]):
     """Compile ``f(*args) -> [nested lists of outputs]`` with ``defs`` as assignments."""
     names: dict[sm.Basic, str] = {}
     lines = []
@@ -1066,7 +885,7 @@ class KaneEquations:
         defs = self._der.tape.needed([e for m in outputs for e in m])
         args = [list(self.q), list(self.u), syms]
         if backend == "python":
-            fn = _python_function(args, defs, outputs)
+            fn = python_function(args, defs, outputs)
         elif backend == "sympy":
             fn = sm.lambdify(args, outputs, modules="numpy", cse=lambda exprs: (defs, exprs))
         else:
@@ -1097,7 +916,7 @@ class KaneEquations:
         nb = self.model.nb
         mats = [sm.ImmutableMatrix(m) for k in self._STAGES for m in getattr(der, k)]
         defs = der.tape.needed([e for m in mats for e in m])
-        fn = _python_function([list(self.q), list(self.u), syms], defs, mats)
+        fn = python_function([list(self.q), list(self.u), syms], defs, mats)
         shapes = {k: getattr(der, k)[0].shape for k in self._STAGES}
         f_args = self._arguments(syms)
 
@@ -1120,7 +939,7 @@ class KaneEquations:
         names = list(self.compact_reactions)
         mats = [sm.ImmutableMatrix(X) for k in names for X in self.compact_reactions[k]]
         defs = self._der.tape.needed([e for m in mats for e in m])
-        fn = _python_function([list(self.q), list(self.u), list(self.u_dot), syms], defs, mats)
+        fn = python_function([list(self.q), list(self.u), list(self.u_dot), syms], defs, mats)
         acc = self.lambdify_rhs(syms)
         f_args = self._arguments(syms)
 

@@ -207,9 +207,9 @@ def _coriolis(
     ``I_N`` is :func:`_inertia_N` of ``R`` and ``I_B``. Returns the definitions (in
     order) and ``C`` in them.
     """
-    from kanedyn.symbolic.kane import _Tape
+    from kanedyn.symbolic.intermediates import Intermediates
 
-    t = _Tape()
+    t = Intermediates()
     n = len(q)
     Hd_u = [sm.Integer(0)] * n  # Ḣ q̇
     dT = [sm.Integer(0)] * n  # ∂(q̇ᵀ H q̇)/∂q

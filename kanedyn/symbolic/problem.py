@@ -58,7 +58,7 @@ from sympy.physics.vector.printing import vlatex, vsstrrepr
 
 from kanedyn.errors import ModelError
 from kanedyn.symbolic.auxiliary import auxiliary_equations, check_auxiliary
-from kanedyn.symbolic.components import Components, _Lookup, generalized_forces
+from kanedyn.symbolic.components import Components, Lookup, generalized_forces
 
 __all__ = ["KaneProblem", "Mass", "RawEquations", "solve_linear", "solve_symmetric"]
 
@@ -771,7 +771,7 @@ def _simplified(M: sm.Matrix, budget: float | None, start: float) -> sm.Matrix:
     return out
 
 
-class _Rates(_Lookup):
+class _Rates(Lookup):
     """Plain symbol -> its time derivative; a specified input's rate is made on demand."""
 
     def __init__(self, problem: KaneProblem) -> None:

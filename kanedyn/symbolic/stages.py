@@ -47,7 +47,7 @@ substitutes every name back. The sine and cosine of a coordinate print as
 :math:`\\mathrm{s}_k`, :math:`\\mathrm{c}_k`.
 
 **The recursion in named vectors.** The derivation records how it builds each of its
-vectors and matrices (``_Tape.combine`` and ``_Tape.product`` in :mod:`kanedyn.symbolic.kane`: the
+vectors and matrices (``Intermediates.combine`` and ``Intermediates.product`` in :mod:`kanedyn.symbolic.kane`: the
 terms ``sign · op(operands)`` that also compute the value), so the remainders are
 written as the textbook's recursion down the tree, in names:
 :math:`\\alpha_{r,i} = \\alpha_{r,i(k)} + \\alpha^{rel}_k`,
@@ -409,8 +409,8 @@ class _Folder:
         """The recorded terms of vector ``label`` written in its operands' names
         (defining those first), as a :class:`Formula`: ``Σ sign · op(operands)``
         evaluated by the derivation's own operations
-        (:data:`kanedyn.symbolic.kane.OPERATIONS`)."""
-        from kanedyn.symbolic.kane import OPERATIONS
+        (:data:`kanedyn.symbolic.intermediates.OPERATIONS`)."""
+        from kanedyn.symbolic.intermediates import OPERATIONS
 
         terms = []
         for sign, op, args in self.tape.groups[label].terms or ():
@@ -865,7 +865,7 @@ class _Names:
 
 
 #: The derivation's vectors and matrices that the tables name (by label prefix, see
-#: :class:`kanedyn.symbolic.kane.Group`): LaTeX base, subscript prefix, and whether the
+#: :class:`kanedyn.symbolic.intermediates.Group`): LaTeX base, subscript prefix, and whether the
 #: quantity belongs to a joint (else to a body). The table's own vectors (``omega``,
 #: ``v``, ``o``, ``r``, ``alpha_r``, ``a_r``) are named where they are written.
 _GROUPS = {

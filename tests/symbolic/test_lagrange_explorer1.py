@@ -11,7 +11,7 @@ import sympy as sm
 
 import kanedyn as kd
 from kanedyn.symbolic import compare, kane, lagrange
-from kanedyn.symbolic.kane import _python_function
+from kanedyn.symbolic.kane import python_function
 
 pytestmark = pytest.mark.slow  # about 25 s: the build, the change of speeds, the samples
 
@@ -63,7 +63,7 @@ def test_both_against_the_numeric_engine(explorer1):
     """Lagrange's θ̈ gives ω̇ = Γ θ̈ + Γ̇ θ̇ (Go axes), hinge and slide accelerations as
     they are; Kane's equations at the same state give the engine's accelerations."""
     model, eom, lag = explorer1
-    lag_fn = _python_function(
+    lag_fn = python_function(
         [list(lag.q), list(lag.u)], list(lag.intermediates), [lag.mass_matrix, lag.compact_forcing]
     )
     kane_fn = eom.lambdify()

@@ -54,6 +54,7 @@ from kanedyn import joints
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import Force, JointLoad, LoadsLike, Torque
 from kanedyn.dynamics.partials import partials
+from kanedyn.dynamics.steppers import Schedule
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model, State
 from kanedyn.simulation.conserving.formulation import (
@@ -64,6 +65,8 @@ from kanedyn.simulation.conserving.formulation import (
     to_joint_coordinates,
     to_redundant,
 )
+from kanedyn.simulation.conserving.trajectory import ConservingTrajectory
+from kanedyn.simulation.control import Sampler
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.arithmetic import NUMPY
@@ -622,9 +625,6 @@ def run(
     (zero-order hold) and applied with ``loads`` at each step's midpoint: a held
     :class:`~kanedyn.JointLoad` is a constant generalized force over the step, whose
     work ``τ·Δa`` the energy balance accounts exactly."""
-    from kanedyn.simulation.integrate import _Sampler
-    from kanedyn.simulation.steppers import Schedule
-
     model.check_state(state)
     if reduction not in ("full", "null-space"):
         raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
@@ -639,7 +639,7 @@ def run(
         raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
     f_static = None if callable(loads) else generalized_loads(red, loads)
     held: list[Any] = []
-    sampler = _Sampler(controller, model)
+    sampler = Sampler(controller, model)
     lam: Array | None = None
     v_mid: Array | None = None
 
@@ -745,8 +745,6 @@ def simulate_energy_momentum(
     :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates.
     ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
     ``max_iter``, ``reduction``, ``planar``, ``controller``)."""
-    from kanedyn.simulation.conserving import ConservingTrajectory
-
     start = _time.perf_counter()
     r = run(model, state, t_final, dt, **options)  # the model's loop joints included
     wall = _time.perf_counter() - start

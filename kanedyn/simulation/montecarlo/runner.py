@@ -59,7 +59,7 @@ from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.plan import params_of
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
-from kanedyn.simulation.integrate import Trajectory, check_times, simulate
+from kanedyn.simulation.integrate import check_times, simulate
 from kanedyn.simulation.montecarlo.dispersion import (
     Dispersion,
     DispersionSpec,
@@ -68,6 +68,7 @@ from kanedyn.simulation.montecarlo.dispersion import (
     sample,
 )
 from kanedyn.simulation.montecarlo.result import STATUS, MonteCarloResult, require_pandas
+from kanedyn.simulation.trajectory import Trajectory
 
 __all__ = ["ChunkResult", "monte_carlo", "run_chunk"]
 
@@ -195,7 +196,7 @@ def run_chunk(run: Run, first: int, stop: int) -> ChunkResult:
 
 
 def _output_times(run: Run) -> Array:
-    from kanedyn.simulation.steppers import Schedule
+    from kanedyn.dynamics.steppers import Schedule
 
     every = run.dt if run.output_every is None else run.output_every
     schedule = Schedule.of(run.t_final, run.dt, every)

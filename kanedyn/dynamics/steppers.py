@@ -8,7 +8,7 @@ runs it on (B, nx) arrays. The two combinations of the step (a stage's argument 
 update) are written once, as expressions that floats and arrays share
 (:data:`ARRAYS`); :data:`FLOATS` spells each out once as a list comprehension.
 
->>> from kanedyn.simulation.steppers import FLOATS, rk4_step
+>>> from kanedyn.dynamics.steppers import FLOATS, rk4_step
 >>> rk4_step(lambda t, x: [x[0]], 0.0, [1.0], 0.1, FLOATS)  # ẋ = x: e^0.1 to O(h^5)
 [1.1051708333333332]
 """

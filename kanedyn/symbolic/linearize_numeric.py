@@ -20,16 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import sympy as sm
 
+from kanedyn.compiled.linearize import Linearization
 from kanedyn.errors import ModelError
+from kanedyn.symbolic.kane import KaneEquations
+from kanedyn.symbolic.linearize import linearize as linearize_sympy
 from kanedyn.symbolic.matching import symbol_name
-
-if TYPE_CHECKING:
-    from kanedyn.compiled.linearize import Linearization
+from kanedyn.symbolic.problem import KaneProblem
 
 __all__ = ["linearize_symbolic"]
 
@@ -69,11 +70,6 @@ def linearize_symbolic(
         ``input_names`` from ``inputs``; ``state`` is the complete operating point
         (dependent coordinates and speeds included), floats by the problem's symbols.
     """
-    from kanedyn.compiled.linearize import Linearization
-    from kanedyn.symbolic.kane import KaneEquations
-    from kanedyn.symbolic.linearize import linearize as linearize_sympy
-    from kanedyn.symbolic.problem import KaneProblem
-
     if not isinstance(problem, KaneProblem | KaneEquations):
         raise ModelError(
             "linearize: expected a kd.Model, a kd.symbolic.KaneProblem or the equations "

@@ -1,0 +1,238 @@
+"""The result of a simulation: :class:`Trajectory` (time histories of ``q`` and ``u``,
+energies and momenta computed on first use, CSV and NPZ output) and
+:class:`BodyHistory`.
+
+It sits below :mod:`kanedyn.simulation.integrate` and
+:mod:`kanedyn.simulation.conserving`, which both return trajectories. The plotting
+and animation hooks (:meth:`Trajectory.plot`, :meth:`Trajectory.animate`) import their
+layers when called, so a numeric run never loads them.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.dynamics import loops as loops_
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.model import Model, State
+from kanedyn.model.names import coordinate_names, speed_names
+from kanedyn.simulation import limits as limits_
+from kanedyn.simulation import output as _output
+
+__all__ = ["BodyHistory", "Trajectory", "csv_header"]
+
+Array = NDArray[np.float64]
+
+
+@attrs.frozen(eq=False)
+class BodyHistory:
+    """One body's time histories: ``omega`` (nt, 3) in its own axes, ``R_N_B`` (nt, 3, 3),
+    ``position`` (nt, 3) and ``velocity`` (nt, 3) of its mass centre in N."""
+
+    omega: Array
+    R_N_B: Array
+    position: Array
+    velocity: Array
+
+
+@attrs.frozen(eq=False, slots=False)
+class Trajectory:
+    """The result of :func:`simulate`: ``t`` (nt,), ``q`` (nt, nq), ``u`` (nt, n); for an
+    MSD run, ``momenta`` (nt, n) holds the integrated momentum states themselves
+    (:func:`kanedyn.dynamics.msd.momenta` layout; ``None`` for Kane runs).
+
+    For a model with loops: ``loop_drift`` is the largest constraint residual
+    ``max(|Φ|, |A u|)`` the integrator produced before a projection (over every step),
+    ``loop_residual`` (nt, 2) the residuals ``max |Φ|``, ``max |A u|`` of the stored
+    states, ``repartitions`` how often the dependent speeds were chosen again.
+
+    Derived histories are computed on first use: ``kinetic_energy``,
+    ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
+    ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
+
+    ``engine`` says what evaluated the right-hand side: ``"native"`` (machine code,
+    :mod:`kanedyn.compiled.native`), ``"tcc"`` (C compiled by libtcc,
+    :mod:`kanedyn.compiled.tcc`) or ``"python"`` (generated Python), each but native
+    with the reason native code was not used, or ``"dense"``.
+
+    ``limits`` is what the run did with the joint limits (``"warn"``, ``"stop"`` or
+    ``"ignore"``); ``limit_crossings`` the first crossing of each joint's bound
+    (:class:`~kanedyn.simulation.limits.LimitCrossing`, in time order; under ``"stop"``
+    the first time each stop held its joint).
+    """
+
+    model: Model
+    t: Array
+    q: Array
+    u: Array
+    formulation: str
+    method: str
+    wall_time: float
+    steps: int
+    events: tuple[Any, ...] = ()
+    momenta: Array | None = None
+    status: str = "completed"
+    engine: str = ""  # what evaluated the right-hand side (see simulate)
+    loop_drift: float | None = None
+    repartitions: int = 0
+    limits: str = "ignore"
+    limit_crossings: tuple[limits_.LimitCrossing, ...] = ()
+
+    def state(self, i: int) -> State:
+        return State(self.q[i], self.u[i])
+
+    def __str__(self) -> str:
+        """A short summary: samples, time span, status, formulation, method and engine,
+        the model's size (the full record, with every array, is ``repr(traj)``)."""
+        nt = len(self.t)
+        span = f"t = {self.t[0]:g} .. {self.t[-1]:g} s" if nt else "no samples"
+        lines = [
+            f"Trajectory: {nt} samples, {span}, {self.steps} steps, status {self.status!r}",
+            f"  {self.formulation}, {self.method}"
+            + (f", engine {self.engine}" if self.engine else "")
+            + f", {self.wall_time:.3g} s wall time",
+            f"  model: {self.model.nb} bodies, {self.model.n} DOF",
+        ]
+        if self.events:
+            lines.append(f"  events: {len(self.events)}")
+        if self.loop_drift is not None:
+            lines.append(f"  loop drift: {self.loop_drift:.3g}")
+        return "\n".join(lines)
+
+    @cached_property
+    def _derived(self) -> tuple[Array, Array, Array, Array]:
+        """Kinetic and potential energy, P and H at every output, from the kinematics of
+        blocks of outputs at once (:func:`kanedyn.dynamics.kinematics.kinematics_at` is
+        batched)."""
+        return _output.derived_histories(self.model, self.q, self.u)
+
+    @cached_property
+    def loop_residual(self) -> Array:
+        """``max |Φ(q)|`` and ``max |A(q) u|`` at each output, (nt, 2) (zeros without
+        loops)."""
+        return np.array(
+            [loops_.residuals(self.model, q, u) for q, u in zip(self.q, self.u, strict=True)]
+        ).reshape(len(self.t), 2)
+
+    @property
+    def kinetic_energy(self) -> Array:
+        """Kinetic energy at each output time, (nt,) [J]."""
+        return self._derived[0]
+
+    @property
+    def potential_energy(self) -> Array:
+        """Gravity and spring potential energy at each output time, (nt,) [J]."""
+        return self._derived[1]
+
+    @property
+    def total_energy(self) -> Array:
+        """Kinetic plus potential energy, (nt,) [J]."""
+        return self.kinetic_energy + self.potential_energy
+
+    @property
+    def linear_momentum(self) -> Array:
+        """Total linear momentum in N, (nt, 3) [N s]."""
+        return self._derived[2]
+
+    @property
+    def angular_momentum(self) -> Array:
+        """Total angular momentum about the system mass centre, N axes, (nt, 3) [N m s]."""
+        return self._derived[3]
+
+    @cached_property
+    def _bodies(self) -> dict[str, BodyHistory]:
+        return {}
+
+    def body(self, name: str) -> BodyHistory:
+        """One body's histories (computed once per body)."""
+        if name in self._bodies:
+            return self._bodies[name]
+        i = self.model.body_index(name)
+        parts = []  # the kinematics of blocks of outputs at once (kinematics_at is batched)
+        for a in range(0, len(self.t), 4096):
+            kin = kinematics_at(self.model, self.q[a : a + 4096], self.u[a : a + 4096])
+            parts.append((kin.R_N_B[:, i], kin.omega[:, i], kin.r[:, i], kin.v[:, i]))
+        R, w_N, r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)
+        self._bodies[name] = hist
+        return hist
+
+    def column_names(self) -> list[str]:
+        return ["t", *coordinate_names(self.model), *speed_names(self.model)]
+
+    def csv_header(self) -> list[str]:
+        """The CSV column names with units, ``name [unit]``
+        (:func:`kanedyn.simulation.output.column_names`)."""
+        return csv_header(self.model)
+
+    def to_csv(self, path: str | Path) -> None:
+        """Write t, q, u and the energy and momentum histories as CSV with a header of
+        ``name [unit]`` columns (names holding a comma, quote or line break are quoted)."""
+        import csv
+
+        data = np.column_stack(
+            (
+                self.t,
+                self.q,
+                self.u,
+                self.kinetic_energy,
+                self.potential_energy,
+                self.linear_momentum,
+                self.angular_momentum,
+            )
+        )
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(self.csv_header())
+            writer.writerows([f"{v:.17g}" for v in row] for row in data)
+
+    def to_npz(self, path: str | Path) -> None:
+        """Write every history (and the coordinate and speed names) to a NumPy .npz file."""
+        np.savez(
+            path,
+            t=self.t,
+            q=self.q,
+            u=self.u,
+            kinetic_energy=self.kinetic_energy,
+            potential_energy=self.potential_energy,
+            linear_momentum=self.linear_momentum,
+            angular_momentum=self.angular_momentum,
+            coordinate_names=np.array(coordinate_names(self.model)),
+            speed_names=np.array(speed_names(self.model)),
+        )
+
+    def plot(self, path: str | Path | None = None, body: str | None = None) -> Any:
+        """Energy, momentum drift and one body's rates against time (needs matplotlib)."""
+        from kanedyn.plotting import plot_trajectory
+
+        return plot_trajectory(self, path=path, body=body)
+
+    def animate(self, path: str | Path | None = None, **options: Any) -> Any:
+        """3D animation in the browser: one self-contained HTML page, written to ``path``
+        (``run.html#t=SECONDS`` opens it paused at a time). Needs the ``animate`` extra
+        (meshcat). Options and return value: :func:`kanedyn.animation.animate`."""
+        from kanedyn.animation import animate
+
+        return animate(self, path, **options)
+
+
+def csv_header(model: Model) -> list[str]:
+    """The CSV header of ``model``'s trajectories: ``t [s]``, the coordinates (``[1]`` for
+    quaternion components, ``[rad]``, ``[m]``), the speeds (``[rad/s]``, ``[m/s]``),
+    then the energies ``[J]`` and momenta ``[N s]``, ``[N m s]``."""
+    units: dict[str, str] = {}
+    for k, j in enumerate(model.joints):
+        nr = j.n_rot_coordinates
+        qn = [coordinate_names(model)[i] for i in model.layout.q_index[k]]
+        un = [speed_names(model)[i] for i in model.layout.u_index[k]]
+        for pos, name in enumerate(qn):
+            units[name] = ("1" if j.rot_type == "spherical" else "rad") if pos < nr else "m"
+        for pos, name in enumerate(un):
+            units[name] = "rad/s" if pos < j.rot_dof else "m/s"
+    return _output.column_names(coordinate_names(model), speed_names(model), units)
