@@ -163,7 +163,7 @@ def motion_rates(model: Any, state: Any, loads: Any = None) -> Array:
     is a leaf, symmetric about the hinge axis with its mass centre on it (a reaction
     wheel), turns nothing visible and is left out.
     """
-    from kanedyn.dynamics.kane import forward_dynamics
+    from kanedyn.dynamics.forward import forward_dynamics
 
     edges = (*model.joints, *model.loops)
     keep = np.ones(model.nu, dtype=bool)
