@@ -188,7 +188,6 @@ class Plan:
     has_slides: bool
     has_spherical: bool
     Delta_T: Array  # (nj, 3, 3) Δᵀ: rows are slide axes in Gi
-    quat_spring: bool  # any spherical joint with stiffness
     gimbal_axes: EulerAxes  # (ng, 3, 3) the gimbals' axis constants (joints.gimbal)
 
     @classmethod
@@ -221,7 +220,6 @@ class Plan:
         others = [k for k in range(nb) if k not in set(groups)]
         joint_order = np.argsort(np.array(groups + others, dtype=np.intp)).astype(np.intp)
         gdof = max((j.rot_dof for j in model.joints if j.rot_type == "gimbal"), default=0)
-        quat_spring = bool(lay.spherical.size and np.any(params_of(model).stiffness[lay.quat_u]))
         return cls(
             nb=nb,
             nq=model.nq,
@@ -243,7 +241,6 @@ class Plan:
             has_slides=model.ns > 0,
             has_spherical=lay.spherical.size > 0,
             Delta_T=_frozen(np.swapaxes(lay.Delta, -1, -2)),
-            quat_spring=quat_spring,
             gimbal_axes=euler_axes(NUMPY, lay.gimbal_e),
         )
 
