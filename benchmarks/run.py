@@ -43,6 +43,7 @@ from benchmarks import native as native_bench  # noqa: E402
 from benchmarks.checks import relative_error  # noqa: E402
 from benchmarks.peers import PEERS, available  # noqa: E402
 from kanedyn.dynamics.loads import joint_spring_forces  # noqa: E402
+from kanedyn.model.plan import params_of  # noqa: E402
 
 TOLERANCE = 1e-10
 CHAINS = (1, 2, 5, 10, 20, 50)
@@ -169,11 +170,11 @@ def dispersed(model: kd.Model, label: str, B: int, repeats: int) -> dict[str, An
     mass centres (a ``ModelBatch``): dense against compiled (the peers would need one
     model per member, so they are not timed here)."""
     rng = np.random.default_rng(3)
-    lay = model.layout
-    inertia = lay.inertia * rng.uniform(0.9, 1.1, (B, model.nb, 1, 1))
+    pa = params_of(model)
+    inertia = pa.inertia * rng.uniform(0.9, 1.1, (B, model.nb, 1, 1))
     batch = kd.ModelBatch.dispersed(
-        model, mass=lay.mass * rng.uniform(0.9, 1.1, (B, model.nb)), inertia=inertia,
-        com=lay.com + rng.normal(0.0, 0.01, (B, model.nb, 3)),
+        model, mass=pa.mass * rng.uniform(0.9, 1.1, (B, model.nb)), inertia=inertia,
+        com=pa.com + rng.normal(0.0, 0.01, (B, model.nb, 3)),
     )  # fmt: skip
     states = models.random_states(model, B, rng)
     cm = kd.compile_model(batch)

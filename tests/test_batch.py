@@ -10,6 +10,7 @@ import pytest
 import kanedyn as kd
 from kanedyn.errors import ModelError
 from kanedyn.model.batch import ModelBatch, States
+from kanedyn.model.plan import params_of
 from kanedyn.simulation.ensemble import simulate_ensemble
 
 SEQS = ["123", "231", "312", "132", "213", "321", "121", "131", "212", "232", "313", "323"]
@@ -172,8 +173,8 @@ def test_one_state_many_parameter_sets_broadcast():
 def test_dispersed_equals_stack_and_members_round_trip():
     model = kd.examples.explorer1()
     rng = np.random.default_rng(0)
-    mass = model.layout.mass * rng.uniform(0.9, 1.1, (5, model.nb))
-    stiffness = model.layout.stiffness * rng.uniform(0.5, 1.5, (5, model.n))
+    mass = params_of(model).mass * rng.uniform(0.9, 1.1, (5, model.nb))
+    stiffness = params_of(model).stiffness * rng.uniform(0.5, 1.5, (5, model.n))
     batch = ModelBatch.dispersed(model, mass=mass, stiffness=stiffness)
     again = ModelBatch.stack([batch.member(b) for b in range(batch.size)])
     states = States.repeat(kd.examples.explorer1_state(model), 5)

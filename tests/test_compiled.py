@@ -23,6 +23,7 @@ from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import applied_loads
 from kanedyn.errors import ModelError
 from kanedyn.model.batch import States
+from kanedyn.model.plan import params_of
 from tests.strategies import SETTINGS, random_inertia, random_loads, random_state, tree, trees
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -496,26 +497,26 @@ def dispersed_batch(model: kd.Model, B: int, rng: np.random.Generator):
     rotations, inertias by random valid tensors, springs kept off spherical joints)."""
     from scipy.spatial.transform import Rotation
 
-    lay = model.layout
+    pa = params_of(model)
 
     def turn(R):  # (nb, 3, 3) -> (B, nb, 3, 3)
         small = Rotation.from_rotvec(rng.normal(0.0, 0.1, (B * R.shape[0], 3))).as_matrix()
         return small.reshape(B, -1, 3, 3) @ R
 
     inertia = np.array([[random_inertia(rng) for _ in range(model.nb)] for _ in range(B)])
-    stiffness = lay.stiffness * rng.uniform(0.5, 1.5, (B, model.n))
+    stiffness = pa.stiffness * rng.uniform(0.5, 1.5, (B, model.n))
     return kd.ModelBatch.dispersed(
         model,
-        mass=lay.mass * rng.uniform(0.8, 1.2, (B, model.nb)),
+        mass=pa.mass * rng.uniform(0.8, 1.2, (B, model.nb)),
         inertia=inertia,
-        com=lay.com + rng.normal(0.0, 0.05, (B, model.nb, 3)),
-        embedded_momentum=lay.h_embedded + rng.normal(0.0, 0.1, (B, model.nb, 3)),
-        inner_point=lay.inner_point + rng.normal(0.0, 0.05, (B, model.nb, 3)),
-        outer_point=lay.outer_point + rng.normal(0.0, 0.05, (B, model.nb, 3)),
-        inner_rotation=turn(lay.R_Bi_Gi),
-        outer_rotation=turn(lay.R_Go_Bo),
+        com=pa.com + rng.normal(0.0, 0.05, (B, model.nb, 3)),
+        embedded_momentum=pa.h_embedded + rng.normal(0.0, 0.1, (B, model.nb, 3)),
+        inner_point=pa.inner_point + rng.normal(0.0, 0.05, (B, model.nb, 3)),
+        outer_point=pa.outer_point + rng.normal(0.0, 0.05, (B, model.nb, 3)),
+        inner_rotation=turn(pa.R_Bi_Gi),
+        outer_rotation=turn(pa.R_Go_Bo),
         stiffness=stiffness,
-        damping=lay.damping * rng.uniform(0.5, 1.5, (B, model.n)),
+        damping=pa.damping * rng.uniform(0.5, 1.5, (B, model.n)),
         gravity=rng.normal(0.0, 5.0, (B, 3)),
     )
 

@@ -14,6 +14,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import loops as loops_
+from kanedyn.model.plan import params_of
 from kanedyn.simulation.conserving import (
     ConservingTrajectory,
     redundant,
@@ -315,7 +316,7 @@ def test_dampers_dissipate_exactly_the_discrete_dissipation(hub):
     tr = kd.simulate(m, s, 10.0, h, method="energy-momentum")
     E = tr.run.energy
     assert np.all(np.diff(E) < 0.0)
-    c = m.layout.damping
+    c = params_of(m).damping
     dq = np.diff(tr.q, axis=0)
     angles = np.concatenate([m.coordinates(f"hinge{k}") for k in range(4)])
     rates = np.concatenate([m.speeds(f"hinge{k}") for k in range(4)])

@@ -10,6 +10,7 @@ import pytest
 import kanedyn as kd
 import kanedyn.simulation.integrate
 from kanedyn.errors import ModelError
+from kanedyn.model.plan import params_of
 from tests.strategies import random_loads, random_state, tree
 
 
@@ -192,12 +193,12 @@ def test_compiled_ensemble_equals_dense_ensemble_and_single_runs():
 
 def _dispersed(model, B, seed):
     rng = np.random.default_rng(seed)
-    lay = model.layout
+    pa = params_of(model)
     return kd.ModelBatch.dispersed(
         model,
-        mass=lay.mass * rng.uniform(0.8, 1.2, (B, model.nb)),
-        com=lay.com + rng.uniform(-0.05, 0.05, (B, model.nb, 3)),
-        stiffness=lay.stiffness * rng.uniform(0.5, 1.5, (B, model.n)),
+        mass=pa.mass * rng.uniform(0.8, 1.2, (B, model.nb)),
+        com=pa.com + rng.uniform(-0.05, 0.05, (B, model.nb, 3)),
+        stiffness=pa.stiffness * rng.uniform(0.5, 1.5, (B, model.n)),
         gravity=np.tile(model.gravity, (B, 1)) * rng.uniform(0.5, 1.5, (B, 1)),
     )
 

@@ -16,6 +16,7 @@ from scipy.spatial.transform import Rotation
 import kanedyn as kd
 from kanedyn import codegen, joints
 from kanedyn.codegen import TRACE
+from kanedyn.model.plan import params_of
 from kanedyn.spatial import charts
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.rotation import EULER_SEQUENCES, parse_sequence
@@ -179,7 +180,7 @@ def test_spring_damper_and_qdot_on_a_model_with_every_joint_kind():
     state = model.initial_state()
     q = RNG.normal(size=model.nq)
     u = RNG.normal(size=model.n)
-    lay = model.layout
+    lay, pa = model.layout, params_of(model)
     # oracle, written out joint by joint from the conventions
     Q_ref = np.zeros(model.n)
     qd_ref = np.zeros(model.nq)
@@ -197,7 +198,7 @@ def test_spring_damper_and_qdot_on_a_model_with_every_joint_kind():
         qd_ref[angle_q] = u[angle_u]
         Q_ref[angle_u] = -np.asarray(k_trn) * q[angle_q] - np.asarray(c_trn) * u[angle_u]
     assert state.q.shape == q.shape
-    Q = joints.spring_damper(lay, lay.stiffness, lay.damping, q, u)
+    Q = joints.spring_damper(lay, pa.stiffness, pa.damping, q, u)
     np.testing.assert_allclose(Q, Q_ref, atol=1e-15)
     np.testing.assert_allclose(joints.qdot(lay, q, u), qd_ref, atol=1e-15)
     # symbols and traced values give the same numbers
@@ -205,8 +206,8 @@ def test_spring_damper_and_qdot_on_a_model_with_every_joint_kind():
     us = np.array(sm.symbols(f"u0:{model.n}", real=True), dtype=object)
     values = {**dict(zip(qs, q, strict=True)), **dict(zip(us, u, strict=True))}
     for fn, ref in (
-        (lambda a, b: joints.spring_damper(lay, SYMPY.const(lay.stiffness),
-                                           SYMPY.const(lay.damping), a, b), Q),
+        (lambda a, b: joints.spring_damper(lay, SYMPY.const(pa.stiffness),
+                                           SYMPY.const(pa.damping), a, b), Q),
         (lambda a, b: joints.qdot(lay, a, b), joints.qdot(lay, q, u)),
     ):  # fmt: skip
         sym = np.array([sm.sympify(e).subs(values) for e in fn(qs, us)], dtype=float)

@@ -11,6 +11,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.model.batch import ModelBatch, States
+from kanedyn.model.plan import params_of
 
 
 def _freed(make_model, use) -> bool:
@@ -83,7 +84,7 @@ def test_simulate_ensemble_frees_the_model_and_the_batch(engine):
     assert _freed(_explorer1, run)
 
     def run_batch(model):
-        batch = ModelBatch.dispersed(model, mass=model.layout.mass * np.array([[1.0], [1.1]]))
+        batch = ModelBatch.dispersed(model, mass=params_of(model).mass * np.array([[1.0], [1.1]]))
         kd.simulate_ensemble(batch, States.repeat(kd.examples.explorer1_state(model), 2),
                              0.05, 0.01, engine=engine)  # fmt: skip
         return weakref.ref(batch)

@@ -23,6 +23,7 @@ import kanedyn.dynamics.msd
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import applied_loads
 from kanedyn.errors import ModelError
+from kanedyn.model.plan import params_of
 from tests.strategies import SETTINGS, random_loads, random_state, tree, trees
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -227,7 +228,7 @@ def _break_root_rates(monkeypatch):
     def broken(model, kin, L):
         ydot = original(model, kin, L)
         R, w = kin.R_N_B[0], kin.omega[0]
-        ydot[idx] -= np.cross(w, R @ model.layout.inertia[0] @ R.T @ w)
+        ydot[idx] -= np.cross(w, R @ params_of(model).inertia[0] @ R.T @ w)
         return ydot
 
     monkeypatch.setattr(kanedyn.dynamics.msd, "rates", broken)

@@ -83,11 +83,11 @@ def frames(traj: Trajectory, max_frames: int = 1000, max_bytes: float = 8e6) -> 
     """The poses of every body at the decimated output times of ``traj``."""
     model = traj.model
     idx = decimate(len(traj.t), model.nb, max_frames, max_bytes)
-    mass = model.layout.mass
     p, quat, H, c = [], [], [], []
     for i in idx:
         q, u = traj.q[i], traj.u[i]
         kin = kinematics_at(model, q, u)
+        mass = kin.params.mass
         p.append(kin.p)
         quat.append(dcm_to_quat(kin.R_N_B))
         H.append(momentum(model, State(q, u))[1])

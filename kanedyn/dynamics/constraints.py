@@ -101,7 +101,7 @@ def constraint_forces(
         acc = solve_mass_matrix(mass_matrix_at(model, tm), forcing_at(model, tm, L))
     alpha = tm.Omega @ acc + tm.par.alpha_r
     a = tm.V @ acc + tm.par.a_r
-    F_net = lay.mass[:, None] * a - L.F - F_loop  # what the joints must supply, per body
+    F_net = tm.params.mass[:, None] * a - L.F - F_loop  # what the joints must supply, per body
     T_net = mv(tm.I_N, alpha) + cross(kin.omega, tm.H) - L.T - T_loop
     F_k, T_k = subtree_wrench(model, F_net, T_net, kin.r, kin.o)
 

@@ -229,7 +229,7 @@ def generalized_inertia_forces(model: Model, state: State, acc: ArrayLike) -> Ar
     alpha = tm.Omega @ acc + tm.par.alpha_r
     a = tm.V @ acc + tm.par.a_r
     T_star = -mv(tm.I_N, alpha) - cross(kin.omega, tm.H)
-    F_star = -model.layout.mass[:, None] * a
+    F_star = -tm.params.mass[:, None] * a
     n = model.n
     Fr_star = (
         tm.Omega.reshape(3 * model.nb, n).T @ T_star.ravel()
@@ -301,17 +301,18 @@ def kinetic_energy(model: Model, state: State) -> float:
 
 def kinetic_energy_at(model: Model, kin: Kinematics) -> Any:
     """:func:`kinetic_energy` from the kinematics of a state: a float, or (...) for
-    kinematics of a batch of states (..., nb, 3)."""
-    lay = model.layout
+    kinematics of a batch of states or parameters (..., nb, 3); the masses and inertias
+    are ``kin.params``."""
+    pa = kin.params
     w_B = np.einsum("...bji,...bj->...bi", kin.R_N_B, kin.omega)
-    rot_ke = np.einsum("...bi,bij,...bj->...", w_B, lay.inertia, w_B)
-    for spec in rotor_specs(model):  # geared rotors: ½ ω_R·J_R ω_R (½ n²J σ² if reflected)
+    rot_ke = np.einsum("...bi,...bij,...bj->...", w_B, pa.inertia, w_B)
+    for spec in rotor_specs(model, pa):  # geared rotors: ½ ω_R·J_R ω_R (½ n²J σ² if reflected)
         R, w, _, _, sigma = carrier(spec, kin)
         w_R, H_R = rotor_momentum(spec, sigma, R, w)
         rot_ke = rot_ke + (
             spec.n**2 * spec.J * sigma**2 if spec.reflected_only else np.sum(w_R * H_R, axis=-1)
         )
-    T = 0.5 * (rot_ke + np.sum(lay.mass * np.sum(kin.v**2, axis=-1), axis=-1))
+    T = 0.5 * (rot_ke + np.sum(pa.mass * np.sum(kin.v**2, axis=-1), axis=-1))
     return float(T) if np.ndim(T) == 0 else T
 
 
@@ -323,9 +324,10 @@ def potential_energy(model: Model, state: State) -> float:
 
 def potential_energy_at(model: Model, q: Array, kin: Kinematics) -> Any:
     """:func:`potential_energy` from the coordinates and kinematics of a state (or of a
-    batch: ``q`` (..., nq), the result (...))."""
-    gravity = -np.sum(model.layout.mass * (kin.r @ model.gravity), axis=-1)
-    V = gravity + spring_potential(model, q)
+    batch: ``q`` (..., nq), the result (...)); the parameters are ``kin.params``."""
+    pa = kin.params
+    gravity = -np.sum(pa.mass * _vecdot(kin.r, pa.gravity[..., None, :]), axis=-1)
+    V = gravity + spring_potential(model, q, pa)
     return float(V) if np.ndim(V) == 0 else V
 
 
@@ -333,12 +335,12 @@ def system_mass_properties(model: Model, state: State) -> tuple[float, Array, Ar
     """Total mass, mass centre (N) and inertia about it (N axes) at ``state``."""
     _check(model, state)
     kin = kinematics_at(model, state.q, state.u)
-    lay = model.layout
-    m = float(lay.mass.sum())
-    c = lay.mass @ kin.r / m
+    pa = kin.params
+    m = float(pa.mass.sum())
+    c = pa.mass @ kin.r / m
     d = kin.r - c
-    I_N = kin.R_N_B @ lay.inertia @ kin.R_N_B.swapaxes(-1, -2)
-    shift = lay.mass[:, None, None] * (
+    I_N = kin.R_N_B @ pa.inertia @ kin.R_N_B.swapaxes(-1, -2)
+    shift = pa.mass[:, None, None] * (
         np.einsum("bi,bi->b", d, d)[:, None, None] * np.eye(3) - d[:, :, None] * d[:, None, :]
     )
     return m, c, (I_N + shift).sum(axis=0)
@@ -354,15 +356,17 @@ def momentum(model: Model, state: State) -> tuple[Array, Array]:
 
 
 def momentum_at(model: Model, kin: Kinematics) -> tuple[Array, Array]:
-    """:func:`momentum` from the kinematics of a state (or of a batch: (..., 3) each)."""
-    lay = model.layout
-    P = lay.mass @ kin.v
-    c = lay.mass @ kin.r / lay.mass.sum()
-    I_N = kin.R_N_B @ lay.inertia @ kin.R_N_B.swapaxes(-1, -2)
-    H = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded)
+    """:func:`momentum` from the kinematics of a state (or of a batch of states or
+    parameters: (..., 3) each); the parameters are ``kin.params``."""
+    pa = kin.params
+    m = pa.mass[..., :, None]  # (..., nb, 1)
+    P = np.sum(m * kin.v, axis=-2)
+    c = np.sum(m * kin.r, axis=-2) / np.sum(m, axis=-2)
+    I_N = kin.R_N_B @ pa.inertia @ kin.R_N_B.swapaxes(-1, -2)
+    H = mv(I_N, kin.omega) + mv(kin.R_N_B, pa.h_embedded)
     r_c = kin.r - c[..., None, :]
-    H = H.sum(axis=-2) + np.sum(lay.mass[:, None] * cross(r_c, kin.v), axis=-2)
-    for spec in rotor_specs(model):  # geared rotors: J_R ω_R (the rotor mass is the carrier's)
+    H = H.sum(axis=-2) + np.sum(m * cross(r_c, kin.v), axis=-2)
+    for spec in rotor_specs(model, pa):  # geared rotors: J_R ω_R (the rotor mass is the carrier's)
         R, w, _, _, sigma = carrier(spec, kin)
         H = H + rotor_momentum(spec, sigma, R, w)[1]
     return P, H

@@ -113,8 +113,8 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     ``u``.
     """
     lay = model.layout
-    stiffness, damping = (lay.stiffness, lay.damping) if params is None else (
-        params.stiffness, params.damping)  # fmt: skip
+    pa = params_of(model) if params is None else params
+    stiffness, damping = pa.stiffness, pa.damping
     Q = joints.spring_damper(lay, stiffness, damping, q, u)
     if lay.spherical.size:
         k = stiffness[..., lay.quat_u]  # (..., nsph, 3)
@@ -125,14 +125,16 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     return Q
 
 
-def spring_potential(model: Model, q: Array) -> Any:
+def spring_potential(model: Model, q: Array, params: Params | None = None) -> Any:
     """½ Σ k q² over angles and slides, plus ½ φᵀKφ over spherical joints: a float, or
-    (...) for a batch of coordinates ``q`` (..., nq)."""
+    (...) for a batch of coordinates ``q`` (..., nq) and/or of ``params`` (default: the
+    model's)."""
     lay = model.layout
-    V = 0.5 * np.sum(lay.stiffness[lay.angle_u] * q[..., lay.angle_q] ** 2, axis=-1)
+    k = (params_of(model) if params is None else params).stiffness
+    V = 0.5 * np.sum(k[..., lay.angle_u] * q[..., lay.angle_q] ** 2, axis=-1)
     if lay.spherical.size:
         phi = rot.quat_to_rotvec(q[..., lay.quat_q])
-        V = V + 0.5 * np.sum(lay.stiffness[lay.quat_u] * phi**2, axis=(-2, -1))
+        V = V + 0.5 * np.sum(k[..., lay.quat_u] * phi**2, axis=(-2, -1))
     return float(V) if np.ndim(V) == 0 else V
 
 

@@ -54,7 +54,7 @@ from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads
 from kanedyn.dynamics.partials import joint_subspace
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import derived, plan_of
+from kanedyn.model.plan import derived, params_of, plan_of
 from kanedyn.spatial.arithmetic import NUMPY as _NUMPY
 
 __all__ = [
@@ -182,8 +182,9 @@ def _rest_rotations(model: Model) -> Array:
     """``R_N_B`` (nb, 3, 3) at ``q = 0`` from the joints' placement rotations alone (the
     points may be sympy symbols; the rotations must be numbers)."""
     try:
-        R_in = np.asarray(model.layout.R_Bi_Gi, dtype=float)
-        R_out = np.asarray(model.layout.R_Go_Bo, dtype=float)
+        pa = params_of(model)
+        R_in = np.asarray(pa.R_Bi_Gi, dtype=float)
+        R_out = np.asarray(pa.R_Go_Bo, dtype=float)
     except TypeError:
         raise ModelError(
             "planar=True needs numeric joint rotations (inner_rotation, outer_rotation)"

@@ -67,7 +67,7 @@ def momentum_roots(model: Model) -> list[int]:
 def _generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
     refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
-    h = mv(kin.R_N_B, model.layout.h_embedded)
+    h = mv(kin.R_N_B, kin.params.h_embedded)
     return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
 
 
@@ -124,7 +124,7 @@ def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -
     refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
     M = mass_matrix_at(model, tm)
-    h = mv(kin.R_N_B, model.layout.h_embedded)
+    h = mv(kin.R_N_B, kin.params.h_embedded)
     p = (
         _root_to_total(model, kin, y, inverse=True)
         - tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
@@ -140,10 +140,10 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
 
     ``kin`` must be evaluated at the speeds recovered from the states.
     """
-    lay = model.layout
-    m = lay.mass[:, None]
-    I_N = kin.R_N_B @ lay.inertia @ np.swapaxes(kin.R_N_B, -1, -2)
-    h_i = mv(I_N, kin.omega) + mv(kin.R_N_B, lay.h_embedded)  # about each mass centre
+    lay, pa = model.layout, kin.params
+    m = pa.mass[:, None]
+    I_N = kin.R_N_B @ pa.inertia @ np.swapaxes(kin.R_N_B, -1, -2)
+    h_i = mv(I_N, kin.omega) + mv(kin.R_N_B, pa.h_embedded)  # about each mass centre
     # subtree momenta P_k, H_k (about o_k) and external force and torque F_k, T_k
     P_k, H_k = subtree_wrench(model, m * kin.v, h_i, kin.r, kin.o)
     F_k, T_k = subtree_wrench(model, L.F, L.T, kin.r, kin.o)

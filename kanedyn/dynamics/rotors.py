@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
+from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial.algebra import cross
 
 __all__ = [
@@ -89,15 +90,25 @@ def refuse_rotors(model: Model, what: str) -> None:
         )
 
 
-def rotor_specs(model: Model) -> tuple[RotorSpec, ...]:
+def rotor_specs(model: Model, params: Params | None = None) -> tuple[RotorSpec, ...]:
     """The rotors of ``model``, with their axes in their carriers' axes: resolved once per
-    model (:meth:`kanedyn.Model.derived`), since every right-hand side asks for them."""
+    model (:meth:`kanedyn.Model.derived`), since every right-hand side asks for them.
+
+    The axes come from the model's own joint rotations; ``params`` (the parameters being
+    evaluated, e.g. ``kin.params``) must be those, so a :class:`~kanedyn.ModelBatch` of a
+    model with rotors is refused rather than evaluated with the nominal axes.
+    """
     specs: tuple[RotorSpec, ...] = model.derived("rotor_specs", _rotor_specs)
+    if specs and params is not None and params is not params_of(model):
+        raise ModelError(
+            f"geared rotors (joints {[model.joints[s.k].name for s in specs]}) are not "
+            "evaluated on a ModelBatch; evaluate each batch.member(b)"
+        )
     return specs
 
 
 def _rotor_specs(model: Model) -> tuple[RotorSpec, ...]:
-    lay = model.layout
+    lay, pa = model.layout, params_of(model)
     specs = []
     for k, j in enumerate(model.joints):
         rot = j.rotor
@@ -109,10 +120,10 @@ def _rotor_specs(model: Model) -> tuple[RotorSpec, ...]:
             e = lay.Delta[k][:, 0]  # the slide's Gi axis
         if rot.body == "inner":
             c = int(lay.parent[k])
-            a_C = np.asarray(lay.R_Bi_Gi[k], dtype=float) @ e
+            a_C = np.asarray(pa.R_Bi_Gi[k], dtype=float) @ e
         else:
             c = k  # body k is joint k's outer body; a is fixed in Go (hinge) or Bo
-            a_C = np.asarray(lay.R_Go_Bo[k], dtype=float).T @ e
+            a_C = np.asarray(pa.R_Go_Bo[k], dtype=float).T @ e
         specs.append(
             RotorSpec(
                 k=k,
@@ -205,7 +216,7 @@ def rotor_sums(model: Model, kin: Any, par: Any) -> tuple[Array, Array]:
     numeric kinematics ``kin`` and partials ``par`` (any leading batch axes)."""
     M: Any = 0.0
     f: Any = 0.0
-    for spec in rotor_specs(model):
+    for spec in rotor_specs(model, kin.params):
         R, w, Om, al, sigma = carrier(spec, kin, par)
         M_r, f_r = rotor_terms(spec, model.n, sigma, R, w, Om, al)
         M, f = M + M_r, f + f_r

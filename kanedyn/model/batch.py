@@ -34,7 +34,7 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
 
-__all__ = ["ModelBatch", "States", "resolve"]
+__all__ = ["BATCH_FUNCTIONS", "ModelBatch", "NotOneModelError", "States", "resolve"]
 
 Array = NDArray[np.float64]
 
@@ -89,6 +89,19 @@ class States:
         return State(self.q[b], self.u[b])
 
 
+# The public functions that take a ModelBatch (each member's own numbers); every other
+# function takes one Model and refuses a batch (ModelBatch.__getattr__).
+BATCH_FUNCTIONS = (
+    "kd.partials, kd.mass_matrix, kd.forcing, kd.forward_dynamics, kd.simulate_ensemble "
+    "and kd.compile_model"
+)
+
+
+class NotOneModelError(ModelError, AttributeError):
+    """A :class:`ModelBatch` given where one :class:`~kanedyn.Model` is needed. Also an
+    ``AttributeError``, so ``hasattr`` and ``getattr(x, name, default)`` keep working."""
+
+
 # Body and joint fields that a ModelBatch may vary, with their Params names.
 _BODY_FIELDS = {"mass": "mass", "inertia": "inertia", "com": "com",
                 "embedded_momentum": "h_embedded"}  # fmt: skip
@@ -108,6 +121,16 @@ class ModelBatch:
 
     model: Model
     params: Params
+
+    def __getattr__(self, name: str) -> Any:
+        """A :class:`~kanedyn.Model` attribute asked of a batch: the caller takes one model,
+        so refuse rather than let it evaluate ``batch.model``'s nominal numbers."""
+        if name.startswith("__") or not hasattr(Model, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise NotOneModelError(
+            f"this function takes one kd.Model, not a ModelBatch (it asked for model.{name}); "
+            f"{BATCH_FUNCTIONS} take a batch; evaluate others on batch.member(b)"
+        )
 
     @classmethod
     def stack(cls, models: Sequence[Model]) -> ModelBatch:

@@ -44,7 +44,8 @@ def _frozen(arr: Any) -> Any:
 
 def homogeneous(R: Array, p: Array) -> Array:
     """``[[R, p], [0, 1]]`` for stacked ``R`` (..., 3, 3) and ``p`` (..., 3): (..., 4, 4)."""
-    T = np.zeros(np.broadcast_shapes(R.shape[:-2], p.shape[:-1]) + (4, 4))
+    shape = np.broadcast_shapes(R.shape[:-2], p.shape[:-1]) + (4, 4)
+    T = np.zeros(shape, dtype=np.result_type(R, p))
     T[..., :3, :3] = R
     T[..., :3, 3] = p
     T[..., 3, 3] = 1.0
@@ -97,29 +98,52 @@ class Params:
         )
         R_out = self.R_Go_Bo
         p_out = -(R_out @ self.outer_point[..., None])[..., 0]
-        com_h = np.concatenate((self.com, np.ones(self.com.shape[:-1] + (1,))), axis=-1)[..., None]
+        ones = np.ones(self.com.shape[:-1] + (1,), dtype=self.com.dtype)
+        com_h = np.concatenate((self.com, ones), axis=-1)[..., None]
         object.__setattr__(self, "C_in", _frozen(homogeneous(self.R_Bi_Gi, self.inner_point)))
         object.__setattr__(self, "C_out", _frozen(homogeneous(R_out, p_out)))
         object.__setattr__(self, "com_h", _frozen(com_h))
-        object.__setattr__(self, "has_h", bool(np.any(self.h_embedded)))
+        object.__setattr__(self, "has_h", bool(np.any(self.h_embedded != 0)))
         object.__setattr__(self, "batch_shape", tuple(batch))
 
     @classmethod
     def of_model(cls, model: Model) -> Params:
-        lay = model.layout
+        """The numbers of ``model``'s bodies, joints and gravity, stacked (no batch axes).
+
+        For a symbolic model (``model.is_symbolic``) the arrays have dtype ``object`` and
+        hold the sympy expressions (and plain numbers) as given; otherwise they are floats.
+        """
+        dtype = object if model.layout.symbolic else float
+        bodies, joints = model.bodies, model.joints
+        nb, n = model.nb, model.n
+
+        def stack(values: list[Any], shape: tuple[int, ...]) -> Array:
+            arr = np.empty(shape, dtype=dtype)
+            arr.ravel()[:] = [x for v in values for x in np.asarray(v, dtype=dtype).ravel()]
+            return _frozen(arr)
+
+        stiffness, damping = np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
+        for k, j in enumerate(joints):
+            idx = model.layout.u_index[k]
+            stiffness[idx], damping[idx] = j.stiffness, j.damping
         return cls(
-            mass=lay.mass,
-            inertia=lay.inertia,
-            com=lay.com,
-            h_embedded=lay.h_embedded,
-            inner_point=lay.inner_point,
-            outer_point=lay.outer_point,
-            R_Bi_Gi=lay.R_Bi_Gi,
-            R_Go_Bo=lay.R_Go_Bo,
-            stiffness=lay.stiffness,
-            damping=lay.damping,
-            gravity=model.gravity,
+            mass=stack([b.mass for b in bodies], (nb,)),
+            inertia=stack([b.inertia for b in bodies], (nb, 3, 3)),
+            com=stack([b.com for b in bodies], (nb, 3)),
+            h_embedded=stack([b.embedded_momentum for b in bodies], (nb, 3)),
+            inner_point=stack([j.inner_point for j in joints], (nb, 3)),
+            outer_point=stack([j.outer_point for j in joints], (nb, 3)),
+            R_Bi_Gi=stack([j.inner_rotation for j in joints], (nb, 3, 3)),
+            R_Go_Bo=stack([j.outer_rotation for j in joints], (nb, 3, 3)),
+            stiffness=_frozen(stiffness),
+            damping=_frozen(damping),
+            gravity=stack([model.gravity], (3,)),
         )
+
+    @property
+    def symbolic(self) -> bool:
+        """True when the numbers are sympy expressions (dtype ``object``)."""
+        return self.mass.dtype == object
 
 
 # --------------------------------------------------------------------------- Plan
@@ -164,7 +188,6 @@ class Plan:
     has_slides: bool
     has_spherical: bool
     Delta_T: Array  # (nj, 3, 3) Δᵀ: rows are slide axes in Gi
-    quat_spring: bool  # any spherical joint with stiffness
     gimbal_axes: EulerAxes  # (ng, 3, 3) the gimbals' axis constants (joints.gimbal)
 
     @classmethod
@@ -197,7 +220,6 @@ class Plan:
         others = [k for k in range(nb) if k not in set(groups)]
         joint_order = np.argsort(np.array(groups + others, dtype=np.intp)).astype(np.intp)
         gdof = max((j.rot_dof for j in model.joints if j.rot_type == "gimbal"), default=0)
-        quat_spring = bool(lay.spherical.size and np.any(lay.stiffness[lay.quat_u]))
         return cls(
             nb=nb,
             nq=model.nq,
@@ -219,7 +241,6 @@ class Plan:
             has_slides=model.ns > 0,
             has_spherical=lay.spherical.size > 0,
             Delta_T=_frozen(np.swapaxes(lay.Delta, -1, -2)),
-            quat_spring=quat_spring,
             gimbal_axes=euler_axes(NUMPY, lay.gimbal_e),
         )
 

@@ -985,6 +985,12 @@ class _Layout:
 
     Conventions: ``nj == nb``; a sentinel index (``nq`` into q, ``n`` into u) gathers a
     zero, so padded (nj, 3) arrays of angles, rates, slides come from one fancy index.
+
+    Topology and structure only: no mass, inertia, placement, spring or gravity is kept
+    here. Those numbers are :class:`kanedyn.model.plan.Params` (``params_of(model)``, or a
+    batch's), their one store. The constant arrays kept here (``path``, ``Delta``,
+    ``gimbal_e``) are 0/1 structure fixed by the joints' kinds and axis sequences, which a
+    batch never varies; ``symbolic`` says whether those numbers are sympy expressions.
     """
 
     nq: int
@@ -1016,16 +1022,6 @@ class _Layout:
     s_col: NDArray[np.intp]  # (ns,) column of Delta
     angle_q: NDArray[np.intp]  # q indices whose rate is a speed directly (angles, slides)
     angle_u: NDArray[np.intp]  # the matching speed indices
-    stiffness: Array  # (n,) per speed
-    damping: Array  # (n,)
-    mass: Array  # (nb,)
-    inertia: Array  # (nb, 3, 3) body axes, about the mass centre
-    com: Array  # (nb, 3)
-    h_embedded: Array  # (nb, 3)
-    inner_point: Array  # (nj, 3)
-    outer_point: Array  # (nj, 3)
-    R_Bi_Gi: Array  # (nj, 3, 3)
-    R_Go_Bo: Array  # (nj, 3, 3)
 
     @classmethod
     def build(cls, bodies: tuple[Body, ...], joints: tuple[Joint, ...], gravity: Array) -> _Layout:
@@ -1050,7 +1046,6 @@ class _Layout:
                 )
             )
         )
-        dtype = object if symbolic else float
         body_index = {b.name: i for i, b in enumerate(bodies)}
         joint_index = {j.name: k for k, j in enumerate(joints)}
         parent = np.array(
@@ -1107,7 +1102,6 @@ class _Layout:
         trn_q = np.full((nb, 3), nq, dtype=np.intp)
         trn_u = np.full((nb, 3), n, dtype=np.intp)
         u_joint, u_col, s_joint, s_col = [], [], [], []
-        stiffness, damping = np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
         for k, j in enumerate(joints):
             axes = rot.parse_sequence(j.trn_seq)
             for c in range(j.trn_dof):
@@ -1119,8 +1113,6 @@ class _Layout:
             u_col += list(range(j.rot_dof))
             s_joint += [k] * j.trn_dof
             s_col += list(range(j.trn_dof))
-            stiffness[u_index[k]] = j.stiffness
-            damping[u_index[k]] = j.damping
         angle_pairs: list[
             tuple[int, int]
         ] = []  # (q index, speed index) where q_dot is the speed itself
@@ -1131,13 +1123,6 @@ class _Layout:
             angle_pairs += zip(q_index[k][nr:], u_index[k][j.rot_dof :], strict=True)
         angle_q = np.array([a for a, _ in angle_pairs], dtype=np.intp)
         angle_u = np.array([b for _, b in angle_pairs], dtype=np.intp)
-
-        def stack(values: Sequence[Any], shape: tuple[int, ...]) -> Array:
-            arr = np.empty(shape, dtype=dtype)
-            flat = [x for v in values for x in np.asarray(v, dtype=dtype).ravel()]
-            arr.ravel()[:] = flat
-            arr.setflags(write=False)
-            return arr
 
         ix = lambda xs: np.array(xs, dtype=np.intp)  # noqa: E731
         return cls(
@@ -1170,14 +1155,4 @@ class _Layout:
             s_col=ix(s_col),
             angle_q=angle_q,
             angle_u=angle_u,
-            stiffness=stiffness,
-            damping=damping,
-            mass=stack([b.mass for b in bodies], (nb,)),
-            inertia=stack([b.inertia for b in bodies], (nb, 3, 3)),
-            com=stack([b.com for b in bodies], (nb, 3)),
-            h_embedded=stack([b.embedded_momentum for b in bodies], (nb, 3)),
-            inner_point=stack([j.inner_point for j in joints], (nb, 3)),
-            outer_point=stack([j.outer_point for j in joints], (nb, 3)),
-            R_Bi_Gi=stack([j.inner_rotation for j in joints], (nb, 3, 3)),
-            R_Go_Bo=stack([j.outer_rotation for j in joints], (nb, 3, 3)),
         )

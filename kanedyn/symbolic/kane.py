@@ -87,6 +87,7 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import rotor_specs, rotor_terms
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
+from kanedyn.model.plan import params_of
 from kanedyn.spatial import charts
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
@@ -224,10 +225,10 @@ def _symbols(model: Model) -> tuple[list, list, list]:
 
 def _parameters(model: Model, loads: Loads) -> tuple[sm.Basic, ...]:
     """The model's symbols, the loads' constants and inputs, sorted by name."""
-    lay = model.layout
+    pa = params_of(model)
     found: set[sm.Basic] = set(loads.constants) | set(loads.inputs)
-    arrays = [model.gravity, lay.stiffness, lay.damping, lay.mass, lay.inertia, lay.com]
-    arrays += [lay.h_embedded, lay.inner_point, lay.outer_point, lay.R_Bi_Gi, lay.R_Go_Bo]
+    arrays = [pa.gravity, pa.stiffness, pa.damping, pa.mass, pa.inertia, pa.com]
+    arrays += [pa.h_embedded, pa.inner_point, pa.outer_point, pa.R_Bi_Gi, pa.R_Go_Bo]
     arrays += [x for lp in model.loops for x in (lp.inner_point, lp.outer_point)]
     for arr in arrays:
         for x in np.asarray(arr, dtype=object).ravel():
@@ -239,7 +240,7 @@ def _parameters(model: Model, loads: Loads) -> tuple[sm.Basic, ...]:
 # --------------------------------------------------------------------------- derivation
 def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     """Stages 1-4 of the numeric engine on sympy expressions (see the module docstring)."""
-    lay = model.layout
+    lay, pa = model.layout, params_of(model)
     nb, nu, ns, n = model.nb, model.nu, model.ns, model.n
     t = Intermediates()
     R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
@@ -272,7 +273,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         s = sm.Matrix([u[i] for i in ui[j.rot_dof :]] + [0] * (3 - j.trn_dof))
 
         # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
-        R_Bi_Gi, R_Go_Bo = (matrix(exact_rotation(R)) for R in (lay.R_Bi_Gi[k], lay.R_Go_Bo[k]))
+        R_Bi_Gi, R_Go_Bo = (matrix(exact_rotation(R)) for R in (pa.R_Bi_Gi[k], pa.R_Go_Bo[k]))
         R_Bi_Go = t.product(f"R_Bi_Go{k}_", [("", R_Bi_Gi), (f"R_Gi_Go{k}_", R_Gi_Go)])
         i_in = int(lay.parent[k])
         if i_in < 0:
@@ -289,15 +290,15 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             f"p{k}_",
             [
                 (1, "", (f"p{i_in}_", p_Bi)),
-                (1, "@", (Bi, R_N_Bi), ("", _cmat(lay.inner_point[k]))),
+                (1, "@", (Bi, R_N_Bi), ("", _cmat(pa.inner_point[k]))),
                 (1, "@", (f"R_N_Gi{k}_", R_N_Gi[k]), ("", Delta), ("", d)),
-                (-1, "@", (f"R_N_B{k}_", R_N_B[k]), ("", _cmat(lay.outer_point[k]))),
+                (-1, "@", (f"R_N_B{k}_", R_N_B[k]), ("", _cmat(pa.outer_point[k]))),
             ],
         )
         R_N_Go[k] = t.product(f"R_N_Go{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go)])
         Pk, R = (f"p{k}_", p[k]), (f"R_N_B{k}_", R_N_B[k])
-        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(lay.outer_point[k])))])
-        r[k] = t.combine(f"r{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(lay.com[k])))])
+        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(pa.outer_point[k])))])
+        r[k] = t.combine(f"r{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(pa.com[k])))])
 
         # stage 3: velocities; omega_rel = R_N_Go Gamma sigma, w = R_N_Gi Delta s
         omega_rel[k] = t.combine(
@@ -374,12 +375,12 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     I_Ns, H_N, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb), _slots(nb)
     for i in range(nb):
         R = R_N_B[i]
-        m = _const(lay.mass[i])
-        I_B = sm.ImmutableMatrix(_cmat(lay.inertia[i]))
+        m = _const(pa.mass[i])
+        I_B = sm.ImmutableMatrix(_cmat(pa.inertia[i]))
         I_N = t.product(
             f"I_N{i}_", [(f"R_N_B{i}_", R), ("", I_B), (f"R_N_B{i}_^T", R.T)], symmetric=True
         )
-        H = t.vec(matmul(I_N, omega[i]) + matmul(R, _cmat(lay.h_embedded[i])), f"H{i}_")
+        H = t.vec(matmul(I_N, omega[i]) + matmul(R, _cmat(pa.h_embedded[i])), f"H{i}_")
         Tb = t.vec(-matmul(I_N, alpha_r[i]) - cross(omega[i], H), f"T_star{i}_")
         Fb = t.vec(-m * a_r[i], f"F_star{i}_")
         I_Ns[i], H_N[i], T_star0[i], F_star0[i] = I_N, H, Tb, Fb
@@ -451,14 +452,14 @@ def _applied(
     """Resultant force (at the mass centre) and torque on each body, N components: gravity
     ``m_i g``, the body forces, and the torques plus ``(R_N_B (p - c_i)) × F`` of each
     force applied at a point ``p`` (as :func:`kanedyn.dynamics.loads.applied_loads`)."""
-    lay = model.layout
-    g = _cmat(model.gravity)
-    F = [_const(lay.mass[i]) * g for i in range(model.nb)]
+    pa = params_of(model)
+    g = _cmat(pa.gravity)
+    F = [_const(pa.mass[i]) * g for i in range(model.nb)]
     T = [sm.zeros(3, 1) for _ in range(model.nb)]
     for f in loads.forces:
         F[f.body] = F[f.body] + f.F
         if f.point is not None:
-            arm = t.vec(matmul(R_N_B[f.body], f.point - _cmat(lay.com[f.body])), f"arm{f.body}_")
+            arm = t.vec(matmul(R_N_B[f.body], f.point - _cmat(pa.com[f.body])), f"arm{f.body}_")
             T[f.body] = T[f.body] + cross(arm, f.F)
     for i, torque in loads.torques:
         T[i] = T[i] + torque
@@ -468,7 +469,7 @@ def _applied(
 def _joint_forces(model: Model, q: list, u: list) -> list:
     """Springs and dampers per speed (:func:`kanedyn.joints.spring_damper`): ``Q = -k q
     - c u`` (gimbal angles and slides), ``Q = -C ω`` (spherical)."""
-    lay = model.layout
+    lay, pa = model.layout, params_of(model)
     for k in lay.spherical.tolist():
         stiff = [_const(x) for x in model.joints[k].stiffness[:3]]
         if any(x != 0 for x in stiff):
@@ -479,7 +480,7 @@ def _joint_forces(model: Model, q: list, u: list) -> list:
                 "numeric engine"
             )
     stiffness, damping = (np.array([_const(x) for x in a], dtype=object)
-                          for a in (lay.stiffness, lay.damping))  # fmt: skip
+                          for a in (pa.stiffness, pa.damping))  # fmt: skip
     obj = np.array(q, dtype=object), np.array(u, dtype=object)
     return joints.spring_damper(lay, stiffness, damping, *obj).tolist()
 
@@ -630,7 +631,7 @@ class KaneEquations:
         self.u_dot = sm.ImmutableMatrix(u_dot)
         self.parameters = _parameters(model, loads)
         self.inputs = loads.inputs
-        self.masses = tuple(_const(x) for x in model.layout.mass)
+        self.masses = tuple(_const(x) for x in params_of(model).mass)
         self.compact_reactions = dict(reactions or {})
         self.kinematic_equations = kinematic_equations
         self._der = der
@@ -1193,7 +1194,7 @@ def kane(
     rx = {}
     if reactions:
         rx = joint_reactions(
-            model, der, ud, list(reactions), [_const(x) for x in model.layout.mass]
+            model, der, ud, list(reactions), [_const(x) for x in params_of(model).mass]
         )
     eom = KaneEquations(model, q, u, ud, der, _kinematic_equations(model, q, u), loads, rx)
     if simplify:

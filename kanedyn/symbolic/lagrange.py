@@ -73,6 +73,7 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import refuse_rotors
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
+from kanedyn.model.plan import params_of
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
@@ -365,9 +366,9 @@ class LagrangeEquations:
         ``∂H/∂q_k`` by the product rule on the factors of ``H``
         (:func:`_inertia_matrix_rate`); built on request (the equations use the compact
         ``C``)."""
-        lay = self.model.layout
-        mass = [exact(m) for m in lay.mass]
-        I_B = [_matrix(lay.inertia[i]) for i in range(self.model.nb)]
+        pa = params_of(self.model)
+        mass = [exact(m) for m in pa.mass]
+        I_B = [_matrix(pa.inertia[i]) for i in range(self.model.nb)]
         I_N = _inertia_N(self.R, I_B)
         partial = _Partials()
         dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B, I_N, partial)
@@ -524,7 +525,7 @@ def lagrange(
     q, u = generalized_symbols(model)
     charts = _charts(model, chart)
     n = len(q)
-    lay = model.layout
+    lay, pa = model.layout, params_of(model)
     tidy = (lambda e: sm.trigsimp(e)) if simplify else (lambda e: e)
 
     # attitudes and mass-centre positions along the chain (model order is topological)
@@ -563,15 +564,15 @@ def lagrange(
         p = o - R * _matrix(j.outer_point)
         R_N_B.append(R)
         p_B.append(p.applyfunc(tidy))
-        r_c.append((p + R * _matrix(lay.com[k])).applyfunc(tidy))
+        r_c.append((p + R * _matrix(pa.com[k])).applyfunc(tidy))
         J_A.append(J_Ai)
 
     # link Jacobians and the inertia matrix (2-2 .. 2-8)
     partial = _Partials()
     J_L = [partial.jacobian(r, q) for r in r_c]
-    mass = [exact(m) for m in lay.mass]
+    mass = [exact(m) for m in pa.mass]
     H = sm.zeros(n, n)
-    I_B = [_matrix(lay.inertia[i]) for i in range(model.nb)]
+    I_B = [_matrix(pa.inertia[i]) for i in range(model.nb)]
     I_N = _inertia_N(R_N_B, I_B)  # (2-8)
     for i in range(model.nb):
         H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N[i] * J_A[i]
@@ -581,7 +582,7 @@ def lagrange(
     defs, C = _coriolis(q, u, mass, J_L, J_A, R_N_B, I_B, I_N, partial)
 
     # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
-    g = _matrix(model.gravity)
+    g = _matrix(pa.gravity)
     U = -sum((mass[i] * (g.T * r_c[i])[0, 0] for i in range(model.nb)), sm.Integer(0))
     G = sm.Matrix([tidy(partial(U, qr)) for qr in q])
 
@@ -592,7 +593,7 @@ def lagrange(
             q_layout[lay.q_index[k]] = [q[int(r)] for r in lay.u_index[k]]
     Q = matrix(
         joints.spring_damper(
-            lay, exact_array(lay.stiffness), exact_array(lay.damping),
+            lay, exact_array(pa.stiffness), exact_array(pa.damping),
             q_layout, np.array(list(u), dtype=object),
         )
     )  # fmt: skip
@@ -613,7 +614,7 @@ def lagrange(
     for i, T in loads.torques:
         Q += J_A[i].T * T
     for i in range(model.nb):
-        h_B = _matrix(lay.h_embedded[i])
+        h_B = _matrix(pa.h_embedded[i])
         if any(e != 0 for e in h_B):
             omega = J_A[i] * u
             Q -= J_A[i].T * omega.cross(R_N_B[i] * h_B)  # gyroscopic torque -ω × h

@@ -961,9 +961,11 @@ def stages(
         The parameters' numbers (symbol -> number), listed at the end.
     """
     from kanedyn.dynamics.rotors import rotor_specs
+    from kanedyn.model.plan import params_of
 
     der, comp = eom._der, eom.compact
     model = eom.model
+    h_embedded = params_of(model).h_embedded
     f = _Folder(eom, fold, simplify)
     nm = _Names()
     names = [b.name for b in model.bodies]
@@ -1226,7 +1228,7 @@ def stages(
         form = _combination([(-m, f"a_{{{b}}}", acc[i])], sm.zeros(3, 1))
         forces.append((f"F^*_{{{b}}}", form))
         F_star.append(nm.vector("F^*", b, form.value))
-        if any(e != 0 for e in model.layout.h_embedded[i]):
+        if any(e != 0 for e in h_embedded[i]):
             H = leaf("H", i, der.H[i], forces)
             h_tex = f"H_{{{b}}}"
         else:
@@ -1252,7 +1254,7 @@ def stages(
                     f"${subs[i]}$",
                     f"${latex(eom.masses[i])}$",
                     f"$H_{{{subs[i]}}}$"
-                    if any(e != 0 for e in model.layout.h_embedded[i])
+                    if any(e != 0 for e in h_embedded[i])
                     else f"$I_{{{subs[i]}}} \\omega_{{{subs[i]}}}$",
                 )
                 for i in range(nb)

@@ -48,6 +48,7 @@ from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.partials import partials
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.model.plan import params_of
 from kanedyn.simulation.conserving.constraints import (
     ALPHA,
     Affine,
@@ -140,7 +141,7 @@ class Redundant:
     def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
         """Total linear momentum ``P = Σ m φ̇`` and angular momentum about the system
         mass centre ``c``, ``H = Σ (φ - c) × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N."""
-        mass = self.model.layout.mass
+        mass = params_of(self.model).mass
         phi = np.array([b.pos(x) for b in self.bodies])
         phid = np.array([b.pos.L @ v for b in self.bodies])
         c = mass @ phi / mass.sum()
@@ -352,7 +353,7 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
             "planar=True: the planar formulation needs a model with planar=True whose joints "
             "all turn about N's z axis and slide in N's x-y plane (no spherical joints)"
         )
-    lay = model.layout
+    lay, pa = model.layout, params_of(model)
     nb = model.nb
     per_body = 12 if R0 is None else 6
     free_root = [
@@ -422,19 +423,19 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
         if a_trn.size:
             idx[j.rot_dof :] = a_trn
         have = idx >= 0
-        stiffness[idx[have]] = lay.stiffness[speeds[have]]
-        damping[idx[have]] = lay.damping[speeds[have]]
+        stiffness[idx[have]] = pa.stiffness[speeds[have]]
+        damping[idx[have]] = pa.damping[speeds[have]]
         aug_all.append(idx)
     sph = []
     for k, (j, jr) in enumerate(zip(model.joints, rows, strict=False)):
         if j.rot_type == "spherical":
             speeds = lay.u_index[k][:3]
-            kk, cc = lay.stiffness[speeds], lay.damping[speeds]
+            kk, cc = pa.stiffness[speeds], pa.damping[speeds]
             if np.any(kk) or np.any(cc):
                 sph.append((jr, kk, cc))
     spherical = SphericalSprings(sph, nx) if sph else None
-    g = np.asarray(model.gravity, dtype=float)
-    f_gravity = sum((lay.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))
+    g = np.asarray(pa.gravity, dtype=float)
+    f_gravity = sum((pa.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))
     hidden = _hidden(model, constraints, rows, M) if indefinite else None
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
                      stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
@@ -600,7 +601,7 @@ def to_joint_coordinates(
     the loops closed (:func:`_loop_speeds`).
     """
     model = red.model
-    lay = model.layout
+    mass = params_of(model).mass
     q = joint_positions(red, x, q_prev)
     state = State(q, np.zeros(model.n))
     par = partials(model, state)
@@ -608,7 +609,7 @@ def to_joint_coordinates(
     for i in range(model.nb):
         D, Dd = red.D(x, i), red.D_rate(v, i)
         h = cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
-        p += par.V[i].T @ (lay.mass[i] * (red.bodies[i].pos.L @ v)) + par.Omega[i].T @ h
+        p += par.V[i].T @ (mass[i] * (red.bodies[i].pos.L @ v)) + par.Omega[i].T @ h
     M = mass_matrix(model, state)
     if red.closures:
         return q, _loop_speeds(red, x, par, M, p)

@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.model.plan import params_of
 from kanedyn.simulation.conserving.formulation import Redundant, redundant, to_redundant
 from kanedyn.simulation.conserving.step import joint_histories, run
 
@@ -130,7 +131,7 @@ def servo(
             rows.append(row)
         elif isinstance(out, PointOutput):
             i = model.body_index(out.body)
-            X = np.asarray(out.point, dtype=float) - model.layout.com[i]
+            X = np.asarray(out.point, dtype=float) - params_of(model).com[i]
             bf = red.bodies[i]
             point = bf.pos.L + sum(X[a] * bf.dirs[a].L for a in range(3))
             for ax in out.axes:

@@ -57,6 +57,7 @@ from kanedyn.dynamics.partials import partials
 from kanedyn.dynamics.steppers import Schedule
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model, State
+from kanedyn.model.plan import params_of
 from kanedyn.simulation.conserving.formulation import (
     Redundant,
     joint_positions,
@@ -105,7 +106,7 @@ def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
     for rec in records or ():
         if isinstance(rec, Force):
             i = model.body_index(rec.body)
-            X = np.zeros(3) if rec.point is None else rec.point - model.layout.com[i]
+            X = np.zeros(3) if rec.point is None else rec.point - params_of(model).com[i]
             terms.append(("force", (i, np.asarray(rec.force), X, rec.frame == "body")))
         elif isinstance(rec, Torque):
             i = model.body_index(rec.body)

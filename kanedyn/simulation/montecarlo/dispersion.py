@@ -56,6 +56,7 @@ from numpy.typing import NDArray
 
 from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model import Model, State
+from kanedyn.model.plan import params_of
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.montecarlo import inputs
 from kanedyn.spatial.inertia import principal_axes, validate_inertia
@@ -296,20 +297,20 @@ class Target:
         """The value in ``model`` and ``state`` (and ``controller`` and ``loads``)."""
         if self.kind in inputs.INPUT_KINDS:
             return inputs.nominal(self.kind, self.path, controller, loads)
-        lay = model.layout
+        pa = params_of(model)
         if self.kind == "mass":
-            return float(lay.mass[self.index[0]])
+            return float(pa.mass[self.index[0]])
         if self.kind == "com":
-            return float(lay.com[self.index])
+            return float(pa.com[self.index])
         if self.kind == "inertia":
             i, r, c = self.index
-            value = float(lay.inertia[i, r, c])
+            value = float(pa.inertia[i, r, c])
             return value if r == c else -value  # products as positive integrals
         if self.kind == "principal":
             i, j = self.index
-            return float(principal_axes(lay.inertia[i])[0][j])
+            return float(principal_axes(pa.inertia[i])[0][j])
         if self.kind in ("stiffness", "damping"):
-            arr = getattr(lay, self.kind)[list(self.index)]
+            arr = getattr(pa, self.kind)[list(self.index)]
             if np.any(arr != arr[0]):
                 raise ModelError(
                     f"parameter {self.parameter!r}: the joint's DOFs have different "
@@ -440,19 +441,19 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
     triangle inequality where the body asks for it, non-negative springs and dampers,
     non-negative wheel torque limits)."""
     model, state = spec.model, spec.state
-    lay = model.layout
+    lay, pa = model.layout, params_of(model)
     B = values.shape[0]
     kinds = {t.kind for t in spec.targets}
     arrays: dict[str, Array] = {}
     if "mass" in kinds:
-        arrays["mass"] = np.tile(np.asarray(lay.mass, dtype=float), (B, 1))
+        arrays["mass"] = np.tile(np.asarray(pa.mass, dtype=float), (B, 1))
     if "com" in kinds:
-        arrays["com"] = np.tile(np.asarray(lay.com, dtype=float), (B, 1, 1))
+        arrays["com"] = np.tile(np.asarray(pa.com, dtype=float), (B, 1, 1))
     if kinds & {"inertia", "principal", "principal_axes"}:
-        arrays["inertia"] = np.tile(np.asarray(lay.inertia, dtype=float), (B, 1, 1, 1))
+        arrays["inertia"] = np.tile(np.asarray(pa.inertia, dtype=float), (B, 1, 1, 1))
     for kind in ("stiffness", "damping"):
         if kind in kinds:
-            arrays[kind] = np.tile(np.asarray(getattr(lay, kind), dtype=float), (B, 1))
+            arrays[kind] = np.tile(np.asarray(getattr(pa, kind), dtype=float), (B, 1))
     q = np.tile(state.q, (B, 1))
     u = np.tile(state.u, (B, 1))
     attitude: dict[int, Array] = {}
@@ -470,7 +471,7 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
             arrays["inertia"][:, i, s, r] = col if r == s else -col
         elif t.kind == "principal":
             i, j = t.index
-            moments.setdefault(i, np.tile(principal_axes(lay.inertia[i])[0], (B, 1)))[:, j] = col
+            moments.setdefault(i, np.tile(principal_axes(pa.inertia[i])[0], (B, 1)))[:, j] = col
         elif t.kind == "principal_axes":  # I <- R_i(angle) I R_i(angle)ᵀ, in the order given
             i, j = t.index
             axes[i] = axes.get(i, np.eye(3)) @ elementary_rotation(j + 1, col)
@@ -493,7 +494,7 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
     for i in moments.keys() | axes.keys():
         # I = R P diag(m) Pᵀ Rᵀ: the principal moments m on the nominal principal axes P
         # (principal_axes: I = P diag(m) Pᵀ), turned by the dispersed rotation R
-        m0, P = principal_axes(lay.inertia[i])
+        m0, P = principal_axes(pa.inertia[i])
         m = moments.get(i, np.tile(m0, (B, 1)))
         RP = axes.get(i, np.eye(3)) @ P
         arrays["inertia"][:, i] = (RP * m[..., None, :]) @ np.swapaxes(RP, -1, -2)
