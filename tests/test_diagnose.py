@@ -75,9 +75,9 @@ def test_diverging_run_names_time_quantity_cause_and_keeps_the_outputs(engine):
     omega = 10.0
     model, state = oscillator(k=100.0, I=1.0)
     dt = 0.5  # |λ| dt = 5 > 2√2: outside RK4's stability interval
-    with pytest.warns(StepSizeWarning, match="the run will diverge"):
+    with pytest.warns(StepSizeWarning, match="is unstable for RK4"):
         with pytest.raises(kd.SimulationError) as info:
-            kd.simulate(model, state, 1000.0, dt, engine=engine, output_every=1.0)
+            kd.simulate(model, state, 1000.0, dt, engine=engine, output_every=1.0, force=True)
     message = str(info.value)
     t_fail = float(message.split("t = ")[1].split(":")[0])
     assert 0.0 < t_fail < 1000.0
@@ -90,6 +90,7 @@ def test_diverging_run_names_time_quantity_cause_and_keeps_the_outputs(engine):
     traj = info.value.trajectory
     assert traj.status == "diverged" and traj.t[-1] < t_fail
     assert np.array_equal(traj.t, np.arange(len(traj.t)) * 1.0)
+    assert traj.steps == round(t_fail / dt) - 1  # every step before the failing one
     # what was recorded is the oscillator's state: θ grows as |R(5i)|^n from 0.1
     growth = abs(1 + 5j + (5j) ** 2 / 2 + (5j) ** 3 / 6 + (5j) ** 4 / 24)
     n = int(traj.t[-1] / dt)
@@ -219,3 +220,67 @@ def test_a_state_with_infinite_energy_is_refused_before_the_run():
     state = model.set_joint(model.initial_state(), "pivot", rates=[1e200])
     with pytest.raises(kd.ModelError, match=r"initial energy is not finite \(kinetic inf J"):
         kd.simulate(model, state, 1.0, 0.01)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "dense"])
+def test_an_unstable_step_is_refused_before_any_work_unless_forced(engine):
+    """ω = 10 rad/s at dt = 0.5: RK4 multiplies the mode's energy by |R(5i)|² a step
+    (closed form), so the run is refused with that factor and the suggested step."""
+    model, state = oscillator(k=100.0, I=1.0)
+    calls = []
+    with pytest.raises(kd.ModelError) as info:
+        kd.simulate(model, state, 10.0, 0.5, engine=engine,
+                    loads=lambda *a: calls.append(a) or [])  # fmt: skip
+    message = str(info.value)
+    factor = abs(1 + 5j + (5j) ** 2 / 2 + (5j) ** 3 / 6 + (5j) ** 4 / 24) ** 2
+    assert f"energy by {factor:.3g}" in message and "|λ| dt = 5" in message
+    assert f"use a step of {suggest_step(2 * math.pi / 10.0):g} s or less" in message
+    assert "force=True (--force)" in message
+    assert calls and all(c[0] == 0.0 for c in calls)  # evaluated at t = 0 only: no step
+    with pytest.warns(StepSizeWarning, match="is unstable for RK4"):
+        traj = kd.simulate(model, state, 2.0, 0.5, engine=engine, force=True)
+    E = traj.total_energy
+    assert traj.steps == 4 and E[-1] / E[0] == pytest.approx(factor**4, rel=1e-9)
+
+
+def test_a_single_huge_step_is_refused_not_completed():
+    """dt > t_final: one step of t_final. On Explorer-1 (|λ| ≈ 0.15 rad/s) a step of
+    20000 s is far outside RK4's stability region: refused twice over, and with force the
+    energy gain that made the old run 'complete' is warned about."""
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    with pytest.raises(kd.ModelError, match=r"dt = 1e\+06 s is longer than the run"):
+        kd.simulate(model, state, 20000.0, 1e6)
+    with pytest.raises(kd.ModelError, match="dt = 20000 s is unstable for RK4"):
+        kd.simulate(model, state, 20000.0, 20000.0)
+    with pytest.warns(StepSizeWarning) as record:
+        traj = kd.simulate(model, state, 20000.0, 1e6, force=True)
+    said = " ".join(str(w.message) for w in record)
+    assert "longer than the run" in said and "unstable for RK4" in said
+    assert traj.steps == 1 and traj.t.tolist() == [0.0, 20000.0]
+
+
+def test_a_zero_length_run_is_not_a_step_problem():
+    model, state = oscillator(k=100.0, I=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StepSizeWarning)
+        traj = kd.simulate(model, state, 0.0, 0.5)
+    assert traj.t.tolist() == [0.0] and traj.steps == 0
+
+
+def test_drift_warning_suggests_a_smaller_step_than_the_one_given():
+    """A slow mode over very many steps: the drift warning's suggested step is below dt
+    (it never says 'dt = 0.001 s is too large ... try 1 s or less')."""
+    from kanedyn.simulation.diagnose import Modes, step_report
+
+    modes = Modes(np.array([0.5j, -0.5j]))  # period 4π s, step 0.1 s: |z| = 0.05
+    report = step_report(modes, 0.1, 10**9)
+    assert report is not None
+    suggested = float(report.split("try a step of ")[1].split(" s")[0])
+    assert suggested < 0.1
+    # the suggestion meets the 10 % bound: RK4's energy error per step at ω dt is
+    # |R(i ω dt)|² - 1 (closed form), over the same duration of 1e8 s
+    n = int(round(0.1 * 10**9 / suggested))
+    z = 0.5j * suggested
+    ratio = abs(1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24)
+    assert abs(n * math.log(ratio)) <= math.log(1.1)
