@@ -912,14 +912,18 @@ class _Drift:
 
 
 def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
-    """``(t_final, dt)`` as floats, or a ModelError: ``dt > 0`` and ``t_final >= 0``."""
+    """``(t_final, dt)`` as floats, or a ModelError: both finite, ``dt > 0`` and
+    ``t_final >= 0``."""
     try:
         t_final, dt = float(t_final), float(dt)
     except (TypeError, ValueError):
         raise ModelError(f"t_final and dt must be numbers, got {t_final!r}, {dt!r}") from None
-    if not np.isfinite(dt) or dt <= 0.0:
+    for name, value in (("dt", dt), ("t_final", t_final)):
+        if not np.isfinite(value):
+            raise ModelError(f"{name} must be a finite number, got {value}")
+    if dt <= 0.0:
         raise ModelError(f"dt must be positive, got {dt}")
-    if not np.isfinite(t_final) or t_final < 0.0:
+    if t_final < 0.0:
         raise ModelError(f"t_final must be non-negative, got {t_final}")
     return t_final, dt
 
