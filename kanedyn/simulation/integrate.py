@@ -374,8 +374,9 @@ class Trajectory:
             return self._bodies[name]
         i = self.model.body_index(name)
         parts = []  # the kinematics of blocks of outputs at once (kinematics_at is batched)
-        for a in range(0, len(self.t), 4096):
-            kin = kinematics_at(self.model, self.q[a : a + 4096], self.u[a : a + 4096])
+        block = _output.BLOCK
+        for a in range(0, len(self.t), block):
+            kin = kinematics_at(self.model, self.q[a : a + block], self.u[a : a + block])
             parts.append((kin.R_N_B[:, i], kin.omega[:, i], kin.r[:, i], kin.v[:, i]))
         R, w_N, r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)

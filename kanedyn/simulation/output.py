@@ -38,6 +38,7 @@ __all__ = [
     "check_output_size",
     "column_names",
     "output_bytes",
+    "run_bytes",
     "signals_deferred",
     "derived_histories",
     "seed_histories",
@@ -48,6 +49,12 @@ Array = NDArray[np.float64]
 
 #: how a run ended, as ``summary.json`` reports it
 STATUSES = ("completed", "diverged", "interrupted")
+
+#: the states whose kinematics are computed at once for the derived histories (each
+#: takes about 200 floats a body while its block is computed)
+BLOCK = 1024
+#: floats a body per state of a block, with a margin (measured: about 200)
+BLOCK_FLOATS_PER_BODY = 256
 
 #: the derived columns of the CSV after t, q and u, with their units
 DERIVED_COLUMNS = (
@@ -136,11 +143,11 @@ def column_names(coordinates: list[str], speeds: list[str], units: dict[str, str
 def derived_histories(model: Model, q: Array, u: Array) -> tuple[Array, Array, Array, Array]:
     """Kinetic and potential energy (k,), P (k, 3) [N s] and H (k, 3) [N m s, about the
     mass centre] at the states ``q`` (k, nq), ``u`` (k, n): the derived CSV columns. The
-    kinematics of blocks of 4096 states are computed at once."""
+    kinematics of blocks of :data:`BLOCK` states are computed at once."""
     T, V, P, H = [np.zeros(0)], [np.zeros(0)], [np.zeros((0, 3))], [np.zeros((0, 3))]
     with np.errstate(all="ignore"):  # a diverged run's last states may overflow
-        for a in range(0, len(q), 4096):
-            qb, ub = q[a : a + 4096], u[a : a + 4096]
+        for a in range(0, len(q), BLOCK):
+            qb, ub = q[a : a + BLOCK], u[a : a + BLOCK]
             kin = kinematics_at(model, qb, ub)
             Pb, Hb = momentum_at(model, kin)
             T.append(kinetic_energy_at(model, kin))
@@ -255,6 +262,17 @@ def output_bytes(model: Model, plot: bool = False) -> float:
     return 8.0 * floats + 112.0 + 24.0 + 24.0
 
 
+def run_bytes(model: Model, n_outputs: int, plot: bool = False) -> float:
+    """Bytes a run of ``n_outputs`` outputs holds at most: ``n_outputs`` ×
+    :func:`output_bytes`, and the kinematics of one block of outputs (up to
+    :data:`BLOCK` states of :data:`BLOCK_FLOATS_PER_BODY` floats a body) computed for
+    the energy and momentum histories, with a quarter more for the temporaries of the
+    allocator and of NumPy (a run's peak, measured with ``tracemalloc``, is 0.8 to 1.0
+    times this)."""
+    block = min(n_outputs, BLOCK) * 8.0 * BLOCK_FLOATS_PER_BODY * model.nb
+    return 1.25 * (n_outputs * output_bytes(model, plot) + block)
+
+
 def check_output_size(
     model: Model,
     n_outputs: int,
@@ -263,10 +281,10 @@ def check_output_size(
     plot: bool = False,
 ) -> None:
     """A ModelError before a run whose outputs would not fit in the available memory
-    (``n_outputs`` × :func:`output_bytes`) or, with ``folder``, on its disk (about 25
+    (:func:`run_bytes`) or, with ``folder``, on its disk (about 25
     bytes per CSV value and 8 per NPZ value), naming both numbers and the remedies."""
     columns = 1 + model.nq + model.n + len(DERIVED_COLUMNS)
-    memory = n_outputs * output_bytes(model, plot)
+    memory = run_bytes(model, n_outputs, plot)
     available = available_memory()
     if memory > available:
         raise ModelError(
