@@ -251,78 +251,82 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         meshcat_modules()
     out = Path(args.out)
     _check_out(out)
-    with _Signals() as signals:  # held until the run can be stopped with its files
+    signals = args.signals  # held (by main) until the run can be stopped with its files
+    clock = time.perf_counter()
+    model, state, settings, label = _load_with_gravity(args)
+    options = _run_options(args, settings)
+    loads = settings.get("loads") or None
+    method = Method.parse(options["method"])
+    timing = {"load": time.perf_counter() - clock}
+    header = csv_header(model)
+    created = not out.exists()
+    stream = _open_stream(out, model, header)
+    error: str | None = None
+    compiled = False
+    try:
+        signals.release()  # a signal held so far stops the run here, at t = 0
         clock = time.perf_counter()
-        model, state, settings, label = _load_with_gravity(args)
-        options = _run_options(args, settings)
-        loads = settings.get("loads") or None
-        method = Method.parse(options["method"])
-        timing = {"load": time.perf_counter() - clock}
-        header = csv_header(model)
-        created = not out.exists()
-        stream = _open_stream(out, model, header)
-        error: str | None = None
-        compiled = False
-        try:
-            signals.release()  # a signal held so far stops the run here, at t = 0
-            clock = time.perf_counter()
-            compiled = resolve_engine(model, Engine.parse(args.engine))
-            if compiled:
-                kd.compile_model(model, (), options["formulation"])
-            timing["compile"] = time.perf_counter() - clock
-            if options["output_every"] is None:  # the fastest mode: ~20 samples a period
-                modes = linear_modes(model, state, formulation=options["formulation"],
-                                     loads=loads, engine=args.engine)  # fmt: skip
-                period = math.inf if modes is None else modes.period
-                options["output_every"] = diagnose.output_interval(period, options["dt"])
-            every, t_final = options["output_every"], options["t_final"]
-            if not method.adaptive:  # the API's check of the output grid, before any work
-                Schedule.of(t_final, options["dt"], every)
-            n_out = math.floor(t_final / every) + 2
-            output.check_output_size(model, n_out, out, plot=True)
-            traj = kd.simulate(
-                model, state, t_final, options["dt"], method=method,
-                formulation=options["formulation"], output_every=every,
-                progress=not args.quiet, loads=loads, engine=args.engine, stream=stream,
-                force=args.force,
-            )  # fmt: skip
-        except kd.SimulationError as exc:
-            if exc.trajectory is None:
-                _discard(stream, out, created)
-                raise
-            traj, error = exc.trajectory, _one_line(exc)  # type: ignore[assignment]
-        except kd.SimulationInterrupted as exc:
-            traj = exc.trajectory  # type: ignore[assignment]
-        except KeyboardInterrupt:  # in the setup above: the run stops at t = 0
-            traj = kd.Trajectory.initial(
-                model, state, formulation=options["formulation"], method=method.name
-            )
-        except BaseException:  # refused before the run (bad loads, ...): leave no files
+        compiled = resolve_engine(model, Engine.parse(args.engine))
+        if compiled:  # held: a signal inside llvmlite's callbacks would be lost
+            signals.hold()
+            kd.compile_model(model, (), options["formulation"])
+            signals.release()
+        timing["compile"] = time.perf_counter() - clock
+        if options["output_every"] is None:  # the fastest mode: ~20 samples a period
+            modes = linear_modes(model, state, formulation=options["formulation"],
+                                 loads=loads, engine=args.engine)  # fmt: skip
+            period = math.inf if modes is None else modes.period
+            options["output_every"] = diagnose.output_interval(period, options["dt"])
+        every, t_final = options["output_every"], options["t_final"]
+        if not method.adaptive:  # the API's check of the output grid, before any work
+            Schedule.of(t_final, options["dt"], every)
+        n_out = math.floor(t_final / every) + 2
+        output.check_output_size(model, n_out, out, plot=True)
+        traj = kd.simulate(
+            model, state, t_final, options["dt"], method=method,
+            formulation=options["formulation"], output_every=every,
+            progress=not args.quiet, loads=loads, engine=args.engine, stream=stream,
+            force=args.force,
+        )  # fmt: skip
+    except kd.SimulationError as exc:
+        if exc.trajectory is None:
             _discard(stream, out, created)
             raise
-        signals.hold()  # from here every file is written, whatever arrives
-        # the stream's CSV rows are output work done during the run: count them as writing
-        timing["integrate"] = max(traj.wall_time - stream.seconds, 0.0)
-        clock = time.perf_counter() - stream.seconds
-        with np.errstate(all="ignore"):
-            if stream.rows < traj.t.size:  # outputs the run did not stream (a stop at t = 0)
-                a = stream.rows
-                stream(traj.t[a:], traj.q[a:], traj.u[a:])
-            stream.close()
-            output.seed_histories(traj, stream.derived)
-            summary = _summary(traj, label, options,
-                               traj.engine or ("compiled" if compiled else "dense"),
-                               loads, timing, error, settings["gravity_source"])  # fmt: skip
-            _write_atomic(out / "trajectory.npz", traj.to_npz)
+        traj, error = exc.trajectory, _one_line(exc)  # type: ignore[assignment]
+    except kd.SimulationInterrupted as exc:
+        traj = exc.trajectory  # type: ignore[assignment]
+    except KeyboardInterrupt:  # in the setup above: the run stops at t = 0
+        traj = kd.Trajectory.initial(
+            model, state, formulation=options["formulation"], method=method.name
+        )
+    except BaseException:  # refused before the run (bad loads, ...): leave no files
+        _discard(stream, out, created)
+        raise
+    signals.hold()  # from here every file is written, whatever arrives
+    # the stream's CSV rows are output work done during the run: count them as writing
+    timing["integrate"] = max(traj.wall_time - stream.seconds, 0.0)
+    clock = time.perf_counter() - stream.seconds
+    with np.errstate(all="ignore"):
+        if stream.rows < traj.t.size:  # outputs the run did not stream (a stop at t = 0)
+            a = stream.rows
+            stream(traj.t[a:], traj.q[a:], traj.u[a:])
+        stream.close()
+        output.seed_histories(traj, stream.derived)
+        summary = _summary(traj, label, options,
+                           traj.engine or ("compiled" if compiled else "dense"),
+                           loads, timing, error, settings["gravity_source"])  # fmt: skip
+        _write_atomic(out / "trajectory.npz", traj.to_npz)
+        try:
             plotted = _plot(traj, out / "trajectory.png", summary)
-            if args.animate:  # needs the 'animate' extra; a KanedynError names it
-                urdf = (
-                    args.model if args.model and kd.io.detect_format(args.model) == "urdf" else None
-                )
-                traj.animate(out / "animation.html", urdf=urdf, title=label)
-            timing["write"] = time.perf_counter() - clock
-            summary["timing_s"]["write"] = round(timing["write"], 3)
-            _write_atomic(out / "summary.json", lambda p: p.write_text(output.strict_json(summary)))
+        except Exception as exc:  # a bug in drawing: the other files are still written
+            plotted = False
+            summary["plot_error"] = f"{type(exc).__name__}: {_one_line(exc)}"
+        if args.animate:  # needs the 'animate' extra; a KanedynError names it
+            urdf = args.model if args.model and kd.io.detect_format(args.model) == "urdf" else None
+            traj.animate(out / "animation.html", urdf=urdf, title=label)
+        timing["write"] = time.perf_counter() - clock
+        summary["timing_s"]["write"] = round(timing["write"], 3)
+        _write_atomic(out / "summary.json", lambda p: p.write_text(output.strict_json(summary)))
     _print_summary(summary, out, plotted)
     if args.animate:
         print(
@@ -366,11 +370,12 @@ def _open_stream(out: Path, model: kd.Model, header: list[str]) -> Any:
 
 
 class _Signals:
-    """SIGINT and SIGTERM during ``simulate``: each is recorded (``received``); while
-    the block may stop (after :meth:`release`) the first raises KeyboardInterrupt, so
-    the run ends as an interrupted one with its files written. While held (loading the
-    model; writing the files) a signal is only recorded, and :meth:`release` raises it
-    then. The handlers in force before are restored on exit."""
+    """SIGINT and SIGTERM for the command line: each is recorded (``received``). While
+    released (:meth:`release`) the first raises KeyboardInterrupt, so that ``simulate``
+    ends as an interrupted run with its files written. While held (from the start, while
+    ``simulate`` reads its model, compiles it and writes its files) a signal is only
+    recorded, and :meth:`release` raises it then. The handlers in force before are
+    restored on exit (in the main thread; elsewhere nothing is installed)."""
 
     def __init__(self) -> None:
         self.received: list[int] = []
@@ -494,10 +499,12 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
             + f"; engine {s['engine']}"
         )
     files = [f for f in SIMULATE_FILES if plotted or not f.endswith(".png")]
-    print(
-        f"  wrote {', '.join(files)} to {out}/"
-        + ("" if plotted else "  (install 'kanedyn[plot]' for the plot)")
+    why = (
+        f"  (the figure failed, please report it: {s['plot_error']})"
+        if "plot_error" in s
+        else "  (install 'kanedyn[plot]' for the plot)"
     )
+    print(f"  wrote {', '.join(files)} to {out}/" + ("" if plotted else why))
 
 
 def _joint_label(j: kd.Joint) -> str:
@@ -775,8 +782,24 @@ def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0, 1 a bug, 2 bad input, 130 a
+    signal). SIGINT and SIGTERM are held from the start (:class:`_Signals`): ``simulate``
+    lets them stop the run once its model is read, so a run stopped at any moment after
+    its arguments are parsed ends with its files; other commands let them stop at once."""
+    with _Signals() as signals:
+        try:
+            return _main(argv, signals)
+        except KeyboardInterrupt:  # before a subcommand started, or one without files
+            print("kanedyn: interrupted", file=sys.stderr)
+            return 130
+
+
+def _main(argv: list[str] | None, signals: _Signals) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.signals = signals
+    if args.command != "simulate":
+        signals.release()
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning

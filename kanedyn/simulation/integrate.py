@@ -710,7 +710,8 @@ def simulate(
     system: _System | None = None
     rec: _output.Recorder | None = None
     try:
-        system = _System(model, form, loads, compiled=use_compiled)
+        with _output.signals_deferred():  # not inside llvmlite's callbacks, where it is lost
+            system = _System(model, form, loads, compiled=use_compiled)
         if model.loops and Stabilization.parse(stabilization) is Stabilization.BAUMGARTE:
             system.baumgarte = _baumgarte(baumgarte)
         x = system.initial(state)
@@ -1296,9 +1297,7 @@ def _run_rk4_native(
             assert nc is not None  # the lock set's compiled model is native too
             tau = joint_efforts(model, system.held) if system.held else None
             if system.held and tau is None:
-                row = _python_steps(
-                    system, x, s, b - 1, t_at, h_at, flagged, xs, row, monitor, rec
-                )
+                row = _python_steps(system, x, s, b - 1, t_at, h_at, flagged, xs, row, monitor, rec)
                 locks += [system.locked] * n_flagged(s, b - 1)
             elif b - 1 > s:
                 bad = nc.rk4(x, b - 1 - s, dt, s, stride, xs[row:], tau)
