@@ -352,3 +352,45 @@ def test_the_csv_units_are_documented():
     units |= {h[h.rindex("[") :] for h in csv_header(kd.examples.hub_with_panels())}
     for unit in units:
         assert f" {unit}`" in doc, unit
+
+
+# --------------------------------------------------------------------------- messages
+def test_a_folder_given_as_the_model_says_it_is_a_folder(tmp_path, capsys):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "p.toml").write_text(PENDULUM)
+    for command in ("check", "simulate"):
+        assert main([command, str(tmp_path / "m"), "--out", str(tmp_path / "o")][
+            : 2 if command == "check" else 4]) == 2  # fmt: skip
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is a folder, not a model file" in err
+        assert "p.toml" in err and "no such file" not in err
+
+
+@pytest.mark.parametrize("where", ["file", "under_file"])
+def test_a_bad_out_is_one_line_and_no_errno(tmp_path, capsys, where):
+    (tmp_path / "f").write_text("not a folder")
+    out = tmp_path / "f" if where == "file" else tmp_path / "f" / "o"
+    assert main(["simulate", "--t-final", "1", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--out {out}" in err and "Errno" not in err
+    assert ("exists and is not a folder" if where == "file" else "is a file, not a folder") in err
+    assert (tmp_path / "f").read_text() == "not a folder"
+
+
+def test_a_step_longer_than_the_run_is_refused_unless_forced(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["simulate", "--dt", "1e6", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "dt = 1e+06 s is longer than the run (t_final = 20000 s)" in err
+    assert "--force" in err and not out.exists()
+    assert main(["simulate", "--dt", "20", "--t-final", "100", "--quiet", "--out", str(out)]) == 2
+    assert "is unstable for RK4" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_free_body_summary_reports_the_momentum_drift(tmp_path):
+    out = tmp_path / "o"
+    assert main(["simulate", "--t-final", "100", "--quiet", "--out", str(out)]) == 0
+    s = strict((out / "summary.json").read_text())
+    assert "momentum_drift_not_shown" not in s
+    assert s["angular_momentum_relative_drift"] < 1e-6 and "nutation_final_deg" in s
+    assert s["steps"] == 100 and s["status"] == "completed"

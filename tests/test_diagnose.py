@@ -284,3 +284,79 @@ def test_drift_warning_suggests_a_smaller_step_than_the_one_given():
     z = 0.5j * suggested
     ratio = abs(1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24)
     assert abs(n * math.log(ratio)) <= math.log(1.1)
+
+
+def test_the_memory_estimate_covers_what_a_run_holds():
+    """The peak of a run's allocations (tracemalloc: NumPy's arrays and Python's objects)
+    is within the estimate that the memory check uses, and not far below it."""
+    import tracemalloc
+
+    from kanedyn.simulation.output import run_bytes
+
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    kd.simulate(model, state, 1.0, 0.01)  # compiled once, outside the measurement
+    for n in (2000, 20000):
+        tracemalloc.start()
+        try:
+            traj = kd.simulate(model, state, n * 0.01, 0.01, output_every=0.01)
+            traj.total_energy, traj.body("hub")  # the derived histories, as the CLI does
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        estimate = run_bytes(model, traj.t.size)
+        assert peak <= estimate <= 2.0 * peak, (n, peak, estimate)
+
+
+def test_a_long_run_allocates_nothing_per_step():
+    """2e5 steps with 5 outputs: the run loops hold the outputs only (the old native
+    loop held five arrays of the steps, ~50 bytes a step)."""
+    import tracemalloc
+
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    kd.simulate(model, state, 1.0, 0.01)
+    tracemalloc.start()
+    try:
+        traj = kd.simulate(model, state, 2000.0, 0.01, output_every=500.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert traj.steps == 200_000 and traj.t.size == 5
+    assert peak < 1e6  # 50 bytes a step would be 1e7
+
+
+def test_a_run_that_cannot_fit_is_refused_with_the_numbers_and_remedies():
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    with pytest.raises(kd.ModelError) as info:
+        kd.simulate(model, state, 1e7, 0.01)  # 1e9 outputs
+    message = str(info.value)
+    assert "1e+09 outputs" in message and "GB), more than the available memory" in message
+    assert "output_every" in message and "shorter time" in message
+
+
+def test_running_out_of_memory_anyway_is_a_kanedyn_error(monkeypatch):
+    from kanedyn.simulation import output
+
+    def full(self, t, x, locked):
+        raise MemoryError
+
+    monkeypatch.setattr(output.Recorder, "add", full)
+    model, state = oscillator(k=1.0, I=1.0)
+    with pytest.raises(kd.SimulationError, match="ran out of memory.*output_every"):
+        kd.simulate(model, state, 1.0, 0.01)
+
+
+def test_momentum_is_conserved_only_for_a_free_system_without_loads_or_gravity():
+    from kanedyn.simulation.diagnose import momentum_varies
+
+    explorer = kd.examples.explorer1()  # a free hub with hinged booms, no gravity
+    assert momentum_varies(explorer) is None
+    assert "applied loads" in momentum_varies(explorer, [kd.Torque("hub", (0, 0, 1.0))])
+    assert "applied loads" in momentum_varies(explorer, lambda *a: [])
+    import attrs
+
+    assert "gravity" in momentum_varies(attrs.evolve(explorer, gravity=(0, 0, -9.81)))
+    model, _ = oscillator(k=1.0, I=1.0)
+    assert "root joint 'pivot' holds 'rotor' to N" in momentum_varies(model)
