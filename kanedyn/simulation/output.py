@@ -266,9 +266,9 @@ def run_bytes(model: Model, n_outputs: int, plot: bool = False) -> float:
     """Bytes a run of ``n_outputs`` outputs holds at most: ``n_outputs`` ×
     :func:`output_bytes`, and the kinematics of one block of outputs (up to
     :data:`BLOCK` states of :data:`BLOCK_FLOATS_PER_BODY` floats a body) computed for
-    the energy and momentum histories, with a quarter more for the temporaries of the
-    allocator and of NumPy (a run's peak, measured with ``tracemalloc``, is 0.8 to 1.0
-    times this)."""
+    the energy and momentum histories, with a quarter more for NumPy's temporaries. A
+    run's peak allocation, measured with ``tracemalloc``, is at most this and at least
+    half of it (``tests/test_diagnose.py``)."""
     block = min(n_outputs, BLOCK) * 8.0 * BLOCK_FLOATS_PER_BODY * model.nb
     return 1.25 * (n_outputs * output_bytes(model, plot) + block)
 
