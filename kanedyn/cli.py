@@ -92,6 +92,15 @@ def _load(path: str | None) -> tuple[kd.Model, kd.State, dict[str, Any], str]:
             "built-in Explorer-1 (42 TumbleSat)",
         )
     p = Path(path)
+    if p.is_dir():
+        found = sorted(
+            f.name for pattern in ("*.toml", "SC_*.txt", "*.urdf", "*.xml") for f in p.glob(pattern)
+        )
+        hint = f" (it holds {', '.join(found[:3])})" if found else ""
+        raise kd.FileFormatError(
+            f"{path}: is a folder, not a model file; give a model file in it{hint}: "
+            "TOML, NASA 42 SC_*.txt, URDF or MJCF"
+        )
     if not p.is_file():
         raise kd.FileFormatError(f"{path}: no such file")
     if kd.io.detect_format(p) == "toml":
@@ -142,31 +151,27 @@ def _check_run_options_early(args: argparse.Namespace) -> None:
         raise kd.ModelError(f"--output-every must be positive, got {args.output_every}")
 
 
-def free_body(model: kd.Model, loads: Any) -> bool:
-    """Whether the model floats free (every root joint is free, no gravity, no loads):
-    then its angular momentum is constant and the nutation angle means something."""
-    roots = [j for j in model.joints if j.inner is None]
-    return (
-        bool(roots)
-        and all(kd.io.toml.joint_kind(j) == "free" for j in roots)
-        and not np.any(model.gravity)
-        and not loads
-    )
-
-
 def _summary(
     traj: kd.Trajectory,
     label: str,
     options: dict[str, Any],
     engine: str,
-    free: bool,
+    loads: Any,
     timing: dict[str, float],
     error: str | None,
     gravity_source: str = "none",
 ) -> dict[str, Any]:
-    """The run summary (strict JSON once written: no NaN or inf)."""
-    E = traj.total_energy
-    H, P = traj.angular_momentum, traj.linear_momentum
+    """The run summary (strict JSON once written: no NaN or inf). Energy and momentum
+    are read at the outputs that can be drawn (:func:`kanedyn.plotting.plottable`: a
+    diverged run's last outputs may not be); the momentum drift and the nutation only
+    where the momentum is conserved (:func:`kanedyn.simulation.diagnose.momentum_varies`)."""
+    from kanedyn.plotting import plottable
+    from kanedyn.simulation.diagnose import momentum_varies
+
+    keep = plottable(traj)
+    t = traj.t[keep]
+    E = traj.total_energy[keep]
+    H, P = traj.angular_momentum[keep], traj.linear_momentum[keep]
     s: dict[str, Any] = {
         "model": label,
         "status": traj.status,
@@ -188,28 +193,37 @@ def _summary(
     }
     if error is not None:
         s["error"] = error
-    if not traj.t.size:
+    if not keep.all():
+        s["outputs_not_finite"] = int((~keep).sum())
+        s["outputs_not_finite_from_t_s"] = float(traj.t[int(np.argmax(~keep))])
+    if not t.size:
         return s
     s["energy_initial_J"] = float(E[0])
     s["energy_final_J"] = float(E[-1])
+    if t[-1] != traj.t[-1]:  # the last outputs are not finite: the last that is
+        s["energy_final_t_s"] = float(t[-1])
     # relative only where the reference is not zero: otherwise the absolute change
     if E[0] != 0.0:
         s["energy_relative_change"] = float((E[-1] - E[0]) / abs(E[0]))
     else:
         s["energy_change_J"] = float(E[-1] - E[0])
-    dH = float(np.max(np.linalg.norm(H - H[0], axis=1)))
-    h0 = float(np.linalg.norm(H[0]))
-    if h0 != 0.0:
-        s["angular_momentum_relative_drift"] = dH / h0
+    why = momentum_varies(traj.model, loads)
+    if why is not None:
+        s["momentum_drift_not_shown"] = f"momentum is not conserved: {why}"
     else:
-        s["angular_momentum_drift_N_m_s"] = dH
-    s["linear_momentum_drift_N_s"] = float(np.max(np.linalg.norm(P - P[0], axis=1)))
-    if free and h0 != 0.0:
-        from kanedyn.plotting import nutation_angle
+        dH = float(np.max(np.linalg.norm(H - H[0], axis=1)))
+        h0 = float(np.linalg.norm(H[0]))
+        if h0 != 0.0:
+            s["angular_momentum_relative_drift"] = dH / h0
+        else:
+            s["angular_momentum_drift_N_m_s"] = dH
+        s["linear_momentum_drift_N_s"] = float(np.max(np.linalg.norm(P - P[0], axis=1)))
+        if h0 != 0.0:
+            from kanedyn.plotting import nutation_angle
 
-        nut = nutation_angle(traj)
-        s["nutation_initial_deg"] = float(np.degrees(nut[0]))
-        s["nutation_final_deg"] = float(np.degrees(nut[-1]))
+            nut = nutation_angle(traj)[keep]
+            s["nutation_initial_deg"] = float(np.degrees(nut[0]))
+            s["nutation_final_deg"] = float(np.degrees(nut[-1]))
     s.update(_loop_summary(traj))
     from kanedyn.simulation.limits import summary as limit_summary
 
@@ -243,66 +257,82 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         from kanedyn.animation.scene import meshcat_modules
 
         meshcat_modules()
+    out = Path(args.out)
+    _check_out(out)
+    signals = args.signals  # held (by main) until the run can be stopped with its files
     clock = time.perf_counter()
     model, state, settings, label = _load_with_gravity(args)
     options = _run_options(args, settings)
     loads = settings.get("loads") or None
-    timing = {"load": time.perf_counter() - clock}
-    clock = time.perf_counter()
-    compiled = resolve_engine(model, Engine.parse(args.engine))
-    if compiled:
-        kd.compile_model(model, (), options["formulation"])
-    timing["compile"] = time.perf_counter() - clock
     method = Method.parse(options["method"])
     if None in (options["t_final"], options["dt"], options["output_every"]):
-        # unset: from the model's time scales at the initial state (diagnose.run_defaults)
-        modes = linear_modes(model, state, formulation=options["formulation"], loads=loads,
-                             engine=args.engine)  # fmt: skip
+        # unset: from the model's time scales at the initial state (diagnose.run_defaults);
+        # signals are still held here, so a stop leaves complete options
+        modes = linear_modes(model, state, formulation=options["formulation"],
+                             loads=loads, engine=args.engine)  # fmt: skip
         keys = ("t_final", "dt", "output_every")
         rates = diagnose.motion_rates(model, state, loads)
-        options.update(zip(keys, diagnose.run_defaults(modes, rates, **{k: options[k] for k in keys}),
-                           strict=True))  # fmt: skip
-    every, t_final = options["output_every"], options["t_final"]
-    if not method.adaptive:  # the API's check of the output grid, before any file
-        Schedule.of(t_final, options["dt"], every)
-    n_out = math.floor(t_final / every) + 2
-    out = Path(args.out)
+        defaults = diagnose.run_defaults(modes, rates, **{k: options[k] for k in keys})
+        options.update(zip(keys, defaults, strict=True))
+    timing = {"load": time.perf_counter() - clock}
     header = csv_header(model)
-    output.check_output_size(n_out, len(header) + model.nq + model.n, out)
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    stream = output.CsvStream(out / "trajectory.csv", model, header)
+    stream = _open_stream(out, model, header)
     error: str | None = None
-    interrupted = False
+    compiled = False
     try:
-        with _sigterm_as_interrupt():
-            traj = kd.simulate(
-                model, state, t_final, options["dt"], method=method,
-                formulation=options["formulation"], output_every=every,
-                progress=not args.quiet, loads=loads, engine=args.engine, stream=stream,
-            )  # fmt: skip
+        signals.release()  # a signal held so far stops the run here, at t = 0
+        clock = time.perf_counter()
+        compiled = resolve_engine(model, Engine.parse(args.engine))
+        if compiled:  # held: a signal inside llvmlite's callbacks would be lost
+            signals.hold()
+            kd.compile_model(model, (), options["formulation"])
+            signals.release()
+        timing["compile"] = time.perf_counter() - clock
+        every, t_final = options["output_every"], options["t_final"]
+        if not method.adaptive:  # the API's check of the output grid, before any work
+            Schedule.of(t_final, options["dt"], every)
+        n_out = math.floor(t_final / every) + 2
+        output.check_output_size(model, n_out, out, plot=True)
+        traj = kd.simulate(
+            model, state, t_final, options["dt"], method=method,
+            formulation=options["formulation"], output_every=every,
+            progress=not args.quiet, loads=loads, engine=args.engine, stream=stream,
+            force=args.force,
+        )  # fmt: skip
     except kd.SimulationError as exc:
         if exc.trajectory is None:
             _discard(stream, out, created)
             raise
         traj, error = exc.trajectory, _one_line(exc)  # type: ignore[assignment]
     except kd.SimulationInterrupted as exc:
-        traj, interrupted = exc.trajectory, True  # type: ignore[assignment]
+        traj = exc.trajectory  # type: ignore[assignment]
+    except KeyboardInterrupt:  # in the setup above: the run stops at t = 0
+        traj = kd.Trajectory.initial(
+            model, state, formulation=options["formulation"], method=method.name
+        )
     except BaseException:  # refused before the run (bad loads, ...): leave no files
         _discard(stream, out, created)
         raise
-    finally:
-        stream.close()
+    signals.hold()  # from here every file is written, whatever arrives
     # the stream's CSV rows are output work done during the run: count them as writing
     timing["integrate"] = max(traj.wall_time - stream.seconds, 0.0)
     clock = time.perf_counter() - stream.seconds
-    with _sigterm_as_interrupt(), np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):
+        if stream.rows < traj.t.size:  # outputs the run did not stream (a stop at t = 0)
+            a = stream.rows
+            stream(traj.t[a:], traj.q[a:], traj.u[a:])
+        stream.close()
         output.seed_histories(traj, stream.derived)
-        summary = _summary(traj, label, options, traj.engine or ("compiled" if compiled else "dense"),
-                           free_body(model, loads), timing, error,
-                           settings["gravity_source"])  # fmt: skip
+        summary = _summary(traj, label, options,
+                           traj.engine or ("compiled" if compiled else "dense"),
+                           loads, timing, error, settings["gravity_source"])  # fmt: skip
         _write_atomic(out / "trajectory.npz", traj.to_npz)
-        plotted = _plot(traj, out / "trajectory.png", summary)
+        try:
+            plotted = _plot(traj, out / "trajectory.png", summary)
+        except Exception as exc:  # a bug in drawing: the other files are still written
+            plotted = False
+            summary["plot_error"] = f"{type(exc).__name__}: {_one_line(exc)}"
         if args.animate:  # needs the 'animate' extra; a KanedynError names it
             urdf = args.model if args.model and kd.io.detect_format(args.model) == "urdf" else None
             traj.animate(out / "animation.html", urdf=urdf, title=label)
@@ -317,10 +347,77 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if error is not None:
         print(f"kanedyn simulate: error: {error}", file=sys.stderr)
         return 2
-    if interrupted:
+    if traj.status == "interrupted" or signals.received:
         print(f"kanedyn: interrupted at t = {summary['t_reached_s']:g} s", file=sys.stderr)
         return 130
     return 0
+
+
+def _check_out(out: Path) -> None:
+    """``--out`` names a folder that exists or can be made, or a one-line KanedynError."""
+    if out.exists() and not out.is_dir():
+        raise KanedynError(
+            f"--out {out}: exists and is not a folder; give the name of a folder (it is "
+            "created when missing)"
+        )
+    parent = out.absolute()
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise KanedynError(f"--out {out}: {parent} is a file, not a folder; choose another --out")
+
+
+def _open_stream(out: Path, model: kd.Model, header: list[str]) -> Any:
+    """Make the output folder and open its CSV stream; an OSError (no permission, a full
+    or read-only disk) as a one-line KanedynError naming ``--out``."""
+    from kanedyn.simulation import output
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        return output.CsvStream(out / "trajectory.csv", model, header)
+    except OSError as exc:
+        raise KanedynError(
+            f"--out {out}: cannot write there ({exc.strerror or exc}); choose another --out"
+        ) from None
+
+
+class _Signals:
+    """SIGINT and SIGTERM for the command line: each is recorded (``received``). While
+    released (:meth:`release`) the first raises KeyboardInterrupt, so that ``simulate``
+    ends as an interrupted run with its files written. While held (from the start, while
+    ``simulate`` reads its model, compiles it and writes its files) a signal is only
+    recorded, and :meth:`release` raises it then. The handlers in force before are
+    restored on exit (in the main thread; elsewhere nothing is installed)."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.raising = False
+        self.old: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            self.old = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+        if self.raising and len(self.received) == 1:
+            self.raising = False  # one KeyboardInterrupt: the rest only recorded
+            raise KeyboardInterrupt
+
+    def release(self) -> None:
+        """From now on a signal raises KeyboardInterrupt; one already received does, now."""
+        if self.received:
+            raise KeyboardInterrupt
+        self.raising = True
+
+    def hold(self) -> None:
+        """From now on a signal is only recorded."""
+        self.raising = False
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, handler in self.old.items():
+            signal.signal(s, handler)
 
 
 def _discard(stream: Any, out: Path, created: bool) -> None:
@@ -354,24 +451,6 @@ def _write_atomic(path: Path, write: Any) -> None:
         tmp.unlink(missing_ok=True)
 
 
-class _sigterm_as_interrupt:  # noqa: N801 - used as a context manager
-    """SIGTERM raises KeyboardInterrupt inside the block (so a killed run ends as an
-    interrupted one, with its outputs written and no temporary files left)."""
-
-    def __enter__(self) -> None:
-        self.old = None
-        if threading.current_thread() is threading.main_thread():
-            self.old = signal.signal(signal.SIGTERM, self._raise)
-
-    @staticmethod
-    def _raise(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
-
-
 def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
     """The summary on stdout: model, run, status, energy, momentum, nutation, files."""
     print(f"kanedyn simulate: {s['model']}")
@@ -381,9 +460,11 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
     )
     g = s["gravity_m_s2"]
     print(f"  gravity ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2 ({s['gravity_source']})")
+    every = s["output_every_s"]
     print(
         f"  {s['status']}: {s['steps']} steps to t = {s['t_reached_s']:g} s of "
-        f"{s['t_final_s']:g} s, {s['outputs']} outputs every {s['output_every_s']:g} s"
+        f"{s['t_final_s']:g} s, {s['outputs']} outputs"
+        + ("" if every is None else f" every {every:g} s")
     )
     t = s["timing_s"]
     print(
@@ -398,13 +479,24 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
             if "energy_relative_change" in s
             else f"change {s['energy_change_J']:+.3e} J"
         )
-        print(f"  energy {s['energy_initial_J']:.6g} J -> {s['energy_final_J']:.6g} J ({change})")
-        drift = (
-            f"angular momentum relative drift {s['angular_momentum_relative_drift']:.3e}"
-            if "angular_momentum_relative_drift" in s
-            else f"angular momentum drift {s['angular_momentum_drift_N_m_s']:.3e} N m s"
+        at = f" at t = {s['energy_final_t_s']:g} s" if "energy_final_t_s" in s else ""
+        print(
+            f"  energy {s['energy_initial_J']:.6g} J -> {s['energy_final_J']:.6g} J{at} ({change})"
         )
-        print(f"  {drift}, linear momentum drift {s['linear_momentum_drift_N_s']:.3e} N s")
+        if "momentum_drift_not_shown" in s:
+            print(f"  momentum drift not shown: {s['momentum_drift_not_shown']}")
+        else:
+            drift = (
+                f"angular momentum relative drift {s['angular_momentum_relative_drift']:.3e}"
+                if "angular_momentum_relative_drift" in s
+                else f"angular momentum drift {s['angular_momentum_drift_N_m_s']:.3e} N m s"
+            )
+            print(f"  {drift}, linear momentum drift {s['linear_momentum_drift_N_s']:.3e} N s")
+    if "outputs_not_finite" in s:
+        print(
+            f"  {s['outputs_not_finite']} output(s) not finite (or beyond 1e100) from t = "
+            f"{s['outputs_not_finite_from_t_s']:g} s: left out of the figure and the energy"
+        )
     if "nutation_initial_deg" in s:
         print(
             f"  nutation angle {s['nutation_initial_deg']:.2f} deg -> "
@@ -424,10 +516,12 @@ def _print_summary(s: dict[str, Any], out: Path, plotted: bool) -> None:
     if limits_line is not None:
         print(limits_line)
     files = [f for f in SIMULATE_FILES if plotted or not f.endswith(".png")]
-    print(
-        f"  wrote {', '.join(files)} to {out}/"
-        + ("" if plotted else "  (install 'kanedyn[plot]' for the plot)")
+    why = (
+        f"  (the figure failed, please report it: {s['plot_error']})"
+        if "plot_error" in s
+        else "  (install 'kanedyn[plot]' for the plot)"
     )
+    print(f"  wrote {', '.join(files)} to {out}/" + ("" if plotted else why))
 
 
 def _joint_label(j: kd.Joint) -> str:
@@ -644,6 +738,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write animation.html, a self-contained 3D view of the run "
                         "(needs kanedyn[animate]; default: not written)")  # fmt: skip
     p.add_argument("--gravity", metavar="GX,GY,GZ", help=GRAVITY_HELP)
+    p.add_argument("--force", action="store_true",
+                   help="run a step that is refused otherwise (longer than the run, or "
+                        "unstable for RK4 on the model's fastest mode), with a warning "
+                        "(default: refused)")  # fmt: skip
     p.set_defaults(func=_cmd_simulate)
     p = sub.add_parser(
         "check", parents=[common], help="validate a model and print its DOF and mass properties"
@@ -725,8 +823,24 @@ def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0, 1 a bug, 2 bad input, 130 a
+    signal). SIGINT and SIGTERM are held from the start (:class:`_Signals`): ``simulate``
+    lets them stop the run once its model is read, so a run stopped at any moment after
+    its arguments are parsed ends with its files; other commands let them stop at once."""
+    with _Signals() as signals:
+        try:
+            return _main(argv, signals)
+        except KeyboardInterrupt:  # before a subcommand started, or one without files
+            print("kanedyn: interrupted", file=sys.stderr)
+            return 130
+
+
+def _main(argv: list[str] | None, signals: _Signals) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.signals = signals
+    if args.command != "simulate":
+        signals.release()
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning

@@ -25,6 +25,7 @@ __all__ = [
     "plot_joints",
     "plot_run",
     "plot_trajectory",
+    "plottable",
     "run_title",
 ]
 
@@ -125,9 +126,54 @@ def _roundoff(values: np.ndarray, scale: float) -> bool:
 
 
 def _log_drift(ax: Any, t: np.ndarray, change: np.ndarray, label: str, color: str) -> None:
-    """``|change|`` on a log axis from the second sample (the first is zero)."""
+    """``|change|`` on a log axis from the second sample (the first is zero); values
+    that are not finite or beyond :data:`LARGEST` are left out (a gap in the line)."""
     tiny = np.finfo(float).tiny  # keeps exact zeros drawable on a log axis
-    ax.semilogy(t[1:], np.abs(change[1:]) + tiny, color=color, label=label)
+    with np.errstate(all="ignore"):
+        y = np.abs(change[1:]) + tiny
+        y = np.where(np.isfinite(y) & (y <= LARGEST), y, np.nan)
+    ax.semilogy(t[1:], y, color=color, label=label)
+
+
+#: the largest magnitude drawn: beyond it a diverged run's values are left out, so the
+#: axes (and their log scales) stay computable
+LARGEST = 1e100
+
+
+def plottable(traj: Trajectory) -> np.ndarray:
+    """Which outputs can be drawn, (nt,) bool: ``t``, ``q``, ``u`` and the energy and
+    momentum histories finite and at most :data:`LARGEST` in magnitude. A diverged run's
+    last outputs may not be; :func:`plot_run` leaves them out and says so in its title."""
+    with np.errstate(all="ignore"):
+        columns = [
+            traj.t[:, None], traj.q, traj.u, traj.kinetic_energy[:, None],
+            traj.potential_energy[:, None], traj.linear_momentum, traj.angular_momentum,
+        ]  # fmt: skip
+        values = np.abs(np.concatenate(columns, axis=1))
+        keep = np.all(np.isfinite(values) & (values <= LARGEST), axis=1)
+    return np.asarray(keep, dtype=bool)
+
+
+def _drawable(traj: Trajectory) -> tuple[Trajectory, str]:
+    """``traj`` without the outputs that cannot be drawn (:func:`plottable`), and a note
+    for the title ("" when every output is drawn)."""
+    import attrs
+
+    keep = plottable(traj)
+    if keep.all():
+        return traj, ""
+    dropped = int((~keep).sum())
+    first = float(traj.t[int(np.argmax(~keep))])
+    note = (
+        f"{dropped} of {keep.size} outputs not drawn (not finite or beyond {LARGEST:g}), "
+        f"the first at t = {first:g} s"
+    )
+    momenta = None if traj.momenta is None else traj.momenta[keep]
+    part = attrs.evolve(traj, t=traj.t[keep], q=traj.q[keep], u=traj.u[keep], momenta=momenta)
+    derived = (traj.kinetic_energy, traj.potential_energy, traj.linear_momentum,
+               traj.angular_momentum)  # fmt: skip
+    part.__dict__["_derived"] = tuple(d[keep] for d in derived)  # the cached histories
+    return part, note
 
 
 def run_title(traj: Trajectory, summary: dict[str, Any] | None = None) -> str:
@@ -158,11 +204,23 @@ def plot_run(
     body's rates in its own axes; its attitude: for a free body, the angle between H
     and its initial spin axis (the body axis closest to H at t = 0), otherwise its
     321 Euler angles (yaw, pitch, roll); and the joint angles and slides. Panels and
-    traces that carry only round-off (below 1e-9 of their scale) are left out.
+    traces that carry only round-off (below 1e-9 of their scale) are left out, and so
+    are the outputs that cannot be drawn (:func:`plottable`: a diverged run's last ones),
+    which the title counts. The momentum drift is drawn where the momentum is conserved
+    (:func:`kanedyn.simulation.diagnose.momentum_varies`; with ``summary``, unless it has
+    ``momentum_drift_not_shown``).
     """
+    from kanedyn.simulation.diagnose import momentum_varies
     from kanedyn.spatial.rotation import dcm_to_euler
 
     plt = _pyplot(path)
+    title = run_title(traj, summary)  # the whole run's status and time
+    traj, note = _drawable(traj)
+    conserved = (
+        "momentum_drift_not_shown" not in summary
+        if summary is not None
+        else momentum_varies(traj.model) is None
+    )
     name = body or traj.model.bodies[0].name
     t = traj.t
     T, V = traj.kinetic_energy, traj.potential_energy
@@ -260,7 +318,8 @@ def plot_run(
         ax.set(ylabel="m", title="Joint slides")
         ax.legend(fontsize="small", ncol=2)
 
-    panels = [energy, energy_drift, momentum, momentum_drift, rates, attitude]
+    panels = [energy, energy_drift, momentum, *([momentum_drift] if conserved else []), rates,
+              attitude]  # fmt: skip
     if _roundoff(np.linalg.norm(H, axis=1), 1.0):  # nothing turns: no momentum panels
         panels = [energy, energy_drift, rates, attitude]
     panels += [p for p, keep in ((joint_angles, angles), (joint_slides, slides)) if keep]
@@ -279,7 +338,7 @@ def plot_run(
     if len(panels) % 2:
         axes[-2, 1].xaxis.set_tick_params(labelbottom=True)
         axes[-2, 1].set_xlabel("t [s]")
-    fig.suptitle(run_title(traj, summary))
+    fig.suptitle(title + (f"\n{note}" if note else ""))
     if path is not None:
         fig.savefig(path, dpi=110)
         plt.close(fig)

@@ -66,7 +66,7 @@ def test_simulate_42_file_and_formulation(tmp_path):
         (("simulate", "missing.toml"), "missing.toml: no such file"),
         (("simulate", "--dt", "-1"), "dt must be positive"),
         (("simulate", "--dt", "0"), "dt must be positive"),
-        (("simulate", "--dt", "nan"), "dt must be positive"),
+        (("simulate", "--dt", "nan"), "dt must be a finite number"),
         (("simulate", "--t-final", "-5"), "t_final must be non-negative"),
         (("simulate", "--method", "nonsense"), "unknown method 'nonsense'"),
         (("convert", str(DATA / "SC_Custom.txt"), "x.txt"), "writes TOML model files only"),

@@ -50,10 +50,10 @@ def test_fastest_mode_is_the_spring_frequency(formulation, engine):
     [
         ({"dt": 0.0}, "dt must be positive"),
         ({"dt": -1.0}, "dt must be positive"),
-        ({"dt": math.nan}, "dt must be positive"),
+        ({"dt": math.nan}, "dt must be a finite number"),
         ({"t_final": -1.0}, "t_final must be non-negative"),
-        ({"t_final": math.nan}, "t_final must be non-negative"),
-        ({"t_final": math.inf}, "t_final must be non-negative"),
+        ({"t_final": math.nan}, "t_final must be a finite number"),
+        ({"t_final": math.inf}, "t_final must be a finite number"),
         ({"output_every": 0.0}, "output_every must be positive"),
         ({"output_every": math.nan}, "output_every must be positive"),
         ({"output_every": 0.015}, "is not a positive multiple of dt"),
@@ -81,9 +81,9 @@ def test_diverging_run_names_time_quantity_cause_and_keeps_the_outputs(engine):
     omega = 10.0
     model, state = oscillator(k=100.0, I=1.0)
     dt = 0.5  # |λ| dt = 5 > 2√2: outside RK4's stability interval
-    with pytest.warns(StepSizeWarning, match="the run will diverge"):
+    with pytest.warns(StepSizeWarning, match="is unstable for RK4"):
         with pytest.raises(kd.SimulationError) as info:
-            kd.simulate(model, state, 1000.0, dt, engine=engine, output_every=1.0)
+            kd.simulate(model, state, 1000.0, dt, engine=engine, output_every=1.0, force=True)
     message = str(info.value)
     t_fail = float(message.split("t = ")[1].split(":")[0])
     assert 0.0 < t_fail < 1000.0
@@ -96,6 +96,7 @@ def test_diverging_run_names_time_quantity_cause_and_keeps_the_outputs(engine):
     traj = info.value.trajectory
     assert traj.status == "diverged" and traj.t[-1] < t_fail
     assert np.array_equal(traj.t, np.arange(len(traj.t)) * 1.0)
+    assert traj.steps == round(t_fail / dt) - 1  # every step before the failing one
     # what was recorded is the oscillator's state: θ grows as |R(5i)|^n from 0.1
     growth = abs(1 + 5j + (5j) ** 2 / 2 + (5j) ** 3 / 6 + (5j) ** 4 / 24)
     n = int(traj.t[-1] / dt)
@@ -270,3 +271,143 @@ def test_motion_rates_leave_out_a_wheel_and_see_a_pendulum_released_level():
                         gravity=(0, 0, -9.81))  # fmt: skip
     rates = motion_rates(pendulum, pendulum.initial_state())
     assert max(rates) == pytest.approx(math.sqrt(3 * 9.81 / 2), rel=1e-3)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "dense"])
+def test_an_unstable_step_is_refused_before_any_work_unless_forced(engine):
+    """ω = 10 rad/s at dt = 0.5: RK4 multiplies the mode's energy by |R(5i)|² a step
+    (closed form), so the run is refused with that factor and the suggested step."""
+    model, state = oscillator(k=100.0, I=1.0)
+    calls = []
+    with pytest.raises(kd.ModelError) as info:
+        kd.simulate(model, state, 10.0, 0.5, engine=engine,
+                    loads=lambda *a: calls.append(a) or [])  # fmt: skip
+    message = str(info.value)
+    factor = abs(1 + 5j + (5j) ** 2 / 2 + (5j) ** 3 / 6 + (5j) ** 4 / 24) ** 2
+    assert f"energy by {factor:.3g}" in message and "|λ| dt = 5" in message
+    assert f"use a step of {suggest_step(2 * math.pi / 10.0):g} s or less" in message
+    assert "force=True (--force)" in message
+    assert calls and all(c[0] == 0.0 for c in calls)  # evaluated at t = 0 only: no step
+    with pytest.warns(StepSizeWarning, match="is unstable for RK4"):
+        traj = kd.simulate(model, state, 2.0, 0.5, engine=engine, force=True)
+    E = traj.total_energy
+    assert traj.steps == 4 and E[-1] / E[0] == pytest.approx(factor**4, rel=1e-9)
+
+
+def test_a_single_huge_step_is_refused_not_completed():
+    """dt > t_final: one step of t_final. On Explorer-1 (|λ| ≈ 0.15 rad/s) a step of
+    20000 s is far outside RK4's stability region: refused twice over, and with force the
+    energy gain that made the old run 'complete' is warned about."""
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    with pytest.raises(kd.ModelError, match=r"dt = 1e\+06 s is longer than the run"):
+        kd.simulate(model, state, 20000.0, 1e6)
+    with pytest.raises(kd.ModelError, match="dt = 20000 s is unstable for RK4"):
+        kd.simulate(model, state, 20000.0, 20000.0)
+    with pytest.warns(StepSizeWarning) as record:
+        traj = kd.simulate(model, state, 20000.0, 1e6, force=True)
+    said = " ".join(str(w.message) for w in record)
+    assert "longer than the run" in said and "unstable for RK4" in said
+    assert traj.steps == 1 and traj.t.tolist() == [0.0, 20000.0]
+
+
+def test_a_zero_length_run_is_not_a_step_problem():
+    model, state = oscillator(k=100.0, I=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StepSizeWarning)
+        traj = kd.simulate(model, state, 0.0, 0.5)
+    assert traj.t.tolist() == [0.0] and traj.steps == 0
+
+
+def test_drift_warning_suggests_a_smaller_step_than_the_one_given():
+    """A slow mode over very many steps: the drift warning's suggested step is below dt
+    (it never says 'dt = 0.001 s is too large ... try 1 s or less')."""
+    from kanedyn.simulation.diagnose import Modes, step_report
+
+    modes = Modes(np.array([0.5j, -0.5j]))  # period 4π s, step 0.1 s: |z| = 0.05
+    report = step_report(modes, 0.1, 10**9)
+    assert report is not None
+    suggested = float(report.split("try a step of ")[1].split(" s")[0])
+    assert suggested < 0.1
+    # the suggestion meets the 10 % bound: RK4's energy error per step at ω dt is
+    # |R(i ω dt)|² - 1 (closed form), over the same duration of 1e8 s
+    n = int(round(0.1 * 10**9 / suggested))
+    z = 0.5j * suggested
+    ratio = abs(1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24)
+    assert abs(n * math.log(ratio)) <= math.log(1.1)
+
+
+def test_the_memory_estimate_covers_what_a_run_holds():
+    """The peak of a run's allocations (tracemalloc: NumPy's arrays and Python's objects)
+    is within the estimate that the memory check uses, and not far below it."""
+    import tracemalloc
+
+    from kanedyn.simulation.output import run_bytes
+
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    kd.simulate(model, state, 1.0, 0.01)  # compiled once, outside the measurement
+    for n in (2000, 20000):
+        tracemalloc.start()
+        try:
+            traj = kd.simulate(model, state, n * 0.01, 0.01, output_every=0.01)
+            traj.total_energy, traj.body("hub")  # the derived histories, as the CLI does
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        estimate = run_bytes(model, traj.t.size)
+        assert peak <= estimate <= 2.0 * peak, (n, peak, estimate)
+
+
+def test_a_long_run_allocates_nothing_per_step():
+    """2e5 steps with 5 outputs: the run loops hold the outputs only (the old native
+    loop held five arrays of the steps, ~50 bytes a step)."""
+    import tracemalloc
+
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    kd.simulate(model, state, 1.0, 0.01)
+    tracemalloc.start()
+    try:
+        traj = kd.simulate(model, state, 2000.0, 0.01, output_every=500.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert traj.steps == 200_000 and traj.t.size == 5
+    assert peak < 1e6  # 50 bytes a step would be 1e7
+
+
+def test_a_run_that_cannot_fit_is_refused_with_the_numbers_and_remedies():
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    with pytest.raises(kd.ModelError) as info:
+        kd.simulate(model, state, 1e7, 0.01)  # 1e9 outputs
+    message = str(info.value)
+    assert "1e+09 outputs" in message and "GB), more than the available memory" in message
+    assert "output_every" in message and "shorter time" in message
+
+
+def test_running_out_of_memory_anyway_is_a_kanedyn_error(monkeypatch):
+    from kanedyn.simulation import output
+
+    def full(self, t, x, locked):
+        raise MemoryError
+
+    monkeypatch.setattr(output.Recorder, "add", full)
+    model, state = oscillator(k=1.0, I=1.0)
+    with pytest.raises(kd.SimulationError, match="ran out of memory.*output_every"):
+        kd.simulate(model, state, 1.0, 0.01)
+
+
+def test_momentum_is_conserved_only_for_a_free_system_without_loads_or_gravity():
+    from kanedyn.simulation.diagnose import momentum_varies
+
+    explorer = kd.examples.explorer1()  # a free hub with hinged booms, no gravity
+    assert momentum_varies(explorer) is None
+    assert "applied loads" in momentum_varies(explorer, [kd.Torque("hub", (0, 0, 1.0))])
+    assert "applied loads" in momentum_varies(explorer, lambda *a: [])
+    import attrs
+
+    assert "gravity" in momentum_varies(attrs.evolve(explorer, gravity=(0, 0, -9.81)))
+    model, _ = oscillator(k=1.0, I=1.0)
+    assert "root joint 'pivot' holds 'rotor' to N" in momentum_varies(model)

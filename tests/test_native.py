@@ -26,6 +26,7 @@ from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import applied_loads
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model.batch import States
+from kanedyn.simulation.diagnose import StepSizeWarning
 from tests.strategies import SETTINGS, random_loads
 from tests.test_compiled import (
     SEEDS,
@@ -279,10 +280,10 @@ def test_non_finite_state_stops_at_the_same_step_as_python(monkeypatch):
     whose state is not finite, as the Python loop does."""
     model = kd.examples.chain(2)
     state = kd.State(np.array([0.5, -0.3]), np.array([3.0, -2.0]))
-    with pytest.raises(SimulationError) as native_err:
-        kd.simulate(model, state, 2000.0, 2.0, progress=False)
-    with pytest.raises(SimulationError) as python_err:
-        python_run(monkeypatch, model, state, 2000.0, 2.0, progress=False)
+    with pytest.warns(StepSizeWarning), pytest.raises(SimulationError) as native_err:
+        kd.simulate(model, state, 2000.0, 2.0, progress=False, force=True)
+    with pytest.warns(StepSizeWarning), pytest.raises(SimulationError) as python_err:
+        python_run(monkeypatch, model, state, 2000.0, 2.0, progress=False, force=True)
     t_native = str(native_err.value).split(":")[0]
     assert t_native == str(python_err.value).split(":")[0] and t_native.startswith("t = ")
 

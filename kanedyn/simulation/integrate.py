@@ -25,7 +25,7 @@ import math
 import sys
 import time as _time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -454,6 +454,7 @@ def simulate(
     stabilization: Stabilization | str = "projection",
     baumgarte: tuple[float, float] = (10.0, 10.0),
     limits: limits_.Limits | str = "warn",
+    force: bool = False,
 ) -> Trajectory:
     """Integrate the equations of motion from ``state`` for ``t_final`` seconds.
 
@@ -518,6 +519,11 @@ def simulate(
         constraint force would pull (fixed-step RK4 on either formulation and engine;
         a ModelError for adaptive methods, the energy-momentum scheme and models with
         loops, and for a state that starts outside a range). ``"ignore"``: no check.
+    force : bool
+        Run a fixed step that is refused otherwise: ``dt > t_final``, or a step at which
+        RK4 is unstable for the model's fastest mode
+        (:func:`kanedyn.simulation.diagnose.unstable_step`); each is then a
+        :class:`~kanedyn.simulation.diagnose.StepSizeWarning` instead of an error.
 
     Returns
     -------
@@ -528,15 +534,20 @@ def simulate(
     ModelError
         Bad arguments (checked before any work): ``dt <= 0``, ``t_final < 0``, a
         non-finite ``t_final``, ``dt`` or ``output_every``, a non-finite state, unknown
-        formulation or method, bad events, bad loads, outputs that would not fit in memory.
+        formulation or method, bad events, bad loads, outputs that would not fit in memory
+        (:func:`kanedyn.simulation.output.check_output_size`); unless ``force``, a fixed
+        step longer than the run or unstable for the fastest mode.
     SimulationError
         A non-finite state during the run, or a 3-DOF gimbal reaching its singular
         angle. The message names the time, the first non-finite quantity and the likely
         cause (:func:`kanedyn.simulation.diagnose.divergence_reason`); ``.trajectory``
-        holds the outputs up to the failure (``status == "diverged"``).
+        holds the outputs up to the failure (``status == "diverged"``, ``steps`` the
+        steps taken). Also when the run runs out of memory all the same (without a
+        trajectory).
     SimulationInterrupted
-        Ctrl-C during the run (a KeyboardInterrupt); ``.trajectory`` holds the outputs up
-        to it (``status == "interrupted"``).
+        Ctrl-C at any moment once the arguments are checked (a KeyboardInterrupt);
+        ``.trajectory`` holds the outputs up to it, at least the initial state at t = 0
+        (``status == "interrupted"``).
 
     Warns
     -----
@@ -565,6 +576,13 @@ def simulate(
             planar=integrator.planar, controller=controller,
         )  # fmt: skip
         return _checked_limits(traj, limit_mode)
+    fixed = not integrator.adaptive
+    if fixed and dt > t_final > 0.0:
+        _step_problem(
+            f"dt = {dt:g} s is longer than the run (t_final = {t_final:g} s): the run would "
+            f"be one step of {t_final:g} s; give a step of at most t_final",
+            force,
+        )
     use_compiled = resolve_engine(model, Engine.parse(engine))
     every = dt if output_every is None else float(output_every)
     if not np.isfinite(every) or every <= 0.0:
@@ -575,32 +593,44 @@ def simulate(
         if schedule is None
         else schedule.n_steps // schedule.stride + 2
     )
-    _output.check_output_size(n_out, model.nq + 2 * model.n + 8)
+    _output.check_output_size(model, n_out)
     lock_events = _lock_indices(model, events)
     project = _loop_options(model, state, form, lock_events, Stabilization.parse(stabilization))
-    system = _System(model, form, loads, compiled=use_compiled)
-    if model.loops and Stabilization.parse(stabilization) is Stabilization.BAUMGARTE:
-        system.baumgarte = _baumgarte(baumgarte)
-    x = system.initial(state)
-    sampler = Sampler(controller, model)
-    sampler.sample(system, 0.0, x)
-    system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
-    system.started = True
-    x0, modes = x.copy(), None
-    # the step check costs 2 (nq + n) + 1 right-hand sides: done when the run costs more
-    if schedule is not None and 4 * schedule.n_steps > 2 * x0.size + 1:
-        modes = diagnose.linear_modes(system, x0)
-        report = None if modes is None else diagnose.step_report(modes, dt, schedule.n_steps)
-        if report:
-            warnings.warn(report, diagnose.StepSizeWarning, stacklevel=2)
-    if progress is None:
-        progress = sys.stderr.isatty()
-    rec = _output.Recorder(None if stream is None else _Streamer(system, stream))
     start = _time.perf_counter()
-    steps, speeds = 0, None  # speeds: (outputs, n) at the outputs under MSD, if known
-    speeds_list: list[Any] | None = None
-    drift = _Drift(model) if project else None
+    system: _System | None = None
+    rec: _output.Recorder | None = None
     try:
+        with _output.signals_deferred():  # not inside llvmlite's callbacks, where it is lost
+            system = _System(model, form, loads, compiled=use_compiled)
+        if model.loops and Stabilization.parse(stabilization) is Stabilization.BAUMGARTE:
+            system.baumgarte = _baumgarte(baumgarte)
+        x = system.initial(state)
+        sampler = Sampler(controller, model)
+        sampler.sample(system, 0.0, x)
+        system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
+        system.started = True
+        x0, modes = x.copy(), None
+        if schedule is not None and t_final > 0.0:
+            modes = diagnose.linear_modes(system, x0)
+            h = min(dt, t_final)
+            unstable = None if modes is None else diagnose.unstable_step(modes, h)
+            if unstable:
+                _step_problem(unstable, force)
+            # the drift check is worth its cost when the run is longer than the check
+            elif modes is not None and 4 * schedule.n_steps > 2 * x0.size + 1:
+                report = diagnose.step_report(modes, dt, schedule.n_steps)
+                if report:
+                    warnings.warn(report, diagnose.StepSizeWarning, stacklevel=2)
+        if progress is None:
+            progress = sys.stderr.isatty()
+        rec = _output.Recorder(None if stream is None else _Streamer(system, stream))
+        applied = _n_due(lock_events, 0.0)
+        if applied:
+            x = _apply_events(system, x, lock_events, applied)
+        rec.add(0.0, x.copy(), system.locked)  # t = 0 first, whatever happens next
+        steps, speeds = 0, None  # speeds: (outputs, n) at the outputs under MSD, if known
+        speeds_list: list[Any] | None = None
+        drift = _Drift(model) if project else None
         if schedule is None:
             steps = _run_adaptive(
                 system, x, t_final, every, lock_events, integrator, rtol, atol, sampler,
@@ -619,7 +649,15 @@ def simulate(
             speeds = None if speeds_list is None else np.array(speeds_list)
         else:
             steps = _run_rk4(system, x, schedule, lock_events, progress, sampler, rec, drift, stops)
+        wall = _time.perf_counter() - start
+        rec.drain()
+        xs = np.array(rec.xs, dtype=float)
+        q = xs[:, : model.nq]
+        # speeds at the outputs (MSD stores momenta), with the lock set of each instant
+        u = _output_speeds(system, xs, rec.locks) if speeds is None else np.array(speeds)
     except SimulationError as exc:
+        if system is None or rec is None:
+            raise
         if modes is None:
             modes = diagnose.linear_modes(system, x0)
         message = str(exc)
@@ -631,19 +669,27 @@ def simulate(
         )
         raise error from None
     except KeyboardInterrupt:
-        traj = _checked_limits(
-            _partial(system, rec, form, integrator, start, events, "interrupted"),
-            limit_mode,
-            stops,
-        )
-        t_end = traj.t[-1] if traj.t.size else 0.0
-        raise SimulationInterrupted(f"interrupted at t = {t_end:.6g} s", traj) from None
-    wall = _time.perf_counter() - start
-    rec.drain()
-    xs = np.array(rec.xs, dtype=float)
-    q = xs[:, : model.nq]
-    # speeds at the outputs (MSD stores momenta), with the lock set of each instant
-    u = _output_speeds(system, xs, rec.locks) if speeds is None else np.array(speeds)
+        with _output.signals_deferred(deliver=False):  # a second Ctrl-C: already stopping
+            if system is not None and rec is not None and rec.ts:
+                traj = _checked_limits(
+                    _partial(system, rec, form, integrator, start, events, "interrupted"),
+                    limit_mode,
+                    stops,
+                )
+            else:
+                traj = Trajectory.initial(
+                    model, state, formulation=form.value, method=integrator.name,
+                    status="interrupted", wall_time=_time.perf_counter() - start,
+                )  # fmt: skip
+                if stream is not None:
+                    stream(traj.t, traj.q, traj.u)
+        raise SimulationInterrupted(f"interrupted at t = {traj.t[-1]:.6g} s", traj) from None
+    except MemoryError:
+        raise SimulationError(
+            "the run ran out of memory (more than the estimate of "
+            "kanedyn.simulation.output.check_output_size); output less often (output_every) "
+            "or run a shorter time"
+        ) from None
     traj = Trajectory(
         model=model, t=np.array(rec.ts), q=q, u=u, formulation=form.value,
         method=integrator.name, wall_time=wall, steps=steps, events=tuple(events),
@@ -669,6 +715,13 @@ def _checked_limits(
     elif mode is limits_.Limits.STOP and stops is not None:
         found = tuple(sorted(stops.held, key=lambda e: (e.t, e.joint)))
     return attrs.evolve(traj, limits=mode.value, limit_crossings=found)
+
+
+def _step_problem(message: str, force: bool) -> None:
+    """A step problem: a ModelError, or with ``force`` a StepSizeWarning."""
+    if not force:
+        raise ModelError(f"{message}; or force=True (--force) to run it anyway")
+    warnings.warn(f"{message} (run anyway: force=True)", diagnose.StepSizeWarning, stacklevel=3)
 
 
 class _Streamer:
@@ -706,16 +759,12 @@ def _partial(
         pass  # the run already failed: keep what is recorded
     xs = np.array(rec.xs, dtype=float).reshape(n, model.nq + model.n)
     was_locked = system.locked
-    with np.errstate(all="ignore"):
-        try:
-            u = _output_speeds(system, xs, rec.locks[:n])
-        except (KanedynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
-            u = np.full((n, model.n), np.nan)
+    u = _output_speeds(system, xs, rec.locks[:n])
     system.locked = was_locked
     return Trajectory(
         model=model, t=np.array(rec.ts, dtype=float), q=xs[:, : model.nq], u=u,
         formulation=form.value, method=integrator.name,
-        wall_time=_time.perf_counter() - start, steps=0, events=tuple(events),
+        wall_time=_time.perf_counter() - start, steps=rec.steps, events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None, status=status,
         engine=_engine_label(system),
     )  # fmt: skip
@@ -778,14 +827,18 @@ class _Drift:
 
 
 def check_times(t_final: Any, dt: Any) -> tuple[float, float]:
-    """``(t_final, dt)`` as floats, or a ModelError: ``dt > 0`` and ``t_final >= 0``."""
+    """``(t_final, dt)`` as floats, or a ModelError: both finite, ``dt > 0`` and
+    ``t_final >= 0``."""
     try:
         t_final, dt = float(t_final), float(dt)
     except (TypeError, ValueError):
         raise ModelError(f"t_final and dt must be numbers, got {t_final!r}, {dt!r}") from None
-    if not np.isfinite(dt) or dt <= 0.0:
+    for name, value in (("dt", dt), ("t_final", t_final)):
+        if not np.isfinite(value):
+            raise ModelError(f"{name} must be a finite number, got {value}")
+    if dt <= 0.0:
         raise ModelError(f"dt must be positive, got {dt}")
-    if not np.isfinite(t_final) or t_final < 0.0:
+    if t_final < 0.0:
         raise ModelError(f"t_final must be non-negative, got {t_final}")
     return t_final, dt
 
@@ -808,7 +861,11 @@ def _output_speeds(system: _System, xs: Array, locks: list[NDArray[np.intp]]) ->
     out = np.empty((len(xs), model.n))
     for i, (x, locked) in enumerate(zip(xs, locks, strict=True)):
         system.locked = locked
-        out[i] = system.speeds(x[: model.nq], x[model.nq :])
+        try:  # a diverged state's speeds may not be computable: NaN for that row only
+            with np.errstate(all="ignore"):
+                out[i] = system.speeds(x[: model.nq], x[model.nq :])
+        except (KanedynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+            out[i] = np.nan
     return out
 
 
@@ -907,10 +964,7 @@ def _run_rk4(
     model = system.model
     nq = model.nq
     bar = _Progress(schedule.n_steps, progress and schedule.n_steps > 2000, tick=rec.drain)
-    applied = _n_due(lock_events, 0.0)
-    if applied:
-        x = _apply_events(system, x, lock_events, applied)
-    rec.add(0.0, x.copy(), system.locked)
+    applied = _n_due(lock_events, 0.0)  # applied by simulate, before t = 0 was recorded
     monitor = _Monitor(system, x)
     try:
         for step, t, h, t_next, output in schedule:
@@ -925,6 +979,7 @@ def _run_rk4(
             monitor.check(t_next, x)
             if stops is not None:
                 x = stops.after_step(system, t_next, x)
+            rec.steps = step
             due = _n_due(lock_events, t_next)
             if due != applied:
                 applied = due
@@ -979,8 +1034,7 @@ def _run_rk4_compiled(
         out = rhs(*xs)
         return out[n : n + nq] + out[:n]
 
-    xs_l = x.tolist()
-    rec.add(0.0, list(xs_l), system.locked)
+    xs_l = x.tolist()  # t = 0 is recorded by simulate
     first = rhs(*xs_l)
     us = [first[n + nq :]] if msd else None
     k1: list[float] | None = first[n : n + nq] + first[:n]
@@ -999,6 +1053,7 @@ def _run_rk4_compiled(
                 xs_l[i0], xs_l[i1], xs_l[i2], xs_l[i3] = qx * s, qy * s, qz * s, qw * s
             if gimbal3 or not isfinite(sum(xs_l)):
                 monitor.check(t_next, np.array(xs_l))
+            rec.steps = step
             if output:
                 if us is not None:  # the speeds at the output; k1 of the next step
                     try:
@@ -1042,49 +1097,70 @@ def _run_rk4_native(
     """
     model = system.model
     nx = model.nq + model.n
-    N, stride, dt = schedule.n_steps, schedule.stride, schedule.dt
-    steps = np.arange(1, N + 1)
-    t_next: Array = (steps * dt).astype(float)
-    if N:
-        t_next[-1] = schedule.t_final
-    t_prev: Array = np.concatenate(([0.0], t_next[:-1]))
-    h: Array = np.minimum(dt, schedule.t_final - t_prev)
-    if N > 1 and np.any(h[:-1] != dt):  # a step shortened by round-off: the plain loop
+    N, stride, dt, t_final = schedule.n_steps, schedule.stride, schedule.dt, schedule.t_final
+    # nothing here grows with the steps (a run of 1e9 steps holds its outputs only): the
+    # times of step i (1-based) are computed as the Schedule computes them
+
+    def t_at(i: int) -> float:  # the time after step i
+        return t_final if i == N else i * dt
+
+    def h_at(i: int) -> float:  # the size of step i
+        return min(dt, t_final - (t_at(i - 1) if i > 1 else 0.0))
+
+    def flagged(i: int) -> bool:  # an output after step i
+        return i % stride == 0 or i == N
+
+    def n_flagged(a: int, b: int) -> int:  # outputs after steps a + 1 ... b
+        return b // stride - a // stride + int(a < N <= b and N % stride != 0)
+
+    def first_step_at(t: float) -> int:  # the first step ending at or after t (N + 1: none)
+        i = min(max(1, math.ceil(t / dt)), N + 1)
+        while i > 1 and t_at(i - 1) >= t:
+            i -= 1
+        while i <= N and t_at(i) < t:
+            i += 1
+        return i
+
+    if N > 1 and h_at(N - 1) != dt:  # a step shortened by round-off: the plain loop
         return _run_rk4(system, x, schedule, lock_events, progress, sampler, rec), None
-    flags = (steps % stride == 0) | (steps == N)
-    ts: Array = np.concatenate(([0.0], t_next[flags]))
-    xs = np.empty((1 + int(flags.sum()), nx))
+    out_steps = np.arange(stride, N + 1, stride)
+    if N and (not out_steps.size or out_steps[-1] != N):
+        out_steps = np.append(out_steps, N)
+    ts: Array = np.concatenate(([0.0], out_steps * dt))
+    if N:
+        ts[-1] = t_final
+    xs = np.empty((1 + out_steps.size, nx))
     bar = _Progress(N, progress and N > 2000, tick=rec.drain)
-    applied = _n_due(lock_events, 0.0)
-    if applied:
-        x = _apply_events(system, x, lock_events, applied)
+    applied = _n_due(lock_events, 0.0)  # applied by simulate, before t = 0 was recorded
     x = np.array(x, dtype=float)
     xs[0] = x
     locks = [system.locked]
     monitor = _Monitor(system, x)
     monitor.x = x
-    row, s, sent = 1, 0, 0  # the next output row; the steps done; the rows recorded
+    row, s, sent = 1, 0, 1  # the next output row; the steps done; the rows recorded
 
     def record() -> None:  # the output rows written since the last call, to rec
         nonlocal sent
         for r in range(sent, row):
             rec.add(float(ts[r]), xs[r].copy(), locks[r])
         sent = row
+        rec.steps = s
 
     def fail(bad: int, first: int) -> SimulationError:
         """The failure at step ``bad`` of a native call that began after step ``first``,
         its outputs before that step recorded."""
-        nonlocal row
+        nonlocal row, s
         done = (bad - 1) // stride - first // stride
         locks.extend([system.locked] * done)
         row += done
+        s = bad - 1
         record()
         bad_values = ~np.isfinite(x)  # the state the loop stopped at
         which = ""
         if np.any(bad_values):
             i = int(np.argmax(bad_values))
             which = f" (first: {monitor.names[i]} = {x[i]})"
-        return monitor.failure(float(t_next[bad - 1]), f"the state became non-finite{which}")
+        return monitor.failure(t_at(bad), f"the state became non-finite{which}")
 
     try:
         while s < N:
@@ -1092,17 +1168,16 @@ def _run_rk4_native(
             # end, the last step)
             b = min(N, s + _NATIVE_BLOCK)
             if applied < len(lock_events):
-                te = lock_events[applied][0]
-                b = min(b, int(np.searchsorted(t_next, te - 1e-12, "left")) + 1)
+                b = min(b, first_step_at(lock_events[applied][0] - 1e-12))
             if sampler.controller is not None:
-                b = min(b, int(np.searchsorted(t_next, sampler.next - 1e-9, "left")) + 1)
+                b = min(b, first_step_at(sampler.next - 1e-9))
             b = max(b, s + 1)
             nc = system.cm.native  # type: ignore[union-attr]
             assert nc is not None  # the lock set's compiled model is native too
             tau = joint_efforts(model, system.held) if system.held else None
             if system.held and tau is None:
-                row = _python_steps(system, x, s, b - 1, t_prev, h, t_next, flags, xs, row, monitor)
-                locks += [system.locked] * (int(flags[s : b - 1].sum()))
+                row = _python_steps(system, x, s, b - 1, t_at, h_at, flagged, xs, row, monitor, rec)
+                locks += [system.locked] * n_flagged(s, b - 1)
             elif b - 1 > s:
                 bad = nc.rk4(x, b - 1 - s, dt, s, stride, xs[row:], tau)
                 if bad:
@@ -1112,20 +1187,21 @@ def _run_rk4_native(
                 locks += [system.locked] * done
             # step b, then Python's part
             if system.held and tau is None:
-                none = np.zeros(N, dtype=bool)
-                _python_steps(system, x, b - 1, b, t_prev, h, t_next, none, xs, row, monitor)
+                _python_steps(
+                    system, x, b - 1, b, t_at, h_at, lambda i: False, xs, row, monitor, rec
+                )
             else:
-                bad = nc.rk4(x, 1, float(h[b - 1]), b - 1, _NEVER, xs[:1], tau)
+                bad = nc.rk4(x, 1, h_at(b), b - 1, _NEVER, xs[:1], tau)
                 if bad:
                     raise fail(bad, b - 1)
             s = b
-            due = _n_due(lock_events, float(t_next[b - 1]))
+            due = _n_due(lock_events, t_at(b))
             if due != applied:
                 applied = due
                 x = _apply_events(system, x, lock_events, applied)
             if b < N:
-                sampler.sample(system, float(t_next[b - 1]), x)
-            if flags[b - 1]:
+                sampler.sample(system, t_at(b), x)
+            if flagged(b):
                 xs[row] = x
                 row += 1
                 locks.append(system.locked)
@@ -1146,22 +1222,26 @@ _NATIVE_BLOCK = 1000  # steps per native call at most: outputs stream, interrupt
 
 
 def _python_steps(
-    system: _System, x: Array, s: int, b: int, t_prev: Array, h: Array, t_next: Array,
-    flags: Array, xs: Array, row: int, monitor: _Monitor,
+    system: _System, x: Array, s: int, b: int, t_at: Callable[[int], float],
+    h_at: Callable[[int], float], flagged: Callable[[int], bool], xs: Array, row: int,
+    monitor: _Monitor, rec: _output.Recorder,
 ) -> int:  # fmt: skip
     """Steps ``s + 1 ... b`` in Python (``rk4_step`` on ``system``), in place on ``x``,
-    with outputs after the flagged steps from row ``row``; returns the next row."""
+    with outputs after the flagged steps from row ``row``; returns the next row. Step
+    ``i`` ends at ``t_at(i)`` and has size ``h_at(i)``."""
     nq = system.model.nq
-    for i in range(s, b):
+    for i in range(s + 1, b + 1):
+        h = h_at(i)
         try:
             with np.errstate(all="ignore"):
-                xn = rk4_step(system, float(t_prev[i]), x, float(h[i]))
+                xn = rk4_step(system, t_at(i - 1) if i > 1 else 0.0, x, h)
         except (ModelError, np.linalg.LinAlgError) as exc:
-            raise monitor.failure(float(t_next[i]), str(exc)) from None
+            raise monitor.failure(t_at(i), str(exc)) from None
         xn[:nq] = _normalize_quaternions(system.model, xn[:nq])
-        monitor.check(float(t_next[i]), xn)
+        monitor.check(t_at(i), xn)
         x[:] = xn
-        if flags[i]:
+        rec.steps = i
+        if flagged(i):
             xs[row] = x
             row += 1
     return row
@@ -1223,7 +1303,7 @@ def _run_adaptive(
         }
     )
     ts = rec.ts
-    nfev, applied = 0, 0
+    nfev, applied = 0, _n_due(lock_events, 0.0)  # t = 0's events: applied by simulate
     monitor = _Monitor(system, x)
     bar = _Progress(1000, progress, unit="", tick=rec.drain)
 
@@ -1235,7 +1315,6 @@ def _run_adaptive(
         monitor.check(t, xk)
         rec.add(t, xk, system.locked)
 
-    record(0.0, x)
     try:
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
             if _n_due(lock_events, a) != applied:
@@ -1262,6 +1341,7 @@ def _run_adaptive(
                         for te in due:
                             record(float(te), sol(te))
                         k += due.size
+                    rec.steps = nfev + solver.nfev
                     if solver.t > t_old:
                         bar.update(int(1000 * solver.t / t_final))
             except (ModelError, np.linalg.LinAlgError) as exc:

@@ -37,6 +37,9 @@ __all__ = [
     "Recorder",
     "check_output_size",
     "column_names",
+    "output_bytes",
+    "run_bytes",
+    "signals_deferred",
     "derived_histories",
     "seed_histories",
     "strict_json",
@@ -46,6 +49,12 @@ Array = NDArray[np.float64]
 
 #: how a run ended, as ``summary.json`` reports it
 STATUSES = ("completed", "diverged", "interrupted")
+
+#: the states whose kinematics are computed at once for the derived histories (each
+#: takes about 200 floats a body while its block is computed)
+BLOCK = 1024
+#: floats a body per state of a block, with a margin (measured: about 200)
+BLOCK_FLOATS_PER_BODY = 256
 
 #: the derived columns of the CSV after t, q and u, with their units
 DERIVED_COLUMNS = (
@@ -66,6 +75,8 @@ class Recorder:
 
     ``sink(ts, xs, locks)`` (optional) receives every output once, in blocks, when
     :meth:`drain` is called (by the run loops every few hundred steps, and at the end).
+    ``steps`` is the number of steps taken so far, kept by the run loops, so a run that
+    stops early reports how far it went.
     """
 
     def __init__(
@@ -76,6 +87,7 @@ class Recorder:
         self.locks: list[Any] = []
         self.sink = sink
         self.sent = 0
+        self.steps = 0  # the steps taken so far (set by the run loops)
 
     def add(self, t: float, x: Any, locked: Any) -> None:
         """Record the output state ``x`` at time ``t`` with its locked speeds."""
@@ -94,22 +106,25 @@ class Recorder:
 
 
 @contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
+def signals_deferred(deliver: bool = True) -> Iterator[list[int]]:
     """Hold SIGINT and SIGTERM for the duration of the block, then deliver the first
     one that arrived to the handler in force before (in the main thread; elsewhere a
-    no-op), so that an interrupt never lands halfway through writing outputs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    no-op), so that an interrupt never lands halfway through writing outputs.
+
+    The block receives the list of the signals that arrived; with ``deliver=False``
+    they are only listed (for code that is already stopping because of a signal)."""
     caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
     held = (signal.SIGINT, signal.SIGTERM)
     previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in held}
     try:
-        yield
+        yield caught
     finally:
         for s, handler in previous.items():
             signal.signal(s, signal.SIG_DFL if handler is None else handler)
-        if caught:
+        if caught and deliver:
             signal.raise_signal(caught[0])
 
 
@@ -128,11 +143,11 @@ def column_names(coordinates: list[str], speeds: list[str], units: dict[str, str
 def derived_histories(model: Model, q: Array, u: Array) -> tuple[Array, Array, Array, Array]:
     """Kinetic and potential energy (k,), P (k, 3) [N s] and H (k, 3) [N m s, about the
     mass centre] at the states ``q`` (k, nq), ``u`` (k, n): the derived CSV columns. The
-    kinematics of blocks of 4096 states are computed at once."""
+    kinematics of blocks of :data:`BLOCK` states are computed at once."""
     T, V, P, H = [np.zeros(0)], [np.zeros(0)], [np.zeros((0, 3))], [np.zeros((0, 3))]
     with np.errstate(all="ignore"):  # a diverged run's last states may overflow
-        for a in range(0, len(q), 4096):
-            qb, ub = q[a : a + 4096], u[a : a + 4096]
+        for a in range(0, len(q), BLOCK):
+            qb, ub = q[a : a + BLOCK], u[a : a + BLOCK]
             kin = kinematics_at(model, qb, ub)
             Pb, Hb = momentum_at(model, kin)
             T.append(kinetic_energy_at(model, kin))
@@ -157,6 +172,7 @@ class CsvStream:
         self.writer.writerow(header)
         self.blocks: list[tuple[Array, Array, Array, Array]] = []
         self.seconds = 0.0  # time spent here (computing and writing rows)
+        self.rows = 0  # rows written so far
 
     def __call__(self, t: Array, q: Array, u: Array) -> None:
         start = time.perf_counter()
@@ -165,6 +181,7 @@ class CsvStream:
         rows = np.column_stack((t, q, u, T, V, P, H))
         self.writer.writerows([f"{v:.17g}" for v in row] for row in rows)
         self.fh.flush()
+        self.rows += len(rows)
         self.seconds += time.perf_counter() - start
 
     @property
@@ -220,23 +237,65 @@ def available_memory() -> float:
         return math.inf
 
 
+def output_bytes(model: Model, plot: bool = False) -> float:
+    """Bytes a run holds per output state, counting every array that grows with the
+    outputs (the run loops allocate nothing per step: their state vectors are reused).
+
+    With ``nx = nq + n`` values in the integrated state and ``8`` bytes a float:
+
+    * the recorder: a copy of the state (``8 nx`` and a 112-byte array header), the time
+      as a Python float (24) and three list slots (24);
+    * the native loop's output buffer (``8 nx``) and, under MSD, its speeds
+      (``8 (nx + n)``);
+    * the trajectory's arrays: the stacked states (``8 nx``), ``t``, ``q``, ``u`` and the
+      momentum states (``8 (1 + nq + 2 n)``);
+    * the energy and momentum histories (8 values), held three times: the CSV stream's
+      blocks, their concatenation and the trajectory's copy;
+    * with ``plot``: one body's histories (18 values: ``R_N_B``, ω, position, velocity)
+      and matplotlib's copies of every line drawn (two coordinates, twice, for ~16 lines
+      and one per joint coordinate).
+    """
+    nx, n, nq = model.nq + model.n, model.n, model.nq
+    floats = nx + nx + (nx + n) + nx + (1 + nq + 2 * n) + 3 * len(DERIVED_COLUMNS)
+    if plot:
+        floats += 18 + 4 * (16 + nq)
+    return 8.0 * floats + 112.0 + 24.0 + 24.0
+
+
+def run_bytes(model: Model, n_outputs: int, plot: bool = False) -> float:
+    """Bytes a run of ``n_outputs`` outputs holds at most: ``n_outputs`` ×
+    :func:`output_bytes`, and the kinematics of one block of outputs (up to
+    :data:`BLOCK` states of :data:`BLOCK_FLOATS_PER_BODY` floats a body) computed for
+    the energy and momentum histories, with a quarter more for NumPy's temporaries. A
+    run's peak allocation, measured with ``tracemalloc``, is at most this and at least
+    half of it (``tests/test_diagnose.py``)."""
+    block = min(n_outputs, BLOCK) * 8.0 * BLOCK_FLOATS_PER_BODY * model.nb
+    return 1.25 * (n_outputs * output_bytes(model, plot) + block)
+
+
 def check_output_size(
-    n_outputs: int, n_values: int, folder: str | os.PathLike[str] | None = None
+    model: Model,
+    n_outputs: int,
+    folder: str | os.PathLike[str] | None = None,
+    *,
+    plot: bool = False,
 ) -> None:
     """A ModelError before a run whose outputs would not fit in the available memory
-    (``n_outputs`` rows of ``n_values`` floats, held about 4 times over: the states,
-    the speeds and the derived histories) or, with ``folder``, on its disk (about 25
-    bytes per CSV value and 8 per NPZ value)."""
-    memory = 4.0 * 8.0 * n_outputs * n_values
-    if memory > available_memory():
+    (:func:`run_bytes`) or, with ``folder``, on its disk (about 25
+    bytes per CSV value and 8 per NPZ value), naming both numbers and the remedies."""
+    columns = 1 + model.nq + model.n + len(DERIVED_COLUMNS)
+    memory = run_bytes(model, n_outputs, plot)
+    available = available_memory()
+    if memory > available:
         raise ModelError(
-            f"the run would keep {n_outputs} outputs of {n_values} values "
+            f"the run would keep {n_outputs:.4g} outputs of {columns} values in memory "
             f"(~{memory / 1e9:.3g} GB), more than the available memory "
-            f"({available_memory() / 1e9:.3g} GB); output less often (output_every, "
-            "--output-every) or run a shorter time"
+            f"({available / 1e9:.3g} GB); output less often (output_every, "
+            "--output-every), run a shorter time, or stream the outputs in parts "
+            "(several runs, each from the last state of the one before)"
         )
     if folder is not None:
-        disk = 33.0 * n_outputs * n_values
+        disk = 33.0 * n_outputs * columns
         free = shutil.disk_usage(_existing(Path(folder))).free
         if disk > free:
             raise ModelError(

@@ -22,6 +22,7 @@ from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.model import Model, State
 from kanedyn.model.names import coordinate_names, speed_names
+from kanedyn.model.options import Formulation
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as _output
 
@@ -86,6 +87,30 @@ class Trajectory:
 
     def state(self, i: int) -> State:
         return State(self.q[i], self.u[i])
+
+    @classmethod
+    def initial(
+        cls,
+        model: Model,
+        state: State,
+        *,
+        formulation: str = "kane",
+        method: str = "rk4",
+        status: str = "interrupted",
+        wall_time: float = 0.0,
+    ) -> Trajectory:
+        """The trajectory of a run stopped before its first step: the initial state at
+        t = 0 alone (with its momentum states under MSD)."""
+        from kanedyn.dynamics import msd
+
+        momenta = None
+        if Formulation.parse(formulation) is Formulation.MSD:
+            momenta = msd.momenta(model, state)[None, :].copy()
+        return cls(
+            model=model, t=np.zeros(1), q=np.array(state.q, dtype=float)[None, :],
+            u=np.array(state.u, dtype=float)[None, :], formulation=formulation,
+            method=method, wall_time=wall_time, steps=0, momenta=momenta, status=status,
+        )  # fmt: skip
 
     def __str__(self) -> str:
         """A short summary: samples, time span, status, formulation, method and engine,
@@ -155,8 +180,9 @@ class Trajectory:
             return self._bodies[name]
         i = self.model.body_index(name)
         parts = []  # the kinematics of blocks of outputs at once (kinematics_at is batched)
-        for a in range(0, len(self.t), 4096):
-            kin = kinematics_at(self.model, self.q[a : a + 4096], self.u[a : a + 4096])
+        block = _output.BLOCK
+        for a in range(0, len(self.t), block):
+            kin = kinematics_at(self.model, self.q[a : a + block], self.u[a : a + block])
             parts.append((kin.R_N_B[:, i], kin.omega[:, i], kin.r[:, i], kin.v[:, i]))
         R, w_N, r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)
