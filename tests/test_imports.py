@@ -206,3 +206,33 @@ def test_public_module_names_of_the_facade_import_without_warning():
         """
     )
     assert out.strip() == "ok"
+
+
+def test_ctrl_c_while_the_command_line_loads_exits_130_with_one_line():
+    """SIGINT delivered while ``kanedyn``'s entry point imports the command line (here: as
+    NumPy is imported) ends with one line and exit code 130, no traceback; without the
+    signal the same entry point runs."""
+
+    script = textwrap.dedent(
+        """
+        import importlib.abc, os, signal, sys
+
+        class Interrupt(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name == "numpy" and os.environ.get("INTERRUPT"):
+                    os.kill(os.getpid(), signal.SIGINT)
+                return None
+
+        sys.meta_path.insert(0, Interrupt())
+        sys.argv = ["kanedyn", "--help"]
+        from kanedyn.__main__ import run
+        sys.exit(run())
+        """
+    )
+    env = {**__import__("os").environ, "INTERRUPT": "1"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 130
+    assert done.stderr == "kanedyn: interrupted\n" and "Traceback" not in done.stdout
+    env.pop("INTERRUPT")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and "simulate" in done.stdout
