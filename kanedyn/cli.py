@@ -298,7 +298,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             model, state, t_final, options["dt"], method=method,
             formulation=options["formulation"], output_every=every,
             progress=not args.quiet, loads=loads, engine=args.engine, stream=stream,
-            force=args.force,
+            force=args.force, limits=args.limits,
         )  # fmt: skip
     except kd.SimulationError as exc:
         if exc.trajectory is None:
@@ -742,6 +742,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a step that is refused otherwise (longer than the run, or "
                         "unstable for RK4 on the model's fastest mode), with a warning "
                         "(default: refused)")  # fmt: skip
+    p.add_argument("--limits", choices=("warn", "stop", "ignore"), default="warn",
+                   help="joint limits from the model file (URDF <limit>, MJCF range): warn "
+                        "when crossed, make each a one-sided stop, or ignore them "
+                        "(default: warn)")  # fmt: skip
     p.set_defaults(func=_cmd_simulate)
     p = sub.add_parser(
         "check", parents=[common], help="validate a model and print its DOF and mass properties"

@@ -228,3 +228,25 @@ def test_cli_simulate_reports_the_crossing(tmp_path, capsys):
     assert crossing["t_s"] == pytest.approx(traj.limit_crossings[0].t, rel=1e-9)
     assert f"joint limits: crossed (not enforced): 'slide' {crossing['bound']}" in captured.out
     assert "kanedyn: warning: joint limits crossed" in captured.err
+
+
+def test_cli_simulate_limits_stop_holds_the_slider_in_its_range(tmp_path):
+    """``--limits stop``: the shipped arm's slider, which leaves its 0-0.5 m range under
+    ``warn``, stays within it (to the stop's tolerance), and the summary says so."""
+    import json
+
+    from kanedyn.cli import main
+
+    path = kd.examples.path("arm3.urdf")
+    args = ["simulate", str(path), "--t-final", "2", "--dt", "0.001", "--output-every", "0.01"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main([*args, "--quiet", "--limits", "stop", "--out", str(tmp_path / "o")]) == 0
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["joint_limits"] == "stop" and summary["limit_crossings"]
+    data = np.load(tmp_path / "o" / "trajectory.npz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        model = read_urdf(path)
+    d = data["q"][:, model.coordinates("slide")[0]]
+    assert d.min() >= -1e-9 and d.max() <= 0.5 + 1e-9

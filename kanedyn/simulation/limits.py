@@ -157,8 +157,8 @@ def crossings(model: Model, t: Array, q: Array) -> tuple[LimitCrossing, ...]:
 def report(found: Sequence[LimitCrossing]) -> str:
     """The warning text of ``limits="warn"``."""
     return (
-        "joint limits crossed (not enforced; simulate(..., limits='stop') makes them "
-        "stops): " + "; ".join(str(c) for c in found)
+        "joint limits crossed (not enforced; simulate(..., limits='stop') or "
+        "--limits stop makes them stops): " + "; ".join(str(c) for c in found)
     )
 
 
@@ -173,7 +173,7 @@ def describe(model: Model) -> list[str]:
         unit, effort, speed = ("rad", "N m", "rad/s") if j.rot_dof else ("m", "N", "m/s")
         text = (
             f"range {lim.lower:g} to {lim.upper:g} {unit} (a run warns when it is crossed; "
-            "limits='stop' makes its bounds stops)"
+            "limits='stop' or --limits stop makes its bounds stops)"
             if has_range(j)
             else f"no position range (lower {lim.lower:g}, upper {lim.upper:g} {unit}; not checked)"
         )
