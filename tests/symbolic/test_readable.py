@@ -300,3 +300,44 @@ def test_rolling_disc_latex_compiles(tmp_path):
     from kanedyn.symbolic.examples import rolling_disc
 
     _compiles(rolling_disc().problem.stages().latex(), tmp_path, "disc")
+
+
+def _disc_undefined(out: str, problem) -> set[str]:
+    """Names on the equation lines of the disc's print (lines with ``=`` or a matrix
+    bracket, past stage 1's title, not the sentence under each stage's title) that are none of its coordinates, speeds and their
+    rates, parameters, the functions, or the named quantities of its stages."""
+    import unicodedata
+
+    def plain(s: str) -> str:  # accents (dots, tildes) off: q̇ is q, ṽ is v
+        return "".join(
+            c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn"
+        )
+
+    known = {re.match(r"[^\W\d_]+", text(x)).group() for x in (*problem.q, *problem.u)}
+    known |= {plain(text(p)) for p in problem.parameters}
+    known |= {"sin", "cos", "tan", "M", "f", "F", "v", "ω", "disc"}
+    left, prose = set(), False
+    body = out.split("\n1. ", 1)[1]
+    for line in body.splitlines():
+        if re.fullmatch(r"-+", line):
+            prose = True  # the stage's sentence follows its underlined title
+            continue
+        if prose:
+            prose = bool(line.strip())
+            continue
+        if "=" not in line and not re.match(r"\s*[⎡⎢⎣]", line):
+            continue
+        line = re.sub("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻ᵀ]", " ", plain(line))  # powers and transposes
+        left |= set(re.findall(r"[^\W\d_]+", line)) - known
+    return left
+
+
+def test_rolling_disc_print_defines_every_name_it_uses():
+    """The disc's equation lines use only its coordinates, speeds, parameters and the
+    quantities its stages name; the check finds a name that is not one of them."""
+    from kanedyn.symbolic.examples import rolling_disc
+
+    problem = rolling_disc().problem
+    out = str(problem.stages())
+    assert not _disc_undefined(out, problem), sorted(_disc_undefined(out, problem))
+    assert _disc_undefined(out.replace("g·m·r·sin(q_2)", "g·m·R·sin(q_2)"), problem) == {"R"}
