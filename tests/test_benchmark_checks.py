@@ -76,7 +76,7 @@ def test_suite_runs_without_peers(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(run, "available", lambda: {"pinocchio": None, "mujoco": None})
     monkeypatch.setattr(run, "CHAINS", (1,))
     assert (
-        run.main(["--quick", "--repeats", "1", "--explorer-t-final", "0.2", "--out", str(tmp_path)])
+        run.main(["--quick", "--repeats", "1", "--explorer-t-final", "5", "--out", str(tmp_path)])
         == 0
     )
     out = capsys.readouterr().out
