@@ -85,7 +85,9 @@ def test_the_recursion_gives_the_same_numbers_on_every_arithmetic():
     np.testing.assert_allclose(numbers, kd.forward_dynamics(model, state), atol=1e-11)
 
     tr = traced(model, frozenset(), False, False)
-    fn = codegen.build(tr.tape.source("f", tr.args, tr.outputs), "f", codegen.SCALAR_NAMESPACE)
+    fn = codegen.build(
+        codegen.source(tr.tape, "f", tr.args, tr.outputs), "f", codegen.SCALAR_NAMESPACE
+    )
     on_tape = np.array(fn(*state.q, *state.u), dtype=float)[: model.n]
     np.testing.assert_allclose(on_tape, numbers, atol=1e-13)
 
