@@ -139,12 +139,13 @@ def suggest_step(period: float) -> float:
     return _round_down(period / SAMPLES_PER_PERIOD)
 
 
-def _round_down(raw: float) -> float:
-    """``raw`` to one significant digit, rounded down."""
-    if not math.isfinite(raw) or raw <= 0.0:
-        return raw
-    exp = math.floor(math.log10(raw))
-    return math.floor(raw / 10.0**exp) * 10.0**exp
+def _round_down(x: float) -> float:
+    """``x`` rounded down to one significant digit (0.42 -> 0.4); a value that is not
+    finite and positive is returned as it is."""
+    if not math.isfinite(x) or x <= 0.0:
+        return x
+    unit = 10.0 ** math.floor(math.log10(x))
+    return math.floor(x / unit + 1e-9) * unit
 
 
 #: ``|λ Δt|`` above which a growing RK4 amplification is the step's, not the physics'
@@ -259,12 +260,6 @@ def _round_up(x: float) -> float:
     """``x`` rounded up to two significant digits (21141 -> 22000)."""
     unit = 10.0 ** (math.floor(math.log10(x)) - 1)
     return math.ceil(x / unit - 1e-9) * unit
-
-
-def _round_down(x: float) -> float:
-    """``x`` rounded down to one significant digit (0.42 -> 0.4)."""
-    unit = 10.0 ** math.floor(math.log10(x))
-    return math.floor(x / unit + 1e-9) * unit
 
 
 def run_defaults(
