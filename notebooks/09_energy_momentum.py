@@ -124,7 +124,9 @@ fig.tight_layout()
 damped = kd.examples.hub_with_panels(damping=5.0)
 tr = kd.simulate(damped, s0, 200.0, 1.0, method="energy-momentum")
 hinges = np.concatenate([damped.coordinates(n) for n in ("hinge_left", "hinge_right")])
-c = params_of(damped).damping[np.concatenate([damped.speeds(n) for n in ("hinge_left", "hinge_right")])]
+c = params_of(damped).damping[
+    np.concatenate([damped.speeds(n) for n in ("hinge_left", "hinge_right")])
+]
 dissipation = np.sum(c * np.diff(tr.q[:, hinges], axis=0) ** 2, axis=1) / 1.0
 mismatch = np.max(np.abs(np.diff(tr.total_energy) + dissipation)) / abs(tr.total_energy[0])
 print(
