@@ -31,3 +31,13 @@ __all__ = [
     "supports",
     "tape",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A submodule (``kd.compiled.<module>``), imported on first access (PEP 562)."""
+    import importlib
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
