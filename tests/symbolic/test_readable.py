@@ -24,20 +24,26 @@ def _derived(model, simplify=False):
     return eom, eom.stages(simplify=simplify, values=values), values
 
 
-def _equation_lines(out: str) -> list[str]:
-    """The lines of the printed stages that are (or continue) an equation."""
-    lines = out.split("\n1. Kinematics", 1)[1].split("\nParameters\n", 1)[0].splitlines()
+def _outside_prose(lines: list[str], starts: tuple[str, ...] = ()) -> list[str]:
+    """``lines`` without each stage's sentence: the lines after an underlined title (or
+    a line beginning with one of ``starts``) up to the next blank line."""
     keep, prose = [], False
     for line in lines:
-        if re.fullmatch(r"-+", line):
+        if re.fullmatch(r"-+", line) or (starts and line.startswith(starts)):
             prose = True  # the stage's sentence follows its underlined title
             continue
         if prose:
             prose = bool(line.strip())
             continue
-        if line.startswith("Written as for"):  # the compact form's sentence
-            prose = True
-            continue
+        keep.append(line)
+    return keep
+
+
+def _equation_lines(out: str) -> list[str]:
+    """The lines of the printed stages that are (or continue) an equation."""
+    lines = out.split("\n1. Kinematics", 1)[1].split("\nParameters\n", 1)[0].splitlines()
+    keep = []
+    for line in _outside_prose(lines, ("Written as for",)):  # and the compact form's sentence
         if line.startswith("where") or "│" in line or "┼" in line or re.match(r"\d+\. ", line):
             continue  # a compact table, or a heading
         keep.append(line)
@@ -316,15 +322,8 @@ def _disc_undefined(out: str, problem) -> set[str]:
     known = {re.match(r"[^\W\d_]+", text(x)).group() for x in (*problem.q, *problem.u)}
     known |= {plain(text(p)) for p in problem.parameters}
     known |= {"sin", "cos", "tan", "M", "f", "F", "v", "ω", "disc"}
-    left, prose = set(), False
-    body = out.split("\n1. ", 1)[1]
-    for line in body.splitlines():
-        if re.fullmatch(r"-+", line):
-            prose = True  # the stage's sentence follows its underlined title
-            continue
-        if prose:
-            prose = bool(line.strip())
-            continue
+    left = set()
+    for line in _outside_prose(out.split("\n1. ", 1)[1].splitlines()):
         if "=" not in line and not re.match(r"\s*[⎡⎢⎣]", line):
             continue
         line = re.sub("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻ᵀ]", " ", plain(line))  # powers and transposes
