@@ -298,7 +298,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             model, state, t_final, options["dt"], method=method,
             formulation=options["formulation"], output_every=every,
             progress=not args.quiet, loads=loads, engine=args.engine, stream=stream,
-            force=args.force, limits=args.limits,
+            force=args.force, limits=args.limits or settings.get("limits", "warn"),
         )  # fmt: skip
     except kd.SimulationError as exc:
         if exc.trajectory is None:
@@ -668,6 +668,7 @@ def _cmd_montecarlo(args: argparse.Namespace) -> int:
         model, state, dispersions, args.n, t_final, dt, seed=seed, outputs=outputs,
         output_every=every, loads=settings.get("loads") or None, chunk_size=args.chunk_size,
         scheduler=args.scheduler, store=out / "chunks", progress=not args.quiet,
+        limits=args.limits or settings.get("limits", "warn"),
     )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix=".kanedyn-", dir=out) as tmp:
         files = res.write(tmp)
@@ -742,10 +743,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a step that is refused otherwise (longer than the run, or "
                         "unstable for RK4 on the model's fastest mode), with a warning "
                         "(default: refused)")  # fmt: skip
-    p.add_argument("--limits", choices=("warn", "stop", "ignore"), default="warn",
-                   help="joint limits from the model file (URDF <limit>, MJCF range): warn "
-                        "when crossed, make each a one-sided stop, or ignore them "
-                        "(default: warn)")  # fmt: skip
+    p.add_argument("--limits", choices=("warn", "stop", "ignore"),
+                   help="joint limits from the model file (URDF <limit>, MJCF range, TOML "
+                        "limits): warn when crossed, make each a one-sided stop, or ignore "
+                        "them (default: the file's [simulation] limits, else warn)")  # fmt: skip
     p.set_defaults(func=_cmd_simulate)
     p = sub.add_parser(
         "check", parents=[common], help="validate a model and print its DOF and mass properties"
@@ -814,6 +815,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="'processes' (a local Dask cluster) or a Dask scheduler address "
                         "(tcp://host:8786); default: in this process")  # fmt: skip
     p.add_argument("--chunk-size", type=int, help="members per chunk")
+    p.add_argument("--limits", choices=("warn", "stop", "ignore"),
+                   help="joint limits: each member's crossings (warn) or stops in the "
+                        "limit_crossings column of members.csv, or not checked (default: "
+                        "the file's [simulation] limits, else warn)")  # fmt: skip
     p.add_argument("--out", default="kanedyn-mc",
                    help="output folder (default ./kanedyn-mc); finished chunks are kept in "
                         "OUT/chunks, and the same command resumes from them")  # fmt: skip

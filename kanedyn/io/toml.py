@@ -9,13 +9,14 @@ The schema is documented in ``docs/toml-schema.md``. In short::
     [[particles]]   name, mass_kg, com_m (a body with zero inertia)
     [[joints]]      name, inner, outer, kind, <kind fields>, inner_point_m, outer_point_m,
                     inner_angles_deg|inner_angles_rad + inner_seq | inner_rotation_dcm,
-                    the same for outer, stiffness, damping
+                    the same for outer, stiffness, damping,
+                    limits = {lower, upper, effort, velocity} (1-DOF joints)
     [[loops]]       loop joints that close cycles: the fields of [[joints]] (no springs);
                     inner or outer may be "N"
     [initial.<joint>]  angles_deg|angles_rad, rates_deg_s|rates_rad_s, quaternion,
                     displacements_m, displacement_rates_m_s
     [[loads]]       type = "force"|"torque"|"joint", body|joint, values, frame, point_m
-    [simulation]    t_final_s, dt_s, method, formulation, output_every_s
+    [simulation]    t_final_s, dt_s, method, formulation, output_every_s, limits
 
 Units are in the field names; angles are radians unless the name says ``_deg``.
 Unknown keys are errors (they are usually typos). Every error is a
@@ -44,7 +45,7 @@ import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import FileFormatError, ModelError, did_you_mean
-from kanedyn.model import Body, Joint, Loop, Model, State
+from kanedyn.model import Body, Joint, JointLimits, Loop, Model, State
 from kanedyn.model.records import LOOP_REMEDY
 from kanedyn.spatial.inertia import inertia_tensor
 from kanedyn.spatial.rotation import euler_to_dcm, quat_normalize
@@ -101,7 +102,9 @@ _JOINT_COMMON = (
     "outer_rotation_dcm",
     "stiffness",
     "damping",
+    "limits",
 )
+_LIMIT_KEYS = ("lower", "upper", "effort", "velocity")
 _JOINT_KIND_KEYS: dict[str, tuple[str, ...]] = {
     "free": (),
     "revolute": ("axis",),
@@ -131,9 +134,11 @@ _SIM_KEYS = {  # file key -> Case.settings key
     "method": "method",
     "formulation": "formulation",
     "output_every_s": "output_every",
+    "limits": "limits",
 }
 _METHODS = ("rk4", "RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")  # kanedyn.simulate's
 _FORMULATIONS = ("kane", "msd")
+_LIMIT_MODES = ("warn", "stop", "ignore")  # kanedyn.simulate's limits
 _REQUIRED = object()
 
 
@@ -647,6 +652,17 @@ def _read_loop(src: _Source, k: int, raw: Any) -> Loop:
 
 
 def _read_joint(src: _Source, k: int, raw: Any, cls: type[Joint] = Joint) -> Joint:
+    joint = _build_joint(src, k, raw, cls)
+    if joint.limits is not None and joint.ndof != 1:
+        raise src.error(
+            ("joints", k, "limits"),
+            f"joint {joint.name!r} has {joint.ndof} degrees of freedom: limits are a range "
+            "of one coordinate, for a 1-DOF joint (a hinge or a slide)",
+        )
+    return joint
+
+
+def _build_joint(src: _Source, k: int, raw: Any, cls: type[Joint]) -> Joint:
     where: tuple[str | int, ...] = ("loops" if cls is Loop else "joints", k)
     if not isinstance(raw, dict):
         raise src.error(where, f"expected a table, got {_show(raw)}")
@@ -671,6 +687,10 @@ def _read_joint(src: _Source, k: int, raw: Any, cls: type[Joint] = Joint) -> Joi
         stiffness=_per_dof(t, "stiffness"),
         damping=_per_dof(t, "damping"),
     )
+    if t.has("limits"):
+        if cls is Loop:
+            raise t.error("limits", "a loop joint has no limits (its motion follows the tree's)")
+        kw["limits"] = _read_limits(t)
     try:
         if kind_name == "free":
             return cls.free(name, outer, inner=inner, **kw)
@@ -804,6 +824,26 @@ def _read_loads(src: _Source, top: _Table, model: Model) -> tuple[Any, ...]:
     return tuple(loads)
 
 
+def _read_limits(t: _Table) -> JointLimits:
+    """A joint's ``limits = {lower, upper, effort, velocity}``: range [rad or m], largest
+    effort [N m or N] and speed [rad/s or m/s], each optional (open: ``inf``)."""
+    lim = _Table(t.src, t.path("limits"), t.get("limits"), _LIMIT_KEYS)
+    values = {}
+    for key in _LIMIT_KEYS:
+        if lim.has(key):
+            x = lim.get(key)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or math.isnan(x):
+                raise lim.error(key, f"expected a number (or inf, -inf), got {_show(x)}")
+            values[key] = float(x)
+    lower, upper = values.get("lower", -math.inf), values.get("upper", math.inf)
+    if lower > upper:
+        raise lim.error("upper", f"the range is empty: upper {upper:g} < lower {lower:g}")
+    for key in ("effort", "velocity"):
+        if values.get(key, 1.0) <= 0.0:
+            raise lim.error(key, f"must be positive, got {values[key]:g}")
+    return JointLimits(**values)
+
+
 def _read_settings(src: _Source, top: _Table) -> dict[str, Any]:
     if not top.has("simulation"):
         return {}
@@ -812,10 +852,9 @@ def _read_settings(src: _Source, top: _Table) -> dict[str, Any]:
     for key, name in _SIM_KEYS.items():
         if not t.has(key):
             continue
-        if key in ("method", "formulation"):
-            out[name] = t.string(
-                key, _REQUIRED, _FORMULATIONS if key == "formulation" else _METHODS
-            )
+        if key in ("method", "formulation", "limits"):
+            choices = {"formulation": _FORMULATIONS, "limits": _LIMIT_MODES}.get(key, _METHODS)
+            out[name] = t.string(key, _REQUIRED, choices)
         else:
             value = t.number(key)
             if value <= 0.0:
@@ -841,10 +880,9 @@ def write_toml(
     :class:`Case.settings <Case>` (``t_final``, ``dt``, ``method``, ``formulation``,
     ``output_every``).
 
-    The TOML schema has no named frames, joint limits or geared rotors yet. Frames and
-    limits are not in the equations of motion: they are left out with an
-    :class:`~kanedyn.io.UnsupportedFeatureWarning` (a run of the written file does not
-    check the limits). A model with geared rotors is refused with a
+    The TOML schema has no named frames or geared rotors yet. Frames are not in the
+    equations of motion: they are left out with an
+    :class:`~kanedyn.io.UnsupportedFeatureWarning`. A model with geared rotors is refused with a
     :class:`~kanedyn.ModelError` rather than written wrongly. Massless bodies and point
     masses (``Body(..., allow_singular=True)``, such as 42's wheels) are written with
     ``allow_singular = true``.
@@ -855,21 +893,12 @@ def write_toml(
             f"write_toml: the kanedyn TOML format cannot hold the geared rotors of joint(s) "
             f"{', '.join(map(repr, geared))} yet; keep the model in its original file"
         )
-    left_out = [
-        what
-        for what, present in (
-            (f"{len(model.frames)} named frame(s)", bool(model.frames)),
-            ("joint limits", any(j.limits is not None for j in model.joints)),
-        )
-        if present
-    ]
-    if left_out:
+    if model.frames:
         from kanedyn.io.fortytwo import UnsupportedFeatureWarning
 
         warnings.warn(
-            f"write_toml: {' and '.join(left_out)} not written (the TOML format has none yet; "
-            "they are not in the equations of motion; a run of the written file does not "
-            "check the limits)",
+            f"write_toml: {len(model.frames)} named frame(s) not written (the TOML format "
+            "has none yet; they are not in the equations of motion)",
             UnsupportedFeatureWarning,
             stacklevel=2,
         )
@@ -882,6 +911,11 @@ def _f(x: Any) -> str:
     if not math.isfinite(value):
         raise ModelError(f"cannot write the non-finite number {value!r}")
     return repr(value)
+
+
+def _limit(x: float) -> str:
+    """A limit: a number, or TOML's ``inf``/``-inf`` for an open side."""
+    return ("inf" if x > 0 else "-inf") if math.isinf(x) else _f(x)
 
 
 def _vec(x: Any) -> str:
@@ -987,6 +1021,10 @@ def _dumps(
             values = getattr(j, field)
             if np.any(values != 0.0):
                 lines.append(f"{field} = {_vec(values)}")
+        if j.limits is not None:
+            given = [(k, getattr(j.limits, k)) for k in _LIMIT_KEYS]
+            given = [(k, v) for k, v in given if not (math.isinf(v) and (k == "lower") == (v < 0))]
+            lines.append("limits = { " + ", ".join(f"{k} = {_limit(v)}" for k, v in given) + " }")
         lines.append("")
     if state is not None:
         lines += _dump_state(model, state)
@@ -999,7 +1037,7 @@ def _dumps(
             raise ModelError(f"write_toml: unknown settings {unknown}; allowed are {list(names)}")
         lines.append("[simulation]")
         for name, value in settings.items():
-            if name in ("method", "formulation"):
+            if name in ("method", "formulation", "limits"):
                 lines.append(f"{names[name]} = {_s(str(value))}")
             else:
                 lines.append(f"{names[name]} = {_f(value)}")

@@ -17,6 +17,7 @@ with the stacked ``M_b = L_b L_bᵀ`` factored by ``np.linalg.cholesky``.
 from __future__ import annotations
 
 import time as _time
+import warnings
 from typing import Any
 
 import attrs
@@ -31,10 +32,11 @@ from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
 from kanedyn.dynamics.steppers import Schedule, rk4_step
 from kanedyn.errors import ModelError, SimulationError
-from kanedyn.model import Model
+from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States, resolve
 from kanedyn.model.plan import Params
-from kanedyn.simulation.integrate import check_times, resolve_engine
+from kanedyn.simulation import limits as limits_
+from kanedyn.simulation.integrate import check_times, resolve_engine, simulate
 from kanedyn.simulation.options import RK4, Engine, Formulation
 from kanedyn.simulation.trajectory import Trajectory
 from kanedyn.spatial.arithmetic import NUMPY
@@ -48,7 +50,9 @@ Array = NDArray[np.float64]
 class EnsembleTrajectory:
     """The result of :func:`simulate_ensemble`: ``t`` (nt,), ``q`` (nt, B, nq),
     ``u`` (nt, B, n). ``member(b)`` is member b as a :class:`~kanedyn.Trajectory`
-    (with its energies and momenta)."""
+    (with its energies and momenta). ``limits`` is what the run did with the joint
+    limits (as for :func:`kanedyn.simulate`), ``limit_crossings[b]`` member b's first
+    crossing of each bound (under ``"stop"``, the times its stops first held)."""
 
     model: Model | ModelBatch
     t: Array
@@ -56,6 +60,8 @@ class EnsembleTrajectory:
     u: Array
     wall_time: float
     steps: int
+    limits: str = "ignore"
+    limit_crossings: tuple[tuple[limits_.LimitCrossing, ...], ...] = ()
 
     @property
     def size(self) -> int:
@@ -67,7 +73,8 @@ class EnsembleTrajectory:
         return Trajectory(
             model=model, t=self.t, q=self.q[:, b].copy(), u=self.u[:, b].copy(),
             formulation=Formulation.KANE.value, method=RK4.name, wall_time=self.wall_time,
-            steps=self.steps,
+            steps=self.steps, limits=self.limits,
+            limit_crossings=self.limit_crossings[b] if self.limit_crossings else (),
         )  # fmt: skip
 
 
@@ -128,6 +135,7 @@ def simulate_ensemble(
     output_every: float | None = None,
     engine: Engine | str = "auto",
     threads: int | None = None,
+    limits: limits_.Limits | str = "warn",
 ) -> EnsembleTrajectory:
     """Integrate every member of ``states`` (B states) for ``t_final`` seconds, together.
 
@@ -156,6 +164,15 @@ def simulate_ensemble(
     threads : int, optional
         Threads for the native loop (default: ``$KANEDYN_THREADS``, else the CPUs
         this process may use).
+    limits : {"warn", "stop", "ignore"}
+        The joints' position limits, as for :func:`kanedyn.simulate`. ``"warn"``
+        (default): each member's outputs are checked, ``limit_crossings[b]`` holds its
+        first crossings and one :class:`~kanedyn.simulation.limits.JointLimitWarning`
+        names the members that crossed. ``"stop"``: a stop locks one member's joint at
+        its own time, which changes that member's equations and not the others', so
+        each member runs through :func:`kanedyn.simulate` with ``limits="stop"`` (its
+        steps are those of the ensemble; loads must then be records, not a callable of
+        the ensemble's states).
 
     Raises
     ------
@@ -175,8 +192,11 @@ def simulate_ensemble(
         )
     t_final, dt = check_times(t_final, dt)
     engine = Engine.parse(engine)
+    limit_mode = limits_.Limits.parse(limits)
     schedule = Schedule.of(t_final, dt, dt if output_every is None else float(output_every))
     batch = np.broadcast_shapes(q0.shape[:-1], () if params is None else params.batch_shape)
+    if limit_mode is limits_.Limits.STOP and limits_.limited_joints(base).names:
+        return _with_stops(model, batch, q0, u0, (t_final, dt, output_every), loads, engine)
     x = np.concatenate(
         (np.broadcast_to(q0, batch + q0.shape[-1:]), np.broadcast_to(u0, batch + u0.shape[-1:])),
         axis=-1,
@@ -201,13 +221,81 @@ def simulate_ensemble(
     else:
         ts, xs = _run_rk4(system, x, schedule)
     wall = _time.perf_counter() - start
-    return EnsembleTrajectory(
+    ens = EnsembleTrajectory(
         model=model,
         t=ts,
         q=xs[..., : base.nq],
         u=xs[..., base.nq :],
         wall_time=wall,
         steps=schedule.n_steps,
+        limits=limit_mode.value,
+    )
+    if limit_mode is limits_.Limits.IGNORE or not limits_.limited_joints(base).names:
+        return ens
+    found = tuple(limits_.crossings(base, ts, ens.q[:, b]) for b in range(ens.size))
+    if any(found):
+        warnings.warn(_report(found), limits_.JointLimitWarning, stacklevel=2)
+    return attrs.evolve(ens, limit_crossings=found)
+
+
+def _report(found: tuple[tuple[limits_.LimitCrossing, ...], ...]) -> str:
+    """The warning of an ensemble whose members crossed joint limits: how many, and the
+    crossings of the first few."""
+    members = [b for b, f in enumerate(found) if f]
+    shown = "; ".join(f"member {b}: " + ", ".join(map(str, found[b])) for b in members[:3])
+    more = f"; and {len(members) - 3} more member(s)" if len(members) > 3 else ""
+    return (
+        f"joint limits crossed by {len(members)} of {len(found)} members (not enforced; "
+        f"limits='stop' makes them stops): {shown}{more}"
+    )
+
+
+def _with_stops(
+    model: Model | ModelBatch,
+    batch: tuple[int, ...],
+    q0: Array,
+    u0: Array,
+    times: tuple[float, float, float | None],
+    loads: LoadsLike,
+    engine: Engine,
+) -> EnsembleTrajectory:
+    """``limits="stop"``: each member through :func:`kanedyn.simulate` (its stops are
+    locks at its own times), stacked as an ensemble."""
+    if callable(loads):
+        raise ModelError(
+            "simulate_ensemble(limits='stop') runs each member through kd.simulate, whose "
+            "load callables take one state: give load records, or use limits='warn'"
+        )
+    t_final, dt, output_every = times
+    B = int(np.prod(batch)) if batch else 1
+    qs = np.broadcast_to(q0, batch + q0.shape[-1:]).reshape(B, -1)
+    us = np.broadcast_to(u0, batch + u0.shape[-1:]).reshape(B, -1)
+    start = _time.perf_counter()
+    runs = []
+    for b in range(B):
+        member = model.member(b) if isinstance(model, ModelBatch) else model
+        runs.append(
+            simulate(
+                member,
+                State(qs[b], us[b]),
+                t_final,
+                dt,
+                loads=loads or None,
+                output_every=output_every,
+                engine=engine,
+                limits="stop",
+                progress=False,
+            )  # fmt: skip
+        )
+    return EnsembleTrajectory(
+        model=model,
+        t=runs[0].t,
+        q=np.stack([r.q for r in runs], axis=1),
+        u=np.stack([r.u for r in runs], axis=1),
+        wall_time=_time.perf_counter() - start,
+        steps=runs[0].steps,
+        limits=limits_.Limits.STOP.value,
+        limit_crossings=tuple(r.limit_crossings for r in runs),
     )
 
 

@@ -328,7 +328,78 @@ BAD = [
      ["joint in [[loads]] #1: no joint named 'hnige' (did you mean 'hinge'?)"]),
     ("load_misspelt_body", HAND + '\n[[loads]]\ntype = "force"\nbody = "bom"\nvalues = [1, 2, 3]\n', 'body = "bom"',
      ["body in [[loads]] #2: no body named 'bom' (did you mean 'boom'?)"]),
+    ("limits_empty_range", edit("stiffness = 40", "stiffness = 40\nlimits = { lower = 0.5, upper = -0.5 }"), "limits =",
+     ["limits.upper in [[joints]] #3 (name \"slide\"): the range is empty: upper -0.5 < lower 0.5"]),
+    ("limits_unknown_key", edit("stiffness = 40", "stiffness = 40\nlimits = { low = 0.5 }"), "limits =",
+     ['unknown key "low"; allowed keys are lower, upper, effort, velocity']),
+    ("limits_nan", edit("stiffness = 40", "stiffness = 40\nlimits = { lower = nan }"), "limits =",
+     ["limits.lower in [[joints]] #3", "nan"]),
+    ("limits_negative_effort", edit("stiffness = 40", "stiffness = 40\nlimits = { effort = -1 }"), "limits =",
+     ["limits.effort in [[joints]] #3", "must be positive, got -1"]),
+    ("limits_on_a_gimbal", edit("rates_deg_s = [1, 2]\n\n[initial.slide]", "rates_deg_s = [1, 2]\n\n[initial.slide]").replace(
+        'kind = "gimbal"', 'kind = "gimbal"\nlimits = { lower = -1, upper = 1 }'), "limits =",
+     ["limits in [[joints]] #2 (name \"hinge\"): joint 'hinge' has 2 degrees of freedom: limits are a range of one coordinate"]),
+    ("simulation_limits", edit("dt_s = 0.01", 'dt_s = 0.01\nlimits = "enforce"'), "limits =",
+     ['limits in [simulation]: expected one of "warn", "stop", "ignore", got "enforce"']),
 ]  # fmt: skip
+
+
+def test_limits_and_the_limits_setting_round_trip(tmp_path):
+    """A joint's limits (open sides left out, or inf) and the run's limits setting are
+    written and read back as given."""
+    text = HAND.replace(
+        "stiffness = 40", "stiffness = 40\nlimits = { lower = -0.2, upper = inf, effort = 30 }"
+    ).replace("dt_s = 0.01", 'dt_s = 0.01\nlimits = "stop"')
+    path = tmp_path / "in.toml"
+    path.write_text(text)
+    case = read_toml_case(path)
+    lim = case.model.joint("slide").limits
+    assert (lim.lower, lim.upper, lim.effort, lim.velocity) == (-0.2, np.inf, 30.0, np.inf)
+    assert case.model.joint("hinge").limits is None
+    assert case.settings["limits"] == "stop"
+    write_toml(case.model, tmp_path / "out.toml", case.state, case.settings, loads=case.loads)
+    written = (tmp_path / "out.toml").read_text()
+    assert "limits = { lower = -0.2, effort = 30.0 }" in written
+    back = read_toml_case(tmp_path / "out.toml")
+    got = back.model.joint("slide").limits
+    assert (got.lower, got.upper, got.effort, got.velocity) == (-0.2, np.inf, 30.0, np.inf)
+    assert back.settings == case.settings
+
+
+def test_a_file_with_limits_stops_the_slider_from_the_command_line(tmp_path):
+    """A slider under gravity with limits and ``limits = "stop"`` in the file: the
+    command line run (no --limits) holds it at the lower bound, reached at the free-fall
+    time sqrt(2 d / g)."""
+    from kanedyn.cli import main
+
+    path = tmp_path / "slider.toml"
+    path.write_text(textwrap.dedent("""
+        [model]
+        gravity_m_s2 = [0, 0, -9.81]
+        [[bodies]]
+        name = "block"
+        mass_kg = 1
+        inertia_kg_m2 = { Ixx = 0.1, Iyy = 0.1, Izz = 0.1 }
+        [[joints]]
+        name = "lift"
+        outer = "block"
+        kind = "prismatic"
+        axis = 3
+        limits = { lower = -0.5, upper = 0.5 }
+        [simulation]
+        t_final_s = 1
+        dt_s = 0.001
+        limits = "stop"
+    """))
+    out = tmp_path / "run"
+    assert main(["simulate", str(path), "--out", str(out), "--quiet"]) == 0
+    header = (out / "trajectory.csv").read_text().splitlines()[0].split(",")
+    assert header[1] == "lift.d0 [m]"
+    z = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)[:, 1]
+    assert z.min() >= -0.5 - 1e-12
+    assert z[-1] == pytest.approx(-0.5, abs=1e-12)
+    summary = (out / "summary.json").read_text()
+    assert '"joint_limits": "stop"' in summary
 
 
 def line_of(text: str, anchor: str | tuple[str, int]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -463,11 +464,14 @@ def test_mimic_and_friction_are_reported(tmp_path):
 
 def test_write_toml_leaves_out_frames_and_keeps_massless_bodies(tmp_path):
     model = read_urdf(DATA / "arm3.urdf")
-    with pytest.warns(
-        UnsupportedFeatureWarning, match="4 named frame.* and joint limits not written"
-    ):
+    with pytest.warns(UnsupportedFeatureWarning, match=r"4 named frame\(s\) not written"):
         kd.io.write_toml(model, tmp_path / "arm3.toml", model.initial_state())
     back = kd.io.read_toml(tmp_path / "arm3.toml")
+    def limits(m):
+        return [None if j.limits is None else attrs.astuple(j.limits) for j in m.joints]
+
+    assert limits(back) == limits(model)
+    assert any(j.limits is not None for j in model.joints)
     s = model.set_joint(model.initial_state(), "shoulder", angles=[0.3])
     np.testing.assert_array_equal(kd.mass_matrix(back, s), kd.mass_matrix(model, s))
     path = tmp_path / "t.urdf"

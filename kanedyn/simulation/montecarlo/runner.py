@@ -45,6 +45,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ from kanedyn.model.plan import params_of
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
 from kanedyn.simulation.integrate import check_times, simulate
+from kanedyn.simulation.limits import JointLimitWarning, Limits, limited_joints
 from kanedyn.simulation.montecarlo.dispersion import (
     Dispersion,
     DispersionSpec,
@@ -97,6 +99,7 @@ class Run:
     metric_fns: tuple[MetricFn, ...]
     keep_trajectories: bool
     controller: Controller | None = None
+    limits: str = "warn"
 
     @property
     def model(self) -> Model:
@@ -120,8 +123,9 @@ class ChunkResult:
     """Members ``first`` to ``first + B - 1``: ``values`` (B, number of dispersions),
     ``status`` (B,) (0 ok, 1 invalid, 2 failed), ``errors`` (B,) strings, ``metrics``
     (B, number of metric columns), ``t`` (nt,), ``histories`` (number of outputs, nt, B);
-    ``q`` (nt, B, nq) and ``u`` (nt, B, n) when trajectories are kept, else empty.
-    Everything not computed for a member (it is not ok) is NaN."""
+    ``q`` (nt, B, nq) and ``u`` (nt, B, n) when trajectories are kept, else empty;
+    ``crossings`` (B,) each member's joint-limit crossings (or stops) as text, empty when
+    none. Everything not computed for a member (it is not ok) is NaN."""
 
     first: int
     values: Array
@@ -132,6 +136,7 @@ class ChunkResult:
     histories: Array
     q: Array
     u: Array
+    crossings: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -144,6 +149,7 @@ class ChunkResult:
             tmp, first=self.first, values=self.values, status=self.status,
             errors=np.array(self.errors, dtype=str), metrics=self.metrics, t=self.t,
             histories=self.histories, q=self.q, u=self.u,
+            crossings=np.array(self.crossings or ("",) * self.size, dtype=str),
         )  # fmt: skip
         os.replace(tmp, path)
 
@@ -154,6 +160,7 @@ class ChunkResult:
                 first=int(z["first"]), values=z["values"], status=z["status"],
                 errors=tuple(str(e) for e in z["errors"]), metrics=z["metrics"], t=z["t"],
                 histories=z["histories"], q=z["q"], u=z["u"],
+                crossings=tuple(str(c) for c in z["crossings"]) if "crossings" in z else (),
             )  # fmt: skip
 
 
@@ -179,11 +186,14 @@ def run_chunk(run: Run, first: int, stop: int) -> ChunkResult:
     keep = run.keep_trajectories
     q_all = np.full((nt, B, model.nq) if keep else (0, 0, 0), np.nan)
     u_all = np.full((nt, B, model.n) if keep else (0, 0, 0), np.nan)
+    crossings = [""] * B
     how = _simulate_each if run.one_by_one else _simulate
     for sel, ens in how(run, members, np.flatnonzero(status == _OK), errors):
         if ens is None:
             status[sel] = _FAILED
             continue
+        for j, found in enumerate(ens.limit_crossings):
+            crossings[int(sel[j])] = "; ".join(map(str, found))
         hist = _histories(run, ens)  # (n_out, nt, len(sel))
         histories[:, :, sel] = hist
         metrics[sel] = _metrics(run, ens, hist)
@@ -191,7 +201,7 @@ def run_chunk(run: Run, first: int, stop: int) -> ChunkResult:
             q_all[:, sel], u_all[:, sel] = ens.q, ens.u
     return ChunkResult(
         first=first, values=values, status=status, errors=tuple(errors), metrics=metrics,
-        t=t, histories=histories, q=q_all, u=u_all,
+        t=t, histories=histories, q=q_all, u=u_all, crossings=tuple(crossings),
     )  # fmt: skip
 
 
@@ -216,10 +226,13 @@ def _simulate(
     sub = {k: v[sel] for k, v in members.arrays.items()}
     target: Model | ModelBatch = ModelBatch.dispersed(model, **sub) if sub else model
     try:
-        ens = simulate_ensemble(
-            target, States(members.q[sel], members.u[sel]), run.t_final, run.dt,
-            loads=run.loads, output_every=run.output_every, engine=run.engine,
-        )  # fmt: skip
+        with warnings.catch_warnings():  # the crossings go to the result's members
+            warnings.simplefilter("ignore", JointLimitWarning)
+            ens = simulate_ensemble(
+                target, States(members.q[sel], members.u[sel]), run.t_final, run.dt,
+                loads=run.loads, output_every=run.output_every, engine=run.engine,
+                limits=run.limits,
+            )  # fmt: skip
     except (SimulationError, ModelError) as exc:
         if sel.size == 1:
             text = re.sub(r"members \[\[0\]\] ", "", " ".join(str(exc).split()))
@@ -247,18 +260,21 @@ def _simulate_each(
         controller = run.controller if members.controllers is None else members.controllers[b]
         loads = run.loads if members.loads is None else members.loads[b]
         try:
-            traj = simulate(
-                member, State(members.q[b], members.u[b]), run.t_final, run.dt,
-                loads=loads or None, controller=controller, output_every=run.output_every,
-                engine=run.engine, progress=False,
-            )  # fmt: skip
+            with warnings.catch_warnings():  # the crossings go to the result's members
+                warnings.simplefilter("ignore", JointLimitWarning)
+                traj = simulate(
+                    member, State(members.q[b], members.u[b]), run.t_final, run.dt,
+                    loads=loads or None, controller=controller, output_every=run.output_every,
+                    engine=run.engine, progress=False, limits=run.limits,
+                )  # fmt: skip
         except (SimulationError, ModelError) as exc:
             errors[b] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
             yield np.array([b]), None
             continue
         yield np.array([b]), EnsembleTrajectory(
             model=member, t=traj.t, q=traj.q[:, None], u=traj.u[:, None],
-            wall_time=traj.wall_time, steps=traj.steps,
+            wall_time=traj.wall_time, steps=traj.steps, limits=traj.limits,
+            limit_crossings=(traj.limit_crossings,),
         )  # fmt: skip
 
 
@@ -313,6 +329,8 @@ def fingerprint(run: Run, n: int, chunk_size: int) -> str:
     h.update(repr([attrs.astuple(d) for d in run.spec.dispersions]).encode())
     h.update(repr((run.spec.seed, n, chunk_size, run.t_final, run.dt, run.output_every,
                    run.engine, run.output_names, run.metric_names, run.keep_trajectories,
+                   run.limits, [(j.name, attrs.astuple(j.limits) if j.limits else None)
+                                for j in model.joints],
                    _describe(run.loads), [_describe(f) for f in run.output_fns],
                    [_describe(f) for f in run.metric_fns])).encode())  # fmt: skip
     if run.controller is not None:
@@ -389,6 +407,7 @@ def monte_carlo(
     store: str | os.PathLike[str] | None = None,
     keep_trajectories: bool = False,
     progress: bool | Callable[[int, int], None] = False,
+    limits: str = "warn",
 ) -> MonteCarloResult:
     """Run ``n`` dispersed members of ``model`` from ``state`` and gather their metrics.
 
@@ -447,6 +466,13 @@ def monte_carlo(
         Also save every member's ``q`` and ``u`` in the chunk files (needs ``store``).
     progress : bool or callable
         A progress bar on stderr, or ``progress(done, total)`` after each chunk.
+    limits : {"warn", "stop", "ignore"}
+        The joints' position limits, as for :func:`kanedyn.simulate`: each member's
+        crossings (``"warn"``, default) or stops (``"stop"``) are in the ``limit_crossings``
+        column of ``members`` (empty when none; the column is there when the model has
+        joint limits and they are checked), and one
+        :class:`~kanedyn.simulation.limits.JointLimitWarning` counts the members that
+        crossed. Under ``"stop"`` each member runs through :func:`kanedyn.simulate`.
 
     Returns
     -------
@@ -482,6 +508,7 @@ def monte_carlo(
         output_every=None if output_every is None else float(output_every), loads=loads,
         engine=engine, output_names=out_names, output_fns=out_fns, metric_names=metric_names,
         metric_fns=metric_fns, keep_trajectories=keep_trajectories, controller=controller,
+        limits=Limits.parse(limits).value,
     )  # fmt: skip
     _check_run(run)
     workers, client, close = _connect(scheduler)
@@ -516,9 +543,20 @@ def monte_carlo(
         "output_every": run.output_every, "chunk_size": size, "chunks": len(ranges),
         "chunks_resumed": resumed, "engine": engine,
         "scheduler": _scheduler_name(scheduler), "workers": workers,
-        "keep_trajectories": keep_trajectories, "wall_time_s": round(wall, 3),
+        "keep_trajectories": keep_trajectories, "limits": run.limits,
+        "wall_time_s": round(wall, 3),
     }  # fmt: skip
-    return _gather(pd, run, ordered, settings, None if box is None else box.folder)
+    result = _gather(pd, run, ordered, settings, None if box is None else box.folder)
+    crossings = result.members.get("limit_crossings")
+    crossed = 0 if crossings is None else int((crossings != "").sum())
+    if crossed and run.limits == "warn":
+        warnings.warn(
+            f"joint limits crossed by {crossed} of {n} members (not enforced; limits='stop' "
+            "makes them stops): see the limit_crossings column of the members",
+            JointLimitWarning,
+            stacklevel=2,
+        )
+    return result
 
 
 def _check_run(run: Run) -> None:
@@ -684,6 +722,8 @@ def _gather(pd: Any, run: Run, chunks: list[ChunkResult], settings: dict[str, An
         columns[name] = metrics[:, c]
     columns["status"] = [STATUS[s] for s in status]
     columns["error"] = errors
+    if limited_joints(run.model).names and run.limits != "ignore":
+        columns["limit_crossings"] = [x for c in chunks for x in (c.crossings or ("",) * c.size)]
     members = pd.DataFrame(columns)
     hist = np.concatenate([c.histories for c in chunks], axis=2)
     outputs = {name: hist[o] for o, name in enumerate(run.output_names)}
