@@ -57,6 +57,7 @@ __all__ = [
     "slide",
     "spherical",
     "spring_damper",
+    "subspace",
 ]
 
 _EYE_INT = np.eye(3, dtype=int)  # exact on every arithmetic
@@ -118,6 +119,25 @@ def slide(Delta: Array, d: Array) -> Array:
     velocity ``Δ ṡ`` and acceleration ``Δ s̈`` (42 Translational Joints slides 3-5).
     """
     return (Delta @ d[..., None])[..., 0]
+
+
+def subspace(GammaT: Array, R: Array, Delta: Array) -> Array:
+    """The motion subspace of joints in Go, one row per speed slot, shape (..., 6, 6):
+    row ``j < 3`` is ``(γ_j, 0)`` (``γ_j = Γ[:, j]``, the rows of ``GammaT``), row
+    ``3 + c`` is ``(0, R_Gi_Goᵀ Δ_c)`` (``Δ_c = Delta[:, c]``, the slide axis in Gi seen
+    in Go): the columns of :attr:`JointMotion.S` over all six slots (42 Joints slides
+    10-17, Translational Joints slides 3-8).
+
+    A slot the joint does not use holds whatever ``Γ`` or ``Δ`` hold there (the
+    constraint axes, or zero); its speed is zero. Any arithmetic (``R``, ``Δ`` (...,
+    3, 3)).
+    """
+    slide_rows = Delta.swapaxes(-1, -2) @ R  # rows (R_Gi_Goᵀ Δ_c)ᵀ
+    batch = np.broadcast_shapes(GammaT.shape[:-2], slide_rows.shape[:-2])
+    GammaT, slide_rows = (np.broadcast_to(a, batch + (3, 3)) for a in (GammaT, slide_rows))
+    rot = np.concatenate((GammaT, GammaT * 0), axis=-1)  # (γ_j, 0)
+    trn = np.concatenate((slide_rows * 0, slide_rows), axis=-1)
+    return np.concatenate((rot, trn), axis=-2)
 
 
 @attrs.frozen(eq=False)
@@ -206,20 +226,20 @@ def motion(
         rates = np.concatenate((sigma, zero3[..., 0, nr:]), axis=-1)
         R, GammaT, Gamma_dot, Gds = gimbal(ar, euler_axes(ar, e), theta, rates, nr)
     R = zero3 + R  # with the batch axes (a constant R has none)
-    top, bottom = zero.copy(), zero.copy()
+    Delta = np.concatenate((_slide_axes(joint), _EYE_INT[:, : 3 - nt] * 0), axis=-1)
+    slots = list(range(nr)) + list(range(3, 3 + nt))
+    S = subspace(GammaT, R, Delta)[..., slots, :].swapaxes(-1, -2)
+    S = S + np.concatenate((zero, zero), axis=-2)  # with the batch axes
     dtop, dbottom = zero.copy(), zero.copy()
-    top[..., :nr] = GammaT[..., :nr, :].swapaxes(-1, -2)
     dtop[..., :nr] = Gamma_dot[..., :, :nr]
-    omega_J = (top[..., :nr] @ sigma[..., None])[..., 0] if nr else zero3[..., 0]
+    omega_J = (S[..., :3, :nr] @ sigma[..., None])[..., 0] if nr else zero3[..., 0]
     d = slide(_slide_axes(joint), q[..., joint.n_rot_coordinates :]) if nt else zero3[..., 0]
     if nt:
-        cols = R.swapaxes(-1, -2) @ _slide_axes(joint)  # R_Gi_Goᵀ Δ_c
-        bottom[..., nr:] = cols
+        cols = S[..., 3:, nr:]  # R_Gi_Goᵀ Δ_c
         dbottom[..., nr:] = cross(cols.swapaxes(-1, -2), omega_J[..., None, :]).swapaxes(-1, -2)
         v_lin = (cols @ u[..., nr:, None])[..., 0]
     else:
         v_lin = zero3[..., 0]
-    S = np.concatenate((top, bottom), axis=-2)
     S_dot = np.concatenate((dtop, dbottom), axis=-2)
     v_J = np.concatenate((omega_J, v_lin), axis=-1)
     c_J = np.concatenate((zero3[..., 0] + Gds, -cross(omega_J, v_lin)), axis=-1)

@@ -198,13 +198,14 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
     R_N_Gi = T_N_Gi[..., :3, :3]
     r = (T_N_B @ pa.com_h)[..., :3, 0]
 
-    # motion subspace Φ and spatial velocities about N's origin
-    HT = GammaT @ R_N_Go.swapaxes(-1, -2)  # rows h_j = R_N_Go Γ[:, j]
-    Phi = np.zeros(batch + (nb, 6, 6))
-    Phi[..., :3, :3] = HT
-    Phi[..., :3, 3:] = cross(o[..., None, :], HT)
+    # motion subspace Φ: the joint's rows S (Go, :func:`kanedyn.joints.subspace`) as
+    # motion vectors about N's origin in N, (ω, v) -> (R_N_Go ω, R_N_Go v + o × R_N_Go ω)
+    S = joints.subspace(GammaT, R_Gi_Go, model.layout.Delta)
+    Phi = np.empty(batch + (nb, 6, 6))
+    Phi[..., :3] = S[..., :3] @ R_N_Go.swapaxes(-1, -2)
+    Phi[..., 3:] = cross(o[..., None, :], Phi[..., :3])
     if pl.has_slides:
-        Phi[..., 3:, 3:] = pl.Delta_T @ R_N_Gi.swapaxes(-1, -2)
+        Phi[..., 3:] += S[..., 3:] @ R_N_Go.swapaxes(-1, -2)
     z = upad[..., pl.slots_u]  # (..., nj, 6) = [σ | ṡ], zero in unused slots
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
     V_ext = pl.path_ext @ V_rel  # row nb: N at rest
