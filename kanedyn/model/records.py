@@ -574,7 +574,9 @@ class Model:
 
     bodies: tuple[Body, ...] = attrs.field(converter=_bodies)
     joints: tuple[Joint, ...] = attrs.field(converter=_joints)
-    gravity: Array | CentralGravity = attrs.field(default=(0.0, 0.0, 0.0), converter=_gravity)
+    gravity: Array | CentralGravity = attrs.field(
+        default=attrs.Factory(lambda: np.zeros(3)), converter=_gravity
+    )
     frames: tuple[Frame, ...] = attrs.field(default=(), converter=_frames, kw_only=True)
     loops: tuple[Loop, ...] = attrs.field(default=(), converter=_loops, kw_only=True)
     planar: bool = attrs.field(default=False, kw_only=True)
@@ -661,7 +663,9 @@ class Model:
         if self.central_gravity is not None:
             lines.append(f"  gravity: {self.central_gravity!r}")
         else:
-            g = ", ".join(str(x) if is_symbolic(x) else f"{float(x):g}" for x in self.gravity)
+            g = ", ".join(
+                str(x) if is_symbolic(x) else f"{float(x):g}" for x in self.uniform_gravity
+            )
             lines.append(f"  gravity: ({g})")
         return "\n".join(lines)
 
