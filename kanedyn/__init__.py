@@ -59,7 +59,20 @@ if TYPE_CHECKING:
         SimulationError,
         SimulationInterrupted,
     )
-    from kanedyn.model import Body, Frame, Joint, JointLimits, Loop, Model, Rotor, State
+    from kanedyn.model import (
+        EARTH_J2,
+        EARTH_MU,
+        EARTH_RADIUS,
+        Body,
+        CentralGravity,
+        Frame,
+        Joint,
+        JointLimits,
+        Loop,
+        Model,
+        Rotor,
+        State,
+    )
     from kanedyn.model.batch import ModelBatch, States
     from kanedyn.simulation.control import (
         Controller,
@@ -198,6 +211,10 @@ _LAZY: dict[str, str] = {
     "SimulationError": "kanedyn.errors",
     "SimulationInterrupted": "kanedyn.errors",
     "Body": "kanedyn.model",
+    "CentralGravity": "kanedyn.model",
+    "EARTH_J2": "kanedyn.model",
+    "EARTH_MU": "kanedyn.model",
+    "EARTH_RADIUS": "kanedyn.model",
     "Frame": "kanedyn.model",
     "Joint": "kanedyn.model",
     "JointLimits": "kanedyn.model",
@@ -335,6 +352,10 @@ __all__ = [
     "JointLimits",
     "Rotor",
     "Loop",
+    "CentralGravity",
+    "EARTH_J2",
+    "EARTH_MU",
+    "EARTH_RADIUS",
     "LoopEquations",
     "LoopForces",
     "loop_equations",

@@ -177,7 +177,7 @@ def _summary(
         "status": traj.status,
         "bodies": traj.model.nb,
         "dof": traj.model.n,
-        "gravity_m_s2": [float(g) for g in traj.model.gravity],
+        "gravity_m_s2": [float(g) for g in traj.model.uniform_gravity],
         "gravity_source": gravity_source,
         "formulation": traj.formulation,
         "method": traj.method,
@@ -565,8 +565,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 stacklevel=1,
             )
     print(f"{label}: OK")
-    g = model.gravity
-    print(f"  gravity ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2 ({settings['gravity_source']})")
+    if model.central_gravity is not None:
+        print(f"  gravity {model.central_gravity!r}")
+    else:
+        g = model.uniform_gravity
+        print(f"  gravity ({g[0]:g}, {g[1]:g}, {g[2]:g}) m/s^2 ({settings['gravity_source']})")
     print(
         f"  bodies {model.nb}, joints {len(model.joints)}, coordinates nq = {model.nq}, speeds nu = {model.nu} + ns = {model.ns}"
     )

@@ -396,7 +396,8 @@ def _free(traj: Trajectory) -> bool:
     free = (
         bool(roots)
         and all(j.rot_type == "spherical" and j.trn_dof == 3 for j in roots)
-        and not np.any(traj.model.gravity)
+        and traj.model.central_gravity is None
+        and not np.any(traj.model.uniform_gravity)
     )
     return free and bool(np.any(traj.angular_momentum[0]))
 

@@ -131,7 +131,7 @@ def animate(
     model = traj.model
     fr = frames(traj, max_frames=max_frames, max_bytes=max_bytes)
     sc, L = build_scene(model, fr.p, fr.c, fr.H, shape=shape, joint_axes=joint_axes, urdf=urdf)
-    R_view_N = _up_rotation(model.gravity)
+    R_view_N = _up_rotation(model.uniform_gravity)
     T = np.eye(4)
     T[:3, :3] = R_view_N
     sc.commands.insert(0, sc.mc.SetTransform(T, sc.path("kanedyn")))

@@ -28,7 +28,13 @@ import scipy.linalg.lapack
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics.kinematics import FORCE_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
-from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads, spring_potential
+from kanedyn.dynamics.loads import (
+    AppliedLoads,
+    LoadsLike,
+    applied_loads,
+    central_gravity_potential,
+    spring_potential,
+)
 from kanedyn.dynamics.partials import Partials, bias_accelerations, joint_subspace, partials_at
 from kanedyn.dynamics.rotors import (
     carrier,
@@ -317,7 +323,10 @@ def kinetic_energy_at(model: Model, kin: Kinematics) -> Any:
 
 
 def potential_energy(model: Model, state: State) -> float:
-    """Gravity ``-Σ m_i g·r_i`` plus joint springs (see :mod:`kanedyn.dynamics.loads`)."""
+    """Gravity plus joint springs (see :mod:`kanedyn.dynamics.loads`): uniform gravity's
+    ``-Σ m_i g·r_i``, or a central field's potential summed over the bodies
+    (:func:`kanedyn.spatial.plucker.central_gravity_potential`: point mass, gravity
+    gradient, J2)."""
     _check(model, state)
     return potential_energy_at(model, state.q, kinematics_at(model, state.q, state.u))
 
@@ -326,7 +335,10 @@ def potential_energy_at(model: Model, q: Array, kin: Kinematics) -> Any:
     """:func:`potential_energy` from the coordinates and kinematics of a state (or of a
     batch: ``q`` (..., nq), the result (...)); the parameters are ``kin.params``."""
     pa = kin.params
-    gravity = -np.sum(pa.mass * _vecdot(kin.r, pa.gravity[..., None, :]), axis=-1)
+    if model.central_gravity is not None:
+        gravity = central_gravity_potential(kin)
+    else:
+        gravity = -np.sum(pa.mass * _vecdot(kin.r, pa.gravity[..., None, :]), axis=-1)
     V = gravity + spring_potential(model, q, pa)
     return float(V) if np.ndim(V) == 0 else V
 

@@ -2,8 +2,9 @@
 
 A ``loads`` argument anywhere in kanedyn is ``None``, a sequence of records, or a
 callable ``loads(t, model, state, kin) -> sequence of records`` evaluated at every
-right-hand-side call. Model-level loads are always included: uniform gravity, and each
-joint's springs and dampers.
+right-hand-side call. Model-level loads are always included: gravity (uniform, or a
+central field's force and gravity-gradient torque on every body,
+:func:`central_gravity_loads`), and each joint's springs and dampers.
 
 Joint springs, dampers and actuators act on their joint's generalized speeds directly,
 which is the same as an equal and opposite torque (force) pair on Bo and Bi. Their
@@ -31,12 +32,23 @@ from kanedyn.dynamics.kinematics import Kinematics, cross, mv
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
+from kanedyn.spatial import plucker as sp
 from kanedyn.spatial import rotation as rot
+from kanedyn.spatial.arithmetic import NUMPY
 
 if TYPE_CHECKING:
     from kanedyn.model.batch import States
 
-__all__ = ["AppliedLoads", "Force", "JointLoad", "Torque", "applied_loads", "joint_spring_forces"]
+__all__ = [
+    "AppliedLoads",
+    "Force",
+    "JointLoad",
+    "Torque",
+    "applied_loads",
+    "central_gravity_loads",
+    "central_gravity_potential",
+    "joint_spring_forces",
+]
 
 Array = NDArray[np.float64]
 
@@ -138,6 +150,32 @@ def spring_potential(model: Model, q: Array, params: Params | None = None) -> An
     return float(V) if np.ndim(V) == 0 else V
 
 
+def _central_terms(kin: Kinematics) -> tuple[Any, ...]:
+    """The arguments of the central-gravity body terms for every body at once: each
+    "scalar" an array (..., nb) (a batch of bodies, states and members), in N."""
+    pa = kin.params
+    I_N = kin.R_N_B @ pa.inertia @ np.swapaxes(kin.R_N_B, -1, -2)  # R I Rᵀ
+    r = kin.r - pa.center[..., None, :]
+    one = np.ones(r.shape[:-1])
+    par = [np.asarray(getattr(pa, f))[..., None] * one for f in ("mu", "J2", "radius")]
+    return (*par, pa.mass * one, [[I_N[..., i, j] for j in range(3)] for i in range(3)],
+            [r[..., i] for i in range(3)], [0.0, 0.0, 1.0])  # fmt: skip
+
+
+def central_gravity_loads(kin: Kinematics) -> tuple[Array, Array]:
+    """The central field's force ``F`` (at the mass centres) and gravity-gradient torque
+    ``T`` on every body, (..., nb, 3) in N: :func:`kanedyn.spatial.plucker.central_gravity`
+    (written once, on scalars) run with arrays of bodies as its scalars."""
+    F, T = sp.central_gravity(NUMPY, *_central_terms(kin))
+    return np.stack(F, axis=-1), np.stack(T, axis=-1)
+
+
+def central_gravity_potential(kin: Kinematics) -> Any:
+    """The central field's potential energy summed over the bodies, (...):
+    :func:`kanedyn.spatial.plucker.central_gravity_potential` on arrays of bodies."""
+    return np.sum(sp.central_gravity_potential(NUMPY, *_central_terms(kin)), axis=-1)
+
+
 def applied_loads(
     model: Model, state: State | States, kin: Kinematics, loads: LoadsLike = None, t: float = 0.0
 ) -> AppliedLoads:
@@ -148,11 +186,15 @@ def applied_loads(
     each record applies to every member.
     """
     pa = kin.params
-    F = pa.mass[..., :, None] * pa.gravity[..., None, :]
     batch = kin.r.shape[:-2]
-    T = np.zeros(batch + (model.nb, 3))
+    if model.central_gravity is not None:
+        F, T = central_gravity_loads(kin)
+    else:
+        F = pa.mass[..., :, None] * pa.gravity[..., None, :]
+        T = np.zeros(batch + (model.nb, 3))
     if F.shape != T.shape:
-        F = np.broadcast_to(F, T.shape)
+        shape = np.broadcast_shapes(F.shape, T.shape)
+        F, T = np.broadcast_to(F, shape), np.broadcast_to(T, shape).copy()
     Q = joint_spring_forces(model, state.q, state.u, None if pa is params_of(model) else pa)
     if Q.shape[:-1] != batch:
         Q = np.broadcast_to(Q, batch + Q.shape[-1:]).copy()

@@ -15,7 +15,9 @@ the joint point), with spatial vectors (ω, v) and forces (n, f) (conventions pa
   ``I^a = I^A - U D⁻¹ Uᵀ``, ``p^a = p^A + I^a c + U D⁻¹ u`` added to the inner body
   through ``X_kᵀ``;
 * pass 3 (root to leaves): ``a' = X_k a_P + c_k``, ``ν̇_k = D⁻¹ (u - Uᵀ a')``,
-  ``a_k = a' + S ν̇_k``; N accelerates at ``-g`` (uniform gravity).
+  ``a_k = a' + S ν̇_k``; N accelerates at ``-g`` (uniform gravity). A central field
+  (:class:`kanedyn.CentralGravity`) is a per-body external force and gravity-gradient
+  torque instead (:meth:`Recursion.central_forces`), subtracted from ``p_k``.
 
 **The equations are Kane's.** ABA solves ``M ν̇ = Fr + Fr*|_{ν̇=0}`` (Kane_NBody slide
 23) without forming ``M``: eliminating the joints from the leaves inwards is a block
@@ -221,6 +223,34 @@ class Recursion:
             out.append(n_go + F_go)
         return out
 
+    def central_forces(self, geo: list[BodyTerms]) -> list[Vec]:
+        """A central field's force and gravity-gradient torque on each body
+        (:func:`kanedyn.spatial.plucker.central_gravity`, evaluated in Go_k: the mass
+        centre from the field's centre, ``r = R_N_Goᵀ (o_k - center) + c``, and the pole
+        ``R_N_Goᵀ e_z``), as spatial forces about the joint point in Go_k:
+        ``(T + c × F, F)``."""
+        mu, J2, radius = (self.par(f) for f in ("mu", "J2", "radius"))
+        center = self.par("center")
+        R_N: list[Mat] = []
+        o_N: list[Vec] = []
+        out = []
+        for k, b in enumerate(geo):
+            if b.parent < 0:
+                RN, o = b.E, b.r
+            else:
+                RN = sp.mm(R_N[b.parent], b.E)  # R_N_Go
+                o = sp.add(o_N[b.parent], sp.mv(R_N[b.parent], b.r))
+            R_N.append(RN)
+            o_N.append(o)
+            r = sp.add(sp.mtv(RN, sp.sub(o, center)), b.com)
+            pole = [RN[2][0], RN[2][1], RN[2][2]]  # R_N_Goᵀ e_z
+            mass = self.par("mass", k)
+            R_Go_Bo = self.par("R_Go_Bo", k)
+            I_c = sp.rotate_symmetric(R_Go_Bo, self.par("inertia", k))
+            F, T = sp.central_gravity(self.ar, mu, J2, radius, mass, I_c, r, pole)
+            out.append(sp.add(T, sp.cross(b.com, F)) + F)
+        return out
+
     def terms(self) -> tuple[list[BodyTerms], list[Vec], list[Vec], Vec]:
         """The geometry, remainder accelerations ``c_k = c_J + v_k ×ₘ v_J``, bias forces
         ``p_k`` (Go_k) and the acceleration ``a_N`` of N in Kane's equations."""
@@ -231,6 +261,8 @@ class Recursion:
              for b, vk in zip(geo, v, strict=True)]  # fmt: skip
         if self.loads:
             p = [sp.sub(pk, fk) for pk, fk in zip(p, self.load_forces(geo), strict=True)]
+        elif self.model.central_gravity is not None:  # with loads, it is in the input F, T
+            p = [sp.sub(pk, fk) for pk, fk in zip(p, self.central_forces(geo), strict=True)]
         # uniform gravity as an acceleration of N (with loads, it is in the input F)
         g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         a_N = [0.0, 0.0, 0.0] + [-x for x in g]
@@ -392,6 +424,8 @@ class Recursion:
             fc.append(sp.gravity_force(b.inertia[3][3], gk, b.com))
         if self.loads:
             fc = [sp.add(f, fl) for f, fl in zip(fc, self.load_forces(geo), strict=True)]
+        elif self.model.central_gravity is not None:
+            fc = [sp.add(f, fl) for f, fl in zip(fc, self.central_forces(geo), strict=True)]
         for k in reversed(range(nb)):
             b = geo[k]
             if b.parent >= 0:

@@ -972,6 +972,11 @@ def _dumps(
         raise ModelError("write_toml: the model has symbolic parameters; use model.subs first")
     if any(b.name == "N" for b in model.bodies):
         raise ModelError("write_toml: a body is named 'N', which the file format reserves for N")
+    if model.central_gravity is not None:
+        raise ModelError(
+            "write_toml: the model's gravity is a central field (kd.CentralGravity), which "
+            "the file format does not hold yet"
+        )
     lines = ["# kanedyn model file (schema: docs/toml-schema.md)", ""]
     lines += ["[model]", f"gravity_m_s2 = {_vec(model.gravity)}"]
     lines += ["planar = true", ""] if model.planar else [""]

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.model.gravity import CentralGravity
 from kanedyn.model.plan import Params, params_of
 
 __all__ = ["BATCH_FUNCTIONS", "ModelBatch", "NotOneModelError", "States", "resolve"]
@@ -157,13 +158,22 @@ class ModelBatch:
         body axes, ``com`` (B, nb, 3), ``embedded_momentum`` (B, nb, 3), ``inner_point``,
         ``outer_point`` (B, nj, 3), ``inner_rotation``, ``outer_rotation`` (B, nj, 3, 3),
         ``stiffness``, ``damping`` (B, n) (per speed, in ``[u | s]`` order), ``gravity``
-        (B, 3). Bodies and joints are in model order (``model.body_index``). Masses must
+        (B, 3); in a central field (:class:`kanedyn.CentralGravity`) its ``mu``, ``J2``,
+        ``radius`` (B,) and ``center`` (B, 3). Bodies and joints are in model order (``model.body_index``). Masses must
         be positive, inertias valid, rotations orthonormal, springs non-negative.
         """
         if model.is_symbolic:
             raise ModelError("ModelBatch.dispersed: the model has symbolic parameters")
         names = {**_BODY_FIELDS, **_JOINT_FIELDS, "stiffness": "stiffness",
                  "damping": "damping", "gravity": "gravity"}  # fmt: skip
+        central = ("mu", "J2", "radius", "center")
+        if model.central_gravity is not None:
+            names.update({key: key for key in central})
+        elif any(key in central for key in arrays):
+            raise ModelError(
+                f"ModelBatch.dispersed: {sorted(k for k in arrays if k in central)} are "
+                "parameters of a central field; this model's gravity is uniform"
+            )
         base = params_of(model)
         fields = {f.name: getattr(base, f.name) for f in PARAM_FIELDS}
         B = None
@@ -215,8 +225,11 @@ class ModelBatch:
                 )
             )
         m = self.model
+        gravity: Any = p.gravity[b]
+        if m.central_gravity is not None:
+            gravity = CentralGravity(mu=p.mu[b], J2=p.J2[b], radius=p.radius[b], center=p.center[b])
         return Model(
-            bodies, joints, gravity=p.gravity[b], frames=m.frames, loops=m.loops, planar=m.planar
+            bodies, joints, gravity=gravity, frames=m.frames, loops=m.loops, planar=m.planar
         )
 
 
@@ -235,6 +248,8 @@ def _validate(key: str, arr: Array) -> None:
         raise ModelError(f"{key}: has non-finite entries")
     if key == "mass" and np.any(arr <= 0.0):
         raise ModelError("mass: must be positive")
+    if key in ("mu", "radius") and np.any(arr <= 0.0):
+        raise ModelError(f"{key}: must be positive")
     if key in ("stiffness", "damping") and np.any(arr < 0.0):
         raise ModelError(f"{key}: must be non-negative")
     if key == "inertia":

@@ -37,7 +37,7 @@ Index = NDArray[np.intp]
 
 
 def _frozen(arr: Any) -> Any:
-    arr = np.ascontiguousarray(arr)
+    arr = np.ascontiguousarray(arr).reshape(np.shape(arr))  # a 0-d array stays 0-d
     arr.setflags(write=False)
     return arr
 
@@ -60,7 +60,9 @@ class Params:
     ``mass`` (..., nb), ``inertia`` (..., nb, 3, 3) about the mass centre in body axes,
     ``com`` (..., nb, 3), ``h_embedded`` (..., nb, 3), ``inner_point``, ``outer_point``
     (..., nj, 3), ``R_Bi_Gi``, ``R_Go_Bo`` (..., nj, 3, 3), ``stiffness``, ``damping``
-    (..., n), ``gravity`` (..., 3). Derived: ``C_in``, ``C_out`` (..., nj, 4, 4) (see the
+    (..., n), ``gravity`` (..., 3) (uniform; zero in a central field), and the central
+    field's (:class:`kanedyn.CentralGravity`; zeros when gravity is uniform) ``mu``,
+    ``J2``, ``radius`` (...) and ``center`` (..., 3). Derived: ``C_in``, ``C_out`` (..., nj, 4, 4) (see the
     module docstring), ``com_h`` (..., nb, 4, 1) = [com; 1], ``has_h`` (any embedded
     momentum), ``batch_shape``.
     """
@@ -76,6 +78,10 @@ class Params:
     stiffness: Array
     damping: Array
     gravity: Array
+    mu: Array
+    J2: Array
+    radius: Array
+    center: Array
     C_in: Array = attrs.field(init=False)
     C_out: Array = attrs.field(init=False)
     com_h: Array = attrs.field(init=False)
@@ -95,6 +101,10 @@ class Params:
             self.stiffness.shape[:-1],
             self.damping.shape[:-1],
             self.gravity.shape[:-1],
+            np.shape(self.mu),
+            np.shape(self.J2),
+            np.shape(self.radius),
+            self.center.shape[:-1],
         )
         R_out = self.R_Go_Bo
         p_out = -(R_out @ self.outer_point[..., None])[..., 0]
@@ -122,6 +132,7 @@ class Params:
             arr.ravel()[:] = [x for v in values for x in np.asarray(v, dtype=dtype).ravel()]
             return _frozen(arr)
 
+        central = model.central_gravity
         stiffness, damping = np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
         for k, j in enumerate(joints):
             idx = model.layout.u_index[k]
@@ -137,7 +148,11 @@ class Params:
             R_Go_Bo=stack([j.outer_rotation for j in joints], (nb, 3, 3)),
             stiffness=_frozen(stiffness),
             damping=_frozen(damping),
-            gravity=stack([model.gravity], (3,)),
+            gravity=stack([model.uniform_gravity], (3,)),
+            mu=stack([0.0 if central is None else central.mu], ()),
+            J2=stack([0.0 if central is None else central.J2], ()),
+            radius=stack([0.0 if central is None else central.radius], ()),
+            center=stack([np.zeros(3) if central is None else central.center], (3,)),
         )
 
     @property

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError, did_you_mean
+from kanedyn.model.gravity import CentralGravity
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import validate_inertia
 
@@ -86,7 +87,9 @@ def is_symbolic(value: Any) -> bool:
     return bool(getattr(value, "free_symbols", None))
 
 
-def _gravity(value: ArrayLike) -> Array:
+def _gravity(value: ArrayLike | CentralGravity) -> Array | CentralGravity:
+    if isinstance(value, CentralGravity):
+        return value
     return _frozen_array(value, (3,), "model gravity")
 
 
@@ -553,7 +556,12 @@ class State:
 # --------------------------------------------------------------------------- Model
 @attrs.frozen(eq=False)
 class Model:
-    """A tree of rigid bodies connected by joints, with uniform gravity.
+    """A tree of rigid bodies connected by joints, in uniform or central gravity.
+
+    ``gravity`` is a uniform acceleration (3 numbers, N components) or a
+    :class:`~kanedyn.CentralGravity` field (a central body, gravity-gradient torques on
+    every body); ``model.uniform_gravity`` is the vector (zero in a central field) and
+    ``model.central_gravity`` the field (None when uniform).
 
     Joints may be given in any order; they are stored topologically sorted, and the
     bodies in the same order, so that joint k is the inbound joint of body k. Every body
@@ -566,7 +574,9 @@ class Model:
 
     bodies: tuple[Body, ...] = attrs.field(converter=_bodies)
     joints: tuple[Joint, ...] = attrs.field(converter=_joints)
-    gravity: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_gravity)
+    gravity: Array | CentralGravity = attrs.field(
+        default=attrs.Factory(lambda: np.zeros(3)), converter=_gravity
+    )
     frames: tuple[Frame, ...] = attrs.field(default=(), converter=_frames, kw_only=True)
     loops: tuple[Loop, ...] = attrs.field(default=(), converter=_loops, kw_only=True)
     planar: bool = attrs.field(default=False, kw_only=True)
@@ -608,7 +618,13 @@ class Model:
         object.__setattr__(self, "joints", joints)
         _check_frames(self.frames, bodies)
         _check_mass_outboard(bodies, joints)
-        layout = _Layout.build(bodies, joints, self.gravity)
+        central = self.central_gravity
+        layout = _Layout.build(
+            bodies,
+            joints,
+            self.uniform_gravity,
+            central is not None and central.is_symbolic,
+        )
         object.__setattr__(self, "layout", layout)
         object.__setattr__(self, "nq", layout.nq)
         object.__setattr__(self, "nu", layout.nu)
@@ -644,9 +660,27 @@ class Model:
         ]
         if self.loops:
             lines.append(f"  loops: {names(self.loops)}")
-        g = ", ".join(str(x) if is_symbolic(x) else f"{float(x):g}" for x in self.gravity)
-        lines.append(f"  gravity: ({g})")
+        if self.central_gravity is not None:
+            lines.append(f"  gravity: {self.central_gravity!r}")
+        else:
+            g = ", ".join(
+                str(x) if is_symbolic(x) else f"{float(x):g}" for x in self.uniform_gravity
+            )
+            lines.append(f"  gravity: ({g})")
         return "\n".join(lines)
+
+    # -- gravity -------------------------------------------------------------------
+    @property
+    def central_gravity(self) -> CentralGravity | None:
+        """The central field, or None when gravity is uniform."""
+        g = self.gravity
+        return g if isinstance(g, CentralGravity) else None
+
+    @property
+    def uniform_gravity(self) -> Array:
+        """The uniform gravity vector (3,) in N; zero in a central field."""
+        g = self.gravity
+        return np.zeros(3) if isinstance(g, CentralGravity) else g
 
     # -- sizes and names -----------------------------------------------------------
     @property
@@ -758,10 +792,18 @@ class Model:
             attrs.evolve(f, point=num(f.point), rotation=num(f.rotation)) for f in self.frames
         ]
         loops = [attrs.evolve(j, **{f: num(getattr(j, f)) for f in fields}) for j in self.loops]
+        central = self.central_gravity
+        gravity = (
+            num(self.gravity)
+            if central is None
+            else attrs.evolve(
+                central, **{f: num(getattr(central, f)) for f in ("mu", "J2", "radius")}
+            )
+        )
         return Model(
             bodies,
             joints,
-            gravity=num(self.gravity),
+            gravity=gravity,
             frames=frames,
             loops=loops,
             planar=self.planar,
@@ -1024,10 +1066,12 @@ class _Layout:
     angle_u: NDArray[np.intp]  # the matching speed indices
 
     @classmethod
-    def build(cls, bodies: tuple[Body, ...], joints: tuple[Joint, ...], gravity: Array) -> _Layout:
+    def build(cls, bodies: tuple[Body, ...], joints: tuple[Joint, ...], gravity: Array,
+              symbolic_field: bool = False) -> _Layout:  # fmt: skip
         nb = len(bodies)
         symbolic = (
-            is_symbolic(gravity)
+            symbolic_field
+            or is_symbolic(gravity)
             or any(
                 is_symbolic(getattr(b, f))
                 for b in bodies

@@ -194,7 +194,7 @@ def momentum_varies(model: Any, loads: Any = None) -> str | None:
     for lp in model.loops:
         if lp.inner is None or lp.outer is None:
             return f"the loop {lp.name!r} closes on N, whose reactions change the momentum"
-    if np.any(np.asarray(model.gravity) != 0.0):
+    if model.central_gravity is not None or np.any(model.uniform_gravity != 0.0):
         return "gravity acts on the system"
     if loads is not None and (callable(loads) or len(loads)):
         return "applied loads act on the system"

@@ -21,7 +21,9 @@ Body terms (each written once here; the recursions call them):
   accelerations and forces;
 * :func:`bias_force`: the free-body wrench ``v ×f I v + (ω × h, 0)`` (with embedded
   momentum h); :func:`momentum`: ``I v + (h, 0)`` (``H = I ω + h``);
-* :func:`gravity_force`: the wrench of uniform gravity at the mass centre.
+* :func:`gravity_force`: the wrench of uniform gravity at the mass centre;
+* :func:`central_gravity`, :func:`central_gravity_potential`: a central field's force
+  and gravity-gradient torque on a body, and their one potential.
 """
 
 from __future__ import annotations
@@ -30,10 +32,14 @@ from typing import Any
 
 import numpy as np
 
+from kanedyn.spatial.arithmetic import Arithmetic
+
 __all__ = [
     "add",
     "bias_force",
     "body_inertia",
+    "central_gravity",
+    "central_gravity_potential",
     "const",
     "cross",
     "cross_force",
@@ -224,9 +230,19 @@ def momentum(I: Mat, v: Vec, h: Vec | None = None) -> Vec:
 def bias_force(I: Mat, v: Vec, h: Vec | None = None) -> Vec:
     """The free-body wrench of a body moving at ``v`` with no acceleration, ``v ×f (I v)
     + (ω × h, 0)``: the velocity-product terms of the Newton-Euler equations
-    (``ω × H``, ``m ω × v_c``), with the embedded momentum ``h``."""
-    p = cross_force(v, sym_mv(I, v))
-    return p if h is None else add(p[:3], cross(v[:3], h)) + p[3:]
+    (``ω × H``, ``m ω × v_c``), with the embedded momentum ``h``.
+
+    ``I`` is a rigid body's spatial inertia (:func:`body_inertia`, lower-right block
+    ``m U``), so the linear momentum is ``m v + f_ω`` with ``f_ω = -m [c]× ω``, and the
+    angular part's ``v × (m v)``, zero, is left out: ``(ω × n + v × f_ω, ω × f)``. At
+    orbital speeds (``|v|`` ≈ 7.5 km/s) its round-off, ``m |v|² ε``, would be of the
+    order of a gravity-gradient torque."""
+    w, lin = v[:3], v[3:]
+    n = [sum((I[i][j] * v[j] for j in range(6)), 0.0) for i in range(3)]
+    f_w = [sum((I[3 + i][j] * w[j] for j in range(3)), 0.0) for i in range(3)]
+    f = [f_w[i] + I[3 + i][3 + i] * lin[i] for i in range(3)]
+    p = add(cross(w, n), cross(lin, f_w)) + cross(w, f)
+    return p if h is None else add(p[:3], cross(w, h)) + p[3:]
 
 
 def gravity_force(mass: Scalar, g: Vec, c: Vec) -> Vec:
@@ -234,6 +250,85 @@ def gravity_force(mass: Scalar, g: Vec, c: Vec) -> Vec:
     ``mass`` with mass centre ``c`` (same axes): ``(c × m g, m g)``."""
     F = scale(mass, g)
     return cross(c, F) + F
+
+
+def _sqrt(ar: Arithmetic, x: Scalar) -> Scalar:
+    """``√x`` of one scalar (a float, an array of floats as one batched scalar, a traced
+    value or a sympy expression) by the arithmetic's elementwise ``sqrt``."""
+    return ar.sqrt(x)[()]
+
+
+def _is_zero(x: Scalar) -> bool:
+    """A structural zero: a plain number equal to zero (never a traced or symbolic one)."""
+    return isinstance(x, int | float) and x == 0.0
+
+
+def central_gravity_potential(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Scalar,
+                              mass: Scalar, inertia: Mat, r: Vec, pole: Vec) -> Scalar:  # fmt: skip
+    """The potential of a body in a central field: MacCullagh's formula to second order
+    in the body's size, plus the J2 zonal term on the mass centre,
+
+    .. math:: V = -\\frac{\\mu m}{|r|} - \\frac{\\mu}{2|r|^3}\\left(\\operatorname{tr} I
+        - \\frac{3\\, r^\\top I r}{|r|^2}\\right)
+        + \\frac{\\mu m J_2 R^2}{2|r|^3}\\left(\\frac{3 z^2}{|r|^2} - 1\\right),
+        \\qquad z = r \\cdot \\hat p
+
+    (MacCullagh's formula: Hughes, *Spacecraft Attitude Dynamics*, 1986, ch. 8; Schaub
+    and Junkins, *Analytical Mechanics of Space Systems*, the gravity-gradient torque;
+    the J2 term: Vallado, *Fundamentals of Astrodynamics and Applications*, the zonal
+    harmonics of the geopotential). ``r``: the mass centre
+    from the field's centre; ``inertia``: about the mass centre; ``pole``: the unit J2
+    axis; all in the same axes. ``radius``: J2's reference radius ``R``. ``ar`` gives
+    ``sqrt`` (:mod:`kanedyn.spatial.arithmetic`). A J2 that is a plain zero adds no term.
+    """
+    r2 = dot(r, r)
+    inv_r2 = 1.0 / r2
+    inv_r = _sqrt(ar, inv_r2)
+    inv_r3 = inv_r * inv_r2
+    trI = inertia[0][0] + inertia[1][1] + inertia[2][2]
+    rIr = dot(r, mv(inertia, r))
+    V = -mu * mass * inv_r - 0.5 * mu * inv_r3 * (trI - 3.0 * rIr * inv_r2)
+    if not _is_zero(J2):
+        z = dot(r, pole)
+        V = V + 0.5 * mu * mass * J2 * radius * radius * inv_r3 * (3.0 * z * z * inv_r2 - 1.0)
+    return V
+
+
+def central_gravity(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Scalar, mass: Scalar,
+                    inertia: Mat, r: Vec, pole: Vec) -> tuple[Vec, Vec]:  # fmt: skip
+    """The force ``F`` on a body's mass centre and the torque ``T`` about it in a central
+    field: ``F = -∂V/∂r``, ``T`` the gradient of ``V`` (:func:`central_gravity_potential`,
+    same arguments) under a rotation of the body, so both conserve its energy:
+
+    .. math:: F = -\\frac{\\mu m}{|r|^3} r - \\frac{3\\mu}{2|r|^5}\\left[(\\operatorname{tr} I) r
+        + 2 I r - \\frac{5\\, r^\\top I r}{|r|^2} r\\right]
+        - \\frac{3 \\mu m J_2 R^2}{2|r|^5}\\left[\\left(1 - \\frac{5 z^2}{|r|^2}\\right) r
+        + 2 z \\hat p\\right],
+        \\qquad T = \\frac{3\\mu}{|r|^5}\\, r \\times (I r)
+
+    (the gravity-gradient torque of Hughes 1986, ch. 8; the second-order force and the
+    J2 acceleration are the same potential's gradient in ``r``). The vectors are in the
+    axes of ``r``.
+    """
+    r2 = dot(r, r)
+    inv_r2 = 1.0 / r2
+    inv_r = _sqrt(ar, inv_r2)
+    inv_r3 = inv_r * inv_r2
+    inv_r5 = inv_r3 * inv_r2
+    Ir = mv(inertia, r)
+    trI = inertia[0][0] + inertia[1][1] + inertia[2][2]
+    rIr = dot(r, Ir)
+    c = 1.5 * mu * inv_r5
+    radial = -mu * mass * inv_r3 - c * (trI - 5.0 * rIr * inv_r2)
+    F = [radial * r[i] - 2.0 * c * Ir[i] for i in range(3)]
+    if not _is_zero(J2):
+        z = dot(r, pole)
+        cj = 1.5 * mu * mass * J2 * radius * radius * inv_r5
+        a = cj * (1.0 - 5.0 * z * z * inv_r2)
+        b = 2.0 * cj * z
+        F = [F[i] - a * r[i] - b * pole[i] for i in range(3)]
+    T = scale(2.0 * c, cross(r, Ir))
+    return F, T
 
 
 def solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:

@@ -89,6 +89,7 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.plan import params_of
 from kanedyn.spatial import charts
+from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
@@ -371,7 +372,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     Fr_terms: list[list] = [[] for _ in range(n)]
     F0_terms: list[list] = [[] for _ in range(n)]
     Q = [a + b for a, b in zip(_joint_forces(model, q, u), loads.Q_vector(n), strict=True)]
-    F_app, T_app = _applied(model, loads, R_N_B, t)
+    F_app, T_app = _applied(model, loads, R_N_B, t, r)
     I_Ns, H_N, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb), _slots(nb)
     for i in range(nb):
         R = R_N_B[i]
@@ -447,15 +448,24 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
 
 
 def _applied(
-    model: Model, loads: Loads, R_N_B: list, t: Intermediates
+    model: Model, loads: Loads, R_N_B: list, t: Intermediates, r: list
 ) -> tuple[list[sm.Matrix], list[sm.Matrix]]:
     """Resultant force (at the mass centre) and torque on each body, N components: gravity
-    ``m_i g``, the body forces, and the torques plus ``(R_N_B (p - c_i)) × F`` of each
-    force applied at a point ``p`` (as :func:`kanedyn.dynamics.loads.applied_loads`)."""
+    (uniform ``m_i g``, or a central field's force and gravity-gradient torque,
+    :func:`kanedyn.spatial.plucker.central_gravity`, at the mass centres ``r``), the body
+    forces, and the torques plus ``(R_N_B (p - c_i)) × F`` of each force applied at a
+    point ``p`` (as :func:`kanedyn.dynamics.loads.applied_loads`)."""
     pa = params_of(model)
-    g = _cmat(pa.gravity)
-    F = [_const(pa.mass[i]) * g for i in range(model.nb)]
-    T = [sm.zeros(3, 1) for _ in range(model.nb)]
+    if model.central_gravity is not None:
+        F, T = [], []
+        for i in range(model.nb):
+            Fi, Ti = sp.central_gravity(*central_args(model, i, R_N_B[i], r[i]))
+            F.append(sm.Matrix(Fi))
+            T.append(sm.Matrix(Ti))
+    else:
+        g = _cmat(pa.gravity)
+        F = [_const(pa.mass[i]) * g for i in range(model.nb)]
+        T = [sm.zeros(3, 1) for _ in range(model.nb)]
     for f in loads.forces:
         F[f.body] = F[f.body] + f.F
         if f.point is not None:
@@ -464,6 +474,17 @@ def _applied(
     for i, torque in loads.torques:
         T[i] = T[i] + torque
     return F, T
+
+
+def central_args(model: Model, i: int, R_N_B: sm.Matrix, r: sm.Matrix) -> tuple[Any, ...]:
+    """The arguments of :func:`kanedyn.spatial.plucker.central_gravity` (and of its
+    potential) for body ``i`` with attitude ``R_N_B`` and mass centre ``r`` (N), in sympy:
+    the field's numbers exact, the inertia in N axes, the mass centre from the centre."""
+    pa = params_of(model)
+    I_N = R_N_B * _cmat(pa.inertia[i]) * R_N_B.T
+    rel = [r[a] - _const(pa.center[a]) for a in range(3)]
+    field = [_const(np.asarray(getattr(pa, f)).item()) for f in ("mu", "J2", "radius")]
+    return (SYMPY, *field, _const(pa.mass[i]), I_N.tolist(), rel, [0, 0, 1])
 
 
 def _joint_forces(model: Model, q: list, u: list) -> list:

@@ -74,10 +74,12 @@ from kanedyn.dynamics.rotors import refuse_rotors
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.plan import params_of
+from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
 from kanedyn.symbolic.components import directional
+from kanedyn.symbolic.kane import central_args
 from kanedyn.symbolic.loads import read_loads
 from kanedyn.symbolic.problem import solve_symmetric
 
@@ -584,6 +586,12 @@ def lagrange(
     # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
     g = _matrix(pa.gravity)
     U = -sum((mass[i] * (g.T * r_c[i])[0, 0] for i in range(model.nb)), sm.Integer(0))
+    if model.central_gravity is not None:  # the field's potential, body by body
+        U = sum(
+            (sp.central_gravity_potential(*central_args(model, i, R_N_B[i], r_c[i]))
+             for i in range(model.nb)),
+            sm.Integer(0),
+        )  # fmt: skip
     G = sm.Matrix([tidy(partial(U, qr)) for qr in q])
 
     # generalized forces (2-10): springs, dampers, joint torques, body loads, rotors

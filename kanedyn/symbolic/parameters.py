@@ -9,7 +9,8 @@ would write as a letter by a sympy symbol named after its body or joint:
 * embedded momentum: ``h_<body>_<x|y|z>``;
 * joint inner and outer points: ``p_<joint>_<x|y|z>``, ``po_<joint>_<x|y|z>``;
 * stiffness and damping per DOF: ``k_<joint>_<dof>``, ``b_<joint>_<dof>``;
-* gravity: ``g`` (its magnitude, along its axis when it has one), else ``g_x, g_y, g_z``.
+* gravity: ``g`` (its magnitude, along its axis when it has one), else ``g_x, g_y, g_z``;
+  a central field's gravitational parameter: ``mu``.
 
 Zeros stay exact zeros, a joint's or loop's point drops its round-off (a component
 within 8 ulp of the point's size, such as ``0.5·cos(π/2)``, is a zero) and the joint
@@ -113,6 +114,12 @@ def symbolic_parameters(model: Model) -> tuple[Model, dict[sm.Symbol, float]]:
                 outer_point=point(f"po_{lp.name}", lp.outer_point),
             )
         )
+    central = model.central_gravity
+    if central is not None:  # mu a symbol; J2, radius and center stay numbers
+        mu = sm.Symbol("mu", positive=True)
+        values[mu] = float(central.mu)
+        field = attrs.evolve(central, mu=mu)
+        return Model(bodies, joints, gravity=field, loops=loops, planar=model.planar), values
     gravity = np.asarray(model.gravity, dtype=float)
     nonzero = np.flatnonzero(gravity)
     if nonzero.size == 1:

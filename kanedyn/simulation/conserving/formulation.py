@@ -339,6 +339,12 @@ def _body_frames(
 def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = None) -> Redundant:
     if model.is_symbolic:
         raise ModelError("method='energy-momentum' needs a numeric model")
+    if model.central_gravity is not None:
+        raise ModelError(
+            "method='energy-momentum': a central gravity field (kd.CentralGravity) is not "
+            "a term of the conserving scheme yet (its potential needs a discrete gradient "
+            "in the directors); use an explicit or adaptive method"
+        )
     _check_supported(model)
     indefinite = indefinite_bodies(model)
     if planar and indefinite:
