@@ -34,8 +34,9 @@ from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model
 from kanedyn.model.batch import ModelBatch, States, resolve
 from kanedyn.model.plan import Params
-from kanedyn.simulation.integrate import check_times, resolve_engine
 from kanedyn.simulation.options import RK4, Engine, Formulation
+from kanedyn.simulation.run_options import check_times
+from kanedyn.simulation.system import resolve_engine
 from kanedyn.simulation.trajectory import Trajectory
 from kanedyn.spatial.arithmetic import NUMPY
 
