@@ -151,9 +151,11 @@ def simulate(
         ``Trajectory.limit_crossings`` and a
         :class:`~kanedyn.simulation.limits.JointLimitWarning` names it. ``"stop"``: each
         bound is a one-sided stop, a lock of the joint at the bound, released when its
-        constraint force would pull (fixed-step RK4 on either formulation and engine;
-        a ModelError for adaptive methods, the energy-momentum scheme and models with
-        loops, and for a state that starts outside a range). ``"ignore"``: no check.
+        constraint force would pull (RK4: at the step boundary after the crossing; an
+        adaptive method: at the crossing, located on its dense output; either
+        formulation and engine; a ModelError for the energy-momentum scheme and models
+        with loops, and for a state that starts outside a range). ``"ignore"``: no
+        check.
     force : bool
         Run a fixed step that is refused otherwise: ``dt > t_final``, or a step at which
         RK4 is unstable for the model's fastest mode

@@ -1,6 +1,7 @@
 """The adaptive run loop: a ``scipy.integrate.OdeSolver`` (``method="RK45"``,
 ``"DOP853"``, ``"Radau"``, ...) stepped as ``solve_ivp`` steps it, restarted at lock
-events and controller samples, with outputs from its dense output."""
+events, controller samples and joint-limit stop events, with outputs from its dense
+output."""
 
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ def run_adaptive(run: Run, x: Array) -> tuple[int, Array | None]:
     every ``every`` seconds from its dense output; returns the number of right-hand
     sides evaluated (and no speeds: the caller solves them). With ``run.drift``,
     restarted from the state projected onto the loops' constraint manifold at every
-    output time."""
+    output time. With ``run.stops``, each step's dense output is searched for a stop
+    event (:meth:`~kanedyn.simulation.stops.Stops.next_event`: a bound reached, or an
+    engaged stop's release), and the solver restarts from the state after it."""
     plan, system, rec, sampler = run.plan, run.system, run.rec, run.sampler
     assert system is not None and rec is not None and sampler is not None
-    o, lock_events, drift = plan.options, plan.lock_events, run.drift
+    o, lock_events, drift, stops = plan.options, plan.lock_events, run.drift, run.stops
     method, t_final, every, rtol, atol = o.method, o.t_final, o.every, o.rtol, o.atol
     assert method.solver is not None
     model = system.model
@@ -61,35 +64,46 @@ def run_adaptive(run: Run, x: Array) -> tuple[int, Array | None]:
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
             if n_due(lock_events, a) != applied:
                 applied = n_due(lock_events, a)
-                x = apply_events(system, x, plan, applied)
+                x = apply_events(system, x, plan, applied, stops)
             sampler.sample(system, a, x)
             record(a, x)
             inside = t_out[(t_out > a) & (t_out < b)]
-            try:
-                solver = method.solver(system, a, x, b, rtol=rtol, atol=atol)
-                k = 0
-                while solver.status == "running":
-                    t_old = solver.t
-                    message = solver.step()
-                    if solver.status == "failed":
-                        error = SimulationError(
-                            f"t = {solver.t:.6g}: {method.name} failed: {message}"
-                        )
-                        error.diverged = True  # type: ignore[attr-defined]
-                        raise error
-                    due = inside[k:][inside[k:] <= solver.t]
-                    if due.size:
-                        sol = solver.dense_output()
-                        for te in due:
-                            record(float(te), sol(te))
-                        k += due.size
-                    rec.steps = nfev + solver.nfev
-                    if solver.t > t_old:
-                        bar.update(int(1000 * solver.t / t_final))
-            except (ModelError, np.linalg.LinAlgError) as exc:
-                raise monitor.failure(solver.t if "solver" in locals() else a, str(exc)) from None
-            nfev += solver.nfev
-            x = np.array(solver.y, dtype=float)
+            k, t0 = 0, a
+            while b - t0 > 1e-12 * max(1.0, abs(b)):  # restarted at each stop event
+                solver, event = None, None
+                try:
+                    solver = method.solver(system, t0, x, b, rtol=rtol, atol=atol)
+                    while solver.status == "running" and event is None:
+                        t_old = solver.t
+                        message = solver.step()
+                        if solver.status == "failed":
+                            error = SimulationError(
+                                f"t = {solver.t:.6g}: {method.name} failed: {message}"
+                            )
+                            error.diverged = True  # type: ignore[attr-defined]
+                            raise error
+                        sol = solver.dense_output() if solver.t > t_old else None
+                        if stops is not None and sol is not None:
+                            event = stops.next_event(system, sol, t_old, solver.t)
+                        t_end = solver.t if event is None else event[0]
+                        due = inside[k:][inside[k:] <= t_end]
+                        if due.size and sol is not None:
+                            for te in due:
+                                record(float(te), sol(te))
+                            k += due.size
+                        rec.steps = nfev + solver.nfev
+                        if solver.t > t_old:
+                            bar.update(int(1000 * t_end / t_final))
+                except (ModelError, np.linalg.LinAlgError) as exc:
+                    raise monitor.failure(t0 if solver is None else solver.t, str(exc)) from None
+                nfev += solver.nfev
+                if event is None:
+                    x = np.array(solver.y, dtype=float)
+                    break
+                assert stops is not None and sol is not None
+                t0, x = event[0], np.array(sol(event[0]), dtype=float)
+                x[: model.nq] = normalize_quaternions(model, x[: model.nq])
+                x = stops.apply(system, event, x)
             if drift is not None:  # restart from the state projected onto the manifold
                 x[: model.nq] = normalize_quaternions(model, x[: model.nq])
                 x = drift(x)
