@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.optimize
 from numpy.typing import NDArray
 
 from kanedyn.errors import ModelError
@@ -90,6 +89,8 @@ class Stops:
         ``side · ν̇_c`` going positive, ``ν̇_c`` the DOF's acceleration with its lock
         removed (:meth:`~kanedyn.simulation.system.System.unlocked_acceleration`). Each
         is located by Brent's method to the tolerance ``solve_ivp`` uses for events."""
+        import scipy.optimize  # with the adaptive methods' scipy.integrate, on first use
+
         lim = self.lim
         found: list[tuple[float, int, int]] = []
 
