@@ -84,7 +84,8 @@ if TYPE_CHECKING:
         wheel_loads,
     )
     from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
-    from kanedyn.simulation.integrate import Lock, Unlock, simulate
+    from kanedyn.simulation.events import Lock, Unlock
+    from kanedyn.simulation.integrate import simulate
     from kanedyn.simulation.montecarlo import Dispersion, MonteCarloResult, monte_carlo
     from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method
     from kanedyn.simulation.trajectory import Trajectory
@@ -233,9 +234,9 @@ _LAZY: dict[str, str] = {
     "wheel_loads": "kanedyn.simulation.control",
     "EnsembleTrajectory": "kanedyn.simulation.ensemble",
     "simulate_ensemble": "kanedyn.simulation.ensemble",
-    "Lock": "kanedyn.simulation.integrate",
+    "Lock": "kanedyn.simulation.events",
     "Trajectory": "kanedyn.simulation.trajectory",
-    "Unlock": "kanedyn.simulation.integrate",
+    "Unlock": "kanedyn.simulation.events",
     "simulate": "kanedyn.simulation.integrate",
     "Dispersion": "kanedyn.simulation.montecarlo",
     "MonteCarloResult": "kanedyn.simulation.montecarlo",

@@ -116,7 +116,7 @@ def _run_options(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str
     """t_final, dt, output_every, method, formulation from the command line, else the
     file, else None (``_cmd_simulate`` resolves them from the model's time scales); t_final,
     dt and output_every checked as simulate checks them."""
-    from kanedyn.simulation.integrate import check_times
+    from kanedyn.simulation.run_options import check_times
 
     t_final = args.t_final if args.t_final is not None else settings.get("t_final")
     dt = args.dt if args.dt is not None else settings.get("dt")
@@ -139,7 +139,7 @@ def _run_options(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str
 
 def _check_run_options_early(args: argparse.Namespace) -> None:
     """Options given on the command line are checked before the model is read."""
-    from kanedyn.simulation.integrate import check_times
+    from kanedyn.simulation.run_options import check_times
 
     check_times(
         DEFAULT_T_FINAL if args.t_final is None else args.t_final,
@@ -248,8 +248,8 @@ def _loop_summary(traj: kd.Trajectory) -> dict[str, Any]:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from kanedyn.dynamics.steppers import Schedule
     from kanedyn.simulation import diagnose, output
-    from kanedyn.simulation.integrate import linear_modes, resolve_engine
     from kanedyn.simulation.options import Engine, Method
+    from kanedyn.simulation.system import linear_modes, resolve_engine
     from kanedyn.simulation.trajectory import csv_header
 
     _check_run_options_early(args)

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-import kanedyn.simulation.integrate
+import kanedyn.simulation.system
 from kanedyn.errors import ModelError
 from kanedyn.model.plan import params_of
+from kanedyn.simulation.run_loops import LOOPS
+from kanedyn.simulation.run_plan import Loop
 from tests.strategies import random_loads, random_state, tree
 
 
@@ -84,7 +86,7 @@ def test_auto_falls_back_to_dense_when_the_model_cannot_be_compiled(monkeypatch)
     def forbidden(*args, **kwargs):
         raise AssertionError("compiled engine used for a model it does not support")
 
-    monkeypatch.setattr(kanedyn.simulation.integrate, "compile_model", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.system, "compile_model", forbidden)
     traj = kd.simulate(model, state, 0.05, 0.01, progress=False)
     assert np.all(np.isfinite(traj.u))
 
@@ -93,14 +95,15 @@ def test_auto_uses_the_compiled_engine(monkeypatch):
     model, state = _tree()
     calls = []
     # the compiled engine's loop: native code when llvmlite is there, else Python floats
-    loop = "_run_rk4_native" if kd.compile_model(model).backend == "native" else "_run_rk4_compiled"
-    original = getattr(kanedyn.simulation.integrate, loop)
+    native = kd.compile_model(model).backend == "native"
+    loop = Loop.RK4_NATIVE if native else Loop.RK4_COMPILED
+    original = LOOPS[loop]
 
     def spy(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(kanedyn.simulation.integrate, loop, spy)
+    monkeypatch.setitem(LOOPS, loop, spy)
     kd.simulate(model, state, 0.05, 0.01, progress=False)
     assert calls == [1]
 

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-import kanedyn.simulation.integrate
+import kanedyn.simulation.system
 from kanedyn.errors import ModelError, SimulationError
+from kanedyn.simulation.run_loops import LOOPS
+from kanedyn.simulation.run_plan import Loop
 from tests.strategies import random_state, tree
 
 
@@ -27,11 +29,10 @@ def no_work(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("simulate did work before rejecting its arguments")
 
-    monkeypatch.setattr(kanedyn.simulation.integrate, "kinematics_at", forbidden)
-    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_rk4", forbidden)
-    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_adaptive", forbidden)
-    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_rk4_compiled", forbidden)
-    monkeypatch.setattr(kanedyn.simulation.integrate, "compile_model", forbidden)
+    monkeypatch.setattr(kanedyn.simulation.system, "kinematics_at", forbidden)
+    for loop in Loop:
+        monkeypatch.setitem(LOOPS, loop, forbidden)
+    monkeypatch.setattr(kanedyn.simulation.system, "compile_model", forbidden)
 
 
 @pytest.mark.parametrize(
@@ -69,7 +70,8 @@ def test_bad_load_name_is_rejected_before_stepping(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("stepping started")
 
-    monkeypatch.setattr(kanedyn.simulation.integrate, "_run_rk4", forbidden)
+    for loop in Loop:
+        monkeypatch.setitem(LOOPS, loop, forbidden)
     with pytest.raises(ModelError, match="ghost"):
         kd.simulate(model, state, 1.0, 0.01, loads=[kd.Torque("ghost", (1, 0, 0))],
                     progress=False)  # fmt: skip

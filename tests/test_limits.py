@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+import attrs
 import numpy as np
 import pytest
 
@@ -129,9 +130,8 @@ def test_ignore_checks_nothing():
 def test_stop_is_refused_where_it_cannot_act():
     model = slider()
     state = model.initial_state()
-    for method in ("RK45", "energy-momentum"):
-        with pytest.raises(kd.ModelError, match=r"limits='stop' needs fixed-step RK4"):
-            kd.simulate(model, state, 1.0, DT, method=method, limits="stop")
+    with pytest.raises(kd.ModelError, match=r"limits='stop' cannot act here: the energy-mom"):
+        kd.simulate(model, state, 1.0, DT, method="energy-momentum", limits="stop")
     with pytest.raises(kd.ModelError, match=r"joint 'lift': its limits are stops"):
         kd.simulate(model, state, 1.0, DT, limits="stop", events=[kd.Lock(0.5, "lift")])
     outside = model.set_joint(state, "lift", displacements=[0.7])
@@ -145,6 +145,130 @@ def test_stop_is_refused_where_it_cannot_act():
     with pytest.warns(JointLimitWarning, match="'lift'"):
         traj = kd.simulate(model, state, 1.0, 0.01, method="RK45")
     assert traj.limit_crossings[0].t == pytest.approx(np.sqrt(2 * 0.5 / G), abs=1e-4)
+
+
+def test_stop_is_refused_on_a_model_with_loops():
+    """A stop is a lock, and the loop equations hold no locked speed: refused, saying why."""
+    base = kd.examples.four_bar()
+    crank = kd.JointLimits(lower=-1.0, upper=1.0)
+    joints = [attrs.evolve(j, limits=crank) if j.name == "crank" else j for j in base.joints]
+    model = kd.Model(list(base.bodies), joints, gravity=tuple(base.gravity),
+                     loops=list(base.loops), planar=True)  # fmt: skip
+    state = model.initial_state()  # assembled at q = 0
+    for method in ("rk4", "RK45"):
+        with pytest.raises(kd.ModelError, match=r"cannot act here: on a model with loops"):
+            kd.simulate(model, state, 0.1, DT, method=method, limits="stop")
+
+
+# --------------------------------------------------------------------- adaptive stops
+ADAPTIVE = [("RK45", "dense", "kane"), ("DOP853", "compiled", "msd"), ("RK45", "compiled", "kane")]
+
+
+@pytest.mark.parametrize(("method", "engine", "formulation"), ADAPTIVE)
+def test_adaptive_stop_locates_the_contact_and_holds(method, engine, formulation):
+    """Free fall from rest reaches the bound 0.5 m below at t = √(2 d / g) (the event is
+    located on the solver's dense output, not at a step boundary); the block stays on
+    it at rest afterwards (a plastic impact: all of ½ m v² is lost)."""
+    model = slider()
+    traj = kd.simulate(model, model.initial_state(), 1.0, 0.01, method=method, engine=engine,
+                       formulation=formulation, limits="stop")  # fmt: skip
+    t_hit = np.sqrt(2 * (0 - LOWER) / G)
+    (crossing,) = traj.limit_crossings
+    assert (crossing.joint, crossing.bound, crossing.limit) == ("lift", "lower", LOWER)
+    assert crossing.t == pytest.approx(t_hit, abs=1e-8)
+    z, v = traj.q[:, 0], traj.u[:, 0]
+    before = traj.t < t_hit
+    np.testing.assert_allclose(z[before], -0.5 * G * traj.t[before] ** 2, rtol=0, atol=1e-8)
+    after = traj.t > t_hit
+    np.testing.assert_allclose(z[after], LOWER, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(v[after], 0.0, rtol=0, atol=1e-12)
+    assert np.all(np.diff(traj.t) > 0) and traj.t[-1] == 1.0
+
+
+@pytest.mark.parametrize(("method", "engine", "formulation"), ADAPTIVE)
+def test_adaptive_stop_releases_when_a_spring_pulls_back(method, engine, formulation):
+    """k = 30 N/m: the block reaches the stop at -c + c cos ωt = -0.5 m, stops there
+    (plastic), and the spring pulls it off at once: from rest at -0.5 m it swings as
+    -c + (LOWER + c) cos ω(t - t_hit), up to -0.154 m and back to the stop one period
+    later, where it arrives at rest."""
+    k = 30.0
+    w, c = np.sqrt(k), G / k
+    model = slider(stiffness=k)
+    traj = kd.simulate(model, model.initial_state(), 1.4, 0.005, method=method,
+                       engine=engine, formulation=formulation, limits="stop")  # fmt: skip
+    t_hit = np.arccos((LOWER + c) / c) / w
+    assert traj.limit_crossings[0].t == pytest.approx(t_hit, abs=1e-8)
+    z = traj.q[:, 0]
+    assert np.all(z >= LOWER - 1e-12)
+    free = traj.t < t_hit
+    np.testing.assert_allclose(z[free], -c + c * np.cos(w * traj.t[free]), rtol=0, atol=1e-8)
+    swing = traj.t > t_hit
+    expected = -c + (LOWER + c) * np.cos(w * (traj.t[swing] - t_hit))
+    np.testing.assert_allclose(z[swing], expected, rtol=0, atol=1e-7)
+
+
+def lift_and_arm(m1=1.0, m2=0.5, l=0.3, Iyy=0.01):
+    """A block on a vertical slide (limits ±0.5 m) carrying an arm on a hinge about y,
+    the arm's centre of mass ``l`` out along its x axis."""
+    hub = kd.Body("block", mass=m1, inertia=kd.inertia_tensor(0.1, 0.1, 0.1))
+    arm = kd.Body("arm", mass=m2, inertia=kd.inertia_tensor(0.001, Iyy, Iyy), com=(l, 0, 0))
+    return kd.Model(
+        [hub, arm],
+        [kd.Joint.prismatic("lift", None, "block", axis=3,
+                            limits=kd.JointLimits(lower=LOWER, upper=UPPER)),
+         kd.Joint.revolute("hinge", "block", "arm", axis=2)],
+        gravity=(0.0, 0.0, -G),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["RK45", "DOP853"])
+def test_adaptive_stop_is_a_plastic_impact_of_the_chain(method):
+    """The block and a tilted arm fall freely (no relative motion in uniform gravity),
+    so the impact comes at t = √(2 d / g) with ż⁻ = -g t, θ̇⁻ = 0. Locking the slide keeps
+    the hinge's generalized momentum p_θ = M_θz ż + M_θθ θ̇, with (written here by hand)
+    M = [[m1 + m2, ±m2 l cos θ], [±m2 l cos θ, m2 l² + I_yy]]: θ̇⁺ = ±m2 l cos θ ż⁻ / M_θθ,
+    and the energy lost is the Carnot loss ½ ż⁻² / (M⁻¹)_zz."""
+    m1, m2, l, Iyy, theta0 = 1.0, 0.5, 0.3, 0.01, 0.4
+    model = lift_and_arm(m1, m2, l, Iyy)
+    state = model.set_joint(model.initial_state(), "hinge", angles=[theta0])
+    traj = kd.simulate(model, state, 0.4, 0.001, method=method, limits="stop")
+    t_hit = np.sqrt(2 * 0.5 / G)
+    assert traj.limit_crossings[0].t == pytest.approx(t_hit, abs=1e-8)
+    iz, ith = model.speeds("lift")[0], model.speeds("hinge")[0]
+    # the first output after the impact, close enough to it that gravity did little
+    k = int(np.argmax(traj.t > t_hit))
+    assert traj.t[k] - t_hit < 1e-3
+    zdot_minus = -G * t_hit
+    M = np.array([[m1 + m2, m2 * l * np.cos(theta0)],
+                  [m2 * l * np.cos(theta0), m2 * l**2 + Iyy]])  # fmt: skip
+    thetadot_plus = M[0, 1] * zdot_minus / M[1, 1]
+    assert traj.u[k, iz] == 0.0
+    dt_after = traj.t[k] - t_hit  # the arm's angular acceleration acts for dt_after
+    assert abs(traj.u[k, ith]) == pytest.approx(abs(thetadot_plus), abs=30 * dt_after)
+    T_minus = 0.5 * M[0, 0] * zdot_minus**2
+    T_plus = T_minus - 0.5 * zdot_minus**2 / np.linalg.inv(M)[0, 0]  # Carnot's loss
+    # the run's own kinetic energy at the same output agrees with the hand-written one
+    theta_k = traj.q[k, model.coordinates("hinge")[0]]
+    Mk = np.array([[m1 + m2, m2 * l * np.cos(theta_k)],
+                   [m2 * l * np.cos(theta_k), m2 * l**2 + Iyy]])  # fmt: skip
+    u = traj.u[k, [iz, ith]]
+    kinetic = float(kd.kinetic_energy(model, kd.State(traj.q[k], traj.u[k])))
+    assert kinetic == pytest.approx(0.5 * abs(u @ Mk @ u), rel=1e-9)
+    assert kinetic == pytest.approx(T_plus, rel=1e-2)
+
+
+def test_adaptive_and_rk4_stops_agree_at_small_steps():
+    """The same impact and swing of the block and arm by RK4 at dt = 1e-4 (the stop
+    acting at the step boundary after the crossing) and by DOP853 (at the located
+    crossing): the two differ by O(dt)."""
+    model = lift_and_arm()
+    state = model.set_joint(model.initial_state(), "hinge", angles=[0.4])
+    rk4 = kd.simulate(model, state, 0.6, 1e-4, output_every=0.01, limits="stop")
+    ivp = kd.simulate(model, state, 0.6, 0.01, method="DOP853", limits="stop")
+    assert rk4.limit_crossings[0].t == pytest.approx(ivp.limit_crossings[0].t, abs=1e-4)
+    np.testing.assert_allclose(ivp.t, rk4.t, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ivp.q, rk4.q, rtol=0, atol=2e-3)
+    np.testing.assert_allclose(ivp.u, rk4.u, rtol=0, atol=2e-2)
 
 
 def test_stop_after_an_unlock_event_elsewhere():

@@ -11,7 +11,7 @@ import scipy.integrate
 
 import kanedyn as kd
 import kanedyn.compiled
-import kanedyn.simulation.integrate
+import kanedyn.simulation.system
 from kanedyn.errors import ModelError
 from kanedyn.model.batch import States
 from kanedyn.simulation.options import RK4, Engine, Formulation, Method
@@ -101,7 +101,7 @@ def test_the_compiled_model_is_looked_up_once_per_lock_set_not_per_step(monkeypa
     stage; the CompiledModel is looked up when the lock set changes, not per stage."""
     model, state = _pendulum()
     calls = []
-    original = kanedyn.simulation.integrate.compile_model
+    original = kanedyn.simulation.system.compile_model
 
     def spy(*args, **kwargs):
         calls.append(args[1:])
@@ -112,7 +112,7 @@ def test_the_compiled_model_is_looked_up_once_per_lock_set_not_per_step(monkeypa
         kd.simulate(model, state, t_final, 0.01, engine="compiled", progress=False, **kw)
         return len(calls)
 
-    monkeypatch.setattr(kanedyn.simulation.integrate, "compile_model", spy)
+    monkeypatch.setattr(kanedyn.simulation.system, "compile_model", spy)
     hinge = model.joints[1].name
     loads = [kd.JointLoad(model.joints[0].name, [0.1])]
     events = [kd.Lock(0.2, hinge), kd.Unlock(0.3, hinge)]

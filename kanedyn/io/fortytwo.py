@@ -67,7 +67,7 @@ from kanedyn.dynamics.kinematics import kinematics
 from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.simulation.control import ReactionWheel, Thruster
-from kanedyn.simulation.integrate import Lock
+from kanedyn.simulation.events import Lock
 from kanedyn.spatial.inertia import inertia_tensor, validate_inertia
 from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, parse_sequence
 

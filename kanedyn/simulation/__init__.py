@@ -2,7 +2,14 @@
 
 * :mod:`kanedyn.simulation.options`: the formulation, engine and method as objects.
 * :mod:`kanedyn.simulation.trajectory`: ``Trajectory``, the result of a run.
-* :mod:`kanedyn.simulation.integrate`: ``simulate``, events and locks.
+* :mod:`kanedyn.simulation.integrate`: ``simulate``, a run stage by stage:
+  :mod:`~kanedyn.simulation.run_options` (options checked once) →
+  :mod:`~kanedyn.simulation.run_plan` (the plan) → :mod:`~kanedyn.simulation.run_state`
+  (the workspace, on the right-hand side of :mod:`~kanedyn.simulation.system`) →
+  :mod:`~kanedyn.simulation.run_loops` (one loop per engine kind) →
+  :mod:`~kanedyn.simulation.run_result` (the Trajectory).
+* :mod:`kanedyn.simulation.events`: ``Lock`` and ``Unlock``;
+  :mod:`kanedyn.simulation.stops`: joint limits as stops.
 * :mod:`kanedyn.simulation.ensemble`: ``simulate_ensemble``.
 * :mod:`kanedyn.simulation.control`: controllers and reaction wheels.
 """

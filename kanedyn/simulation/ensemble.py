@@ -36,8 +36,10 @@ from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States, resolve
 from kanedyn.model.plan import Params
 from kanedyn.simulation import limits as limits_
-from kanedyn.simulation.integrate import check_times, resolve_engine, simulate
+from kanedyn.simulation.integrate import simulate
 from kanedyn.simulation.options import RK4, Engine, Formulation
+from kanedyn.simulation.run_options import check_times
+from kanedyn.simulation.system import resolve_engine
 from kanedyn.simulation.trajectory import Trajectory
 from kanedyn.spatial.arithmetic import NUMPY
 

@@ -11,12 +11,17 @@ A joint's position range is its :class:`~kanedyn.JointLimits` ``lower``, ``upper
   ``Trajectory.limit_crossings``, and a :class:`JointLimitWarning` names them. A
   crossing and return between two outputs is not seen: output every step (the
   default) to check every step.
-* ``"stop"``: each bound is a one-sided stop. After a step that takes the coordinate
-  past a bound, the coordinate is set to the bound and the DOF is locked there
+* ``"stop"``: each bound is a one-sided stop (:mod:`kanedyn.simulation.stops`). When
+  the coordinate reaches a bound, it is set to the bound and the DOF is locked there
   (a :class:`~kanedyn.Lock`: its speed is held at zero, the other DOFs keep their
-  generalized momenta, so the impact is perfectly plastic). At each step boundary a
-  locked stop is released when the acceleration its DOF would have unlocked (its
-  constraint force reversed) points back into the range. Fixed-step RK4 only.
+  generalized momenta, so the impact is perfectly plastic). A locked stop is released
+  when the acceleration its DOF would have unlocked (its constraint force reversed)
+  points back into the range. Fixed-step RK4 acts at the step boundary after the
+  crossing (and checks releases at each boundary); an adaptive method (``"RK45"``,
+  ``"DOP853"``, ...) locates the crossing and the release on its dense output, as
+  ``solve_ivp`` locates a terminal event, and restarts from there. The energy-momentum
+  scheme takes no locks, and on a model with loops the loop equations hold no locked
+  speed: both are refused.
 * ``"ignore"``: no check.
 """
 

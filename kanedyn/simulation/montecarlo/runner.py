@@ -60,7 +60,7 @@ from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.plan import params_of
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.ensemble import EnsembleTrajectory, simulate_ensemble
-from kanedyn.simulation.integrate import check_times, simulate
+from kanedyn.simulation.integrate import simulate
 from kanedyn.simulation.limits import JointLimitWarning, Limits, limited_joints
 from kanedyn.simulation.montecarlo.dispersion import (
     Dispersion,
@@ -70,6 +70,7 @@ from kanedyn.simulation.montecarlo.dispersion import (
     sample,
 )
 from kanedyn.simulation.montecarlo.result import STATUS, MonteCarloResult, require_pandas
+from kanedyn.simulation.run_options import check_times
 from kanedyn.simulation.trajectory import Trajectory
 
 __all__ = ["ChunkResult", "monte_carlo", "run_chunk"]

@@ -1,0 +1,264 @@
+"""The right-hand side a run integrates: ``ẋ = f(t, x)`` of one formulation, engine and
+set of locked speeds, on the state ``x = [q | y]``.
+
+* ``"kane"``: ``y = ν = [u | s]``, ``ẏ`` from the Kane equations ``M ν̇ = f``
+  (:func:`kanedyn.dynamics.kane.mass_matrix_at`, :func:`~kanedyn.dynamics.kane.forcing_at`),
+  or with loops ``Cᵀ(Fr + Fr*) = 0`` (:mod:`kanedyn.dynamics.loops`);
+* ``"msd"``: ``y`` = the momentum states of :mod:`kanedyn.dynamics.msd`, ``ẏ`` from
+  :func:`kanedyn.dynamics.msd.rates`, and the speeds from one Cholesky solve.
+
+The compiled engine (:mod:`kanedyn.compiled`) evaluates the same equations from generated
+code. A locked speed is held at zero (MSD slide 19); :meth:`System.relock` re-solves the
+state when the locked set changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn import joints
+from kanedyn.compiled import CompiledModel, check_finite, compile_model, supports
+from kanedyn.dynamics import loops as loops_
+from kanedyn.dynamics import msd
+from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError, SimulationError
+from kanedyn.model import Model, State
+from kanedyn.simulation import diagnose
+from kanedyn.simulation.options import Engine, Formulation
+from kanedyn.spatial.arithmetic import NUMPY
+
+__all__ = [
+    "Drift",
+    "System",
+    "linear_modes",
+    "normalize_quaternions",
+    "qdot",
+    "resolve_engine",
+]
+
+Array = NDArray[np.float64]
+
+
+def resolve_engine(model: Model, engine: Engine) -> bool:
+    """Whether to use the compiled engine (:mod:`kanedyn.compiled`) for ``engine``.
+
+    ``AUTO``: compiled when the model can be compiled;
+    ``COMPILED``: compiled, or a ModelError saying why not; ``DENSE``: never.
+    """
+    if engine is Engine.DENSE:
+        return False
+    why = supports(model)
+    if why is not None and engine is Engine.COMPILED:
+        raise ModelError(f"engine='compiled': {why}; use engine='dense'")
+    return why is None
+
+
+def qdot(model: Model, q: Array, u: Array) -> Array:
+    """Kinematic equations (:func:`kanedyn.joints.qdot`): angle and slide rates are
+    speeds; ``q̇ = ½ q ⊗ [ω, 0]``."""
+    return joints.qdot(model.layout, q, u)
+
+
+def normalize_quaternions(model: Model, q: Array) -> Array:
+    """``q`` with unit quaternions (:func:`kanedyn.joints.normalize_quaternions`)."""
+    return joints.normalize_quaternions(NUMPY, model.layout, q)
+
+
+@attrs.define
+class System:
+    """Right-hand side ``ẋ = f(t, x)`` of one formulation with a set of locked speeds.
+
+    With ``compiled``, ``cm`` is the model's compiled equations for the current lock set
+    (looked up once per lock set, not per right-hand side).
+    """
+
+    model: Model
+    formulation: Formulation
+    loads: LoadsLike
+    compiled: bool = False  # either formulation through kanedyn.compiled
+    held: list[Any] = attrs.field(factory=list)  # controller commands, zero-order hold
+    started: bool = False  # after the first call, errors from loads name the time
+    _locked: NDArray[np.intp] = attrs.field(
+        factory=lambda: np.zeros(0, dtype=np.intp), alias="locked"
+    )
+    cm: CompiledModel | None = attrs.field(init=False, default=None)
+    baumgarte: tuple[float, float] | None = None  # loops: Baumgarte's (α, β), or None
+    part: loops_.Partition | None = attrs.field(init=False, default=None)  # loops: speeds
+    repartitions: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self) -> None:
+        self.locked = self._locked
+
+    @property
+    def locked(self) -> NDArray[np.intp]:
+        """The locked speed indices (held at zero)."""
+        return self._locked
+
+    @locked.setter
+    def locked(self, locked: NDArray[np.intp]) -> None:
+        if self.compiled and (self.cm is None or not np.array_equal(locked, self._locked)):
+            self.cm = compile_model(self.model, locked.tolist(), self.formulation)
+        self._locked = locked
+
+    def speeds(self, q: Array, y: Array) -> Array:
+        """The speeds ``ν`` at ``[q | y]`` (``y`` itself under Kane)."""
+        if self.formulation is Formulation.KANE:
+            return y
+        if self.cm is not None:  # the last n outputs of the MSD kernel
+            return np.array(self.cm.rhs(q.tolist(), y.tolist())[self.model.n + self.model.nq :])
+        return msd._speeds(
+            self.model, kinematics_at(self.model, q, np.zeros(self.model.n)), y, self.locked
+        )
+
+    def __call__(self, t: float, x: Array) -> Array:
+        model = self.model
+        nc = None if self.cm is None else self.cm.native
+        if nc is not None and not (self.loads or self.held):
+            # the native kernel normalizes the quaternions itself
+            if not nc.rhs_into(x):
+                check_finite(x)  # a non-finite state, or:
+                raise ModelError(SINGULAR_MASS_MATRIX)
+            out = nc.out
+            return np.concatenate((out[model.n : model.n + model.nq], out[: model.n]))
+        q = normalize_quaternions(model, x[: model.nq])
+        y = x[model.nq :]
+        if self.cm is not None and not (self.loads or self.held):
+            return self._compiled(self.cm, q, y, None)
+        u = self.speeds(q, y)
+        kin = kinematics_at(model, q, u)
+        state = State(q, u) if callable(self.loads) else _LightState(q, u)
+        records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
+        if self.held:
+            records = [*(records or ()), *self.held]
+        try:
+            L = applied_loads(model, state, kin, records, t)  # type: ignore[arg-type]
+        except ModelError as exc:
+            if not self.started:
+                raise
+            raise SimulationError(f"t = {t:.6g}: loads: {exc}") from None
+        kane = self.formulation is Formulation.KANE
+        if self.cm is not None:
+            return self._compiled(self.cm, q, u if kane else y, L)
+        if kane and model.loops:  # Cᵀ(Fr + Fr*) = 0 with the dependent speeds eliminated
+            eq = loops_._equations(model, kin, L, u, self.part, baumgarte=self.baumgarte)
+            if self.part is not None and eq.partition is not self.part:
+                self.repartitions += 1
+            self.part = eq.partition
+            try:
+                ydot = loops_.constrained_accelerations(eq)
+            except ModelError as exc:
+                raise SimulationError(f"t = {t:.6g}: {exc}") from None
+        elif kane:
+            tm = kane_terms(model, kin)
+            M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
+            ydot = np.zeros(model.n)
+            # a singular mass matrix raises ModelError; the run loops add the time
+            if self.locked.size:
+                free = np.setdiff1d(np.arange(model.n), self.locked)
+                ydot[free] = solve_mass_matrix(M[np.ix_(free, free)], f[free])
+            else:
+                ydot = solve_mass_matrix(M, f)
+        else:
+            ydot = msd.rates(model, kin, L)
+            ydot[self.locked] = 0.0
+        return np.concatenate((qdot(model, q, u), ydot))
+
+    def _compiled(self, cm: CompiledModel, q: Array, y: Array, L: Any) -> Array:
+        """``[q̇ | ẏ]`` from the compiled equations (locked speeds held at zero); ``y``
+        are the speeds (Kane) or the momentum states (MSD, then ``L`` is None)."""
+        qv, yv = q.tolist(), y.tolist()
+        n, nq = self.model.n, self.model.nq
+        out = cm.rhs(qv, yv) if L is None else cm.rhs_with_loads(qv, yv, L)
+        xdot = np.array(out[n : n + nq] + out[:n])
+        check_finite(xdot)
+        return xdot
+
+    def initial(self, state: State) -> Array:
+        """The integrated state ``[q | y]`` of ``state``."""
+        if self.formulation is Formulation.KANE:
+            return np.concatenate((state.q, state.u))
+        return np.concatenate((state.q, msd.momenta(self.model, state)))
+
+    def relock(self, q: Array, y: Array, locked: NDArray[np.intp]) -> Array:
+        """New ``y`` after the locked set changes at configuration ``q``.
+
+        The generalized momenta of the free DOFs are kept (the locking impulse does no
+        work along them), so total momentum is conserved through the event; a DOF that
+        is unlocked starts from its generalized momentum with its speed still zero.
+        """
+        model = self.model
+        u_old = self.speeds(q, y)
+        kin = kinematics_at(model, q, u_old)
+        p_old = msd._root_to_total(model, kin, msd._generalized_momenta(model, kin, u_old))
+        was_locked = self.locked
+        self.locked = locked
+        if self.formulation is Formulation.KANE:
+            return msd._speeds(model, kin, p_old, locked)
+        y_new = y.copy()
+        y_new[was_locked] = p_old[was_locked]
+        return y_new
+
+    def relocked(self, x: Array, locked: NDArray[np.intp]) -> Array:
+        """The state ``x = [q | y]`` re-solved for the locked set ``locked``
+        (:meth:`relock`)."""
+        nq = self.model.nq
+        return np.concatenate((x[:nq], self.relock(x[:nq], x[nq:], locked)))
+
+    def unlocked_acceleration(self, t: float, x: Array, r: int) -> float:
+        """``ν̇_r`` that locked speed ``r`` would have at ``x`` if it alone were freed
+        (the Kane equations with the other locks kept): its sign tells whether the
+        lock's constraint force pushes or pulls."""
+        nq = self.model.nq
+        q = normalize_quaternions(self.model, x[:nq])
+        u = self.speeds(q, x[nq:])
+        free = np.setdiff1d(self.locked, [r])
+        trial = System(self.model, Formulation.KANE, self.loads, held=self.held,
+                       started=True, locked=free)  # fmt: skip
+        return float(trial(t, np.concatenate((q, u)))[nq + r])
+
+
+@attrs.frozen(eq=False)
+class _LightState:
+    """A State without validation, for the inner loop (loads that are not callables)."""
+
+    q: Array
+    u: Array
+
+
+class Drift:
+    """Projects states of a model with loops back onto the constraint manifold
+    (:func:`kanedyn.dynamics.loops.project`) and keeps the largest residual found
+    before a projection."""
+
+    def __init__(self, model: Model):
+        self.model, self.largest = model, 0.0
+
+    def __call__(self, x: Array) -> Array:
+        nq = self.model.nq
+        q, u, before = loops_.project(self.model, x[:nq], x[nq:])
+        self.largest = max(self.largest, before)
+        return np.concatenate((q, u))
+
+
+def linear_modes(
+    model: Model,
+    state: State,
+    *,
+    formulation: Formulation | str = "kane",
+    loads: LoadsLike = None,
+    engine: Engine | str = "auto",
+) -> diagnose.Modes | None:
+    """The eigenvalues of the linearized equations of motion at ``state``
+    (:func:`kanedyn.simulation.diagnose.linear_modes` of the right-hand side
+    :func:`kanedyn.simulate` integrates); None for very large models."""
+    system = System(
+        model, Formulation.parse(formulation), loads,
+        compiled=resolve_engine(model, Engine.parse(engine)),
+    )  # fmt: skip
+    return diagnose.linear_modes(system, system.initial(state))
