@@ -170,7 +170,14 @@ class Recursion:
             c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
             u = np.array(self.u, dtype=object)
             q = np.array(self.q, dtype=object)
-            Q = joints.spring_damper(lay, k, c, q, u).tolist()
+            poly = []
+            for field in ("stiffness_poly", "damping_poly"):
+                p = np.empty((model.n, 2), dtype=object)
+                p[:] = [self.par(field, r) for r in range(model.n)]
+                poly.append(p)
+            if all(_is_zero(x) for p in poly for x in p.ravel()):
+                poly = []  # linear springs and dampers (structurally)
+            Q = joints.spring_damper(lay, k, c, q, u, *poly, ar=self.ar).tolist()
         if self.tau is not None:
             Q = [Qr + t for Qr, t in zip(Q, self.tau, strict=True)]
         return Q
