@@ -59,8 +59,10 @@ __all__ = [
     "slide",
     "spherical",
     "damper_force",
+    "damper_rate",
     "spring_damper",
     "spring_discrete_gradient",
+    "spring_energy",
     "spring_potential",
 ]
 
@@ -291,7 +293,7 @@ def spring_damper(
     MuJoCo's polynomial spring and damper (``stiffness="k k₂ k₃"``, ``damping="c c₂
     c₃"``; mujoco.readthedocs.io, Computation, "Polynomial forces"; its
     ``mj_springdamper``). The spring is the generalized force of the potential
-    :func:`spring_potential`, the damper that of :func:`damper_force` (virtual work
+    :func:`spring_energy`, the damper that of :func:`damper_force` (virtual work
     ``Q δq``), not 42's ``Γ τ``. ``stiffness``, ``damping`` (..., n) hold one value per
     speed, ``stiffness_poly``, ``damping_poly`` (..., n, 2) the higher-order coefficients
     ``(k₂, k₃)``, ``(c₂, c₃)`` per speed (None: none). ``ar`` is the arithmetic of ``q``
@@ -309,31 +311,47 @@ def spring_damper(
     return Q
 
 
+def spring_energy(stiffness: Array, stiffness_poly: Array | None, x: Array) -> Array:
+    """One coordinate's spring potential, elementwise (MuJoCo's ``mju_polyPotential``):
+
+    .. math:: V(x) = \\tfrac12 k x^2 + \\tfrac13 k_2 x^3 + \\tfrac14 k_3 x^4
+
+    so that ``-V'(x) = -(k x + k₂ x² + k₃ x³)`` is the spring of :func:`spring_damper`.
+    ``stiffness`` (...) ``k``, ``stiffness_poly`` (..., 2) ``(k₂, k₃)`` or None.
+    """
+    c = 0.5 * stiffness
+    if stiffness_poly is not None:
+        c = c + x * (stiffness_poly[..., 0] / 3 + stiffness_poly[..., 1] * x / 4)
+    return c * x * x
+
+
 def spring_potential(
     layout: Any, stiffness: Array, stiffness_poly: Array | None, q: Array
 ) -> Array:
     """The potential of the angle and slide springs (:func:`spring_damper`), summed over
-    the joints, shape (...):
-
-    .. math:: V = \\sum_r \\tfrac12 k_r q_r^2 + \\tfrac13 k_{2r} q_r^3 + \\tfrac14 k_{3r} q_r^4
-
-    (MuJoCo's ``mju_polyPotential``), so that ``-∂V/∂q_r`` is the spring's generalized
-    force. Spherical joints' springs are not included
+    the joints, shape (...): ``Σ_r V_r(q_r)`` with ``V`` of :func:`spring_energy`.
+    Spherical joints' springs are not included
     (:func:`kanedyn.dynamics.loads.spring_potential` adds them).
     """
-    x = q[..., layout.angle_q]
-    c = 0.5 * stiffness[..., layout.angle_u]
-    if stiffness_poly is not None:
-        kp = stiffness_poly[..., layout.angle_u, :]
-        c = c + x * (kp[..., 0] / 3 + kp[..., 1] * x / 4)
-    return np.sum(c * x * x, axis=-1)
+    kp = None if stiffness_poly is None else stiffness_poly[..., layout.angle_u, :]
+    V = spring_energy(stiffness[..., layout.angle_u], kp, q[..., layout.angle_q])
+    return np.sum(V, axis=-1)
+
+
+def damper_rate(damping: Array, damping_poly: Array | None, v: Array) -> Array:
+    """``f'(v) = c₁ + 2 c₂ |v| + 3 c₃ v²``, the derivative of :func:`damper_force`
+    (NumPy, elementwise; Newton's tangent of the energy-momentum step)."""
+    d = damping + 0 * v
+    if damping_poly is not None:
+        d = d + 2 * damping_poly[..., 0] * np.abs(v) + 3 * damping_poly[..., 1] * v * v
+    return d
 
 
 def spring_discrete_gradient(
     stiffness: Array, stiffness_poly: Array | None, x0: Array, x1: Array
 ) -> tuple[Array, Array]:
     """The discrete gradient of one coordinate's spring potential
-    ``V(x) = ½ k x² + ⅓ k₂ x³ + ¼ k₃ x⁴`` (:func:`spring_potential`), elementwise, and its
+    ``V(x) = ½ k x² + ⅓ k₂ x³ + ¼ k₃ x⁴`` (:func:`spring_energy`), elementwise, and its
     derivative in ``x1``:
 
     .. math:: \\bar\\nabla V = \\frac{V(x_1) - V(x_0)}{x_1 - x_0}
