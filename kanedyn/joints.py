@@ -257,7 +257,9 @@ def normalize_quaternions(ar: Arithmetic, layout: Any, q: Array) -> Array:
     return q
 
 
-def damper_force(damping: Array, damping_poly: Array | None, v: Array, ar: Arithmetic = NUMPY) -> Array:
+def damper_force(
+    damping: Array, damping_poly: Array | None, v: Array, ar: Arithmetic = NUMPY
+) -> Array:
     """MuJoCo's polynomial damper law ``f(v) = c₁ v + c₂ v|v| + c₃ v³`` (the force on the
     speed is ``-f(v)``), elementwise (mujoco.readthedocs.io, Computation, "Polynomial
     forces": the even power anti-symmetrized, so that ``f`` is odd).

@@ -253,6 +253,7 @@ def test_polynomial_spring_damper_on_every_arithmetic():
             if j.rot_type != "spherical":
                 x = q[qi[d]]
                 Q_ref[r] -= j.stiffness[d] * x + k2 * x**2 + k3 * x**3
+
     def law(ar, a, b):
         k, c, kp, cp = (ar.const(x) for x in (pa.stiffness, pa.damping, pa.stiffness_poly,
                                                pa.damping_poly))  # fmt: skip
@@ -318,8 +319,10 @@ def test_polynomial_spring_potential_is_the_integral_of_its_force():
         else:
             assert grad == pytest.approx(-quad(force, x0, x1)[0] / (x1 - x0), rel=1e-12)
         eps = 1e-6
-        fd = (joints.spring_discrete_gradient(3.0, np.array([-2.5, 7.0]), x0, x1 + eps)[0]
-              - joints.spring_discrete_gradient(3.0, np.array([-2.5, 7.0]), x0, x1 - eps)[0])
+        fd = (
+            joints.spring_discrete_gradient(3.0, np.array([-2.5, 7.0]), x0, x1 + eps)[0]
+            - joints.spring_discrete_gradient(3.0, np.array([-2.5, 7.0]), x0, x1 - eps)[0]
+        )
         assert dgrad == pytest.approx(fd / (2 * eps), rel=1e-8)
 
 

@@ -296,7 +296,12 @@ def _object_floats(x: Any) -> np.ndarray:
 
 
 TRACE = Arithmetic(
-    "trace", elementwise(sin), elementwise(cos), elementwise(sqrt), _object_floats, elementwise(fabs)
+    "trace",
+    elementwise(sin),
+    elementwise(cos),
+    elementwise(sqrt),
+    _object_floats,
+    elementwise(fabs),
 )
 """The arithmetic protocol (:mod:`kanedyn.spatial.arithmetic`) on traced values: object
 arrays of :class:`Value` s and floats. The shared equations run on it to record the

@@ -170,14 +170,14 @@ class Recursion:
             c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
             u = np.array(self.u, dtype=object)
             q = np.array(self.q, dtype=object)
-            poly = []
-            for field in ("stiffness_poly", "damping_poly"):
-                p = np.empty((model.n, 2), dtype=object)
-                p[:] = [self.par(field, r) for r in range(model.n)]
-                poly.append(p)
-            if all(_is_zero(x) for p in poly for x in p.ravel()):
-                poly = []  # linear springs and dampers (structurally)
-            Q = joints.spring_damper(lay, k, c, q, u, *poly, ar=self.ar).tolist()
+            kp, cp = (np.empty((model.n, 2), dtype=object) for _ in range(2))
+            kp[:] = [self.par("stiffness_poly", r) for r in range(model.n)]
+            cp[:] = [self.par("damping_poly", r) for r in range(model.n)]
+            if all(_is_zero(x) for x in (*kp.ravel(), *cp.ravel())):
+                # linear springs and dampers (structurally)
+                Q = joints.spring_damper(lay, k, c, q, u, ar=self.ar).tolist()
+            else:
+                Q = joints.spring_damper(lay, k, c, q, u, kp, cp, ar=self.ar).tolist()
         if self.tau is not None:
             Q = [Qr + t for Qr, t in zip(Q, self.tau, strict=True)]
         return Q

@@ -483,12 +483,12 @@ def _joint_forces(model: Model, q: list, u: list) -> list:
             )
     stiffness, damping = (np.array([_const(x) for x in a], dtype=object)
                           for a in (pa.stiffness, pa.damping))  # fmt: skip
-    poly = [None, None]
+    kp = cp = None
     if pa.has_poly:
-        poly = [np.array([[_const(x) for x in row] for row in a], dtype=object).reshape(-1, 2)
-                for a in (pa.stiffness_poly, pa.damping_poly)]  # fmt: skip
+        kp, cp = (np.array([[_const(x) for x in row] for row in a], dtype=object).reshape(-1, 2)
+                  for a in (pa.stiffness_poly, pa.damping_poly))  # fmt: skip
     obj = np.array(q, dtype=object), np.array(u, dtype=object)
-    return joints.spring_damper(lay, stiffness, damping, *obj, *poly, ar=SYMPY).tolist()
+    return joints.spring_damper(lay, stiffness, damping, *obj, kp, cp, ar=SYMPY).tolist()
 
 
 def _kinematic_equations(model: Model, q: list, u: list) -> sm.Matrix:

@@ -594,11 +594,11 @@ def lagrange(
     for k, j in enumerate(model.joints):
         if j.rot_type != "spherical":
             q_layout[lay.q_index[k]] = [q[int(r)] for r in lay.u_index[k]]
-    poly = [exact_array(pa.stiffness_poly), exact_array(pa.damping_poly)] if pa.has_poly else []
+    kp, cp = (exact_array(a) if pa.has_poly else None for a in (pa.stiffness_poly, pa.damping_poly))
     Q = matrix(
         joints.spring_damper(
             lay, exact_array(pa.stiffness), exact_array(pa.damping),
-            q_layout, np.array(list(u), dtype=object), *poly, ar=SYMPY,
+            q_layout, np.array(list(u), dtype=object), kp, cp, ar=SYMPY,
         )
     )  # fmt: skip
     spherical_u = {int(r): k for k in lay.spherical.tolist() for r in lay.u_index[k][:3]}
