@@ -170,9 +170,10 @@ class Recursion:
             c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
             u = np.array(self.u, dtype=object)
             q = np.array(self.q, dtype=object)
-            kp, cp = (np.empty((model.n, 2), dtype=object) for _ in range(2))
-            kp[:] = [self.par("stiffness_poly", r) for r in range(model.n)]
-            cp[:] = [self.par("damping_poly", r) for r in range(model.n)]
+            kp, cp = (
+                np.array([self.par(field, r) for r in range(model.n)], dtype=object).reshape(-1, 2)
+                for field in ("stiffness_poly", "damping_poly")
+            )
             if all(_is_zero(x) for x in (*kp.ravel(), *cp.ravel())):
                 # linear springs and dampers (structurally)
                 Q = joints.spring_damper(lay, k, c, q, u, ar=self.ar).tolist()
