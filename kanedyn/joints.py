@@ -14,7 +14,9 @@ Bo). Per joint kind this module gives
   axes ``Δ`` (:func:`slide`);
 * the kinematic equations ``q̇(q, u)`` (:func:`qdot`) and the quaternion normalization
   (:func:`normalize_quaternions`);
-* the joint springs and dampers as generalized forces (:func:`spring_damper`);
+* the joint springs and dampers as generalized forces (:func:`spring_damper`, MuJoCo's
+  polynomial law), their potential (:func:`spring_potential`) and its discrete gradient
+  (:func:`spring_discrete_gradient`);
 * the closure of a loop joint (:class:`kanedyn.Loop`): its configuration constraints
   ``Φ``, their velocity form and their acceleration (bias) terms
   (:func:`loop_rotation`, :func:`loop_translation`, :func:`loop_constraint_axes`).
@@ -56,7 +58,12 @@ __all__ = [
     "qdot",
     "slide",
     "spherical",
+    "damper_force",
+    "damper_rate",
     "spring_damper",
+    "spring_discrete_gradient",
+    "spring_energy",
+    "spring_potential",
     "subspace",
 ]
 
@@ -270,24 +277,122 @@ def normalize_quaternions(ar: Arithmetic, layout: Any, q: Array) -> Array:
     return q
 
 
-def spring_damper(layout: Any, stiffness: Array, damping: Array, q: Array, u: Array) -> Array:
+def damper_force(
+    damping: Array, damping_poly: Array | None, v: Array, ar: Arithmetic = NUMPY
+) -> Array:
+    """MuJoCo's polynomial damper law ``f(v) = c₁ v + c₂ v|v| + c₃ v³`` (the force on the
+    speed is ``-f(v)``), elementwise (mujoco.readthedocs.io, Computation, "Polynomial
+    forces": the even power anti-symmetrized, so that ``f`` is odd).
+
+    ``damping`` (...) holds ``c₁``, ``damping_poly`` (..., 2) ``(c₂, c₃)`` (None: linear,
+    ``c₁ v`` only); ``ar`` the arithmetic of ``v`` (its ``abs`` gives ``|v|``).
+    """
+    f = damping * v
+    if damping_poly is not None:
+        f = f + damping_poly[..., 0] * (v * ar.abs(v)) + damping_poly[..., 1] * (v * v * v)
+    return f
+
+
+def spring_damper(
+    layout: Any,
+    stiffness: Array,
+    damping: Array,
+    q: Array,
+    u: Array,
+    stiffness_poly: Array | None = None,
+    damping_poly: Array | None = None,
+    ar: Arithmetic = NUMPY,
+) -> Array:
     """Generalized forces of the joint springs and dampers on angles and slides, and the
     dampers of spherical joints, shape (..., n).
 
-    .. math:: Q_r = -k_r\\, q_r - c_r\\, u_r \\;(\\text{angle or slide } r), \\qquad
-              Q_r = -c_r\\, \\omega_r \\;(\\text{spherical})
+    .. math:: Q_r = -(k_r q_r + k_{2r} q_r^2 + k_{3r} q_r^3)
+                    - (c_r u_r + c_{2r} u_r |u_r| + c_{3r} u_r^3)
+              \\;(\\text{angle or slide } r), \\qquad
+              Q_r = -(c_r \\omega_r + c_{2r} \\omega_r |\\omega_r| + c_{3r} \\omega_r^3)
+              \\;(\\text{spherical})
 
-    These are the generalized forces of the potential ``½ k q²`` and of the dissipation
-    ``½ c u²`` (virtual work ``Q δq``), not 42's ``Γ τ``. ``stiffness``, ``damping`` (...,
-    n) hold one value per speed. A spherical joint's spring is
-    ``-J_r⁻ᵀ(φ) K φ`` (:func:`kanedyn.dynamics.loads.joint_spring_forces`, NumPy only: its series
-    branch at zero rotation depends on the value).
+    MuJoCo's polynomial spring and damper (``stiffness="k k₂ k₃"``, ``damping="c c₂
+    c₃"``; mujoco.readthedocs.io, Computation, "Polynomial forces"; its
+    ``mj_springdamper``). The spring is the generalized force of the potential
+    :func:`spring_energy`, the damper that of :func:`damper_force` (virtual work
+    ``Q δq``), not 42's ``Γ τ``. ``stiffness``, ``damping`` (..., n) hold one value per
+    speed, ``stiffness_poly``, ``damping_poly`` (..., n, 2) the higher-order coefficients
+    ``(k₂, k₃)``, ``(c₂, c₃)`` per speed (None: none). ``ar`` is the arithmetic of ``q``
+    and ``u`` (``|u|`` needs its ``abs``). A spherical joint's spring is
+    ``-J_r⁻ᵀ(φ) K φ`` (:func:`kanedyn.dynamics.loads.joint_spring_forces`, NumPy only:
+    its series branch at zero rotation depends on the value).
     """
-    Q = -(damping * u)
-    Q[..., layout.angle_u] = (
-        Q[..., layout.angle_u] - stiffness[..., layout.angle_u] * q[..., layout.angle_q]
-    )
+    Q = -damper_force(damping, damping_poly, u, ar)
+    x = q[..., layout.angle_q]
+    k = stiffness[..., layout.angle_u]
+    if stiffness_poly is not None:
+        kp = stiffness_poly[..., layout.angle_u, :]
+        k = k + x * (kp[..., 0] + kp[..., 1] * x)  # k + k₂ x + k₃ x²
+    Q[..., layout.angle_u] = Q[..., layout.angle_u] - k * x
     return Q
+
+
+def spring_energy(stiffness: Array, stiffness_poly: Array | None, x: Array) -> Array:
+    """One coordinate's spring potential, elementwise (MuJoCo's ``mju_polyPotential``):
+
+    .. math:: V(x) = \\tfrac12 k x^2 + \\tfrac13 k_2 x^3 + \\tfrac14 k_3 x^4
+
+    so that ``-V'(x) = -(k x + k₂ x² + k₃ x³)`` is the spring of :func:`spring_damper`.
+    ``stiffness`` (...) ``k``, ``stiffness_poly`` (..., 2) ``(k₂, k₃)`` or None.
+    """
+    c = 0.5 * stiffness
+    if stiffness_poly is not None:
+        c = c + x * (stiffness_poly[..., 0] / 3 + stiffness_poly[..., 1] * x / 4)
+    return c * x * x
+
+
+def spring_potential(
+    layout: Any, stiffness: Array, stiffness_poly: Array | None, q: Array
+) -> Array:
+    """The potential of the angle and slide springs (:func:`spring_damper`), summed over
+    the joints, shape (...): ``Σ_r V_r(q_r)`` with ``V`` of :func:`spring_energy`.
+    Spherical joints' springs are not included
+    (:func:`kanedyn.dynamics.loads.spring_potential` adds them).
+    """
+    kp = None if stiffness_poly is None else stiffness_poly[..., layout.angle_u, :]
+    V = spring_energy(stiffness[..., layout.angle_u], kp, q[..., layout.angle_q])
+    return np.sum(V, axis=-1)
+
+
+def damper_rate(damping: Array, damping_poly: Array | None, v: Array) -> Array:
+    """``f'(v) = c₁ + 2 c₂ |v| + 3 c₃ v²``, the derivative of :func:`damper_force`
+    (NumPy, elementwise; Newton's tangent of the energy-momentum step)."""
+    d = damping + 0 * v
+    if damping_poly is not None:
+        d = d + 2 * damping_poly[..., 0] * np.abs(v) + 3 * damping_poly[..., 1] * v * v
+    return d
+
+
+def spring_discrete_gradient(
+    stiffness: Array, stiffness_poly: Array | None, x0: Array, x1: Array
+) -> tuple[Array, Array]:
+    """The discrete gradient of one coordinate's spring potential
+    ``V(x) = ½ k x² + ⅓ k₂ x³ + ¼ k₃ x⁴`` (:func:`spring_energy`), elementwise, and its
+    derivative in ``x1``:
+
+    .. math:: \\bar\\nabla V = \\frac{V(x_1) - V(x_0)}{x_1 - x_0}
+              = \\tfrac12 k (x_0 + x_1) + \\tfrac13 k_2 (x_0^2 + x_0 x_1 + x_1^2)
+                + \\tfrac14 k_3 (x_0 + x_1)(x_0^2 + x_1^2)
+
+    (Gonzalez 1996): the quotient divided out exactly, so it needs no branch at
+    ``x1 = x0`` (where it is ``V'(x0)``). The energy-momentum step's springs
+    (:mod:`kanedyn.simulation.conserving.step`): ``Δx · ∇̄V = V(x1) - V(x0)``.
+    ``stiffness`` (...) ``k``, ``stiffness_poly`` (..., 2) ``(k₂, k₃)`` or None.
+    """
+    s = x0 + x1
+    grad = 0.5 * stiffness * s
+    dgrad = 0.5 * stiffness + 0 * s
+    if stiffness_poly is not None:
+        k2, k3 = stiffness_poly[..., 0], stiffness_poly[..., 1]
+        grad = grad + k2 * (x0 * x0 + x0 * x1 + x1 * x1) / 3 + k3 * s * (x0 * x0 + x1 * x1) / 4
+        dgrad = dgrad + k2 * (x0 + 2 * x1) / 3 + k3 * (x0 * x0 + 2 * x0 * x1 + 3 * x1 * x1) / 4
+    return grad, dgrad
 
 
 # --------------------------------------------------------------------------- loop joints

@@ -570,3 +570,46 @@ def test_closed_loops_over_1e4_steps_at_ten_times_the_rk4_step(make, driver):
     red = redundant(model)
     q, u = to_joint_coordinates(red, r.x[-1], r.v[-1])
     assert np.max(loops_.residuals(model, q, u)) < 1e-9
+
+
+# --------------------------------------------------------------------------- polynomial springs
+def polynomial_spring_arm(damping_poly=0.0) -> kd.Model:
+    """A hinged arm carrying a slider, both on MuJoCo-style polynomial springs."""
+    a = kd.Body("a", mass=1.0, inertia=np.diag([0.02, 0.02, 0.02]), com=(0.5, 0.0, 0.0))
+    b = kd.Body("b", mass=0.5, inertia=np.diag([0.01, 0.01, 0.01]), com=(0.1, 0.0, 0.0))
+    joints = [
+        kd.Joint.revolute("h", None, "a", axis=3, stiffness=2.0, stiffness_poly=(-4.0, 30.0),
+                          damping_poly=damping_poly),
+        kd.Joint.prismatic("s", "a", "b", axis=1, inner_point=(1.0, 0.0, 0.0), stiffness=10.0,
+                           stiffness_poly=(5.0, 200.0), damping_poly=damping_poly),
+    ]  # fmt: skip
+    return kd.Model([a, b], joints, gravity=(0.0, -9.81, 0.0))
+
+
+POLY_STATE = kd.State(np.array([0.8, 0.2]), np.array([1.0, -0.5]))
+
+
+def test_polynomial_springs_conserve_energy_on_rk4_and_energy_momentum():
+    """Undamped polynomial springs: the energy (kinetic, gravity, ½kx² + ⅓k₂x³ + ¼k₃x⁴)
+    is constant, to RK4's truncation error and to round-off on the energy-momentum step
+    (the discrete gradient of the spring potential); a wrong x³ or x⁴ term in the
+    potential or in the discrete gradient breaks both."""
+    m = polynomial_spring_arm()
+    rk4 = kd.simulate(m, POLY_STATE, 2.0, 1e-3)
+    assert _rel_spread(rk4.total_energy) < 1e-8
+    em = kd.simulate(m, POLY_STATE, 2.0, 0.02, method="energy-momentum")
+    assert _rel_spread(em.total_energy) < 1e-11
+    assert _rel_spread(em.run.energy) < 1e-11
+    # the same springs' energy in joint coordinates (the dense engine's readout)
+    kane = [kd.potential_energy(m, em.state(i)) for i in (0, len(em.t) - 1)]
+    np.testing.assert_allclose(kane, em.potential_energy[[0, -1]], rtol=1e-9)
+
+
+def test_polynomial_dampers_dissipate_what_the_energy_loses():
+    """Polynomial dampers (c₂ v|v| + c₃ v³) on the energy-momentum step: the energy falls
+    by exactly the dampers' discrete work."""
+    m = polynomial_spring_arm(damping_poly=(0.3, 0.2))
+    em = kd.simulate(m, POLY_STATE, 1.0, 0.02, method="energy-momentum")
+    E = em.run.energy
+    assert np.all(np.diff(E) < 0.0)
+    np.testing.assert_allclose(E[0] - E, em.run.dissipated, rtol=0, atol=1e-11 * abs(E[0]))

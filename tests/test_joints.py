@@ -221,6 +221,111 @@ def test_spring_damper_and_qdot_on_a_model_with_every_joint_kind():
         np.testing.assert_allclose(traced, ref, atol=1e-15)
 
 
+def _poly_model() -> kd.Model:
+    """A hinge, a 2-angle gimbal with a slide, and a ball: polynomial springs and dampers."""
+    return kd.Model(
+        [kd.Body(n, mass=1.0, inertia=np.eye(3)) for n in "abc"],
+        [
+            kd.Joint.revolute("h", None, "a", stiffness=2.0, damping=0.4,
+                              stiffness_poly=(-1.5, 6.0), damping_poly=(0.3, 0.2)),
+            kd.Joint("g", "a", "b", rot_dof=2, rot_seq="231", trn_dof=1, stiffness=(1.0, 0.0, 3.0),
+                     stiffness_poly=[(0.5, 2.0), (0.0, 4.0), (-2.0, 1.0)],
+                     damping_poly=[(0.1, 0.0), (0.0, 0.7), (0.4, 0.4)]),
+            kd.Joint.spherical("ball", "b", "c", damping=0.2, damping_poly=(0.6, 0.1)),
+        ],
+    )  # fmt: skip
+
+
+def test_polynomial_spring_damper_on_every_arithmetic():
+    """MuJoCo's law, written out per DOF from its documentation (Computation, "Polynomial
+    forces"): ``-(k x + k₂ x² + k₃ x³) - (c v + c₂ v|v| + c₃ v³)``, the damper alone on
+    the ball; the same numbers on floats, sympy and the tape."""
+    model = _poly_model()
+    lay, pa = model.layout, params_of(model)
+    q, u = RNG.normal(size=model.nq), RNG.normal(size=model.n)
+    Q_ref = np.zeros(model.n)
+    for j in model.joints:
+        qi, ui = model.coordinates(j.name), model.speeds(j.name)
+        for d, r in enumerate(ui):
+            (k2, k3), (c2, c3) = j.stiffness_poly[d], j.damping_poly[d]
+            v = u[r]
+            Q_ref[r] = -(j.damping[d] * v + c2 * v * abs(v) + c3 * v**3)
+            if j.rot_type != "spherical":
+                x = q[qi[d]]
+                Q_ref[r] -= j.stiffness[d] * x + k2 * x**2 + k3 * x**3
+
+    def law(ar, a, b):
+        k, c, kp, cp = (ar.const(x) for x in (pa.stiffness, pa.damping, pa.stiffness_poly,
+                                               pa.damping_poly))  # fmt: skip
+        return joints.spring_damper(lay, k, c, a, b, kp, cp, ar=ar)
+
+    np.testing.assert_allclose(law(NUMPY, q, u), Q_ref, rtol=1e-14, atol=1e-14)
+    qs = np.array(sm.symbols(f"q0:{model.nq}", real=True), dtype=object)
+    us = np.array(sm.symbols(f"u0:{model.n}", real=True), dtype=object)
+    values = {**dict(zip(qs, q, strict=True)), **dict(zip(us, u, strict=True))}
+    sym = np.array([sm.sympify(e).subs(values) for e in law(SYMPY, qs, us)], dtype=float)
+    np.testing.assert_allclose(sym, Q_ref, rtol=1e-14, atol=1e-14)
+    tape = codegen.Tape()
+    tq = np.array([tape.input(f"q{i}") for i in range(model.nq)], dtype=object)
+    tu = np.array([tape.input(f"u{i}") for i in range(model.n)], dtype=object)
+    names = [f"q{i}" for i in range(model.nq)] + [f"u{i}" for i in range(model.n)]
+    src = codegen.source(tape, "f", names, list(law(TRACE, tq, tu)))
+    traced = codegen.build(src, "f", codegen.SCALAR_NAMESPACE)(*q, *u)
+    np.testing.assert_allclose(traced, Q_ref, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("v", [-0.7, 0.0, 0.5])
+def test_traced_damper_derivative_is_exact_at_and_off_zero(v):
+    """The tape's ``fabs`` (and its ``sign`` rule): d f / dv of the polynomial damper is
+    ``c + 2 c₂ |v| + 3 c₃ v²`` (differentiated by hand), finite at v = 0."""
+    from kanedyn.compiled.derivatives import jacobian
+
+    c, c2, c3 = 0.4, 0.3, 0.2
+    tape = codegen.Tape()
+    x = tape.input("v")
+    v_in = np.array([x], dtype=object)
+    (f,) = joints.damper_force(np.array([c]), np.array([[c2, c3]]), v_in, TRACE)
+    (row,) = jacobian(tape, [f], [x])
+    src = codegen.source(tape, "g", ["v"], [f, row[0]])
+    value, slope = codegen.build(src, "g", codegen.SCALAR_NAMESPACE)(v)
+    assert value == pytest.approx(c * v + c2 * v * abs(v) + c3 * v**3, abs=1e-15)
+    assert slope == pytest.approx(c + 2 * c2 * abs(v) + 3 * c3 * v**2, abs=1e-15)
+
+
+def test_polynomial_spring_potential_is_the_integral_of_its_force():
+    """``V(x) - V(0) = -∫₀ˣ Q(ξ) dξ`` (scipy's quad of the generalized force at rest), and
+    the discrete gradient is ``(V(x₁) - V(x₀))/(x₁ - x₀)`` by the same quadrature, and
+    ``V'`` at ``x₁ = x₀``."""
+    from scipy.integrate import quad
+
+    model = kd.Model(
+        [kd.Body("a", mass=1.0, inertia=np.eye(3))],
+        [kd.Joint.prismatic("s", None, "a", stiffness=3.0, stiffness_poly=(-2.5, 7.0))],
+    )
+    lay, pa = model.layout, params_of(model)
+
+    def force(x):
+        return joints.spring_damper(lay, pa.stiffness, pa.damping, np.array([x]),
+                                    np.zeros(1), pa.stiffness_poly)[0]  # fmt: skip
+
+    for x in (-1.3, -0.2, 0.4, 1.7):
+        V = kd.dynamics.loads.spring_potential(model, np.array([x]))
+        assert V == pytest.approx(-quad(force, 0.0, x, epsabs=1e-14)[0], rel=1e-12)
+        assert joints.spring_energy(3.0, np.array([-2.5, 7.0]), x) == pytest.approx(V, rel=1e-14)
+    for x0, x1 in ((-1.3, 0.4), (0.2, 1.7), (0.9, 0.9)):
+        grad, dgrad = joints.spring_discrete_gradient(3.0, np.array([-2.5, 7.0]), x0, x1)
+        if x0 == x1:
+            assert grad == pytest.approx(-force(x0), rel=1e-14)
+        else:
+            assert grad == pytest.approx(-quad(force, x0, x1)[0] / (x1 - x0), rel=1e-12)
+        eps = 1e-6
+        fd = (
+            joints.spring_discrete_gradient(3.0, np.array([-2.5, 7.0]), x0, x1 + eps)[0]
+            - joints.spring_discrete_gradient(3.0, np.array([-2.5, 7.0]), x0, x1 - eps)[0]
+        )
+        assert dgrad == pytest.approx(fd / (2 * eps), rel=1e-8)
+
+
 # --------------------------------------------------------------------------- joints.motion
 MOTION_JOINTS = [
     kd.Joint.revolute("rev", inner="a", outer="b", axis=2),

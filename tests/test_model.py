@@ -653,6 +653,11 @@ def test_joint_rejects_improper_rotation(field, R):
         ({"rot_dof": 1, "trn_dof": 1, "stiffness": np.ones((2, 1))}, r"joint 'j': stiffness .*expected 2 values"),
         ({"rot_dof": 1, "stiffness": -0.1}, r"joint 'j': stiffness must be non-negative"),
         ({"rot_dof": 1, "damping": (-1.0,)}, r"joint 'j': damping must be non-negative"),
+        ({"rot_dof": 1, "stiffness_poly": (0.0, np.nan)}, r"joint 'j': stiffness_poly .*non-finite"),
+        ({"rot_dof": 1, "damping_poly": (np.inf, 0.0)}, r"joint 'j': damping_poly .*non-finite"),
+        ({"rot_dof": 2, "stiffness_poly": np.ones((3, 2))}, r"joint 'j': stiffness_poly .*expected a pair or 2 pairs"),
+        ({"rot_dof": 1, "damping_poly": (1.0, 2.0, 3.0)}, r"joint 'j': damping_poly .*got shape \(3,\)"),
+        ({"rot_type": "spherical", "rot_dof": 3, "stiffness_poly": (0.0, 1.0)}, r"joint 'j': a spherical joint's spring is linear"),
     ],
 )  # fmt: skip
 def test_joint_rejects_bad_arrays(kwargs, match):

@@ -264,7 +264,7 @@ def test_layout_keeps_no_parameter():
     param_fields = {f.name for f in attrs.fields(Params) if f.init}
     assert param_fields == {"mass", "inertia", "com", "h_embedded", "inner_point",
                             "outer_point", "R_Bi_Gi", "R_Go_Bo", "stiffness", "damping",
-                            "gravity"}  # fmt: skip
+                            "gravity", "stiffness_poly", "damping_poly"}  # fmt: skip
     assert not layout_fields & param_fields
     numbers = {
         name: value
@@ -288,3 +288,23 @@ def test_a_symbolic_model_keeps_its_symbols_in_params():
     assert not pa.has_h
     eom = kd.symbolic.kane(model)
     assert {m, k, g, a} <= eom.mass_matrix.free_symbols | eom.forcing.free_symbols
+
+
+def test_dispersed_polynomial_springs_equal_models_built_one_by_one():
+    """``stiffness_poly`` / ``damping_poly`` per member (B, n, 2): the batch's
+    accelerations are those of models built with each member's coefficients."""
+    link = kd.Body("link", mass=1.0, inertia=kd.inertia_tensor(0.1, 0.1, 0.1), com=(0.5, 0, 0))
+
+    def model(kp, cp):
+        joint = kd.Joint.revolute("h", None, "link", axis=3, stiffness=2.0, damping=0.1,
+                                  stiffness_poly=kp, damping_poly=cp)  # fmt: skip
+        return kd.Model([link], [joint], gravity=(0, -9.81, 0))
+
+    kps, cps = [(0.0, 0.0), (-1.0, 5.0), (2.0, 0.5)], [(0.0, 0.0), (0.3, 0.0), (0.1, 0.4)]
+    batch = ModelBatch.dispersed(model(0.0, 0.0), stiffness_poly=np.array(kps)[:, None],
+                                 damping_poly=np.array(cps)[:, None])  # fmt: skip
+    state = kd.State(np.array([0.7]), np.array([-1.2]))
+    got = kd.forward_dynamics(batch, state)
+    want = [kd.forward_dynamics(model(kp, cp), state) for kp, cp in zip(kps, cps, strict=True)]
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-14, atol=1e-14)
+    assert not np.allclose(want[0], want[1])

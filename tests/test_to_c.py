@@ -25,15 +25,18 @@ needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc, gcc or clan
 
 
 def small_spacecraft() -> kd.Model:
-    """A free hub (quaternion) with a hinged, sprung and damped panel and a slider."""
+    """A free hub (quaternion) with a hinged, sprung and damped panel and a slider, on
+    polynomial springs and dampers (MuJoCo's law: ``|v|`` is the C library's ``fabs``)."""
     hub = kd.Body("hub", mass=20.0, inertia=np.diag([4.0, 5.0, 6.0]))
     panel = kd.Body("panel", mass=2.0, inertia=np.diag([0.5, 0.2, 0.4]), com=[0.5, 0.0, 0.0])
     mass = kd.Body("mass", mass=1.0, inertia=np.diag([0.01, 0.01, 0.01]))
     joints = [
-        kd.Joint.free("free", "hub"),
+        kd.Joint.free("free", "hub", damping_poly=(0.05, 0.01)),
         kd.Joint.revolute("hinge", "hub", "panel", axis=2, inner_point=[1.0, 0.0, 0.0],
-                          stiffness=3.0, damping=0.2),
-        kd.Joint.prismatic("slide", "hub", "mass", axis=1, stiffness=5.0),
+                          stiffness=3.0, damping=0.2, stiffness_poly=(-1.0, 4.0),
+                          damping_poly=(0.3, 0.1)),
+        kd.Joint.prismatic("slide", "hub", "mass", axis=1, stiffness=5.0,
+                           stiffness_poly=(2.0, 8.0), damping_poly=(0.5, 0.0)),
     ]  # fmt: skip
     return kd.Model([hub, panel, mass], joints, gravity=[0.0, 0.0, -1.0])
 

@@ -1,7 +1,7 @@
 """The C emitter: a model's equations as standalone, dependency-free C (``kd.codegen.to_c``).
 
 :func:`to_c` writes a header and a source file (C99, the C library's ``sin``, ``cos``,
-``sqrt`` only) for flight software, hardware-in-the-loop rigs or other simulators:
+``sqrt``, ``fabs``, ``copysign`` only) for flight software, hardware-in-the-loop rigs or other simulators:
 
 ``int PREFIX_rhs(const double *x, const double *tau, double *out)``
     Kane's equations, ``out = [ν̇ | q̇]`` (``PREFIX_N + PREFIX_NQ``) at the state
@@ -39,6 +39,12 @@ __all__ = ["expression", "finite_check", "function", "to_c"]
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
+def call(op: str, x: str) -> str:
+    """The C library call of the tape's unary operation ``op`` on the operand ``x``
+    (``sign`` is ``copysign(1.0, x)``)."""
+    return f"copysign(1.0, {x})" if op == "sign" else f"{op}({x})"
+
+
 def _literal(x: float) -> str:
     """``x`` as an exact C99 double literal (hexadecimal floating constant)."""
     x = float(x)
@@ -70,7 +76,7 @@ def function(tape: Tape, name: str, outputs: Sequence[Scalar],
         elif op in _BINARY:
             text = f"{operand(a)} {_BINARY[op]} {operand(b)}"
         else:
-            text = f"{op}({operand(a)})"
+            text = call(op, operand(a))
         lines.append(f"    const double t{i} = {text};")
     for j, x in enumerate(outputs):
         val = f"t{x.index}" if isinstance(x, Value) else _literal(float(x))
@@ -96,7 +102,7 @@ def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
         elif op in _BINARY:
             text[i] = f"({operand(a)} {_BINARY[op]} {operand(b)})"
         else:
-            text[i] = f"{op}({operand(a)})"
+            text[i] = call(op, operand(a))
     return text[output.index] if isinstance(output, Value) else _literal(float(output))
 
 

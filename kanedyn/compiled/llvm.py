@@ -35,8 +35,9 @@ for one model, lock set and formulation:
 
 Arithmetic is plain ``fadd``/``fsub``/``fmul``/``fdiv`` with no fast-math flags, which
 LLVM neither reorders nor contracts into fused multiply-adds, so the results are those of
-the Python kernel (:mod:`kanedyn.compiled.python`) to the last bit; ``sin``, ``cos`` and
-``sqrt`` are the ``llvm.*.f64`` intrinsics (the C library's, as Python's ``math``).
+the Python kernel (:mod:`kanedyn.compiled.python`) to the last bit; ``sin``, ``cos``,
+``sqrt``, ``fabs`` and ``copysign`` are the ``llvm.*.f64`` intrinsics (the C library's, as
+Python's ``math``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,16 @@ from kanedyn.compiled.tape import Scalar, Tape, Value
 __all__ = ["constant", "inline", "kernel_function", "module", "sweep_functions"]
 
 _BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
-_FUNCS = {"sin": "@llvm.sin.f64", "cos": "@llvm.cos.f64", "sqrt": "@llvm.sqrt.f64"}
+_FUNCS = {"sin": "@llvm.sin.f64", "cos": "@llvm.cos.f64", "sqrt": "@llvm.sqrt.f64",
+          "fabs": "@llvm.fabs.f64"}  # fmt: skip
+
+
+def _call(op: str, x: str) -> str:
+    """The intrinsic call of the tape's unary operation ``op`` on the operand ``x``
+    (``sign`` is ``copysign(1.0, x)``)."""
+    if op == "sign":
+        return f"call double @llvm.copysign.f64(double 1.0, double {x})"
+    return f"call double {_FUNCS[op]}(double {x})"
 
 
 def constant(x: float) -> str:
@@ -114,7 +124,7 @@ def kernel_function(tape: Tape, name: str, outputs: Sequence[Scalar],
         elif op in _BINARY:
             lines.append(f"  %v{i} = {_BINARY[op]} double {operand(a)}, {operand(b)}")
         else:
-            lines.append(f"  %v{i} = call double {_FUNCS[op]}(double {operand(a)})")
+            lines.append(f"  %v{i} = {_call(op, operand(a))}")
         if i in coefficients:
             lines.append(f"  %c{i} = getelementptr inbounds double, ptr %cf, i64 {coefficients[i]}")
             lines.append(f"  store double %v{i}, ptr %c{i}")
@@ -349,7 +359,7 @@ def inline(b: _Block, tape: Tape, outputs: Sequence[Scalar], env: dict[str, str]
         elif op in _BINARY:
             val[i] = b(f"{_BINARY[op]} double {operand(a)}, {operand(c)}")
         else:
-            val[i] = b(f"call double {_FUNCS[op]}(double {operand(a)})")
+            val[i] = b(_call(op, operand(a)))
     return [val[x.index] if isinstance(x, Value) else constant(float(x)) for x in outputs]
 
 
@@ -363,6 +373,8 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         "declare double @llvm.sin.f64(double)",
         "declare double @llvm.cos.f64(double)",
         "declare double @llvm.sqrt.f64(double)",
+        "declare double @llvm.fabs.f64(double)",
+        "declare double @llvm.copysign.f64(double, double)",
         f"declare i1 @llvm.vector.reduce.or.v{WIDTH}i1(<{WIDTH} x i1>)",
         "declare noalias ptr @malloc(i64) nounwind",
         "declare void @free(ptr) nounwind",

@@ -105,8 +105,14 @@ def source(tape: Tape, name: str, args: Sequence[str], outputs: Sequence[Scalar]
     return "\n".join(lines) + "\n"
 
 
-SCALAR_NAMESPACE: dict[str, Any] = {"sin": math.sin, "cos": math.cos, "sqrt": math.sqrt}
-ARRAY_NAMESPACE: dict[str, Any] = {"sin": np.sin, "cos": np.cos, "sqrt": np.sqrt}
+SCALAR_NAMESPACE: dict[str, Any] = {
+    "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "fabs": math.fabs,
+    "sign": lambda x: math.copysign(1.0, x),
+}  # fmt: skip
+ARRAY_NAMESPACE: dict[str, Any] = {
+    "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "fabs": np.fabs,
+    "sign": lambda x: np.copysign(1.0, x),
+}  # fmt: skip
 
 
 def build(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., list]:

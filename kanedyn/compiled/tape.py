@@ -1,8 +1,9 @@
 """The tape: a small tracer that records scalar arithmetic as straight-line operations.
 
 The compiled engine (:mod:`kanedyn.compiled`) writes its algorithm once, on scalars, and
-runs it on :class:`Tape` values: every ``+ - * /``, ``sin``, ``cos`` and ``sqrt`` on a
-traced value records one operation; operations on plain floats (the model's constants)
+runs it on :class:`Tape` values: every ``+ - * /``, ``sin``, ``cos``, ``sqrt`` and ``fabs``
+(``|x|``) on a traced value records one operation (and the derivative rule of ``fabs``
+records ``sign``, ``copysign(1, x)``); operations on plain floats (the model's constants)
 are evaluated at once. While recording, the tape
 
 * folds constants and the identities ``0·x = 0``, ``1·x = x``, ``x + 0 = x``,
@@ -28,7 +29,7 @@ import numpy as np
 
 from kanedyn.spatial.arithmetic import Arithmetic, elementwise
 
-__all__ = ["TRACE", "Tape", "Value", "cos", "sin", "sqrt"]
+__all__ = ["TRACE", "Tape", "Value", "cos", "fabs", "sign", "sin", "sqrt"]
 
 
 class Value:
@@ -192,7 +193,7 @@ class Tape:
 
     def func(self, name: str, a: Scalar) -> Scalar:
         if not isinstance(a, Value):
-            return float(getattr(math, name)(a))
+            return _sign(a) if name == "sign" else float(getattr(math, name)(a))
         return self._record(name, a)
 
     # -- derivatives ----------------------------------------------------------------
@@ -204,6 +205,7 @@ class Tape:
             d(a ± b) = da ± db          d(a b) = b da + a db      d(a / b) = da/b - (v/b) db
             d(-a) = -da                 d sin a = cos a da        d cos a = -sin a da
             d sqrt a = da / (2 v)       (v the node's value)
+            d fabs a = sign(a) da       d sign a = 0
 
         The one statement of the rules: the scalar forward mode
         (:func:`kanedyn.compiled.derivatives.jacobian`) and the vector one
@@ -232,6 +234,10 @@ class Tape:
             rules = [(a, -sin(val(a)))]
         elif op == "sqrt":
             rules = [(a, 0.5 / Value(self, i))]
+        elif op == "fabs":  # at a = 0 a one-sided derivative (±1): v|v| still gets 0 there
+            rules = [(a, sign(val(a)))]
+        elif op == "sign":
+            rules = []
         else:  # pragma: no cover - the tape records no other operation
             raise ValueError(f"no derivative rule for {op!r}")
         return [(arg[1], coef) for arg, coef in rules if arg is not None and arg[0] == "n"]
@@ -272,11 +278,31 @@ def sqrt(x: Scalar) -> Scalar:
     return x.tape.func("sqrt", x) if isinstance(x, Value) else math.sqrt(x)
 
 
+def fabs(x: Scalar) -> Scalar:
+    return x.tape.func("fabs", x) if isinstance(x, Value) else math.fabs(x)
+
+
+def _sign(x: float) -> float:
+    """``copysign(1, x)``: ±1 (the sign of a zero too), the C library's function."""
+    return math.copysign(1.0, x)
+
+
+def sign(x: Scalar) -> Scalar:
+    return x.tape.func("sign", x) if isinstance(x, Value) else _sign(x)
+
+
 def _object_floats(x: Any) -> np.ndarray:
     return np.asarray(np.asarray(x, dtype=float), dtype=object)
 
 
-TRACE = Arithmetic("trace", elementwise(sin), elementwise(cos), elementwise(sqrt), _object_floats)
+TRACE = Arithmetic(
+    "trace",
+    elementwise(sin),
+    elementwise(cos),
+    elementwise(sqrt),
+    _object_floats,
+    elementwise(fabs),
+)
 """The arithmetic protocol (:mod:`kanedyn.spatial.arithmetic`) on traced values: object
 arrays of :class:`Value` s and floats. The shared equations run on it to record the
 compiled engine's tape."""

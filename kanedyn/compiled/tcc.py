@@ -50,7 +50,7 @@ _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}
 _TCC_OUTPUT_MEMORY = 1
 #: the C library's functions the tape's operations call (``sin(t3)``)
-_LIBM = ("sin", "cos", "sqrt")
+_LIBM = ("sin", "cos", "sqrt", "fabs", "copysign")
 
 _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
@@ -155,7 +155,10 @@ def _source(traced: Traced, slots: dict[str, tuple[str, int]], nx: int, n_e: int
     n_out = len(traced.outputs)
     kernel = function(traced.tape, "kernel", traced.outputs, inputs)
     n_ep = max(n_e + n_p, 1)
-    protos = "\n".join(f"double {f}(double);" for f in _LIBM)
+    protos = "\n".join(
+        "double copysign(double, double);" if f == "copysign" else f"double {f}(double);"
+        for f in _LIBM
+    )
     return f"""{protos}
 {kernel}
 

@@ -12,7 +12,8 @@ generalized forces are (per DOF; refs/notes/42-kane-msd.md §3.4, §8):
 
 * gimbal angle θ_j and slide d_j: ``Q_j = -k_j q_j - c_j \\dot q_j`` (exactly
   conservative, potential ½ k q²; 42 instead applies Γτ, which is not conservative for
-  3-DOF gimbals);
+  3-DOF gimbals), with MuJoCo's higher-order terms ``-k₂ q² - k₃ q³`` (potential
+  ``⅓ k₂ q³ + ¼ k₃ q⁴``) and ``-c₂ q̇|q̇| - c₃ q̇³`` (:func:`kanedyn.joints.spring_damper`);
 * spherical joint, rotation vector φ of Go in Gi and relative rate ω (Go axes):
   ``Q = -J_r(φ)^{-T} K φ - C ω``, the exact gradient of the potential ½ φᵀKφ under
   ``ω = J_r(φ) φ̇``. For isotropic K it is 42's ``-k φ`` (because ``J_rᵀ φ = φ``).
@@ -127,7 +128,8 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     lay = model.layout
     pa = params_of(model) if params is None else params
     stiffness, damping = pa.stiffness, pa.damping
-    Q = joints.spring_damper(lay, stiffness, damping, q, u)
+    poly = (pa.stiffness_poly, pa.damping_poly) if pa.has_poly else (None, None)
+    Q = joints.spring_damper(lay, stiffness, damping, q, u, *poly)
     if lay.spherical.size:
         k = stiffness[..., lay.quat_u]  # (..., nsph, 3)
         if np.any(k):
@@ -138,12 +140,14 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
 
 
 def spring_potential(model: Model, q: Array, params: Params | None = None) -> Any:
-    """½ Σ k q² over angles and slides, plus ½ φᵀKφ over spherical joints: a float, or
-    (...) for a batch of coordinates ``q`` (..., nq) and/or of ``params`` (default: the
-    model's)."""
+    """Σ ½ k q² + ⅓ k₂ q³ + ¼ k₃ q⁴ over angles and slides
+    (:func:`kanedyn.joints.spring_potential`), plus ½ φᵀKφ over spherical joints: a
+    float, or (...) for a batch of coordinates ``q`` (..., nq) and/or of ``params``
+    (default: the model's)."""
     lay = model.layout
-    k = (params_of(model) if params is None else params).stiffness
-    V = 0.5 * np.sum(k[..., lay.angle_u] * q[..., lay.angle_q] ** 2, axis=-1)
+    pa = params_of(model) if params is None else params
+    k = pa.stiffness
+    V = joints.spring_potential(lay, k, pa.stiffness_poly if pa.has_poly else None, q)
     if lay.spherical.size:
         phi = rot.quat_to_rotvec(q[..., lay.quat_q])
         V = V + 0.5 * np.sum(k[..., lay.quat_u] * phi**2, axis=(-2, -1))

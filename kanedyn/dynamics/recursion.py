@@ -172,7 +172,15 @@ class Recursion:
             c = np.array([self.par("damping", r) for r in range(model.n)], dtype=object)
             u = np.array(self.u, dtype=object)
             q = np.array(self.q, dtype=object)
-            Q = joints.spring_damper(lay, k, c, q, u).tolist()
+            kp, cp = (
+                np.array([self.par(field, r) for r in range(model.n)], dtype=object).reshape(-1, 2)
+                for field in ("stiffness_poly", "damping_poly")
+            )
+            if all(_is_zero(x) for x in (*kp.ravel(), *cp.ravel())):
+                # linear springs and dampers (structurally)
+                Q = joints.spring_damper(lay, k, c, q, u, ar=self.ar).tolist()
+            else:
+                Q = joints.spring_damper(lay, k, c, q, u, kp, cp, ar=self.ar).tolist()
         if self.tau is not None:
             Q = [Qr + t for Qr, t in zip(Q, self.tau, strict=True)]
         return Q

@@ -35,10 +35,13 @@ from their geoms; kanedyn reads the compiled ``mjModel``
   ``equality="disable"`` no loops, ``constraint="disable"`` neither.
 * MuJoCo's polynomial stiffness and damping (``stiffness="a b c"``: the force
   ``-(a x + b x² + c x³)``; ``damping="a b c"``: ``-(a v + b v|v| + c v³)``, the
-  model's ``jnt_stiffnesspoly`` and ``dof_dampingpoly``) have no kanedyn counterpart
-  (its joint springs and dampers are linear): a joint with a non-zero higher-order
-  coefficient is refused with a :class:`~kanedyn.FileFormatError` naming it, unless
-  its flag disables the term.
+  model's ``jnt_stiffness`` with ``jnt_stiffnesspoly`` and ``dof_damping`` with
+  ``dof_dampingpoly``) are the joint's ``stiffness``, ``stiffness_poly``, ``damping``
+  and ``damping_poly`` (:func:`kanedyn.joints.spring_damper`, MuJoCo's
+  ``mj_springdamper``): hinge and slide springs, the dampers of every joint. A ball
+  joint's polynomial spring (MuJoCo's force ``-(a + b r + c r²) φ`` of its rotation
+  vector φ, ``r = |φ|``) is refused with a :class:`~kanedyn.FileFormatError` naming
+  the joint (kanedyn's spherical spring is linear), unless springs are disabled.
 * sites become :class:`~kanedyn.Frame` records named after them.
 * equality constraints that are joints between bodies become loops
   (:class:`~kanedyn.Loop`, named after the equality, ``"equality<i>"`` if unnamed),
@@ -326,13 +329,24 @@ def _joint(
         int(mjm.jnt_dofadr[j]),
         int(mjm.jnt_dofadr[j]) + (6 if kind == _FREE else 3 if kind == _BALL else 1),
     )
-    _refuse_polynomials(mjm, j, dofs, shown, name, flags)
     damping = np.array([mjm.dof_damping[d] if flags.dampers else 0.0 for d in dofs])
+    damping_poly = np.array(
+        [_poly(mjm, "dof_dampingpoly", d) if flags.dampers else np.zeros(2) for d in dofs]
+    )
     armature = np.array([mjm.dof_armature[d] for d in dofs])
     stiffness = float(mjm.jnt_stiffness[j]) if flags.springs else 0.0
+    stiffness_poly = _poly(mjm, "jnt_stiffnesspoly", j) if flags.springs else np.zeros(2)
     q0 = int(mjm.jnt_qposadr[j])
     where = f"{shown}: joint {name!r}"
-    if stiffness != 0.0:
+    if kind == _BALL and np.any(stiffness_poly):
+        raise FileFormatError(
+            f"{shown}{_joint_line(shown, name)}: joint {name!r}: polynomial stiffness of a "
+            f"ball joint (higher-order coefficients "
+            f"{', '.join(f'{c:g}' for c in stiffness_poly)}) is not modelled: kanedyn's "
+            f'spherical spring is linear; give the linear coefficient only (stiffness="'
+            f'{stiffness:g}") or disable springs (<flag spring="disable"/>)'
+        )
+    if stiffness != 0.0 or np.any(stiffness_poly):
         nq = {_FREE: 7, _BALL: 4}.get(kind, 1)
         if not np.allclose(
             mjm.qpos_spring[q0 : q0 + nq], mjm.qpos0[q0 : q0 + nq], rtol=0, atol=1e-12
@@ -343,7 +357,7 @@ def _joint(
             )
     if any(mjm.dof_frictionloss[d] != 0.0 for d in dofs):
         notes.append(f"{where}: frictionloss is not modelled; ignored")
-    kw: dict[str, Any] = dict(damping=damping)
+    kw: dict[str, Any] = dict(damping=damping, damping_poly=damping_poly)
     if kind != _FREE:
         kw.update(inner_point=point + R_pb @ anchor, outer_point=anchor)
     if np.any(armature != 0.0):
@@ -355,10 +369,13 @@ def _joint(
             )
     try:
         if kind == _FREE:
-            if stiffness != 0.0:
+            if stiffness != 0.0 or np.any(stiffness_poly):
                 notes.append(f"{where}: a free joint's spring is not modelled; ignored")
-            # MuJoCo's qvel = (ṙ, ω_B); kanedyn's speeds (ω_B | ṙ): reorder the damping
-            return Joint.free(name, outer, inner=inner, damping=np.r_[damping[3:], damping[:3]])
+            # MuJoCo's qvel = (ṙ, ω_B); kanedyn's speeds (ω_B | ṙ): reorder the dampers
+            return Joint.free(
+                name, outer, inner=inner, damping=np.r_[damping[3:], damping[:3]],
+                damping_poly=np.r_[damping_poly[3:], damping_poly[:3]],
+            )  # fmt: skip
         if kind == _BALL:
             return Joint.spherical(
                 name, inner, outer, inner_rotation=R_pb, stiffness=stiffness, **kw
@@ -369,7 +386,8 @@ def _joint(
         if mjm.jnt_limited[j] and flags.limits:
             lo, hi = (float(x) - float(mjm.qpos0[q0]) for x in mjm.jnt_range[j])
             limits = JointLimits(lower=lo, upper=hi)
-        kw.update(inner_rotation=R_pb @ A, outer_rotation=A.T, stiffness=stiffness, limits=limits)
+        kw.update(inner_rotation=R_pb @ A, outer_rotation=A.T, stiffness=stiffness,
+                  stiffness_poly=stiffness_poly, limits=limits)  # fmt: skip
         if kind == _HINGE:
             return Joint.revolute(name, inner, outer, axis=k, **kw)
         return Joint.prismatic(name, inner, outer, axis=k, **kw)
@@ -377,31 +395,12 @@ def _joint(
         raise FileFormatError(f"{where}: {exc}") from None
 
 
-def _refuse_polynomials(
-    mjm: Any, j: int, dofs: range, shown: str, name: str, flags: _Flags
-) -> None:
-    """A FileFormatError for joint ``j``'s higher-order (polynomial) stiffness or
-    damping coefficients, where its flags leave them on: kanedyn's joint springs and
-    dampers are linear."""
-    # MuJoCo before 3.7 has no polynomial terms (and no such fields)
-    none = np.zeros((max(mjm.njnt, mjm.nv), 0))
-    stiff = np.asarray(getattr(mjm, "jnt_stiffnesspoly", none))[j]
-    damp = np.asarray(getattr(mjm, "dof_dampingpoly", none))
-    terms = []
-    if flags.springs and np.any(stiff):
-        terms.append(("stiffness", float(mjm.jnt_stiffness[j]), stiff))
-    if flags.dampers:
-        terms += [("damping", float(mjm.dof_damping[d]), damp[d]) for d in dofs if np.any(damp[d])]
-    if not terms:
-        return
-    field, linear, higher = terms[0]
-    raise FileFormatError(
-        f"{shown}{_joint_line(shown, name)}: joint {name!r}: polynomial {field} "
-        f"(higher-order coefficients {', '.join(f'{c:g}' for c in higher)}) is not modelled: "
-        f"kanedyn's joint springs and dampers are linear; give the linear coefficient only "
-        f'({field}="{linear:g}") or disable the term (<flag '
-        f'{"spring" if field == "stiffness" else "damper"}="disable"/>)'
-    )
+def _poly(mjm: Any, field: str, i: int) -> Array:
+    """Row ``i`` of MuJoCo's higher-order coefficients ``field`` (``jnt_stiffnesspoly``,
+    ``dof_dampingpoly``): ``(b, c)`` of ``"a b c"``; zeros before MuJoCo 3.7 (no such
+    fields)."""
+    table = getattr(mjm, field, None)
+    return np.zeros(2) if table is None else np.array(table[i], dtype=float)
 
 
 def _report(mjm: Any, shown: str, notes: list[str]) -> None:

@@ -9,7 +9,7 @@ The schema is documented in ``docs/toml-schema.md``. In short::
     [[particles]]   name, mass_kg, com_m (a body with zero inertia)
     [[joints]]      name, inner, outer, kind, <kind fields>, inner_point_m, outer_point_m,
                     inner_angles_deg|inner_angles_rad + inner_seq | inner_rotation_dcm,
-                    the same for outer, stiffness, damping,
+                    the same for outer, stiffness, damping, stiffness_poly, damping_poly,
                     limits = {lower, upper, effort, velocity} (1-DOF joints)
     [[loops]]       loop joints that close cycles: the fields of [[joints]] (no springs);
                     inner or outer may be "N"
@@ -103,6 +103,8 @@ _JOINT_COMMON = (
     "stiffness",
     "damping",
     "limits",
+    "stiffness_poly",
+    "damping_poly",
 )
 _LIMIT_KEYS = ("lower", "upper", "effort", "velocity")
 _JOINT_KIND_KEYS: dict[str, tuple[str, ...]] = {
@@ -407,6 +409,8 @@ _BLAME = (
     ("outer_rotation", ("outer_rotation_dcm", "outer_angles_deg", "outer_angles_rad")),
     ("inner_point", ("inner_point_m",)),
     ("outer_point", ("outer_point_m",)),
+    ("stiffness_poly", ("stiffness_poly",)),
+    ("damping_poly", ("damping_poly",)),
     ("stiffness", ("stiffness",)),
     ("damping", ("damping",)),
     ("inner", ("inner",)),
@@ -645,6 +649,16 @@ def _per_dof(t: _Table, key: str) -> Any:
     return t.number(key, 0.0)
 
 
+def _poly(t: _Table, key: str) -> Any:
+    """``stiffness_poly`` / ``damping_poly``: one pair ``[k2, k3]`` for every DOF, or one
+    pair per DOF (``[[k2, k3], ...]``); 0 when absent."""
+    value = t.get(key, 0.0)
+    if not isinstance(value, list) or not any(isinstance(row, list) for row in value):
+        return t.vector(key, 2, 0.0)
+    fail = lambda msg: t.error(key, msg)  # noqa: E731
+    return np.array([_vector(row, 2, fail) for row in value]).reshape(-1, 2)
+
+
 def _read_loop(src: _Source, k: int, raw: Any) -> Loop:
     loop = _read_joint(src, k, raw, Loop)
     assert isinstance(loop, Loop)
@@ -686,6 +700,8 @@ def _build_joint(src: _Source, k: int, raw: Any, cls: type[Joint]) -> Joint:
         outer_rotation=_rotation(t, "outer"),
         stiffness=_per_dof(t, "stiffness"),
         damping=_per_dof(t, "damping"),
+        stiffness_poly=_poly(t, "stiffness_poly"),
+        damping_poly=_poly(t, "damping_poly"),
     )
     if t.has("limits"):
         if cls is Loop:
@@ -1026,6 +1042,10 @@ def _dumps(
             values = getattr(j, field)
             if np.any(values != 0.0):
                 lines.append(f"{field} = {_vec(values)}")
+        for field in ("stiffness_poly", "damping_poly"):
+            values = getattr(j, field)
+            if np.any(values != 0.0):
+                lines.append(f"{field} = {_mat(values)}")
         if j.limits is not None:
             given = [(k, getattr(j.limits, k)) for k in _LIMIT_KEYS]
             given = [(k, v) for k, v in given if not (math.isinf(v) and (k == "lower") == (v < 0))]

@@ -157,15 +157,18 @@ class ModelBatch:
         Keywords: ``mass`` (B, nb), ``inertia`` (B, nb, 3, 3) about the mass centres in
         body axes, ``com`` (B, nb, 3), ``embedded_momentum`` (B, nb, 3), ``inner_point``,
         ``outer_point`` (B, nj, 3), ``inner_rotation``, ``outer_rotation`` (B, nj, 3, 3),
-        ``stiffness``, ``damping`` (B, n) (per speed, in ``[u | s]`` order), ``gravity``
-        (B, 3); in a central field (:class:`kanedyn.CentralGravity`) its ``mu``, ``J2``,
-        ``radius`` (B,) and ``center`` (B, 3). Bodies and joints are in model order (``model.body_index``). Masses must
+        ``stiffness``, ``damping`` (B, n) (per speed, in ``[u | s]`` order),
+        ``stiffness_poly``, ``damping_poly`` (B, n, 2) (the higher-order coefficients per
+        speed, :class:`~kanedyn.Joint`), ``gravity`` (B, 3); in a central field
+        (:class:`kanedyn.CentralGravity`) its ``mu``, ``J2``, ``radius`` (B,) and ``center``
+        (B, 3). Bodies and joints are in model order (``model.body_index``). Masses must
         be positive, inertias valid, rotations orthonormal, springs non-negative.
         """
         if model.is_symbolic:
             raise ModelError("ModelBatch.dispersed: the model has symbolic parameters")
         names = {**_BODY_FIELDS, **_JOINT_FIELDS, "stiffness": "stiffness",
-                 "damping": "damping", "gravity": "gravity"}  # fmt: skip
+                 "damping": "damping", "gravity": "gravity",
+                 "stiffness_poly": "stiffness_poly", "damping_poly": "damping_poly"}  # fmt: skip
         central = ("mu", "J2", "radius", "center")
         if model.central_gravity is not None:
             names.update({key: key for key in central})
@@ -222,6 +225,8 @@ class ModelBatch:
                     **{f: getattr(p, name)[b, k] for f, name in _JOINT_FIELDS.items()},
                     stiffness=p.stiffness[b, idx],
                     damping=p.damping[b, idx],
+                    stiffness_poly=p.stiffness_poly[b, idx],
+                    damping_poly=p.damping_poly[b, idx],
                 )
             )
         m = self.model

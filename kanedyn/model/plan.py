@@ -60,11 +60,13 @@ class Params:
     ``mass`` (..., nb), ``inertia`` (..., nb, 3, 3) about the mass centre in body axes,
     ``com`` (..., nb, 3), ``h_embedded`` (..., nb, 3), ``inner_point``, ``outer_point``
     (..., nj, 3), ``R_Bi_Gi``, ``R_Go_Bo`` (..., nj, 3, 3), ``stiffness``, ``damping``
-    (..., n), ``gravity`` (..., 3) (uniform; zero in a central field), and the central
+    (..., n), ``gravity`` (..., 3) (uniform; zero in a central field), the central
     field's (:class:`kanedyn.CentralGravity`; zeros when gravity is uniform) ``mu``,
-    ``J2``, ``radius`` (...) and ``center`` (..., 3). Derived: ``C_in``, ``C_out`` (..., nj, 4, 4) (see the
-    module docstring), ``com_h`` (..., nb, 4, 1) = [com; 1], ``has_h`` (any embedded
-    momentum), ``batch_shape``.
+    ``J2``, ``radius`` (...) and ``center`` (..., 3), ``stiffness_poly``, ``damping_poly``
+    (..., n, 2) the higher-order spring and damper coefficients ``(k₂, k₃)``, ``(c₂, c₃)``
+    per speed (:func:`kanedyn.joints.spring_damper`). Derived: ``C_in``, ``C_out`` (...,
+    nj, 4, 4) (see the module docstring), ``com_h`` (..., nb, 4, 1) = [com; 1], ``has_h``
+    (any embedded momentum), ``has_poly`` (any higher-order coefficient), ``batch_shape``.
     """
 
     mass: Array
@@ -82,10 +84,13 @@ class Params:
     J2: Array
     radius: Array
     center: Array
+    stiffness_poly: Array
+    damping_poly: Array
     C_in: Array = attrs.field(init=False)
     C_out: Array = attrs.field(init=False)
     com_h: Array = attrs.field(init=False)
     has_h: bool = attrs.field(init=False)
+    has_poly: bool = attrs.field(init=False)
     batch_shape: tuple[int, ...] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -105,6 +110,8 @@ class Params:
             np.shape(self.J2),
             np.shape(self.radius),
             self.center.shape[:-1],
+            self.stiffness_poly.shape[:-2],
+            self.damping_poly.shape[:-2],
         )
         R_out = self.R_Go_Bo
         p_out = -(R_out @ self.outer_point[..., None])[..., 0]
@@ -114,6 +121,8 @@ class Params:
         object.__setattr__(self, "C_out", _frozen(homogeneous(R_out, p_out)))
         object.__setattr__(self, "com_h", _frozen(com_h))
         object.__setattr__(self, "has_h", bool(np.any(self.h_embedded != 0)))
+        poly = np.any(self.stiffness_poly != 0) or np.any(self.damping_poly != 0)
+        object.__setattr__(self, "has_poly", bool(poly))
         object.__setattr__(self, "batch_shape", tuple(batch))
 
     @classmethod
@@ -134,9 +143,11 @@ class Params:
 
         central = model.central_gravity
         stiffness, damping = np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
+        stiffness_poly, damping_poly = np.zeros((n, 2), dtype=dtype), np.zeros((n, 2), dtype=dtype)
         for k, j in enumerate(joints):
             idx = model.layout.u_index[k]
             stiffness[idx], damping[idx] = j.stiffness, j.damping
+            stiffness_poly[idx], damping_poly[idx] = j.stiffness_poly, j.damping_poly
         return cls(
             mass=stack([b.mass for b in bodies], (nb,)),
             inertia=stack([b.inertia for b in bodies], (nb, 3, 3)),
@@ -153,6 +164,8 @@ class Params:
             J2=stack([0.0 if central is None else central.J2], ()),
             radius=stack([0.0 if central is None else central.radius], ()),
             center=stack([np.zeros(3) if central is None else central.center], (3,)),
+            stiffness_poly=_frozen(stiffness_poly),
+            damping_poly=_frozen(damping_poly),
         )
 
     @property

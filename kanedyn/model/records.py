@@ -310,6 +310,14 @@ class Joint:
     stiffness, damping : float or (ndof,)
         One value per DOF, rotational first; a scalar applies to every DOF. A spherical
         joint's spring acts on the rotation vector of Go in Gi.
+    stiffness_poly, damping_poly : (2,) or (ndof, 2)
+        MuJoCo's higher-order spring and damper coefficients ``(k₂, k₃)`` and ``(c₂,
+        c₃)`` per DOF (a pair applies to every DOF; default none): the generalized force
+        on a DOF with coordinate ``x`` and speed ``v`` is ``-(k x + k₂ x² + k₃ x³) - (c v
+        + c₂ v|v| + c₃ v³)`` (:func:`kanedyn.joints.spring_damper`), its spring potential
+        ``½ k x² + ⅓ k₂ x³ + ¼ k₃ x⁴``. Any finite values (MuJoCo's condition for a
+        restoring spring and a dissipating damper is ``k₃ ≥ 0``, ``k₂² ≤ 4 k k₃``, and the
+        same for ``c``); a spherical joint's spring has no higher-order terms.
     limits : JointLimits or None
         Range and actuator limits read from a model file; :func:`kanedyn.simulate`
         checks the range or makes it a stop (``limits``), the effort and speed limits
@@ -333,6 +341,8 @@ class Joint:
     stiffness: Array = attrs.field(default=0.0, converter=_array_like)
     damping: Array = attrs.field(default=0.0, converter=_array_like)
     limits: JointLimits | None = attrs.field(default=None, kw_only=True)
+    stiffness_poly: Array = attrs.field(default=0.0, converter=_array_like, kw_only=True)
+    damping_poly: Array = attrs.field(default=0.0, converter=_array_like, kw_only=True)
     rotor: Rotor | None = attrs.field(default=None, kw_only=True)
 
     _kind = "joint"  # the word in error messages
@@ -393,6 +403,26 @@ class Joint:
             if not is_symbolic(values) and np.any(values < 0.0):
                 raise ModelError(f"{what}: {field} must be non-negative, got {values.tolist()}")
             object.__setattr__(self, field, values)
+        for field in ("stiffness_poly", "damping_poly"):
+            where = f"{what}: {field} (the (x², x³) coefficients (k₂, k₃) per DOF)"
+            raw = getattr(self, field)
+            values = _frozen_array(raw, np.shape(raw), where)
+            if values.ndim == 0 or values.shape == (2,):
+                values = np.array(np.broadcast_to(values, (ndof, 2)))
+            if values.shape != (ndof, 2):
+                raise ModelError(
+                    f"{where}: expected a pair or {ndof} pairs (shape ({ndof}, 2)), "
+                    f"got shape {values.shape}"
+                )
+            values.setflags(write=False)
+            object.__setattr__(self, field, values)
+        if self.rot_type == "spherical" and (
+            is_symbolic(self.stiffness_poly[:3]) or np.any(self.stiffness_poly[:3] != 0.0)
+        ):
+            raise ModelError(
+                f"{what}: a spherical joint's spring is linear (½ φᵀKφ of its rotation "
+                "vector); stiffness_poly must be zero on its rotational DOFs"
+            )
 
     # -- derived sizes -------------------------------------------------------------
     @property
@@ -502,7 +532,8 @@ class Loop(Joint):
     and the others become the configuration constraints ``Φ(q) = 0`` of the model
     (:mod:`kanedyn.dynamics.loops`): the Gi axes that are not slide axes (translation),
     and for ``rot_dof`` 0, 1, 2 the 3, 2, 1 rotational constraints of the gimbal. A loop
-    carries no springs or dampers (``stiffness`` and ``damping`` must be zero).
+    carries no springs or dampers (``stiffness``, ``damping`` and their ``_poly``
+    coefficients must be zero).
 
     >>> import kanedyn as kd
     >>> kd.Loop.revolute("close", inner="coupler", outer="rocker", axis=3).ndof
@@ -514,7 +545,7 @@ class Loop(Joint):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        for field in ("stiffness", "damping"):
+        for field in ("stiffness", "damping", "stiffness_poly", "damping_poly"):
             values = getattr(self, field)
             if is_symbolic(values) or np.any(values != 0.0):
                 raise ModelError(
@@ -786,6 +817,8 @@ class Model:
             "outer_rotation",
             "stiffness",
             "damping",
+            "stiffness_poly",
+            "damping_poly",
         )
         joints = [attrs.evolve(j, **{f: num(getattr(j, f)) for f in fields}) for j in self.joints]
         frames = [
@@ -1087,6 +1120,8 @@ class _Layout:
                     "outer_rotation",
                     "stiffness",
                     "damping",
+                    "stiffness_poly",
+                    "damping_poly",
                 )
             )
         )

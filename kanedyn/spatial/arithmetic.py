@@ -5,8 +5,9 @@ written once, as a function of arrays with leading batch axes, using only
 
 * the array operators ``+ - * /`` and ``@``, indexing and broadcasting, ``numpy.stack``
   and ``numpy.sum``, and
-* the elementwise functions of an :class:`Arithmetic`: ``sin``, ``cos``, ``sqrt``, and
-  ``const`` (which brings the model's numbers into that arithmetic).
+* the elementwise functions of an :class:`Arithmetic`: ``sin``, ``cos``, ``sqrt``,
+  ``abs`` (``|x|``), and ``const`` (which brings the model's numbers into that
+  arithmetic).
 
 The arrays are NumPy arrays whose elements are the "scalars". Three arithmetics are
 provided, as Pinocchio templates its algorithms on the scalar type:
@@ -41,8 +42,8 @@ __all__ = ["NUMPY", "Arithmetic", "elementwise"]
 class Arithmetic:
     """One implementation of the arithmetic protocol (see the module docstring).
 
-    ``sin``, ``cos``, ``sqrt`` act elementwise on arrays of this arithmetic's scalars;
-    ``const`` turns a float array (a model constant) into one.
+    ``sin``, ``cos``, ``sqrt``, ``abs`` act elementwise on arrays of this arithmetic's
+    scalars; ``const`` turns a float array (a model constant) into one.
     """
 
     name: str
@@ -50,6 +51,7 @@ class Arithmetic:
     cos: Callable[[Any], Any]
     sqrt: Callable[[Any], Any]
     const: Callable[[Any], Any]
+    abs: Callable[[Any], Any]
 
     def __repr__(self) -> str:
         return f"Arithmetic({self.name!r})"
@@ -69,5 +71,5 @@ def _float_array(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-NUMPY = Arithmetic("numpy", np.sin, np.cos, np.sqrt, _float_array)
+NUMPY = Arithmetic("numpy", np.sin, np.cos, np.sqrt, _float_array, np.abs)
 """Float arrays: the dense engine and batches."""

@@ -74,6 +74,11 @@ def matrix(arr: Any) -> sm.Matrix:
 
 
 SYMPY = Arithmetic(
-    "sympy", elementwise(sm.sin), elementwise(sm.cos), elementwise(sm.sqrt), exact_array
+    "sympy",
+    elementwise(sm.sin),
+    elementwise(sm.cos),
+    elementwise(sm.sqrt),
+    exact_array,
+    elementwise(sm.Abs),
 )
 """Object arrays of sympy expressions."""

@@ -229,6 +229,7 @@ def _parameters(model: Model, loads: Loads) -> tuple[sm.Basic, ...]:
     pa = params_of(model)
     found: set[sm.Basic] = set(loads.constants) | set(loads.inputs)
     arrays = [pa.gravity, pa.stiffness, pa.damping, pa.mass, pa.inertia, pa.com]
+    arrays += [pa.stiffness_poly, pa.damping_poly]
     arrays += [pa.h_embedded, pa.inner_point, pa.outer_point, pa.R_Bi_Gi, pa.R_Go_Bo]
     arrays += [x for lp in model.loops for x in (lp.inner_point, lp.outer_point)]
     for arr in arrays:
@@ -488,8 +489,9 @@ def central_args(model: Model, i: int, R_N_B: sm.Matrix, r: sm.Matrix) -> tuple[
 
 
 def _joint_forces(model: Model, q: list, u: list) -> list:
-    """Springs and dampers per speed (:func:`kanedyn.joints.spring_damper`): ``Q = -k q
-    - c u`` (gimbal angles and slides), ``Q = -C ω`` (spherical)."""
+    """Springs and dampers per speed (:func:`kanedyn.joints.spring_damper`): ``Q = -(k q
+    + k₂ q² + k₃ q³) - (c u + c₂ u|u| + c₃ u³)`` (gimbal angles and slides), the damper
+    alone on spherical joints."""
     lay, pa = model.layout, params_of(model)
     for k in lay.spherical.tolist():
         stiff = [_const(x) for x in model.joints[k].stiffness[:3]]
@@ -502,8 +504,12 @@ def _joint_forces(model: Model, q: list, u: list) -> list:
             )
     stiffness, damping = (np.array([_const(x) for x in a], dtype=object)
                           for a in (pa.stiffness, pa.damping))  # fmt: skip
+    kp = cp = None
+    if pa.has_poly:
+        kp, cp = (np.array([[_const(x) for x in row] for row in a], dtype=object).reshape(-1, 2)
+                  for a in (pa.stiffness_poly, pa.damping_poly))  # fmt: skip
     obj = np.array(q, dtype=object), np.array(u, dtype=object)
-    return joints.spring_damper(lay, stiffness, damping, *obj).tolist()
+    return joints.spring_damper(lay, stiffness, damping, *obj, kp, cp, ar=SYMPY).tolist()
 
 
 def _kinematic_equations(model: Model, q: list, u: list) -> sm.Matrix:

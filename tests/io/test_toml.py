@@ -14,7 +14,7 @@ from kanedyn.io import Case, detect_format, read_model, read_toml, read_toml_cas
 BODY_FIELDS = ("mass", "inertia", "com", "embedded_momentum", "check_triangle")
 JOINT_FIELDS = ("name", "inner", "outer", "rot_type", "rot_dof", "rot_seq", "trn_dof", "trn_seq",
                 "inner_point", "outer_point", "inner_rotation", "outer_rotation", "stiffness",
-                "damping")  # fmt: skip
+                "damping", "stiffness_poly", "damping_poly")  # fmt: skip
 
 
 def assert_same_model(a: kd.Model, b: kd.Model) -> None:
@@ -55,7 +55,7 @@ def every_kind() -> kd.Model:
     joints = [
         kd.Joint.free("root", outer="hub", outer_point=(0.1, -0.2, 0.3)),
         kd.Joint.revolute("rev", "hub", "b1", axis=2, inner_point=(0.5, 0, 0), stiffness=2.0,
-                          damping=0.1, **kw),
+                          damping=0.1, stiffness_poly=(-0.5, 3.0), damping_poly=(0.2, 0.0), **kw),
         kd.Joint.prismatic("pri", "hub", "b2", axis=3, inner_point=(0, 0.5, 0), stiffness=10.0,
                            **kw),
         kd.Joint.spherical("sph", "b1", "b3", inner_point=(0.4, 0, 0), stiffness=(1, 2, 3),
@@ -64,7 +64,8 @@ def every_kind() -> kd.Model:
                         stiffness=(1.0, 0.0, 2.0)),
         kd.Joint.weld("wel", "b3", "b5", inner_point=(0.2, 0.2, 0.2), **kw),
         kd.Joint("gen", "b4", "b6", rot_dof=2, rot_seq="132", trn_dof=2, trn_seq="312",
-                 inner_point=(0.3, 0, 0.1), stiffness=(1, 2, 3, 4), damping=0.5),
+                 inner_point=(0.3, 0, 0.1), stiffness=(1, 2, 3, 4), damping=0.5,
+                 stiffness_poly=[(0.1, 0.2), (0.0, 0.0), (-0.3, 1.5), (0.0, 2.0)]),
         kd.Joint("gen_sph", "hub", "b7", rot_type="spherical", rot_dof=3, trn_dof=1,
                  trn_seq="231", **kw),
     ]  # fmt: skip
@@ -295,6 +296,10 @@ BAD = [
     ("bad_axis", edit("axis = 1", "axis = 4"), "axis = 4", ["axis in [[joints]] #3", "expected one of [1, 2, 3], got 4"]),
     ("stiffness_count", edit("stiffness = [0.2, 0.0098]", "stiffness = [0.2, 0.0098, 1]"), "stiffness = [0.2, 0.0098, 1]",
      ["stiffness in [[joints]] #2", "expected 2 values"]),
+    ("stiffness_poly_nan", edit("stiffness = [0.2, 0.0098]", "stiffness = [0.2, 0.0098]\nstiffness_poly = [1, nan]"),
+     "stiffness_poly = [1, nan]", ["stiffness_poly in [[joints]] #2", "expected a finite number, got nan"]),
+    ("damping_poly_pairs", edit("stiffness = [0.2, 0.0098]", "stiffness = [0.2, 0.0098]\ndamping_poly = [[1, 2], [3, 4], [5, 6]]"),
+     "damping_poly =", ["damping_poly in [[joints]] #2", "joint 'hinge': damping_poly", "expected a pair or 2 pairs"]),
     ("unknown_inner", edit('inner = "antenna"', 'inner = "antena"'), 'inner = "antena"',
      ["inner in [[joints]] #3", "joint 'slide': unknown inner body 'antena' (did you mean 'antenna'?)"]),
     ("missing_kind", edit('kind = "free"\n', ""), ("[[joints]]", 1), ["kind in [[joints]] #1", "required field is missing"]),

@@ -47,6 +47,7 @@ from kanedyn.dynamics.kane import mass_matrix
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.partials import partials
 from kanedyn.errors import ModelError
+from kanedyn.joints import spring_energy
 from kanedyn.model import Model, State
 from kanedyn.model.plan import params_of
 from kanedyn.simulation.conserving.constraints import (
@@ -89,7 +90,9 @@ class Redundant:
     :class:`~.constraints.ConstraintSet` (``nc`` rows); ``joints`` the
     :class:`~.constraints.JointRows` of each joint (model order); ``aug[k]`` the
     coordinate indices of joint k's DOFs (rotational first; empty where a DOF has no
-    augmented coordinate); ``stiffness``, ``damping`` (nx,) per augmented coordinate;
+    augmented coordinate); ``stiffness``, ``damping`` (nx,) per augmented coordinate,
+    ``stiffness_poly``, ``damping_poly`` (nx, 2) their higher-order coefficients (None
+    without any: :func:`kanedyn.joints.spring_damper`);
     ``f_gravity`` (nx,) the generalized gravity force ``m g`` on each ``φ``;
     ``closures`` the rows of the loop-closing joints (their augmented coordinates follow
     the tree's); ``hidden`` the velocity constraints the step enforces at the step
@@ -115,6 +118,8 @@ class Redundant:
     spherical: SphericalSprings | None = None
     hidden: HiddenConstraints | None = None
     gyroscopic: Array | None = None
+    stiffness_poly: Array | None = None
+    damping_poly: Array | None = None
 
     @property
     def nb(self) -> int:
@@ -133,9 +138,11 @@ class Redundant:
         return np.column_stack([d.L @ v for d in self.bodies[i].dirs])
 
     def energy(self, x: Array, v: Array) -> float:
-        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ``, springs ``½ Σ k a²`` and the
-        spherical joints' springs ``½ φᵀ K φ`` (:mod:`.spherical`)."""
-        E = float(0.5 * v @ self.M @ v - self.f_gravity @ x + 0.5 * self.stiffness @ x**2)
+        """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ``, springs ``Σ ½ k a² + ⅓ k₂ a³ + ¼ k₃
+        a⁴`` (:func:`kanedyn.joints.spring_energy`) and the spherical joints' springs
+        ``½ φᵀ K φ`` (:mod:`.spherical`)."""
+        springs = np.sum(spring_energy(self.stiffness, self.stiffness_poly, x))
+        E = float(0.5 * v @ self.M @ v - self.f_gravity @ x + springs)
         return E if self.spherical is None else E + self.spherical.potential(x)
 
     def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
@@ -419,6 +426,7 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     if R0 is not None:
         constraints.keep_rows(_planar_rows(constraints, owners))
     stiffness, damping = np.zeros(nx), np.zeros(nx)
+    stiffness_poly, damping_poly = np.zeros((nx, 2)), np.zeros((nx, 2))
     aug_all = []
     for k, (a_rot, a_trn) in enumerate(aug):
         speeds = lay.u_index[k]
@@ -431,11 +439,18 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
         have = idx >= 0
         stiffness[idx[have]] = pa.stiffness[speeds[have]]
         damping[idx[have]] = pa.damping[speeds[have]]
+        stiffness_poly[idx[have]] = pa.stiffness_poly[speeds[have]]
+        damping_poly[idx[have]] = pa.damping_poly[speeds[have]]
         aug_all.append(idx)
     sph = []
     for k, (j, jr) in enumerate(zip(model.joints, rows, strict=False)):
         if j.rot_type == "spherical":
             speeds = lay.u_index[k][:3]
+            if np.any(pa.damping_poly[speeds]):
+                raise ModelError(
+                    f"joint {j.name!r}: the energy-momentum integrator's spherical dampers "
+                    "are linear (damping_poly must be zero on a spherical joint); use RK4"
+                )
             kk, cc = pa.stiffness[speeds], pa.damping[speeds]
             if np.any(kk) or np.any(cc):
                 sph.append((jr, kk, cc))
@@ -446,7 +461,9 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
                      stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
                      R0 is not None, spherical, hidden,
-                     embedded_momentum_form(model, bodies, nx))  # fmt: skip
+                     embedded_momentum_form(model, bodies, nx),
+                     stiffness_poly if pa.has_poly else None,
+                     damping_poly if pa.has_poly else None)  # fmt: skip
 
 
 def _hidden(

@@ -10,9 +10,12 @@ Leyendecker 2006, eq. 41; the full form with multipliers):
         + f_{n+\\frac12} - G_d(x_n, x_{n+1})^T \\lambda\\,], \\qquad
     c(x_{n+1}) = 0
 
-with ``∇_dV = K (a_n + a_{n+1})/2`` (the springs are quadratic in the augmented
-coordinates, so the midpoint gradient *is* their discrete gradient), gravity ``f_g``
-constant, the dampers ``C`` on the augmented rates, ``f_{n+½}`` the applied loads at the
+with ``∇_dV = K (a_n + a_{n+1})/2`` (the linear springs are quadratic in the augmented
+coordinates, so the midpoint gradient *is* their discrete gradient; a polynomial spring
+adds ``(W(a_{n+1}) - W(a_n))/(a_{n+1} - a_n)`` of its higher-order potential ``W``,
+:func:`kanedyn.joints.spring_discrete_gradient`), gravity ``f_g`` constant, the dampers
+``C`` on the augmented rates (polynomial ones at the mean rate ``Δa/h``,
+:func:`kanedyn.joints.damper_force`), ``f_{n+½}`` the applied loads at the
 midpoint, and ``G_d`` the discrete gradient of the constraints
 (:meth:`~.constraints.ConstraintSet.discrete_gradient`). Eliminating ``v_{n+1}``, the
 unknowns are ``(x_{n+1}, λ)``; Newton's method runs on
@@ -175,7 +178,8 @@ def balance(
     spherical: Array | None = None,
 ) -> Array:
     """The balance of momentum without the constraint forces, ``r_x - G_dᵀλ`` (nx,):
-    ``(2/h²) M (Δx - h v0) + K z + C Δx/h - f_g - f(z)``, ``z = x0 + Δx/2``. It takes the
+    ``(2/h²) M (Δx - h v0) + K z + C Δx/h - f_g - f(z)``, ``z = x0 + Δx/2`` (with the
+    polynomial springs' and dampers' higher-order terms, :func:`_polynomial_tangent`). It takes the
     increment ``Δx = x1 - x0`` itself, so that no round-off of far-travelled positions
     enters the momenta. ``spherical``: the spherical springs' and dampers' force at
     ``(x0, x0 + Δx, h)`` when already computed (:func:`_spherical_terms`)."""
@@ -187,6 +191,10 @@ def balance(
         - red.f_gravity
         - f(z)
     )
+    if red.stiffness_poly is not None:  # the polynomial springs' and dampers' higher terms
+        zero = np.zeros(red.nx)
+        r = r + joints.spring_discrete_gradient(zero, red.stiffness_poly, x0, x0 + dx)[0]
+        r = r + joints.damper_force(zero, red.damping_poly, dx / h)
     if red.spherical is not None:
         if spherical is None:
             spherical = red.spherical.force(x0, x0 + dx, h)[0]
@@ -194,6 +202,20 @@ def balance(
     if red.gyroscopic is not None:  # embedded momenta: S Δx/h, no work
         r = r + red.gyroscopic @ dx / h
     return r  # type: ignore[no-any-return]
+
+
+def _polynomial_tangent(red: Redundant, x0: Array, dx: Array, h: float) -> Array | float:
+    """The derivative in ``x₁ = x0 + Δx`` of the polynomial springs' and dampers'
+    higher-order terms of :func:`balance` (diagonal, (nx, nx)), the scalar 0 without
+    them: ``∂∇̄W/∂x₁`` (:func:`kanedyn.joints.spring_discrete_gradient`) and
+    ``f'(Δx/h)/h`` (:func:`kanedyn.joints.damper_rate`) without the linear parts, which
+    the constant part of Newton's matrix holds."""
+    if red.stiffness_poly is None:
+        return 0.0
+    zero = np.zeros(red.nx)
+    d = joints.spring_discrete_gradient(zero, red.stiffness_poly, x0, x0 + dx)[1]
+    d = d + joints.damper_rate(zero, red.damping_poly, dx / h) / h
+    return np.diag(d)
 
 
 def _spherical_terms(
@@ -369,6 +391,7 @@ class Stepper:
             r_x = balance(red, x0, v0, dx, h, f, sph_f) + G_d.T @ lam[:nc]
             A = np.zeros((nx + nc + ns + nh, nx + nc + ns + nh))
             A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + sph_J
+            A[:nx, :nx] += _polynomial_tangent(red, x0, dx, h)
             A[:nx, nx : nx + nc] = G_d.T
             A[nx : nx + nc, :nx] = G
             rhs = np.concatenate((r_x, r_c))
@@ -489,6 +512,7 @@ class NullSpaceStepper(Stepper):
             P_d = J - G_d.T @ sol[:, 1:]
             F = P_d.T @ r
             A_xx = K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx) + sph_J
+            A_xx = A_xx + _polynomial_tangent(red, x0, dx, h)
             if ht is not None:  # unknowns (μ, ν): the hidden constraints' rows and columns
                 A = np.block([[P_d.T @ (A_xx + ht.A_xx) @ J, P_d.T @ ht.A_xm],
                               [ht.A_hx @ J, ht.A_hm]])  # fmt: skip
@@ -691,7 +715,8 @@ def run(
             f = f_static
         parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
         for x_start, hh, part in parts:
-            dissipated += float(part.dx @ (red.damping * part.dx)) / hh
+            rate = part.dx / hh  # the dampers' work: Δa · f(Δa/h)
+            dissipated += float(part.dx @ joints.damper_force(red.damping, red.damping_poly, rate))
             if red.spherical is not None:
                 dissipated += red.spherical.force(x_start, part.x, hh)[1]
             if f is not None:
