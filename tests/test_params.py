@@ -264,7 +264,8 @@ def test_layout_keeps_no_parameter():
     param_fields = {f.name for f in attrs.fields(Params) if f.init}
     assert param_fields == {"mass", "inertia", "com", "h_embedded", "inner_point",
                             "outer_point", "R_Bi_Gi", "R_Go_Bo", "stiffness", "damping",
-                            "gravity", "stiffness_poly", "damping_poly"}  # fmt: skip
+                            "gravity", "stiffness_poly", "damping_poly", "mu", "J2", "radius",
+                            "center"}  # fmt: skip
     assert not layout_fields & param_fields
     numbers = {
         name: value
