@@ -544,6 +544,6 @@ def test_model_batch_equals_dense_batch(model, seed):
     for b in (0, B - 1):
         member = batch.member(b)
         y = kd.msd.momenta(member, members[b])
-        out = cm_msd._array(*members[b].q, *y, *[p[b] for p in cm_msd.parameter_arrays()])
+        out = cm_msd.array_fn(*members[b].q, *y, *[p[b] for p in cm_msd.parameter_arrays()])
         n, nq = model.n, model.nq
         assert_close([float(x) for x in out[n + nq :]], members[b].u, cond(member, members[b]))

@@ -192,11 +192,15 @@ class CompiledModel:
         return self._code.param_inputs
 
     @property
-    def _scalar(self) -> Callable[..., list]:
+    def scalar_fn(self) -> Callable[..., list]:
+        """The generated Python on floats: ``f(q..., u...) -> outputs`` (it raises on a
+        zero pivot or a non-finite value, where the native code returns a status)."""
         return self._code.scalar
 
     @property
-    def _array(self) -> Callable[..., list]:
+    def array_fn(self) -> Callable[..., list]:
+        """The generated Python on columns: one element-wise NumPy operation per line,
+        ``f(q..., u..., p...)`` with one array per input (the members of a batch)."""
         return self._code.array
 
     def parameter_arrays(self) -> list[Array]:
@@ -260,7 +264,7 @@ class CompiledModel:
                     _raise_not_finite(X[bad - 1])
                 return res[:, :n].copy()
             with np.errstate(all="ignore"):
-                out = self._array(*q.T, *u.T, *p)
+                out = self.array_fn(*q.T, *u.T, *p)
             acc = np.empty((B, n))
             for r in range(n):
                 acc[:, r] = out[r]
@@ -274,7 +278,7 @@ class CompiledModel:
                 _raise_not_finite(np.concatenate((state.q, state.u)))
             return nc.out[:n].copy()
         model.check_state(state)
-        acc = np.array(_evaluate(self._scalar, *state.q.tolist(), *state.u.tolist())[:n])
+        acc = np.array(_evaluate(self.scalar_fn, *state.q.tolist(), *state.u.tolist())[:n])
         check_finite(acc)
         return acc
 
@@ -282,7 +286,7 @@ class CompiledModel:
         """``[ν̇ | q̇]`` as a list of floats at ``q``, ``u`` (the inner loop: no checks but
         a zero pivot, which raises the ModelError of a singular mass matrix); for a
         batch, member b's parameters are the arrays of :meth:`parameter_arrays`,
-        appended as the last arguments of ``_array``."""
+        appended as the last arguments of :attr:`array_fn`."""
         if self.batch is not None:
             raise ModelError("rhs: a ModelBatch's compiled model is evaluated on States")
         nc = self._code.kernel
@@ -290,7 +294,7 @@ class CompiledModel:
             if not nc.rhs_qu(q, u):
                 raise ModelError(SINGULAR_MASS_MATRIX)
             return nc.out.tolist()  # type: ignore[no-any-return]
-        return _evaluate(self._scalar, *q, *u)
+        return _evaluate(self.scalar_fn, *q, *u)
 
     def rhs_with_loads(self, q: Sequence[float], u: Sequence[float],
                        loads: AppliedLoads) -> list[float]:  # fmt: skip

@@ -114,7 +114,7 @@ class _Ensemble:
         operation per line of the generated code (quaternions normalized inside)."""
         n = self.model.n
         with np.errstate(all="ignore"):
-            out = cm._array(*x.T, *cm.parameter_arrays())
+            out = cm.array_fn(*x.T, *cm.parameter_arrays())
         xdot = np.empty(x.shape)
         for c, col in enumerate(out[n:] + out[:n]):
             xdot[:, c] = col

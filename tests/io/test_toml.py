@@ -378,7 +378,8 @@ def test_a_file_with_limits_stops_the_slider_from_the_command_line(tmp_path):
     from kanedyn.cli import main
 
     path = tmp_path / "slider.toml"
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         [model]
         gravity_m_s2 = [0, 0, -9.81]
         [[bodies]]
@@ -395,7 +396,8 @@ def test_a_file_with_limits_stops_the_slider_from_the_command_line(tmp_path):
         t_final_s = 1
         dt_s = 0.001
         limits = "stop"
-    """))
+    """)
+    )
     out = tmp_path / "run"
     assert main(["simulate", str(path), "--out", str(out), "--quiet"]) == 0
     header = (out / "trajectory.csv").read_text().splitlines()[0].split(",")

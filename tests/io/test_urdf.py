@@ -467,6 +467,7 @@ def test_write_toml_leaves_out_frames_and_keeps_massless_bodies(tmp_path):
     with pytest.warns(UnsupportedFeatureWarning, match=r"4 named frame\(s\) not written"):
         kd.io.write_toml(model, tmp_path / "arm3.toml", model.initial_state())
     back = kd.io.read_toml(tmp_path / "arm3.toml")
+
     def limits(m):
         return [None if j.limits is None else attrs.astuple(j.limits) for j in m.joints]
 

@@ -36,13 +36,13 @@ def run_rk4_compiled(run: Run, x: Array) -> tuple[int, Array | None]:
     n, nq = model.n, model.nq
     kernel = cm._code.kernel
     if kernel is None:
-        rhs = cm._scalar
+        rhs = cm.scalar_fn
     else:
 
         def rhs(*xs: float) -> list[float]:
             if kernel.rhs_into(xs):
                 return kernel.out.tolist()  # type: ignore[no-any-return]
-            return cm._scalar(*xs)  # a zero pivot or a non-finite value: fail as Python does
+            return cm.scalar_fn(*xs)  # a zero pivot or a non-finite value: fail as Python does
 
     msd = system.formulation is Formulation.MSD
     bar = Progress(
