@@ -56,7 +56,8 @@ class Trajectory:
 
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
-    ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
+    ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``;
+    in orbit, ``lvlh_attitude(orbit)`` (a body's attitude relative to LVLH).
 
     ``engine`` says what evaluated the right-hand side: ``"native"`` (machine code,
     :mod:`kanedyn.compiled.native`), ``"tcc"`` (C compiled by libtcc,
