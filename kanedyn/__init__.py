@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         State,
     )
     from kanedyn.model.batch import ModelBatch, States
+    from kanedyn.model.orbit import LvlhAttitude, Orbit
     from kanedyn.simulation.control import (
         Controller,
         QuaternionPD,
@@ -221,6 +222,8 @@ _LAZY: dict[str, str] = {
     "JointLimits": "kanedyn.model",
     "Loop": "kanedyn.model",
     "Model": "kanedyn.model",
+    "LvlhAttitude": "kanedyn.model.orbit",
+    "Orbit": "kanedyn.model.orbit",
     "Rotor": "kanedyn.model",
     "State": "kanedyn.model",
     "ModelBatch": "kanedyn.model.batch",
@@ -357,6 +360,8 @@ __all__ = [
     "EARTH_J2",
     "EARTH_MU",
     "EARTH_RADIUS",
+    "LvlhAttitude",
+    "Orbit",
     "LoopEquations",
     "LoopForces",
     "loop_equations",

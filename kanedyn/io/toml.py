@@ -2,7 +2,8 @@
 
 The schema is documented in ``docs/toml-schema.md``. In short::
 
-    [model]         gravity_m_s2, planar
+    [model]         gravity_m_s2 | central_gravity = {mu_m3_s2, J2, radius_m, center_m},
+                    planar
     [[bodies]]      name, mass_kg, inertia_kg_m2 = {Ixx, Iyy, Izz, Ixy, Ixz, Iyz}
                     (or inertia_tensor_kg_m2; inertia_kg_m2 = 0 for a particle), com_m,
                     embedded_momentum_N_m_s, check_triangle
@@ -45,7 +46,7 @@ import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import FileFormatError, ModelError, did_you_mean
-from kanedyn.model import Body, Joint, JointLimits, Loop, Model, State
+from kanedyn.model import Body, CentralGravity, Joint, JointLimits, Loop, Model, State
 from kanedyn.model.records import LOOP_REMEDY
 from kanedyn.spatial.inertia import inertia_tensor
 from kanedyn.spatial.rotation import euler_to_dcm, quat_normalize
@@ -74,6 +75,9 @@ _TOP_KEYS = ("model", "bodies", "particles", "joints", "loops", "initial", "load
              # a Monte Carlo dispersion spec may sit in the model file (read by
              # kanedyn.io.read_dispersions)
              "seed", "outputs", "dispersion")  # fmt: skip
+_MODEL_KEYS = ("gravity_m_s2", "central_gravity", "planar")
+#: [model.central_gravity] keys and kd.CentralGravity's arguments
+_CENTRAL_KEYS = {"mu_m3_s2": "mu", "J2": "J2", "radius_m": "radius", "center_m": "center"}
 _PARTICLE_KEYS = ("name", "mass_kg", "com_m")
 _BODY_KEYS = (
     "name",
@@ -518,11 +522,18 @@ def _array_of_tables(top: _Table, key: str) -> list[Any]:
 
 
 def _read_model(src: _Source, top: _Table) -> Model:
-    gravity = np.zeros(3)
+    gravity: Any = np.zeros(3)
     planar = False
     if top.has("model"):
-        mt = _Table(src, ("model",), top.get("model"), ("gravity_m_s2", "planar"))
+        mt = _Table(src, ("model",), top.get("model"), _MODEL_KEYS)
         gravity = mt.vector("gravity_m_s2", 3, np.zeros(3))
+        if mt.has("central_gravity"):
+            if mt.has("gravity_m_s2"):
+                raise mt.error(
+                    "central_gravity",
+                    "give gravity_m_s2 (a uniform field) or central_gravity, not both",
+                )
+            gravity = _read_central_gravity(mt)
         planar = mt.boolean("planar", False)
     raw_bodies = _array_of_tables(top, "bodies")
     raw_particles = _array_of_tables(top, "particles")
@@ -537,6 +548,22 @@ def _read_model(src: _Source, top: _Table) -> Model:
     except ModelError as exc:
         message = str(exc).replace(LOOP_REMEDY, "a [[loops]] table instead of [[joints]]")
         raise src.error(_blame_model(src, message), message) from None
+
+
+def _read_central_gravity(mt: _Table) -> CentralGravity:
+    """``[model.central_gravity]``: kd.CentralGravity's arguments, units in the names
+    (each optional, defaulting as the class does: the Earth's mu and radius, J2 = 0)."""
+    ct = _Table(mt.src, mt.path("central_gravity"), mt.get("central_gravity"), list(_CENTRAL_KEYS))
+    kw: dict[str, Any] = {}
+    for key, arg in _CENTRAL_KEYS.items():
+        if ct.has(key):
+            kw[arg] = ct.vector(key, 3) if arg == "center" else ct.number(key)
+    try:
+        return CentralGravity(**kw)
+    except ModelError as exc:  # "CentralGravity mu (...): must be positive, got ..."
+        arg = str(exc).split()[1]
+        key = next(k for k, a in _CENTRAL_KEYS.items() if a == arg)
+        raise ct.error(key, str(exc).split(": ", 1)[1]) from None
 
 
 def _name(t: _Table, key: str = "name") -> str:
@@ -988,13 +1015,16 @@ def _dumps(
         raise ModelError("write_toml: the model has symbolic parameters; use model.subs first")
     if any(b.name == "N" for b in model.bodies):
         raise ModelError("write_toml: a body is named 'N', which the file format reserves for N")
-    if model.central_gravity is not None:
-        raise ModelError(
-            "write_toml: the model's gravity is a central field (kd.CentralGravity), which "
-            "the file format does not hold yet"
-        )
     lines = ["# kanedyn model file (schema: docs/toml-schema.md)", ""]
-    lines += ["[model]", f"gravity_m_s2 = {_vec(model.gravity)}"]
+    central = model.central_gravity
+    if central is None:
+        lines += ["[model]", f"gravity_m_s2 = {_vec(model.gravity)}"]
+    else:
+        lines += [
+            "[model]",
+            f"central_gravity = {{ mu_m3_s2 = {_f(central.mu)}, J2 = {_f(central.J2)}, "
+            f"radius_m = {_f(central.radius)}, center_m = {_vec(central.center)} }}",
+        ]
     lines += ["planar = true", ""] if model.planar else [""]
     for b in model.bodies:
         I = b.inertia

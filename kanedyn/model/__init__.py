@@ -8,6 +8,8 @@
   and the Earth's constants.
 * :mod:`kanedyn.model.batch`: ``ModelBatch`` (a model with stacked parameters) and
   ``States``.
+* :mod:`kanedyn.model.orbit`: ``Orbit`` (a Keplerian reference orbit: a free root's
+  initial state, the LVLH frame) and ``LvlhAttitude``.
 """
 
 from kanedyn.model.gravity import EARTH_J2, EARTH_MU, EARTH_RADIUS, CentralGravity

@@ -23,6 +23,7 @@ from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.model import Model, State
 from kanedyn.model.names import coordinate_names, speed_names
 from kanedyn.model.options import Formulation
+from kanedyn.model.orbit import LvlhAttitude, Orbit, lvlh
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as _output
 
@@ -55,7 +56,8 @@ class Trajectory:
 
     Derived histories are computed on first use: ``kinetic_energy``,
     ``potential_energy``, ``total_energy``, ``linear_momentum`` (nt, 3, N),
-    ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``.
+    ``angular_momentum`` (nt, 3, about the system mass centre, N), ``body(name)``;
+    in orbit, ``lvlh_attitude(orbit)`` (a body's attitude relative to LVLH).
 
     ``engine`` says what evaluated the right-hand side: ``"native"`` (machine code,
     :mod:`kanedyn.compiled.native`), ``"tcc"`` (C compiled by libtcc,
@@ -188,6 +190,45 @@ class Trajectory:
         hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)
         self._bodies[name] = hist
         return hist
+
+    def lvlh_attitude(
+        self, orbit: Orbit | None = None, body: str | None = None, seq: str = "123"
+    ) -> LvlhAttitude:
+        """The attitude of ``body`` (default: the first body with a root joint)
+        relative to LVLH at each output: ``R_L_B = R_L_N R_N_B``
+        (:class:`~kanedyn.model.orbit.LvlhAttitude`: Euler angles of ``seq``, roll,
+        pitch, yaw and the angle from LVLH).
+
+        With an ``orbit``, L is the reference orbit's LVLH at each time
+        (``orbit.lvlh(t)``); without, it is the osculating LVLH of the system's mass
+        centre (:func:`kanedyn.model.orbit.lvlh` of its position relative to the
+        model's ``CentralGravity.center`` and its velocity). The conventions are in
+        :mod:`kanedyn.model.orbit`.
+        """
+        if body is None:
+            body = next(b.name for b, j in zip(self.model.bodies, self.model.joints,
+                                               strict=True) if j.is_root)  # fmt: skip
+        R_N_B = self.body(body).R_N_B
+        if orbit is not None:
+            R_L_N = orbit.lvlh(self.t)
+        else:
+            field = self.model.central_gravity
+            center = np.zeros(3) if field is None else np.asarray(field.center, dtype=float)
+            r, v = self._system_centre
+            R_L_N = lvlh(r - center, v)
+        return LvlhAttitude(t=self.t, R_L_B=R_L_N @ R_N_B, seq=seq)
+
+    @cached_property
+    def _system_centre(self) -> tuple[Array, Array]:
+        """Position and velocity of the system mass centre in N, (nt, 3) each."""
+        m = np.array([float(b.mass) for b in self.model.bodies])
+        parts = []
+        for a in range(0, len(self.t), _output.BLOCK):
+            kin = kinematics_at(self.model, self.q[a : a + _output.BLOCK],
+                                self.u[a : a + _output.BLOCK])  # fmt: skip
+            parts.append((m @ kin.r / m.sum(), m @ kin.v / m.sum()))
+        r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        return r, v
 
     def column_names(self) -> list[str]:
         return ["t", *coordinate_names(self.model), *speed_names(self.model)]

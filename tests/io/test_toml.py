@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -346,6 +347,18 @@ BAD = [
      ["limits in [[joints]] #2 (name \"hinge\"): joint 'hinge' has 2 degrees of freedom: limits are a range of one coordinate"]),
     ("simulation_limits", edit("dt_s = 0.01", 'dt_s = 0.01\nlimits = "enforce"'), "limits =",
      ['limits in [simulation]: expected one of "warn", "stop", "ignore", got "enforce"']),
+    ("central_and_uniform", edit("gravity_m_s2 = [0, 0, 0]", "gravity_m_s2 = [0, 0, 0]\ncentral_gravity = {}"),
+     "central_gravity =", ["central_gravity in [model]: give gravity_m_s2 (a uniform field) or central_gravity, not both"]),
+    ("central_negative_mu", edit("gravity_m_s2 = [0, 0, 0]", "\n[model.central_gravity]\nJ2 = 0.001\nmu_m3_s2 = -4e14"),
+     "mu_m3_s2 = -4e14", ["central_gravity.mu_m3_s2 in [model]: must be positive, got -4"]),
+    ("central_zero_radius", edit("gravity_m_s2 = [0, 0, 0]", "central_gravity = { radius_m = 0 }"),
+     "central_gravity =", ["central_gravity.radius_m in [model]: must be positive, got 0.0"]),
+    ("central_unknown_key", edit("gravity_m_s2 = [0, 0, 0]", "\n[model.central_gravity]\nmu = 4e14"), "mu = 4e14",
+     ['[model]: unknown key "mu"; allowed keys are mu_m3_s2, J2, radius_m, center_m']),
+    ("central_short_center", edit("gravity_m_s2 = [0, 0, 0]", "central_gravity = { center_m = [1, 2] }"),
+     "central_gravity =", ["central_gravity.center_m in [model]: expected a list of 3 numbers, got [1, 2]"]),
+    ("central_not_a_table", edit("gravity_m_s2 = [0, 0, 0]", "central_gravity = 4e14"),
+     "central_gravity =", ["central_gravity in [model]: expected a table, got 4"]),
 ]  # fmt: skip
 
 
@@ -475,3 +488,31 @@ def test_schema_document_example_reads(tmp_path):
     case = read_toml_case(path)
     assert case.model.nb >= 3 and case.settings and case.loads
     kd.forward_dynamics(case.model, case.state, list(case.loads))
+
+
+# --------------------------------------------------------------------------- central gravity
+def test_central_gravity_round_trips_bit_for_bit(tmp_path):
+    """A central field (kd.CentralGravity) is written as [model] central_gravity = {...}
+    and read back with every number equal."""
+    field = kd.CentralGravity(mu=3.986004418e14 * (1 + 1e-9), J2=kd.EARTH_J2,
+                              radius=6378136.3, center=(1.5, -2.25, 1e-7))  # fmt: skip
+    model = attrs.evolve(every_kind(), gravity=field)
+    write_toml(model, tmp_path / "orbit.toml")
+    text = (tmp_path / "orbit.toml").read_text()
+    assert "gravity_m_s2" not in text
+    back = read_toml(tmp_path / "orbit.toml").central_gravity
+    assert back is not None
+    assert (back.mu, back.J2, back.radius) == (field.mu, field.J2, field.radius)
+    np.testing.assert_array_equal(back.center, field.center)
+
+
+def test_hand_written_central_gravity_defaults_to_the_earth(tmp_path):
+    """``[model.central_gravity]`` as a table of its own; keys left out take
+    kd.CentralGravity's defaults (the Earth's mu and radius, J2 = 0, the centre at N's
+    origin)."""
+    path = tmp_path / "sat.toml"
+    path.write_text(edit("gravity_m_s2 = [0, 0, 0]", "\n[model.central_gravity]\nJ2 = 1.0826e-3"))
+    field = read_toml(path).central_gravity
+    assert field is not None
+    assert (field.mu, field.J2, field.radius) == (kd.EARTH_MU, 1.0826e-3, kd.EARTH_RADIUS)
+    np.testing.assert_array_equal(field.center, np.zeros(3))
