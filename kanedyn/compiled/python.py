@@ -101,8 +101,8 @@ def source(tape: Tape, name: str, args: Sequence[str], outputs: Sequence[Scalar]
             counter += 1
         names[i] = local
         lines.append(f"    {local} = {text}")
-    result = ", ".join(operand(("n", x.index)) if isinstance(x, Value) else repr(float(x))
-                       for x in outputs)  # fmt: skip
+    result = ", ".join(operand(("n", x.index)) if isinstance(x, Value)
+                       else operand(("c", float(x))) for x in outputs)  # fmt: skip
     lines.append(f"    return [{result}]")
     return "\n".join(lines) + "\n"
 

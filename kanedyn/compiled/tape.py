@@ -197,7 +197,7 @@ class Tape:
         of :mod:`kanedyn.symbolic.replay` use more), evaluated at once on constants."""
         if not isinstance(a, Value) and not isinstance(b, Value):
             return float(getattr(math, name)(a) if b is None else getattr(math, name)(a, b))
-        return self._record(name, a, b)
+        return self._record(name, a) if b is None else self._record(name, a, b)
 
     # -- derivatives ----------------------------------------------------------------
     def partials(self, i: int) -> list[tuple[int, Scalar]]:

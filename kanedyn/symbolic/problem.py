@@ -517,8 +517,10 @@ def solve_symmetric(A: sm.Matrix, B: sm.Matrix, *, what: str = "the mass matrix"
             try:
                 Xc = solve_spd(Ab.tolist(), [list(Bb[:, c]) for c in cols])
             except ZeroDivisionError:
-                raise ModelError(f"{what}: the matrix is singular for every configuration") from None
-            Xb = sm.Matrix(len(rows), len(cols), lambda i, c: Xc[c][i])
+                raise ModelError(
+                    f"{what}: the matrix is singular for every configuration"
+                ) from None
+            Xb = sm.Matrix([[Xc[c][i] for c in cols] for i in range(len(rows))])
         for a, r in enumerate(rows):
             X[r, :] = Xb[a, :]
     return X

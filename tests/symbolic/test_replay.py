@@ -97,6 +97,12 @@ def test_named_intermediates_traced_once():
     assert len(tape.nodes) == n + 1  # only the new sum
 
 
+def test_constant_outputs_including_not_finite():
+    fn = python_function([[x]], [], [sm.Matrix([[sm.nan, sm.oo, -2, x]])])
+    out = fn([3.0])[0][0]
+    assert np.isnan(out[0]) and out[1] == np.inf and out[2:] == [-2.0, 3.0]
+
+
 def test_inputs_may_be_functions_of_time():
     fn = python_function([[x], [T(t)]], [], [sm.Matrix([x * T(t) + sm.cos(T(t))])])
     assert fn([2.0], [0.5])[0][0][0] == pytest.approx(1.0 + np.cos(0.5), rel=1e-15)

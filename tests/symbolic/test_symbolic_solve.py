@@ -201,7 +201,8 @@ def test_solve_spd_with_structural_zeros_against_lusolve():
     for name, nonzero in patterns.items():
         lower = {(i, j): sm.Symbol(f"a{i}{j}") for i in range(n) for j in range(i + 1)
                  if nonzero(i, j)}  # fmt: skip
-        A = sm.Matrix(n, n, lambda i, j: lower.get((max(i, j), min(i, j)), 0))
+        A = sm.Matrix([[lower.get((max(i, j), min(i, j)), 0) for j in range(n)]
+                       for i in range(n)])  # fmt: skip
         upper_other = [[lower.get((i, j), 0) if j <= i else sm.Symbol(f"u{i}{j}")
                         for j in range(n)] for i in range(n)]  # fmt: skip
         B = sm.Matrix(n, 2, lambda i, c: sm.Symbol(f"b{i}{c}") if (i + c) % 3 else 0)
