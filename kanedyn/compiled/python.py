@@ -86,8 +86,10 @@ def source(tape: Tape, name: str, args: Sequence[str], outputs: Sequence[Scalar]
             text = f"(-{operand(a)})"
         elif op in _BINARY:
             text = f"({operand(a)} {_BINARY[op]} {operand(b)})"
-        else:
+        elif b is None:
             text = f"{op}({operand(a)})"
+        else:
+            text = f"{op}({operand(a)}, {operand(b)})"
         if inline[i]:
             expr[i] = text
             continue
@@ -99,20 +101,34 @@ def source(tape: Tape, name: str, args: Sequence[str], outputs: Sequence[Scalar]
             counter += 1
         names[i] = local
         lines.append(f"    {local} = {text}")
-    result = ", ".join(operand(("n", x.index)) if isinstance(x, Value) else repr(float(x))
-                       for x in outputs)  # fmt: skip
+    result = ", ".join(operand(("n", x.index)) if isinstance(x, Value)
+                       else operand(("c", float(x))) for x in outputs)  # fmt: skip
     lines.append(f"    return [{result}]")
     return "\n".join(lines) + "\n"
 
 
+def _sgn(x: float) -> float:
+    """The sign of ``x`` (0 at 0), as ``sympy.sign`` and ``numpy.sign`` (``sgn``); the
+    kernels' ``sign`` is ``copysign(1, x)``, the derivative of ``fabs``."""
+    return float((x > 0) - (x < 0))
+
+
 SCALAR_NAMESPACE: dict[str, Any] = {
-    "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "fabs": math.fabs,
-    "sign": lambda x: math.copysign(1.0, x),
+    "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "tan": math.tan, "asin": math.asin,
+    "acos": math.acos, "atan": math.atan, "atan2": math.atan2, "sinh": math.sinh,
+    "cosh": math.cosh, "tanh": math.tanh, "exp": math.exp, "log": math.log,
+    "fabs": math.fabs, "sign": lambda x: math.copysign(1.0, x), "sgn": _sgn, "pow": math.pow,
 }  # fmt: skip
+"""The functions a tape may call, on floats: the kernels' ``sin``, ``cos``, ``sqrt``,
+``fabs`` and ``sign`` (``copysign(1, x)``), and those of symbolic expressions replayed on
+a tape (:mod:`kanedyn.symbolic.replay`)."""
 ARRAY_NAMESPACE: dict[str, Any] = {
-    "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "fabs": np.fabs,
-    "sign": lambda x: np.copysign(1.0, x),
+    "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "tan": np.tan, "asin": np.arcsin,
+    "acos": np.arccos, "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh,
+    "cosh": np.cosh, "tanh": np.tanh, "exp": np.exp, "log": np.log, "fabs": np.fabs,
+    "sign": lambda x: np.copysign(1.0, x), "sgn": np.sign, "pow": np.power,
 }  # fmt: skip
+"""The same functions on equal-shaped NumPy arrays (a batch)."""
 
 
 def build(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., list]:

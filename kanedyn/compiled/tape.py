@@ -4,7 +4,8 @@ The compiled engine (:mod:`kanedyn.compiled`) writes its algorithm once, on scal
 runs it on :class:`Tape` values: every ``+ - * /``, ``sin``, ``cos``, ``sqrt`` and ``fabs``
 (``|x|``) on a traced value records one operation (and the derivative rule of ``fabs``
 records ``sign``, ``copysign(1, x)``); operations on plain floats (the model's constants)
-are evaluated at once. While recording, the tape
+are evaluated at once. The symbolic paths replay their sympy expressions on the same
+tape (:mod:`kanedyn.symbolic.replay`) to evaluate them. While recording, the tape
 
 * folds constants and the identities ``0·x = 0``, ``1·x = x``, ``x + 0 = x``,
   ``x - x = 0``, ``-(-x) = x``, so the structural zeros of a model (axes along
@@ -101,8 +102,8 @@ class Tape:
         hit = self._memo.get(key)
         if hit is not None:
             return hit
-        arg_a = a.index if isinstance(a, Value) else a
-        arg_b = b.index if isinstance(b, Value) else b
+        arg_a = a.index if isinstance(a, Value) else float(a)
+        arg_b = b.index if isinstance(b, Value) else None if b is None else float(b)
         self.nodes.append((op, ("n", arg_a) if isinstance(a, Value) else ("c", arg_a),
                            None if b is None else (("n", arg_b) if isinstance(b, Value)
                                                    else ("c", arg_b))))  # fmt: skip
@@ -191,10 +192,16 @@ class Tape:
             return 0.0
         return self._record("div", a, b)
 
-    def func(self, name: str, a: Scalar) -> Scalar:
-        if not isinstance(a, Value):
-            return _sign(a) if name == "sign" else float(getattr(math, name)(a))
-        return self._record(name, a)
+    def func(self, name: str, a: Scalar, b: Scalar | None = None) -> Scalar:
+        """``name(a)``, or ``name(a, b)``: a function of the emitters' namespaces
+        (``sin``, ``cos``, ``sqrt``, ``fabs``, ``sign`` for the kernels; the replayed
+        symbolic expressions of :mod:`kanedyn.symbolic.replay` use more), evaluated at
+        once on constants."""
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            if name in _CONSTANT_FUNCS:
+                return _CONSTANT_FUNCS[name](a)
+            return float(getattr(math, name)(a) if b is None else getattr(math, name)(a, b))
+        return self._record(name, a) if b is None else self._record(name, a, b)
 
     # -- derivatives ----------------------------------------------------------------
     def partials(self, i: int) -> list[tuple[int, Scalar]]:
@@ -238,7 +245,7 @@ class Tape:
             rules = [(a, sign(val(a)))]
         elif op == "sign":
             rules = []
-        else:  # pragma: no cover - the tape records no other operation
+        else:  # only replayed symbolic expressions (never differentiated) record others
             raise ValueError(f"no derivative rule for {op!r}")
         return [(arg[1], coef) for arg, coef in rules if arg is not None and arg[0] == "n"]
 
@@ -289,6 +296,11 @@ def _sign(x: float) -> float:
 
 def sign(x: Scalar) -> Scalar:
     return x.tape.func("sign", x) if isinstance(x, Value) else _sign(x)
+
+
+#: functions of constants that are not ``math``'s: the kernels' ``sign`` and the
+#: replayed ``sgn`` (``sympy.sign``: 0 at 0)
+_CONSTANT_FUNCS = {"sign": _sign, "sgn": lambda x: float((x > 0) - (x < 0))}
 
 
 def _object_floats(x: Any) -> np.ndarray:

@@ -48,6 +48,7 @@ __all__ = [
     "force_to_parent",
     "gravity_force",
     "inertia_to_parent",
+    "is_zero",
     "mm",
     "momentum",
     "motion_to_child",
@@ -252,15 +253,17 @@ def gravity_force(mass: Scalar, g: Vec, c: Vec) -> Vec:
     return cross(c, F) + F
 
 
+def is_zero(x: Scalar) -> bool:
+    """Whether ``x`` is a structural zero: a plain number or a sympy number equal to 0.
+    A traced value, a symbolic expression or an array never is one (its value is not
+    known where the equations are written)."""
+    return (isinstance(x, int | float) or getattr(x, "is_Number", False) is True) and x == 0
+
+
 def _sqrt(ar: Arithmetic, x: Scalar) -> Scalar:
     """``√x`` of one scalar (a float, an array of floats as one batched scalar, a traced
     value or a sympy expression) by the arithmetic's elementwise ``sqrt``."""
     return ar.sqrt(x)[()]
-
-
-def _is_zero(x: Scalar) -> bool:
-    """A structural zero: a plain number equal to zero (never a traced or symbolic one)."""
-    return isinstance(x, int | float) and x == 0.0
 
 
 def central_gravity_potential(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Scalar,
@@ -288,7 +291,7 @@ def central_gravity_potential(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Sc
     trI = inertia[0][0] + inertia[1][1] + inertia[2][2]
     rIr = dot(r, mv(inertia, r))
     V = -mu * mass * inv_r - 0.5 * mu * inv_r3 * (trI - 3.0 * rIr * inv_r2)
-    if not _is_zero(J2):
+    if not is_zero(J2):
         z = dot(r, pole)
         V = V + 0.5 * mu * mass * J2 * radius * radius * inv_r3 * (3.0 * z * z * inv_r2 - 1.0)
     return V
@@ -321,7 +324,7 @@ def central_gravity(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Scalar, mass
     c = 1.5 * mu * inv_r5
     radial = -mu * mass * inv_r3 - c * (trI - 5.0 * rIr * inv_r2)
     F = [radial * r[i] - 2.0 * c * Ir[i] for i in range(3)]
-    if not _is_zero(J2):
+    if not is_zero(J2):
         z = dot(r, pole)
         cj = 1.5 * mu * mass * J2 * radius * radius * inv_r5
         a = cj * (1.0 - 5.0 * z * z * inv_r2)
@@ -332,32 +335,55 @@ def central_gravity(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Scalar, mass
 
 
 def solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
-    """``D⁻¹ b`` for each right-hand side ``b`` in ``B`` (D symmetric positive definite,
-    small) by an unrolled LDLᵀ factorization."""
+    """``D⁻¹ b`` for each right-hand side ``b`` in ``B`` (D symmetric positive definite)
+    by an unrolled :math:`D = L\\,\\mathrm{diag}(d)\\,L^\\top` without pivoting:
+
+    .. math::
+
+        W_{ij} = D_{ij} - \\sum_{k<j} W_{ik} L_{jk}, \\quad d_j = W_{jj}, \\quad
+        L_{ij} = W_{ij} / d_j \\quad (i > j),
+
+        y_i = b_i - \\sum_{k<i} L_{ik} y_k, \\qquad
+        x_i = y_i / d_i - \\sum_{k>i} L_{ki} x_k
+
+    (Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, sec. 4.1.2). Only the lower
+    triangle of ``D`` is read. On any arithmetic (floats, traced values, sympy): a
+    product with a structural zero (:func:`is_zero`) is skipped, each sum is formed term
+    by term (sympy flattens it into one ``Add``; nothing is multiplied out), and each
+    pivot's reciprocal is formed once.
+
+    Raises
+    ------
+    ZeroDivisionError
+        If a pivot is a structural zero (for sympy, zero for every value of its symbols).
+    """
     d = len(D)
-    L: Mat = [[0.0] * d for _ in range(d)]
-    diag: list[Scalar] = [0.0] * d
-    inv: list[Scalar] = [0.0] * d
+    W: Mat = [[None] * d for _ in range(d)]
+    L: Mat = [[None] * d for _ in range(d)]
+    inv: list[Scalar] = [None] * d
     for j in range(d):
-        s = D[j][j]
-        for k in range(j):
-            s = s - L[j][k] * L[j][k] * diag[k]
-        diag[j] = s
-        inv[j] = 1.0 / s
-        for i in range(j + 1, d):
-            t = D[i][j]
+        for i in range(j, d):
+            s = D[i][j]
             for k in range(j):
-                t = t - L[i][k] * L[j][k] * diag[k]
-            L[i][j] = t * inv[j]
+                if not (is_zero(W[i][k]) or is_zero(L[j][k])):
+                    s = s - W[i][k] * L[j][k]
+            W[i][j] = s
+        if is_zero(W[j][j]):
+            raise ZeroDivisionError(f"pivot {j + 1} of the LDLᵀ factorization is zero")
+        inv[j] = 1 / W[j][j]
+        for i in range(j + 1, d):
+            L[i][j] = W[i][j] if is_zero(W[i][j]) else W[i][j] * inv[j]
     out = []
     for b in B:
         y = list(b)
         for i in range(d):
             for k in range(i):
-                y[i] = y[i] - L[i][k] * y[k]
+                if not (is_zero(L[i][k]) or is_zero(y[k])):
+                    y[i] = y[i] - L[i][k] * y[k]
         x = [y[i] * inv[i] for i in range(d)]
         for i in reversed(range(d)):
             for k in range(i + 1, d):
-                x[i] = x[i] - L[k][i] * x[k]
+                if not (is_zero(L[k][i]) or is_zero(x[k])):
+                    x[i] = x[i] - L[k][i] * x[k]
         out.append(x)
     return out

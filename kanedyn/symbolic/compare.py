@@ -45,6 +45,7 @@ from sympy.core.function import AppliedUndef
 
 from kanedyn.errors import ModelError
 from kanedyn.symbolic.matching import match, read_side, symbol_name, to_chart
+from kanedyn.symbolic.replay import python_function
 
 __all__ = ["ComparisonReport", "EntryComparison", "Equations", "compare"]
 
@@ -572,8 +573,6 @@ class _Numeric:
 
     def __init__(self, x: list, p: list, Ma, fa, Mb, fb, defs: Sequence = ()):
         if defs:  # straight-line code: the named intermediates, then M and f
-            from kanedyn.symbolic.kane import python_function
-
             self.f = python_function([x, p], list(defs), [Ma, fa, Mb, fb])
             return
         self.f = sm.lambdify([x, p], [Ma, fa, Mb, fb], modules="numpy", cse=True)

@@ -8,6 +8,11 @@ the terms it was combined from (:class:`Group`, with the operations of
 derive on it; the teaching tables (:mod:`kanedyn.symbolic.stages`) read its groups.
 :func:`dot`, :func:`cross` and :func:`matmul` skip zero products, which sympy would
 otherwise build and simplify away.
+
+The names are a presentation, not an evaluation tape: they give a reader (and the
+tables) one labelled symbol per quantity of the derivation, so they are kept as sympy
+expressions. Numbers are evaluated on the compiled engine's tape, which replays these
+definitions (:mod:`kanedyn.symbolic.replay`) and shares their subexpressions itself.
 """
 
 from __future__ import annotations

@@ -48,8 +48,9 @@ remainder) is a named quantity: a ``sympy.Dummy`` with its defining expression, 
 in order in :attr:`CompactEquations.intermediates`. The mass matrix and forcing are
 short expressions in those names, so the derivation grows polynomially with the number
 of bodies (the mass matrix is a sum over bodies of column dot products, O(n³) terms for
-a chain). :meth:`KaneEquations.lambdify` writes the intermediates as straight-line
-assignments (its own small printer, or ``sympy.lambdify`` with them as the ``cse``), and
+a chain). :meth:`KaneEquations.lambdify` evaluates the intermediates as straight-line
+code (replayed on the compiled engine's tape and written by its Python emitter:
+:mod:`kanedyn.symbolic.replay`; or ``sympy.lambdify`` with them as the ``cse``), and
 :meth:`KaneEquations.lambdify_stages` evaluates the kinematic stages the same way. The
 explicit forms in the coordinates, speeds and
 parameters (``.mass_matrix``, ``.forcing``, ``.Omega_u``, ...) are built by substituting
@@ -96,9 +97,10 @@ from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
 from kanedyn.symbolic.intermediates import Intermediates, cross, dot, is_zero, matmul
 from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
+from kanedyn.symbolic.replay import python_function
 from kanedyn.symbolic.stages import Stages, stages
 
-__all__ = ["CompactEquations", "KaneEquations", "kane", "python_function"]
+__all__ = ["CompactEquations", "KaneEquations", "kane"]
 
 _ZERO3 = sm.ImmutableMatrix.zeros(3, 1)
 # Jupyter shows the explicit teaching table only for systems this small (in named
@@ -519,83 +521,6 @@ def _kinematic_equations(model: Model, q: list, u: list) -> sm.Matrix:
     return sm.ImmutableMatrix(qd.tolist())
 
 
-# --------------------------------------------------------------------------- code generation
-_MATH_FUNCTIONS = {
-    sm.sin: "sin", sm.cos: "cos", sm.tan: "tan", sm.asin: "asin", sm.acos: "acos",
-    sm.atan: "atan", sm.atan2: "atan2", sm.sinh: "sinh", sm.cosh: "cosh", sm.tanh: "tanh",
-    sm.exp: "exp", sm.log: "log", sm.Abs: "fabs",
-}  # fmt: skip
-
-
-class _PythonPrinter:
-    """Python source for expressions over Add, Mul, Pow, numbers and math functions.
-
-    Other nodes (rare: whatever a user's parameter expressions contain) go through
-    sympy's ``pycode`` with the local names substituted.
-    """
-
-    def __init__(self, names: dict[sm.Basic, str]) -> None:
-        self.names = names
-
-    def __call__(self, e: sm.Basic) -> str:
-        name = self.names.get(e)
-        if name is not None:
-            return name
-        if e.is_Number or e.is_NumberSymbol:
-            x = float(e)
-            return repr(x) if x >= 0 else f"({x!r})"
-        if e.is_Add:
-            return "(" + " + ".join(map(self, e.args)) + ")"
-        if e.is_Mul:
-            return "(" + "*".join(map(self, e.args)) + ")"
-        if e.is_Pow:
-            base, ex = e.args
-            if ex == sm.S.Half:
-                return f"sqrt({self(base)})"
-            return f"({self(base)}**{self(ex)})"
-        func = _MATH_FUNCTIONS.get(getattr(e, "func", None))
-        if func is not None:
-            return f"{func}(" + ", ".join(map(self, e.args)) + ")"
-        from sympy.printing.pycode import pycode
-
-        local = {s: sm.Symbol(self.names[s]) for s in e.free_symbols}
-        return pycode(e.xreplace(local), fully_qualified_modules=True)
-
-
-def python_function(args: list[list], defs: list, outputs: list[sm.MatrixBase]):
-    """Compile ``f(*args) -> [nested lists of outputs]`` with ``defs`` as assignments."""
-    names: dict[sm.Basic, str] = {}
-    lines = []
-    params = []
-    for g, group in enumerate(args):
-        params.append(f"a{g}")
-        local = [f"a{g}_{i}" for i in range(len(group))]
-        names.update(zip(group, local, strict=True))
-        if local:
-            lines.append(f"    {', '.join(local)}, = a{g}")
-    pr = _PythonPrinter(names)
-    for i, (s, e) in enumerate(defs):
-        code = pr(e)
-        names[s] = f"t{i}"
-        lines.append(f"    t{i} = {code}")
-    outs = []
-    for X in outputs:
-        rows = ", ".join(
-            "[" + ", ".join(pr(X[r, c]) for c in range(X.cols)) + "]" for r in range(X.rows)
-        )
-        outs.append(f"[{rows}]")
-    lines.append(f"    return {', '.join(outs)}")
-    source = f"def _kane_numeric({', '.join(params)}):\n" + "\n".join(lines) + "\n"
-    import math
-
-    namespace: dict[str, Any] = {k: getattr(math, k) for k in dir(math) if not k.startswith("_")}
-    namespace.update(math=math, numpy=np)
-    exec(compile(source, "<kanedyn.symbolic.kane>", "exec"), namespace)  # noqa: S102
-    fn = namespace["_kane_numeric"]
-    fn.__doc__ = source
-    return fn
-
-
 # --------------------------------------------------------------------------- result
 class KaneEquations:
     """Kane's equations of a kanedyn Model in sympy (built by :func:`kane`).
@@ -893,9 +818,9 @@ class KaneEquations:
             Order of the parameter values ``p`` (default :attr:`parameters`). ``p`` may
             also be a mapping from symbol to value.
         backend : {"python", "sympy"}
-            ``"python"`` (default) writes the named intermediates as straight-line
-            Python assignments with a small printer for the node types the derivation
-            produces (Add, Mul, Pow, elementary functions), which is fast to build;
+            ``"python"`` (default) replays the named intermediates on the compiled
+            engine's tape and writes them as straight-line Python
+            (:func:`kanedyn.symbolic.replay.python_function`), which is fast to build;
             ``"sympy"`` uses ``sympy.lambdify`` with the intermediates as its common
             subexpressions (``cse``), slower to build for large trees. Both evaluate the
             same expressions.

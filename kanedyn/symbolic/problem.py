@@ -57,6 +57,7 @@ from sympy.physics.vector import Dyadic, Point, ReferenceFrame, Vector, dynamics
 from sympy.physics.vector.printing import vlatex, vsstrrepr
 
 from kanedyn.errors import ModelError
+from kanedyn.spatial.plucker import solve_spd
 from kanedyn.symbolic.auxiliary import auxiliary_equations, check_auxiliary
 from kanedyn.symbolic.components import Components, Lookup, generalized_forces
 
@@ -465,62 +466,15 @@ def _small_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
     return X
 
 
-def _ldl_solve(A: sm.Matrix, B: sm.Matrix, what: str) -> sm.Matrix:
-    """``A X = B`` for a symmetric ``A`` by :math:`A = L D L^\\top` without pivoting.
-
-    With the lower triangle of ``A`` only (so ``A`` need be symmetric in value, not in
-    how its entries are written),
-
-    .. math::
-
-        W_{ij} = A_{ij} - \\sum_{k<j} W_{ik} L_{jk}, \\quad d_j = W_{jj}, \\quad
-        L_{ij} = W_{ij} / d_j \\quad (i > j),
-
-        y_i = b_i - \\sum_{k<i} L_{ik} y_k, \\qquad
-        x_i = y_i / d_i - \\sum_{k>i} L_{ki} x_k
-
-    (Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, sec. 4.1.2). Each entry is
-    one sum of products of earlier entries (nothing multiplied out), structural zeros
-    are skipped, and each pivot's reciprocal is formed once. A block of size 1 or 2 is
-    solved by Cramer's rule instead (:func:`_small_solve`).
-    """
-    n = A.rows
-    if n <= 2:
-        return _small_solve(A, B, what)
-    W: list[list[Any]] = [[A[i, j] if j <= i else None for j in range(n)] for i in range(n)]
-    L: list[list[Any]] = [[sm.S.Zero] * n for _ in range(n)]
-    inv: list[Any] = [None] * n
-    for j in range(n):
-        for i in range(j, n):
-            terms = [-W[i][k] * L[j][k] for k in range(j) if L[j][k] != 0 and W[i][k] != 0]
-            if terms:
-                W[i][j] = sm.Add(W[i][j], *terms)
-        if W[j][j] == 0:
-            raise ModelError(f"{what}: the matrix is singular for every configuration")
-        inv[j] = 1 / W[j][j]
-        for i in range(j + 1, n):
-            if W[i][j] != 0:
-                L[i][j] = W[i][j] * inv[j]
-    X = sm.zeros(n, B.cols)
-    for c in range(B.cols):
-        y: list[Any] = []
-        for i in range(n):
-            y.append(sm.Add(B[i, c], *[-L[i][k] * y[k] for k in range(i) if L[i][k] != 0]))
-        x: list[Any] = [sm.S.Zero] * n
-        for i in reversed(range(n)):
-            x[i] = sm.Add(
-                y[i] * inv[i], *[-L[k][i] * x[k] for k in range(i + 1, n) if L[k][i] != 0]
-            )
-        for i in range(n):
-            X[i, c] = x[i]
-    return X
-
-
 def solve_symmetric(A: sm.Matrix, B: sm.Matrix, *, what: str = "the mass matrix") -> sm.Matrix:
     """Solve ``A X = B`` for a symmetric positive definite symbolic ``A`` (a mass matrix).
 
     ``A`` is split into its independent diagonal blocks (the nonzero pattern) and each
-    block is factored as :math:`L D L^\\top` without pivoting (:func:`_ldl_solve`). For
+    block is factored as :math:`L D L^\\top` without pivoting
+    (:func:`kanedyn.spatial.plucker.solve_spd`, the solve of the articulated-body
+    recursion: structural zeros skipped, nothing multiplied out, one reciprocal per
+    pivot). A block of size 1 or 2 is solved by Cramer's rule instead
+    (:func:`_small_solve`), whose explicit quotients have no nested fractions. For
     a positive definite ``A`` the pivots are :math:`d_k = \\Delta_k / \\Delta_{k-1}`,
     the ratios of its leading principal minors, which are positive: so no pivot
     vanishes where ``A`` is regular, the 0/0 hazard of a symbolic LU with pivoting on a
@@ -556,7 +510,17 @@ def solve_symmetric(A: sm.Matrix, B: sm.Matrix, *, what: str = "the mass matrix"
             raise ModelError(f"{what}: the matrix is structurally singular")
         if rows != rows_c:
             raise ModelError(f"{what}: the nonzero pattern is not symmetric")
-        Xb = _ldl_solve(A.extract(rows, rows), B.extract(rows, cols), what)
+        Ab, Bb = A.extract(rows, rows), B.extract(rows, cols)
+        if len(rows) <= 2:
+            Xb = _small_solve(Ab, Bb, what)
+        else:
+            try:
+                Xc = solve_spd(Ab.tolist(), [list(Bb[:, c]) for c in cols])
+            except ZeroDivisionError:
+                raise ModelError(
+                    f"{what}: the matrix is singular for every configuration"
+                ) from None
+            Xb = sm.Matrix([[Xc[c][i] for c in cols] for i in range(len(rows))])
         for a, r in enumerate(rows):
             X[r, :] = Xb[a, :]
     return X

@@ -11,7 +11,7 @@ import sympy as sm
 
 import kanedyn as kd
 from kanedyn.symbolic import compare, kane, lagrange
-from kanedyn.symbolic.kane import python_function
+from kanedyn.symbolic.replay import python_function
 
 pytestmark = pytest.mark.slow  # about 25 s: the build, the change of speeds, the samples
 

@@ -11,6 +11,7 @@ import sympy as sm
 from sympy.physics import mechanics as me
 
 import kanedyn as kd
+from kanedyn.spatial.plucker import solve_spd
 from kanedyn.symbolic import KaneProblem, lagrange, solve_symmetric
 from kanedyn.symbolic.examples import _constrained_disc, _minimal_disc
 from kanedyn.symbolic.problem import _det2, _over, _stand_ins
@@ -184,3 +185,49 @@ def test_det2_is_sympys_determinant():
                     (a * two, two, two), (a, b * c, a + c), (2, a + b, 3)):  # fmt: skip
         x, y, z = map(sm.sympify, (x, y, z))
         assert _det2(x, y, z) == x * z - y * y
+
+
+def test_solve_spd_with_structural_zeros_against_lusolve():
+    """``plucker.solve_spd`` (the LDLᵀ that solve_symmetric and the articulated-body
+    recursion share) on sympy matrices with structural zeros, an arrow and a tridiagonal
+    pattern, against sympy's ``LUsolve``: equal at random rational points (exactly). Only
+    the lower triangle is read (the upper one here holds other symbols)."""
+    n = 5
+    patterns = {
+        "arrow": lambda i, j: i == j or i == n - 1 or j == n - 1,
+        "tridiagonal": lambda i, j: abs(i - j) <= 1,
+    }
+    rng = np.random.default_rng(3)
+    for name, nonzero in patterns.items():
+        lower = {(i, j): sm.Symbol(f"a{i}{j}") for i in range(n) for j in range(i + 1)
+                 if nonzero(i, j)}  # fmt: skip
+        A = sm.Matrix([[lower.get((max(i, j), min(i, j)), 0) for j in range(n)]
+                       for i in range(n)])  # fmt: skip
+        upper_other = [[lower.get((i, j), 0) if j <= i else sm.Symbol(f"u{i}{j}")
+                        for j in range(n)] for i in range(n)]  # fmt: skip
+        B = sm.Matrix(n, 2, lambda i, c: sm.Symbol(f"b{i}{c}") if (i + c) % 3 else 0)
+        X = solve_spd(upper_other, [list(B[:, c]) for c in range(2)])
+        assert all(not e.has(*[s for row in upper_other for s in row if str(s)[0] == "u"])
+                   for col in X for e in col)  # fmt: skip
+        X_lu = A.LUsolve(B)
+        for _ in range(3):
+            # a diagonally dominant point: A is positive definite there
+            point = {s: sm.Rational(int(rng.integers(-9, 10)), 10) for s in lower.values()}
+            point.update({lower[i, i]: sm.Integer(int(rng.integers(4, 9))) for i in range(n)})
+            point.update({s: sm.Rational(int(rng.integers(-20, 21)), 7) for s in B.free_symbols})
+            for c in range(2):
+                for i in range(n):
+                    assert X[c][i].xreplace(point) == X_lu[i, c].xreplace(point), (name, i, c)
+
+
+def test_solve_spd_on_floats_and_a_zero_pivot():
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(4, 4))
+    A = G @ G.T + 4 * np.eye(4)
+    A[3, 0] = A[0, 3] = 0.0
+    b = rng.normal(size=4)
+    x = solve_spd(A.tolist(), [b.tolist()])[0]
+    assert np.allclose(x, np.linalg.solve(A, b), rtol=1e-13)
+    a = sm.Symbol("a")
+    with pytest.raises(ZeroDivisionError, match="pivot 2"):
+        solve_spd([[a, 0, 0], [0, 0, 0], [0, 0, a]], [[1, 1, 1]])
