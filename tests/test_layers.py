@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symbolic",),
     ("simulation",),
     ("io",),
-    ("", "plotting", "animation", "examples", "cli", "__main__"),
+    ("", "plotting", "animation", "examples", "cli", "__main__", "coverage"),
 )
 LAYER = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 

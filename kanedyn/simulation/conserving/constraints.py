@@ -134,11 +134,11 @@ class Invariants:
         return m
 
     def freeze(self) -> None:
-        t = self._t
+        t = self._t or [(0, np.zeros(0), np.zeros(0), np.zeros(0))]  # none: no quadratic term
         self.tm = np.concatenate([np.full(len(i), m) for m, i, _, _ in t]).astype(np.intp)
         self.ti = np.concatenate([i for _, i, _, _ in t]).astype(np.intp)
         self.tj = np.concatenate([j for _, _, j, _ in t]).astype(np.intp)
-        self.tv = np.concatenate([v for _, _, _, v in t])
+        self.tv = np.concatenate([v for _, _, _, v in t]).astype(float)
         self.b = np.array(self._b).reshape(self.m, self.nx)
         self.k = np.array(self._k)
 

@@ -238,7 +238,10 @@ class Target:
         if (name in given and not in_model) or inputs.is_wheel_parameter(parameter, controller):
             kind, path = inputs.resolve(parameter, controller, loads)
             return cls(parameter, kind, (), path=path)
-        if name in lay.body_index and rest:
+        body_field = rest and rest[0] in ("mass", "com", "inertia")
+        if name in lay.body_index and rest and (body_field or name not in lay.joint_index):
+            # a name that is a body's and a joint's (a link and its joint) is the body's
+            # for mass, com and inertia, the joint's otherwise
             i = lay.body_index[name]
             if rest == ["mass"]:
                 return cls(parameter, "mass", (i,), body=i)
