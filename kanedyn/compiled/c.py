@@ -46,6 +46,7 @@ __all__ = [
     "expression",
     "finite_check",
     "function",
+    "literal",
     "runtime_parameters",
     "to_c",
 ]
@@ -53,7 +54,7 @@ __all__ = [
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
-def _literal(x: float) -> str:
+def literal(x: float) -> str:
     """``x`` as an exact C99 double literal: its shortest decimal form when that is the
     value exactly (``0.5``, ``2.0``: read exactly by any compiler), else a hexadecimal
     floating constant (``0x1.999999999999ap-4``: exact by definition, C99 6.4.4.2)."""
@@ -120,7 +121,7 @@ def function(tape: Tape, name: str, outputs: Sequence[Scalar], inputs: dict[str,
 
     def operand(arg: tuple) -> tuple[str, int, int]:
         if arg[0] == "c":
-            return _literal(arg[1]), 0, 0
+            return literal(arg[1]), 0, 0
         return text[arg[1]], depth[arg[1]], ops[arg[1]]
 
     for i in needed:
@@ -146,7 +147,7 @@ def function(tape: Tape, name: str, outputs: Sequence[Scalar], inputs: dict[str,
             text[i], depth[i], ops[i] = f"\x00{i}\x00", 0, 0
             for j in output_at.get(i, ()):
                 stmts.append((-1, j, text[i], 0))
-    stmts += [(-1, j, _literal(float(x)), 0) for j, x in enumerate(outputs)
+    stmts += [(-1, j, literal(float(x)), 0) for j, x in enumerate(outputs)
               if not isinstance(x, Value)]  # fmt: skip
     # the parts: consecutive statements of about `chunk` operations
     part: list[int] = []
@@ -199,7 +200,7 @@ def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
     text: dict[int, str] = {}
 
     def operand(arg: tuple) -> str:
-        return _literal(arg[1]) if arg[0] == "c" else text[arg[1]]
+        return literal(arg[1]) if arg[0] == "c" else text[arg[1]]
 
     for i in tape.needed([output]):
         op, a, b = tape.nodes[i]
@@ -211,7 +212,7 @@ def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
             text[i] = f"({operand(a)} {_BINARY[op]} {operand(b)})"
         else:
             text[i] = f"{op}({operand(a)})"
-    return text[output.index] if isinstance(output, Value) else _literal(float(output))
+    return text[output.index] if isinstance(output, Value) else literal(float(output))
 
 
 def finite_check(count: str) -> str:
@@ -393,7 +394,7 @@ typedef struct {{
 #define {P}_NP {len(params)}
 extern const {ptype} {prefix}_default_params;
 """
-        values = ",\n    ".join(f"{_literal(par.value)} /* {par.field} */" for par in params)
+        values = ",\n    ".join(f"{literal(par.value)} /* {par.field} */" for par in params)
         params_c = f"\nconst {ptype} {prefix}_default_params = {{\n    {values}\n}};\n"
         pdoc = ", with the parameters p"
     else:
