@@ -1,4 +1,5 @@
-"""The ``kanedyn`` command line: ``simulate``, ``check``, ``derive``, ``montecarlo``.
+"""The ``kanedyn`` command line: ``simulate``, ``check``, ``derive``, ``convert``,
+``montecarlo``, ``export-fmu``.
 
 Every error the user can cause (a :class:`~kanedyn.KanedynError`, or an ``OSError`` on a
 file) is reported on one line on stderr with exit code 2, and no traceback. Any other
@@ -622,6 +623,29 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export_fmu(args: argparse.Namespace) -> int:
+    import re
+
+    dst = Path(args.output)
+    if dst.suffix.lower() != ".fmu":
+        raise kd.FileFormatError(f"{dst}: an FMU file name ends in .fmu")
+    name = args.name or re.sub(r"[^0-9A-Za-z_]", "_", dst.stem)
+    if name[:1].isdigit():
+        name = f"m_{name}"
+    if not (args.step > 0.0 and math.isfinite(args.step)):
+        raise kd.ModelError(f"--step must be a positive number of seconds, got {args.step}")
+    model, state, _, label = _load_with_gravity(args)
+    tmp = dst.with_name(f".{dst.name}.part")
+    try:
+        kd.codegen.to_fmu(model, tmp, step=args.step, name=name, state=state)
+        tmp.replace(dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+    print(f"kanedyn export-fmu: wrote {dst} (FMI 2.0 co-simulation, model identifier {name}, "
+          f"{model.nq + model.n} outputs, {model.n} inputs, RK4 step {args.step:g} s; from {label})")  # fmt: skip
+    return 0
+
+
 #: ``kanedyn derive`` simplifies the equations of models with at most this many speeds
 #: unless told otherwise (--simplify / --no-simplify).
 DERIVE_SIMPLIFY_UP_TO = 3
@@ -797,6 +821,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="model file to read")
     p.add_argument("output", help="TOML file to write")
     p.set_defaults(func=_cmd_convert)
+    p = sub.add_parser(
+        "export-fmu",
+        parents=[common],
+        help="write a model as an FMI 2.0 co-simulation FMU (needs a C compiler)",
+    )
+    p.add_argument("model", help="model file to read (TOML, 42, URDF, MJCF)")
+    p.add_argument("output", help="the .fmu file to write")
+    p.add_argument("--step", type=float, default=0.01, metavar="SECONDS",
+                   help="the largest RK4 step inside a communication step (default 0.01)")  # fmt: skip
+    p.add_argument("--name", metavar="ID",
+                   help="the model identifier, a C identifier (default: from the file name)")  # fmt: skip
+    p.add_argument("--gravity", metavar="GX,GY,GZ", help=GRAVITY_HELP)
+    p.set_defaults(func=_cmd_export_fmu)
     p = sub.add_parser(
         "montecarlo",
         parents=[common],

@@ -3,10 +3,12 @@
 :mod:`kanedyn.compiled.tape` holds the :class:`Tape`; :mod:`kanedyn.compiled.python`
 turns it into Python source (:func:`source`, :func:`build`, :data:`SCALAR_NAMESPACE`,
 :data:`ARRAY_NAMESPACE`); :func:`to_c` (:mod:`kanedyn.compiled.c`) writes a model's
-equations, their derivatives and an RK4 step as standalone C.
+equations, their derivatives and an RK4 step as standalone C; :func:`to_fmu`
+(:mod:`kanedyn.compiled.fmu`) packs them as an FMI 2.0 co-simulation FMU.
 """
 
 from kanedyn.compiled.c import to_c
+from kanedyn.compiled.fmu import to_fmu
 from kanedyn.compiled.python import ARRAY_NAMESPACE, SCALAR_NAMESPACE, build, source
 from kanedyn.compiled.tape import TRACE, Scalar, Tape, Value, cos, sin, sqrt
 
@@ -23,4 +25,5 @@ __all__ = [
     "source",
     "sqrt",
     "to_c",
+    "to_fmu",
 ]

@@ -1,10 +1,12 @@
-"""Tests of ``kd.codegen.to_c``: the standalone C compiled with the system C compiler
-(skipped, with the reason, when there is none) and called through ctypes.
+"""Tests of ``kd.codegen.to_c``: the standalone C compiled with each C compiler found
+(gcc, clang; skipped, with the reason, when there is none) under the flight-software
+flags ``-std=c99 -Wall -Wextra -Werror -pedantic``, and called through ctypes.
 
 Oracles: the Python engine (``compile_model(..., backend="python")``) for the
 right-hand side, ``kd.simulate`` (Python engine) for the RK4 step, the dense engine's
-inverse mass matrix for ``∂ν̇/∂τ``, and the native derivatives (tests/test_linearize.py
-holds those to finite differences and Pinocchio).
+inverse mass matrix for ``∂ν̇/∂τ``, the native derivatives (tests/test_linearize.py
+holds those to finite differences and Pinocchio), and a model rebuilt with other
+numbers for the run-time parameters.
 """
 
 from __future__ import annotations
@@ -17,23 +19,45 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
+from kanedyn.compiled.c import runtime_parameters
 from kanedyn.errors import ModelError
-from tests.test_compiled import draw_state
+from tests.test_batch import random_tree
+from tests.test_compiled import draw_state, without_spherical_springs
 
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc, gcc or clang) on PATH")
+#: the C compilers found, each of which the generated C must satisfy
+COMPILERS = [c for c in ("gcc", "clang") if shutil.which(c)] or ([CC] if CC else [])
+#: the flight-software flags: ISO C99, every warning an error
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
-def small_spacecraft() -> kd.Model:
+def compile_shared(compiler: str, sources, lib) -> ctypes.CDLL:
+    """``sources`` compiled with ``compiler`` and :data:`STRICT` into the library ``lib``."""
+    res = subprocess.run(
+        [compiler, *STRICT, "-O1", "-shared", "-fPIC", *map(str, sources), "-o", str(lib), "-lm"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return ctypes.CDLL(str(lib))
+
+
+def params_struct(model: kd.Model) -> type[ctypes.Structure]:
+    """The ctypes mirror of the generated ``prefix_params`` struct."""
+    fields = [(p.field, ctypes.c_double) for p in runtime_parameters(model)]
+    return type("Params", (ctypes.Structure,), {"_fields_": fields})
+
+
+def small_spacecraft(panel_mass: float = 2.0, stiffness: float = 3.0) -> kd.Model:
     """A free hub (quaternion) with a hinged, sprung and damped panel and a slider, on
     polynomial springs and dampers (MuJoCo's law: ``|v|`` is the C library's ``fabs``)."""
     hub = kd.Body("hub", mass=20.0, inertia=np.diag([4.0, 5.0, 6.0]))
-    panel = kd.Body("panel", mass=2.0, inertia=np.diag([0.5, 0.2, 0.4]), com=[0.5, 0.0, 0.0])
+    panel = kd.Body("panel", mass=panel_mass, inertia=np.diag([0.5, 0.2, 0.4]), com=[0.5, 0.0, 0.0])
     mass = kd.Body("mass", mass=1.0, inertia=np.diag([0.01, 0.01, 0.01]))
     joints = [
         kd.Joint.free("free", "hub", damping_poly=(0.05, 0.01)),
         kd.Joint.revolute("hinge", "hub", "panel", axis=2, inner_point=[1.0, 0.0, 0.0],
-                          stiffness=3.0, damping=0.2, stiffness_poly=(-1.0, 4.0),
+                          stiffness=stiffness, damping=0.2, stiffness_poly=(-1.0, 4.0),
                           damping_poly=(0.3, 0.1)),
         kd.Joint.prismatic("slide", "hub", "mass", axis=1, stiffness=5.0,
                            stiffness_poly=(2.0, 8.0), damping_poly=(0.5, 0.0)),
@@ -41,22 +65,19 @@ def small_spacecraft() -> kd.Model:
     return kd.Model([hub, panel, mass], joints, gravity=[0.0, 0.0, -1.0])
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
+@pytest.fixture(scope="module", params=COMPILERS or ["none"])
+def built(request, tmp_path_factory):
+    """The small spacecraft's C, folded (``sc``) and with run-time parameters (``sr``),
+    both with derivatives, compiled into one library by each compiler found."""
     model = small_spacecraft()
     out = tmp_path_factory.mktemp("c")
-    h, c = kd.codegen.to_c(model, out, prefix="sc")
+    h, c = kd.codegen.to_c(model, out, prefix="sc", derivatives=True)
+    hr, cr = kd.codegen.to_c(model, out, prefix="sr", derivatives=True, parameters="runtime")
     assert h.name == "sc.h" and c.name == "sc.c"
-    if CC is None:
+    if not COMPILERS:
         pytest.skip("no C compiler (cc, gcc or clang) on PATH")
-    lib = out / "libsc.so"
-    res = subprocess.run(
-        [CC, "-std=c99", "-O1", "-Wall", "-Wextra", "-pedantic", "-Werror", "-shared", "-fPIC",
-         str(c), "-o", str(lib), "-lm"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    return model, ctypes.CDLL(str(lib)), h.read_text()
+    lib = compile_shared(request.param, [c, cr], out / "libsc.so")
+    return model, lib, h.read_text() + hr.read_text()
 
 
 def _p(a):
@@ -109,11 +130,110 @@ def test_c_rk4_steps_equal_kd_simulate(built, monkeypatch):
     traj = kd.simulate(model, state, 0.1, 0.01, progress=False)
     x = np.concatenate((state.q, state.u))
     tau = np.zeros(model.n)
-    lib.sc_rk4_step.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]
+    lib.sc_step.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]
     for _ in range(10):
-        assert lib.sc_rk4_step(_p(x), _p(tau), 0.01) == 0
+        assert lib.sc_step(_p(x), _p(tau), 0.01) == 0
     assert x[: model.nq].tolist() == traj.q[-1].tolist()
     assert x[model.nq :].tolist() == traj.u[-1].tolist()
+
+
+@needs_cc
+def test_runtime_parameters_c_equals_the_engine(built):
+    """With the model's values in the struct, the run-time-parameter C agrees with the
+    Python engine (which folds them) to 1e-14, value and derivatives; the header
+    documents every field and the state layout."""
+    model, lib, header = built
+    nq, n = model.nq, model.n
+    assert "typedef struct {" in header and "sr_params;" in header
+    assert "double panel_mass; /* panel.mass [kg] */" in header
+    assert "double hinge_stiffness0; /* hinge.stiffness0 [N.m/rad] */" in header
+    assert "double slide_stiffness0; /* slide.stiffness0 [N/m] */" in header
+    assert "x[0]   free.qx" in header and "[rad/s]" in header
+    Params = params_struct(model)
+    p = Params.in_dll(lib, "sr_default_params")
+    assert p.panel_mass == 2.0 and p.hinge_stiffness0 == 3.0
+    cp = kd.compile_model(model, backend="python")
+    for seed in range(5):
+        state = draw_state(model, seed, 2.0)
+        x = np.concatenate((state.q, state.u))
+        out = np.empty(n + nq)
+        assert lib.sr_rhs(_p(x), _p(np.zeros(n)), ctypes.byref(p), _p(out)) == 0
+        want = np.array(cp.rhs(state.q.tolist(), state.u.tolist()))
+        np.testing.assert_allclose(out, want, rtol=1e-14, atol=1e-14 * np.max(np.abs(want)))
+    tau = np.linspace(-1.0, 1.0, n)
+    full = np.empty((n + nq) * (1 + nq + 2 * n))
+    assert lib.sr_derivatives(_p(x), _p(tau), ctypes.byref(p), _p(full)) == 0
+    assert lib.sc_derivatives(_p(x), _p(tau), _p(out := np.empty_like(full))) == 0
+    np.testing.assert_allclose(full, out, rtol=1e-13, atol=1e-13 * np.max(np.abs(out)))
+
+
+@needs_cc
+def test_changing_a_runtime_parameter_matches_a_rebuilt_model(built, monkeypatch):
+    """The panel's mass and the hinge's spring changed in the struct: the C's rates and
+    ten RK4 steps are those of the model built with those numbers (kd.forward_dynamics,
+    kd.simulate)."""
+    from kanedyn.compiled import native, tcc
+
+    model, lib, _ = built
+    Params = params_struct(model)
+    p = Params.in_dll(lib, "sr_default_params")
+    q = Params.from_buffer_copy(p)
+    q.panel_mass, q.hinge_stiffness0 = 3.5, 7.0
+    rebuilt = small_spacecraft(panel_mass=3.5, stiffness=7.0)
+    state = draw_state(model, 4, 1.0)
+    x = np.concatenate((state.q, state.u))
+    out = np.empty(model.n + model.nq)
+    assert lib.sr_rhs(_p(x), _p(np.zeros(model.n)), ctypes.byref(q), _p(out)) == 0
+    want = kd.forward_dynamics(rebuilt, state)
+    np.testing.assert_allclose(out[: model.n], want, rtol=1e-12, atol=1e-12)
+    assert np.max(np.abs(want - kd.forward_dynamics(model, state))) > 1e-3  # it changed
+    monkeypatch.setattr(native, "unavailable", lambda: "test")
+    monkeypatch.setattr(tcc, "unavailable", lambda: "test")
+    traj = kd.simulate(rebuilt, state, 0.1, 0.01, progress=False)
+    lib.sr_step.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]
+    for _ in range(10):
+        assert lib.sr_step(_p(x), _p(np.zeros(model.n)), ctypes.addressof(q), 0.01) == 0
+    np.testing.assert_allclose(x, np.concatenate((traj.q[-1], traj.u[-1])), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.slow
+@needs_cc
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_c_on_random_trees_equals_the_engine(compiler, tmp_path):
+    """Random trees with every joint type: the folded C equals the Python engine to the
+    bit, the run-time-parameter C to 1e-14 (derivatives left out: the default)."""
+    models, sources = [], []
+    for seed in range(4):
+        model = without_spherical_springs(random_tree(seed))
+        if kd.compiled.supports(model) is not None:
+            continue
+        models.append(model)
+        sources += [kd.codegen.to_c(model, tmp_path, prefix=f"f{seed}")[1],
+                    kd.codegen.to_c(model, tmp_path, prefix=f"r{seed}", parameters="runtime")[1]]  # fmt: skip
+    assert len(models) >= 3
+    lib = compile_shared(compiler, sources, tmp_path / "libtrees.so")
+    assert not hasattr(lib, "f0_derivatives")
+    for model, src in zip(models, sources[::2], strict=True):
+        seed = src.stem[1:]
+        cp = kd.compile_model(model, backend="python")
+        p = params_struct(model).in_dll(lib, f"r{seed}_default_params")
+        for k in range(3):
+            state = draw_state(model, k, 1.0)
+            x = np.concatenate((state.q, state.u))
+            tau = np.linspace(-0.5, 0.5, model.n)
+            want = np.array(cp.rhs(state.q.tolist(), state.u.tolist()))
+            out = np.empty(model.n + model.nq)
+            assert getattr(lib, f"f{seed}_rhs")(_p(x), _p(np.zeros(model.n)), _p(out)) == 0
+            assert out.tolist() == want.tolist()  # to the bit
+            got = np.empty_like(out)
+            assert getattr(lib, f"r{seed}_rhs")(_p(x), _p(tau), ctypes.byref(p), _p(got)) == 0
+            efforts = [kd.JointLoad(j.name, tau[idx]) for j, idx in
+                       zip(model.joints, model.layout.u_index, strict=True) if len(idx)]  # fmt: skip
+            dense = kd.forward_dynamics(model, state, loads=efforts)
+            np.testing.assert_allclose(got[: model.n], dense, rtol=1e-10, atol=1e-10)
+            assert getattr(lib, f"r{seed}_rhs")(_p(x), _p(np.zeros(model.n)), ctypes.byref(p),
+                                                _p(got)) == 0  # fmt: skip
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * np.max(np.abs(want)))
 
 
 def test_to_c_rejects_bad_prefix_and_uncompilable_models(tmp_path):
@@ -123,3 +243,5 @@ def test_to_c_rejects_bad_prefix_and_uncompilable_models(tmp_path):
     sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=1.0)])
     with pytest.raises(ModelError, match="spherical joint has a spring"):
         kd.codegen.to_c(sprung, tmp_path)
+    with pytest.raises(ModelError, match="parameters must be 'folded' or 'runtime'"):
+        kd.codegen.to_c(kd.examples.chain(1), tmp_path, parameters="symbolic")

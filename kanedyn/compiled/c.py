@@ -25,16 +25,31 @@ those of the Python engine to the last bit.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
-from kanedyn.compiled.derivatives import derivative_kernel
-from kanedyn.compiled.kernels import rk4_step, supports
+import attrs
+import numpy as np
+
+from kanedyn.compiled.derivatives import derivative_kernel, parameter_symbols
+from kanedyn.compiled.kernels import Traced, rk4_step, supports, traced
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 
-__all__ = ["expression", "finite_check", "function", "to_c"]
+__all__ = [
+    "PARAMETERS",
+    "Parameter",
+    "expression",
+    "finite_check",
+    "function",
+    "literal",
+    "runtime_parameters",
+    "to_c",
+]
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -45,44 +60,144 @@ def call(op: str, x: str) -> str:
     return f"copysign(1.0, {x})" if op == "sign" else f"{op}({x})"
 
 
-def _literal(x: float) -> str:
-    """``x`` as an exact C99 double literal (hexadecimal floating constant)."""
+def literal(x: float) -> str:
+    """``x`` as an exact C99 double literal: its shortest decimal form when that is the
+    value exactly (``0.5``, ``2.0``: read exactly by any compiler), else a hexadecimal
+    floating constant (``0x1.999999999999ap-4``: exact by definition, C99 6.4.4.2)."""
     x = float(x)
     if math.isnan(x):
         return "(0.0 / 0.0)"
     if math.isinf(x):
         return "(1.0 / 0.0)" if x > 0 else "(-1.0 / 0.0)"
-    return f"({x.hex()})" if x < 0 else x.hex()
+    text = repr(x)
+    if "e" in text or "n" in text or Fraction(Decimal(text)) != Fraction(x):
+        text = x.hex()
+    return f"({text})" if x < 0 else text
 
 
-def function(tape: Tape, name: str, outputs: Sequence[Scalar],
-             inputs: dict[str, str]) -> str:  # fmt: skip
-    """``static void name(const double *x, const double *e, double *out)``: the
-    operations of ``tape`` that ``outputs`` need, one statement each, in order;
-    ``inputs`` maps an input's name to its C expression (``x[3]``, ``e[0]``)."""
-    lines = [f"static void {name}(const double *x, const double *e, double *out)", "{"]
-    lines.append("    (void)x;")
-    lines.append("    (void)e;")
+#: an inlined expression is given a name of its own beyond this depth, so the compilers
+#: see no deep nesting
+_MAX_DEPTH = 12
 
-    def operand(arg: tuple) -> str:
-        return _literal(arg[1]) if arg[0] == "c" else f"t{arg[1]}"
 
-    for i in tape.needed(outputs):
+#: operations per generated C function at most: the compilers' optimizers take time
+#: that grows faster than a function's length, so a long kernel is cut into parts
+CHUNK = 2000
+
+_REF = re.compile("\x00([0-9]+)\x00")
+
+
+def function(tape: Tape, name: str, outputs: Sequence[Scalar], inputs: dict[str, str],
+             args: str = "const double *x, const double *e", chunk: int | None = None) -> str:  # fmt: skip
+    """``static void name(<args>, double *out)``: the operations of ``tape`` that
+    ``outputs`` need, in order; ``inputs`` maps an input's name to its C expression
+    (``x[3]``, ``e[0]``, ``p->link0_mass``), ``args`` are the parameters before ``out``.
+
+    Compact: an operation whose value is used once is written inside the expression
+    that uses it (up to a depth of :data:`_MAX_DEPTH`), the others get a named local
+    (``double t4 = ...;``). Each operation is still one IEEE operation on the same
+    operands, so the results are those of the statement-per-operation form to the last
+    bit (without contraction into fused multiply-adds: ``-ffp-contract=off``). Inputs
+    are read first, so ``out`` may alias them.
+
+    With ``chunk``, a kernel of more operations is cut into static functions
+    ``name_0``, ``name_1``, ... of about ``chunk`` operations each, called in turn by
+    ``name``; a value one part computes and a later part reads passes through a work
+    array ``w`` on ``name``'s stack (the same operations in the same order).
+    """
+    needed = tape.needed(outputs)
+    uses: dict[int, int] = {}
+    for i in needed:
+        op, a, b = tape.nodes[i]
+        if op != "in":
+            for arg in (a, b):
+                if arg is not None and arg[0] == "n":
+                    uses[arg[1]] = uses.get(arg[1], 0) + 1
+    output_at: dict[int, list[int]] = {}
+    for j, x in enumerate(outputs):
+        if isinstance(x, Value):
+            uses[x.index] = uses.get(x.index, 0) + 1
+            output_at.setdefault(x.index, []).append(j)
+    # statements in order: (node defined or -1, output index or -1, text, operations);
+    # a named value is referenced as "\0<node>\0" until the parts are known
+    stmts: list[tuple[int, int, str, int]] = []
+    text: dict[int, str] = {}  # the C text of each node's value
+    depth: dict[int, int] = {}
+    ops: dict[int, int] = {}  # operations in an inlined value's text
+
+    def operand(arg: tuple) -> tuple[str, int, int]:
+        if arg[0] == "c":
+            return literal(arg[1]), 0, 0
+        return text[arg[1]], depth[arg[1]], ops[arg[1]]
+
+    for i in needed:
         op, a, b = tape.nodes[i]
         if op == "in":
-            text = inputs[a]
-        elif op == "neg":
-            text = f"-{operand(a)}"
-        elif op in _BINARY:
-            text = f"{operand(a)} {_BINARY[op]} {operand(b)}"
+            expr, d, n_ops, inline = inputs[a], 0, 0, False
         else:
-            text = call(op, operand(a))
-        lines.append(f"    const double t{i} = {text};")
-    for j, x in enumerate(outputs):
-        val = f"t{x.index}" if isinstance(x, Value) else _literal(float(x))
-        lines.append(f"    out[{j}] = {val};")
-    lines.append("}")
-    return "\n".join(lines)
+            ta, da, oa = operand(a)
+            if op == "neg":
+                expr, d, n_ops = f"(-{ta})", da + 1, oa + 1
+            elif op in _BINARY:
+                tb, db, ob = operand(b)
+                expr, d, n_ops = f"({ta} {_BINARY[op]} {tb})", max(da, db) + 1, oa + ob + 1
+            else:
+                expr, d, n_ops = call(op, ta), da + 1, oa + 1
+            inline = uses.get(i, 0) == 1 and d <= _MAX_DEPTH
+        if inline:
+            text[i], depth[i], ops[i] = expr, d, n_ops
+            for j in output_at.get(i, ()):
+                stmts.append((-1, j, expr, n_ops))
+        else:
+            stmts.append((i, -1, expr[1:-1] if expr.startswith("(") else expr, n_ops))
+            text[i], depth[i], ops[i] = f"\x00{i}\x00", 0, 0
+            for j in output_at.get(i, ()):
+                stmts.append((-1, j, text[i], 0))
+    stmts += [(-1, j, literal(float(x)), 0) for j, x in enumerate(outputs)
+              if not isinstance(x, Value)]  # fmt: skip
+    # the parts: consecutive statements of about `chunk` operations
+    part: list[int] = []
+    total = 0
+    for *_, n_ops in stmts:
+        part.append(total // chunk if chunk else 0)
+        total += n_ops
+    defined_in = {st[0]: part[k] for k, st in enumerate(stmts) if st[0] >= 0}
+    slot: dict[int, int] = {}  # work-array slot of each value read by a later part
+    for k, st in enumerate(stmts):
+        for m in _REF.finditer(st[2]):
+            node = int(m.group(1))
+            if defined_in[node] != part[k] and node not in slot:
+                slot[node] = len(slot)
+    local = {node: f"t{k}" for k, node in enumerate(sorted(defined_in))}
+    params = [a.replace("*", " ").split()[-1] for a in args.split(",")]
+    n_parts = part[-1] + 1 if part else 1
+    bodies: list[list[str]] = [[] for _ in range(n_parts)]
+    for k, (node, j, expr, _) in enumerate(stmts):
+        here = part[k]
+
+        def ref(m: re.Match, here: int = here) -> str:
+            node = int(m.group(1))
+            return local[node] if defined_in[node] == here else f"w[{slot[node]}]"
+
+        expr = _REF.sub(ref, expr)
+        if node >= 0:
+            bodies[here].append(f"    double {local[node]} = {expr};")
+            if node in slot:
+                bodies[here].append(f"    w[{slot[node]}] = {local[node]};")
+        else:
+            bodies[here].append(f"    out[{j}] = {expr};")
+    unused = [f"    (void){v};" for v in params]
+    if n_parts == 1:
+        head = [f"static void {name}({args}, double *out)", "{"]
+        return "\n".join(head + unused + bodies[0] + ["}"])
+    parts = []
+    for k, body in enumerate(bodies):
+        head = [f"static void {name}_{k}({args}, double *w, double *out)", "{"]
+        parts.append("\n".join(head + unused + ["    (void)w;", "    (void)out;"] + body + ["}"]))
+    arguments = ", ".join(params)
+    main = [f"static void {name}({args}, double *out)", "{", f"    double w[{max(len(slot), 1)}];"]
+    main += [f"    {name}_{k}({arguments}, w, out);" for k in range(n_parts)]
+    return "\n\n".join(parts) + "\n\n" + "\n".join(main + ["}"])
 
 
 def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
@@ -91,7 +206,7 @@ def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
     text: dict[int, str] = {}
 
     def operand(arg: tuple) -> str:
-        return _literal(arg[1]) if arg[0] == "c" else text[arg[1]]
+        return literal(arg[1]) if arg[0] == "c" else text[arg[1]]
 
     for i in tape.needed([output]):
         op, a, b = tape.nodes[i]
@@ -103,7 +218,7 @@ def expression(tape: Tape, output: Scalar, env: dict[str, str]) -> str:
             text[i] = f"({operand(a)} {_BINARY[op]} {operand(b)})"
         else:
             text[i] = call(op, operand(a))
-    return text[output.index] if isinstance(output, Value) else _literal(float(output))
+    return text[output.index] if isinstance(output, Value) else literal(float(output))
 
 
 def finite_check(count: str) -> str:
@@ -116,7 +231,58 @@ def finite_check(count: str) -> str:
     )
 
 
-def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model") -> tuple[Path, Path]:
+#: the SI unit of each field of Params, as the generated C documents it
+_PARAM_UNITS = {"mass": "kg", "inertia": "kg.m^2", "com": "m", "h_embedded": "kg.m^2/s",
+                "inner_point": "m", "outer_point": "m", "gravity": "m/s^2"}  # fmt: skip
+PARAMETERS = ("folded", "runtime")
+
+
+@attrs.frozen
+class Parameter:
+    """One field of the generated ``prefix_params`` struct: its C ``field`` name, the
+    parameter's ``name`` (of :func:`kanedyn.compiled.derivatives.parameter_symbols`),
+    its SI ``unit``, the model's ``value`` and the Params entries it sets (``keys``)."""
+
+    field: str
+    name: str
+    unit: str
+    value: float
+    keys: tuple[tuple[str, int], ...]
+
+
+def runtime_parameters(model: Model) -> list[Parameter]:
+    """The model's parameters as the fields of ``prefix_params``, in the order of
+    :func:`kanedyn.compiled.derivatives.parameter_symbols`: the name with every
+    character that cannot be in a C identifier made ``_`` (``link0.mass`` ->
+    ``link0_mass``; a clash gets ``_2``, ``_3``, ...)."""
+    from kanedyn.model.names import effort_units
+    from kanedyn.model.plan import params_of
+
+    values = params_of(model)
+    torque = effort_units(model)
+    out: list[Parameter] = []
+    taken: set[str] = set()
+    for name, keys in parameter_symbols(model):
+        field, index = keys[0]
+        base = re.sub(r"[^0-9A-Za-z_]", "_", name)
+        base = base if not base[0].isdigit() else f"p_{base}"
+        c_name, k = base, 1
+        while c_name in taken:
+            k += 1
+            c_name = f"{base}_{k}"
+        taken.add(c_name)
+        if field in ("stiffness", "damping"):
+            per = "rad" if torque[index] == "N.m" else "m"
+            unit = f"{torque[index]}/{per}" if field == "stiffness" else f"{torque[index]}.s/{per}"
+        else:
+            unit = _PARAM_UNITS[field]
+        value = float(np.ravel(getattr(values, field))[index])
+        out.append(Parameter(c_name, name, unit, value, tuple(keys)))
+    return out
+
+
+def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
+         derivatives: bool = False, parameters: str = "folded") -> tuple[Path, Path]:  # fmt: skip
     """Write ``prefix.h`` and ``prefix.c`` (see the module docstring) into ``out_dir``.
 
     Parameters
@@ -127,25 +293,80 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model") -> tuple[P
         Created if missing.
     prefix : str
         A C identifier: the files' names and the prefix of every symbol.
+    derivatives : bool
+        Also write ``prefix_derivatives`` (the Jacobian, many times the size of the
+        rest; default False).
+    parameters : {"folded", "runtime"}
+        ``"folded"``: the model's numbers are constants of the code (the smallest and
+        fastest code; the results are the engine's to the last bit). ``"runtime"``:
+        they are the fields of a ``prefix_params`` struct (:func:`runtime_parameters`),
+        an argument of every function, and ``prefix_default_params`` holds the model's
+        values.
 
     Returns
     -------
     (Path, Path)
         The header and the source.
     """
-    if not prefix.isidentifier():
+    if not (prefix.isidentifier() and prefix.isascii()):
         raise ModelError(f"to_c: prefix must be a C identifier, got {prefix!r}")
+    if parameters not in PARAMETERS:
+        raise ModelError(f"to_c: parameters must be 'folded' or 'runtime', got {parameters!r}")
     why = supports(model)
     if why is not None:
         raise ModelError(f"to_c: cannot compile this model: {why}")
+    runtime = parameters == "runtime"
+    params = runtime_parameters(model) if runtime else []
+    symbols = [list(par.keys) for par in params]
+    if derivatives:
+        tr, n_val = derivative_kernel(model, symbols=symbols)
+    else:
+        tr = traced(model, frozenset(), False, False, None, efforts=True, symbols=symbols)
+        n_val = len(tr.outputs)
+    header, source = _sources(model, prefix, tr, n_val, params, derivatives)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    h_path, c_path = out / f"{prefix}.h", out / f"{prefix}.c"
+    h_path.write_text(header)
+    c_path.write_text(source)
+    return h_path, c_path
+
+
+def _table(rows: list[tuple[str, str, str]], lead: str) -> str:
+    """Rows ``(index, name, unit)`` as aligned lines of a C comment."""
+    w0 = max((len(r[0]) for r in rows), default=0)
+    w1 = max((len(r[1]) for r in rows), default=0)
+    return "\n".join(f"{lead}{a:<{w0}}  {b:<{w1}}  [{c}]" for a, b, c in rows)
+
+
+def _sources(model: Model, prefix: str, tr: Traced, n_val: int, params: list[Parameter],
+             derivatives: bool) -> tuple[str, str]:  # fmt: skip
+    """The header and the source of :func:`to_c`."""
+    from kanedyn.model.names import (
+        coordinate_names,
+        coordinate_units,
+        effort_units,
+        speed_names,
+        speed_units,
+    )
+
     nq, n = model.nq, model.n
     nx = nq + n
-    tr, n_val = derivative_kernel(model)
-    inputs = {name: f"x[{i}]" for i, name in enumerate(tr.args[:nx])}
-    inputs.update({name: f"e[{i}]" for i, name in enumerate(tr.args[nx:])})
     P = prefix.upper()
-    rhs = function(tr.tape, f"{prefix}_kernel", tr.outputs[:n_val], inputs)
-    jac = function(tr.tape, f"{prefix}_jacobian", tr.outputs, inputs)
+    runtime = bool(params)
+    inputs = {name: f"x[{i}]" for i, name in enumerate(tr.args[:nx])}
+    inputs.update({name: f"e[{i}]" for i, name in enumerate(tr.args[nx : nx + n])})
+    inputs.update({f"d{i}": f"p->{par.field}" for i, par in enumerate(params)})
+    ptype = f"{prefix}_params"
+    pdecl = f", const {ptype} *p" if runtime else ""  # the parameter argument, declared
+    parg = ", p" if runtime else ""  # and passed on
+    kargs = f"const double *x, const double *e{pdecl}"
+    rhs = function(tr.tape, f"{prefix}_kernel", tr.outputs[:n_val], inputs, kargs, CHUNK)
+    jac = (
+        function(tr.tape, f"{prefix}_jacobian", tr.outputs, inputs, kargs, CHUNK)
+        if derivatives
+        else ""
+    )
     perm = [n + i for i in range(nq)] + list(range(n))
     step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
 
@@ -157,11 +378,51 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model") -> tuple[P
     norm = [expression(step.tape, v, {f"q{c}": f"x[j[{c}]]" for c in range(4)})
             for v in step.normalized]  # fmt: skip
     quats = [list(map(int, row)) for row in model.layout.quat_q]
-    from kanedyn.model.names import coordinate_names, speed_names
+    coords, speeds = coordinate_names(model), speed_names(model)
+    state_rows = [(f"x[{i}]", s, u) for i, (s, u) in
+                  enumerate(zip(coords + speeds, coordinate_units(model) + speed_units(model),
+                                strict=True))]  # fmt: skip
+    tau_rows = [(f"tau[{r}]", s, u) for r, (s, u) in enumerate(zip(speeds, effort_units(model),
+                                                                   strict=True))]  # fmt: skip
+    if runtime:
+        fields = "\n".join(
+            f"    double {par.field}; /* {par.name} [{par.unit}] */" for par in params
+        )
+        params_h = f"""
+/* The model's parameters (masses, inertias about the mass centres in body axes, mass
+ * centres, embedded momenta, joint points, springs and dampers per speed, gravity in N),
+ * read at run time; prefix_default_params holds the model's values. An off-diagonal
+ * inertia entry sets both mirrored entries of the tensor. */
+typedef struct {{
+{fields}
+}} {ptype};
 
-    coords, names = coordinate_names(model), speed_names(model)
-    header = f"""/* {prefix}.h: equations of motion of a {model.nb}-body model, generated by kanedyn.
- * State x = [q | u]: {nq} coordinates, {n} speeds. See {prefix}.c. */
+#define {P}_NP {len(params)}
+extern const {ptype} {prefix}_default_params;
+"""
+        values = ",\n    ".join(f"{literal(par.value)} /* {par.field} */" for par in params)
+        params_c = f"\nconst {ptype} {prefix}_default_params = {{\n    {values}\n}};\n"
+        pdoc = ", with the parameters p"
+    else:
+        params_h = params_c = pdoc = ""
+    jac_h = (f"""
+/* out = [nu_dot | q_dot] then d[nu_dot | q_dot]/d[q | u | tau] row by row
+ * ({P}_NOUT + {P}_NJAC); 0, or 1 if an output is not finite */
+int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out);
+""" if derivatives else "")  # fmt: skip
+    njac = f"#define {P}_NJAC ({n_val} * {nx + n})\n" if derivatives else ""
+    header = f"""/* {prefix}.h: equations of motion of a {model.nb}-body model, generated by kanedyn
+ * (kd.codegen.to_c). C99; no dynamic memory, no recursion, no global mutable state:
+ * every function is reentrant. See {prefix}.c.
+ *
+ * State x = [q | u] ({P}_NX = {nq} coordinates + {n} speeds):
+{_table(state_rows, " *   ")}
+ * A spherical joint's quaternion is (qx, qy, qz, qw), scalar last; its speeds are the
+ * body's angular velocity in body axes.
+ *
+ * Generalized efforts tau ({P}_N), added to the joint springs and dampers:
+{_table(tau_rows, " *   ")}
+ */
 #ifndef {P}_H
 #define {P}_H
 
@@ -169,26 +430,39 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model") -> tuple[P
 #define {P}_N {n}
 #define {P}_NX {nx}
 #define {P}_NOUT {n_val}
-#define {P}_NJAC ({n_val} * {nx + n})
-
+{njac}{params_h}
 /* names of the entries of x */
 extern const char *const {prefix}_state_names[{P}_NX];
 
-/* out = [nu_dot | q_dot] ({P}_NOUT); 0, or 1 if an output is not finite */
-int {prefix}_rhs(const double *x, const double *tau, double *out);
-
-/* out = [nu_dot | q_dot] then d[nu_dot | q_dot]/d[q | u | tau] row by row
- * ({P}_NOUT + {P}_NJAC); 0, or 1 if an output is not finite */
-int {prefix}_derivatives(const double *x, const double *tau, double *out);
-
-/* one classic RK4 step of size h in place; 0, or 1 if the new state is not finite */
-int {prefix}_rk4_step(double *x, const double *tau, double h);
+/* out = [nu_dot | q_dot] ({P}_NOUT) at x{pdoc}; 0, or 1 if an output is not finite */
+int {prefix}_rhs(const double *x, const double *tau{pdecl}, double *out);
+{jac_h}
+/* one classic RK4 step of size h in place (kd.simulate's step, quaternions normalized);
+ * 0, or 1 if the new state is not finite */
+int {prefix}_step(double *x, const double *tau{pdecl}, double h);
 
 #endif
 """
-    name_list = ",\n    ".join(f'"{s}"' for s in coords + names)
+    name_list = ",\n    ".join(f'"{s}"' for s in coords + speeds)
     perm_c = ", ".join(map(str, perm)) or "0"
     quat_c = ", ".join("{" + ", ".join(map(str, q)) + "}" for q in quats) or "{0, 0, 0, 0}"
+    jac_c = (f"""
+{jac}
+
+int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
+{{
+    {prefix}_jacobian(x, tau{parg}, out);
+{finite_check(f"{P}_NOUT + {P}_NJAC")}
+}}
+""" if derivatives else "")  # fmt: skip
+    norm_c = ("" if not quats else f"""
+    for (i = 0; i < {len(quats)}; ++i) {{
+        const int *j = {prefix}_quat[i];
+        const double q[4] = {{{", ".join(norm)}}};
+        x[j[0]] = q[0]; x[j[1]] = q[1]; x[j[2]] = q[2]; x[j[3]] = q[3];
+    }}""")  # fmt: skip
+    quat_table = (f"static const int {prefix}_quat[{len(quats)}][4] = {{{quat_c}}};\n"
+                  if quats else "")  # fmt: skip
     source = f"""/* {prefix}.c: generated by kanedyn (kd.codegen.to_c). Standalone C99; link with -lm.
  * Compile with -ffp-contract=off (the default with -std=c99) for results equal to
  * kanedyn's to the last bit. */
@@ -198,56 +472,37 @@ int {prefix}_rk4_step(double *x, const double *tau, double h);
 const char *const {prefix}_state_names[{P}_NX] = {{
     {name_list}
 }};
-
+{params_c}
 {rhs}
 
-{jac}
-
-int {prefix}_rhs(const double *x, const double *tau, double *out)
+int {prefix}_rhs(const double *x, const double *tau{pdecl}, double *out)
 {{
-    {prefix}_kernel(x, tau, out);
+    {prefix}_kernel(x, tau{parg}, out);
 {finite_check(f"{P}_NOUT")}
 }}
-
-int {prefix}_derivatives(const double *x, const double *tau, double *out)
-{{
-    {prefix}_jacobian(x, tau, out);
-{finite_check(f"{P}_NOUT + {P}_NJAC")}
-}}
-
+{jac_c}
 static const int {prefix}_rate[{max(nx, 1)}] = {{{perm_c}}}; /* output holding x[i]'s rate */
-static const int {prefix}_quat[{max(len(quats), 1)}][4] = {{{quat_c}}};
-
-int {prefix}_rk4_step(double *x, const double *tau, double h)
+{quat_table}
+int {prefix}_step(double *x, const double *tau{pdecl}, double h)
 {{
-    double k1[{P}_NOUT + 1], k2[{P}_NOUT + 1], k3[{P}_NOUT + 1], k4[{P}_NOUT + 1];
-    double xs[{P}_NX + 1];
+    double k1[{P}_NOUT], k2[{P}_NOUT], k3[{P}_NOUT], k4[{P}_NOUT];
+    double xs[{P}_NX];
     const double half = 0.5 * h, h6 = h / 6.0;
     int i;
-    {prefix}_kernel(x, tau, k1);
+    {prefix}_kernel(x, tau{parg}, k1);
     for (i = 0; i < {P}_NX; ++i) {{ const int r = {prefix}_rate[i]; xs[i] = {stage("k1", "half")}; }}
-    {prefix}_kernel(xs, tau, k2);
+    {prefix}_kernel(xs, tau{parg}, k2);
     for (i = 0; i < {P}_NX; ++i) {{ const int r = {prefix}_rate[i]; xs[i] = {stage("k2", "half")}; }}
-    {prefix}_kernel(xs, tau, k3);
+    {prefix}_kernel(xs, tau{parg}, k3);
     for (i = 0; i < {P}_NX; ++i) {{ const int r = {prefix}_rate[i]; xs[i] = {stage("k3", "h")}; }}
-    {prefix}_kernel(xs, tau, k4);
+    {prefix}_kernel(xs, tau{parg}, k4);
     for (i = 0; i < {P}_NX; ++i) {{
         const int r = {prefix}_rate[i];
         x[i] = {update};
-    }}
-    for (i = 0; i < {len(quats)}; ++i) {{
-        const int *j = {prefix}_quat[i];
-        const double q[4] = {{{", ".join(norm)}}};
-        x[j[0]] = q[0]; x[j[1]] = q[1]; x[j[2]] = q[2]; x[j[3]] = q[3];
-    }}
+    }}{norm_c}
     for (i = 0; i < {P}_NX; ++i)
         if (!(x[i] - x[i] == 0.0)) return 1;
     return 0;
 }}
 """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    h_path, c_path = out / f"{prefix}.h", out / f"{prefix}.c"
-    h_path.write_text(header)
-    c_path.write_text(source)
-    return h_path, c_path
+    return header, source

@@ -85,11 +85,14 @@ def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value],
 
 
 def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
-                      params: Params | None = None) -> tuple[Traced, int]:  # fmt: skip
+                      params: Params | None = None,
+                      symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> tuple[Traced, int]:  # fmt: skip
     """Kane's equations with effort inputs, their outputs ``[ν̇ | q̇]`` (n + nq) followed
-    by the Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]`` row by row ((n + nq) × (nq + 2n)).
-    Returns the traced kernel and the number of value outputs (n + nq)."""
-    tr = traced(model, locked, False, False, params, efforts=True)
+    by the Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]`` row by row ((n + nq) × (nq + 2n)); the
+    parameters ``symbols`` (of :func:`parameter_symbols`) are inputs ``d0, d1, ...``
+    after the efforts, held fixed. Returns the traced kernel and the number of value
+    outputs (n + nq)."""
+    tr = traced(model, locked, False, False, params, efforts=True, symbols=symbols)
     nx = model.nq + 2 * model.n
     wrt = tr.inputs[:nx]
     J = jacobian(tr.tape, tr.outputs, wrt)

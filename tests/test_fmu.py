@@ -1,0 +1,125 @@
+"""Tests of ``kd.codegen.to_fmu`` and ``kanedyn export-fmu``: the FMI 2.0 co-simulation
+FMU loaded and run by fmpy (an independent FMI importer; skipped, with the reason, when
+fmpy or a C compiler is missing).
+
+Oracles: fmpy's validation of the FMU (the FMI 2.0 schema and its rules); ``kd.simulate``
+at the same step, with the same efforts, for the FMU's simulation; a model rebuilt with
+other numbers for a parameter set through the FMU.
+"""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.cli import main
+from kanedyn.errors import ModelError
+from tests.test_compiled import draw_state
+from tests.test_to_c import small_spacecraft
+
+fmpy = pytest.importorskip("fmpy", reason="fmpy (the fmu extra) is not installed")
+pytestmark = pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("cc", "gcc", "clang")),
+    reason="no C compiler (cc, gcc or clang) on PATH",
+)
+
+
+@pytest.fixture(scope="module")
+def fmu(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fmu") / "sc.fmu"
+    assert kd.codegen.to_fmu(small_spacecraft(), path, step=0.01, name="sc") == path
+    return path
+
+
+def python_engine(monkeypatch):
+    """kd.simulate on the Python engine (the RK4 step the C writes, operation for
+    operation)."""
+    from kanedyn.compiled import native, tcc
+
+    monkeypatch.setattr(native, "unavailable", lambda: "test")
+    monkeypatch.setattr(tcc, "unavailable", lambda: "test")
+
+
+def test_fmu_passes_fmpy_validation_and_holds_its_parts(fmu):
+    from fmpy.validation import validate_fmu
+
+    assert validate_fmu(str(fmu)) == []
+    names = zipfile.ZipFile(fmu).namelist()
+    assert "modelDescription.xml" in names
+    assert {"sources/sc.c", "sources/sc.h", "sources/sc_fmu.c"} <= set(names)
+    assert any(n.startswith("binaries/") and n.split("/")[-1].startswith("sc.") for n in names)
+    md = fmpy.read_model_description(str(fmu))
+    kinds = {v.name: (v.causality, v.variability) for v in md.modelVariables}
+    model = small_spacecraft()
+    assert kinds["free.qw"] == ("output", "continuous")
+    assert kinds["hinge.w0"] == ("output", "continuous")
+    assert kinds["tau.hinge.w0"] == ("input", "continuous")
+    assert kinds["panel.mass"] == ("parameter", "tunable")
+    assert sum(c == "output" for c, _ in kinds.values()) == model.nq + model.n
+    assert sum(c == "input" for c, _ in kinds.values()) == model.n
+
+
+def test_fmu_simulation_equals_kd_simulate(fmu, monkeypatch):
+    """From a drawn state, with a constant effort on the hinge and the slide: fmpy's run
+    of the FMU and kd.simulate at the same step agree to 1e-12 at every output."""
+    python_engine(monkeypatch)
+    model = small_spacecraft()
+    state = draw_state(model, 5, 1.0)
+    start = dict(zip(kd.model.names.coordinate_names(model), state.q.tolist(), strict=True))
+    start.update(zip(kd.model.names.speed_names(model), state.u.tolist(), strict=True))
+    start["tau.hinge.w0"], start["tau.slide.s0"] = 0.3, -0.2
+    res = fmpy.simulate_fmu(str(fmu), stop_time=0.5, step_size=0.01, output_interval=0.01,
+                            start_values=start)  # fmt: skip
+    loads = [kd.JointLoad("hinge", [0.3]), kd.JointLoad("slide", [-0.2])]
+    traj = kd.simulate(model, state, 0.5, 0.01, loads=loads, progress=False)
+    assert len(res) == len(traj.t) and np.allclose(res["time"], traj.t)
+    for i, nm in enumerate(kd.model.names.coordinate_names(model)):
+        np.testing.assert_allclose(res[nm], traj.q[:, i], rtol=0, atol=1e-12)
+    for i, nm in enumerate(kd.model.names.speed_names(model)):
+        np.testing.assert_allclose(res[nm], traj.u[:, i], rtol=0, atol=1e-12)
+    assert np.max(np.abs(traj.q[-1] - state.q)) > 1e-2  # it moved
+
+
+def test_fmu_parameter_equals_a_rebuilt_model(fmu, monkeypatch):
+    python_engine(monkeypatch)
+    rebuilt = small_spacecraft(panel_mass=3.5, stiffness=7.0)
+    state = draw_state(rebuilt, 6, 1.0)
+    start = dict(zip(kd.model.names.coordinate_names(rebuilt), state.q.tolist(), strict=True))
+    start.update(zip(kd.model.names.speed_names(rebuilt), state.u.tolist(), strict=True))
+    start.update({"panel.mass": 3.5, "hinge.stiffness0": 7.0})
+    res = fmpy.simulate_fmu(str(fmu), stop_time=0.2, step_size=0.01, output_interval=0.01,
+                            start_values=start)  # fmt: skip
+    traj = kd.simulate(rebuilt, state, 0.2, 0.01, progress=False)
+    np.testing.assert_allclose(res["hinge.angle0"], traj.q[:, 4], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res["hinge.w0"], traj.u[:, 3], rtol=0, atol=1e-12)
+
+
+def test_to_fmu_rejects_bad_input(tmp_path):
+    with pytest.raises(ModelError, match="step must be a positive number"):
+        kd.codegen.to_fmu(small_spacecraft(), tmp_path / "a.fmu", step=0.0)
+    with pytest.raises(ModelError, match="C identifier"):
+        kd.codegen.to_fmu(small_spacecraft(), tmp_path / "a.fmu", name="a-b")
+    body = kd.Body("b", mass=1.0, inertia=np.eye(3))
+    sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=1.0)])
+    with pytest.raises(ModelError, match="spherical joint has a spring"):
+        kd.codegen.to_fmu(sprung, tmp_path / "a.fmu")
+
+
+def test_cli_export_fmu(tmp_path, capsys):
+    from fmpy.validation import validate_fmu
+
+    out = tmp_path / "explorer.fmu"
+    assert main(["export-fmu", str(kd.examples.path("SC_TumbleSat.txt")), str(out),
+                 "--step", "0.05"]) == 0  # fmt: skip
+    assert validate_fmu(str(out)) == []
+    md = fmpy.read_model_description(str(out))
+    assert md.coSimulation.modelIdentifier == "explorer"
+    assert md.defaultExperiment.stepSize == "0.05"
+    assert "explorer.fmu" in capsys.readouterr().out
+    assert main(["export-fmu", str(tmp_path / "missing.txt"), str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "missing.txt" in err and "Traceback" not in err
