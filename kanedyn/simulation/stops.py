@@ -161,10 +161,6 @@ def stop_limits(
         "the energy-momentum scheme takes no locks (a stop is a lock of the joint at its "
         "bound); use method='rk4' or an adaptive method"
         if isinstance(integrator, EnergyMomentum)
-        else "on a model with loops the impact at a stop is an impulse the closed chain "
-        "passes on to its other joints, and the loop equations do not hold a locked speed "
-        "(a stop is a lock of the joint at its bound)"
-        if model.loops
         else None
     )
     if why is not None:
