@@ -8,8 +8,9 @@ set of locked speeds, on the state ``x = [q | y]``.
   :func:`kanedyn.dynamics.msd.rates`, and the speeds from one Cholesky solve.
 
 The compiled engine (:mod:`kanedyn.compiled`) evaluates the same equations from generated
-code. A locked speed is held at zero (MSD slide 19); :meth:`System.relock` re-solves the
-state when the locked set changes.
+code. A locked speed is held at zero (MSD slide 19; with loops, one more row of the
+loop constraints, :func:`kanedyn.dynamics.loops.stacked_rows`); :meth:`System.relock`
+re-solves the state when the locked set changes.
 """
 
 from __future__ import annotations
@@ -228,8 +229,9 @@ class System:
 
     def unlocked_acceleration(self, t: float, x: Array, r: int) -> float:
         """``ν̇_r`` that locked speed ``r`` would have at ``x`` if it alone were freed
-        (the Kane equations with the other locks kept): its sign tells whether the
-        lock's constraint force pushes or pulls."""
+        (the Kane equations with the other locks kept; with loops, the loop equations
+        with that lock row removed): its sign tells whether the lock's constraint force
+        pushes or pulls."""
         nq = self.model.nq
         q = normalize_quaternions(self.model, x[:nq])
         u = self.speeds(q, x[nq:])
