@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import warnings
 
-import attrs
 import numpy as np
 import pytest
 
@@ -145,19 +144,6 @@ def test_stop_is_refused_where_it_cannot_act():
     with pytest.warns(JointLimitWarning, match="'lift'"):
         traj = kd.simulate(model, state, 1.0, 0.01, method="RK45")
     assert traj.limit_crossings[0].t == pytest.approx(np.sqrt(2 * 0.5 / G), abs=1e-4)
-
-
-def test_stop_is_refused_on_a_model_with_loops():
-    """A stop is a lock, and the loop equations hold no locked speed: refused, saying why."""
-    base = kd.examples.four_bar()
-    crank = kd.JointLimits(lower=-1.0, upper=1.0)
-    joints = [attrs.evolve(j, limits=crank) if j.name == "crank" else j for j in base.joints]
-    model = kd.Model(list(base.bodies), joints, gravity=tuple(base.gravity),
-                     loops=list(base.loops), planar=True)  # fmt: skip
-    state = model.initial_state()  # assembled at q = 0
-    for method in ("rk4", "RK45"):
-        with pytest.raises(kd.ModelError, match=r"cannot act here: on a model with loops"):
-            kd.simulate(model, state, 0.1, DT, method=method, limits="stop")
 
 
 # --------------------------------------------------------------------- adaptive stops

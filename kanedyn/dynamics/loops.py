@@ -63,13 +63,17 @@ __all__ = [
     "LoopTerms",
     "Partition",
     "assemble",
+    "close",
     "constrained_accelerations",
     "loop_equations",
     "loop_forces",
     "loop_summary",
+    "lock_rows",
     "loop_terms",
     "partition",
+    "plastic_impact",
     "project",
+    "stacked_rows",
 ]
 
 Array = NDArray[np.float64]
@@ -367,9 +371,13 @@ class LoopEquations:
     terms: LoopTerms
 
 
-def _reduce(M: Array, f: Array, lt: LoopTerms, part: Partition, bias: Array) -> LoopEquations:
+def _reduce(
+    M: Array, f: Array, lt: LoopTerms, A: Array, part: Partition, bias: Array
+) -> LoopEquations:
+    """:class:`LoopEquations` from the constraint rows ``A`` (the loops' rows of ``lt``,
+    then any lock rows) and their bias, with the speeds of ``part``."""
     n = M.shape[0]
-    Ar = lt.A[part.rows]
+    Ar = A[part.rows]
     Ad, Ai = Ar[:, part.dependent], Ar[:, part.independent]
     C = np.zeros((n, part.independent.size))
     C[part.independent, np.arange(part.independent.size)] = 1.0
@@ -379,6 +387,26 @@ def _reduce(M: Array, f: Array, lt: LoopTerms, part: Partition, bias: Array) -> 
         C[part.dependent] = -X[:, :-1]
         c0[part.dependent] = -X[:, -1]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
+
+
+def lock_rows(n: int, locked: Iterable[int]) -> Array:
+    """The velocity constraints of locked speeds, ``E`` (k, n): one row ``e_rᵀ`` per
+    locked speed ``r`` (``e_rᵀ u = 0``, ``e_rᵀ u̇ = 0``: bias zero, and no position row,
+    the coordinate stays where it was locked)."""
+    idx = np.asarray(list(locked), dtype=np.intp)
+    E = np.zeros((idx.size, n))
+    E[np.arange(idx.size), idx] = 1.0
+    return E
+
+
+def stacked_rows(lt: LoopTerms, locked: Iterable[int]) -> tuple[Array, Array, Array]:
+    """``A``, ``Φ`` and ``b`` of the loops with the lock rows appended:
+    ``[A; E]``, ``[Φ; 0]``, ``[b; 0]`` (:func:`lock_rows`)."""
+    E = lock_rows(lt.A.shape[1], locked)
+    if not E.size:
+        return lt.A, lt.Phi, lt.b
+    zero = np.zeros(E.shape[0])
+    return np.vstack((lt.A, E)), np.concatenate((lt.Phi, zero)), np.concatenate((lt.b, zero))
 
 
 def constrained_accelerations(eq: LoopEquations) -> Array:
@@ -394,22 +422,28 @@ def _equations(
     part: Partition | None = None,
     independent: Iterable[int] | None = None,
     baumgarte: tuple[float, float] | None = None,
+    locked: Iterable[int] = (),
 ) -> LoopEquations:
     """:class:`LoopEquations` at ``kin`` (speeds ``u``) with the loads ``L``; a new
     partition when ``part`` is None or its block has become ill-conditioned
     (:data:`REPARTITION_COND`). ``baumgarte = (α, β)`` replaces ``A u̇ + b = 0`` by
-    ``A u̇ + b + 2α A u + β² Φ = 0`` (Baumgarte 1972)."""
+    ``A u̇ + b + 2α A u + β² Φ = 0`` (Baumgarte 1972). The speeds in ``locked`` are
+    held at zero: their rows ``e_rᵀ`` (:func:`stacked_rows`) join A before the
+    partition, so each locked speed is dependent, with ``u_r = 0`` and ``u̇_r = 0``
+    (its row of C and its entry of c0 are zero), and the reduced equations
+    ``Cᵀ(Fr + Fr*) = 0`` are those of the mechanism with the DOF locked. ``part``
+    must then be a partition of the same stacked rows."""
     tm = kane_terms(model, kin)
     lt = loop_terms(model, kin, tm.A_r)
-    bias = lt.b
+    A, Phi, bias = stacked_rows(lt, locked)
     if baumgarte is not None:
         alpha, beta = baumgarte
-        bias = bias + 2.0 * alpha * (lt.A @ u) + beta**2 * lt.Phi
+        bias = bias + 2.0 * alpha * (A @ u) + beta**2 * Phi
     if part is None or independent is not None:
-        part = partition(lt.A, independent)
-    elif part.rank and np.linalg.cond(lt.A[part.rows][:, part.dependent]) > REPARTITION_COND:
-        part = partition(lt.A)
-    return _reduce(mass_matrix_at(model, tm), forcing_at(model, tm, L), lt, part, bias)
+        part = partition(A, independent)
+    elif part.rank and np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND:
+        part = partition(A)
+    return _reduce(mass_matrix_at(model, tm), forcing_at(model, tm, L), lt, A, part, bias)
 
 
 def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
@@ -547,16 +581,64 @@ def assemble(
     return State(q, u)
 
 
-def project(model: Model, q: Array, u: Array, tol: float = 1e-13) -> tuple[Array, Array, float]:
+def project(
+    model: Model, q: Array, u: Array, tol: float = 1e-13, locked: Iterable[int] = ()
+) -> tuple[Array, Array, float]:
     """Project ``(q, u)`` back onto the constraint manifold: a few Newton steps on
     ``Φ(q) = 0`` (minimum-norm corrections), then ``u ← u - A⁺ A u``. Returns the new
-    ``q``, ``u`` and the largest residual before the projection, ``max(|Φ|, |A u|)``."""
-    free = np.arange(model.n, dtype=np.intp)
+    ``q``, ``u`` and the largest residual before the projection, ``max(|Φ|, |A u|)``.
+
+    The speeds in ``locked`` are held: their coordinates take no Newton correction and
+    their rows ``e_rᵀ`` join A in the velocity projection (:func:`stacked_rows`), so
+    they come out zero and the residual counts them."""
+    locked = np.asarray(list(locked), dtype=np.intp)
+    free = np.setdiff1d(np.arange(model.n), locked).astype(np.intp)
     lt0 = _constraints(model, q)
-    before = max(float(np.max(np.abs(lt0.Phi))), float(np.max(np.abs(lt0.A @ u))))
+    A0 = stacked_rows(lt0, locked)[0]
+    before = max(float(np.max(np.abs(lt0.Phi), initial=0.0)), float(np.max(np.abs(A0 @ u))))
     q, lt, _ = _newton(model, q, free, tol, 5)
-    u = u - np.linalg.lstsq(lt.A, lt.A @ u, rcond=RANK_TOL)[0]
+    A = stacked_rows(lt, locked)[0]
+    u = u - np.linalg.lstsq(A, A @ u, rcond=RANK_TOL)[0]
     return q, u, before
+
+
+def close(model: Model, q: Array, locked: Iterable[int] = (), tol: float = 1e-13) -> Array:
+    """``q`` with its loops closed again (``Φ(q) = 0`` by Newton, minimum-norm
+    corrections) while the coordinates of the ``locked`` speeds keep their values; a
+    ModelError naming the loop when it cannot close (a stop's bound out of the
+    mechanism's reach)."""
+    free = np.setdiff1d(np.arange(model.n), np.asarray(list(locked), dtype=np.intp))
+    q, lt, ok = _newton(model, q, free.astype(np.intp), tol, 50)
+    if not ok and np.max(np.abs(lt.Phi)) > 1e-8:
+        raise ModelError(
+            f"loop {_worst(model, lt, lt.Phi)!r} cannot close with the locked coordinates "
+            f"kept (closure residual {np.max(np.abs(lt.Phi)):.3g})"
+        )
+    return q
+
+
+def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = ()) -> Array:
+    """The speeds just after the loops and the locks ``locked`` act as a plastic impact
+    on the speeds ``u`` (a lock engaged: its speed stopped, the loops kept closed).
+
+    The constraint impulse ``Aᵀι`` (rows ``[A; E]``, :func:`stacked_rows`) does no work
+    along the admissible directions ``C`` of the constrained partition, so Kane's
+    impulse equations (Kane & Levinson 1985, impulsive motion: generalized impulses
+    and suddenly imposed constraints) keep the generalized momenta along them,
+    ``Cᵀ M (u⁺ - u⁻) = 0``, with ``u⁺ = C u_i⁺``:
+
+    .. math:: u^+ = C\\,(C^T M C)^{-1} C^T M\\, u^-
+
+    the speeds closest to ``u⁻`` in the kinetic-energy metric among those that satisfy
+    the constraints (Gauss's principle for impulses), so the kinetic energy cannot
+    rise. Speeds that already satisfy them (an unlock) are kept."""
+    kin = kinematics_at(model, q, np.zeros(model.n))
+    tm = kane_terms(model, kin)
+    M = mass_matrix_at(model, tm)
+    lt = loop_terms(model, kin)
+    A = stacked_rows(lt, locked)[0]
+    eq = _reduce(M, np.zeros(model.n), lt, A, partition(A), np.zeros(A.shape[0]))
+    return eq.C @ solve_mass_matrix(eq.mass_matrix, eq.C.T @ (M @ u))
 
 
 def residuals(model: Model, q: Array, u: Array) -> tuple[float, float]:

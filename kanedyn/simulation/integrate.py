@@ -121,7 +121,9 @@ def simulate(
     rtol, atol : float
         Tolerances of the adaptive methods.
     events : sequence of Lock or Unlock
-        Applied at the first step boundary at or after their time.
+        Applied at the first step boundary at or after their time. On a model with
+        loops a lock is one more loop constraint row, engaged by a plastic impact
+        (:func:`kanedyn.dynamics.loops.plastic_impact`).
     controller : Controller, optional
         Sampled at its period from t = 0 (at the first step boundary at or after each
         sample time) and held in between; its loads add to ``loads``.
@@ -153,9 +155,8 @@ def simulate(
         bound is a one-sided stop, a lock of the joint at the bound, released when its
         constraint force would pull (RK4: at the step boundary after the crossing; an
         adaptive method: at the crossing, located on its dense output; either
-        formulation and engine; a ModelError for the energy-momentum scheme and models
-        with loops, and for a state that starts outside a range). ``"ignore"``: no
-        check.
+        formulation and engine; a ModelError for the energy-momentum scheme and for a
+        state that starts outside a range). ``"ignore"``: no check.
     force : bool
         Run a fixed step that is refused otherwise: ``dt > t_final``, or a step at which
         RK4 is unstable for the model's fastest mode

@@ -19,9 +19,12 @@ A joint's position range is its :class:`~kanedyn.JointLimits` ``lower``, ``upper
   points back into the range. Fixed-step RK4 acts at the step boundary after the
   crossing (and checks releases at each boundary); an adaptive method (``"RK45"``,
   ``"DOP853"``, ...) locates the crossing and the release on its dense output, as
-  ``solve_ivp`` locates a terminal event, and restarts from there. The energy-momentum
-  scheme takes no locks, and on a model with loops the loop equations hold no locked
-  speed: both are refused.
+  ``solve_ivp`` locates a terminal event, and restarts from there. On a model with
+  loops the lock is one more row of the loop constraints (``e_rᵀ u = 0``): the loops
+  are closed again with the joint on its bound and the impact keeps the generalized
+  momenta along the directions the loops and the locks leave
+  (:func:`kanedyn.dynamics.loops.plastic_impact`). The energy-momentum scheme takes no
+  locks: refused.
 * ``"ignore"``: no check.
 """
 

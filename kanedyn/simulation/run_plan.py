@@ -75,7 +75,7 @@ class RunPlan:
         )
         output_.check_output_size(model, n_out)
         lock_events = lock_indices(model, o.events)
-        project = check_loops(model, state, o.formulation, lock_events, o.stabilization)
+        project = check_loops(model, state, o.formulation, o.stabilization)
         return cls(
             model=model, state=state, options=o, compiled=compiled, schedule=schedule,
             lock_events=lock_events, limited=limited, project=project,
@@ -106,10 +106,12 @@ def check_loops(
     model: Model,
     state: State,
     form: Formulation,
-    lock_events: list[LockEvent],
     how: Stabilization,
 ) -> bool:
-    """Check a model with loops can be simulated from ``state``; whether to project."""
+    """Check a model with loops can be simulated from ``state``; whether to project.
+    Lock events and stops are held by the loop equations (a locked speed is one more
+    velocity row, :func:`kanedyn.dynamics.loops.stacked_rows`); the momentum states of
+    MSD do not hold the loop constraints."""
     if not model.loops:
         return False
     if form is not Formulation.KANE:
@@ -117,8 +119,6 @@ def check_loops(
             "a model with loops is simulated in Kane's formulation (formulation='kane'); "
             "the momentum states of 'msd' do not hold the loop constraints"
         )
-    if lock_events:
-        raise ModelError("Lock/Unlock events are not supported on a model with loops")
     phi, vel = loops_.residuals(model, state.q, state.u)
     if max(phi, vel) > 1e-8:
         raise ModelError(

@@ -77,7 +77,7 @@ class Run:
                     warnings.warn(report, diagnose.StepSizeWarning, stacklevel=stacklevel + 1)
         self.rec = output_.Recorder(None if o.stream is None else Streamer(system, o.stream))
         self.stops = None if plan.limited is None else Stops(plan.limited)
-        self.drift = Drift(model) if plan.project else None
+        self.drift = Drift(system) if plan.project else None
         applied = n_due(plan.lock_events, 0.0)
         if applied:
             x = apply_events(system, x, plan, applied)

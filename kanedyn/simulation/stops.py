@@ -3,7 +3,9 @@ one-sided stops, made of the same locks as :class:`~kanedyn.Lock` events.
 
 When a limited coordinate reaches a bound, it is set to the bound and its DOF locked
 (:meth:`kanedyn.simulation.system.System.relock`: the other DOFs keep their generalized
-momenta, a perfectly plastic impact). An engaged stop is released when the acceleration
+momenta, a perfectly plastic impact; on a model with loops, the loops are first closed
+again with the joint on its bound, and the momenta kept are those along the directions
+the loops and the locks leave). An engaged stop is released when the acceleration
 its DOF would have unlocked points back into the range (its constraint force would
 pull). Fixed-step RK4 applies both after each step (:meth:`Stops.after_step`: a bound
 is caught at the step boundary after the crossing); the adaptive methods locate both as
@@ -161,10 +163,6 @@ def stop_limits(
         "the energy-momentum scheme takes no locks (a stop is a lock of the joint at its "
         "bound); use method='rk4' or an adaptive method"
         if isinstance(integrator, EnergyMomentum)
-        else "on a model with loops the impact at a stop is an impulse the closed chain "
-        "passes on to its other joints, and the loop equations do not hold a locked speed "
-        "(a stop is a lock of the joint at its bound)"
-        if model.loops
         else None
     )
     if why is not None:

@@ -8,8 +8,9 @@ set of locked speeds, on the state ``x = [q | y]``.
   :func:`kanedyn.dynamics.msd.rates`, and the speeds from one Cholesky solve.
 
 The compiled engine (:mod:`kanedyn.compiled`) evaluates the same equations from generated
-code. A locked speed is held at zero (MSD slide 19); :meth:`System.relock` re-solves the
-state when the locked set changes.
+code. A locked speed is held at zero (MSD slide 19; with loops, one more row of the
+loop constraints, :func:`kanedyn.dynamics.loops.stacked_rows`); :meth:`System.relock`
+re-solves the state when the locked set changes.
 """
 
 from __future__ import annotations
@@ -102,8 +103,11 @@ class System:
 
     @locked.setter
     def locked(self, locked: NDArray[np.intp]) -> None:
-        if self.compiled and (self.cm is None or not np.array_equal(locked, self._locked)):
+        changed = not np.array_equal(locked, self._locked)
+        if self.compiled and (self.cm is None or changed):
             self.cm = compile_model(self.model, locked.tolist(), self.formulation)
+        if changed:  # the partition is one of the loops' rows and the lock rows
+            self.part = None
         self._locked = locked
 
     def speeds(self, q: Array, y: Array) -> Array:
@@ -146,7 +150,9 @@ class System:
         if self.cm is not None:
             return self._compiled(self.cm, q, u if kane else y, L)
         if kane and model.loops:  # Cᵀ(Fr + Fr*) = 0 with the dependent speeds eliminated
-            eq = loops_._equations(model, kin, L, u, self.part, baumgarte=self.baumgarte)
+            eq = loops_._equations(
+                model, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
+            )
             if self.part is not None and eq.partition is not self.part:
                 self.repartitions += 1
             self.part = eq.partition
@@ -191,9 +197,15 @@ class System:
         The generalized momenta of the free DOFs are kept (the locking impulse does no
         work along them), so total momentum is conserved through the event; a DOF that
         is unlocked starts from its generalized momentum with its speed still zero.
+        With loops, the free directions are those the loops and the locks leave, ``C``:
+        ``u⁺ = C (CᵀMC)⁻¹ CᵀM u⁻`` (:func:`kanedyn.dynamics.loops.plastic_impact`),
+        which keeps ``u`` at an unlock.
         """
         model = self.model
         u_old = self.speeds(q, y)
+        if model.loops:  # Kane's formulation (run_plan.check_loops)
+            self.locked = locked
+            return loops_.plastic_impact(model, q, u_old, locked)
         kin = kinematics_at(model, q, u_old)
         p_old = msd._root_to_total(model, kin, msd._generalized_momenta(model, kin, u_old))
         was_locked = self.locked
@@ -206,20 +218,26 @@ class System:
 
     def relocked(self, x: Array, locked: NDArray[np.intp]) -> Array:
         """The state ``x = [q | y]`` re-solved for the locked set ``locked``
-        (:meth:`relock`)."""
+        (:meth:`relock`). With loops, ``q`` is first closed again with the locked
+        coordinates kept (:func:`kanedyn.dynamics.loops.close`: a stop has set one on
+        its bound)."""
         nq = self.model.nq
-        return np.concatenate((x[:nq], self.relock(x[:nq], x[nq:], locked)))
+        q = x[:nq]
+        if self.model.loops:
+            q = loops_.close(self.model, normalize_quaternions(self.model, q), locked)
+        return np.concatenate((q, self.relock(q, x[nq:], locked)))
 
     def unlocked_acceleration(self, t: float, x: Array, r: int) -> float:
         """``ν̇_r`` that locked speed ``r`` would have at ``x`` if it alone were freed
-        (the Kane equations with the other locks kept): its sign tells whether the
-        lock's constraint force pushes or pulls."""
+        (the Kane equations with the other locks kept; with loops, the loop equations
+        with that lock row removed): its sign tells whether the lock's constraint force
+        pushes or pulls."""
         nq = self.model.nq
         q = normalize_quaternions(self.model, x[:nq])
         u = self.speeds(q, x[nq:])
         free = np.setdiff1d(self.locked, [r])
         trial = System(self.model, Formulation.KANE, self.loads, held=self.held,
-                       started=True, locked=free)  # fmt: skip
+                       started=True, locked=free, baumgarte=self.baumgarte)  # fmt: skip
         return float(trial(t, np.concatenate((q, u)))[nq + r])
 
 
@@ -233,15 +251,16 @@ class _LightState:
 
 class Drift:
     """Projects states of a model with loops back onto the constraint manifold
-    (:func:`kanedyn.dynamics.loops.project`) and keeps the largest residual found
-    before a projection."""
+    (:func:`kanedyn.dynamics.loops.project`), with the speeds ``system`` holds locked
+    kept at zero and their coordinates where they are, and keeps the largest residual
+    found before a projection."""
 
-    def __init__(self, model: Model):
-        self.model, self.largest = model, 0.0
+    def __init__(self, system: System):
+        self.system, self.model, self.largest = system, system.model, 0.0
 
     def __call__(self, x: Array) -> Array:
         nq = self.model.nq
-        q, u, before = loops_.project(self.model, x[:nq], x[nq:])
+        q, u, before = loops_.project(self.model, x[:nq], x[nq:], locked=self.system.locked)
         self.largest = max(self.largest, before)
         return np.concatenate((q, u))
 
