@@ -193,6 +193,38 @@ def test_no_private_name_imported_from_another_module():
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)
 
 
+def test_no_private_name_read_through_another_module():
+    """``module._name`` for an imported kanedyn module (``from kanedyn.dynamics import
+    msd`` then ``msd._speeds``): the same rule as the imports above, for attribute reads."""
+    bad = []
+    for importer, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = resolve(importer, node)
+                for a in node.names:
+                    if f"{base}.{a.name}" in MODULES:
+                        aliases[a.asname or a.name] = f"{base}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in MODULES and a.asname:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and aliases[node.value.id] != importer
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                bad.append(
+                    f"{path.name}:{node.lineno}: {importer} reads {node.value.id}.{node.attr}"
+                )
+    assert not bad, "private names read across modules:\n" + "\n".join(bad)
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}

@@ -216,10 +216,10 @@ def test_ill_conditioned_partition_is_chosen_again():
     crank, rod, slide = (int(m.speeds(n)[0]) for n in ("crank", "rod", "slide"))
     bad = loops.Partition(np.arange(2), np.sort([crank, rod]), np.array([slide]), 1.0)
     assert np.linalg.cond(loops.loop_terms(m, kin).A[:, bad.dependent]) > 1e12
-    eq = loops._equations(m, kin, L, s.u, bad)
+    eq = loops.equations_at(m, kin, L, s.u, bad)
     assert eq.partition is not bad and slide in eq.partition.dependent
     good = loops.Partition(np.arange(2), np.sort([crank, slide]), np.array([rod]), 1.0)
-    kept = loops._equations(m, kin, L, s.u, good)
+    kept = loops.equations_at(m, kin, L, s.u, good)
     assert kept.partition is good  # a well-conditioned partition is kept
     np.testing.assert_allclose(loops.constrained_accelerations(eq),
                                loops.constrained_accelerations(kept), atol=1e-12)  # fmt: skip

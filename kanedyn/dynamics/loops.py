@@ -65,6 +65,7 @@ __all__ = [
     "assemble",
     "close",
     "constrained_accelerations",
+    "equations_at",
     "loop_equations",
     "loop_forces",
     "loop_summary",
@@ -414,7 +415,7 @@ def constrained_accelerations(eq: LoopEquations) -> Array:
     return eq.C @ solve_mass_matrix(eq.mass_matrix, eq.forcing) + eq.c0
 
 
-def _equations(
+def equations_at(
     model: Model,
     kin: Kinematics,
     L: AppliedLoads,
@@ -491,7 +492,7 @@ def loop_equations(
     kin = kinematics_at(model, state.q, state.u)
     L = applied_loads(model, state, kin, loads, t)
     ind = None if independent is None else _speed_indices(model, independent)
-    return _equations(model, kin, L, state.u, independent=ind)
+    return equations_at(model, kin, L, state.u, independent=ind)
 
 
 def forward_dynamics(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:

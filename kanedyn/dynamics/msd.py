@@ -46,7 +46,15 @@ from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 
-__all__ = ["momenta", "momentum_roots", "rates", "speeds"]
+__all__ = [
+    "generalized_momenta",
+    "momenta",
+    "momentum_roots",
+    "rates",
+    "root_to_total",
+    "speeds",
+    "speeds_at",
+]
 
 Array = NDArray[np.float64]
 
@@ -64,14 +72,17 @@ def momentum_roots(model: Model) -> list[int]:
     return list(roots)
 
 
-def _generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
+def generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
+    """The generalized momenta ``∂T/∂ν = M ν + Ωᵀ R h`` (embedded momentum h) at the
+    kinematics ``kin`` and speeds ``u`` (MSD slides: the momentum states of the joints
+    before :func:`root_to_total`)."""
     refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
     h = mv(kin.R_N_B, kin.params.h_embedded)
     return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
 
 
-def _root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False) -> Array:
+def root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False) -> Array:
     """Map the generalized momenta of momentum roots to total (H, P) in N, or back."""
     y = p.copy()
     lay = model.layout
@@ -102,7 +113,7 @@ def momenta(model: Model, state: State) -> Array:
     """
     model.check_state(state)
     kin = kinematics_at(model, state.q, state.u)
-    return _root_to_total(model, kin, _generalized_momenta(model, kin, state.u))
+    return root_to_total(model, kin, generalized_momenta(model, kin, state.u))
 
 
 def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = ()) -> Array:
@@ -117,16 +128,19 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
     if y.shape != (model.n,):
         raise ModelError(f"momentum vector has length {y.size}; this model has n = {model.n}")
     kin = kinematics_at(model, q, np.zeros(model.n))
-    return _speeds(model, kin, y, np.asarray(locked, dtype=np.intp))
+    return speeds_at(model, kin, y, np.asarray(locked, dtype=np.intp))
 
 
-def _speeds(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -> Array:
+def speeds_at(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -> Array:
+    """The speeds ``ν`` of the momentum states ``y`` at the configuration of ``kin``, with
+    the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
+    (:func:`speeds` for a state)."""
     refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
     M = mass_matrix_at(model, tm)
     h = mv(kin.R_N_B, kin.params.h_embedded)
     p = (
-        _root_to_total(model, kin, y, inverse=True)
+        root_to_total(model, kin, y, inverse=True)
         - tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
     )
     free = np.setdiff1d(np.arange(model.n), locked)

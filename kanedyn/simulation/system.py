@@ -116,7 +116,7 @@ class System:
             return y
         if self.cm is not None:  # the last n outputs of the MSD kernel
             return np.array(self.cm.rhs(q.tolist(), y.tolist())[self.model.n + self.model.nq :])
-        return msd._speeds(
+        return msd.speeds_at(
             self.model, kinematics_at(self.model, q, np.zeros(self.model.n)), y, self.locked
         )
 
@@ -150,7 +150,7 @@ class System:
         if self.cm is not None:
             return self._compiled(self.cm, q, u if kane else y, L)
         if kane and model.loops:  # Cᵀ(Fr + Fr*) = 0 with the dependent speeds eliminated
-            eq = loops_._equations(
+            eq = loops_.equations_at(
                 model, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
             )
             if self.part is not None and eq.partition is not self.part:
@@ -207,11 +207,11 @@ class System:
             self.locked = locked
             return loops_.plastic_impact(model, q, u_old, locked)
         kin = kinematics_at(model, q, u_old)
-        p_old = msd._root_to_total(model, kin, msd._generalized_momenta(model, kin, u_old))
+        p_old = msd.root_to_total(model, kin, msd.generalized_momenta(model, kin, u_old))
         was_locked = self.locked
         self.locked = locked
         if self.formulation is Formulation.KANE:
-            return msd._speeds(model, kin, p_old, locked)
+            return msd.speeds_at(model, kin, p_old, locked)
         y_new = y.copy()
         y_new[was_locked] = p_old[was_locked]
         return y_new
