@@ -557,3 +557,20 @@ def test_ball_joint_polynomial_spring_needs_an_isotropic_stiffness():
         kd.Joint.spherical(
             "b", None, "x", stiffness=2.0, stiffness_poly=[(0.5, 1.0), (0.5, 1.0), (0.0, 1.0)]
         )
+
+
+def test_ball_joint_radial_spring_alone_is_refused_by_the_compiled_and_symbolic_engines(
+    tmp_path,
+):
+    """A ball joint with only radial terms (``stiffness="0 b c"``) is a spherical spring:
+    the compiled engine falls back (with the reason) and the symbolic engines refuse it,
+    as they do a linear one, rather than dropping it."""
+    from kanedyn.compiled import supports
+    from kanedyn.symbolic import kane, lagrange
+
+    model, _ = ball_poly(tmp_path, k="0 0.9 1.5")
+    assert not np.any(model.joint("ball").stiffness)
+    assert "spherical joint has a spring" in supports(model)
+    for build in (kane, lagrange):
+        with pytest.raises(kd.ModelError, match="'ball'.*spring"):
+            build(model)
