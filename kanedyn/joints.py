@@ -16,7 +16,8 @@ Bo). Per joint kind this module gives
   (:func:`normalize_quaternions`);
 * the joint springs and dampers as generalized forces (:func:`spring_damper`, MuJoCo's
   polynomial law), their potential (:func:`spring_potential`) and its discrete gradient
-  (:func:`spring_discrete_gradient`);
+  (:func:`spring_discrete_gradient`); a spherical joint's spring potential in its
+  rotation vector, with MuJoCo's radial terms (:func:`spherical_spring`);
 * the closure of a loop joint (:class:`kanedyn.Loop`): its configuration constraints
   ``Φ``, their velocity form and their acceleration (bias) terms
   (:func:`loop_rotation`, :func:`loop_translation`, :func:`loop_constraint_axes`).
@@ -64,6 +65,7 @@ __all__ = [
     "spring_discrete_gradient",
     "spring_energy",
     "spring_potential",
+    "spherical_spring",
     "subspace",
 ]
 
@@ -320,8 +322,9 @@ def spring_damper(
     speed, ``stiffness_poly``, ``damping_poly`` (..., n, 2) the higher-order coefficients
     ``(k₂, k₃)``, ``(c₂, c₃)`` per speed (None: none). ``ar`` is the arithmetic of ``q``
     and ``u`` (``|u|`` needs its ``abs``). A spherical joint's spring is
-    ``-J_r⁻ᵀ(φ) K φ`` (:func:`kanedyn.dynamics.loads.joint_spring_forces`, NumPy only:
-    its series branch at zero rotation depends on the value).
+    ``-J_r⁻ᵀ(φ) ∇V(φ)`` with ``V`` of :func:`spherical_spring`
+    (:func:`kanedyn.dynamics.loads.joint_spring_forces`, NumPy only: its series branch
+    at zero rotation depends on the value).
     """
     Q = -damper_force(damping, damping_poly, u, ar)
     x = q[..., layout.angle_q]
@@ -358,6 +361,44 @@ def spring_potential(
     kp = None if stiffness_poly is None else stiffness_poly[..., layout.angle_u, :]
     V = spring_energy(stiffness[..., layout.angle_u], kp, q[..., layout.angle_q])
     return np.sum(V, axis=-1)
+
+
+def spherical_spring(
+    stiffness: Array, stiffness_poly: Array | None, phi: Array, hessian: bool = False
+) -> tuple[Array, ...]:
+    """A spherical joint's spring potential in its rotation vector φ (NumPy), its
+    gradient and (``hessian``) its Hessian in φ:
+
+    .. math:: V(\\varphi) = \\tfrac12 \\varphi^T K \\varphi + \\tfrac13 k_2 r^3
+                             + \\tfrac14 k_3 r^4, \\qquad r = |\\varphi|,
+
+              \\nabla V = K\\varphi + (k_2 r + k_3 r^2)\\,\\varphi, \\qquad
+              \\nabla^2 V = K + (k_2 r + k_3 r^2) I
+                  + (k_2 / r + 2 k_3)\\,\\varphi\\varphi^T
+
+    (the last term is zero at ``r = 0``, where ``φφᵀ/r → 0``). With an isotropic
+    ``K = kI`` this is MuJoCo's ball-joint spring: ``∇V = (k + k₂ r + k₃ r²) φ``, the
+    gradient of ``½ k r² + ⅓ k₂ r³ + ¼ k₃ r⁴`` (:func:`spring_energy` of ``r``;
+    MuJoCo's ``mj_springdamper``, ``mju_polyPotential``). The generalized force on the
+    joint's speeds is ``-J_r⁻ᵀ(φ) ∇V``
+    (:func:`kanedyn.dynamics.loads.joint_spring_forces`). ``stiffness`` (..., 3) the
+    diagonal of K, ``stiffness_poly`` (..., 2) ``(k₂, k₃)`` or None, ``phi`` (..., 3).
+    Returns ``V`` (...), ``∇V`` (..., 3) and, with ``hessian``, ``∇²V`` (..., 3, 3).
+    """
+    V = 0.5 * np.sum(stiffness * phi * phi, axis=-1)
+    grad = stiffness * phi
+    H = np.zeros(phi.shape + (3,)) + stiffness[..., None] * np.eye(3)
+    if stiffness_poly is not None:
+        k2, k3 = stiffness_poly[..., 0], stiffness_poly[..., 1]
+        r = np.sqrt(np.sum(phi * phi, axis=-1))
+        V = V + spring_energy(0.0 * k2, stiffness_poly, r)
+        radial = k2 * r + k3 * r * r
+        grad = grad + radial[..., None] * phi
+        if hessian:
+            outer = k2 / np.where(r > 0.0, r, 1.0) + 2.0 * k3
+            H = H + radial[..., None, None] * np.eye(3)
+            H = H + outer[..., None, None] * phi[..., :, None] * phi[..., None, :]
+    return (V, grad, H) if hessian else (V, grad)
 
 
 def damper_rate(damping: Array, damping_poly: Array | None, v: Array) -> Array:

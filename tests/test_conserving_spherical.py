@@ -20,11 +20,14 @@ from kanedyn.spatial import rotation as rot
 
 K = np.array([3.0, 5.0, 2.0])
 C = np.array([0.4, 0.2, 0.3])
+KP0 = (0.0, 0.0)
+KP = (1.5, 4.0)  # MuJoCo's radial terms (k₂, k₃), with an isotropic k
 
 
-def ball_pair(damped: bool = False, gravity=(0.0, 0.0, 0.0), k=K, c=C) -> kd.Model:
+def ball_pair(damped: bool = False, gravity=(0.0, 0.0, 0.0), k=K, c=C, kp=(0.0, 0.0)) -> kd.Model:
     """A free hub and a body on a spherical joint with an anisotropic spring (and
-    damper), offset joint points, rotated joint frames and products of inertia."""
+    damper), offset joint points, rotated joint frames and products of inertia; ``kp``
+    MuJoCo's radial terms ``(k₂, k₃)`` (with an isotropic ``k``)."""
     I, R = kd.inertia_tensor, kd.euler_to_dcm
     bodies = [
         kd.Body("hub", 10.0, I(4.0, 5.0, 6.0, 0.3, -0.2, 0.1)),
@@ -35,7 +38,7 @@ def ball_pair(damped: bool = False, gravity=(0.0, 0.0, 0.0), k=K, c=C) -> kd.Mod
         kd.Joint.spherical(
             "ball", "hub", "arm", inner_point=(0.5, 0.2, -0.1), outer_point=(-0.1, 0.0, 0.05),
             inner_rotation=R("312", (0.3, -0.2, 0.5)), outer_rotation=R("123", (0.1, 0.2, -0.3)),
-            stiffness=k, damping=c if damped else np.zeros(3),
+            stiffness=k, damping=c if damped else np.zeros(3), stiffness_poly=kp,
         ),
     ]  # fmt: skip
     return kd.Model(bodies, joints, gravity=gravity)
@@ -102,6 +105,32 @@ def test_spherical_spring_conserves_energy_and_momenta():
         assert np.ptp(V) > 0.1 * abs(E[0])
 
 
+def radial_potential(k, kp, quats):
+    """``½ k r² + ⅓ k₂ r³ + ¼ k₃ r⁴`` of the rotation angles ``r`` of (scalar-last)
+    quaternions, in closed form."""
+    r = 2.0 * np.arctan2(np.linalg.norm(quats[:, :3], axis=1), np.abs(quats[:, 3]))
+    return 0.5 * k * r**2 + kp[0] * r**3 / 3 + kp[1] * r**4 / 4
+
+
+def test_polynomial_spherical_spring_conserves_energy():
+    """MuJoCo's radial spring ``-(k + k₂ r + k₃ r²) φ``, undamped: the scheme's energy
+    is conserved to round-off, with the angular momentum, and its spring potential is
+    the closed form ``½ k r² + ⅓ k₂ r³ + ¼ k₃ r⁴`` of the output quaternions, while
+    the radial terms exchange most of the energy."""
+    k = 2.0
+    m = ball_pair(k=np.full(3, k), kp=KP)
+    s = ball_state(m, phi=(0.9, -0.6, 1.2))
+    qi = m.coordinates("ball")
+    tr = kd.simulate(m, s, 4.0, 0.02, method="energy-momentum")
+    E = tr.run.energy
+    assert np.max(np.abs(E - E[0])) < 1e-12 * E[0]
+    V = [tr.run.red.spherical.potential(x) for x in tr.run.x]
+    np.testing.assert_allclose(V, radial_potential(k, KP, tr.q[:, qi]), rtol=0, atol=1e-12 * E[0])
+    assert np.ptp(radial_potential(0.0, KP, tr.q[:, qi])) > 0.5 * E[0]
+    H = tr.run.angular_momentum
+    assert np.max(np.abs(H - H[0])) < 1e-12 * np.max(np.abs(H[0]))
+
+
 def test_spherical_damper_dissipates_exactly_the_discrete_dissipation():
     """E_{n+1} - E_n = -h ω̄ᵀCω̄ with ω̄ = axial(Π̄ᵀΔΠ)/h, Π = R_Gi_Go from the output
     quaternions; the energy falls monotonically; H is still conserved."""
@@ -123,9 +152,10 @@ def test_spherical_damper_dissipates_exactly_the_discrete_dissipation():
     assert np.max(np.abs(H - H[0])) < 1e-12 * np.max(np.abs(H[0]))
 
 
-@pytest.mark.parametrize("damped", [False, True])
-def test_spherical_spring_converges_to_rk4_at_second_order(damped):
-    m = ball_pair(damped=damped, gravity=(0.0, -9.81, 0.0))
+@pytest.mark.parametrize(("damped", "poly"), [(False, False), (True, False), (True, True)])
+def test_spherical_spring_converges_to_rk4_at_second_order(damped, poly):
+    k = np.full(3, 3.0) if poly else K
+    m = ball_pair(damped=damped, gravity=(0.0, -9.81, 0.0), k=k, kp=KP if poly else KP0)
     s = ball_state(m)
     T = 0.5
     ref = kd.simulate(m, s, T, 1e-3, output_every=T)
@@ -156,15 +186,24 @@ def central_jacobian(sph, x0, x1, h, eps):
 
 
 @pytest.mark.parametrize(
-    ("k", "c"),
-    [(K, C), (np.array([7.0, 0.5, 1.5]), np.zeros(3)), (np.zeros(3), np.array([1.0, 0.1, 2.5]))],
+    ("k", "c", "kp"),
+    [
+        (K, C, KP0),
+        (np.array([7.0, 0.5, 1.5]), np.zeros(3), KP0),
+        (np.zeros(3), np.array([1.0, 0.1, 2.5]), KP0),
+        (np.full(3, 2.0), C, KP),
+        (np.zeros(3), np.zeros(3), (-20.0, 60.0)),
+    ],
 )
-def test_spherical_newton_tangent_is_the_derivative_of_the_force(k, c):
+def test_spherical_newton_tangent_is_the_derivative_of_the_force(k, c, kp):
     """SphericalSprings.jacobian against central differences of SphericalSprings.force:
     at random points off the constraint manifold; with the mean relative rotation zero
     (Π̄ symmetric: the small-|s| series of φ); and at x1 = x0 (|ΔΠ| = 0: D = ∇Ṽ(Π̄),
-    where the differences straddle both of Gonzalez's branches)."""
-    m = ball_pair(damped=True, k=k, c=c)
+    where the differences straddle both of Gonzalez's branches). The radial terms'
+    ``⅓ k₂ r³`` is twice but not three times differentiable at φ(Π̄) = 0: there the
+    differences converge to the tangent at first order in ε, so they take a smaller ε
+    and a tolerance of order k₂ ε."""
+    m = ball_pair(damped=True, k=k, c=c, kp=kp)
     red = redundant(m)
     sph = red.spherical
     h = 0.05
@@ -180,13 +219,17 @@ def test_spherical_newton_tangent_is_the_derivative_of_the_force(k, c):
     P = sph.Pi[0]
     Pbar = 0.5 * (sph.inv(xa)[P] + sph.inv(xb)[P])
     assert np.max(np.abs(Pbar - Pbar.T)) < 1e-15  # s(Π̄) = 0: the series branch
-    cases += [(xa, xb, 1e-4), (xa, xb + 1e-9 * rng.standard_normal(red.nx), 1e-4)]
-    cases.append((x, x.copy(), 1e-3))
-    for x0, x1, eps in cases:
+    radial = bool(np.any(kp))
+    series_eps, tol = (1e-6, 1e-5) if radial else (1e-4, 1e-6)
+    cases = [(*case, 1e-6) for case in cases]
+    cases += [(xa, xb, series_eps, tol),
+              (xa, xb + 1e-9 * rng.standard_normal(red.nx), series_eps, tol)]  # fmt: skip
+    cases.append((x, x.copy(), 1e-3, 1e-6))
+    for x0, x1, eps, tol in cases:
         J = sph.jacobian(x0, x1, h)
         fd = central_jacobian(sph, x0, x1, h, eps)
         assert np.max(np.abs(fd)) > 0.1
-        np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(fd)))
+        np.testing.assert_allclose(J, fd, rtol=tol, atol=tol * np.max(np.abs(fd)))
 
 
 def test_spherical_newton_converges_quadratically(monkeypatch):

@@ -657,7 +657,8 @@ def test_joint_rejects_improper_rotation(field, R):
         ({"rot_dof": 1, "damping_poly": (np.inf, 0.0)}, r"joint 'j': damping_poly .*non-finite"),
         ({"rot_dof": 2, "stiffness_poly": np.ones((3, 2))}, r"joint 'j': stiffness_poly .*expected a pair or 2 pairs"),
         ({"rot_dof": 1, "damping_poly": (1.0, 2.0, 3.0)}, r"joint 'j': damping_poly .*got shape \(3,\)"),
-        ({"rot_type": "spherical", "rot_dof": 3, "stiffness_poly": (0.0, 1.0)}, r"joint 'j': a spherical joint's spring is linear"),
+        ({"rot_type": "spherical", "rot_dof": 3, "stiffness": (1.0, 1.0, 2.0), "stiffness_poly": (0.0, 1.0)}, r"joint 'j': .*polynomial spring .*needs an isotropic stiffness"),
+        ({"rot_type": "spherical", "rot_dof": 3, "stiffness_poly": [(0.0, 1.0)] * 2 + [(0.0, 2.0)]}, r"joint 'j': .*radial.*same pair \(k₂, k₃\)"),
     ],
 )  # fmt: skip
 def test_joint_rejects_bad_arrays(kwargs, match):

@@ -59,8 +59,10 @@ def supports(model: Model, params: Params | None = None) -> str | None:
     if model.loops:
         return "the model has closed loops (kd.Loop); the dense engine runs them"
     lay = model.layout
-    stiffness = (params_of(model) if params is None else params).stiffness
-    if lay.spherical.size and np.any(stiffness[..., lay.quat_u]):
+    pa = params_of(model) if params is None else params
+    if lay.spherical.size and (
+        np.any(pa.stiffness[..., lay.quat_u]) or np.any(pa.stiffness_poly[..., lay.quat_u, :])
+    ):
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
     if any(j.rotor is not None for j in model.joints):
         return "a joint carries a geared rotor (kanedyn.dynamics.rotors is not compiled)"

@@ -120,10 +120,12 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     """Generalized forces of every joint's springs and dampers, shape (..., n).
 
     Angles, slides and dampers: :func:`kanedyn.joints.spring_damper`. A spherical
-    joint's spring is the gradient of ``½ φᵀ K φ`` in the rotation vector φ:
-    ``-J_r⁻ᵀ(φ) K φ`` (``J_r`` the right Jacobian of SO(3)), which for isotropic K equals
-    42's ``-k φ``. ``params`` (default: the model's) may carry batch axes, like ``q`` and
-    ``u``.
+    joint's spring is the gradient of ``V(φ) = ½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴``
+    (:func:`kanedyn.joints.spherical_spring`, ``r = |φ|``) in the rotation vector φ:
+    ``-J_r⁻ᵀ(φ) ∇V(φ)`` (``J_r`` the right Jacobian of SO(3)). For isotropic K,
+    ``J_r⁻ᵀ φ = φ`` and this is 42's ``-k φ`` and MuJoCo's ball-joint spring
+    ``-(k + k₂ r + k₃ r²) φ``. ``params`` (default: the model's) may carry batch axes,
+    like ``q`` and ``u``.
     """
     lay = model.layout
     pa = params_of(model) if params is None else params
@@ -131,26 +133,34 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     poly = (pa.stiffness_poly, pa.damping_poly) if pa.has_poly else (None, None)
     Q = joints.spring_damper(lay, stiffness, damping, q, u, *poly)
     if lay.spherical.size:
-        k = stiffness[..., lay.quat_u]  # (..., nsph, 3)
-        if np.any(k):
+        k, kp = _spherical_stiffness(lay, pa)
+        if np.any(k) or (kp is not None and np.any(kp)):
             phi = rot.quat_to_rotvec(q[..., lay.quat_q])
             JinvT = np.swapaxes(rot.rotvec_rate_matrix_inv(phi), -1, -2)
-            Q[..., lay.quat_u] -= mv(JinvT, k * phi)
+            Q[..., lay.quat_u] -= mv(JinvT, joints.spherical_spring(k, kp, phi)[1])
     return Q
+
+
+def _spherical_stiffness(lay: Any, pa: Params) -> tuple[Array, Array | None]:
+    """The spherical joints' stiffness diagonals (..., nsph, 3) and radial coefficients
+    ``(k₂, k₃)`` (..., nsph, 2) (those of each joint's first rotational DOF: a
+    :class:`~kanedyn.Joint` holds the same pair on all three), or None."""
+    k = pa.stiffness[..., lay.quat_u]
+    kp = pa.stiffness_poly[..., lay.quat_u[:, 0], :] if pa.has_poly else None
+    return k, kp
 
 
 def spring_potential(model: Model, q: Array, params: Params | None = None) -> Any:
     """Σ ½ k q² + ⅓ k₂ q³ + ¼ k₃ q⁴ over angles and slides
-    (:func:`kanedyn.joints.spring_potential`), plus ½ φᵀKφ over spherical joints: a
-    float, or (...) for a batch of coordinates ``q`` (..., nq) and/or of ``params``
-    (default: the model's)."""
+    (:func:`kanedyn.joints.spring_potential`), plus ``½ φᵀKφ + ⅓ k₂ r³ + ¼ k₃ r⁴`` over
+    spherical joints (:func:`kanedyn.joints.spherical_spring`): a float, or (...) for a
+    batch of coordinates ``q`` (..., nq) and/or of ``params`` (default: the model's)."""
     lay = model.layout
     pa = params_of(model) if params is None else params
-    k = pa.stiffness
-    V = joints.spring_potential(lay, k, pa.stiffness_poly if pa.has_poly else None, q)
+    V = joints.spring_potential(lay, pa.stiffness, pa.stiffness_poly if pa.has_poly else None, q)
     if lay.spherical.size:
         phi = rot.quat_to_rotvec(q[..., lay.quat_q])
-        V = V + 0.5 * np.sum(k[..., lay.quat_u] * phi**2, axis=(-2, -1))
+        V = V + np.sum(joints.spherical_spring(*_spherical_stiffness(lay, pa), phi)[0], axis=-1)
     return float(V) if np.ndim(V) == 0 else V
 
 

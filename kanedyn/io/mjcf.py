@@ -38,10 +38,10 @@ from their geoms; kanedyn reads the compiled ``mjModel``
   model's ``jnt_stiffness`` with ``jnt_stiffnesspoly`` and ``dof_damping`` with
   ``dof_dampingpoly``) are the joint's ``stiffness``, ``stiffness_poly``, ``damping``
   and ``damping_poly`` (:func:`kanedyn.joints.spring_damper`, MuJoCo's
-  ``mj_springdamper``): hinge and slide springs, the dampers of every joint. A ball
-  joint's polynomial spring (MuJoCo's force ``-(a + b r + c r²) φ`` of its rotation
-  vector φ, ``r = |φ|``) is refused with a :class:`~kanedyn.FileFormatError` naming
-  the joint (kanedyn's spherical spring is linear), unless springs are disabled.
+  ``mj_springdamper``): hinge and slide springs, the dampers of every joint, and a
+  ball joint's radial spring, MuJoCo's ``-(a + b r + c r²) φ`` of the rotation vector
+  φ of its quaternion relative to ``qpos0``, ``r = |φ|`` (the gradient of
+  ``½ a r² + ⅓ b r³ + ¼ c r⁴``; :func:`kanedyn.joints.spherical_spring`).
 * sites become :class:`~kanedyn.Frame` records named after them.
 * equality constraints that are joints between bodies become loops
   (:class:`~kanedyn.Loop`, named after the equality, ``"equality<i>"`` if unnamed),
@@ -338,14 +338,6 @@ def _joint(
     stiffness_poly = _poly(mjm, "jnt_stiffnesspoly", j) if flags.springs else np.zeros(2)
     q0 = int(mjm.jnt_qposadr[j])
     where = f"{shown}: joint {name!r}"
-    if kind == _BALL and np.any(stiffness_poly):
-        raise FileFormatError(
-            f"{shown}{_joint_line(shown, name)}: joint {name!r}: polynomial stiffness of a "
-            f"ball joint (higher-order coefficients "
-            f"{', '.join(f'{c:g}' for c in stiffness_poly)}) is not modelled: kanedyn's "
-            f'spherical spring is linear; give the linear coefficient only (stiffness="'
-            f'{stiffness:g}") or disable springs (<flag spring="disable"/>)'
-        )
     if stiffness != 0.0 or np.any(stiffness_poly):
         nq = {_FREE: 7, _BALL: 4}.get(kind, 1)
         if not np.allclose(
@@ -378,8 +370,9 @@ def _joint(
             )  # fmt: skip
         if kind == _BALL:
             return Joint.spherical(
-                name, inner, outer, inner_rotation=R_pb, stiffness=stiffness, **kw
-            )
+                name, inner, outer, inner_rotation=R_pb, stiffness=stiffness,
+                stiffness_poly=stiffness_poly, **kw,
+            )  # fmt: skip
         axis = np.array(mjm.jnt_axis[j], dtype=float)
         A, k = axis_frame(axis / np.linalg.norm(axis))
         limits = None
@@ -392,7 +385,7 @@ def _joint(
             return Joint.revolute(name, inner, outer, axis=k, **kw)
         return Joint.prismatic(name, inner, outer, axis=k, **kw)
     except ModelError as exc:
-        raise FileFormatError(f"{where}: {exc}") from None
+        raise FileFormatError(f"{shown}{_joint_line(shown, name)}: {exc}") from None
 
 
 def _poly(mjm: Any, field: str, i: int) -> Array:

@@ -317,7 +317,10 @@ class Joint:
         + c₂ v|v| + c₃ v³)`` (:func:`kanedyn.joints.spring_damper`), its spring potential
         ``½ k x² + ⅓ k₂ x³ + ¼ k₃ x⁴``. Any finite values (MuJoCo's condition for a
         restoring spring and a dissipating damper is ``k₃ ≥ 0``, ``k₂² ≤ 4 k k₃``, and the
-        same for ``c``); a spherical joint's spring has no higher-order terms.
+        same for ``c``). A spherical joint's higher-order spring terms are radial,
+        ``⅓ k₂ r³ + ¼ k₃ r⁴`` of its rotation angle ``r = |φ|`` (MuJoCo's ball joint,
+        :func:`kanedyn.joints.spherical_spring`): the same pair on its three rotational
+        DOFs, with an isotropic stiffness there.
     limits : JointLimits or None
         Range and actuator limits read from a model file; :func:`kanedyn.simulate`
         checks the range or makes it a stop (``limits``), the effort and speed limits
@@ -416,12 +419,28 @@ class Joint:
                 )
             values.setflags(write=False)
             object.__setattr__(self, field, values)
-        if self.rot_type == "spherical" and (
-            is_symbolic(self.stiffness_poly[:3]) or np.any(self.stiffness_poly[:3] != 0.0)
-        ):
+        if self.rot_type == "spherical":
+            self._check_radial_spring(what)
+
+    def _check_radial_spring(self, what: str) -> None:
+        """A spherical joint's polynomial spring is radial, ``⅓ k₂ r³ + ¼ k₃ r⁴`` of
+        ``r = |φ|`` (MuJoCo's ball joint; :func:`kanedyn.joints.spherical_spring`): one
+        pair ``(k₂, k₃)`` on its three rotational DOFs, and an isotropic stiffness."""
+        kp, k = self.stiffness_poly[:3], self.stiffness[:3]
+        if not is_symbolic(kp) and not np.any(kp != 0.0):
+            return
+        if any(bool(kp[i, c] != kp[0, c]) for i in (1, 2) for c in (0, 1)):
             raise ModelError(
-                f"{what}: a spherical joint's spring is linear (½ φᵀKφ of its rotation "
-                "vector); stiffness_poly must be zero on its rotational DOFs"
+                f"{what}: a spherical joint's polynomial spring is radial (⅓ k₂ r³ + ¼ k₃ r⁴ "
+                "of the rotation angle r = |φ|, MuJoCo's ball joint): stiffness_poly must be "
+                f"the same pair (k₂, k₃) on its three rotational DOFs, got {kp.tolist()}"
+            )
+        if any(bool(k[i] != k[0]) for i in (1, 2)):
+            raise ModelError(
+                f"{what}: a spherical joint's polynomial spring (stiffness_poly "
+                f"{kp[0].tolist()}) needs an isotropic stiffness, the same k on its three "
+                f"rotational DOFs (MuJoCo's radial law -(k + k₂ r + k₃ r²) φ), got "
+                f"{k.tolist()}; make the stiffness isotropic or drop the polynomial terms"
             )
 
     # -- derived sizes -------------------------------------------------------------

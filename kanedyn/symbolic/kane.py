@@ -496,7 +496,8 @@ def _joint_forces(model: Model, q: list, u: list) -> list:
     alone on spherical joints."""
     lay, pa = model.layout, params_of(model)
     for k in lay.spherical.tolist():
-        stiff = [_const(x) for x in model.joints[k].stiffness[:3]]
+        j = model.joints[k]
+        stiff = [_const(x) for x in (*j.stiffness[:3], *j.stiffness_poly[:3].ravel())]
         if any(x != 0 for x in stiff):
             raise ModelError(
                 f"joint {model.joints[k].name!r}: spherical-joint springs are not supported by "

@@ -288,7 +288,7 @@ def _charts(model: Model, chart: str | Mapping[str, str]) -> dict[str, str]:
             raise ModelError(f"lagrange: chart of joint {j.name!r}: {exc}") from None
         if any(
             x != 0
-            for field in (j.stiffness[:3], j.damping[:3], j.damping_poly[:3])
+            for field in (j.stiffness[:3], j.stiffness_poly[:3], j.damping[:3], j.damping_poly[:3])
             for x in np.asarray(field, dtype=object).ravel()
         ):
             raise ModelError(

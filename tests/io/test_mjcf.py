@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
+from kanedyn.dynamics.loads import joint_spring_forces
 from kanedyn.io import UnsupportedFeatureWarning, detect_format, read_mjcf, read_model
 from kanedyn.io.mjcf import speeds_from_mujoco, state_from_mujoco
+from kanedyn.spatial.rotation import rotvec_to_quat
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -432,13 +434,13 @@ def test_polynomial_springs_and_dampers_symbolic(tmp_path):
 
 
 def test_polynomial_terms_with_a_ball_joint_and_flags(tmp_path):
-    """A ball joint's polynomial damper is read (per DOF, as MuJoCo's); its polynomial
-    spring (MuJoCo's radial -(a + b r + c r²) φ) is refused with the file, line, joint and
-    remedy, and accepted when springs are disabled; the flags drop the polynomial terms
-    with the linear ones."""
+    """A ball joint's polynomial damper (per DOF, as MuJoCo's) and its polynomial spring
+    (MuJoCo's radial -(a + b r + c r²) φ of the rotation vector φ, r = |φ|) are read;
+    the dense engine's accelerations equal mj_forward's, with and without the flags,
+    which drop the polynomial terms with the linear ones."""
     xml = FLAGGED.replace(
         'stiffness="20" damping="1.5"', 'stiffness="20 -3 40" damping="1.5 0.8 0.3"'
-    ).replace('stiffness="0.7" damping="0.05"', 'stiffness="0.7" damping="0.05 0.2 0.1"')
+    ).replace('stiffness="0.7" damping="0.05"', 'stiffness="0.7 0.4 1.5" damping="0.05 0.2 0.1"')
     path = tmp_path / "ball.xml"
     for flag in ("", '<flag spring="disable"/>', '<flag damper="disable"/>'):
         path.write_text(xml.format(flag=flag))
@@ -447,18 +449,128 @@ def test_polynomial_terms_with_a_ball_joint_and_flags(tmp_path):
         model = read_mjcf(path, mj_model=mjm)
         assert bool(np.any(model.joint("wrist").damping_poly)) is ("damper" not in flag), flag
         assert bool(np.any(model.joint("extend").stiffness_poly)) is ("spring" not in flag), flag
+        assert bool(np.any(model.joint("wrist").stiffness_poly)) is ("spring" not in flag), flag
         compare_with_mujoco(model, mjm, np.random.default_rng(15), n=2)
-    refused = xml.replace('stiffness="0.7"', 'stiffness="0.7 0 1.5"')
-    path.write_text(refused.format(flag=""))
-    line = 1 + refused.splitlines().index(
-        next(row for row in refused.splitlines() if 'name="wrist"' in row)
-    )
-    with pytest.raises(kd.FileFormatError) as info:
-        read_mjcf(path)
-    message = str(info.value)
-    assert f"ball.xml line {line}: joint 'wrist': polynomial stiffness of a ball joint" in message
-    assert "linear" in message and 'spring="disable"' in message
-    path.write_text(refused.format(flag='<flag spring="disable"/>'))
+    path.write_text(xml.format(flag=""))
+    np.testing.assert_array_equal(read_mjcf(path).joint("wrist").stiffness_poly, [[0.4, 1.5]] * 3)
+
+
+# a ball joint alone with MuJoCo's polynomial spring ("k k2 k3": -(k + k2 r + k3 r²) φ)
+# and damper, off-centre mass, rotated body frame, MuJoCo's energy computed
+BALL_POLY = """
+<mujoco>
+  <option gravity="0 0 0"><flag energy="enable"/></option>
+  <worldbody>
+    <body name="bob" pos="0.1 0 1" euler="0.3 -0.2 0.5">
+      <joint name="ball" type="ball" pos="0.02 0 0.03" stiffness="{k}" damping="0.3 0.1 0.2"/>
+      <geom type="ellipsoid" size="0.3 0.1 0.05" pos="0.2 0.05 0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def ball_poly(tmp_path, k="0.7 -0.4 1.5"):
+    path = tmp_path / "ball_poly.xml"
+    path.write_text(BALL_POLY.format(k=k))
+    mjm = no_contact(mujoco.MjModel.from_xml_path(str(path)))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnsupportedFeatureWarning)
-        assert not np.any(read_mjcf(path).joint("wrist").stiffness)
+        warnings.simplefilter("error")
+        return read_mjcf(path, mj_model=mjm), mjm
+
+
+def test_ball_joint_polynomial_spring_matches_mj_forward(tmp_path):
+    """qacc and the spring's potential (MuJoCo's energy[0], gravity off) against
+    mj_forward at random states, rotations up to π; the radial terms matter there."""
+    model, mjm = ball_poly(tmp_path)
+    compare_with_mujoco(model, mjm, np.random.default_rng(21), n=5)
+    linear = kd.Model(
+        model.bodies,
+        [attrs.evolve(j, stiffness_poly=0.0) for j in model.joints],
+        gravity=model.gravity,
+    )
+    for qpos, qvel, _ in _mujoco_states(mjm, 22, n=5):
+        d = mujoco.MjData(mjm)
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_forward(mjm, d)
+        state = state_from_mujoco(model, mjm, qpos, qvel)
+        assert kd.potential_energy(model, state) == pytest.approx(d.energy[0], rel=1e-12)
+        difference = kd.forward_dynamics(model, state) - kd.forward_dynamics(linear, state)
+        assert np.max(np.abs(difference)) > 0.1
+    # near zero rotation (the series branch of J_r⁻ᵀ): still MuJoCo's
+    d = mujoco.MjData(mjm)
+    for angle in (1e-9, 1e-5):
+        axis = np.array([0.6, -0.8, 0.0])
+        mujoco.mju_axisAngle2Quat(d.qpos, axis, angle)
+        d.qvel[:] = (0.3, -0.1, 0.2)
+        mujoco.mj_forward(mjm, d)
+        state = state_from_mujoco(model, mjm, d.qpos, d.qvel)
+        np.testing.assert_allclose(
+            kd.forward_dynamics(model, state), speeds_from_mujoco(model, mjm, d.qacc),
+            rtol=0, atol=TOL,
+        )  # fmt: skip
+
+
+def test_ball_joint_polynomial_spring_potential_is_the_work_of_its_force(tmp_path):
+    """V(end) - V(start) = -∫ Q·ω dt along a curved path of the ball joint's rotation
+    (ω = axial(Rᵀ Ṙ), the body-axes relative angular velocity, by central differences;
+    Simpson's rule), the path passing close to zero rotation."""
+    model, _ = ball_poly(tmp_path, k="0.7 0.9 1.5")
+    qi = model.coordinates("ball")
+    a, b = np.array([0.9, -0.5, 1.1]), np.array([-0.4, 0.8, 0.3])
+
+    def R(t):
+        phi = (t - 0.35) * a + np.sin(2.0 * t) * b * (t - 0.35)
+        return kd.quat_to_dcm(rotvec_to_quat(phi))
+
+    def state(t):
+        q = np.array(model.initial_state().q)
+        q[qi] = kd.dcm_to_quat(R(t))
+        return kd.State(q, np.zeros(model.n))
+
+    ts = np.linspace(0.0, 1.0, 2001)
+    h = 1e-5
+    power = []
+    for t in ts:
+        A = R(t).T @ (R(t + h) - R(t - h)) / (2 * h)
+        w = np.array([A[2, 1], A[0, 2], A[1, 0]])
+        Q = joint_spring_forces(model, state(t).q, np.zeros(model.n))
+        power.append(Q[model.speeds("ball")] @ w)
+    power = np.array(power)
+    dt = ts[1] - ts[0]
+    work = dt / 3 * (power[0] + power[-1] + 4 * power[1:-1:2].sum() + 2 * power[2:-1:2].sum())
+    dV = kd.potential_energy(model, state(1.0)) - kd.potential_energy(model, state(0.0))
+    assert abs(dV) > 0.5
+    assert dV == pytest.approx(-work, rel=1e-8)
+
+
+def test_ball_joint_polynomial_spring_needs_an_isotropic_stiffness():
+    """A spherical joint's polynomial terms are radial: an anisotropic stiffness or
+    different pairs on its DOFs are refused, naming the joint and the remedy; MuJoCo's
+    form (one k, one pair) is accepted."""
+    kd.Joint.spherical("b", None, "x", stiffness=2.0, stiffness_poly=(0.5, 1.0))
+    with pytest.raises(kd.ModelError) as info:
+        kd.Joint.spherical("b", None, "x", stiffness=(1.0, 2.0, 3.0), stiffness_poly=(0.5, 1.0))
+    message = str(info.value)
+    assert "joint 'b'" in message and "isotropic" in message and "[1.0, 2.0, 3.0]" in message
+    with pytest.raises(kd.ModelError, match="joint 'b'.*same pair"):
+        kd.Joint.spherical(
+            "b", None, "x", stiffness=2.0, stiffness_poly=[(0.5, 1.0), (0.5, 1.0), (0.0, 1.0)]
+        )
+
+
+def test_ball_joint_radial_spring_alone_is_refused_by_the_compiled_and_symbolic_engines(
+    tmp_path,
+):
+    """A ball joint with only radial terms (``stiffness="0 b c"``) is a spherical spring:
+    the compiled engine falls back (with the reason) and the symbolic engines refuse it,
+    as they do a linear one, rather than dropping it."""
+    from kanedyn.compiled import supports
+    from kanedyn.symbolic import kane, lagrange
+
+    model, _ = ball_poly(tmp_path, k="0 0.9 1.5")
+    assert not np.any(model.joint("ball").stiffness)
+    assert "spherical joint has a spring" in supports(model)
+    for build in (kane, lagrange):
+        with pytest.raises(kd.ModelError, match="'ball'.*spring"):
+            build(model)

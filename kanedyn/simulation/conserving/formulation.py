@@ -140,7 +140,7 @@ class Redundant:
     def energy(self, x: Array, v: Array) -> float:
         """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ``, springs ``Σ ½ k a² + ⅓ k₂ a³ + ¼ k₃
         a⁴`` (:func:`kanedyn.joints.spring_energy`) and the spherical joints' springs
-        ``½ φᵀ K φ`` (:mod:`.spherical`)."""
+        ``½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴`` (:mod:`.spherical`)."""
         springs = np.sum(spring_energy(self.stiffness, self.stiffness_poly, x))
         E = float(0.5 * v @ self.M @ v - self.f_gravity @ x + springs)
         return E if self.spherical is None else E + self.spherical.potential(x)
@@ -452,8 +452,9 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                     "are linear (damping_poly must be zero on a spherical joint); use RK4"
                 )
             kk, cc = pa.stiffness[speeds], pa.damping[speeds]
-            if np.any(kk) or np.any(cc):
-                sph.append((jr, kk, cc))
+            kp = pa.stiffness_poly[speeds[0]]  # radial: the same pair on the three DOFs
+            if np.any(kk) or np.any(kp) or np.any(cc):
+                sph.append((jr, kk, kp, cc))
     spherical = SphericalSprings(sph, nx) if sph else None
     g = np.asarray(pa.gravity, dtype=float)
     f_gravity = sum((pa.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))

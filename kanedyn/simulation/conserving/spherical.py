@@ -1,7 +1,8 @@
 """Springs and dampers on spherical rotations, in director form.
 
-kanedyn's spherical joint spring is the potential ``V = ½ φᵀ K φ`` of the joint's
-rotation vector φ (:func:`kanedyn.dynamics.loads.spring_potential`), its damper the
+kanedyn's spherical joint spring is the potential ``V = ½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴``
+of the joint's rotation vector φ, ``r = |φ|`` (:func:`kanedyn.joints.spherical_spring`;
+the radial terms are MuJoCo's ball-joint polynomial spring), its damper the
 dissipation ``½ ω_rᵀ C ω_r`` of the relative angular velocity in Go axes
 (:func:`kanedyn.joints.spring_damper`). In the director formulation the joint's
 rotation is the matrix of invariants ``Π_ec = g^i_e·g^o_c`` (= R_Gi_Go on the manifold,
@@ -10,7 +11,7 @@ quadratic in ``x``; :mod:`.constraints`). Both are written in ``Π``:
 * ``φ(Π) = atan2(|s|, c) s / |s|`` with ``s = axial(Π)`` (= sin θ n) and
   ``c = (tr Π - 1)/2`` (= cos θ): a smooth function of any matrix near a rotation, equal
   to the rotation vector on the manifold;
-* the **discrete gradient** of ``Ṽ(Π) = ½ φ(Π)ᵀ K φ(Π)`` is Gonzalez's in the nine
+* the **discrete gradient** of ``Ṽ(Π) = V(φ(Π))`` is Gonzalez's in the nine
   invariants (Gonzalez 1996, eq. 3.8; Betsch & Leyendecker 2006, §4):
   ``DṼ = ∇Ṽ(Π̄) + [Ṽ(Π₁) - Ṽ(Π₀) - ∇Ṽ(Π̄)·ΔΠ] ΔΠ/|ΔΠ|²``, and the generalized force
   ``Σ_ec DṼ_ec ∇π_ec(z)``. Because ``ΔΠ = ∇π(z)Δx`` exactly, its work over a step is
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.joints import spherical_spring
 from kanedyn.simulation.conserving.constraints import ALPHA, Invariants
 
 __all__ = ["SphericalSprings", "rotation_vector"]
@@ -77,10 +79,12 @@ def rotation_vector(P: Array) -> tuple[Array, Array, Array]:
     return phi, dphi_ds, dphi_dc
 
 
-def _hessian(P: Array, k: Array) -> Array:
-    """``∂²Ṽ/∂Π²`` (9, 9) of ``Ṽ = ½ φᵀKφ``, over the entries of Π in row order:
-    ``Tᵀ (Jᵀ K J + Σ_i (Kφ)_i ∇²φ_i) T`` with ``J = ∂φ/∂(s, c)``, ``T = ∂(s, c)/∂Π``
-    (constant), and, from ``φ_i = g(q, c) s_i``, ``q = |s|²``,
+def _hessian(P: Array, k: Array, kp: Array | None) -> Array:
+    """``∂²Ṽ/∂Π²`` (9, 9) of ``Ṽ = V(φ(Π))`` (``V`` of
+    :func:`kanedyn.joints.spherical_spring`, stiffness ``k``, radial terms ``kp``), over
+    the entries of Π in row order: ``Tᵀ (Jᵀ ∇²V J + Σ_i (∇V)_i ∇²φ_i) T`` with
+    ``J = ∂φ/∂(s, c)``, ``T = ∂(s, c)/∂Π`` (constant), and, from ``φ_i = g(q, c) s_i``,
+    ``q = |s|²``,
 
     * ``∂²φ_i/∂s_j∂s_k = 2g_q (δ_ij s_k + δ_ik s_j + δ_jk s_i) + 4g_qq s_i s_j s_k``,
     * ``∂²φ_i/∂s_j∂c = g_c δ_ij + 2g_qc s_i s_j``, ``∂²φ_i/∂c² = g_cc s_i``.
@@ -89,12 +93,12 @@ def _hessian(P: Array, k: Array) -> Array:
     g, g_q, g_c, g_qq, g_qc, g_cc = _g(float(s @ s), c)
     phi = g * s
     J = np.hstack((g * np.eye(3) + 2.0 * g_q * np.outer(s, s), (g_c * s)[:, None]))
-    kp = k * phi
-    ks = float(kp @ s)
-    H = J.T @ (k[:, None] * J)
-    H[:3, :3] += 2.0 * g_q * (np.outer(kp, s) + np.outer(s, kp) + ks * np.eye(3))
+    _, gv, hv = spherical_spring(k, kp, phi, hessian=True)
+    ks = float(gv @ s)
+    H = J.T @ hv @ J
+    H[:3, :3] += 2.0 * g_q * (np.outer(gv, s) + np.outer(s, gv) + ks * np.eye(3))
     H[:3, :3] += 4.0 * g_qq * ks * np.outer(s, s)
-    H[:3, 3] += g_c * kp + 2.0 * g_qc * ks * s
+    H[:3, 3] += g_c * gv + 2.0 * g_qc * ks * s
     H[3, :3] = H[:3, 3]
     H[3, 3] += g_cc * ks
     return _T.T @ H @ _T  # type: ignore[no-any-return]
@@ -112,40 +116,45 @@ def _rate_gradient(Pbar: Array, h: float) -> Array:
 class SphericalSprings:
     """The springs and dampers of a model's spherical joints, in director form.
 
-    ``joints``: (JointRows, k (3,), c (3,)) per spherical joint with a spring or a
-    damper; ``nx`` the number of coordinates. Builds its own invariants ``Π_ec``.
+    ``joints``: (JointRows, k (3,), kp (2,) or None, c (3,)) per spherical joint with a
+    spring or a damper (``kp`` the radial spring terms ``(k₂, k₃)``); ``nx`` the number
+    of coordinates. Builds its own invariants ``Π_ec``.
     """
 
-    def __init__(self, joints: list[tuple[Any, Array, Array]], nx: int):
+    def __init__(self, joints: list[tuple[Any, Array, Array | None, Array]], nx: int):
         self.inv = Invariants(nx)
         self.Pi = []
-        self.k, self.c = [], []
+        self.k, self.kp, self.c = [], [], []
         cols: set[int] = set()
-        for jr, k, c in joints:
+        for jr, k, kp, c in joints:
             self.Pi.append(np.array([[self.inv.dot(jr.Gi[e], jr.Go[f]) for f in range(3)]
                                      for e in range(3)]))  # fmt: skip
             self.k.append(np.asarray(k, float))
+            self.kp.append(None if kp is None or not np.any(kp) else np.asarray(kp, float))
             self.c.append(np.asarray(c, float))
             for v in (*jr.Gi, *jr.Go):
                 cols.update(np.nonzero(np.any(v.L != 0.0, axis=0))[0].tolist())
         self.inv.freeze()
         self.depends_on = np.array(sorted(cols), dtype=np.intp)
 
-    def _V(self, P: Array, k: Array) -> float:
-        phi = rotation_vector(P)[0]
-        return float(0.5 * phi @ (k * phi))
+    @staticmethod
+    def _V(P: Array, k: Array, kp: Array | None) -> float:
+        """``Ṽ(Π) = V(φ(Π))``."""
+        return float(spherical_spring(k, kp, rotation_vector(P)[0])[0])
 
-    def _grad(self, P: Array, k: Array) -> Array:
-        """∂Ṽ/∂Π (3, 3)."""
+    @staticmethod
+    def _grad(P: Array, k: Array, kp: Array | None) -> Array:
+        """∂Ṽ/∂Π (3, 3): ``∇V(φ)`` through ``∂φ/∂s`` and ``∂φ/∂c``."""
         phi, ds, dc = rotation_vector(P)
-        kp = k * phi
-        a = ds.T @ kp
-        return np.einsum("j,jec->ec", a, ALPHA) + 0.5 * float(dc @ kp) * np.eye(3)
+        gv = spherical_spring(k, kp, phi)[1]
+        a = ds.T @ gv
+        return np.einsum("j,jec->ec", a, ALPHA) + 0.5 * float(dc @ gv) * np.eye(3)
 
     def potential(self, x: Array) -> float:
-        """``Σ ½ φᵀ K φ`` at ``x``."""
+        """``Σ V(φ)`` at ``x`` (``½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴`` per joint)."""
         pi = self.inv(x)
-        return sum((self._V(pi[P], k) for P, k in zip(self.Pi, self.k, strict=True)), 0.0)
+        terms = zip(self.Pi, self.k, self.kp, strict=True)
+        return sum((self._V(pi[P], k, kp) for P, k, kp in terms), 0.0)
 
     def force(self, x0: Array, x1: Array, h: float) -> tuple[Array, float]:
         """The springs' discrete gradient plus the dampers' discrete force (nx,), the
@@ -189,24 +198,24 @@ class SphericalSprings:
             g1 = self.inv.gradient(x1)
             jac = np.zeros((x0.size, x0.size))
             weights = np.zeros(self.inv.m)
-        for P, k, c in zip(self.Pi, self.k, self.c, strict=True):
+        for P, k, kp, c in zip(self.Pi, self.k, self.kp, self.c, strict=True):
             P0, P1 = pi0[P], pi1[P]
             dP, Pbar = P1 - P0, 0.5 * (P0 + P1)
             D = np.zeros((3, 3))  # the force's coefficients
             DJ = np.zeros((3, 3))  # the same, as the tangent's weights form them
             dD = np.zeros((9, 9))  # ∂D_ec/∂Π₁_fg, rows ec, columns fg
-            if np.any(k):
-                D = DJ = self._grad(Pbar, k)
+            if np.any(k) or kp is not None:
+                D = DJ = self._grad(Pbar, k, kp)
                 n2 = float(np.sum(dP * dP))
                 if jacobian:
-                    H = _hessian(Pbar, k)
+                    H = _hessian(Pbar, k, kp)
                     dD += 0.5 * H
                 if n2 > 1e-24:
-                    dV = self._V(P1, k) - self._V(P0, k) - np.sum(D * dP)
+                    dV = self._V(P1, k, kp) - self._V(P0, k, kp) - np.sum(D * dP)
                     if jacobian:
                         d = dP.ravel()
                         beta = dV / n2
-                        dbeta = (self._grad(P1, k) - D).ravel() - 0.5 * H @ d - 2.0 * beta * d
+                        dbeta = (self._grad(P1, k, kp) - D).ravel() - 0.5 * H @ d - 2.0 * beta * d
                         dD += beta * np.eye(9) + np.outer(d, dbeta / n2)
                         DJ = DJ + beta * dP
                     D = D + dV * dP / n2
