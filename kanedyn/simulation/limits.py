@@ -20,8 +20,9 @@ A joint's position range is its :class:`~kanedyn.JointLimits` ``lower``, ``upper
   crossing (and checks releases at each boundary); an adaptive method (``"RK45"``,
   ``"DOP853"``, ...) locates the crossing and the release on its dense output, as
   ``solve_ivp`` locates a terminal event, and restarts from there. The energy-momentum
-  scheme takes no locks, and on a model with loops the loop equations hold no locked
-  speed: both are refused.
+  scheme acts at the step boundary after the crossing too, its lock a constraint of the
+  step (:mod:`kanedyn.simulation.conserving.locks`). On a model with loops the loop
+  equations hold no locked speed: refused.
 * ``"ignore"``: no check.
 """
 

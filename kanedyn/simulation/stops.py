@@ -24,7 +24,7 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation.events import Lock, Unlock
-from kanedyn.simulation.options import EnergyMomentum, Method
+from kanedyn.simulation.options import Method
 from kanedyn.simulation.system import System
 
 __all__ = ["Stops", "stop_limits"]
@@ -158,10 +158,7 @@ def stop_limits(
     if mode is not limits_.Limits.STOP or not lim.names:
         return None
     why = (
-        "the energy-momentum scheme takes no locks (a stop is a lock of the joint at its "
-        "bound); use method='rk4' or an adaptive method"
-        if isinstance(integrator, EnergyMomentum)
-        else "on a model with loops the impact at a stop is an impulse the closed chain "
+        "on a model with loops the impact at a stop is an impulse the closed chain "
         "passes on to its other joints, and the loop equations do not hold a locked speed "
         "(a stop is a lock of the joint at its bound)"
         if model.loops
