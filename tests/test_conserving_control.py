@@ -8,7 +8,6 @@ the same controller (kd.simulate's own sampler); the controller's setpoint.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import kanedyn as kd
 
