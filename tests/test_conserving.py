@@ -413,9 +413,6 @@ def test_unsupported_models_and_options_are_model_errors():
         kd.simulate(bad, bad.initial_state(), 1.0, 0.1, method="energy-momentum")
     with pytest.raises(kd.ModelError, match="tol"):
         kd.EnergyMomentum(tol=0.0)
-    with pytest.raises(kd.ModelError, match="events"):
-        kd.simulate(m, m.initial_state(), 1.0, 0.1, method="energy-momentum",
-                    events=[kd.Lock(0.5, "joint0")])  # fmt: skip
     with pytest.raises(kd.ModelError, match="JointLoad"):
         kd.simulate(m, m.initial_state(), 1.0, 0.1, method="energy-momentum",
                     loads=[kd.JointLoad("joint0", (1.0, 2.0))])  # fmt: skip

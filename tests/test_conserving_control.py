@@ -8,7 +8,6 @@ the same controller (kd.simulate's own sampler); the controller's setpoint.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import kanedyn as kd
 
@@ -70,12 +69,16 @@ def test_pd_controller_drives_the_joints_to_the_setpoint_like_rk4():
     np.testing.assert_allclose(em.q, rk4.q, atol=1e-4)
 
 
-def test_controller_with_loads_and_events_refused():
+def test_controller_with_a_lock_event():
+    """A lock event in a controlled run holds its joint at the locked angle (the lock
+    takes the controller's torque on it)."""
     m = flat_double_pendulum()
     ctrl = kd.Controller(0.05, pd(np.zeros(2)))
-    with pytest.raises(kd.ModelError, match="events"):
-        kd.simulate(m, start(m), 1.0, 0.01, method="energy-momentum", controller=ctrl,
-                    events=[kd.Lock(0.5, "joint0")])  # fmt: skip
+    tr = kd.simulate(m, start(m), 1.0, 0.01, method="energy-momentum", controller=ctrl,
+                     events=[kd.Lock(0.5, "joint0")])  # fmt: skip
+    n = int(round(0.5 / 0.01))
+    np.testing.assert_allclose(tr.q[n:, 0], tr.q[n, 0], atol=1e-12)
+    assert np.ptp(tr.q[:n, 0]) > 1e-3 and np.ptp(tr.q[n:, 1]) > 1e-3
 
 
 def test_the_work_identity_fails_with_an_end_point_gradient(monkeypatch):

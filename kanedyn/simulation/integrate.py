@@ -41,14 +41,14 @@ from kanedyn.simulation import diagnose, run_result
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.control import Controller
-from kanedyn.simulation.events import Lock, Unlock
+from kanedyn.simulation.events import Lock, Unlock, lock_indices
 from kanedyn.simulation.monitor import state_names
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.run_loops import LOOPS
 from kanedyn.simulation.run_options import RunOptions, check_times
 from kanedyn.simulation.run_plan import RunPlan
 from kanedyn.simulation.run_state import Run
-from kanedyn.simulation.stops import stop_limits
+from kanedyn.simulation.stops import Stops, stop_limits
 from kanedyn.simulation.system import linear_modes, qdot, resolve_engine
 from kanedyn.simulation.trajectory import BodyHistory, Trajectory
 
@@ -155,8 +155,11 @@ def simulate(
         bound is a one-sided stop, a lock of the joint at the bound, released when its
         constraint force would pull (RK4: at the step boundary after the crossing; an
         adaptive method: at the crossing, located on its dense output; either
-        formulation and engine; a ModelError for the energy-momentum scheme and for a
-        state that starts outside a range). ``"ignore"``: no check.
+        formulation and engine (on models with loops too), and the energy-momentum scheme
+        on trees, where a lock is a constraint of the step
+        (:mod:`kanedyn.simulation.conserving.locks`); a ModelError for the energy-momentum
+        scheme on a model with loops, and for a state that starts outside a range).
+        ``"ignore"``: no check.
     force : bool
         Run a fixed step that is refused otherwise: ``dt > t_final``, or a step at which
         RK4 is unstable for the model's fastest mode
@@ -236,14 +239,16 @@ def _energy_momentum(model: Model, state: State, options: RunOptions) -> Any:
 
     o, integrator = options, options.method
     assert isinstance(integrator, EnergyMomentum)
-    stop_limits(model, state, o.limits, integrator, o.events)  # refused with stops
+    limited = stop_limits(model, state, o.limits, integrator, o.events)
+    stops = None if limited is None else Stops(limited)
     traj = simulate_energy_momentum(
         model, state, o.t_final, o.dt, loads=o.loads,
         output_every=o.every, tol=integrator.tol,
         max_iter=integrator.max_iter, reduction=integrator.reduction,
         planar=integrator.planar, controller=o.controller,
+        events=lock_indices(model, o.events), stops=stops,
     )  # fmt: skip
-    return run_result.checked_limits(traj, o.limits, stacklevel=3)
+    return run_result.checked_limits(traj, o.limits, stops, stacklevel=3)
 
 
 def _diverged(run: Run, exc: SimulationError) -> SimulationError:

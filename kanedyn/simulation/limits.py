@@ -23,8 +23,11 @@ A joint's position range is its :class:`~kanedyn.JointLimits` ``lower``, ``upper
   loops the lock is one more row of the loop constraints (``e_rᵀ u = 0``): the loops
   are closed again with the joint on its bound and the impact keeps the generalized
   momenta along the directions the loops and the locks leave
-  (:func:`kanedyn.dynamics.loops.plastic_impact`). The energy-momentum scheme takes no
-  locks: refused.
+  (:func:`kanedyn.dynamics.loops.plastic_impact`). The energy-momentum scheme acts at
+  the step boundary after the crossing too, its lock a constraint of the step
+  (:mod:`kanedyn.simulation.conserving.locks`), on trees; with loops it is refused (it
+  sets the joint back on its bound through the tree's coordinates, which would open
+  the loops).
 * ``"ignore"``: no check.
 """
 

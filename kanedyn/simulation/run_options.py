@@ -22,7 +22,7 @@ from kanedyn.errors import ModelError
 from kanedyn.simulation import diagnose
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation.control import Controller
-from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
+from kanedyn.simulation.options import Engine, Formulation, Method, Stabilization
 
 if TYPE_CHECKING:
     import scipy.integrate
@@ -126,8 +126,6 @@ class RunOptions:
         form = Formulation.parse(formulation)
         integrator = Method.parse(method)
         limit_mode = limits_.Limits.parse(limits)
-        if isinstance(integrator, EnergyMomentum) and events:
-            raise ModelError("method='energy-momentum' does not take events")
         if not integrator.adaptive and dt > t_final > 0.0:
             step_problem(
                 f"dt = {dt:g} s is longer than the run (t_final = {t_final:g} s): the run "

@@ -160,9 +160,10 @@ def stop_limits(
     if mode is not limits_.Limits.STOP or not lim.names:
         return None
     why = (
-        "the energy-momentum scheme takes no locks (a stop is a lock of the joint at its "
-        "bound); use method='rk4' or an adaptive method"
-        if isinstance(integrator, EnergyMomentum)
+        "the energy-momentum scheme sets a stopped joint back on its bound through the "
+        "tree's coordinates, which would open the loops (a stop is a lock of the joint at "
+        "its bound); use method='rk4' or an adaptive method"
+        if isinstance(integrator, EnergyMomentum) and model.loops
         else None
     )
     if why is not None:

@@ -69,8 +69,10 @@ from kanedyn.simulation.conserving.formulation import (
     to_joint_coordinates,
     to_redundant,
 )
+from kanedyn.simulation.conserving.locks import LockedScheme
 from kanedyn.simulation.conserving.trajectory import ConservingTrajectory
 from kanedyn.simulation.control import Sampler
+from kanedyn.simulation.events import locked_at, n_due
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.arithmetic import NUMPY
@@ -359,20 +361,25 @@ class Stepper:
         t: float = 0.0,
         servo: Any = None,
         guess: Array | None = None,
+        locks: Any = None,
     ) -> StepResult:
         """One step of size ``h``; ``f`` the generalized loads at the midpoint,
         ``servo`` (optional) prescribed outputs with their actuators
         (:class:`~.servo.Servo`): then ``lam`` also holds the actuator efforts.
+        ``locks`` (optional): the locked augmented coordinates
+        (:class:`~.locks.LockRows`), rows ``a_{n+1} - ā = 0`` with their multipliers
+        ``ρ`` after the servo efforts in ``lam`` (:mod:`.locks`).
         ``guess``: Newton's start for ``x_{n+1}`` (default ``x_n + h v_n``; the run
         passes ``x_n + h v_{n-½}``, because the nodal rates of the massless augmented
         coordinates carry the alternating mode of ``v_{n+1} = 2Δx/h - v_n``)."""
         red = self.red
         nx, nc = red.nx, red.nc
         ns = 0 if servo is None else servo.n
+        nl = 0 if locks is None else locks.n
         nh = 0 if red.hidden is None else red.hidden.nh
         f = f if f is not None else (lambda z: np.zeros(nx))
         dx = h * v0 if guess is None else guess - x0
-        lam = np.zeros(nc + ns + nh) if lam is None else lam.copy()
+        lam = np.zeros(nc + ns + nl + nh) if lam is None else lam.copy()
         cons = red.constraints
         if self.redundant_rows is None:
             # rows that depend on each other (a planar loop closed by a spatial hinge): the
@@ -389,19 +396,28 @@ class Stepper:
             r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
             sph_f, sph_J = _spherical_terms(red, x0, dx, h)
             r_x = balance(red, x0, v0, dx, h, f, sph_f) + G_d.T @ lam[:nc]
-            A = np.zeros((nx + nc + ns + nh, nx + nc + ns + nh))
+            A = np.zeros((nx + nc + ns + nl + nh, nx + nc + ns + nl + nh))
             A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + sph_J
             A[:nx, :nx] += _polynomial_tangent(red, x0, dx, h)
             A[:nx, nx : nx + nc] = G_d.T
             A[nx : nx + nc, :nx] = G
-            rhs = np.concatenate((r_x, r_c))
+            rows = [r_c]
             if servo is not None:
                 r_x = r_x - servo.B @ lam[nc : nc + ns]
                 A[:nx, nx + nc : nx + nc + ns] = -servo.B
                 A[nx + nc : nx + nc + ns, :nx] = servo.Y
-                rhs = np.concatenate((r_x, r_c, servo.Y @ x1 - servo.target(t + h)))
+                rows.append(servo.Y @ x1 - servo.target(t + h))
+            if nl:  # the locks: + e_aᵀ ρ in the balance, a_{n+1} - ā = 0
+                assert locks is not None
+                r_x = r_x.copy()
+                r_x[locks.idx] += lam[nc + ns : nc + ns + nl]
+                cols = nx + nc + ns + np.arange(nl)
+                A[locks.idx, cols] = 1.0
+                A[cols, locks.idx] = 1.0
+                rows.append(x1[locks.idx] - locks.target)
+            rhs = np.concatenate((r_x, *rows))
             if nh:
-                ht = hidden_terms(red, x0, v0, dx, lam[nc + ns :], h)
+                ht = hidden_terms(red, x0, v0, dx, lam[nc + ns + nl :], h)
                 rhs[:nx] += ht.r_x
                 rhs = np.concatenate((rhs, ht.r_h))
                 A[:nx, :nx] += ht.A_xx
@@ -429,7 +445,7 @@ class Stepper:
             small = np.max(np.abs(delta[:nx])) <= self.tol * max(1.0, np.max(np.abs(x1)))
             if small and np.max(np.abs(rhs[nx:])) <= self.tol * max(1.0, np.max(np.abs(x1))):
                 if nh:
-                    v1 = hidden_rates(red, x0, v0, dx, lam[nc + ns :], h)
+                    v1 = hidden_rates(red, x0, v0, dx, lam[nc + ns + nl :], h)
                     return StepResult(x1, _augmented_rates(red, x1, v1), lam, it, dx)
                 return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
         raise NewtonFailure(
@@ -471,10 +487,13 @@ class NullSpaceStepper(Stepper):
         t: float = 0.0,
         servo: Any = None,
         guess: Array | None = None,
+        locks: Any = None,
     ) -> StepResult:
-        """One step (arguments as :meth:`Stepper.step`; no servo constraints)."""
+        """One step (arguments as :meth:`Stepper.step`; no servo constraints, no locks)."""
         if servo is not None:
             raise ModelError("servo constraints need reduction='full'")
+        if locks is not None and locks.n:
+            raise ModelError("locked joints (events, stops) need reduction='full'")
         red = self.red
         model = red.model
         f = f if f is not None else (lambda z: np.zeros(red.nx))
@@ -635,6 +654,8 @@ def run(
     reduction: str = "full",
     planar: bool | None = None,
     controller: Any = None,
+    events: Any = (),
+    stops: Any = None,
 ) -> Run:
     """Integrate with the energy-momentum step and return the director histories.
 
@@ -649,7 +670,13 @@ def run(
     director state, :func:`~.formulation.to_joint_coordinates`), its load records held
     (zero-order hold) and applied with ``loads`` at each step's midpoint: a held
     :class:`~kanedyn.JointLoad` is a constant generalized force over the step, whose
-    work ``τ·Δa`` the energy balance accounts exactly."""
+    work ``τ·Δa`` the energy balance accounts exactly.
+
+    ``events``: lock events, checked (:func:`kanedyn.simulation.events.lock_indices`),
+    applied at the first step boundary at or after their time (those at ``t = 0``
+    before the first output); ``stops``: a :class:`~kanedyn.simulation.stops.Stops`
+    (``limits="stop"``), applied after every step. A lock is a constraint of the step
+    and its impact a plastic one (:mod:`.locks`); ``reduction="full"`` only."""
     model.check_state(state)
     if reduction not in ("full", "null-space"):
         raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
@@ -662,11 +689,23 @@ def run(
     resid0 = np.max(np.abs(red.constraints(x)), initial=0.0)
     if resid0 > 1e-8:
         raise ModelError(f"the initial state violates the joint constraints by {resid0:.3g}")
+    events = list(events or ())
+    scheme = LockedScheme(red)
+    if events or stops is not None:
+        if reduction != "full":
+            raise ModelError("locked joints (events, stops) need reduction='full'")
+        scheme.check([r for _, _, r in events])
+        if stops is not None:
+            scheme.check(stops.lim.u_index)
+    applied = n_due(events, 0.0)
+    if applied:
+        v = scheme.relock(x, v, locked_at(events, applied))
     f_static = None if callable(loads) else generalized_loads(red, loads)
     held: list[Any] = []
     sampler = Sampler(controller, model)
     lam: Array | None = None
     v_mid: Array | None = None
+    locks = scheme.rows
 
     def advance(
         x: Array, v: Array, lam: Array | None, t: float, h: float, f: Any,
@@ -675,7 +714,7 @@ def run(
         """One step, or (when Newton fails, up to ``MAX_HALVINGS`` times) two half steps:
         each is an energy-momentum step, so the balance laws hold across the split."""
         try:
-            return [(x, h, stepper.step(x, v, h, lam, f, t, servo, guess))]
+            return [(x, h, stepper.step(x, v, h, lam, f, t, servo, guess, locks))]
         except NewtonFailure:
             if depth >= MAX_HALVINGS or servo is not None:
                 raise
@@ -727,6 +766,22 @@ def run(
         its.append(sum(p.iterations for _, _, p in parts))
         if servo is not None:
             eff.append(lam[red.nc : red.nc + servo.n].copy())
+        if scheme.locked.size or stops is not None or applied < len(events):
+            scheme.multipliers(lam, red.nc + (0 if servo is None else servo.n))
+            changed = False
+            if stops is not None:  # after the step, as the RK4 runs (Stops.after_step)
+                xq = np.concatenate(to_joint_coordinates(red, x, v))
+                if stops.after_step(scheme, t_next, xq) is not xq:
+                    x, v, changed = scheme.x, scheme.v, True
+            due = n_due(events, t_next)
+            if due != applied:
+                applied = due
+                held_by_stops = () if stops is None else stops.speeds()
+                v = scheme.relock(x, v, np.union1d(locked_at(events, applied), held_by_stops))
+                changed = True
+            if changed:
+                lam = v_mid = None  # new multipliers; the predictor's rates are stale
+            locks = scheme.rows
         if output:
             ts.append(t_next)
             xs.append(x)
@@ -770,7 +825,7 @@ def simulate_energy_momentum(
     """:func:`kanedyn.simulate` with ``method="energy-momentum"``: a
     :class:`~kanedyn.simulation.conserving.ConservingTrajectory` in joint coordinates.
     ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
-    ``max_iter``, ``reduction``, ``planar``, ``controller``)."""
+    ``max_iter``, ``reduction``, ``planar``, ``controller``, ``events``, ``stops``)."""
     start = _time.perf_counter()
     r = run(model, state, t_final, dt, **options)  # the model's loop joints included
     wall = _time.perf_counter() - start
