@@ -287,7 +287,9 @@ def central_gravity_potential(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Sc
     """
     trI = inertia[0][0] + inertia[1][1] + inertia[2][2]
     z = 0.0 if is_zero(J2) else dot(r, pole)
-    terms = central_gravity_terms(ar, mu, J2, radius, mass, trI, dot(r, r), dot(r, mv(inertia, r)), z)
+    terms = central_gravity_terms(
+        ar, mu, J2, radius, mass, trI, dot(r, r), dot(r, mv(inertia, r)), z
+    )
     return terms[0] + terms[1] if is_zero(J2) else terms[0] + terms[1] + terms[2]
 
 
