@@ -40,6 +40,7 @@ __all__ = [
     "body_inertia",
     "central_gravity",
     "central_gravity_potential",
+    "central_gravity_terms",
     "const",
     "cross",
     "cross_force",
@@ -284,17 +285,31 @@ def central_gravity_potential(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Sc
     axis; all in the same axes. ``radius``: J2's reference radius ``R``. ``ar`` gives
     ``sqrt`` (:mod:`kanedyn.spatial.arithmetic`). A J2 that is a plain zero adds no term.
     """
-    r2 = dot(r, r)
+    trI = inertia[0][0] + inertia[1][1] + inertia[2][2]
+    z = 0.0 if is_zero(J2) else dot(r, pole)
+    terms = central_gravity_terms(
+        ar, mu, J2, radius, mass, trI, dot(r, r), dot(r, mv(inertia, r)), z
+    )
+    return terms[0] + terms[1] if is_zero(J2) else terms[0] + terms[1] + terms[2]
+
+
+def central_gravity_terms(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Scalar, mass: Scalar,
+                          trI: Scalar, r2: Scalar, rIr: Scalar, z: Scalar) -> tuple[Scalar, Scalar, Scalar]:  # fmt: skip
+    """The three terms of :func:`central_gravity_potential` as functions of the
+    invariants ``r2 = |r|²``, ``rIr = rᵀ I r`` and ``z = r·p̂`` (and ``tr I``): the point
+    mass ``-μ m/|r|``, MacCullagh's second-order term
+    ``-μ/(2|r|³) (tr I - 3 rᵀIr/|r|²)`` and J2's ``μ m J₂ R²/(2|r|³) (3 z²/|r|² - 1)``
+    (0 when ``J2`` is a plain zero). The energy-momentum step gives each its own
+    discrete gradient (:mod:`kanedyn.simulation.conserving.field`)."""
     inv_r2 = 1.0 / r2
     inv_r = _sqrt(ar, inv_r2)
     inv_r3 = inv_r * inv_r2
-    trI = inertia[0][0] + inertia[1][1] + inertia[2][2]
-    rIr = dot(r, mv(inertia, r))
-    V = -mu * mass * inv_r - 0.5 * mu * inv_r3 * (trI - 3.0 * rIr * inv_r2)
+    point = -mu * mass * inv_r
+    gradient = -0.5 * mu * inv_r3 * (trI - 3.0 * rIr * inv_r2)
+    oblate: Scalar = 0.0
     if not is_zero(J2):
-        z = dot(r, pole)
-        V = V + 0.5 * mu * mass * J2 * radius * radius * inv_r3 * (3.0 * z * z * inv_r2 - 1.0)
-    return V
+        oblate = 0.5 * mu * mass * J2 * radius * radius * inv_r3 * (3.0 * z * z * inv_r2 - 1.0)
+    return point, gradient, oblate
 
 
 def central_gravity(ar: Arithmetic, mu: Scalar, J2: Scalar, radius: Scalar, mass: Scalar,

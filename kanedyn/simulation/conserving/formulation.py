@@ -61,6 +61,7 @@ from kanedyn.simulation.conserving.constraints import (
     hidden_rows,
     joint_constraints,
 )
+from kanedyn.simulation.conserving.field import CentralField
 from kanedyn.simulation.conserving.spherical import SphericalSprings
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat, parse_sequence
@@ -99,7 +100,9 @@ class Redundant:
     points (:class:`~.constraints.HiddenConstraints`), None unless a body's directors'
     mass matrix is indefinite (:func:`indefinite_bodies`); ``gyroscopic`` the constant
     skew matrix ``L - Lᵀ`` of the bodies' embedded momenta
-    (:func:`embedded_momentum_form`), None without them.
+    (:func:`embedded_momentum_form`), None without them; ``central`` the central
+    gravity field's potential and discrete gradient (:class:`~.field.CentralField`),
+    None in uniform gravity.
     """
 
     model: Model
@@ -120,6 +123,7 @@ class Redundant:
     gyroscopic: Array | None = None
     stiffness_poly: Array | None = None
     damping_poly: Array | None = None
+    central: CentralField | None = None
 
     @property
     def nb(self) -> int:
@@ -140,9 +144,12 @@ class Redundant:
     def energy(self, x: Array, v: Array) -> float:
         """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ``, springs ``Σ ½ k a² + ⅓ k₂ a³ + ¼ k₃
         a⁴`` (:func:`kanedyn.joints.spring_energy`) and the spherical joints' springs
-        ``½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴`` (:mod:`.spherical`)."""
+        ``½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴`` (:mod:`.spherical`), and a central field's
+        potential (:class:`~.field.CentralField`)."""
         springs = np.sum(spring_energy(self.stiffness, self.stiffness_poly, x))
         E = float(0.5 * v @ self.M @ v - self.f_gravity @ x + springs)
+        if self.central is not None:
+            E += self.central.potential(x)
         return E if self.spherical is None else E + self.spherical.potential(x)
 
     def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
@@ -346,12 +353,6 @@ def _body_frames(
 def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = None) -> Redundant:
     if model.is_symbolic:
         raise ModelError("method='energy-momentum' needs a numeric model")
-    if model.central_gravity is not None:
-        raise ModelError(
-            "method='energy-momentum': a central gravity field (kd.CentralGravity) is not "
-            "a term of the conserving scheme yet (its potential needs a discrete gradient "
-            "in the directors); use an explicit or adaptive method"
-        )
     _check_supported(model)
     indefinite = indefinite_bodies(model)
     if planar and indefinite:
@@ -464,7 +465,9 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                      R0 is not None, spherical, hidden,
                      embedded_momentum_form(model, bodies, nx),
                      stiffness_poly if pa.has_poly else None,
-                     damping_poly if pa.has_poly else None)  # fmt: skip
+                     damping_poly if pa.has_poly else None,
+                     None if model.central_gravity is None
+                     else CentralField(model, bodies, nx))  # fmt: skip
 
 
 def _hidden(

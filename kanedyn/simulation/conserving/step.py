@@ -178,13 +178,16 @@ def balance(
     h: float,
     f: Callable[[Array], Array],
     spherical: Array | None = None,
+    central: Array | None = None,
 ) -> Array:
     """The balance of momentum without the constraint forces, ``r_x - G_dᵀλ`` (nx,):
     ``(2/h²) M (Δx - h v0) + K z + C Δx/h - f_g - f(z)``, ``z = x0 + Δx/2`` (with the
     polynomial springs' and dampers' higher-order terms, :func:`_polynomial_tangent`). It takes the
     increment ``Δx = x1 - x0`` itself, so that no round-off of far-travelled positions
     enters the momenta. ``spherical``: the spherical springs' and dampers' force at
-    ``(x0, x0 + Δx, h)`` when already computed (:func:`_spherical_terms`)."""
+    ``(x0, x0 + Δx, h)`` when already computed (:func:`_spherical_terms`); ``central``
+    the central field's discrete gradient ``∇̄V`` when already computed
+    (:meth:`.field.CentralField.discrete_gradient`)."""
     z = x0 + 0.5 * dx
     r = (
         (2.0 / h**2) * (red.M @ (dx - h * v0))
@@ -203,6 +206,8 @@ def balance(
         r = r + spherical
     if red.gyroscopic is not None:  # embedded momenta: S Δx/h, no work
         r = r + red.gyroscopic @ dx / h
+    if red.central is not None:  # the central field's discrete gradient
+        r = r + (red.central.discrete_gradient(x0, dx)[0] if central is None else central)
     return r  # type: ignore[no-any-return]
 
 
@@ -231,6 +236,15 @@ def _spherical_terms(
     force, _, jac = red.spherical.force_and_jacobian(x0, x0 + dx, h)
     assert jac is not None
     return force, jac
+
+
+def _central_terms(red: Redundant, x0: Array, dx: Array) -> tuple[Array | None, Array | float]:
+    """The central field's discrete gradient at ``(x0, x0 + Δx)`` and Newton's tangent
+    for it (:meth:`.field.CentralField.discrete_gradient`); None and the scalar 0 in
+    uniform gravity."""
+    if red.central is None:
+        return None, 0.0
+    return red.central.discrete_gradient(x0, dx)
 
 
 def _hidden_midpoint(
@@ -395,9 +409,10 @@ class Stepper:
             z = x0 + 0.5 * dx
             r_c, G, G_d, K = cons.linearize(x0, x1, lam[:nc])
             sph_f, sph_J = _spherical_terms(red, x0, dx, h)
-            r_x = balance(red, x0, v0, dx, h, f, sph_f) + G_d.T @ lam[:nc]
+            cg_f, cg_J = _central_terms(red, x0, dx)
+            r_x = balance(red, x0, v0, dx, h, f, sph_f, cg_f) + G_d.T @ lam[:nc]
             A = np.zeros((nx + nc + ns + nl + nh, nx + nc + ns + nl + nh))
-            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + sph_J
+            A[:nx, :nx] = K0 + K - 0.5 * _load_jacobian(f, z) + sph_J + cg_J
             A[:nx, :nx] += _polynomial_tangent(red, x0, dx, h)
             A[:nx, nx : nx + nc] = G_d.T
             A[nx : nx + nc, :nx] = G
@@ -515,7 +530,8 @@ class NullSpaceStepper(Stepper):
             dx = x1 - x0
             _, _, G_d, _ = cons.linearize(x0, x1, np.zeros(red.nc))
             sph_f, sph_J = _spherical_terms(red, x0, dx, h)
-            r = balance(red, x0, v0, dx, h, f, sph_f)
+            cg_f, cg_J = _central_terms(red, x0, dx)
+            r = balance(red, x0, v0, dx, h, f, sph_f, cg_f)
             ht = hidden_terms(red, x0, v0, dx, nu, h) if nh else None
             if ht is not None:
                 r = r + ht.r_x
@@ -530,7 +546,7 @@ class NullSpaceStepper(Stepper):
             K = cons.linearize(x0, x1, lam)[3]
             P_d = J - G_d.T @ sol[:, 1:]
             F = P_d.T @ r
-            A_xx = K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx) + sph_J
+            A_xx = K0 + K - 0.5 * _load_jacobian(f, x0 + 0.5 * dx) + sph_J + cg_J
             A_xx = A_xx + _polynomial_tangent(red, x0, dx, h)
             if ht is not None:  # unknowns (μ, ν): the hidden constraints' rows and columns
                 A = np.block([[P_d.T @ (A_xx + ht.A_xx) @ J, P_d.T @ ht.A_xm],
