@@ -83,6 +83,14 @@ def _center(value: Any) -> NDArray[np.float64]:
 class CentralGravity:
     """The field of a central body of gravitational parameter ``mu`` at ``center``.
 
+    Each body of mass ``m`` and inertia ``I`` (about its mass centre), its mass centre at
+    ``r`` from ``center``, has the potential (MacCullagh's formula; Hughes, *Spacecraft
+    Attitude Dynamics*, 1986, ch. 8; :func:`kanedyn.spatial.plucker.central_gravity`):
+
+    .. math:: V = -\\frac{\\mu m}{|r|} - \\frac{\\mu}{2|r|^3}\\left(\\operatorname{tr} I
+        - 3 \\hat r^\\top I \\hat r\\right)
+        + \\frac{\\mu m J_2 R^2}{2 |r|^3}\\left(3 \\frac{z^2}{|r|^2} - 1\\right)
+
     Parameters
     ----------
     mu : float
@@ -95,14 +103,8 @@ class CentralGravity:
     center : 3 floats
         The central body's centre in N (m).
 
-    Each body of mass ``m`` and inertia ``I`` (about its mass centre), its mass centre at
-    ``r`` from ``center``, has the potential (MacCullagh's formula; Hughes, *Spacecraft
-    Attitude Dynamics*, 1986, ch. 8; :func:`kanedyn.spatial.plucker.central_gravity`):
-
-    .. math:: V = -\\frac{\\mu m}{|r|} - \\frac{\\mu}{2|r|^3}\\left(\\operatorname{tr} I
-        - 3 \\hat r^\\top I \\hat r\\right)
-        + \\frac{\\mu m J_2 R^2}{2 |r|^3}\\left(3 \\frac{z^2}{|r|^2} - 1\\right)
-
+    Examples
+    --------
     >>> import kanedyn as kd
     >>> kd.CentralGravity().mu == kd.EARTH_MU
     True
