@@ -353,7 +353,7 @@ def cell(engine: Callable[[Probe], str], probe: Probe) -> str:
     ``refused: ...`` or ``n/a: ...`` (module docstring)."""
     try:
         return engine(probe)
-    except (KanedynError, NotImplementedError) as exc:
+    except KanedynError as exc:
         return f"refused: {_first_sentence(str(exc))}"
 
 

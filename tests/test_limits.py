@@ -272,15 +272,7 @@ def test_adaptive_and_rk4_stops_agree_at_small_steps():
 
 def test_stop_after_an_unlock_event_elsewhere():
     """Events on other joints keep working beside the stops: a hinge locked, then freed."""
-    hub = kd.Body("block", mass=1.0, inertia=kd.inertia_tensor(0.1, 0.1, 0.1))
-    arm = kd.Body("arm", mass=0.2, inertia=kd.inertia_tensor(0.001, 0.01, 0.01), com=(0.2, 0, 0))
-    model = kd.Model(
-        [hub, arm],
-        [kd.Joint.prismatic("lift", None, "block", axis=3,
-                            limits=kd.JointLimits(lower=LOWER, upper=UPPER)),
-         kd.Joint.revolute("hinge", "block", "arm", axis=2)],
-        gravity=(0.0, 0.0, -G),
-    )  # fmt: skip
+    model = lift_and_arm(m1=1.0, m2=0.2, l=0.2, Iyy=0.01)
     traj = kd.simulate(model, model.initial_state(), 1.0, DT, limits="stop",
                        events=[kd.Lock(0.0, "hinge"), kd.Unlock(0.6, "hinge")])  # fmt: skip
     z = traj.q[:, model.coordinates("lift")[0]]
