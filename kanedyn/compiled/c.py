@@ -10,7 +10,8 @@
     an output is not finite (a singular mass matrix).
 ``int PREFIX_derivatives(const double *x, const double *tau, double *out)``
     ``out = [ν̇ | q̇]`` followed by the Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]``, row by
-    row (:mod:`kanedyn.compiled.derivatives`).
+    row, by the residual route (:func:`kanedyn.compiled.derivatives.residual_kernel`:
+    straight-line code for ``M⁻¹`` and ``-∂R/∂[q | u]``, then their product as a loop).
 ``int PREFIX_rk4_step(double *x, const double *tau, double h)``
     One classic RK4 step in place, the step of :func:`kanedyn.simulate` operation for
     operation (quaternions normalized after the step and inside ``rhs``); returns 0, or
@@ -34,7 +35,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from kanedyn.compiled.derivatives import derivative_kernel, parameter_symbols
+from kanedyn.compiled.derivatives import parameter_symbols, residual_kernel, unrolled
 from kanedyn.compiled.kernels import Traced, rk4_step, supports, traced
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.errors import ModelError
@@ -318,12 +319,9 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
     runtime = parameters == "runtime"
     params = runtime_parameters(model) if runtime else []
     symbols = [list(par.keys) for par in params]
-    if derivatives:
-        tr, n_val = derivative_kernel(model, symbols=symbols)
-    else:
-        tr = traced(model, frozenset(), False, False, None, efforts=True, symbols=symbols)
-        n_val = len(tr.outputs)
-    header, source = _sources(model, prefix, tr, n_val, params, derivatives)
+    tr = traced(model, frozenset(), False, False, None, efforts=True, symbols=symbols)
+    res = unrolled(residual_kernel(model, symbols=symbols)) if derivatives else None
+    header, source = _sources(model, prefix, tr, res, params)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     h_path, c_path = out / f"{prefix}.h", out / f"{prefix}.c"
@@ -339,9 +337,10 @@ def _table(rows: list[tuple[str, str, str]], lead: str) -> str:
     return "\n".join(f"{lead}{a:<{w0}}  {b:<{w1}}  [{c}]" for a, b, c in rows)
 
 
-def _sources(model: Model, prefix: str, tr: Traced, n_val: int, params: list[Parameter],
-             derivatives: bool) -> tuple[str, str]:  # fmt: skip
-    """The header and the source of :func:`to_c`."""
+def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
+             params: list[Parameter]) -> tuple[str, str]:  # fmt: skip
+    """The header and the source of :func:`to_c`: ``tr`` the kernel of ``prefix_rhs``,
+    ``res`` (unrolled) that of ``prefix_derivatives`` or None."""
     from kanedyn.model.names import (
         coordinate_names,
         coordinate_units,
@@ -361,12 +360,16 @@ def _sources(model: Model, prefix: str, tr: Traced, n_val: int, params: list[Par
     pdecl = f", const {ptype} *p" if runtime else ""  # the parameter argument, declared
     parg = ", p" if runtime else ""  # and passed on
     kargs = f"const double *x, const double *e{pdecl}"
-    rhs = function(tr.tape, f"{prefix}_kernel", tr.outputs[:n_val], inputs, kargs, CHUNK)
+    derivatives = res is not None
+    n_val = len(tr.outputs)
+    rhs = function(tr.tape, f"{prefix}_kernel", tr.outputs, inputs, kargs, CHUNK)
+    # the residual route's parts: [ν̇ | q̇], ∂q̇/∂[q | u], M⁻¹, -∂R/∂[q | u], row by row
     jac = (
-        function(tr.tape, f"{prefix}_jacobian", tr.outputs, inputs, kargs, CHUNK)
-        if derivatives
+        function(res.tape, f"{prefix}_jacobian", res.outputs, inputs, kargs, CHUNK)
+        if res is not None
         else ""
     )
+    n_parts = len(res.outputs) if res is not None else 0
     perm = [n + i for i in range(nq)] + list(range(n))
     step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
 
@@ -451,7 +454,27 @@ int {prefix}_step(double *x, const double *tau{pdecl}, double h);
 
 int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
 {{
-    {prefix}_jacobian(x, tau{parg}, out);
+    /* w: [nu_dot | q_dot], d(q_dot)/d[q | u], M^-1 and -dR/d[q | u], row by row */
+    double w[{n_parts}];
+    const double *dqd = w + {P}_NOUT, *Minv = dqd + {P}_NQ * {P}_NX, *dR = Minv + {P}_N * {P}_N;
+    double *J = out + {P}_NOUT;
+    int i, j, k;
+    {prefix}_jacobian(x, tau{parg}, w);
+    for (i = 0; i < {P}_NOUT; ++i) out[i] = w[i];
+    for (i = 0; i < {P}_N; ++i) {{ /* d(nu_dot)/d[q | u | tau] = [M^-1 (-dR/d[q | u]) | M^-1] */
+        double *row = J + i * ({P}_NX + {P}_N);
+        for (j = 0; j < {P}_NX; ++j) {{
+            double s = 0.0;
+            for (k = 0; k < {P}_N; ++k) s += Minv[i * {P}_N + k] * dR[k * {P}_NX + j];
+            row[j] = s;
+        }}
+        for (j = 0; j < {P}_N; ++j) row[{P}_NX + j] = Minv[i * {P}_N + j];
+    }}
+    for (i = 0; i < {P}_NQ; ++i) {{ /* d(q_dot)/d[q | u | tau] = [d(q_dot)/d[q | u] | 0] */
+        double *row = J + ({P}_N + i) * ({P}_NX + {P}_N);
+        for (j = 0; j < {P}_NX; ++j) row[j] = dqd[i * {P}_NX + j];
+        for (j = 0; j < {P}_N; ++j) row[{P}_NX + j] = 0.0;
+    }}
 {finite_check(f"{P}_NOUT + {P}_NJAC")}
 }}
 """ if derivatives else "")  # fmt: skip

@@ -100,7 +100,8 @@ def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
     return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)
 
 
-def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Traced:
+def residual_kernel(model: Model, locked: frozenset[int] = frozenset(),
+                    symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> Traced:  # fmt: skip
     """Kane's equations with effort inputs and what their exact Jacobian is made of,
     by the route of Carpentier and Mansard (RSS 2018): with ``R(q, u, ν̇) = S_kᵀ f_k -
     Q`` the residual of the equations by recursive Newton-Euler
@@ -117,8 +118,11 @@ def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Trace
     The tangents of ``R`` with respect to one joint's coordinate or speed reach only
     that joint's subtree in the outward pass and its ancestors in the inward one, and
     carry 6-vectors where those of the ABA carry articulated inertias: about a third of
-    the operations of :func:`derivative_kernel` on long chains."""
-    tr = Trace(model, locked, False, None, efforts=True)
+    the operations of :func:`derivative_kernel` on long chains, half on Explorer-1.
+
+    The parameters ``symbols`` (of :func:`parameter_symbols`) are inputs ``d0, d1,
+    ...`` after the efforts, held fixed (as in :func:`derivative_kernel`)."""
+    tr = Trace(model, locked, False, None, efforts=True, symbols=symbols)
     geo, c, p, a_N = tr.terms()
     Q = tr.generalized_forces()
     nudot = tr.aba(geo, c, p, Q, a_N)
@@ -129,6 +133,7 @@ def residual_kernel(model: Model, locked: frozenset[int] = frozenset()) -> Trace
     args = [f"q{i}" for i in range(nq)] + [f"u{i}" for i in range(n)]
     args += [f"tau{r}" for r in range(n)]
     inputs = [Value(tr.tape, by_name[a]) for a in args]
+    args += [f"d{i}" for i in range(len(symbols))]
     q, u, tau = inputs[:nq], inputs[nq : nq + n], inputs[nq + n :]
     dqd = jacobian(tr.tape, qd, q + u)
     outputs: list[Scalar] = [*nudot, *qd, *(d for row in dqd for d in row)]
