@@ -67,12 +67,14 @@ def small_spacecraft(panel_mass: float = 2.0, stiffness: float = 3.0) -> kd.Mode
 
 @pytest.fixture(scope="module", params=COMPILERS or ["none"])
 def built(request, tmp_path_factory):
-    """The small spacecraft's C, folded (``sc``) and with run-time parameters (``sr``),
-    both with derivatives, compiled into one library by each compiler found."""
+    """The small spacecraft's C, folded (``sc``) and with run-time parameters and
+    body-load inputs (``sr``, as the FMU has them), both with derivatives, compiled into
+    one library by each compiler found."""
     model = small_spacecraft()
     out = tmp_path_factory.mktemp("c")
     h, c = kd.codegen.to_c(model, out, prefix="sc", derivatives=True)
-    hr, cr = kd.codegen.to_c(model, out, prefix="sr", derivatives=True, parameters="runtime")
+    hr, cr = kd.codegen.to_c(model, out, prefix="sr", derivatives=True, parameters="runtime",
+                             body_loads=True)  # fmt: skip
     assert h.name == "sc.h" and c.name == "sc.c"
     if not COMPILERS:
         pytest.skip("no C compiler (cc, gcc or clang) on PATH")
@@ -138,6 +140,51 @@ def test_c_rk4_steps_equal_kd_simulate(built, monkeypatch):
 
 
 @needs_cc
+def test_c_body_loads_equal_the_dense_engine(built):
+    """A torque and a force in body axes on each body (``loads``): the C's rates are
+    kd.forward_dynamics' with kd.Torque and kd.Force records (frame="body", at the mass
+    centre); the Jacobian of ``sr_derivatives`` (the residual route, loads held fixed)
+    is the central difference of ``sr_rhs``."""
+    model, lib, header = built
+    nq, n, nb = model.nq, model.n, model.nb
+    assert f"#define SR_NL {6 * nb}" in header
+    assert "loads[9]   panel.force.x" in header and "loads[14]  mass.torque.z" in header
+    p = params_struct(model).in_dll(lib, "sr_default_params")
+    rng = np.random.default_rng(8)
+    loads = rng.normal(size=6 * nb)
+    records = []
+    for i, body in enumerate(model.bodies):
+        records += [kd.Torque(body.name, loads[6 * i : 6 * i + 3], frame="body"),
+                    kd.Force(body.name, loads[6 * i + 3 : 6 * i + 6], frame="body")]  # fmt: skip
+    tau = np.linspace(-1.0, 1.0, n)
+    efforts = [kd.JointLoad(j.name, tau[idx]) for j, idx in
+               zip(model.joints, model.layout.u_index, strict=True) if len(idx)]  # fmt: skip
+    for seed in range(3):
+        state = draw_state(model, seed, 1.0)
+        x = np.concatenate((state.q, state.u))
+        out = np.empty(n + nq)
+        assert lib.sr_rhs(_p(x), _p(tau), _p(loads), ctypes.byref(p), _p(out)) == 0
+        want = kd.forward_dynamics(model, state, loads=records + efforts)
+        np.testing.assert_allclose(out[:n], want, rtol=1e-10, atol=1e-10)
+        assert np.max(np.abs(want - kd.forward_dynamics(model, state, loads=efforts))) > 1e-2
+    full = np.empty((n + nq) * (1 + nq + 2 * n))
+    assert lib.sr_derivatives(_p(x), _p(tau), _p(loads), ctypes.byref(p), _p(full)) == 0
+    J = full[n + nq :].reshape(n + nq, nq + 2 * n)
+    z = np.concatenate((x, tau))
+    eps = 1e-6
+    for j in range(len(z)):
+        hi, lo = z.copy(), z.copy()
+        hi[j] += eps
+        lo[j] -= eps
+        f_hi, f_lo = np.empty(n + nq), np.empty(n + nq)
+        assert lib.sr_rhs(_p(hi[: nq + n]), _p(hi[nq + n :]), _p(loads), ctypes.byref(p),
+                          _p(f_hi)) == 0  # fmt: skip
+        assert lib.sr_rhs(_p(lo[: nq + n]), _p(lo[nq + n :]), _p(loads), ctypes.byref(p),
+                          _p(f_lo)) == 0  # fmt: skip
+        np.testing.assert_allclose(J[:, j], (f_hi - f_lo) / (2 * eps), rtol=1e-6, atol=1e-6)
+
+
+@needs_cc
 def test_runtime_parameters_c_equals_the_engine(built):
     """With the model's values in the struct, the run-time-parameter C agrees with the
     Python engine (which folds them) to 1e-14, value and derivatives; the header
@@ -157,12 +204,14 @@ def test_runtime_parameters_c_equals_the_engine(built):
         state = draw_state(model, seed, 2.0)
         x = np.concatenate((state.q, state.u))
         out = np.empty(n + nq)
-        assert lib.sr_rhs(_p(x), _p(np.zeros(n)), ctypes.byref(p), _p(out)) == 0
+        assert lib.sr_rhs(_p(x), _p(np.zeros(n)), _p(np.zeros(6 * model.nb)), ctypes.byref(p),
+                          _p(out)) == 0  # fmt: skip
         want = np.array(cp.rhs(state.q.tolist(), state.u.tolist()))
         np.testing.assert_allclose(out, want, rtol=1e-14, atol=1e-14 * np.max(np.abs(want)))
     tau = np.linspace(-1.0, 1.0, n)
     full = np.empty((n + nq) * (1 + nq + 2 * n))
-    assert lib.sr_derivatives(_p(x), _p(tau), ctypes.byref(p), _p(full)) == 0
+    assert lib.sr_derivatives(_p(x), _p(tau), _p(np.zeros(6 * model.nb)), ctypes.byref(p),
+                              _p(full)) == 0  # fmt: skip
     assert lib.sc_derivatives(_p(x), _p(tau), _p(out := np.empty_like(full))) == 0
     np.testing.assert_allclose(full, out, rtol=1e-13, atol=1e-13 * np.max(np.abs(out)))
 
@@ -183,16 +232,18 @@ def test_changing_a_runtime_parameter_matches_a_rebuilt_model(built, monkeypatch
     state = draw_state(model, 4, 1.0)
     x = np.concatenate((state.q, state.u))
     out = np.empty(model.n + model.nq)
-    assert lib.sr_rhs(_p(x), _p(np.zeros(model.n)), ctypes.byref(q), _p(out)) == 0
+    no_loads = np.zeros(6 * model.nb)
+    assert lib.sr_rhs(_p(x), _p(np.zeros(model.n)), _p(no_loads), ctypes.byref(q), _p(out)) == 0
     want = kd.forward_dynamics(rebuilt, state)
     np.testing.assert_allclose(out[: model.n], want, rtol=1e-12, atol=1e-12)
     assert np.max(np.abs(want - kd.forward_dynamics(model, state))) > 1e-3  # it changed
     monkeypatch.setattr(native, "unavailable", lambda: "test")
     monkeypatch.setattr(tcc, "unavailable", lambda: "test")
     traj = kd.simulate(rebuilt, state, 0.1, 0.01, progress=False)
-    lib.sr_step.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]
+    lib.sr_step.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_double]
     for _ in range(10):
-        assert lib.sr_step(_p(x), _p(np.zeros(model.n)), ctypes.addressof(q), 0.01) == 0
+        assert lib.sr_step(_p(x), _p(np.zeros(model.n)), _p(no_loads), ctypes.addressof(q),
+                           0.01) == 0  # fmt: skip
     np.testing.assert_allclose(x, np.concatenate((traj.q[-1], traj.u[-1])), rtol=1e-13, atol=1e-13)
 
 

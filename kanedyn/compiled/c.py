@@ -17,8 +17,13 @@
     operation (quaternions normalized after the step and inside ``rhs``); returns 0, or
     1 when the new state is not finite.
 
+With ``body_loads=True`` every function takes ``const double *loads`` after ``tau``
+(per body a torque then a force at its mass centre, body axes), with
+``parameters="runtime"`` a ``const PREFIX_params *p`` after those.
+
 The model's constants (masses, inertias, joint placements, springs, gravity) are folded
-into the code; the header lists the sizes and the names of the state entries. Compiled
+into the code, or read from ``p``; the header lists the sizes and the names and units
+of the entries of the state, of ``tau`` and of ``loads``. Compiled
 with ``-ffp-contract=off`` (GCC's default in ISO C mode, ``-std=c99``), the results are
 those of the Python engine to the last bit.
 """
@@ -36,7 +41,7 @@ import attrs
 import numpy as np
 
 from kanedyn.compiled.derivatives import parameter_symbols, residual_kernel, unrolled
-from kanedyn.compiled.kernels import Traced, rk4_step, supports, traced
+from kanedyn.compiled.kernels import Traced, body_load_names, rk4_step, supports, traced
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
@@ -283,7 +288,8 @@ def runtime_parameters(model: Model) -> list[Parameter]:
 
 
 def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
-         derivatives: bool = False, parameters: str = "folded") -> tuple[Path, Path]:  # fmt: skip
+         derivatives: bool = False, parameters: str = "folded",
+         body_loads: bool = False) -> tuple[Path, Path]:  # fmt: skip
     """Write ``prefix.h`` and ``prefix.c`` (see the module docstring) into ``out_dir``.
 
     Parameters
@@ -303,6 +309,11 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
         they are the fields of a ``prefix_params`` struct (:func:`runtime_parameters`),
         an argument of every function, and ``prefix_default_params`` holds the model's
         values.
+    body_loads : bool
+        Every function also takes ``loads`` (``PREFIX_NL = 6 nb``, after ``tau``): per
+        body, a torque then a force at its mass centre, in its body axes (N.m, N), added
+        to the model's loads (as :class:`kanedyn.Torque` and :class:`kanedyn.Force` with
+        ``frame="body"``; default False).
 
     Returns
     -------
@@ -319,9 +330,11 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
     runtime = parameters == "runtime"
     params = runtime_parameters(model) if runtime else []
     symbols = [list(par.keys) for par in params]
-    tr = traced(model, frozenset(), False, False, None, efforts=True, symbols=symbols)
-    res = unrolled(residual_kernel(model, symbols=symbols)) if derivatives else None
-    header, source = _sources(model, prefix, tr, res, params)
+    tr = traced(model, frozenset(), False, False, None, efforts=True, symbols=symbols,
+                body_loads=body_loads)  # fmt: skip
+    res = (unrolled(residual_kernel(model, symbols=symbols, body_loads=body_loads))
+           if derivatives else None)  # fmt: skip
+    header, source = _sources(model, prefix, tr, res, params, body_loads)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     h_path, c_path = out / f"{prefix}.h", out / f"{prefix}.c"
@@ -338,7 +351,7 @@ def _table(rows: list[tuple[str, str, str]], lead: str) -> str:
 
 
 def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
-             params: list[Parameter]) -> tuple[str, str]:  # fmt: skip
+             params: list[Parameter], body_loads: bool) -> tuple[str, str]:  # fmt: skip
     """The header and the source of :func:`to_c`: ``tr`` the kernel of ``prefix_rhs``,
     ``res`` (unrolled) that of ``prefix_derivatives`` or None."""
     from kanedyn.model.names import (
@@ -356,9 +369,15 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
     inputs = {name: f"x[{i}]" for i, name in enumerate(tr.args[:nx])}
     inputs.update({name: f"e[{i}]" for i, name in enumerate(tr.args[nx : nx + n])})
     inputs.update({f"d{i}": f"p->{par.field}" for i, par in enumerate(params)})
+    nb = model.nb
+    # the body loads: per body, the torque then the force
+    inputs.update({name: f"loads[{6 * ((k // 3) % nb) + 3 * (k // (3 * nb)) + k % 3}]"
+                   for k, name in enumerate(body_load_names(nb))})  # fmt: skip
     ptype = f"{prefix}_params"
-    pdecl = f", const {ptype} *p" if runtime else ""  # the parameter argument, declared
-    parg = ", p" if runtime else ""  # and passed on
+    ldecl = ", const double *loads" if body_loads else ""  # the body loads argument
+    larg = ", loads" if body_loads else ""
+    pdecl = f"{ldecl}, const {ptype} *p" if runtime else ldecl  # the arguments after tau
+    parg = f"{larg}, p" if runtime else larg  # and passed on
     kargs = f"const double *x, const double *e{pdecl}"
     derivatives = res is not None
     n_val = len(tr.outputs)
@@ -387,6 +406,18 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
                                 strict=True))]  # fmt: skip
     tau_rows = [(f"tau[{r}]", s, u) for r, (s, u) in enumerate(zip(speeds, effort_units(model),
                                                                    strict=True))]  # fmt: skip
+    loads_doc = nl = ""
+    if body_loads:
+        rows = [(f"loads[{6 * i + 3 * v + c}]", f"{body.name}.{what}.{'xyz'[c]}", unit)
+                for i, body in enumerate(model.bodies)
+                for v, (what, unit) in enumerate((("torque", "N.m"), ("force", "N")))
+                for c in range(3)]  # fmt: skip
+        loads_doc = f"""
+ *
+ * Body loads ({P}_NL), added to the model's: per body a torque and a force at its mass
+ * centre, components in the body's axes:
+{_table(rows, " *   ")}"""
+        nl = f"#define {P}_NL {6 * nb}\n"
     if runtime:
         fields = "\n".join(
             f"    double {par.field}; /* {par.name} [{par.unit}] */" for par in params
@@ -424,7 +455,7 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
  * body's angular velocity in body axes.
  *
  * Generalized efforts tau ({P}_N), added to the joint springs and dampers:
-{_table(tau_rows, " *   ")}
+{_table(tau_rows, " *   ")}{loads_doc}
  */
 #ifndef {P}_H
 #define {P}_H
@@ -433,7 +464,7 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
 #define {P}_N {n}
 #define {P}_NX {nx}
 #define {P}_NOUT {n_val}
-{njac}{params_h}
+{nl}{njac}{params_h}
 /* names of the entries of x */
 extern const char *const {prefix}_state_names[{P}_NX];
 

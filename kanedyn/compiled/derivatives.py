@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kanedyn.compiled.kernels import Trace, Traced, traced
+from kanedyn.compiled.kernels import Trace, Traced, body_load_names, traced
 from kanedyn.compiled.sweep import Sweep
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.model import Model
@@ -101,7 +101,8 @@ def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
 
 
 def residual_kernel(model: Model, locked: frozenset[int] = frozenset(),
-                    symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> Traced:  # fmt: skip
+                    symbols: Sequence[Sequence[tuple[str, int]]] = (),
+                    body_loads: bool = False) -> Traced:  # fmt: skip
     """Kane's equations with effort inputs and what their exact Jacobian is made of,
     by the route of Carpentier and Mansard (RSS 2018): with ``R(q, u, ν̇) = S_kᵀ f_k -
     Q`` the residual of the equations by recursive Newton-Euler
@@ -121,8 +122,10 @@ def residual_kernel(model: Model, locked: frozenset[int] = frozenset(),
     the operations of :func:`derivative_kernel` on long chains, half on Explorer-1.
 
     The parameters ``symbols`` (of :func:`parameter_symbols`) are inputs ``d0, d1,
-    ...`` after the efforts, held fixed (as in :func:`derivative_kernel`)."""
-    tr = Trace(model, locked, False, None, efforts=True, symbols=symbols)
+    ...`` after the efforts, held fixed (as in :func:`derivative_kernel`); with
+    ``body_loads``, the added body loads of :func:`kanedyn.compiled.kernels.traced`
+    are inputs before them, held fixed too."""
+    tr = Trace(model, locked, False, None, efforts=True, symbols=symbols, body_loads=body_loads)
     geo, c, p, a_N = tr.terms()
     Q = tr.generalized_forces()
     nudot = tr.aba(geo, c, p, Q, a_N)
@@ -133,6 +136,8 @@ def residual_kernel(model: Model, locked: frozenset[int] = frozenset(),
     args = [f"q{i}" for i in range(nq)] + [f"u{i}" for i in range(n)]
     args += [f"tau{r}" for r in range(n)]
     inputs = [Value(tr.tape, by_name[a]) for a in args]
+    if body_loads:
+        args += body_load_names(model.nb)
     args += [f"d{i}" for i in range(len(symbols))]
     q, u, tau = inputs[:nq], inputs[nq : nq + n], inputs[nq + n :]
     dqd = jacobian(tr.tape, qd, q + u)

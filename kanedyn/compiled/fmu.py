@@ -14,7 +14,11 @@ The FMU's variables, in value-reference order:
   ``initial="exact"`` and the model's initial state as its start value, settable before
   initialization (the initial state);
 * inputs: the generalized efforts ``tau.<speed name>`` (N.m or N; zero at start), added
-  to the joint springs and dampers;
+  to the joint springs and dampers; then per body a torque and a force at its mass
+  centre, components in the body's axes, ``load.<body>.torque.x`` ... (N.m) and
+  ``load.<body>.force.x`` ... (N; zero at start), added to the model's loads (as
+  :class:`kanedyn.Torque` and :class:`kanedyn.Force` with ``frame="body"``: the ``loads``
+  of :func:`kanedyn.compiled.c.to_c` with ``body_loads=True``);
 * tunable parameters: every field of the C's ``prefix_params``
   (:func:`kanedyn.compiled.c.runtime_parameters`), named as kanedyn names them
   (``link0.mass``, ``hinge0.stiffness0``, ``gravity.y``).
@@ -95,6 +99,7 @@ typedef struct {
 typedef struct {
     double x[@M@_NX];
     double tau[@M@_N];
+    double loads[@M@_NL];
     @P@_params p;
     double time;
     int failed;
@@ -106,12 +111,14 @@ static void fmu_log(Instance *s, fmi2Status status, const char *message)
     if (s->cb->logger) s->cb->logger(s->cb->componentEnvironment, "@P@", status, "error", message);
 }
 
-/* the value of variable vr: q and u, then tau, then the parameters */
+/* the value of variable vr: q and u, then tau, then the body loads, then the parameters */
 static double *fmu_ref(Instance *s, fmi2ValueReference vr)
 {
+    const fmi2ValueReference params = @M@_NX + @M@_N + @M@_NL;
     if (vr < @M@_NX) return &s->x[vr];
     if (vr < @M@_NX + @M@_N) return &s->tau[vr - @M@_NX];
-    if (vr < @M@_NX + @M@_N + @M@_NP) return @P@_fmu_param(&s->p, vr - @M@_NX - @M@_N);
+    if (vr < params) return &s->loads[vr - @M@_NX - @M@_N];
+    if (vr < params + @M@_NP) return @P@_fmu_param(&s->p, vr - params);
     return NULL;
 }
 
@@ -120,6 +127,7 @@ static void fmu_defaults(Instance *s)
     int i;
     for (i = 0; i < @M@_NX; ++i) s->x[i] = @P@_fmu_x0[i];
     for (i = 0; i < @M@_N; ++i) s->tau[i] = 0.0;
+    for (i = 0; i < @M@_NL; ++i) s->loads[i] = 0.0;
     s->p = @P@_default_params;
     s->time = 0.0;
     s->failed = 0;
@@ -278,7 +286,7 @@ FMI2_EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunication
     n = n_steps < 1.0 ? 1 : (long)n_steps;
     h = n == 1 ? communicationStepSize : communicationStepSize / (double)n;
     for (k = 0; k < n; ++k) {
-        if (@P@_step(s->x, s->tau, &s->p, h)) {
+        if (@P@_step(s->x, s->tau, s->loads, &s->p, h)) {
             s->failed = 1;
             fmu_log(s, fmi2Error, "the state is not finite (a singular mass matrix?)");
             return fmi2Error;
@@ -328,8 +336,8 @@ def _compiler() -> str:
 def to_fmu(model: Model, path: str | Path, step: float = 0.01, *,
            name: str = "kd_model", state: State | None = None) -> Path:  # fmt: skip
     """Write ``model`` as an FMI 2.0 co-simulation FMU at ``path`` (see the module
-    docstring): inputs the generalized efforts, outputs the coordinates and speeds,
-    tunable parameters the model's parameters.
+    docstring): inputs the generalized efforts and the body loads, outputs the
+    coordinates and speeds, tunable parameters the model's parameters.
 
     Parameters
     ----------
@@ -368,7 +376,7 @@ def to_fmu(model: Model, path: str | Path, step: float = 0.01, *,
     path = Path(path)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sources"
-        h, c = to_c(model, src, prefix=name, parameters="runtime")
+        h, c = to_c(model, src, prefix=name, parameters="runtime", body_loads=True)
         params = runtime_parameters(model)
         state = model.initial_state() if state is None else model.check_state(state)
         x0 = [*map(float, state.q), *map(float, state.u)]
@@ -384,10 +392,19 @@ def to_fmu(model: Model, path: str | Path, step: float = 0.01, *,
             xml_vars.append(_variable(nm, model.nq + model.n + r, "input", "continuous", None,
                                       0.0, unit, f"generalized effort tau[{r}]"))  # fmt: skip
         base = model.nq + 2 * model.n
+        for i, b in enumerate(model.bodies):
+            for v, (what, unit) in enumerate((("torque", "N.m"), ("force", "N"))):
+                for c_ in range(3):
+                    k = 6 * i + 3 * v + c_
+                    xml_vars.append(_variable(
+                        f"load.{b.name}.{what}.{'xyz'[c_]}", base + k, "input", "continuous",
+                        None, 0.0, unit, f"{what} at the mass centre, body axes: loads[{k}]"))  # fmt: skip
+        base += 6 * model.nb
         for k, par in enumerate(params):
             xml_vars.append(_variable(par.name, base + k, "parameter", "tunable", "exact",
                                       par.value, par.unit, f"parameter p.{par.field}"))  # fmt: skip
-        all_units = sorted({u for u in units + effort_units(model) + [p.unit for p in params]})
+        all_units = sorted({u for u in units + effort_units(model) + [p.unit for p in params]}
+                           | {"N", "N.m"})  # fmt: skip
         body = "\n".join(xml_vars)
         guid = "{" + str(uuid.UUID(hashlib.sha256((body + h.read_text() + c.read_text())
                                                   .encode()).hexdigest()[:32])) + "}"  # fmt: skip

@@ -46,7 +46,16 @@ from kanedyn.model.batch import PARAM_FIELDS
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial.plucker import const
 
-__all__ = ["Step", "Trace", "Traced", "parameter_values", "rk4_step", "supports", "traced"]
+__all__ = [
+    "Step",
+    "Trace",
+    "Traced",
+    "body_load_names",
+    "parameter_values",
+    "rk4_step",
+    "supports",
+    "traced",
+]
 
 Array = NDArray[np.float64]
 
@@ -76,7 +85,8 @@ class Trace(Recursion):
 
     def __init__(self, model: Model, locked: frozenset[int], loads: bool,
                  params: Params | None = None, efforts: bool = False,
-                 symbols: Sequence[Sequence[tuple[str, int]]] = ()):  # fmt: skip
+                 symbols: Sequence[Sequence[tuple[str, int]]] = (),
+                 body_loads: bool = False):  # fmt: skip
         self.tape = tape = Tape()
         q: list[Scalar] = [tape.input(f"q{i}") for i in range(model.nq)]
         u: list[Scalar] = [tape.input(f"u{i}") for i in range(model.n)]
@@ -89,6 +99,13 @@ class Trace(Recursion):
             load_inputs = (T, F, Q)
         # efforts: generalized forces added to the springs and dampers (inputs tau*)
         tau = [tape.input(f"tau{r}") for r in range(model.n)] if efforts else None
+        # body loads: torques and forces at the mass centres in body axes, added to the
+        # model's (inputs bT*, bF*)
+        added = None
+        if body_loads:
+            flat = [tape.input(name) for name in body_load_names(nb)]
+            added = ([flat[3 * i : 3 * i + 3] for i in range(nb)],
+                     [flat[3 * (nb + i) : 3 * (nb + i) + 3] for i in range(nb)])  # fmt: skip
         # parameters: constants, except the entries that vary across a batch (inputs)
         nominal = params_of(model)
         self.values, self.param_inputs = parameter_values(params or nominal, nominal)
@@ -102,7 +119,7 @@ class Trace(Recursion):
             for key in keys:
                 self.inputs[key] = d
         super().__init__(model, q, u, ar=TRACE, locked=locked, params=nominal,
-                         loads=load_inputs, tau=tau)  # fmt: skip
+                         loads=load_inputs, tau=tau, body_loads=added)  # fmt: skip
 
     def par(self, field: str, *index: int) -> Any:
         """Parameter ``field[index]`` as nested lists: a float where every member of a
@@ -144,11 +161,18 @@ def parameter_values(
     return values, varying
 
 
+def body_load_names(nb: int) -> list[str]:
+    """The names of the added body-load inputs of :func:`traced` (``body_loads``), in
+    order: the torques ``bT<body>_<axis>`` of every body, then the forces ``bF...``."""
+    return [f"b{v}{i}_{c}" for v in "TF" for i in range(nb) for c in range(3)]
+
+
 @attrs.frozen(eq=False)
 class Traced:
     """One kernel on its tape: the ``outputs`` (``[ν̇ | q̇]`` for Kane, ``[ẏ | q̇ | ν]``
     for MSD) as functions of the inputs named ``args``, in order: ``q0 ...``, ``u0 ...``,
-    with loads ``T*``, ``F*``, ``Q*``, with efforts ``tau*``, then the batch's varying
+    with loads ``T*``, ``F*``, ``Q*``, with efforts ``tau*``, with added body loads
+    ``bT*``, ``bF*``, then the batch's varying
     parameters ``d0 ...`` to differentiate with respect to, then the batch's varying
     parameters ``p0 ...`` (``param_inputs`` says which)."""
 
@@ -175,14 +199,18 @@ class Traced:
 
 def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
            params: Params | None = None, efforts: bool = False,
-           symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> Traced:  # fmt: skip
+           symbols: Sequence[Sequence[tuple[str, int]]] = (),
+           body_loads: bool = False) -> Traced:  # fmt: skip
     """Trace Kane's equations (ABA: :meth:`Trace.run`), or with ``msd`` the
     momentum-state rates (:meth:`Trace.run_msd`), of ``model`` with the speeds ``locked``
     held at zero; with ``loads`` the per-body loads are inputs, with ``efforts``
     generalized forces added to the joint springs; with ``params`` (a batch's) the
     entries that differ between members are inputs; ``symbols`` (groups of (Params
-    field, flat index)) are parameter inputs ``d0, d1, ...`` after the efforts."""
-    tr = Trace(model, locked, loads, params, efforts, symbols)
+    field, flat index)) are parameter inputs ``d0, d1, ...`` after the efforts; with
+    ``body_loads`` a torque and a force per body (at its mass centre, body axes) are
+    inputs ``bT0_0 ... bF0_0 ...`` added to the model's loads, between the efforts and
+    ``d0``."""
+    tr = Trace(model, locked, loads, params, efforts, symbols, body_loads)
     if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
@@ -196,6 +224,8 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         args += [f"Q{r}" for r in range(model.n)]
     if efforts:
         args += [f"tau{r}" for r in range(model.n)]
+    if body_loads:
+        args += body_load_names(model.nb)
     args += [f"d{i}" for i in range(len(symbols))]
     args += [f"p{i}" for i in range(len(tr.param_inputs))]
     return Traced(tr.tape, outputs, args, tr.param_inputs)

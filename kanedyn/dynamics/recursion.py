@@ -100,15 +100,17 @@ class Recursion:
     ``loads``: ``(T, F, Q)``, per-body torques and forces at the mass centres in N and
     the generalized forces per speed, replacing the model's springs, dampers and gravity
     (as :class:`kanedyn.dynamics.loads.AppliedLoads` holds them); ``tau``: efforts added
-    to the generalized forces. Parameters come from :meth:`par` (the model's, or
-    ``params``).
+    to the generalized forces; ``body_loads``: ``(T, F)``, per-body torques and forces
+    at the mass centres in body axes, added to the model's loads (:meth:`body_forces`).
+    Parameters come from :meth:`par` (the model's, or ``params``).
     """
 
     def __init__(self, model: Model, q: Sequence[Scalar], u: Sequence[Scalar], *,
                  ar: Arithmetic = NUMPY, locked: frozenset[int] = frozenset(),
                  params: Params | None = None,
                  loads: tuple[Sequence[Vec], Sequence[Vec], Sequence[Scalar]] | None = None,
-                 tau: Sequence[Scalar] | None = None):  # fmt: skip
+                 tau: Sequence[Scalar] | None = None,
+                 body_loads: tuple[Sequence[Vec], Sequence[Vec]] | None = None):  # fmt: skip
         self.model = model
         self.ar = ar
         self.dtype: Any = float if ar is NUMPY else object
@@ -119,6 +121,7 @@ class Recursion:
         if loads is not None:
             self.T, self.F, self.Q = (list(x) for x in loads)
         self.tau = None if tau is None else list(tau)
+        self.body_loads = None if body_loads is None else (list(body_loads[0]), list(body_loads[1]))
         pa = params if params is not None else params_of(model)
         self._params = pa
         # coordinates with normalized quaternions (as the dense engine normalizes them)
@@ -226,9 +229,17 @@ class Recursion:
         for k, b in enumerate(geo):
             RN = b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E)  # R_N_Go
             R_N.append(RN)
-            F_go = sp.mtv(RN, self.F[k])
-            n_go = sp.add(sp.mtv(RN, self.T[k]), sp.cross(b.com, F_go))
-            out.append(n_go + F_go)
+            out.append(sp.load_at(sp.mtv(RN, self.T[k]), sp.mtv(RN, self.F[k]), b.com))
+        return out
+
+    def body_forces(self, geo: list[BodyTerms], T: Sequence[Vec], F: Sequence[Vec]) -> list[Vec]:
+        """Body loads ``T``, ``F`` (torque and force at the mass centre, body axes Bo;
+        the added ``body_loads``) as spatial forces about the joint point in Go_k:
+        ``(R T + c × R F, R F)`` with ``R = R_Go_Bo`` (:func:`~kanedyn.spatial.plucker.load_at`)."""
+        out = []
+        for k, b in enumerate(geo):
+            R = self.par("R_Go_Bo", k)
+            out.append(sp.load_at(sp.mv(R, T[k]), sp.mv(R, F[k]), b.com))
         return out
 
     def central_forces(self, geo: list[BodyTerms]) -> list[Vec]:
@@ -256,7 +267,7 @@ class Recursion:
             R_Go_Bo = self.par("R_Go_Bo", k)
             I_c = sp.rotate_symmetric(R_Go_Bo, self.par("inertia", k))
             F, T = sp.central_gravity(self.ar, mu, J2, radius, mass, I_c, r, pole)
-            out.append(sp.add(T, sp.cross(b.com, F)) + F)
+            out.append(sp.load_at(T, F, b.com))
         return out
 
     def terms(self) -> tuple[list[BodyTerms], list[Vec], list[Vec], Vec]:
@@ -271,6 +282,11 @@ class Recursion:
             p = [sp.sub(pk, fk) for pk, fk in zip(p, self.load_forces(geo), strict=True)]
         elif self.model.central_gravity is not None:  # with loads, it is in the input F, T
             p = [sp.sub(pk, fk) for pk, fk in zip(p, self.central_forces(geo), strict=True)]
+        if self.body_loads is not None:
+            p = [
+                sp.sub(pk, fk)
+                for pk, fk in zip(p, self.body_forces(geo, *self.body_loads), strict=True)
+            ]
         # uniform gravity as an acceleration of N (with loads, it is in the input F)
         g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         a_N = [0.0, 0.0, 0.0] + [-x for x in g]
@@ -434,6 +450,11 @@ class Recursion:
             fc = [sp.add(f, fl) for f, fl in zip(fc, self.load_forces(geo), strict=True)]
         elif self.model.central_gravity is not None:
             fc = [sp.add(f, fl) for f, fl in zip(fc, self.central_forces(geo), strict=True)]
+        if self.body_loads is not None:
+            fc = [
+                sp.add(f, fl)
+                for f, fl in zip(fc, self.body_forces(geo, *self.body_loads), strict=True)
+            ]
         for k in reversed(range(nb)):
             b = geo[k]
             if b.parent >= 0:

@@ -48,6 +48,7 @@ __all__ = [
     "dot",
     "force_to_parent",
     "gravity_force",
+    "load_at",
     "inertia_to_parent",
     "is_zero",
     "mm",
@@ -252,6 +253,12 @@ def gravity_force(mass: Scalar, g: Vec, c: Vec) -> Vec:
     ``mass`` with mass centre ``c`` (same axes): ``(c × m g, m g)``."""
     F = scale(mass, g)
     return cross(c, F) + F
+
+
+def load_at(T: Vec, F: Vec, c: Vec) -> Vec:
+    """The wrench about a frame's origin of a torque ``T`` and a force ``F`` applied at
+    the point ``c`` (same axes): ``(T + c × F, F)``."""
+    return add(T, cross(c, F)) + F
 
 
 def is_zero(x: Scalar) -> bool:
