@@ -287,12 +287,55 @@ def test_c_on_random_trees_equals_the_engine(compiler, tmp_path):
             np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * np.max(np.abs(want)))
 
 
+@needs_cc
+def test_c_in_a_central_field_with_runtime_field_parameters(tmp_path):
+    """The gravity-gradient boom in Earth's field: the folded C equals the Python engine
+    to the bit, the run-time C to 1e-14; the field's mu and J2 are fields of the struct,
+    and changing them gives the engine's rates of the model rebuilt with that field (at
+    orbital distances the dense engine's round-off, 1e-10 of the largest rate, is above
+    1e-14)."""
+    case = kd.examples.gravity_gradient_boom()
+    model, state = case.model, case.state
+    _, c = kd.codegen.to_c(model, tmp_path, prefix="gf")
+    h, cr = kd.codegen.to_c(model, tmp_path, prefix="gr", parameters="runtime")
+    assert "double gravity_mu; /* gravity.mu [m^3/s^2] */" in h.read_text()
+    lib = compile_shared(COMPILERS[0], [c, cr], tmp_path / "libgg.so")
+    u = state.u + np.linspace(-1e-3, 1e-3, model.n)
+    state = kd.State(state.q, u)
+    x = np.concatenate((state.q, state.u))
+    zero = np.zeros(model.n)
+    out, got = np.empty(model.n + model.nq), np.empty(model.n + model.nq)
+    assert lib.gf_rhs(_p(x), _p(zero), _p(out)) == 0
+    want = kd.compile_model(model, backend="python").rhs(state.q.tolist(), state.u.tolist())
+    assert out.tolist() == want  # to the bit
+    p = params_struct(model).in_dll(lib, "gr_default_params")
+    assert lib.gr_rhs(_p(x), _p(zero), ctypes.byref(p), _p(got)) == 0
+    np.testing.assert_allclose(got, out, rtol=1e-14, atol=1e-14 * np.max(np.abs(out)))
+    q = params_struct(model).from_buffer_copy(p)
+    q.gravity_mu, q.gravity_J2 = 1.1 * p.gravity_mu, 1.08e-3
+    assert lib.gr_rhs(_p(x), _p(zero), ctypes.byref(q), _p(got)) == 0
+    field = kd.CentralGravity(mu=q.gravity_mu, J2=1.08e-3, radius=p.gravity_radius)
+    rebuilt = kd.Model(model.bodies, model.joints, gravity=field)
+    want = np.array(kd.compile_model(rebuilt, backend="python").rhs(state.q.tolist(),
+                                                                    state.u.tolist()))  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * np.max(np.abs(want)))
+    assert np.max(np.abs(want - out)) > 0.5  # it changed
+
+
 def test_to_c_rejects_bad_prefix_and_uncompilable_models(tmp_path):
     with pytest.raises(ModelError, match="C identifier"):
         kd.codegen.to_c(kd.examples.chain(1), tmp_path, prefix="my-model")
     body = kd.Body("b", mass=1.0, inertia=np.eye(3))
     sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=1.0)])
-    with pytest.raises(ModelError, match="spherical joint has a spring"):
+    with pytest.raises(ModelError, match="spherical joint has a spring.*joints 's'"):
         kd.codegen.to_c(sprung, tmp_path)
+    with pytest.raises(ModelError, match=r"closed loops \('close'\).*projection"):
+        kd.codegen.to_c(kd.examples.four_bar(), tmp_path)
+    link = kd.Body("link", mass=1.0, inertia=np.eye(3))
+    geared = kd.Model([link], [kd.Joint.revolute("shoulder", None, "link", axis=3,
+                                                 rotor=kd.Rotor(0.01, 50.0))])  # fmt: skip
+    with pytest.raises(ModelError, match="geared rotor.*joints 'shoulder'"):
+        kd.codegen.to_c(geared, tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing written
     with pytest.raises(ModelError, match="parameters must be 'folded' or 'runtime'"):
         kd.codegen.to_c(kd.examples.chain(1), tmp_path, parameters="symbolic")

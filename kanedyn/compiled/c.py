@@ -40,11 +40,17 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from kanedyn.compiled.derivatives import parameter_symbols, residual_kernel, unrolled
+from kanedyn.compiled.derivatives import (
+    central_symbols,
+    parameter_symbols,
+    residual_kernel,
+    unrolled,
+)
 from kanedyn.compiled.kernels import Traced, body_load_names, rk4_step, supports, traced
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
+from kanedyn.model.plan import params_of
 
 __all__ = [
     "PARAMETERS",
@@ -53,6 +59,7 @@ __all__ = [
     "finite_check",
     "function",
     "literal",
+    "refusal",
     "runtime_parameters",
     "to_c",
 ]
@@ -239,7 +246,8 @@ def finite_check(count: str) -> str:
 
 #: the SI unit of each field of Params, as the generated C documents it
 _PARAM_UNITS = {"mass": "kg", "inertia": "kg.m^2", "com": "m", "h_embedded": "kg.m^2/s",
-                "inner_point": "m", "outer_point": "m", "gravity": "m/s^2"}  # fmt: skip
+                "inner_point": "m", "outer_point": "m", "gravity": "m/s^2",
+                "mu": "m^3/s^2", "J2": "1", "radius": "m", "center": "m"}  # fmt: skip
 PARAMETERS = ("folded", "runtime")
 
 
@@ -258,7 +266,8 @@ class Parameter:
 
 def runtime_parameters(model: Model) -> list[Parameter]:
     """The model's parameters as the fields of ``prefix_params``, in the order of
-    :func:`kanedyn.compiled.derivatives.parameter_symbols`: the name with every
+    :func:`kanedyn.compiled.derivatives.parameter_symbols`, then a central field's
+    (:func:`~kanedyn.compiled.derivatives.central_symbols`): the name with every
     character that cannot be in a C identifier made ``_`` (``link0.mass`` ->
     ``link0_mass``; a clash gets ``_2``, ``_3``, ...)."""
     from kanedyn.model.names import effort_units
@@ -268,7 +277,7 @@ def runtime_parameters(model: Model) -> list[Parameter]:
     torque = effort_units(model)
     out: list[Parameter] = []
     taken: set[str] = set()
-    for name, keys in parameter_symbols(model):
+    for name, keys in parameter_symbols(model) + central_symbols(model):
         field, index = keys[0]
         base = re.sub(r"[^0-9A-Za-z_]", "_", name)
         base = base if not base[0].isdigit() else f"p_{base}"
@@ -285,6 +294,40 @@ def runtime_parameters(model: Model) -> list[Parameter]:
         value = float(np.ravel(getattr(values, field))[index])
         out.append(Parameter(c_name, name, unit, value, tuple(keys)))
     return out
+
+
+def refusal(model: Model) -> str | None:
+    """Why :func:`to_c` cannot write ``model``, naming the loops or joints at fault and
+    what is missing, or None.
+
+    The C is the compiled engine's traced equations (:func:`kanedyn.compiled.supports`
+    says which models it traces) and an RK4 step. Closed loops are refused here even
+    where the engine traces them: their step also needs the projection onto the
+    constraints (:func:`kanedyn.dynamics.loops.project`) after each step, which
+    ``prefix_step`` does not have."""
+    if model.loops:
+        names = ", ".join(repr(loop.name) for loop in model.loops)
+        return (
+            f"the model has closed loops ({names}): the C export writes tree models only "
+            "(the loops' reduced equations and the projection onto the constraints after "
+            "each step are not in the C yet); the dense engine runs it (kd.simulate)"
+        )
+    why = supports(model)
+    if why is None:
+        return None
+    lay, pa = model.layout, params_of(model)
+    spherical = {int(r) for r in np.ravel(lay.quat_u)}
+    sprung = [j.name for j, idx in zip(model.joints, lay.u_index, strict=True)
+              if any(int(r) in spherical and (pa.stiffness[r] != 0.0 or np.any(pa.stiffness_poly[r]))
+                     for r in idx)]  # fmt: skip
+    geared = [j.name for j in model.joints if j.rotor is not None]
+    if "geared rotor" in why:
+        return (f"{why}: joints {', '.join(map(repr, geared))}; the C follows once the "
+                "compiled engine traces the rotors' terms")  # fmt: skip
+    if "spherical joint has a spring" in why:
+        return (f"{why}: joints {', '.join(map(repr, sprung))}; give them no stiffness "
+                "(a damper is compiled) or use the dense engine")  # fmt: skip
+    return why
 
 
 def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
@@ -324,9 +367,9 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
         raise ModelError(f"to_c: prefix must be a C identifier, got {prefix!r}")
     if parameters not in PARAMETERS:
         raise ModelError(f"to_c: parameters must be 'folded' or 'runtime', got {parameters!r}")
-    why = supports(model)
+    why = refusal(model)
     if why is not None:
-        raise ModelError(f"to_c: cannot compile this model: {why}")
+        raise ModelError(f"to_c: cannot write C for this model: {why}")
     runtime = parameters == "runtime"
     params = runtime_parameters(model) if runtime else []
     symbols = [list(par.keys) for par in params]
@@ -424,8 +467,8 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
         )
         params_h = f"""
 /* The model's parameters (masses, inertias about the mass centres in body axes, mass
- * centres, embedded momenta, joint points, springs and dampers per speed, gravity in N),
- * read at run time; prefix_default_params holds the model's values. An off-diagonal
+ * centres, embedded momenta, joint points, springs and dampers per speed, gravity in N,
+ * a central field's mu, J2, radius and centre in N), read at run time; prefix_default_params holds the model's values. An off-diagonal
  * inertia entry sets both mirrored entries of the tensor. */
 typedef struct {{
 {fields}

@@ -35,6 +35,7 @@ from kanedyn.model import Model
 from kanedyn.model.plan import Params
 
 __all__ = [
+    "central_symbols",
     "derivative_kernel",
     "jacobian",
     "parameter_kernel",
@@ -208,6 +209,18 @@ def parameter_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
                     out.append((f"{joint.name}.{field}{c}", [(field, int(r))]))
     out += [(f"gravity.{_AXES[c]}", [("gravity", c)]) for c in range(3)]
     return out
+
+
+def central_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
+    """A central field's parameters (:class:`kanedyn.CentralGravity`), in the form of
+    :func:`parameter_symbols`: ``gravity.mu``, ``gravity.J2``, ``gravity.radius``,
+    ``gravity.center.x`` ... (N); none when gravity is uniform."""
+    if model.central_gravity is None:
+        return []
+    out: list[tuple[str, list[tuple[str, int]]]] = [
+        (f"gravity.{field}", [(field, 0)]) for field in ("mu", "J2", "radius")
+    ]
+    return out + [(f"gravity.center.{_AXES[c]}", [("center", c)]) for c in range(3)]
 
 
 def parameter_kernel(model: Model, locked: frozenset[int],
