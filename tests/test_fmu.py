@@ -145,14 +145,15 @@ def test_to_fmu_rejects_bad_input(tmp_path):
 def test_cli_export_fmu(tmp_path, capsys):
     from fmpy.validation import validate_fmu
 
-    out = tmp_path / "explorer.fmu"
-    assert main(["export-fmu", str(kd.examples.path("SC_TumbleSat.txt")), str(out),
+    out = tmp_path / "panel.fmu"
+    assert main(["export-fmu", str(kd.examples.path("panel.toml")), str(out),
                  "--step", "0.05"]) == 0  # fmt: skip
     assert validate_fmu(str(out)) == []
     md = fmpy.read_model_description(str(out))
-    assert md.coSimulation.modelIdentifier == "explorer"
+    assert md.coSimulation.modelIdentifier == "panel"
     assert md.defaultExperiment.stepSize == "0.05"
-    assert "explorer.fmu" in capsys.readouterr().out
+    assert {"load.panel.force.x", "hinge.stiffness0"} <= {v.name for v in md.modelVariables}
+    assert "panel.fmu" in capsys.readouterr().out
     assert main(["export-fmu", str(tmp_path / "missing.txt"), str(out)]) != 0
     err = capsys.readouterr().err
     assert "missing.txt" in err and "Traceback" not in err
