@@ -84,7 +84,7 @@ def _array(value: Any, field: str, fail: Fail) -> np.ndarray:
         raise fail(field, "expected numbers in a regular (rectangular) array") from None
     if not np.all(np.isfinite(array)):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
-        raise fail(field, f"expected finite numbers, got {array[bad]} at index {list(bad)}")
+        raise fail(field, f"expected finite numbers, got {float(array[bad])} at index {list(bad)}")
     return array
 
 
@@ -102,7 +102,8 @@ def _symmetric(a: np.ndarray, field: str, fail: Fail, what: str = "") -> None:
         i, j = np.unravel_index(int(np.argmax(np.abs(a - a.T))), a.shape)
         raise fail(
             field,
-            f"{what}not symmetric: [{i}][{j}] = {a[i, j]!r} but [{j}][{i}] = {a[j, i]!r}",
+            f"{what}not symmetric: [{i}][{j}] = {float(a[i, j])!r} but "
+            f"[{j}][{i}] = {float(a[j, i])!r}",
         )
 
 
@@ -198,7 +199,8 @@ def check_modal_fields(table: Mapping[str, Any], fail: Fail) -> dict[str, Any]:
             raise fail(
                 "N",
                 f"N[i][j][p][q] = ∫ Ψ_ip Ψ_jq dm must equal N[j][i][q][p]: N[{i}][{j}][{p}][{q}] "
-                f"= {out['N'][i, j, p, q]!r} but N[{j}][{i}][{q}][{p}] = {out['N'][j, i, q, p]!r}",
+                f"= {float(out['N'][i, j, p, q])!r} but N[{j}][{i}][{q}][{p}] = "
+                f"{float(out['N'][j, i, q, p])!r}",
             )
     if "geometric" in out:
         for k in range(12):
@@ -218,7 +220,9 @@ def check_modal_fields(table: Mapping[str, Any], fail: Fail) -> dict[str, Any]:
                 a = _array(table[key], key, fail)
                 if a.size == 0 and nn == 0:
                     a = a.reshape(0, 3, n)
-                _shape(a, (nn, 3, n), key, fail, f"{nn} nodes, from node_positions; 3 axes; {n} modes")
+                _shape(
+                    a, (nn, 3, n), key, fail, f"{nn} nodes, from node_positions; 3 axes; {n} modes"
+                )
             else:
                 a = np.zeros((nn, 3, n))
             out[key] = a
@@ -278,7 +282,8 @@ def flexible_body(body: Body, fields: Mapping[str, Any]) -> Body | None:
     """
     if "modes" not in attrs.fields_dict(Body):
         return None
-    return attrs.evolve(body, modes=modes_class()(**fields))
+    changes: dict[str, Any] = {"modes": modes_class()(**fields)}
+    return attrs.evolve(body, **changes)
 
 
 def flexible_joint(joint: Joint, inner_node: str | None, outer_node: str | None) -> Joint | None:
@@ -287,5 +292,7 @@ def flexible_joint(joint: Joint, inner_node: str | None, outer_node: str | None)
     names = attrs.fields_dict(Joint)
     if "inner_node" not in names or "outer_node" not in names:
         return None
-    changes = {k: v for k, v in (("inner_node", inner_node), ("outer_node", outer_node)) if v}
+    changes: dict[str, Any] = {
+        k: v for k, v in (("inner_node", inner_node), ("outer_node", outer_node)) if v
+    }
     return attrs.evolve(joint, **changes)

@@ -673,7 +673,9 @@ def _body_modes(t: _Table) -> dict[str, Any]:
     return _modal_table(t.src, t.path("modes"), value)
 
 
-def _modal_table(src: _Source, where: tuple[str | int, ...], table: dict[str, Any]) -> dict[str, Any]:
+def _modal_table(
+    src: _Source, where: tuple[str | int, ...], table: dict[str, Any]
+) -> dict[str, Any]:
     def fail(field: str, message: str) -> FileFormatError:
         return src.error((*where, field), message)
 
