@@ -11,7 +11,13 @@ modal-data files of flexible bodies.
 
 from kanedyn.io.detect import detect_format, read_model
 from kanedyn.io.dispersions import read_dispersions
-from kanedyn.io.fortytwo import FortyTwoCase, UnsupportedFeatureWarning, read_42, read_42_case
+from kanedyn.io.fortytwo import (
+    FortyTwoCase,
+    FortyTwoFlex,
+    UnsupportedFeatureWarning,
+    read_42,
+    read_42_case,
+)
 from kanedyn.io.mjcf import read_mjcf
 from kanedyn.io.modes import parse_modes, read_modes, write_modes
 from kanedyn.io.toml import Case, read_toml, read_toml_case, write_toml
@@ -20,6 +26,7 @@ from kanedyn.io.urdf import read_urdf, rpy_to_dcm
 __all__ = [
     "Case",
     "FortyTwoCase",
+    "FortyTwoFlex",
     "UnsupportedFeatureWarning",
     "detect_format",
     "parse_modes",

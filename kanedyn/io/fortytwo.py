@@ -37,14 +37,29 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   at the body origin, 42's node 0) driven by a throttle command
   (:func:`kanedyn.thruster_loads`).
 * Locked joint DOF become :class:`~kanedyn.Lock` events at t = 0.
+* With "Flex Active", a body's flex file (42's ``InitFlexModes``, refs/notes/42-kane-msd.md
+  §13) gives its modal data, the arguments of ``kd.Modes``
+  (:mod:`kanedyn.io.modal_fields`): ``mass`` = Mf, ``stiffness`` = Kf, ``damping`` =
+  Cf, ``P`` = Pf, ``H`` = Hf, ``L``, ``N`` (the sparse elements, 0-based indices as in
+  the file), and one node per joint of the body (``"G<k>"``, at the joint's position on
+  this body, with the joint node mode shapes PSI and THETA), then the analysis nodes of
+  its node file (``"node<i>"``; one at the mass centre without one, as 42's
+  ``InitNodes``). ``REFPT_CM`` sets Pf and Hf to zero, as 42 does. The initial modal
+  states (x, u) are ``case.flex[body].amplitudes`` and ``.rates``
+  (:class:`FortyTwoFlex`). 42 leaves out the terms built from L and N without "Include
+  2nd Order Flex Terms"; kanedyn keeps them (a warning says so). The body becomes
+  ``Body(..., modes=Modes(**fields))`` and a joint on it attaches at its joint node
+  (:func:`kanedyn.io.modal_fields.flexible_body`, ``flexible_joint``); where this
+  kanedyn has no flexible bodies, the body stays rigid with a warning.
 
 Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
-``case.events``, to pass to :func:`kanedyn.simulate` as loads and events).
+``case.events``, to pass to :func:`kanedyn.simulate` as loads and events), and the flex
+files as read (``case.flex``).
 
 What kanedyn does not model is reported with :class:`UnsupportedFeatureWarning`, never
 dropped silently: the orbit (other than ``FIXED``), flight software other than
-``PASSIVE_FSW``, flexible bodies, node files, shakers, magnetic dipoles, actuated
+``PASSIVE_FSW``, unread flex files, rigid bodies' node files, shakers, magnetic dipoles, actuated
 joints, wheel drag and jitter, wheel and thruster nodes other than 0, magnetic torquers
 (no magnetic field model) and sensors. ``NONE`` file names and
 zero counts do not warn. Graphics-only fields (label, sprite, geometry files) and the

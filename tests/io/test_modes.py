@@ -528,3 +528,14 @@ def test_42_missing_and_truncated_files(tmp_path):
         match=r"Flex_Hub.txt: the file ends after line 30; expected 'Hf: Mode 0, \[x y z\]'",
     ):
         read_flex(sc)
+
+
+def test_schema_document_modal_example_reads(tmp_path):
+    """The modal-data example in docs/toml-schema.md: 1 Hz and 10 Hz, as its comment says."""
+    text = (Path(__file__).parents[2] / "docs" / "toml-schema.md").read_text()
+    start = text.index("```toml\n", text.index("## Modal-data files")) + len("```toml\n")
+    path = _write(tmp_path / "array.toml", text[start : text.index("```", start)])
+    f = parse_modes(path)
+    w = np.sqrt(np.diag(f["stiffness"]) / np.diag(f["mass"]))
+    np.testing.assert_allclose(w / (2 * np.pi), [1.0, 10.0], rtol=1e-4)
+    assert f["node_names"] == ("tip",) and f["damping_ratio"] == 0.005
