@@ -643,7 +643,11 @@ def _read_flex_bodies(
         joint_nodes = [
             (j.name, j.inner_point if j.inner == name else j.outer_point, k) for k, j in mine
         ]
-        record, lines = _read_flex(flex_path, name, i, joints[1:], joint_nodes, analysis)
+        read = _read_flex(flex_path, name, i, joints[1:], joint_nodes, analysis)
+        if read is None:
+            note(f.flex_line, f"body {name}: flex file {f.flex} has no modes: the body is rigid")
+            continue
+        record, lines = read
         fields = record.fields
         if opts.refpt_cm and (np.any(fields["P"]) or np.any(fields["H"])):
             note(
@@ -738,18 +742,21 @@ def _read_flex(
     joints: list[Joint],
     joint_nodes: list[tuple[str, np.ndarray, int]],
     analysis: list[tuple[str, np.ndarray]],
-) -> tuple[FortyTwoFlex, dict[str, _Line]]:
+) -> tuple[FortyTwoFlex, dict[str, _Line]] | None:
     """A 42 flex file, section by section as 42's ``InitFlexModes`` reads it.
 
     Also reads the older layout with an "Analysis Node Locations" section after the
     initial modal states (``ID x y z`` lines), whose nodes then replace the node file's.
-    Returns the record and the line of each field's section (for later errors).
+    Returns the record and the line of each field's section (for later errors), or None
+    for a file with 0 modes (42 keeps that body rigid).
     """
     F = _Lines(path, os.fspath(path))
     F.skip(2)  # title, description
     nf, nf_line = F.integer("Number of Flex Modes")
-    if nf < 1:
-        raise F.error(nf_line, f"body {body}: expected at least 1 flex mode, got {nf}")
+    if nf < 0:
+        raise F.error(nf_line, f"body {body}: expected a non-negative number of modes, got {nf}")
+    if nf == 0:
+        return None
     _banner(F, "Initial Modal States x, u")
     eta, xi = np.zeros(nf), np.zeros(nf)
     for m in range(nf):

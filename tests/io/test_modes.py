@@ -451,6 +451,15 @@ def test_42_refpt_joint_keeps_Pf_and_Hf(tmp_path):
     assert not any("Pf and Hf" in n for n in notes)
 
 
+def test_42_flex_file_without_modes_keeps_the_body_rigid(tmp_path):
+    case, notes = read_flex(
+        hub_copy(tmp_path, replace_line(HUB_FLEX, 3, "0  ! Number of Flex Modes"))
+    )
+    assert case.flex == {}
+    assert any("line 38: body B0: flex file Flex_Hub.txt has no modes: the body is rigid" in n
+               for n in notes)  # fmt: skip
+
+
 def test_42_flex_inactive_keeps_the_body_rigid(tmp_path):
     sc = flex_copy(tmp_path, lambda lines: lines.__setitem__(20, "FALSE  ! Flex Active"))
     case, notes = read_flex(sc)
@@ -470,7 +479,7 @@ def replace_line(text: str, n: int, new: str) -> str:
     ("n", "new", "expected"),
     [
         (3, "one    ! Number of Flex Modes", "line 3: expected 'Number of Flex Modes' as an integer"),
-        (3, "0      ! Number of Flex Modes", "line 3: body B0: expected at least 1 flex mode, got 0"),
+        (3, "-1     ! Number of Flex Modes", "line 3: body B0: expected a non-negative number of modes, got -1"),
         (5, "0.002  ! Mode 0 x, u", "line 5: expected 'Mode 0 x, u' as 2 numbers"),
         (9, "  1  2  1  0.3", "line 9: joint node PSI: flex mode 1 is out of range 0..0"),
         (9, "  0  4  1  0.3", "line 9: joint node PSI: joint 4 is out of range 0..3"),
