@@ -5,6 +5,10 @@ The oracles: the arrays written (round trips), the numbers typed into the files 
 (hand-written TOML), and for 42's demo flex file (``InOut/Flex_Simple.txt`` of the 42
 repository) the file's own text: its elements, and the frequencies (1 Hz, 10 Hz) and
 damping ratio (0.1 %) its comments state.
+
+``data/Flex_Simple.txt`` and ``data/Nodes_Simple.txt`` are copied unchanged from 42's
+``InOut/`` folder, ``data/Flex_Simple_NodeLocations.txt`` from its ``Standalone/Flex_Simple.txt``
+(the older layout with "Analysis Node Locations"); NASA 42, NASA Open Source Agreement 1.3.
 """
 
 from __future__ import annotations
