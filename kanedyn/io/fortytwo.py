@@ -37,14 +37,29 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   at the body origin, 42's node 0) driven by a throttle command
   (:func:`kanedyn.thruster_loads`).
 * Locked joint DOF become :class:`~kanedyn.Lock` events at t = 0.
+* With "Flex Active", a body's flex file (42's ``InitFlexModes``, refs/notes/42-kane-msd.md
+  §13) gives its modal data, the arguments of ``kd.Modes``
+  (:mod:`kanedyn.io.modal_fields`): ``mass`` = Mf, ``stiffness`` = Kf, ``damping`` =
+  Cf, ``P`` = Pf, ``H`` = Hf, ``L``, ``N`` (the sparse elements, 0-based indices as in
+  the file), and one node per joint of the body (``"G<k>"``, at the joint's position on
+  this body, with the joint node mode shapes PSI and THETA), then the analysis nodes of
+  its node file (``"node<i>"``; one at the mass centre without one, as 42's
+  ``InitNodes``). ``REFPT_CM`` sets Pf and Hf to zero, as 42 does. The initial modal
+  states (x, u) are ``case.flex[body].amplitudes`` and ``.rates``
+  (:class:`FortyTwoFlex`). 42 leaves out the terms built from L and N without "Include
+  2nd Order Flex Terms"; kanedyn keeps them (a warning says so). The body becomes
+  ``Body(..., modes=Modes(**fields))`` and a joint on it attaches at its joint node
+  (:func:`kanedyn.io.modal_fields.flexible_body`, ``flexible_joint``); where this
+  kanedyn has no flexible bodies, the body stays rigid with a warning.
 
 Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
-``case.events``, to pass to :func:`kanedyn.simulate` as loads and events).
+``case.events``, to pass to :func:`kanedyn.simulate` as loads and events), and the flex
+files as read (``case.flex``).
 
 What kanedyn does not model is reported with :class:`UnsupportedFeatureWarning`, never
 dropped silently: the orbit (other than ``FIXED``), flight software other than
-``PASSIVE_FSW``, flexible bodies, node files, shakers, magnetic dipoles, actuated
+``PASSIVE_FSW``, unread flex files, rigid bodies' node files, shakers, magnetic dipoles, actuated
 joints, wheel drag and jitter, wheel and thruster nodes other than 0, magnetic torquers
 (no magnetic field model) and sensors. ``NONE`` file names and
 zero counts do not warn. Graphics-only fields (label, sprite, geometry files) and the
@@ -59,19 +74,21 @@ import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import attrs
 import numpy as np
 
 from kanedyn.dynamics.kinematics import kinematics
 from kanedyn.errors import FileFormatError, ModelError
+from kanedyn.io.modal_fields import check_modal_fields, flexible_body, flexible_joint
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.simulation.control import ReactionWheel, Thruster
 from kanedyn.simulation.events import Lock
 from kanedyn.spatial.inertia import inertia_tensor, validate_inertia
 from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, parse_sequence
 
-__all__ = ["FortyTwoCase", "UnsupportedFeatureWarning", "read_42", "read_42_case"]
+__all__ = ["FortyTwoCase", "FortyTwoFlex", "UnsupportedFeatureWarning", "read_42", "read_42_case"]
 
 
 class UnsupportedFeatureWarning(UserWarning):
@@ -191,7 +208,8 @@ class FortyTwoCase:
     ``model`` and ``state`` (wheels included), ``wheels`` (:class:`~kanedyn.ReactionWheel`,
     for :func:`kanedyn.wheel_loads`), ``thrusters`` (:class:`~kanedyn.Thruster`, for
     :func:`kanedyn.thruster_loads`) and ``events`` (a :class:`~kanedyn.Lock` at t = 0 for
-    every locked DOF, for ``kanedyn.simulate(..., events=case.events)``).
+    every locked DOF, for ``kanedyn.simulate(..., events=case.events)``) and ``flex``
+    (the modal data of each body whose flex file is read, :class:`FortyTwoFlex`).
     """
 
     model: Model
@@ -199,6 +217,8 @@ class FortyTwoCase:
     wheels: tuple[ReactionWheel, ...]
     thrusters: tuple[Thruster, ...]
     events: tuple[Lock, ...]
+    #: the flex file of each flexible body, by body name (:class:`FortyTwoFlex`)
+    flex: dict[str, FortyTwoFlex] = attrs.field(factory=dict)
 
 
 def read_42_case(path: str | os.PathLike[str]) -> FortyTwoCase:
@@ -327,10 +347,8 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
             "REFPT_JOINT: kanedyn always uses the true mass centres (rigid 42 models with "
             "REFPT_JOINT behave as if each mass centre were at its body origin)",
         )
-    flex, line = _flag(L, "Flex Active")
-    if flex:
-        note(line, "flexible-body dynamics (Flex Active) are not modelled; bodies are rigid")
-    L.words("Include 2nd Order Flex Terms", 1, ("TRUE", "FALSE"))
+    flex_active, _ = _flag(L, "Flex Active")
+    second_order, second_line = _flag(L, "Include 2nd Order Flex Terms")
     (shaker,), line = L.words("Shaker File Name")
     if not _is_none(shaker):
         note(line, f"shaker file {shaker} is not used")
@@ -340,7 +358,8 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     nb, nb_line = L.integer("Number of Bodies")
     if nb < 1:
         raise L.error(nb_line, f"expected at least 1 body, got {nb}")
-    bodies = [_read_body(L, i, note, notes) for i in range(nb)]
+    read = [_read_body(L, i, note, notes) for i in range(nb)]
+    bodies, files = [b for b, _ in read], tuple(f for _, f in read)
     # -- joints -------------------------------------------------------------------------
     L.skip(4)
     joints = [Joint.free("root", outer="B0", outer_point=bodies[0].com)]
@@ -352,6 +371,9 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
         joints.append(joint)
         initial.append((joint.name, init, init_line))
         events += [Lock(0.0, joint.name, dof) for dof in locked]
+    # -- flexible bodies: their flex and node files (42's InitFlexModes, InitNodes) ------
+    flex_opts = _FlexOptions(flex_active, refpt.upper() == "REFPT_CM", second_order, second_line)
+    bodies, flex = _read_flex_bodies(L, path.parent, bodies, joints, files, flex_opts, note)
     # -- after the joints: wheels, MTBs, thrusters, then sensors ------------------------
     wheels, h0 = _read_wheels(L, nb, note)
     if _section(L, "MTB Parameters"):
@@ -389,7 +411,7 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
             state = model.set_joint(
                 state, f"{w.name}_spin", rates=[h / w.inertia - float(w.axis @ w_host)]
             )
-    return FortyTwoCase(model, state, tuple(wheels), tuple(thrusters), tuple(events))
+    return FortyTwoCase(model, state, tuple(wheels), tuple(thrusters), tuple(events), flex=flex)
 
 
 def _section(L: _Lines, title: str) -> bool:
@@ -502,7 +524,9 @@ def _read_thrusters(L: _Lines, nb: int, note: _Note) -> list[Thruster]:
     return thrusters
 
 
-def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warning]]]) -> Body:
+def _read_body(
+    L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warning]]]
+) -> tuple[Body, _BodyFiles]:
     name = f"B{i}"
     L.skip()
     mass, mass_line = L.number("Mass")
@@ -516,12 +540,9 @@ def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warni
     if np.any(dipole):
         note(line, f"body {name}: the magnetic dipole is not modelled (no magnetic field)")
     L.words("Geometry Input File Name")
-    (node_file,), line = L.words("Node File Name")
-    if not _is_none(node_file):
-        note(line, f"body {name}: node file {node_file} is not used (kanedyn has no nodes)")
-    (flex_file,), line = L.words("Flex File Name")
-    if not _is_none(flex_file):
-        note(line, f"body {name}: flex file {flex_file} is not used; the body is rigid")
+    (node_file,), node_line = L.words("Node File Name")
+    (flex_file,), flex_line = L.words("Flex File Name")
+    files = _BodyFiles(node_file, node_line, flex_file, flex_line)
     inertia = inertia_tensor(*moments, *products)
     try:
         validate_inertia(inertia, name=f"body {name}", check_triangle=False)
@@ -534,7 +555,7 @@ def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warni
         notes.append((f"{L.name} line {I_line.number}: {exc}; kept, as 42 accepts it", UserWarning))
         triangle = False
     try:
-        return Body(
+        body = Body(
             name, mass=mass, inertia=inertia, com=com, embedded_momentum=h_emb,
             check_triangle=triangle,
         )  # fmt: skip
@@ -546,6 +567,281 @@ def _read_body(L: _Lines, i: int, note: _Note, notes: list[tuple[str, type[Warni
             I_line,
         )  # fmt: skip
         raise L.error(line, message) from None
+    return body, files
+
+
+class _BodyFiles(NamedTuple):
+    node: str
+    node_line: _Line
+    flex: str
+    flex_line: _Line
+
+
+class _FlexOptions(NamedTuple):
+    active: bool  # Flex Active
+    refpt_cm: bool  # REFPT_CM: 42 zeroes Pf and Hf
+    second_order: bool  # Include 2nd Order Flex Terms
+    second_line: _Line
+
+
+@attrs.frozen(eq=False)
+class FortyTwoFlex:
+    """A body's 42 flex file (``Flex File Name``), as :func:`read_42_case` reads it.
+
+    ``fields`` are the arguments of ``kd.Modes`` (:mod:`kanedyn.io.modal_fields`):
+    ``mass`` (42's Mf), ``stiffness`` (Kf), ``damping`` (Cf), ``P`` (Pf), ``H`` (Hf),
+    ``L``, ``N``, and the nodes: first one per joint of the body, named after the joint
+    (``"G<k>"``, at the joint's position on this body, with the joint node mode shapes),
+    then the analysis nodes of the body's node file (``"node<i>"``, 42's node ``i``; one
+    node at the mass centre without a node file). ``amplitudes`` and ``rates`` are the
+    initial modal states (42's ``x`` and ``u``: η and ξ = η̇).
+    """
+
+    file: str
+    fields: dict[str, Any]
+    amplitudes: np.ndarray
+    rates: np.ndarray
+
+
+def _read_flex_bodies(
+    L: _Lines,
+    folder: Path,
+    bodies: list[Body],
+    joints: list[Joint],
+    files: tuple[_BodyFiles, ...],
+    opts: _FlexOptions,
+    note: _Note,
+) -> tuple[list[Body], dict[str, FortyTwoFlex]]:
+    """Read the flex files of a spacecraft (when Flex Active) and make those bodies
+    flexible; ``joints`` (``[root, G0, G1, ...]``) is updated in place to attach at the
+    joint nodes of flexible bodies."""
+    flex: dict[str, FortyTwoFlex] = {}
+    for i, (body, f) in enumerate(zip(bodies, files, strict=True)):
+        name = body.name
+        if _is_none(f.flex) or not opts.active:
+            if not _is_none(f.flex):
+                note(
+                    f.flex_line,
+                    f"body {name}: flex file {f.flex} is not read: Flex Active is FALSE, "
+                    "so the body is rigid (as in 42)",
+                )
+            if not _is_none(f.node):
+                note(
+                    f.node_line,
+                    f"body {name}: node file {f.node} is not used "
+                    "(kanedyn uses nodes on flexible bodies only)",
+                )
+            continue
+        flex_path = folder / f.flex
+        if not flex_path.is_file():
+            raise L.error(f.flex_line, f"body {name}: flex file {os.fspath(flex_path)!r} not found")
+        if _is_none(f.node):
+            analysis = [("node0", body.com)]  # 42's InitNodes: one node at the mass centre
+        else:
+            analysis = _read_nodes(folder / f.node, L, f.node_line)
+        mine = [(k, j) for k, j in enumerate(joints[1:]) if name in (j.inner, j.outer)]
+        joint_nodes = [
+            (j.name, j.inner_point if j.inner == name else j.outer_point, k) for k, j in mine
+        ]
+        read = _read_flex(flex_path, name, i, joints[1:], joint_nodes, analysis)
+        if read is None:
+            note(f.flex_line, f"body {name}: flex file {f.flex} has no modes: the body is rigid")
+            continue
+        record, lines = read
+        fields = record.fields
+        if opts.refpt_cm and (np.any(fields["P"]) or np.any(fields["H"])):
+            note(
+                lines["P"],
+                f"body {name}: REFPT_CM: Pf and Hf are set to zero, as 42 does",
+            )
+        if opts.refpt_cm:
+            fields["P"] = np.zeros_like(fields["P"])
+            fields["H"] = np.zeros_like(fields["H"])
+        if not opts.second_order and (np.any(fields["L"]) or np.any(fields["N"])):
+            note(
+                opts.second_line,
+                f"body {name}: Include 2nd Order Flex Terms is FALSE: 42 leaves out the "
+                "terms built from L and N; kanedyn keeps them (zero L and N in the flex "
+                "file to leave them out)",
+            )
+        flex[name] = record
+        try:
+            flexible = flexible_body(body, fields)  # merge point: Body(..., modes=Modes(...))
+        except ModelError as exc:
+            raise L.error(f.flex_line, f"body {name}: flex file {f.flex}: {exc}") from None
+        if flexible is None:
+            note(
+                f.flex_line,
+                f"body {name}: flex file {f.flex} read ({fields['mass'].shape[0]} modes, in "
+                f"case.flex[{name!r}]), but flexible-body dynamics are not modelled in this "
+                "version: the body is rigid",
+            )
+            continue
+        bodies[i] = flexible
+        for k, j in mine:
+            attached = flexible_joint(
+                j, j.name if j.inner == name else None, j.name if j.outer == name else None
+            )
+            if attached is not None:
+                joints[k + 1] = attached
+    return bodies, flex
+
+
+def _read_nodes(path: Path, sc: _Lines, line: _Line) -> list[tuple[str, np.ndarray]]:
+    """A 42 node file (42's ``InitNodes``): 2 header lines, the number of nodes, a
+    banner, then one ``x y z "comment"`` line per node (body axes, from the origin, m)."""
+    if not path.is_file():
+        raise sc.error(line, f"node file {os.fspath(path)!r} not found")
+    F = _Lines(path, os.fspath(path))
+    F.skip(2)
+    count, count_line = F.integer("Number of Nodes")
+    if count < 0:
+        raise F.error(count_line, f"expected a non-negative number of nodes, got {count}")
+    F.skip()
+    return [(f"node{n}", F.numbers(f"Node {n} location, m", 3)[0]) for n in range(count)]
+
+
+def _banner(F: _Lines, title: str) -> _Line:
+    """A section banner line (its text is not checked, as in 42, unless it is data)."""
+    line = F.line(title)
+    if line.tokens and _NUMBER.fullmatch(line.tokens[0]):
+        raise F.expected(line, title, "a section banner (a line of *), not numbers")
+    return line
+
+
+def _sparse(F: _Lines, label: str, nidx: int) -> tuple[list[tuple[list[int], float, _Line]], _Line]:
+    """A count of non-zero elements, then that many ``i j ... value`` lines."""
+    count, count_line = F.integer(f"{label}: Number of non-zero elements")
+    if count < 0:
+        raise F.error(count_line, f"{label}: expected a non-negative count, got {count}")
+    entries = []
+    for _ in range(count):
+        line = F.line(f"{label}: {nidx} indices and a value")
+        toks = line.tokens[: nidx + 1]
+        if len(toks) < nidx + 1 or not (
+            all(_INTEGER.fullmatch(t) for t in toks[:nidx]) and _NUMBER.fullmatch(toks[nidx])
+        ):
+            raise F.expected(line, f"{label} element", f"{nidx} integer indices and a number")
+        value = float(toks[nidx])
+        if not np.isfinite(value):
+            raise F.error(line, f"{label}: {toks[nidx]!r} is too large (not a finite number)")
+        entries.append(([int(t) for t in toks[:nidx]], value, line))
+    return entries, count_line
+
+
+def _index(F: _Lines, line: _Line, label: str, what: str, value: int, size: int) -> int:
+    if not 0 <= value < size:
+        raise F.error(line, f"{label}: {what} {value} is out of range 0..{size - 1}")
+    return value
+
+
+def _read_flex(
+    path: Path,
+    body: str,
+    b: int,
+    joints: list[Joint],
+    joint_nodes: list[tuple[str, np.ndarray, int]],
+    analysis: list[tuple[str, np.ndarray]],
+) -> tuple[FortyTwoFlex, dict[str, _Line]] | None:
+    """A 42 flex file, section by section as 42's ``InitFlexModes`` reads it.
+
+    Also reads the older layout with an "Analysis Node Locations" section after the
+    initial modal states (``ID x y z`` lines), whose nodes then replace the node file's.
+    Returns the record and the line of each field's section (for later errors), or None
+    for a file with 0 modes (42 keeps that body rigid).
+    """
+    F = _Lines(path, os.fspath(path))
+    F.skip(2)  # title, description
+    nf, nf_line = F.integer("Number of Flex Modes")
+    if nf < 0:
+        raise F.error(nf_line, f"body {body}: expected a non-negative number of modes, got {nf}")
+    if nf == 0:
+        return None
+    _banner(F, "Initial Modal States x, u")
+    eta, xi = np.zeros(nf), np.zeros(nf)
+    for m in range(nf):
+        (eta[m], xi[m]), _ = F.numbers(f"Mode {m} x, u", 2)
+    if _section(F, "Analysis Node Locations"):
+        count, count_line = F.integer("Number of Analysis Nodes")
+        if count < 0:
+            raise F.error(count_line, f"expected a non-negative number of nodes, got {count}")
+        analysis = []
+        for n in range(count):
+            line = F.line(f"Node {n}: Node ID, location, m")
+            toks = line.tokens[:4]
+            if len(toks) < 4 or not all(_NUMBER.fullmatch(t) for t in toks[1:]):
+                raise F.expected(line, "Node ID, location, m", "an ID and 3 numbers")
+            analysis.append((toks[0], np.array([float(t) for t in toks[1:]])))
+    nodes = [(n, np.asarray(p, dtype=float)) for n, p, _ in joint_nodes] + analysis
+    if len({n for n, _ in nodes}) != len(nodes):
+        raise F.error(nf_line, f"body {body}: node names repeat: {[n for n, _ in nodes]}")
+    slot = {k: s for s, (_, _, k) in enumerate(joint_nodes)}
+    shapes = {"Psi": np.zeros((len(nodes), 3, nf)), "Theta": np.zeros((len(nodes), 3, nf))}
+    lines: dict[str, _Line] = {}
+    for kind, first in (("joint", 0), ("analysis", len(joint_nodes))):
+        _banner(F, f"{kind.title()} Node Mode Shapes")
+        for key, symbol in (("Psi", "PSI"), ("Theta", "THETA")):
+            label = f"{kind} node {symbol}"
+            lines.setdefault(key, _banner(F, f"Non-zero {symbol} Elements"))
+            entries, _ = _sparse(F, label, 3)
+            for (m, node, axis), value, line in entries:
+                _index(F, line, label, "flex mode", m, nf)
+                _index(F, line, label, "axis", axis, 3)
+                if kind == "joint":
+                    _index(F, line, label, "joint", node, len(joints))
+                    if node not in slot:
+                        j = joints[node]
+                        raise F.error(
+                            line,
+                            f"{label}: body {body} is not connected to joint {j.name} "
+                            f"({j.inner} to {j.outer})",
+                        )
+                    shapes[key][first + slot[node], axis, m] = value
+                else:
+                    _index(F, line, label, "node", node, len(analysis))
+                    shapes[key][first + node, axis, m] = value
+    matrices = {}
+    for key, title in (("mass", "Mass"), ("stiffness", "Stiffness"), ("damping", "Damping")):
+        lines[key] = _banner(F, f"Non-zero {title} Matrix Elements")
+        a = np.zeros((nf, nf))
+        entries, _ = _sparse(F, f"{title.lower()} matrix", 2)
+        for (row, col), value, line in entries:
+            _index(F, line, f"{title.lower()} matrix", "row", row, nf)
+            _index(F, line, f"{title.lower()} matrix", "column", col, nf)
+            a[row, col] = value
+        matrices[key] = a
+    for key, title in (("P", "Linear Momentum Modal Integral, Pf"),
+                       ("H", "Angular Momentum Modal Integral, Hf")):  # fmt: skip
+        lines[key] = _banner(F, title)
+        a = np.zeros((3, nf))
+        for m in range(nf):
+            a[:, m], _ = F.numbers(f"{key}f: Mode {m}, [x y z]", 3)
+        matrices[key] = a
+    lines["L"] = _banner(F, "Linear Modal Integral, L, 3 x 3 x Nf")
+    L3 = np.zeros((3, 3, nf))
+    entries, _ = _sparse(F, "L", 3)
+    for (i1, i2, m), value, line in entries:
+        for what, v, size in (("i", i1, 3), ("j", i2, 3), ("mode", m, nf)):
+            _index(F, line, "L", what, v, size)
+        L3[i1, i2, m] = value
+    lines["N"] = _banner(F, "Angular Modal Integral, N, 3 x 3 x Nf x Nf")
+    N4 = np.zeros((3, 3, nf, nf))
+    entries, _ = _sparse(F, "N", 4)
+    for (i1, i2, m, n), value, line in entries:
+        for what, v, size in (("i", i1, 3), ("j", i2, 3), ("mode p", m, nf), ("mode q", n, nf)):
+            _index(F, line, "N", what, v, size)
+        N4[i1, i2, m, n] = value
+    table: dict[str, Any] = {**matrices, "L": L3, "N": N4}
+    table["node_positions"] = np.array([p for _, p in nodes]).reshape(len(nodes), 3)
+    table["Psi"], table["Theta"] = shapes["Psi"], shapes["Theta"]
+    table["node_names"] = [n for n, _ in nodes]
+    lines["node_positions"] = lines["node_names"] = nf_line
+
+    def fail(field: str, message: str) -> FileFormatError:
+        return F.error(lines.get(field, nf_line), f"body {body}: {field}: {message}")
+
+    fields = check_modal_fields(table, fail)
+    return FortyTwoFlex(os.fspath(path), fields, eta, xi), lines
 
 
 def _read_joint(

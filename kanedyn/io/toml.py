@@ -46,6 +46,8 @@ import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import FileFormatError, ModelError, did_you_mean
+from kanedyn.io.fortytwo import UnsupportedFeatureWarning
+from kanedyn.io.modal_fields import check_modal_fields, flexible_body, read_modal_npz
 from kanedyn.model import Body, CentralGravity, Joint, JointLimits, Loop, Model, State
 from kanedyn.model.records import LOOP_REMEDY
 from kanedyn.spatial.inertia import inertia_tensor
@@ -68,6 +70,9 @@ class Case:
     state: State
     loads: tuple[Force | Torque | JointLoad, ...] = attrs.field(default=(), converter=tuple)
     settings: dict[str, Any] = attrs.field(factory=dict)
+    #: the modal data of each flexible body (``modes`` of its ``[[bodies]]`` table), by
+    #: body name: the fields of ``kd.Modes`` (:func:`kanedyn.io.parse_modes`)
+    modes: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
 
 # =========================================================================== reading
@@ -88,6 +93,7 @@ _BODY_KEYS = (
     "embedded_momentum_N_m_s",
     "check_triangle",
     "allow_singular",
+    "modes",
 )
 _JOINT_COMMON = (
     "name",
@@ -168,6 +174,18 @@ def _key_parts(dotted: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+def _indexed(name: tuple[str, ...], counts: dict[tuple[str, ...], int]) -> tuple[str | int, ...]:
+    """A header's key path with the current index of each array of tables it goes
+    through: ``[bodies.modes]`` after the second ``[[bodies]]`` is
+    ``("bodies", 1, "modes")``."""
+    path: list[str | int] = []
+    for end in range(1, len(name) + 1):
+        path.append(name[end - 1])
+        if end < len(name) and name[:end] in counts:
+            path.append(counts[name[:end]])
+    return tuple(path)
+
+
 class _Source:
     """A TOML file's name, text and parsed data, and the 1-based line of each key.
 
@@ -186,9 +204,9 @@ class _Source:
             if m := _ARRAY_HEADER.match(line):
                 name = _key_parts(m.group(1))
                 counts[name] = counts.get(name, -1) + 1
-                table = (*name, counts[name])
+                table = (*_indexed(name[:-1], counts), name[-1], counts[name])
             elif m := _TABLE_HEADER.match(line):
-                table = _key_parts(m.group(1))
+                table = _indexed(_key_parts(m.group(1)), counts)
             elif m := _KEY_LINE.match(line):
                 self.lines.setdefault((*table, *_key_parts(m.group(1))), number)
                 continue
@@ -501,7 +519,8 @@ def read_toml_case(path: PathLike) -> Case:
     """
     src = _parse(os.fspath(path))
     top = _Table(src, (), src.data, _TOP_KEYS)
-    model = _read_model(src, top)
+    modes: dict[str, dict[str, Any]] = {}
+    model = _read_model(src, top, modes)
     state = _read_initial(src, top, model)
     if model.loops:  # close the loops, keeping the joints the file sets
         fixed = list(top.get("initial", {})) if top.has("initial") else []
@@ -511,7 +530,7 @@ def read_toml_case(path: PathLike) -> Case:
             raise FileFormatError(f"{src.fname}: initial state: {exc}") from None
     loads = _read_loads(src, top, model)
     settings = _read_settings(src, top)
-    return Case(model=model, state=state, loads=loads, settings=settings)
+    return Case(model=model, state=state, loads=loads, settings=settings, modes=modes)
 
 
 def _array_of_tables(top: _Table, key: str) -> list[Any]:
@@ -521,7 +540,7 @@ def _array_of_tables(top: _Table, key: str) -> list[Any]:
     return value
 
 
-def _read_model(src: _Source, top: _Table) -> Model:
+def _read_model(src: _Source, top: _Table, modes: dict[str, dict[str, Any]]) -> Model:
     gravity: Any = np.zeros(3)
     planar = False
     if top.has("model"):
@@ -539,7 +558,7 @@ def _read_model(src: _Source, top: _Table) -> Model:
     raw_particles = _array_of_tables(top, "particles")
     if not raw_bodies and not raw_particles:
         raise top.error("bodies", "the file defines no bodies ([[bodies]] tables)")
-    bodies = [_read_body(src, i, raw) for i, raw in enumerate(raw_bodies)]
+    bodies = [_read_body(src, i, raw, modes) for i, raw in enumerate(raw_bodies)]
     bodies += [_read_particle(src, i, raw) for i, raw in enumerate(raw_particles)]
     joints = [_read_joint(src, k, raw) for k, raw in enumerate(_array_of_tables(top, "joints"))]
     loops = [_read_loop(src, k, raw) for k, raw in enumerate(_array_of_tables(top, "loops"))]
@@ -573,7 +592,7 @@ def _name(t: _Table, key: str = "name") -> str:
     return name
 
 
-def _read_body(src: _Source, i: int, raw: Any) -> Body:
+def _read_body(src: _Source, i: int, raw: Any, modes: dict[str, dict[str, Any]]) -> Body:
     t = _Table(src, ("bodies", i), raw, _BODY_KEYS)
     name = _name(t)
     if name == "N":
@@ -610,7 +629,7 @@ def _read_body(src: _Source, i: int, raw: Any) -> Body:
     else:
         inertia = t.matrix3("inertia_tensor_kg_m2")
     try:
-        return Body(
+        body = Body(
             name,
             mass=mass,
             inertia=inertia,
@@ -621,6 +640,59 @@ def _read_body(src: _Source, i: int, raw: Any) -> Body:
         )
     except ModelError as exc:
         raise _blame(t, str(exc)) from None
+    if not t.has("modes"):
+        return body
+    fields = _body_modes(t)
+    modes[name] = fields
+    try:
+        flexible = flexible_body(body, fields)
+    except ModelError as exc:
+        raise t.error("modes", str(exc)) from None
+    if flexible is None:
+        warnings.warn(
+            f"{t.src.fname} line {t.src.line(t.path('modes'))}: body {name!r}: "
+            "flexible-body dynamics are not modelled in this version; the body is rigid "
+            "(its modal data is in case.modes)",
+            UnsupportedFeatureWarning,
+            stacklevel=4,
+        )
+        return body
+    return flexible
+
+
+def _body_modes(t: _Table) -> dict[str, Any]:
+    """A body's ``modes``: a modal-data file (relative to the model file) or a table."""
+    value = t.get("modes")
+    if isinstance(value, str):
+        path = Path(t.src.fname).parent / value
+        if not path.is_file():
+            raise t.error("modes", f"modal-data file {os.fspath(path)!r} not found")
+        return read_modal_file(path)
+    if not isinstance(value, dict):
+        raise t.error("modes", f"expected a file name or a table, got {_show(value)}")
+    return _modal_table(t.src, t.path("modes"), value)
+
+
+def _modal_table(
+    src: _Source, where: tuple[str | int, ...], table: dict[str, Any]
+) -> dict[str, Any]:
+    def fail(field: str, message: str) -> FileFormatError:
+        return src.error((*where, field), message)
+
+    return check_modal_fields(table, fail)
+
+
+def read_modal_file(path: PathLike) -> dict[str, Any]:
+    """The fields of ``kd.Modes`` in a modal-data file (docs/howto/fem-modal-data.md).
+
+    ``.npz``: named arrays; otherwise TOML, the fields as top-level keys. See
+    :func:`kanedyn.io.parse_modes`.
+    """
+    fname = os.fspath(path)
+    if fname.lower().endswith(".npz"):
+        return read_modal_npz(fname)
+    src = _parse(fname)
+    return _modal_table(src, (), src.data)
 
 
 def _read_particle(src: _Source, i: int, raw: Any) -> Body:

@@ -1,0 +1,554 @@
+"""Modal data of flexible bodies: kanedyn's modal-data files (TOML, .npz), a body's
+``modes`` in a TOML model, and 42's flex files read by the 42 importer.
+
+The oracles: the arrays written (round trips), the numbers typed into the files by hand
+(hand-written TOML), and for 42's demo flex file (``InOut/Flex_Simple.txt`` of the 42
+repository) the file's own text: its elements, and the frequencies (1 Hz, 10 Hz) and
+damping ratio (0.1 %) its comments state.
+
+``data/Flex_Simple.txt`` and ``data/Nodes_Simple.txt`` are copied unchanged from 42's
+``InOut/`` folder, ``data/Flex_Simple_NodeLocations.txt`` from its ``Standalone/Flex_Simple.txt``
+(the older layout with "Analysis Node Locations"); NASA 42, NASA Open Source Agreement 1.3.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.io import UnsupportedFeatureWarning, parse_modes, read_42_case, write_modes
+
+DATA = Path(__file__).parent / "data"
+TUMBLE = ("SC_TumbleSat.txt", "Jnt_Tumble02.txt", "Jnt_Tumble13.txt")
+HAS_MODES = importlib.util.find_spec("kanedyn.model.modes") is not None
+NO_MODES = "kd.Modes (kanedyn.model.modes, issue 29 item 1) is not in this kanedyn"
+
+
+def random_fields(rng: np.random.Generator, n: int = 3, nodes: int = 2) -> dict:
+    """Consistent modal data: the integrals of random point masses and mode shapes."""
+    masses = rng.uniform(0.5, 2.0, size=5)
+    r = rng.normal(size=(5, 3))
+    psi = rng.normal(size=(5, 3, n))  # each point's mode shapes
+    M = np.einsum("k,kip,kiq->pq", masses, psi, psi)
+    A = rng.normal(size=(n, n))
+    return {
+        "mass": M,
+        "stiffness": A @ A.T + n * np.eye(n),
+        "damping_ratio": rng.uniform(0.0, 0.05, size=n),
+        "P": np.einsum("k,kip->ip", masses, psi),
+        "H": np.einsum("k,kip->ip", masses, np.cross(r[:, :, None], psi, axis=1)),
+        "L": np.einsum("k,kip,kj->ijp", masses, psi, r),
+        "N": np.einsum("k,kip,kjq->ijpq", masses, psi, psi),
+        "node_positions": rng.normal(size=(nodes, 3)),
+        "Psi": rng.normal(size=(nodes, 3, n)),
+        "Theta": rng.normal(size=(nodes, 3, n)),
+        "node_names": [f"n{i}" for i in range(nodes)],
+        "geometric": np.array([(lambda B: B + B.T)(rng.normal(size=(n, n))) for _ in range(12)]),
+        "mode_names": [f"mode {i}" for i in range(n)],
+    }
+
+
+def assert_same_fields(got: dict, want: dict) -> None:
+    assert set(got) == set(want)
+    for key, value in want.items():
+        if key in ("node_names", "mode_names"):
+            assert list(got[key]) == list(value), key
+        else:
+            np.testing.assert_array_equal(got[key], value, err_msg=key)
+
+
+# --------------------------------------------------------------------- modal-data files
+@pytest.mark.parametrize("suffix", [".toml", ".npz"])
+def test_round_trip_is_bit_for_bit(tmp_path, suffix):
+    fields = random_fields(np.random.default_rng(7))
+    path = tmp_path / f"array{suffix}"
+    write_modes(path, fields)
+    assert_same_fields(parse_modes(path), fields)
+
+
+def test_hand_written_toml_file(tmp_path):
+    path = tmp_path / "beam.toml"
+    path.write_text(
+        textwrap.dedent("""\
+        # a two-mode beam: modal mass 1, frequencies 1 Hz and 10 Hz
+        mass = [[1.0, 0.0], [0.0, 1.0]]
+        stiffness = [[39.478, 0], [0, 3947.8]]
+        damping_ratio = 0.002
+        node_positions = [[2.0, 0.0, 0.0]]
+        Psi = [[[0.0, 0.0], [0.5, -0.25], [0.0, 0.0]]]
+        node_names = ["tip"]
+        """)
+    )
+    got = parse_modes(path)
+    np.testing.assert_array_equal(got["stiffness"], [[39.478, 0.0], [0.0, 3947.8]])
+    assert got["damping_ratio"] == 0.002
+    np.testing.assert_array_equal(got["Psi"][0, 1], [0.5, -0.25])
+    np.testing.assert_array_equal(got["Theta"], np.zeros((1, 3, 2)))  # absent: no rotations
+    assert got["node_names"] == ("tip",)
+    assert "P" not in got and "damping" not in got  # absent: kd.Modes's defaults
+
+
+GOOD = textwrap.dedent("""\
+    mass = [[2.0, 0.5], [0.5, 1.0]]
+    stiffness = [[10.0, 0.0], [0.0, 40.0]]
+    node_positions = [[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]
+    Psi = [[[0.1, 0.0], [0.0, 0.0], [0.0, 0.0]], [[0.2, 0.0], [0.0, 0.0], [0.0, 0.0]]]
+    node_names = ["mid", "tip"]
+    """)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("[[2.0, 0.5], [0.5, 1.0]]", "[[2.0, 0.5], [0.4, 1.0]]",
+         "line 1: mass: not symmetric: [0][1] = 0.5 but [1][0] = 0.4"),
+        ("[[2.0, 0.5], [0.5, 1.0]]", "[[1.0, 2.0], [2.0, 1.0]]",
+         "line 1: mass: not positive definite"),
+        ("[[2.0, 0.5], [0.5, 1.0]]", "[2.0, 1.0]", "line 1: mass: expected a square n x n"),
+        ("[[10.0, 0.0], [0.0, 40.0]]", "[[10.0, 0.0], [0.0, -40.0]]",
+         "line 2: stiffness: not positive semidefinite"),
+        ("[[10.0, 0.0], [0.0, 40.0]]", "[[10.0, 0.0, 0.0], [0.0, 40.0, 0.0]]",
+         "line 2: stiffness: expected 2x2 (2 modes, from mass), got 2x3"),
+        ("[[10.0, 0.0], [0.0, 40.0]]", "[[10.0, nan], [0.0, 40.0]]",
+         "line 2: stiffness: expected finite numbers, got nan at index [0, 1]"),
+        ("[[10.0, 0.0], [0.0, 40.0]]", '[[10.0, "x"], [0.0, 40.0]]',
+         "line 2: stiffness: expected numbers"),
+        ('["mid", "tip"]', '["tip", "tip"]', "line 5: node_names: the name 'tip' appears twice"),
+        ('["mid", "tip"]', '["tip"]', "line 5: node_names: expected 2 names (one per node), got 1"),
+        ("[[0.2, 0.0], [0.0, 0.0], [0.0, 0.0]]]", "[[0.2, 0.0], [0.0, 0.0]]]",
+         "line 4: Psi: expected numbers in a regular"),
+        ("[[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]", "[[1.0, 0.0, 0.0]]",
+         "line 4: Psi: expected 1x3x2 (1 nodes, from node_positions; 3 axes; 2 modes), got 2x3x2"),
+    ],
+)  # fmt: skip
+def test_bad_modal_file_names_file_line_and_field(tmp_path, old, new, expected):
+    assert old in GOOD
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace(old, new, 1))
+    with pytest.raises(kd.FileFormatError) as info:
+        parse_modes(path)
+    assert f"{path} {expected}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("damping_ratio = -0.1", "line 6: damping_ratio: must be non-negative"),
+        ("damping_ratio = 0.1\ndamping = [[0.0, 0.0], [0.0, 0.0]]",
+         "line 6: damping_ratio: give damping (a matrix) or damping_ratio, not both"),
+        ("stifness = 3", "line 6: stifness: unknown field 'stifness'"),
+        ("mode_names = [1, 2]", "line 6: mode_names: expected a list of 2 strings"),
+        ("P = [[0.0, 0.0], [0.0, 0.0]]", "line 6: P: expected 3x2 (3 x n"),
+        ("N = " + repr(np.eye(9).reshape(3, 3, 3, 3)[:, :, :2, :2].tolist()).replace("'", ""),
+         None),
+    ],
+)  # fmt: skip
+def test_bad_optional_fields(tmp_path, extra, expected):
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + extra + "\n")
+    if expected is None:  # N_ijpq = N_jiqp holds: accepted
+        parse_modes(path)
+        return
+    with pytest.raises(kd.FileFormatError) as info:
+        parse_modes(path)
+    assert f"{path} {expected}" in str(info.value)
+
+
+def test_N_must_be_a_symmetric_integral(tmp_path):
+    N = np.zeros((3, 3, 2, 2))
+    N[0, 1, 0, 1] = 0.5  # N[1][0][1][0] stays 0
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + f"N = {N.tolist()}\n")
+    with pytest.raises(kd.FileFormatError, match=r"line 6: N: .* N\[0\]\[1\]\[0\]\[1\] = 0.5"):
+        parse_modes(path)
+
+
+def test_bad_npz_names_file_and_array(tmp_path):
+    path = tmp_path / "bad.npz"
+    np.savez(path, mass=np.eye(2), stiffness=np.diag([1.0, np.inf]))
+    with pytest.raises(kd.FileFormatError) as info:
+        parse_modes(path)
+    assert f"{path}: array 'stiffness': expected finite numbers" in str(info.value)
+    np.savez(path, mass=np.eye(2))
+    with pytest.raises(kd.FileFormatError, match="array 'stiffness': required field is missing"):
+        parse_modes(path)
+    path.write_text("not a zip file")
+    with pytest.raises(kd.FileFormatError, match=r"bad.npz: cannot read the file as .npz"):
+        parse_modes(path)
+
+
+def test_write_refuses_bad_data(tmp_path):
+    with pytest.raises(kd.ModelError, match="mass: not symmetric"):
+        write_modes(tmp_path / "x.toml", {"mass": [[1.0, 0.1], [0.0, 1.0]], "stiffness": np.eye(2)})
+
+
+@pytest.mark.skipif(not HAS_MODES, reason=NO_MODES)
+@pytest.mark.parametrize("suffix", [".toml", ".npz"])
+def test_read_modes_builds_kd_modes(tmp_path, suffix):
+    fields = random_fields(np.random.default_rng(3))
+    path = tmp_path / f"array{suffix}"
+    write_modes(path, fields)
+    modes = kd.io.read_modes(path)
+    assert isinstance(modes, kd.Modes)
+    compared = [k for k in fields if hasattr(modes, k) and k not in ("node_names", "mode_names")]
+    assert "mass" in compared
+    for key in compared:
+        np.testing.assert_array_equal(np.asarray(getattr(modes, key)), fields[key], err_msg=key)
+
+
+# --------------------------------------------------------------------- TOML model files
+MODEL = textwrap.dedent("""\
+    [[bodies]]
+    name = "hub"
+    mass_kg = 100.0
+    inertia_kg_m2 = { Ixx = 10.0, Iyy = 10.0, Izz = 10.0 }
+
+    [[bodies]]
+    name = "panel"
+    mass_kg = 5.0
+    inertia_kg_m2 = { Ixx = 1.0, Iyy = 1.0, Izz = 1.0 }
+    {modes}
+
+    [[joints]]
+    name = "root"
+    outer = "hub"
+    kind = "free"
+
+    [[joints]]
+    name = "hinge"
+    inner = "hub"
+    outer = "panel"
+    kind = "revolute"
+    axis = 3
+    """)
+
+
+def read_case(path: Path) -> tuple[kd.io.Case, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        case = kd.io.read_toml_case(path)
+    return case, [str(w.message) for w in caught if w.category is UnsupportedFeatureWarning]
+
+
+def check_flexible(case: kd.io.Case, notes: list[str], want: dict, line: int) -> None:
+    assert_same_fields(case.modes["panel"], want)
+    panel = case.model.body("panel")
+    if HAS_MODES and hasattr(panel, "modes"):
+        assert panel.modes is not None
+        assert not notes
+    else:
+        assert len(notes) == 1
+        assert f"line {line}: body 'panel': flexible-body dynamics are not modelled" in notes[0]
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".npz"])
+def test_body_names_a_modal_file(tmp_path, suffix):
+    fields = random_fields(np.random.default_rng(5))
+    write_modes(tmp_path / f"panel{suffix}", fields)
+    path = tmp_path / "model.toml"
+    path.write_text(MODEL.replace("{modes}", f'modes = "panel{suffix}"'))
+    case, notes = read_case(path)
+    check_flexible(case, notes, fields, 10)
+
+
+def test_inline_modes_table(tmp_path):
+    modes = "\n[bodies.modes]\n" + GOOD
+    path = tmp_path / "model.toml"
+    path.write_text(MODEL.replace("{modes}", modes))
+    case, notes = read_case(path)
+    check_flexible(case, notes, parse_modes(_write(tmp_path / "good.toml", GOOD)), 11)
+    # an error in the inline table names the model file, its line and the body
+    path.write_text(MODEL.replace("{modes}", modes.replace("[0.5, 1.0]", "[0.4, 1.0]")))
+    with pytest.raises(kd.FileFormatError) as info:
+        read_case(path)
+    assert f'{path} line 12: modes.mass in [[bodies]] #2 (name "panel"): not symmetric' in str(
+        info.value
+    )
+
+
+def test_bad_modes_key(tmp_path):
+    path = tmp_path / "model.toml"
+    path.write_text(MODEL.replace("{modes}", 'modes = "missing.toml"'))
+    with pytest.raises(kd.FileFormatError) as info:
+        read_case(path)
+    assert f'{path} line 10: modes in [[bodies]] #2 (name "panel"): modal-data file' in str(
+        info.value
+    )
+    path.write_text(MODEL.replace("{modes}", "modes = 3"))
+    with pytest.raises(kd.FileFormatError, match="line 10: modes in .*expected a file name or a"):
+        read_case(path)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+# --------------------------------------------------------------------- 42's flex files
+def flex_copy(tmp_path: Path, edit=None, flex: str = "Flex_Simple.txt", body: int = 1) -> Path:
+    """TumbleSat with Flex Active and body ``body`` naming ``flex`` and Nodes_Simple.txt."""
+    for name in (*TUMBLE, "Flex_Simple.txt", "Flex_Simple_NodeLocations.txt", "Nodes_Simple.txt"):
+        shutil.copy(DATA / name, tmp_path / name)
+    sc = tmp_path / "SC_TumbleSat.txt"
+    lines = sc.read_text().splitlines()
+    lines[20] = "TRUE                          ! Flex Active"
+    lines[36 + 10 * body] = "Nodes_Simple.txt           ! Node File Name"
+    lines[37 + 10 * body] = f"{flex}            ! Flex File Name"
+    if edit is not None:
+        edit(lines)
+    sc.write_text("\n".join(lines) + "\n")
+    return sc
+
+
+def read_flex(sc: Path) -> tuple[kd.io.FortyTwoCase, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        case = read_42_case(sc)
+    return case, [str(w.message) for w in caught if w.category is UnsupportedFeatureWarning]
+
+
+def test_42_demo_flex_file_values(tmp_path):
+    sc = flex_copy(tmp_path)
+    case, notes = read_flex(sc)
+    flex = case.flex["B1"]
+    f = flex.fields
+    np.testing.assert_array_equal(flex.amplitudes, [1.0e-6, 1.0e-6])  # "Mode 0  x, u"
+    np.testing.assert_array_equal(flex.rates, [0.0, 0.0])
+    np.testing.assert_array_equal(f["mass"], np.eye(2))
+    np.testing.assert_array_equal(f["stiffness"], np.diag([39.478, 3947.8]))
+    np.testing.assert_array_equal(f["damping"], np.diag([0.012566, 0.12566]))
+    # the file's comments: 1 Hz and 10 Hz, 0.1 % damping
+    w = np.sqrt(np.diag(f["stiffness"]) / np.diag(f["mass"]))
+    np.testing.assert_allclose(w / (2 * np.pi), [1.0, 10.0], rtol=1e-4)
+    np.testing.assert_allclose(np.diag(f["damping"]) / (2 * w), [0.001, 0.001], rtol=1e-4)
+    # nodes: the joint node of G0 (B1 is its outer body), then Nodes_Simple.txt's four
+    assert f["node_names"] == ("G0", "node0", "node1", "node2", "node3")
+    np.testing.assert_array_equal(
+        f["node_positions"],
+        [[0.0, 0.0, 0.0], [-1.0, 0.0, 2.5], [1.0, -1.0, 1.5], [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]],
+    )
+    psi = np.zeros((5, 3, 2))
+    psi[1, :, 0], psi[2, :, 0] = 0.1, -0.1  # "0 0 a 0.1", "0 1 a -0.1"
+    psi[1, :, 1], psi[2, :, 1] = 0.1, 0.1
+    np.testing.assert_array_equal(f["Psi"], psi)
+    theta = np.zeros((5, 3, 2))
+    theta[1, :, 0] = theta[1, :, 1] = theta[2, :, 1] = [0.1, 0.0707, 0.057735]
+    theta[2, :, 0] = [-0.1, -0.0707, -0.057735]
+    np.testing.assert_array_equal(f["Theta"], theta)
+    for key, shape in (("P", (3, 2)), ("H", (3, 2)), ("L", (3, 3, 2)), ("N", (3, 3, 2, 2))):
+        np.testing.assert_array_equal(f[key], np.zeros(shape))
+    flagged = [n for n in notes if "Flex_Simple.txt" in n]
+    body = case.model.body("B1")
+    if HAS_MODES and hasattr(body, "modes"):
+        assert body.modes is not None and not flagged
+    else:
+        assert len(flagged) == 1
+        assert f"{sc} line 48: body B1: flex file Flex_Simple.txt read (2 modes" in flagged[0]
+    assert not [n for n in notes if "node file" in n]  # the flexible body uses its nodes
+
+
+def test_42_older_layout_with_node_locations(tmp_path):
+    case, _ = read_flex(flex_copy(tmp_path, flex="Flex_Simple_NodeLocations.txt"))
+    f = case.flex["B1"].fields
+    assert f["node_names"] == ("G0", "500001", "500002")
+    np.testing.assert_array_equal(f["node_positions"][1:], [[1.0, -1.0, 1.5], [-1.0, 0.0, 2.5]])
+    np.testing.assert_array_equal(f["Psi"][2, :, 0], [-0.1, -0.1, -0.1])
+
+
+HUB_FLEX = textwrap.dedent("""\
+    <<<<<<<<<<<<<<  Flexible Body Inputs for 42  >>>>>>>>>>>>>>>>>>>
+    Hub Flex Model                       ! Description
+    1                                    ! Number of Flex Modes
+    ****************** Initial Modal States x, u  ******************
+    0.002  -0.01                         ! Mode 0  x, u
+    ****************** Joint Node Mode Shapes *********************
+    *******  Non-zero Translation Mode Shape (PSI) Elements ********
+    2                                  ! Number of non-zero elements
+      0  2  1  0.3                     ! [Mode] [Joint] [Axis] Value
+      0  0  2  -0.2                    ! [Mode] [Joint] [Axis] Value
+    *******  Non-zero Rotation Mode Shape (THETA) Elements ********
+    1                                  ! Number of non-zero elements
+      0  3  0  0.05                    ! [Mode] [Joint] [Axis] Value
+    **************** Analysis Node Mode Shapes *********************
+    *******  Non-zero Translation Mode Shape (PSI) Elements ********
+    1                                  ! Number of non-zero elements
+      0  0  2  0.4                     ! [Mode] [Node] [Axis] Value
+    *******  Non-zero Rotation Mode Shape (THETA) Elements ********
+    0                                  ! Number of non-zero elements
+    ****************  Non-zero Mass Matrix Elements ******************
+    1                                  ! Number of non-zero elements
+    0 0    2.0                         ! [Row] [Col] Value
+    *************  Non-zero Stiffness Matrix Elements ****************
+    1                                  ! Number of non-zero elements
+    0 0    50.0                        ! [Row] [Col] Value
+    *************  Non-zero Damping Matrix Elements ****************
+    0                                  ! Number of non-zero elements
+    *********  Linear Momentum Modal Integral, Pf, 3 x Nf  *********
+    0.1 0.2 0.3                        ! Mode 0, [x y z]
+    ********  Angular Momentum Modal Integral, Hf, 3 x Nf  *********
+    0.4 0.5 0.6                        ! Mode 0, [x y z]
+    **********  Linear Modal Integral, L, 3 x 3 x Nf  **************
+    1                                  ! Number of non-zero elements
+    0 1 0  0.7                         ! [i] [j] [Mode] Value
+    *********  Angular Modal Integral, N, 3 x 3 x Nf x Nf  *********
+    2                                  ! Number of non-zero elements
+    1 2 0 0  0.8                       ! [i] [j] [Mode] [Mode] Value
+    2 1 0 0  0.8                       ! [i] [j] [Mode] [Mode] Value
+    """)
+
+
+def hub_copy(tmp_path: Path, text: str = HUB_FLEX, edit=None) -> Path:
+    def both(lines):
+        lines[36] = "NONE                ! Node File Name"  # one node, at the mass centre
+        if edit is not None:
+            edit(lines)
+
+    sc = flex_copy(tmp_path, both, flex="Flex_Hub.txt", body=0)
+    (tmp_path / "Flex_Hub.txt").write_text(text)
+    return sc
+
+
+def test_42_joint_nodes_of_a_hub(tmp_path):
+    """B0 is the inner body of G0..G3: a joint node at each joint's inner point."""
+    case, notes = read_flex(hub_copy(tmp_path))
+    f = case.flex["B0"].fields
+    assert f["node_names"] == ("G0", "G1", "G2", "G3", "node0")
+    np.testing.assert_array_equal(
+        f["node_positions"],  # SC_TumbleSat.txt: the joints' "Position wrt inner body origin"
+        [[0.5, 0.0, 2.5], [0.0, 0.5, 2.5], [-0.5, 0.0, 2.5], [0.0, -0.5, 2.5],
+         case.model.body("B0").com],
+    )  # fmt: skip
+    psi, theta = np.zeros((5, 3, 1)), np.zeros((5, 3, 1))
+    psi[2, 1, 0], psi[0, 2, 0], theta[3, 0, 0], psi[4, 2, 0] = 0.3, -0.2, 0.05, 0.4
+    np.testing.assert_array_equal(f["Psi"], psi)
+    np.testing.assert_array_equal(f["Theta"], theta)
+    np.testing.assert_array_equal(f["mass"], [[2.0]])
+    np.testing.assert_array_equal(f["damping"], [[0.0]])
+    np.testing.assert_array_equal(case.flex["B0"].amplitudes, [0.002])
+    np.testing.assert_array_equal(case.flex["B0"].rates, [-0.01])
+    # TumbleSat is REFPT_CM: 42 sets Pf and Hf to zero, and says so here
+    np.testing.assert_array_equal(f["P"], np.zeros((3, 1)))
+    np.testing.assert_array_equal(f["H"], np.zeros((3, 1)))
+    assert any("line 28: body B0: REFPT_CM: Pf and Hf are set to zero" in n for n in notes)
+    L = np.zeros((3, 3, 1))
+    L[0, 1, 0] = 0.7
+    np.testing.assert_array_equal(f["L"], L)
+    assert f["N"][1, 2, 0, 0] == f["N"][2, 1, 0, 0] == 0.8
+    # 2nd order terms off in the SC file, L and N non-zero: kanedyn keeps them, and says so
+    assert any("line 22: body B0: Include 2nd Order Flex Terms is FALSE" in n for n in notes)
+
+
+def test_42_refpt_joint_keeps_Pf_and_Hf(tmp_path):
+    case, notes = read_flex(
+        hub_copy(tmp_path, edit=lambda lines: lines.__setitem__(19, "REFPT_JOINT"))
+    )
+    f = case.flex["B0"].fields
+    np.testing.assert_array_equal(f["P"], [[0.1], [0.2], [0.3]])
+    np.testing.assert_array_equal(f["H"], [[0.4], [0.5], [0.6]])
+    assert not any("Pf and Hf" in n for n in notes)
+
+
+def test_42_flex_file_without_modes_keeps_the_body_rigid(tmp_path):
+    case, notes = read_flex(
+        hub_copy(tmp_path, replace_line(HUB_FLEX, 3, "0  ! Number of Flex Modes"))
+    )
+    assert case.flex == {}
+    assert any("line 38: body B0: flex file Flex_Hub.txt has no modes: the body is rigid" in n
+               for n in notes)  # fmt: skip
+
+
+def test_42_flex_inactive_keeps_the_body_rigid(tmp_path):
+    sc = flex_copy(tmp_path, lambda lines: lines.__setitem__(20, "FALSE  ! Flex Active"))
+    case, notes = read_flex(sc)
+    assert case.flex == {}
+    assert any("line 48: body B1: flex file Flex_Simple.txt is not read: Flex Active is FALSE"
+               in n for n in notes)  # fmt: skip
+    assert any("line 47: body B1: node file Nodes_Simple.txt is not used" in n for n in notes)
+
+
+def replace_line(text: str, n: int, new: str) -> str:
+    lines = text.splitlines()
+    lines[n - 1] = new
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("n", "new", "expected"),
+    [
+        (3, "one    ! Number of Flex Modes", "line 3: expected 'Number of Flex Modes' as an integer"),
+        (3, "-1     ! Number of Flex Modes", "line 3: body B0: expected a non-negative number of modes, got -1"),
+        (5, "0.002  ! Mode 0 x, u", "line 5: expected 'Mode 0 x, u' as 2 numbers"),
+        (9, "  1  2  1  0.3", "line 9: joint node PSI: flex mode 1 is out of range 0..0"),
+        (9, "  0  4  1  0.3", "line 9: joint node PSI: joint 4 is out of range 0..3"),
+        (13, "  0  3  3  0.05", "line 13: joint node THETA: axis 3 is out of range 0..2"),
+        (17, "  0  1  2  0.4", "line 17: analysis node PSI: node 1 is out of range 0..0"),
+        (17, "  0  0  2", "line 17: expected 'analysis node PSI element' as 3 integer indices and a number"),
+        (8, "3     ! Number of non-zero elements", "line 11: expected 'joint node PSI element' as 3 integer"),
+        (6, "0.1 0.2 0.3", "line 6: expected 'Joint Node Mode Shapes' as a section banner"),
+        (22, "0 1    2.0", "line 22: mass matrix: column 1 is out of range 0..0"),
+        (22, "0 0    -2.0", "line 20: body B0: mass: not positive definite"),
+        (25, "0 0    -50.0", "line 23: body B0: stiffness: not positive semidefinite"),
+        (29, "0.1 0.2", "line 29: expected 'Pf: Mode 0, [x y z]' as 3 numbers"),
+        (34, "0 3 0  0.7", "line 34: L: j 3 is out of range 0..2"),
+        (37, "1 2 0 0  0.9", "line 35: body B0: N: N[i][j][p][q] = ∫ Ψ_ip Ψ_jq dm must equal"),
+    ],
+)  # fmt: skip
+def test_bad_42_flex_file(tmp_path, n, new, expected):
+    sc = hub_copy(tmp_path, replace_line(HUB_FLEX, n, new))
+    with pytest.raises(kd.FileFormatError) as info:
+        read_flex(sc)
+    assert f"{tmp_path / 'Flex_Hub.txt'} {expected}" in str(info.value)
+
+
+def test_42_flex_file_of_an_unconnected_joint(tmp_path):
+    # B1 is on G0 only: a joint-node entry for G2 (B0 to B3) is an error, as in 42
+    text = HUB_FLEX.replace("  0  2  1  0.3", "  0  0  1  0.3").replace(
+        "  0  3  0  0.05", "  0  2  0  0.05"
+    )
+    sc = flex_copy(tmp_path, flex="Flex_Hub.txt")
+    (tmp_path / "Flex_Hub.txt").write_text(text)
+    with pytest.raises(kd.FileFormatError) as info:
+        read_flex(sc)
+    assert (
+        "Flex_Hub.txt line 13: joint node THETA: body B1 is not connected to joint G2 (B0 to B3)"
+        in str(info.value)
+    )
+
+
+def test_42_missing_and_truncated_files(tmp_path):
+    sc = flex_copy(tmp_path, flex="Flex_Missing.txt")
+    with pytest.raises(
+        kd.FileFormatError,
+        match=r"SC_TumbleSat.txt line 48: body B1: flex file .*Flex_Missing.txt' not found",
+    ):
+        read_flex(sc)
+    sc = flex_copy(tmp_path, lambda lines: lines.__setitem__(46, "Nodes_Missing.txt"))
+    with pytest.raises(
+        kd.FileFormatError,
+        match=r"SC_TumbleSat.txt line 47: node file .*Nodes_Missing.txt' not found",
+    ):
+        read_flex(sc)
+    sc = hub_copy(tmp_path, "\n".join(HUB_FLEX.splitlines()[:30]) + "\n")
+    with pytest.raises(
+        kd.FileFormatError,
+        match=r"Flex_Hub.txt: the file ends after line 30; expected 'Hf: Mode 0, \[x y z\]'",
+    ):
+        read_flex(sc)
+
+
+def test_schema_document_modal_example_reads(tmp_path):
+    """The modal-data example in docs/toml-schema.md: 1 Hz and 10 Hz, as its comment says."""
+    text = (Path(__file__).parents[2] / "docs" / "toml-schema.md").read_text()
+    start = text.index("```toml\n", text.index("## Modal-data files")) + len("```toml\n")
+    path = _write(tmp_path / "array.toml", text[start : text.index("```", start)])
+    f = parse_modes(path)
+    w = np.sqrt(np.diag(f["stiffness"]) / np.diag(f["mass"]))
+    np.testing.assert_allclose(w / (2 * np.pi), [1.0, 10.0], rtol=1e-4)
+    assert f["node_names"] == ("tip",) and f["damping_ratio"] == 0.005
