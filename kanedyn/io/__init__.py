@@ -9,7 +9,15 @@
 
 from kanedyn.io.detect import detect_format, read_model
 from kanedyn.io.dispersions import read_dispersions
-from kanedyn.io.fortytwo import FortyTwoCase, UnsupportedFeatureWarning, read_42, read_42_case
+from kanedyn.io.fortytwo import (
+    FortyTwoCase,
+    FortyTwoOrbit,
+    UnsupportedFeatureWarning,
+    read_42,
+    read_42_case,
+    read_42_orbit,
+    read_42_sim,
+)
 from kanedyn.io.mjcf import read_mjcf
 from kanedyn.io.toml import Case, read_toml, read_toml_case, write_toml
 from kanedyn.io.urdf import read_urdf, rpy_to_dcm
@@ -17,11 +25,14 @@ from kanedyn.io.urdf import read_urdf, rpy_to_dcm
 __all__ = [
     "Case",
     "FortyTwoCase",
+    "FortyTwoOrbit",
     "UnsupportedFeatureWarning",
     "detect_format",
     "read_42",
     "read_dispersions",
     "read_42_case",
+    "read_42_orbit",
+    "read_42_sim",
     "read_mjcf",
     "read_model",
     "read_toml",
