@@ -42,8 +42,30 @@ Wheels are in the model that :func:`read_42` returns; thrusters and locks are no
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
 ``case.events``, to pass to :func:`kanedyn.simulate` as loads and events).
 
+The orbit (``Source/42init.c`` ``InitOrbit`` and the orbit part of ``InitSpacecraft``):
+the SC file does not name its orbit; ``read_42(sc, orbit="Orb_LEO.txt")`` gives it, and
+:func:`read_42_sim` finds it through ``Inp_Sim.txt`` (the spacecraft's ``RefOrb``).
+
+* A ``CENTRAL`` orbit file (:func:`read_42_orbit`: Keplerian elements ``KEP``, with
+  periapsis and apoapsis altitudes or minimum altitude and eccentricity, or position
+  and velocity ``RV``) gives the model a :class:`~kanedyn.CentralGravity` with 42's
+  ``mu`` and radius of the world (J2 = 0: 42's field without "Gravity Perturbation
+  Forces") and the reference :class:`~kanedyn.Orbit` (``case.orbit``). The
+  spacecraft's mass centre is put on it by :meth:`kanedyn.Orbit.place`, offset by the
+  SC file's "Pos/Vel wrt Formation" as 42 does (Euler-Hill coordinates when the
+  formation frame is fixed in L). Every "Orbit Prop" mode (``FIXED``, ``EULER_HILL``,
+  ``ENCKE``, ``COWELL``) is the free root's translation in the field, integrated with
+  the attitude and the joints.
+* The initial attitude relative to N, L (LVLH, 42's ``FindCLN``: z nadir, y the
+  negative orbit normal) or F (the formation frame) and the rate relative to N or L:
+  ``C_BN = C_BL C_LN``, ``ω_B/N = ω_B/L + C_BN ω_L/N``.
+* A ``ZERO`` orbit has no gravity and L is N, as in 42 (and as without an orbit file).
+  ``FLIGHT`` and ``THREE_BODY`` orbits, element files (``FILE``), J2 drift and the
+  environment's forces other than the point mass and its gravity-gradient torque
+  (third bodies, drag, solar pressure, ...) are not modelled.
+
 What kanedyn does not model is reported with :class:`UnsupportedFeatureWarning`, never
-dropped silently: the orbit (other than ``FIXED``), flight software other than
+dropped silently: the orbit without its orbit file (other than ``FIXED``), flight software other than
 ``PASSIVE_FSW``, flexible bodies, node files, shakers, magnetic dipoles, actuated
 joints, wheel drag and jitter, wheel and thruster nodes other than 0, magnetic torquers
 (no magnetic field model) and sensors. ``NONE`` file names and
