@@ -1029,7 +1029,8 @@ def _read_orbit(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) 
                         raise L.error(ae_line, f"eccentricity {ecc} is not an ellipse's (< 1)")
                     a = (radius + 1.0e3 * alt_min) / (1.0 - ecc)
                     e, where = ecc, ae_line
-                orbit = Orbit.from_elements(a, e, *np.deg2rad([inc, raan, argp, nu]), mu=mu)
+                i, om, w, f = (math.radians(x) for x in (inc, raan, argp, nu))
+                orbit = Orbit.from_elements(a, e, i, om, w, f, mu=mu)
             elif kind.upper() == "RV":
                 where = r_line
                 orbit = Orbit.from_state(1.0e3 * r_km, 1.0e3 * v_km, mu=mu)
