@@ -262,3 +262,21 @@ def test_inp_sim_finds_the_spacecraft_and_its_orbit_and_reports_the_environment(
     sim.write_text(text.replace("TRUE 2 SC_", "TRUE 0 SC_"))
     with pytest.raises(kd.FileFormatError, match=r"Inp_Sim.txt line 11: .*Orb_None.txt.*not found"):
         read_42_sim(sim)
+
+
+def test_attitude_relative_to_a_formation_frame_fixed_in_lvlh(tmp_path):
+    """Attitude code NAF: the angles are relative to the formation frame F, here fixed in
+    L at 42's A2C(312, 30, 0, 10): ``C_BN = C_BF C_FL C_LN`` (42's ``InitOrbit`` and
+    ``InitSpacecraft``), the rate relative to N."""
+    orb = _orbit_file(tmp_path, l44="L ! fixed in", l45="30.0 0.0 10.0 312 ! angles")
+    sc = _spinner(tmp_path, "NAF", "0.0 0.0 2.0", "5.0 -15.0 25.0 123")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        case = read_42_case(sc, orbit=orb)
+    r, v = case.orbit.state(0.0)
+    C_LN, _ = find_cln(r, v)
+    C_BN = A2C("123", (5.0, -15.0, 25.0)) @ A2C("312", (30.0, 0.0, 10.0)) @ C_LN
+    kin = kd.kinematics(case.model, case.state)
+    np.testing.assert_allclose(kin.R_N_B[0], C_BN.T, atol=1e-14)
+    np.testing.assert_allclose(kin.R_N_B[0].T @ kin.omega[0], np.radians([0, 0, 2.0]),
+                               atol=1e-16)  # fmt: skip
