@@ -209,6 +209,13 @@ def _summary(
     else:
         s["energy_change_J"] = float(E[-1] - E[0])
     why = momentum_varies(traj.model, loads)
+    no_loads = loads is None or (not callable(loads) and not len(loads))
+    if why == "gravity acts on the system" and traj.model.central_gravity is not None and no_loads:
+        # a central field conserves the angular momentum about its centre
+        Ho = traj.angular_momentum_about()[keep]
+        s["angular_momentum_about_center_relative_drift"] = float(
+            np.max(np.linalg.norm(Ho - Ho[0], axis=1)) / np.linalg.norm(Ho[0])
+        )
     if why is not None:
         s["momentum_drift_not_shown"] = f"momentum is not conserved: {why}"
     else:

@@ -127,10 +127,13 @@ def _roundoff(values: np.ndarray, scale: float) -> bool:
 
 def _log_drift(ax: Any, t: np.ndarray, change: np.ndarray, label: str, color: str) -> None:
     """``|change|`` on a log axis from the second sample (the first is zero); values
-    that are not finite or beyond :data:`LARGEST` are left out (a gap in the line)."""
+    that are not finite or beyond :data:`LARGEST` are left out (a gap in the line), and
+    so are exact zeros among nonzero values (at 1e-308 they would stretch the axis over
+    300 decades: an orbit's energy, 1e10 J, can come back to the last bit)."""
     tiny = np.finfo(float).tiny  # keeps exact zeros drawable on a log axis
     with np.errstate(all="ignore"):
-        y = np.abs(change[1:]) + tiny
+        a = np.abs(change[1:])
+        y = np.where((a == 0.0) & np.any(a > 0.0), np.nan, a + tiny)
         y = np.where(np.isfinite(y) & (y <= LARGEST), y, np.nan)
     ax.semilogy(t[1:], y, color=color, label=label)
 
@@ -202,8 +205,13 @@ def plot_run(
     absolute change when E0 = 0); the angular momentum components in N and their drift
     (relative to |H0|, or absolute when H0 = 0) with the linear momentum drift; one
     body's rates in its own axes; its attitude: for a free body, the angle between H
-    and its initial spin axis (the body axis closest to H at t = 0), otherwise its
-    321 Euler angles (yaw, pitch, roll); and the joint angles and slides. Panels and
+    and its initial spin axis (the body axis closest to H at t = 0), in a central field
+    its roll, pitch and yaw relative to the osculating LVLH of the system's mass centre
+    (:meth:`kanedyn.Trajectory.lvlh_attitude`, 123 Euler angles) and its angle from LVLH,
+    otherwise its 321 Euler angles (yaw, pitch, roll) from N; and the joint angles and
+    slides. In a central field the angular momentum is the one about the field's centre
+    (:meth:`kanedyn.Trajectory.angular_momentum_about`, conserved with free roots and no
+    applied loads), without the linear momentum's drift. Panels and
     traces that carry only round-off (below 1e-9 of their scale) are left out, and so
     are the outputs that cannot be drawn (:func:`plottable`: a diverged run's last ones),
     which the title counts. The momentum drift is drawn where the momentum is conserved
@@ -226,6 +234,11 @@ def plot_run(
     T, V = traj.kinetic_energy, traj.potential_energy
     E = T + V
     H, P = traj.angular_momentum, traj.linear_momentum
+    central = traj.model.central_gravity is not None
+    about = "the mass centre"
+    if central:  # the conserved angular momentum is the one about the field's centre
+        H, about = traj.angular_momentum_about(), "the field centre"
+        conserved = conserved or momentum_varies(traj.model) == "gravity acts on the system"
     hist = traj.body(name)
     panels: list[Any] = []
 
@@ -259,7 +272,7 @@ def plot_run(
     def momentum(ax: Any) -> None:
         for c, lab in enumerate("xyz"):
             ax.plot(t, H[:, c], color=f"C{c}", lw=2.6 - 0.8 * c, ls=STYLES[c], label=f"H_{lab}")
-        ax.set(ylabel="H [N m s] (N axes)", title="Angular momentum about the mass centre")
+        ax.set(ylabel="H [N m s] (N axes)", title=f"Angular momentum about {about}")
         ax.legend(fontsize="small", ncol=3)
 
     def momentum_drift(ax: Any) -> None:
@@ -272,7 +285,7 @@ def plot_run(
             _log_drift(ax, t, dH, "|H - H0| [N m s]", "C0")
             ax.set(ylabel="drift", title="Momentum drift (H0 = 0; log)")
         dP = np.linalg.norm(P - P[0], axis=1)
-        if not _roundoff(dP, max(float(np.max(np.linalg.norm(P, axis=1))), 1.0)):
+        if not central and not _roundoff(dP, max(float(np.max(np.linalg.norm(P, axis=1))), 1.0)):
             _log_drift(ax, t, dP, "|P - P0| [N s]", "C1")
         ax.legend(fontsize="small")
 
@@ -290,6 +303,14 @@ def plot_run(
             ax.plot(t, np.degrees(nutation_angle(traj, name)), color="C3")
             ax.set(ylabel="deg", title=f"Angle between H and the initial spin axis of {name!r}")
             ax.set_ylim(0, 95)
+        elif central:
+            att = traj.lvlh_attitude(body=name)
+            rpy = np.degrees(np.unwrap(att.angles, axis=0))
+            for c, lab in enumerate(("roll", "pitch", "yaw")):
+                ax.plot(t, rpy[:, c], color=f"C{c}", ls=STYLES[c], label=lab)
+            ax.plot(t, np.degrees(att.angle), color="k", lw=0.8, label="angle from LVLH")
+            ax.set(ylabel="deg", title=f"Attitude of {name!r} relative to LVLH: 123 Euler angles")
+            ax.legend(fontsize="small", ncol=4)
         else:
             ypr = np.degrees(
                 np.unwrap(np.array([dcm_to_euler("321", R) for R in hist.R_N_B]), axis=0)

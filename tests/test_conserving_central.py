@@ -163,3 +163,24 @@ def test_traj_energy_readout_includes_field(J2: float) -> None:
     model, state, orbit = spacecraft(J2)
     traj = kd.simulate(model, state, 60.0, 30.0, method="energy-momentum", progress=False)
     assert abs(traj.run.energy[0] - traj.total_energy[0]) < 1e-5 * 1e-6 * abs(traj.run.energy[0])
+
+
+@pytest.mark.parametrize("method", ["energy-momentum", "rk4"])
+def test_trajectory_readout_about_the_centre_is_the_conserved_momentum(method: str) -> None:
+    """``traj.angular_momentum_about()`` (default: the field's centre) equals the
+    kinematics' ``Σ m (r - c) × v + R I Rᵀ ω`` about the centre, on the energy-momentum
+    run (whose ``Run.angular_momentum`` is about the system mass centre) and on RK4;
+    ``traj.angular_momentum`` (about the mass centre) is not conserved: the
+    gravity-gradient torque turns it."""
+    model, state, orbit = spacecraft()
+    T = orbit.period
+    traj = kd.simulate(model, state, T / 4, T / 100, method=method, progress=False)
+    H = angular_momentum(model, traj)
+    scale = np.linalg.norm(H[0])
+    np.testing.assert_allclose(traj.angular_momentum_about(), H, rtol=0, atol=1e-14 * scale)
+    np.testing.assert_allclose(traj.angular_momentum_about((0.0, 0.0, 0.0)), H, rtol=0,
+                               atol=1e-14 * scale)  # fmt: skip
+    Hc = traj.angular_momentum
+    assert np.max(np.abs(Hc - Hc[0])) > 1e-3 * np.linalg.norm(Hc[0])
+    with pytest.raises(kd.ModelError, match="3 finite numbers"):
+        traj.angular_momentum_about((0.0, np.nan, 0.0))

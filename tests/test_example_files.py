@@ -24,8 +24,8 @@ def test_every_example_file_loads():
     for name in names:
         path = kd.examples.path(name)
         assert path.is_file() and path.parent.name == "data"
-        if name.startswith("Jnt_"):
-            continue  # joint parameter files are read through their SC file
+        if name.startswith(("Jnt_", "Orb_")):
+            continue  # joint parameter and orbit files are read with their SC file
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model, state = kd.io.read_model(path)
@@ -33,7 +33,8 @@ def test_every_example_file_loads():
 
 
 def test_bundled_tumblesat_is_the_test_copy_of_42s_demo():
-    for name in ("SC_TumbleSat.txt", "Jnt_Tumble02.txt", "Jnt_Tumble13.txt", "SC_WheelSat.txt"):
+    for name in ("SC_TumbleSat.txt", "Jnt_Tumble02.txt", "Jnt_Tumble13.txt", "SC_WheelSat.txt",
+                 "Orb_LEO.txt"):  # fmt: skip
         bundled = kd.examples.path(name).read_bytes()
         assert bundled == (ROOT / "tests" / "io" / "data" / name).read_bytes(), name
 
@@ -53,7 +54,7 @@ def test_package_data_globs_cover_every_file():
 
 
 # ------------------------------------------------------------ the shipped files, from the CLI
-MODEL_FILES = [n for n in kd.examples.files() if not n.startswith("Jnt_")]
+MODEL_FILES = [n for n in kd.examples.files() if not n.startswith(("Jnt_", "Orb_"))]
 
 
 def samples_per_half_swing(x: np.ndarray) -> float:

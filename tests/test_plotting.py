@@ -67,3 +67,24 @@ def test_a_real_slide_gets_its_panel():
     line = ax.get_lines()[0]
     # x = 0.2 cos(2 t): the slider on a spring k = 4 N/m, m = 1 kg
     np.testing.assert_allclose(line.get_ydata(), 0.2 * np.cos(2.0 * traj.t), atol=1e-6)
+
+
+def test_a_spacecraft_in_orbit_shows_its_attitude_relative_to_lvlh():
+    """In a central field the attitude panel is roll, pitch and yaw relative to LVLH
+    (the pitch of a body pitched by 0.2 rad in LVLH starts at 0.2 rad) and the angular
+    momentum is the one about the field's centre, with its drift."""
+    body = kd.Body("sat", mass=500.0, inertia=kd.inertia_tensor(100.0, 120.0, 40.0))
+    model = kd.Model([body], [kd.Joint.free("root", "sat")], gravity=kd.CentralGravity())
+    orbit = kd.Orbit.circular(7.0e6, i=0.4)
+    state = orbit.place(model, model.initial_state(), "root", angles=(0.0, 0.2, 0.0))
+    traj = kd.simulate(model, state, 600.0, 2.0, output_every=20.0, progress=False)
+    fig = plot_run(traj)
+    shown = titles(fig)
+    assert "Angular momentum about the field centre" in shown
+    assert "Momentum drift (log)" in shown
+    ax = next(a for a in fig.axes if a.get_title().startswith("Attitude of 'sat'"))
+    assert "relative to LVLH" in ax.get_title()
+    pitch = next(line for line in ax.get_lines() if line.get_label() == "pitch")
+    np.testing.assert_allclose(pitch.get_ydata()[0], np.degrees(0.2), atol=1e-9)
+    drift = next(a for a in fig.axes if a.get_title() == "Momentum drift (log)")
+    assert [line.get_label() for line in drift.get_lines()] == ["|H - H0| / |H0|"]

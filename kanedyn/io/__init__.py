@@ -14,9 +14,12 @@ from kanedyn.io.dispersions import read_dispersions
 from kanedyn.io.fortytwo import (
     FortyTwoCase,
     FortyTwoFlex,
+    FortyTwoOrbit,
     UnsupportedFeatureWarning,
     read_42,
     read_42_case,
+    read_42_orbit,
+    read_42_sim,
 )
 from kanedyn.io.mjcf import read_mjcf
 from kanedyn.io.modes import parse_modes, read_modes, write_modes
@@ -27,12 +30,15 @@ __all__ = [
     "Case",
     "FortyTwoCase",
     "FortyTwoFlex",
+    "FortyTwoOrbit",
     "UnsupportedFeatureWarning",
     "detect_format",
     "parse_modes",
     "read_42",
     "read_dispersions",
     "read_42_case",
+    "read_42_orbit",
+    "read_42_sim",
     "read_mjcf",
     "read_model",
     "read_modes",

@@ -57,8 +57,30 @@ a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
 ``case.events``, to pass to :func:`kanedyn.simulate` as loads and events), and the flex
 files as read (``case.flex``).
 
+The orbit (``Source/42init.c`` ``InitOrbit`` and the orbit part of ``InitSpacecraft``):
+the SC file does not name its orbit; ``read_42(sc, orbit="Orb_LEO.txt")`` gives it, and
+:func:`read_42_sim` finds it through ``Inp_Sim.txt`` (the spacecraft's ``RefOrb``).
+
+* A ``CENTRAL`` orbit file (:func:`read_42_orbit`: Keplerian elements ``KEP``, with
+  periapsis and apoapsis altitudes or minimum altitude and eccentricity, or position
+  and velocity ``RV``) gives the model a :class:`~kanedyn.CentralGravity` with 42's
+  ``mu`` and radius of the world (J2 = 0: 42's field without "Gravity Perturbation
+  Forces") and the reference :class:`~kanedyn.Orbit` (``case.orbit``). The
+  spacecraft's mass centre is put on it by :meth:`kanedyn.Orbit.place`, offset by the
+  SC file's "Pos/Vel wrt Formation" as 42 does (Euler-Hill coordinates when the
+  formation frame is fixed in L). Every "Orbit Prop" mode (``FIXED``, ``EULER_HILL``,
+  ``ENCKE``, ``COWELL``) is the free root's translation in the field, integrated with
+  the attitude and the joints.
+* The initial attitude relative to N, L (LVLH, 42's ``FindCLN``: z nadir, y the
+  negative orbit normal) or F (the formation frame) and the rate relative to N or L:
+  ``C_BN = C_BL C_LN``, ``ω_B/N = ω_B/L + C_BN ω_L/N``.
+* A ``ZERO`` orbit has no gravity and L is N, as in 42 (and as without an orbit file).
+  ``FLIGHT`` and ``THREE_BODY`` orbits, element files (``FILE``), J2 drift and the
+  environment's forces other than the point mass and its gravity-gradient torque
+  (third bodies, drag, solar pressure, ...) are not modelled.
+
 What kanedyn does not model is reported with :class:`UnsupportedFeatureWarning`, never
-dropped silently: the orbit (other than ``FIXED``), flight software other than
+dropped silently: the orbit without its orbit file (other than ``FIXED``), flight software other than
 ``PASSIVE_FSW``, unread flex files, rigid bodies' node files, shakers, magnetic dipoles, actuated
 joints, wheel drag and jitter, wheel and thruster nodes other than 0, magnetic torquers
 (no magnetic field model) and sensors. ``NONE`` file names and
@@ -69,6 +91,7 @@ and ignored.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import warnings
@@ -82,13 +105,29 @@ import numpy as np
 from kanedyn.dynamics.kinematics import kinematics
 from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.io.modal_fields import check_modal_fields, flexible_body, flexible_joint
-from kanedyn.model import Body, Joint, Model, State
+from kanedyn.model import Body, CentralGravity, Joint, Model, State
+from kanedyn.model.orbit import Orbit
 from kanedyn.simulation.control import ReactionWheel, Thruster
 from kanedyn.simulation.events import Lock
 from kanedyn.spatial.inertia import inertia_tensor, validate_inertia
-from kanedyn.spatial.rotation import dcm_to_quat, euler_to_dcm, parse_sequence
+from kanedyn.spatial.rotation import (
+    dcm_to_quat,
+    euler_to_dcm,
+    parse_sequence,
+    quat_normalize,
+    quat_to_dcm,
+)
 
-__all__ = ["FortyTwoCase", "FortyTwoFlex", "UnsupportedFeatureWarning", "read_42", "read_42_case"]
+__all__ = [
+    "FortyTwoCase",
+    "FortyTwoFlex",
+    "FortyTwoOrbit",
+    "UnsupportedFeatureWarning",
+    "read_42",
+    "read_42_case",
+    "read_42_orbit",
+    "read_42_sim",
+]
 
 
 class UnsupportedFeatureWarning(UserWarning):
@@ -208,8 +247,10 @@ class FortyTwoCase:
     ``model`` and ``state`` (wheels included), ``wheels`` (:class:`~kanedyn.ReactionWheel`,
     for :func:`kanedyn.wheel_loads`), ``thrusters`` (:class:`~kanedyn.Thruster`, for
     :func:`kanedyn.thruster_loads`) and ``events`` (a :class:`~kanedyn.Lock` at t = 0 for
-    every locked DOF, for ``kanedyn.simulate(..., events=case.events)``) and ``flex``
-    (the modal data of each body whose flex file is read, :class:`FortyTwoFlex`).
+    every locked DOF, for ``kanedyn.simulate(..., events=case.events)``), ``orbit``
+    (the reference :class:`~kanedyn.Orbit` of a ``CENTRAL`` orbit file, for
+    ``traj.lvlh_attitude(case.orbit)``; None without one) and ``flex`` (the modal data
+    of each body whose flex file is read, :class:`FortyTwoFlex`).
     """
 
     model: Model
@@ -217,28 +258,38 @@ class FortyTwoCase:
     wheels: tuple[ReactionWheel, ...]
     thrusters: tuple[Thruster, ...]
     events: tuple[Lock, ...]
+    orbit: Orbit | None = None
     #: the flex file of each flexible body, by body name (:class:`FortyTwoFlex`)
     flex: dict[str, FortyTwoFlex] = attrs.field(factory=dict)
 
 
-def read_42_case(path: str | os.PathLike[str]) -> FortyTwoCase:
+def read_42_case(
+    path: str | os.PathLike[str], orbit: str | os.PathLike[str] | None = None
+) -> FortyTwoCase:
     """Read a 42 spacecraft file with its wheels, thrusters and locked joints.
 
-    As :func:`read_42`, and also returns the thrusters and the lock events; see
-    :class:`FortyTwoCase`.
+    As :func:`read_42`, and also returns the thrusters, the lock events and the
+    reference orbit; see :class:`FortyTwoCase`.
     """
     shown = os.fspath(path)
     notes: list[tuple[str, type[Warning]]] = []
-    case = _read_sc(Path(shown), shown, notes)
+    orb = None if orbit is None else _read_orbit(Path(os.fspath(orbit)), os.fspath(orbit), notes)
+    case = _read_sc(Path(shown), shown, notes, orb)
     for message, category in notes:
         warnings.warn(message, category, stacklevel=2)
     return case
 
 
-def read_42(path: str | os.PathLike[str]) -> tuple[Model, State]:
+def read_42(
+    path: str | os.PathLike[str], orbit: str | os.PathLike[str] | None = None
+) -> tuple[Model, State]:
     """Read a 42 spacecraft description file and the joint files it names.
 
-    Joint parameter files are resolved relative to the SC file's folder.
+    Joint parameter files are resolved relative to the SC file's folder. ``orbit``, a
+    42 orbit file (``Orb_*.txt``), is the spacecraft's reference orbit: a ``CENTRAL``
+    orbit gives the model a :class:`~kanedyn.CentralGravity` field and puts the
+    spacecraft on the orbit, its attitude relative to LVLH where the file says so (see
+    :func:`read_42_orbit`); :func:`read_42_sim` finds it through ``Inp_Sim.txt``.
 
     Returns
     -------
@@ -263,7 +314,8 @@ def read_42(path: str | os.PathLike[str]) -> tuple[Model, State]:
     """
     shown = os.fspath(path)
     notes: list[tuple[str, type[Warning]]] = []
-    case = _read_sc(Path(shown), shown, notes)
+    orb = None if orbit is None else _read_orbit(Path(os.fspath(orbit)), os.fspath(orbit), notes)
+    case = _read_sc(Path(shown), shown, notes, orb)
     if case.thrusters or case.events:
         notes.append(
             (
@@ -278,7 +330,12 @@ def read_42(path: str | os.PathLike[str]) -> tuple[Model, State]:
     return case.model, case.state
 
 
-def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> FortyTwoCase:
+def _read_sc(
+    path: Path,
+    shown: str,
+    notes: list[tuple[str, type[Warning]]],
+    orbit: FortyTwoOrbit | None = None,
+) -> FortyTwoCase:
     L = _Lines(path, shown)
 
     def note(line: _Line, message: str) -> None:
@@ -292,20 +349,20 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     L.number("FSW Sample Time, sec")
     # -- orbit ------------------------------------------------------------------------
     L.skip()
-    (orbit,), line = L.words(
+    (prop,), line = L.words(
         "Orbit Prop FIXED, EULER_HILL, ENCKE, or COWELL",
         1,
         ("FIXED", "EULER_HILL", "ENCKE", "COWELL"),
     )
-    if orbit.upper() != "FIXED":
+    if prop.upper() != "FIXED" and orbit is None:
         note(
             line,
-            f"orbit propagation ({orbit}) and the orbital environment are not modelled: "
-            "the spacecraft floats free, without gravity",
+            f"orbit propagation ({prop}) needs the reference orbit file (read_42(..., "
+            "orbit=...) or read_42_sim): the spacecraft floats free, without gravity",
         )
-    L.words("Pos of CM or ORIGIN, wrt F", 1, ("CM", "ORIGIN"))
-    L.numbers("Pos wrt Formation (m), expressed in F", 3)
-    L.numbers("Vel wrt Formation (m/s), expressed in F", 3)
+    (use_cm,), _ = L.words("Pos of CM or ORIGIN, wrt F", 1, ("CM", "ORIGIN"))
+    pos_f, _ = L.numbers("Pos wrt Formation (m), expressed in F", 3)
+    vel_f, _ = L.numbers("Vel wrt Formation (m/s), expressed in F", 3)
     # -- initial attitude ---------------------------------------------------------------
     L.skip()
     (code,), code_line = L.words("Ang Vel wrt [NL], Att [QA] wrt [NLF]")
@@ -322,11 +379,12 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
         L.skip()
         angles0, seq0, qline = L.angles_and_seq("Angles (deg) & Euler Sequence")
         q0 = dcm_to_quat(euler_to_dcm(seq0, angles0))  # 42: C_BN = A2C, so R_N_B = its transpose
-    if code[0] == "L" or code[2] in "LF":
+    if orbit is None and (code[0] == "L" or code[2] in "LF"):
         note(
             code_line,
             f"attitude code {code}: rates and attitudes relative to the L (LVLH) or F "
-            "(formation) frame need an orbit, which kanedyn does not model; taken relative to N",
+            "(formation) frame need the reference orbit file (read_42(..., orbit=...) or "
+            "read_42_sim); taken relative to N",
         )
     # -- dynamics flags -----------------------------------------------------------------
     L.skip()
@@ -388,11 +446,15 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
     _scan_equipment(L, note)
     try:
         model = Model(
-            [*bodies, *(w.rotor() for w in wheels)], [*joints, *(w.joint() for w in wheels)]
+            [*bodies, *(w.rotor() for w in wheels)],
+            [*joints, *(w.joint() for w in wheels)],
+            gravity=np.zeros(3) if orbit is None or orbit.gravity is None else orbit.gravity,
         )
     except ModelError as exc:
         raise L.error(nb_line, f"{exc}") from None
     try:
+        if orbit is not None:  # 42's Initial Attitude relative to N, L or F (InitSpacecraft)
+            q0, w0 = orbit.attitude(code, quat_to_dcm(quat_normalize(q0)), w0)
         state = model.set_joint(model.initial_state(), "root", quaternion=q0, rates=np.deg2rad(w0))
     except ModelError as exc:
         raise L.error(
@@ -411,7 +473,17 @@ def _read_sc(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> 
             state = model.set_joint(
                 state, f"{w.name}_spin", rates=[h / w.inertia - float(w.axis @ w_host)]
             )
-    return FortyTwoCase(model, state, tuple(wheels), tuple(thrusters), tuple(events), flex=flex)
+    if orbit is not None:
+        state = orbit.place(model, state, use_cm.upper() == "CM", pos_f, vel_f)
+    return FortyTwoCase(
+        model,
+        state,
+        tuple(wheels),
+        tuple(thrusters),
+        tuple(events),
+        None if orbit is None else orbit.orbit,
+        flex=flex,
+    )
 
 
 def _section(L: _Lines, title: str) -> bool:
@@ -1000,3 +1072,393 @@ def _scan_equipment(L: _Lines, note: _Note) -> None:
                 what = line.comment or title
                 note(line, f"{what} = {count} ({title}): not modelled by kanedyn; ignored")
     L.pos = len(L.lines)
+
+
+# --------------------------------------------------------------------------- orbits
+# 42's worlds (Source/42init.c, LoadPlanets and LoadMoonOfEarth): gravitational
+# parameter (m^3/s^2), equatorial radius (m), J2.
+_WORLDS: dict[str, tuple[float, float, float]] = {
+    "SOL": (1.32715e20, 6.98e8, 0.0),
+    "SUN": (1.32715e20, 6.98e8, 0.0),
+    "MERCURY": (2.18e13, 2.42e6, 0.0),
+    "VENUS": (3.2485e14, 6.1e6, 0.0),
+    "EARTH": (3.986004e14, 6.378145e6, 1.08263e-3),
+    "MARS": (4.293e13, 3.41e6, 1.96045e-3),
+    "JUPITER": (1.2761e17, 7.14e7, 0.0),
+    "SATURN": (3.792e16, 6.04e7, 0.0),
+    "URANUS": (5.788e15, 2.35e7, 0.0),
+    "NEPTUNE": (6.8e15, 2.23e7, 0.0),
+    "PLUTO": (3.2e14, 7.0e6, 0.0),
+    "LUNA": (4.902801e12, 1.738e6, 2.027e-4),
+}
+_REGIMES = ("ZERO", "FLIGHT", "CENTRAL", "THREE_BODY")
+
+
+def _eh_to_relative(
+    radius: float, rate: float, R_L_N: np.ndarray, re: np.ndarray, ve: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """42's ``EHRV2RelRV`` (Kit/Source/orbkit.c): Euler-Hill (curvilinear) position
+    ``re`` and velocity ``ve`` about a circular reference orbit of ``radius`` and
+    ``rate`` (L components) to the position and velocity relative to the reference point
+    (N components). With ``α = re_x/R``, ``β = re_y/R``, ``ρ = R - re_z`` and the frame
+    ``C_BN = C_BL(α, β) C_LN`` of the point's own vertical,
+
+    .. math:: r_{rel} = R\\,\\hat z_L - ρ\\,\\hat z_B, \\quad
+        v_{rel} = C_{BN}^T (ve_x + nρ,\\, ve_y,\\, ve_z) - R n\\,\\hat x_L
+    """
+    alpha, beta, rho = re[0] / radius, re[1] / radius, radius - re[2]
+    c1, s1, c2, s2 = math.cos(alpha), -math.sin(alpha), math.cos(beta), math.sin(beta)
+    C_BL = np.array([[c1, 0.0, -s1], [s1 * s2, c2, c1 * s2], [s1 * c2, -s2, c1 * c2]])
+    C_BN = C_BL @ R_L_N
+    r_rel = radius * R_L_N[2] - rho * C_BN[2]
+    v_rel = C_BN.T @ np.array([ve[0] + rate * rho, ve[1], ve[2]]) - radius * rate * R_L_N[0]
+    return r_rel, v_rel
+
+
+@attrs.frozen(eq=False)
+class FortyTwoOrbit:
+    """A 42 reference orbit file (``Orb_*.txt``) as :func:`read_42_orbit` reads it.
+
+    ``regime`` is the file's orbit type: ``"CENTRAL"`` (``orbit``, the Keplerian
+    :class:`~kanedyn.Orbit` at t = 0, and ``gravity``, the
+    :class:`~kanedyn.CentralGravity` of ``world`` with 42's ``mu`` and radius and
+    J2 = 0, 42's field without "Gravity Perturbation Forces") or ``"ZERO"`` (no orbit
+    and no gravity, the LVLH frame is N, as in 42; ``FLIGHT`` and ``THREE_BODY`` files
+    are read as ZERO with a warning). ``formation_frame`` (``"N"`` or ``"L"``) is the
+    frame the formation frame F is fixed in, ``R_X_F`` its axes in that frame
+    (``euler_to_dcm`` of the file's angles, 42's ``C_FX`` transposed) and
+    ``formation_origin`` (m, N components) its origin relative to the reference orbit.
+    """
+
+    regime: str
+    world: str
+    orbit: Orbit | None
+    gravity: CentralGravity | None
+    formation_frame: str
+    R_X_F: np.ndarray
+    formation_origin: np.ndarray
+
+    @property
+    def R_N_L(self) -> np.ndarray:
+        """LVLH's axes in N at t = 0 (the identity without an orbit, as 42's ZERO)."""
+        return np.eye(3) if self.orbit is None else self.orbit.lvlh(0.0).T
+
+    @property
+    def R_N_F(self) -> np.ndarray:
+        """The formation frame's axes in N at t = 0."""
+        return self.R_N_L @ self.R_X_F if self.formation_frame == "L" else self.R_X_F
+
+    def attitude(
+        self, code: str, R_X_B: np.ndarray, w_deg: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """42's Initial Attitude (``InitSpacecraft``): the quaternion of ``R_N_B`` and
+        ``ω_B/N`` (deg/s, B components) from the attitude ``R_X_B`` relative to
+        ``X = code[2]`` (N, L or F) and the rate ``w_deg`` relative to ``code[0]``
+        (N or L): ``R_N_B = R_N_X R_X_B``, ``ω_B/N = ω_B/X + R_N_B^T ω_L/N``."""
+        R_N_X = {"N": np.eye(3), "L": self.R_N_L, "F": self.R_N_F}[code[2]]
+        R_N_B = R_N_X @ R_X_B
+        w = np.asarray(w_deg, dtype=float)
+        if code[0] == "L" and self.orbit is not None:
+            w_LN = self.R_N_L @ self.orbit.lvlh_rate(0.0)  # N components
+            w = w + np.rad2deg(R_N_B.T @ w_LN)
+        return dcm_to_quat(R_N_B), w
+
+    def place(
+        self, model: Model, state: State, use_cm: bool, pos_f: np.ndarray, vel_f: np.ndarray
+    ) -> State:
+        """Put the spacecraft on the reference orbit as 42's ``InitSpacecraft`` does.
+
+        The spacecraft's mass centre gets the reference orbit's position and velocity
+        plus 42's ``PosR``, ``VelR`` from the "Pos/Vel wrt Formation" fields (``CM``: of
+        the mass centre; ``ORIGIN``: of body 0's origin, the mass centre's offset
+        ``p_cm`` and velocity ``ω × p_cm`` added rigidly, as 42 does); a formation
+        fixed in L takes them as Euler-Hill coordinates (:func:`_eh_to_relative`). The
+        root is put on the orbit by :meth:`kanedyn.Orbit.place` with the attitude and
+        rate it has, then the whole spacecraft is moved so that its mass centre is there.
+        """
+        k0 = model.joint_index("root")
+        q, u = model.coordinates("root"), model.speeds("root")
+        if self.orbit is not None:
+            kin = kinematics(model, state)
+            R_N_B = kin.R_N_B[0]
+            R_L_N = self.orbit.lvlh(0.0)
+            R_L_B = R_L_N @ R_N_B
+            w_BL = R_N_B.T @ kin.omega[0] - R_L_B.T @ self.orbit.lvlh_rate(0.0)
+            state = self.orbit.place(model, state, "root", attitude=R_L_B, rates=w_BL)
+        kin = kinematics(model, state)
+        m = np.array([b.mass for b in model.bodies])
+        c = m @ kin.r / m.sum()
+        v_c = m @ kin.v / m.sum()
+        p_cm = c - kin.p[0]  # body 0's origin to the mass centre, N
+        w_x_p = np.cross(kin.omega[0], p_cm)
+        R_N_L = self.R_N_L
+        R_F = self.R_X_F
+        if self.formation_frame == "L":
+            if use_cm:
+                pos_eh, vel_eh = R_F @ pos_f, R_F @ vel_f
+            else:
+                pos_eh = R_N_L.T @ (p_cm + self.formation_origin) + R_F @ pos_f
+                vel_eh = R_N_L.T @ w_x_p + R_F @ vel_f
+            if self.orbit is None:
+                pos_r, vel_r = pos_eh, vel_eh
+            else:
+                rate = (
+                    self.orbit.mean_motion
+                    if use_cm
+                    else float(np.linalg.norm(self.orbit.lvlh_rate(0.0)))
+                )
+                pos_r, vel_r = _eh_to_relative(self.orbit.a, rate, R_N_L.T, pos_eh, vel_eh)
+        elif use_cm:
+            pos_r, vel_r = R_F @ pos_f, R_F @ vel_f
+        else:
+            pos_r = p_cm + R_F @ pos_f + self.formation_origin
+            vel_r = w_x_p + R_F @ vel_f
+        r0 = v0 = np.zeros(3)
+        if self.orbit is not None:
+            r0, v0 = self.orbit.state(0.0)
+            r0 = r0 + np.asarray(model.central_gravity.center, dtype=float)  # type: ignore[union-attr]
+        jnt = model.joints[k0]
+        Delta = jnt.inner_rotation @ np.eye(3)[:, [int(ch) - 1 for ch in jnt.trn_seq]]
+        qq, uu = state.q.copy(), state.u.copy()
+        qq[q[-3:]] += Delta.T @ (r0 + pos_r - c)
+        uu[u[-3:]] += Delta.T @ (v0 + vel_r - v_c)
+        return State(qq, uu)
+
+
+def read_42_orbit(path: str | os.PathLike[str]) -> FortyTwoOrbit:
+    """Read a 42 orbit file (``Orb_*.txt``), as 42's ``InitOrbit`` (Source/42init.c).
+
+    ``CENTRAL`` orbits about 42's worlds (SOL, the planets, LUNA) with Keplerian
+    elements (``KEP``: periapsis and apoapsis altitudes ``PA`` or minimum altitude and
+    eccentricity ``AE``, inclination, RAAN, argument of periapsis, true anomaly; in km
+    and deg) or position and velocity (``RV``, km and km/s) become an
+    :class:`~kanedyn.Orbit`; 42's ``a = R + (h_p + h_a)/2``, ``e = |h_a - h_p| / 2a``
+    (``PA``) and ``r_p = R + h_min``, ``a = r_p / (1 - e)`` (``AE``). ``ZERO`` has no
+    orbit. Then the formation frame (fixed in N or L, its Euler angles, its origin).
+
+    Raises
+    ------
+    FileFormatError
+        Naming the file and the line: a malformed field, an unknown world, element
+        files (``FILE``: TLE, TRV or SPLINE), apoapsis below periapsis, or an orbit
+        that is not an ellipse.
+
+    Warns
+    -----
+    UnsupportedFeatureWarning
+        ``FLIGHT`` and ``THREE_BODY`` orbits (read as ZERO), secular J2 drift and
+        polyhedron gravity.
+    """
+    shown = os.fspath(path)
+    notes: list[tuple[str, type[Warning]]] = []
+    orbit = _read_orbit(Path(shown), shown, notes)
+    for message, category in notes:
+        warnings.warn(message, category, stacklevel=2)
+    return orbit
+
+
+def _read_orbit(path: Path, shown: str, notes: list[tuple[str, type[Warning]]]) -> FortyTwoOrbit:
+    L = _Lines(path, shown)
+
+    def note(line: _Line, message: str) -> None:
+        notes.append((f"{shown} line {line.number}: {message}", UnsupportedFeatureWarning))
+
+    L.skip(2)  # title, description
+    (regime,), regime_line = L.words("Orbit Type (ZERO, FLIGHT, CENTRAL, THREE_BODY)", 1, _REGIMES)
+    regime = regime.upper()
+    # ZERO and FLIGHT sections: a header, the world or region, polyhedron gravity
+    L.skip()
+    (world,), _ = L.words("World")
+    poly, poly_line = _flag(L, "Use Polyhedron Gravity")
+    if poly and regime == "ZERO":
+        note(poly_line, "polyhedron gravity is not modelled")
+    L.skip(3)
+    orbit: Orbit | None = None
+    gravity: CentralGravity | None = None
+    if regime in ("FLIGHT", "THREE_BODY"):
+        note(
+            regime_line,
+            f"{regime} orbits are not modelled: the spacecraft floats free, without "
+            "gravity, and L is taken as N",
+        )
+        regime = "ZERO"
+    # CENTRAL section
+    L.skip()
+    (center, world_line) = L.words("Orbit Center")
+    drift, drift_line = _flag(L, "Secular Orbit Drift Due to J2")
+    (kind,), kind_line = L.words(
+        "Use Keplerian elements (KEP) or (RV) or FILE", 1, ("KEP", "RV", "FILE")
+    )
+    (pa,), _ = L.words("Use Peri/Apoapsis (PA) or min alt/ecc (AE)", 1, ("PA", "AE"))
+    alts, alt_line = L.numbers("Periapsis & Apoapsis Altitude, km", 2)
+    (alt_min, ecc), ae_line = L.numbers("Min Altitude (km), Eccentricity", 2)
+    inc, _ = L.number("Inclination (deg)")
+    raan, _ = L.number("Right Ascension of Ascending Node (deg)")
+    argp, _ = L.number("Argument of Periapsis (deg)")
+    nu, _ = L.number("True Anomaly (deg)")
+    r_km, r_line = L.numbers("RV Initial Position (km)", 3)
+    v_km, _ = L.numbers("RV Initial Velocity (km/sec)", 3)
+    L.skip(3)  # element file format, name, label
+    if regime == "CENTRAL":
+        name = center[0].upper()
+        if name not in _WORLDS:
+            raise L.error(
+                world_line,
+                f"orbit center {center[0]!r}: kanedyn knows 42's worlds "
+                f"{', '.join(_WORLDS)} (not 42's other moons and minor bodies)",
+            )
+        world = name
+        mu, radius, _j2 = _WORLDS[name]
+        if drift:
+            note(drift_line, "the secular J2 drift of the reference orbit is not modelled")
+        where = kind_line
+        try:
+            if kind.upper() == "KEP":
+                if pa.upper() == "PA":
+                    if alts[1] < alts[0]:
+                        raise L.error(
+                            alt_line, f"apoapsis ({alts[1]} km) below periapsis ({alts[0]} km)"
+                        )
+                    a = radius + 0.5e3 * (alts[0] + alts[1])
+                    e = 1.0e3 * abs(alts[0] - alts[1]) / (2.0 * a)
+                    where = alt_line
+                else:
+                    if not ecc < 1.0:
+                        raise L.error(ae_line, f"eccentricity {ecc} is not an ellipse's (< 1)")
+                    a = (radius + 1.0e3 * alt_min) / (1.0 - ecc)
+                    e, where = ecc, ae_line
+                i, om, w, f = (math.radians(x) for x in (inc, raan, argp, nu))
+                orbit = Orbit.from_elements(a, e, i, om, w, f, mu=mu)
+            elif kind.upper() == "RV":
+                where = r_line
+                orbit = Orbit.from_state(1.0e3 * r_km, 1.0e3 * v_km, mu=mu)
+            else:
+                raise L.error(
+                    kind_line,
+                    "orbit elements from a file (FILE: TLE, TRV or SPLINE) are not read "
+                    "by kanedyn; give KEP or RV",
+                )
+        except ModelError as exc:
+            raise L.error(where, f"orbit: {exc}") from None
+        gravity = CentralGravity(mu=mu, radius=radius, J2=0.0)
+    # THREE_BODY section
+    L.skip(17)
+    # formation frame
+    L.skip()
+    (fixed,), _ = L.words("Formation Frame Fixed in [NL]", 1, ("N", "L"))
+    angles, seq, _ = L.angles_and_seq("Euler Angles (deg) and Sequence")
+    (expressed,), _ = L.words("Formation Origin expressed in [NL]", 1, ("N", "L"))
+    origin, _ = L.numbers("Formation Origin wrt Ref Orbit (m)", 3)
+    R_N_L = np.eye(3) if orbit is None else orbit.lvlh(0.0).T
+    if expressed.upper() == "L":
+        origin = R_N_L @ origin
+    return FortyTwoOrbit(
+        regime, world.upper(), orbit, gravity, fixed.upper(), euler_to_dcm(seq, angles), origin
+    )
+
+
+# Inp_Sim.txt's environment flags that name forces kanedyn does not model
+_ENVIRONMENT = (
+    ("aerodynamic forces", "aerodynamic drag"),
+    ("solar pressure", "solar radiation pressure"),
+    ("residual magnetic", "residual magnetic moment torques (no magnetic field model)"),
+    ("gravity perturbation", "gravity perturbation forces (kanedyn's field is the point mass "
+     "with its gravity-gradient torque; kd.CentralGravity(J2=...) adds J2)"),
+    ("thruster plume", "thruster plume forces"),
+    ("contact forces", "contact forces"),
+    ("slosh", "CFD slosh"),
+)  # fmt: skip
+
+
+def read_42_sim(path: str | os.PathLike[str], spacecraft: int = 0) -> FortyTwoCase:
+    """Read spacecraft ``spacecraft`` of a 42 simulation file (``Inp_Sim.txt``) with its
+    reference orbit: :func:`read_42_case` of the SC file it names, with the orbit file
+    of its ``RefOrb`` (both relative to ``Inp_Sim.txt``'s folder).
+
+    The environment flags of ``Inp_Sim.txt`` that turn on forces kanedyn does not model
+    (aerodynamics, solar pressure, residual magnetic moments, gravity perturbations,
+    thruster plumes, contact, slosh) are reported, and so is a ``FALSE`` "Gravity
+    Gradient Torques" (kanedyn's central field always has them: they come from the same
+    potential as the orbit's force). Third-body gravity of 42's other worlds is not
+    modelled.
+
+    Raises
+    ------
+    FileFormatError
+        Naming the file and the line (``Inp_Sim.txt``, the SC or the orbit file).
+    """
+    shown = os.fspath(path)
+    p = Path(shown)
+    L = _Lines(p, shown)
+    notes: list[tuple[str, type[Warning]]] = []
+
+    def note(line: _Line, message: str) -> None:
+        notes.append((f"{shown} line {line.number}: {message}", UnsupportedFeatureWarning))
+
+    L.skip(8)  # title, simulation control (time mode .. command script)
+    L.skip()  # Reference Orbits banner
+    n_orb, n_orb_line = L.integer("Number of Reference Orbits")
+    orbits: list[tuple[bool, str, _Line]] = []
+    for j in range(n_orb):
+        line = L.line(f"Input file name for Orb {j}")
+        if len(line.tokens) < 2 or line.tokens[0].upper() not in ("TRUE", "FALSE"):
+            raise L.expected(line, f"Input file name for Orb {j}", "TRUE or FALSE and a file name")
+        orbits.append((line.tokens[0].upper() == "TRUE", line.tokens[1], line))
+    L.skip()  # Spacecraft banner
+    n_sc, n_sc_line = L.integer("Number of Spacecraft")
+    if not 0 <= spacecraft < n_sc:
+        raise L.error(n_sc_line, f"spacecraft {spacecraft} is out of range 0..{n_sc - 1}")
+    sc: tuple[int, str, _Line] | None = None
+    for j in range(n_sc):
+        line = L.line(f"Existence, RefOrb, Input file for SC {j}")
+        toks = line.tokens
+        if (
+            len(toks) < 3
+            or toks[0].upper() not in ("TRUE", "FALSE")
+            or not _INTEGER.fullmatch(toks[1])
+        ):
+            raise L.expected(
+                line,
+                f"Existence, RefOrb, Input file for SC {j}",
+                "TRUE or FALSE, an integer and a file name",
+            )
+        if j == spacecraft:
+            sc = (int(toks[1]), toks[2], line)
+    assert sc is not None
+    ref, sc_file, sc_line = sc
+    if not 0 <= ref < n_orb:
+        raise L.error(
+            sc_line, f"spacecraft {spacecraft}: RefOrb {ref} is out of range 0..{n_orb - 1}"
+        )
+    exists, orb_file, orb_line = orbits[ref]
+    if not exists:
+        raise L.error(
+            orb_line, f"orbit {ref} (spacecraft {spacecraft}'s RefOrb) does not exist (FALSE)"
+        )
+    # environment flags: found by their labels (the section differs between 42 versions)
+    in_env = False
+    for line in L.lines[L.pos :]:
+        if line.content.startswith("*"):
+            if in_env:
+                break
+            in_env = "environment" in line.content.lower()
+            continue
+        if not in_env:
+            continue
+        label = line.comment.lower()
+        first = line.tokens[0].upper() if line.tokens else ""
+        if "gravity gradient" in label and first == "FALSE":
+            note(line, "gravity-gradient torques are off in 42; kanedyn's central field has them")
+        for key, what in _ENVIRONMENT:
+            if key in label and "TRUE" in (t.upper() for t in line.tokens[:2]):
+                note(line, f"{what}: not modelled by kanedyn")
+    if n_orb:
+        note(n_orb_line, "third-body gravity of 42's other worlds is not modelled")
+    for name, line in ((orb_file, orb_line), (sc_file, sc_line)):
+        if not (p.parent / name).is_file():
+            raise L.error(line, f"file {os.fspath(p.parent / name)!r} not found")
+    orbit = _read_orbit(p.parent / orb_file, os.fspath(p.parent / orb_file), notes)
+    case = _read_sc(p.parent / sc_file, os.fspath(p.parent / sc_file), notes, orbit)
+    for message, category in notes:
+        warnings.warn(message, category, stacklevel=2)
+    return case

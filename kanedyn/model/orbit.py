@@ -186,6 +186,68 @@ class Orbit:
         """The orbit of the classical elements (angles in radians) at t = 0."""
         return cls(a, e, i, raan, argp, nu, mu)
 
+    @classmethod
+    def from_state(cls, r: ArrayLike, v: ArrayLike, mu: float = EARTH_MU) -> Orbit:
+        """The orbit through position ``r`` (m) and velocity ``v`` (m/s) at t = 0 (N
+        components, relative to the central body): Vallado's Algorithm 9 (``RV2COE``),
+
+        .. math:: h = r \\times v, \\quad
+            e = \\frac{(v^2 - \\mu/|r|)\\, r - (r \\cdot v)\\, v}{\\mu}, \\quad
+            a = \\Big(\\frac{2}{|r|} - \\frac{v^2}{\\mu}\\Big)^{-1}, \\quad
+            i = \\operatorname{atan2}(|h_{xy}|, h_z), \\quad
+            \\Omega = \\operatorname{atan2}(h_x, -h_y)
+
+        with ``argp`` and the argument of latitude ``u = ω + ν`` measured in the
+        node frame ``Rz(Ω) Rx(i)``. A circular orbit has ``argp = 0`` (``nu`` is then the
+        argument of latitude), an equatorial one ``raan = 0``: ``state(0)`` gives back
+        ``r`` and ``v`` to round-off in every case.
+
+        Raises
+        ------
+        ModelError
+            ``r`` or ``v`` is not three finite numbers, ``r × v`` is zero (a radial
+            trajectory) or the orbit is not an ellipse (``v² ≥ 2 mu / |r|``).
+        """
+        mu = _mu(mu)
+        rv = []
+        for x, what in ((r, "r (position, m)"), (v, "v (velocity, m/s)")):
+            try:
+                arr = np.asarray(x, dtype=float)
+            except (TypeError, ValueError):
+                raise ModelError(
+                    f"Orbit.from_state: {what}: expected 3 numbers, got {x!r}"
+                ) from None
+            if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+                raise ModelError(f"Orbit.from_state: {what}: expected 3 finite numbers, got {x!r}")
+            rv.append(arr)
+        r, v = rv
+        rn = float(np.linalg.norm(r))
+        h = np.cross(r, v)
+        hn = float(np.linalg.norm(h))
+        if rn == 0.0 or hn <= 1e-12 * rn * float(np.linalg.norm(v)):
+            raise ModelError("Orbit.from_state: r × v is zero (a radial or degenerate path)")
+        energy = 2.0 / rn - float(v @ v) / mu
+        if energy <= 0.0:
+            raise ModelError(
+                f"Orbit.from_state: the path is not an ellipse (v² = {float(v @ v)!r} ≥ "
+                f"2 mu/|r| = {2.0 * mu / rn!r}); parabolic and hyperbolic orbits are not "
+                "supported"
+            )
+        e_vec = ((float(v @ v) - mu / rn) * r - float(r @ v) * v) / mu
+        e = float(np.linalg.norm(e_vec))
+        i = math.atan2(math.hypot(h[0], h[1]), h[2])
+        equatorial = math.hypot(h[0], h[1]) <= 1e-14 * hn
+        raan = 0.0 if equatorial else math.atan2(h[0], -h[1])
+        R_N_node = rot.euler_to_dcm("313", (raan, i, 0.0))  # the line of nodes on x
+        r_node = R_N_node.T @ r
+        u = math.atan2(r_node[1], r_node[0])
+        if e < 1e-14:
+            e, argp = 0.0, 0.0
+        else:
+            e_node = R_N_node.T @ e_vec
+            argp = math.atan2(e_node[1], e_node[0])
+        return cls(1.0 / energy, e, i, raan, argp, u - argp, mu)
+
     # ------------------------------------------------------------------ constants
     @property
     def mean_motion(self) -> float:

@@ -63,6 +63,9 @@ class Run:
         self.sampler.sample(system, 0.0, x)
         system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
         system.started = True
+        far = diagnose.origin_roundoff(model, plan.state, o.formulation, plan.compiled)
+        if far:
+            warnings.warn(far, diagnose.RoundoffWarning, stacklevel=stacklevel + 1)
         self.x0 = x.copy()
         if plan.schedule is not None and o.t_final > 0.0:
             self.modes = diagnose.linear_modes(system, self.x0)

@@ -16,10 +16,11 @@ from typing import Any
 
 import attrs
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.names import coordinate_names, speed_names
 from kanedyn.model.options import Formulation
@@ -171,6 +172,27 @@ class Trajectory:
     def angular_momentum(self) -> Array:
         """Total angular momentum about the system mass centre, N axes, (nt, 3) [N m s]."""
         return self._derived[3]
+
+    def angular_momentum_about(self, point: ArrayLike | None = None) -> Array:
+        """Total angular momentum about ``point`` (N components; default the model's
+        ``CentralGravity.center``, or N's origin in uniform gravity), N axes, (nt, 3)
+        [N m s]: ``H_o = H_c + (c - o) × P`` with ``H_c`` :attr:`angular_momentum`
+        (about the system mass centre ``c``) and ``P`` :attr:`linear_momentum`.
+
+        In a central field this, about the centre, is the conserved angular momentum
+        (the field's forces and gravity-gradient torques have no moment about the
+        centre in total); :attr:`angular_momentum` is not: the gravity-gradient torque
+        changes it."""
+        if point is None:
+            field = self.model.central_gravity
+            point = (0.0, 0.0, 0.0) if field is None else field.center
+        o = np.asarray(point, dtype=float)
+        if o.shape != (3,) or not np.all(np.isfinite(o)):
+            raise ModelError(
+                f"angular_momentum_about: point must be 3 finite numbers, got {point!r}"
+            )
+        c = self._system_centre[0]
+        return self.angular_momentum + np.cross(c - o, self.linear_momentum)
 
     @cached_property
     def _bodies(self) -> dict[str, BodyHistory]:

@@ -634,7 +634,9 @@ def _load_jacobian(f: Callable[[Array], Array], z: Array) -> Array:
 class Run:
     """The director histories of a run: ``t`` (nt,), ``x``, ``v`` (nt, nx), the scheme's
     ``energy`` (nt,) (kinetic + gravity + springs, :meth:`Redundant.energy`),
-    ``linear_momentum``, ``angular_momentum`` (nt, 3; about N's origin),
+    ``linear_momentum``, ``angular_momentum`` (nt, 3; about the system mass centre,
+    :meth:`Redundant.momentum`; ``Trajectory.angular_momentum_about`` moves it to a point,
+    the field's centre by default),
     ``constraint_residual`` (nt,) ``max |c(x)|``, ``dissipated`` (nt,) the cumulated damper
     work, ``work`` (nt,) the cumulated discrete work ``Σ f(z_n)·Δx_n`` of the applied loads
     and controller commands (so that ``energy - energy[0] = work - dissipated``),

@@ -22,6 +22,14 @@ is drawn from, about its nominal value:
 * ``<joint>.rates.i``: a rotational speed [rad/s] (for a spherical joint, Go's angular
   velocity relative to Gi, in Go axes).
 * ``<joint>.displacements.i``, ``<joint>.displacement_rates.i``: a slide [m], [m/s].
+* ``orbit.radius`` (the semi-major axis, the radius of a circular orbit) [m],
+  ``orbit.a`` [m], ``orbit.e``, ``orbit.i``, ``orbit.raan``, ``orbit.argp``,
+  ``orbit.nu`` [rad]: an element of the free root's orbit in a model with a
+  :class:`~kanedyn.CentralGravity` field. The nominal orbit is the osculating one of the
+  root body's mass centre (:meth:`kanedyn.Orbit.from_state`); the member's root is put
+  on the dispersed orbit by :meth:`kanedyn.Orbit.place` with the nominal attitude and
+  rate relative to LVLH (a spacecraft held in LVLH stays held in the new LVLH). The
+  other dispersions of the state apply on top.
 * ``controller.<attr>``, ``<wheel>.max_torque``, ``loads.<k>.scale``,
   ``loads.<k>.values.i``: a member's inputs, the controller's gains, a reaction wheel's
   torque limit and the load magnitudes (:mod:`kanedyn.simulation.montecarlo.inputs`).
@@ -54,8 +62,10 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.dynamics.kinematics import kinematics
 from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model import Model, State
+from kanedyn.model.orbit import Orbit
 from kanedyn.model.plan import params_of
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.montecarlo import inputs
@@ -64,6 +74,7 @@ from kanedyn.spatial.rotation import dcm_to_quat, elementary_rotation, quat_to_d
 
 __all__ = [
     "DISTRIBUTIONS",
+    "ORBIT_ELEMENTS",
     "Dispersion",
     "DispersionSpec",
     "Members",
@@ -84,6 +95,41 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 _ARGS = ("sigma", "low", "high", "values", "relative")
 _AXES = {"x": 0, "y": 1, "z": 2, "0": 0, "1": 1, "2": 2}
 _INERTIA = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
+#: orbit.<name> -> the kd.Orbit element it sets ("radius" is the semi-major axis)
+ORBIT_ELEMENTS = {"radius": "a", "a": "a", "e": "e", "i": "i", "raan": "raan", "argp": "argp",
+                  "nu": "nu"}  # fmt: skip
+
+
+@attrs.frozen(eq=False)
+class _Osculating:
+    """The free root of a model in a central field, its osculating orbit and its
+    attitude and rate relative to that orbit's LVLH."""
+
+    root: str
+    orbit: Orbit
+    R_L_B: Array
+    w_BL: Array
+
+
+def _osculating(model: Model, state: State, parameter: str) -> _Osculating:
+    field = model.central_gravity
+    roots = [j for j in model.joints
+             if j.is_root and j.rot_type == "spherical" and j.trn_dof == 3]  # fmt: skip
+    if field is None or field.is_symbolic or not roots:
+        raise ModelError(
+            f"parameter {parameter!r}: orbit elements need a free root joint "
+            "(kd.Joint.free) in a numeric central field (gravity=kd.CentralGravity(...))"
+        )
+    k = model.joint_index(roots[0].name)
+    kin = kinematics(model, state)
+    r = kin.r[k] - np.asarray(field.center, dtype=float)
+    try:
+        orbit = Orbit.from_state(r, kin.v[k], mu=float(field.mu))
+    except ModelError as exc:
+        raise ModelError(f"parameter {parameter!r}: the nominal state's orbit: {exc}") from None
+    R_L_B = orbit.lvlh(0.0) @ kin.R_N_B[k]
+    w_BL = kin.R_N_B[k].T @ kin.omega[k] - R_L_B.T @ orbit.lvlh_rate(0.0)
+    return _Osculating(roots[0].name, orbit, R_L_B, w_BL)
 
 
 def _finite(value: Any, what: str) -> float:
@@ -211,7 +257,7 @@ class Target:
     number in the controller or the loads."""
 
     parameter: str
-    kind: str  # mass | com | inertia | stiffness | damping | q | u | attitude | INPUT_KINDS
+    kind: str  # mass | com | inertia | ... | q | u | attitude | orbit | INPUT_KINDS
     index: tuple[int, ...]
     body: int | None = None
     joint: int | None = None
@@ -235,6 +281,12 @@ class Target:
                 f"{bad}: {name!r} is both a body or joint of the model and the {name} "
                 f"given to the run; rename the {'body' if name in lay.body_index else 'joint'}"
             )
+        if name == "orbit" and not in_model:
+            if len(rest) != 1 or rest[0] not in ORBIT_ELEMENTS:
+                raise ModelError(
+                    f"{bad}: an orbit takes {', '.join('orbit.' + e for e in ORBIT_ELEMENTS)}"
+                )
+            return cls(parameter, "orbit", (), path=(ORBIT_ELEMENTS[rest[0]],))
         if (name in given and not in_model) or inputs.is_wheel_parameter(parameter, controller):
             kind, path = inputs.resolve(parameter, controller, loads)
             return cls(parameter, kind, (), path=path)
@@ -321,6 +373,8 @@ class Target:
                     f"({self.parameter}.0, ...)"
                 )
             return float(arr[0])
+        if self.kind == "orbit":
+            return float(getattr(_osculating(model, state, self.parameter).orbit, self.path[0]))
         if self.kind == "q":
             return float(state.q[self.index[0]])
         if self.kind == "u":
@@ -361,6 +415,8 @@ class DispersionSpec:
             if d.parameter in seen:
                 raise ModelError(f"parameter {d.parameter!r} is dispersed twice")
             seen.add(d.parameter)
+        if {"orbit.radius", "orbit.a"} <= seen:
+            raise ModelError("orbit.radius and orbit.a are the same element: disperse one")
         if (
             isinstance(self.seed, bool)
             or not isinstance(self.seed, (int, np.integer))
@@ -459,6 +515,19 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
             arrays[kind] = np.tile(np.asarray(getattr(pa, kind), dtype=float), (B, 1))
     q = np.tile(state.q, (B, 1))
     u = np.tile(state.u, (B, 1))
+    orbit_why = [""] * B
+    elements = [(c, t.path[0]) for c, t in enumerate(spec.targets) if t.kind == "orbit"]
+    if elements:
+        osc = _osculating(model, state, spec.targets[elements[0][0]].parameter)
+        for b in range(B):
+            try:
+                orbit = attrs.evolve(osc.orbit, **{e: values[b, c] for c, e in elements})
+                placed = orbit.place(model, state, osc.root, attitude=osc.R_L_B,
+                                     rates=osc.w_BL)  # fmt: skip
+            except ModelError as exc:
+                orbit_why[b] = " ".join(str(exc).split())
+                continue
+            q[b], u[b] = placed.q, placed.u
     attitude: dict[int, Array] = {}
     moments: dict[int, Array] = {}
     axes: dict[int, Array] = {}
@@ -484,8 +553,8 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
             q[:, t.index[0]] = col
         elif t.kind == "u":
             u[:, t.index[0]] = col
-        elif t.kind in inputs.INPUT_KINDS:
-            continue  # inputs.member_inputs, below
+        elif t.kind in inputs.INPUT_KINDS or t.kind == "orbit":
+            continue  # inputs.member_inputs, below; the orbit, above
         else:  # attitude: R_Gi_Go <- R_Gi_Go · R_i(angle), in the order given
             k, i = t.index
             R = attitude.get(k)
@@ -501,7 +570,7 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
         m = moments.get(i, np.tile(m0, (B, 1)))
         RP = axes.get(i, np.eye(3)) @ P
         arrays["inertia"][:, i] = (RP * m[..., None, :]) @ np.swapaxes(RP, -1, -2)
-    invalid = [_why_invalid(spec, arrays, b) for b in range(B)]
+    invalid = [orbit_why[b] or _why_invalid(spec, arrays, b) for b in range(B)]
     controllers, loads, why = inputs.member_inputs(spec.targets, values, spec.controller,
                                                    spec.loads)  # fmt: skip
     invalid = [a or b for a, b in zip(invalid, why, strict=True)]
