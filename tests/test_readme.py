@@ -11,7 +11,7 @@ def test_readme_starts_with_the_two_commands():
     block = re.search(r"```bash\n(.*?)```", text, re.S).group(1).strip().splitlines()
     assert block == [
         'python -m pip install ".[plot,native]" && python -m kanedyn simulate',
-        'python -m pip install ".[test]" && python -m pytest',
+        'python -m pip install ".[test]" && python -m pytest -n auto',
     ]
     # nothing but the title comes before them
     assert text.index("```bash") < text.index("\n", text.index("# kanedyn")) + 3
