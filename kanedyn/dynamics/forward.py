@@ -32,6 +32,10 @@ def forward_dynamics(
     then apply to every member. For a model with loops, the accelerations of the
     constrained equations ``Cᵀ(Fr + Fr*) = 0`` (:mod:`kanedyn.dynamics.loops`).
     """
+    if isinstance(model, Model) and model.nf:  # flexible bodies (kanedyn.dynamics.flex)
+        from kanedyn.dynamics.flex import flex_forward_dynamics
+
+        return flex_forward_dynamics(model, state, loads, t)
     base, params, q, u = resolve(model, state)
     if base.loops:  # Kane's equations with the loops' dependent speeds eliminated
         if params is not None or q.ndim > 1:

@@ -1,0 +1,213 @@
+"""Kane's equations of a tree with flexible bodies (Kane_NBody_Flex slides 31-37).
+
+The state of a model with flexible bodies is ``q = [q_joints | η]`` and
+``u = [u | s | ξ]``: the modal coordinates and speeds of the flexible bodies, in body
+order, follow the joints' (``Model.nf`` of them; ``Model.modal(body)`` gives a body's
+indices into ``η``). Joints attach at the body-frame origins, so the body frames'
+kinematics are the rigid tree's (:mod:`kanedyn.dynamics.kinematics`), and the
+generalized speeds of flexible body i are ``w_i = (ω, v₀, ξ_i) = T_i y`` (body axes),
+``T_i = [R_N_Bᵀ Ω_i ; R_N_Bᵀ V₀,i ; E_i]`` with ``V₀ = V + [R c]_× Ω`` the partials of
+the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
+``Z₁..Z₆`` in body axes, :mod:`kanedyn.spatial.modal`):
+
+.. math::
+
+    M \\mathrel{+}= T_i^T \\Delta\\mathcal M_i T_i, \\qquad
+    f \\mathrel{-}= T_i^T\\left(\\Delta\\mathcal M_i \\begin{bmatrix}\\alpha_r\\\\a_{0,r}\\\\0\\end{bmatrix}
+        + b_i + \\begin{bmatrix}-c_f\\times g\\\\0\\\\ K_\\Psi\\eta + C_\\Psi\\xi - P_\\Psi^T g\\end{bmatrix}\\right)
+
+with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The dense Kane
+engine runs these; the other engines refuse a flexible body
+(:func:`kanedyn.compiled.supports`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.dynamics.kane import (
+    forcing_at,
+    kane_terms,
+    kinetic_energy_at,
+    mass_matrix_at,
+    momentum_at,
+    potential_energy_at,
+    solve_mass_matrix,
+)
+from kanedyn.dynamics.kinematics import cross, kinematics_at
+from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
+from kanedyn.spatial.modal import centrifugal_loads, modal_bias, modal_inertia
+
+__all__ = [
+    "flex_forcing",
+    "flex_forward_dynamics",
+    "flex_kinetic_energy",
+    "flex_mass_matrix",
+    "flex_momentum",
+    "flex_potential_energy",
+    "split",
+]
+
+Array = NDArray[np.float64]
+
+
+def split(model: Model, state: State) -> tuple[Array, Array, Array, Array]:
+    """``(q_joints, u_joints, η, ξ)`` of a state of a model with flexible bodies."""
+    nq, n, nf = model.nq, model.n, model.nf
+    if not isinstance(state, State):
+        raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")
+    if state.q.shape != (nq + nf,) or state.u.shape != (n + nf,):
+        raise ModelError(
+            f"state has lengths q {state.q.size}, u {state.u.size}; this model has "
+            f"nq + nf = {nq} + {nf}, n + nf = {n} + {nf} (the modal coordinates follow the joints')"
+        )
+    if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.u))):
+        raise ModelError("state has non-finite entries")
+    return state.q[:nq], state.u[:n], state.q[nq:], state.u[n:]
+
+
+@attrs.frozen
+class _BodyFlex:
+    i: int  # body index
+    sl: slice  # its modal indices into η
+    T: Array  # (6 + nm, n + nf) body speeds (ω, v₀, ξ_i) from all speeds, body axes
+    r: Array  # (6 + nm,) remainder accelerations (α_r, a₀,r, 0), body axes
+    w: Array  # (3,) ω, body axes
+    v0: Array  # (3,) v₀, body axes
+    g: Array  # (3,) gravity, body axes
+    R: Array  # R_N_B
+    p: Array  # body-frame origin, N
+
+
+def _bodies(model: Model, q: Array, u: Array, eta: Array, xi: Array) -> tuple[Any, Any, list[_BodyFlex]]:
+    kin = kinematics_at(model, q, u)
+    tm = kane_terms(model, kin)
+    par = tm.par
+    n, nf = model.n, model.nf
+    g_N = kin.params.gravity
+    out = []
+    for i, sl in model.modal_slices():
+        R = kin.R_N_B[i]
+        rc = R @ kin.params.com[i]
+        Om = par.Omega[i]  # (3, n)
+        V0 = par.V[i] - cross(Om.T, rc).T  # v₀ = v_c - ω × r_c
+        nm = sl.stop - sl.start
+        T = np.zeros((6 + nm, n + nf))
+        T[:3, :n] = R.T @ Om
+        T[3:6, :n] = R.T @ V0
+        T[6:, n + sl.start : n + sl.stop] = np.eye(nm)
+        w = kin.omega[i]
+        a0 = par.a_r[i] - np.cross(par.alpha_r[i], rc) - np.cross(w, np.cross(w, rc))
+        r = np.concatenate([R.T @ par.alpha_r[i], R.T @ a0, np.zeros(nm)])
+        v0 = kin.v[i] - np.cross(w, rc)
+        out.append(_BodyFlex(i, sl, T, r, R.T @ w, R.T @ v0, R.T @ g_N, R, kin.p[i]))
+    return kin, tm, out
+
+
+def _mass_and_forcing(model: Model, state: State, loads: LoadsLike, t: float) -> tuple[Array, Array]:
+    q, u, eta, xi = split(model, state)
+    kin, tm, flex = _bodies(model, q, u, eta, xi)
+    n, nf = model.n, model.nf
+    M = np.zeros((n + nf, n + nf))
+    f = np.zeros(n + nf)
+    M[:n, :n] = mass_matrix_at(model, tm)
+    f[:n] = forcing_at(model, tm, applied_loads(model, State(q, u), kin, loads, t))
+    for bf in flex:
+        md = model.bodies[bf.i].modes
+        e, x = eta[bf.sl], xi[bf.sl]
+        dM = modal_inertia(md, e)
+        b = modal_bias(md, e, x, bf.w, bf.g)
+        cf = md.P @ e
+        b[:3] -= np.cross(cf, bf.g)
+        b[6:] += md.stiffness @ e + md.damping @ x - md.P.T @ bf.g
+        M += bf.T.T @ dM @ bf.T
+        f -= bf.T.T @ (dM @ bf.r + b)
+    return M, f
+
+
+def flex_mass_matrix(model: Model, state: State) -> Array:
+    """Kane's mass matrix over ``[u | s | ξ]``, (n + nf, n + nf) (module docstring)."""
+    return _mass_and_forcing(model, state, None, 0.0)[0]
+
+
+def flex_forcing(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:
+    """``Fr + Fr*`` at zero accelerations over ``[u | s | ξ]``, (n + nf,)."""
+    return _mass_and_forcing(model, state, loads, t)[1]
+
+
+def flex_forward_dynamics(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:
+    """``d/dt [u | s | ξ]`` from ``M ẏ = f`` (Cholesky)."""
+    M, f = _mass_and_forcing(model, state, loads, t)
+    return solve_mass_matrix(M, f)
+
+
+def _geometric_quadratic(md: Any, e: Array, x: Array, bf: _BodyFlex) -> float:
+    """Kinetic energy of the foreshortening to second order:
+    ``Σ_k v₀,k ηᵀG_kξ + ω_k ηᵀG_{3+k}ξ - ½ Σ λ_k(ω) ηᵀG_kη``."""
+    G = md.geometric
+    if G is None:
+        return 0.0
+    gdot = (G[:6] @ x) @ e
+    lam = centrifugal_loads(bf.w)
+    return float(bf.v0 @ gdot[:3] + bf.w @ gdot[3:] - 0.5 * lam @ ((G[6:] @ e) @ e))
+
+
+def flex_kinetic_energy(model: Model, state: State) -> float:
+    """``T = T_rigid + ½ wᵀ ΔM w`` per flexible body (exact for the field ``r + Ψη``),
+    with the foreshortening's terms when the body is stiffened."""
+    q, u, eta, xi = split(model, state)
+    kin, _, flex = _bodies(model, q, u, eta, xi)
+    T = float(kinetic_energy_at(model, kin))
+    for bf in flex:
+        md = model.bodies[bf.i].modes
+        e, x = eta[bf.sl], xi[bf.sl]
+        w = np.concatenate([bf.w, bf.v0, x])
+        T += 0.5 * float(w @ modal_inertia(attrs.evolve(md, geometric=None), e) @ w)
+        T += _geometric_quadratic(md, e, x, bf)
+    return T
+
+
+def flex_potential_energy(model: Model, state: State) -> float:
+    """Rigid potential plus ``½ηᵀK_Ψη - g·(R P_Ψ η)`` per flexible body (uniform gravity;
+    with the gravity preload ``-½ Σ_k g_k ηᵀG_kη`` when stiffened)."""
+    q, u, eta, xi = split(model, state)
+    kin, _, flex = _bodies(model, q, u, eta, xi)
+    V = float(potential_energy_at(model, q, kin))
+    for bf in flex:
+        md = model.bodies[bf.i].modes
+        e = eta[bf.sl]
+        V += 0.5 * float(e @ md.stiffness @ e) - float(bf.g @ (md.P @ e))
+        if md.geometric is not None:
+            V -= 0.5 * float(bf.g @ ((md.geometric[:3] @ e) @ e))
+    return V
+
+
+def flex_momentum(model: Model, state: State) -> tuple[Array, Array]:
+    """Linear momentum (N) and angular momentum about the system mass centre (N),
+    elastic motion included: per flexible body ``ΔP = R(ω × c_f + P_Ψξ)`` and, about
+    its frame origin, ``ΔH₀ = R(ΔJω + c_f × v₀ + H̄ξ)`` (the first rows of ``ΔM w``)."""
+    q, u, eta, xi = split(model, state)
+    kin, _, flex = _bodies(model, q, u, eta, xi)
+    P, H = momentum_at(model, kin)
+    pa = kin.params
+    m = float(pa.mass.sum())
+    c = pa.mass @ kin.r / m
+    H_O = H + np.cross(c, P)  # about N's origin
+    mc = m * c
+    for bf in flex:
+        md = attrs.evolve(model.bodies[bf.i].modes, geometric=None)
+        e, x = eta[bf.sl], xi[bf.sl]
+        w = np.concatenate([bf.w, bf.v0, x])
+        h = modal_inertia(md, e) @ w
+        dP, dH0 = bf.R @ h[3:6], bf.R @ h[:3]
+        P = P + dP
+        H_O = H_O + dH0 + np.cross(bf.p, dP)
+        mc = mc + bf.R @ (md.P @ e)
+    c = mc / m
+    return P, H_O - np.cross(c, P)
