@@ -42,7 +42,7 @@ from kanedyn.dynamics.kinematics import cross, kinematics_at
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.spatial.modal import centrifugal_loads, modal_bias, modal_inertia
+from kanedyn.spatial.modal import first_moment, modal_bias, modal_inertia
 
 __all__ = [
     "flex_forcing",
@@ -123,8 +123,7 @@ def _mass_and_forcing(model: Model, state: State, loads: LoadsLike, t: float) ->
         e, x = eta[bf.sl], xi[bf.sl]
         dM = modal_inertia(md, e)
         b = modal_bias(md, e, x, bf.w, bf.g)
-        cf = md.P @ e
-        b[:3] -= np.cross(cf, bf.g)
+        b[:3] -= np.cross(first_moment(md, e), bf.g)
         b[6:] += md.stiffness @ e + md.damping @ x - md.P.T @ bf.g
         M += bf.T.T @ dM @ bf.T
         f -= bf.T.T @ (dM @ bf.r + b)
@@ -147,20 +146,9 @@ def flex_forward_dynamics(model: Model, state: State, loads: LoadsLike = None, t
     return solve_mass_matrix(M, f)
 
 
-def _geometric_quadratic(md: Any, e: Array, x: Array, bf: _BodyFlex) -> float:
-    """Kinetic energy of the foreshortening to second order:
-    ``Σ_k v₀,k ηᵀG_kξ + ω_k ηᵀG_{3+k}ξ - ½ Σ λ_k(ω) ηᵀG_kη``."""
-    G = md.geometric
-    if G is None:
-        return 0.0
-    gdot = (G[:6] @ x) @ e
-    lam = centrifugal_loads(bf.w)
-    return float(bf.v0 @ gdot[:3] + bf.w @ gdot[3:] - 0.5 * lam @ ((G[6:] @ e) @ e))
-
-
 def flex_kinetic_energy(model: Model, state: State) -> float:
-    """``T = T_rigid + ½ wᵀ ΔM w`` per flexible body (exact for the field ``r + Ψη``),
-    with the foreshortening's terms when the body is stiffened."""
+    """``T = T_rigid + ½ wᵀ ΔM w`` per flexible body (exact for the field ``r + Ψη``; the
+    foreshortening to first order when the body is stiffened)."""
     q, u, eta, xi = split(model, state)
     kin, _, flex = _bodies(model, q, u, eta, xi)
     T = float(kinetic_energy_at(model, kin))
@@ -168,8 +156,7 @@ def flex_kinetic_energy(model: Model, state: State) -> float:
         md = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         w = np.concatenate([bf.w, bf.v0, x])
-        T += 0.5 * float(w @ modal_inertia(attrs.evolve(md, geometric=None), e) @ w)
-        T += _geometric_quadratic(md, e, x, bf)
+        T += 0.5 * float(w @ modal_inertia(md, e) @ w)
     return T
 
 
@@ -201,13 +188,13 @@ def flex_momentum(model: Model, state: State) -> tuple[Array, Array]:
     H_O = H + np.cross(c, P)  # about N's origin
     mc = m * c
     for bf in flex:
-        md = attrs.evolve(model.bodies[bf.i].modes, geometric=None)
+        md = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         w = np.concatenate([bf.w, bf.v0, x])
         h = modal_inertia(md, e) @ w
         dP, dH0 = bf.R @ h[3:6], bf.R @ h[:3]
         P = P + dP
         H_O = H_O + dH0 + np.cross(bf.p, dP)
-        mc = mc + bf.R @ (md.P @ e)
+        mc = mc + bf.R @ first_moment(md, e)
     c = mc / m
     return P, H_O - np.cross(c, P)

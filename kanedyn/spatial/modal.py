@@ -33,9 +33,13 @@ undeformed body) does not: ``ΔM`` and ``b`` below, with ``c_f = P_Ψη``,
 (the slides' ``w·R·w``, ``w·S·w η`` and ``2ξᵀQᵀw`` are the last row). The geometric
 stiffness (``Modes.geometric``, rows G_k) of the foreshortening ``½ηᵀG(r)η e`` adds, to
 first order, ``K_geo η = Σ_k λ_k G_k η`` to ``f_ξ`` with the loads
-``λ = (a₀ - g, α, ω_xω_x, ..., ω_zω_x)``: the accelerations enter ``ΔM`` (the column of
-``a₀,k`` and ``α_k`` gains ``G_k η``, and symmetrically the row), and ``b_v``, ``b_ω``
-gain ``ξᵀG_kξ + 2 (ω × ġ)`` (``ġ_k = ηᵀG_kξ``, k = 0..2).
+``λ = (a₀ - g, α, ω_xω_x, ..., ω_zω_x)``. To keep the equations those of a kinetic
+energy (energy and momenta conserved), the foreshortening is a displacement of mass to
+first order in ``u_f``: ``c_f`` gains ``½(ηᵀG_kη)_{k<3}``, ``ΔJ`` gains ``ΔJ_f``
+(:func:`foreshortening_inertia`, from rows 6-11), the ξ columns of ``a₀,k`` and ``α_k``
+gain ``G_k η`` (and symmetrically the rows); ``b_v`` gains ``ξᵀG_kξ + 2ω × ġ`` and
+``b_ω`` gains ``ξᵀG_{3+k}ξ + ω × ġ_{3..5} + ΔJ̇_f ω`` (``ġ_k = ηᵀG_kξ``). The inertia
+that ``u_f`` adds to the modes is of higher order and left out.
 
 Arrays may hold floats, traced values or sympy expressions (object arrays); only
 ``+``, ``-``, ``*``, ``@`` and sums are used.
@@ -47,7 +51,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LEVI_CIVITA", "centrifugal_loads", "cross_integrals", "modal_inertia", "modal_bias"]
+__all__ = [
+    "LEVI_CIVITA",
+    "centrifugal_loads",
+    "cross_integrals",
+    "first_moment",
+    "foreshortening_inertia",
+    "modal_bias",
+    "modal_inertia",
+]
 
 #: ε_ijk
 LEVI_CIVITA = np.zeros((3, 3, 3))
@@ -75,16 +87,41 @@ def centrifugal_loads(w: Any) -> Any:
     return np.array([w[0] * w[0], w[1] * w[1], w[2] * w[2], w[0] * w[1], w[1] * w[2], w[2] * w[0]])
 
 
-def modal_inertia(md: Any, eta: Any) -> Any:
-    """``ΔM(η)`` (6 + n, 6 + n) of the module docstring, speeds ordered ``(ω, v₀, ξ)``;
-    geometric stiffness's acceleration columns included when ``md.geometric`` is set."""
-    n = md.mass.shape[0]
+def foreshortening_inertia(s: Any) -> Any:
+    """``ΔJ_f`` (3, 3) of the foreshortening from ``s_k = ηᵀG_kη`` (rows 6-11): the
+    symmetric matrix with ``ωᵀΔJ_fω = -Σ_k λ_k(ω) s_k``, so that ``½ωᵀΔJ_fω`` is the
+    kinetic energy ``∫(ω×r)·(ω×u_f) dm`` of ``u_f = ½ηᵀG(r)η e``."""
+    return -np.array(
+        [[s[6], 0.5 * s[9], 0.5 * s[11]], [0.5 * s[9], s[7], 0.5 * s[10]], [0.5 * s[11], 0.5 * s[10], s[8]]]
+    )
+
+
+def _inertia_parts(md: Any, eta: Any) -> tuple[Any, Any, Any]:
+    """``D_p`` (3, 3, n), ``ΔJ`` (3, 3) and ``c_f`` (3) at ``η``, the foreshortening's
+    ``½(ηᵀG_kη)_{k<3}`` and ``ΔJ_f`` included when ``md.geometric`` is set."""
     D = md.L + (md.N * eta[None, None, None, :]).sum(axis=-1)  # (3, 3, n): D_p
     dE = (D * eta).sum(axis=-1)  # Σ η_p D_p
     dE = dE + dE.T - (md.N * eta[None, None, :, None] * eta[None, None, None, :]).sum(axis=(-1, -2))
     # ∫ρρᵀ - ∫rrᵀ = Σ η_p(L_p + L_pᵀ) + ηᵀNη ; D carries L + Nη, so (Dη) + (Dη)ᵀ - ηᵀNη
     dJ = (dE[0, 0] + dE[1, 1] + dE[2, 2]) * np.eye(3) - dE
     cf = md.P @ eta
+    if md.geometric is not None:
+        s = (md.geometric @ eta) @ eta  # (12,) ηᵀG_kη
+        cf = cf + 0.5 * s[:3]
+        dJ = dJ + foreshortening_inertia(s)
+    return D, dJ, cf
+
+
+def first_moment(md: Any, eta: Any) -> Any:
+    """``c_f = ∫(ρ - r) dm = P_Ψη`` (plus the foreshortening's ``½(ηᵀG_kη)_{k<3}``)."""
+    return _inertia_parts(md, eta)[2]
+
+
+def modal_inertia(md: Any, eta: Any) -> Any:
+    """``ΔM(η)`` (6 + n, 6 + n) of the module docstring, speeds ordered ``(ω, v₀, ξ)``;
+    geometric stiffness's acceleration columns included when ``md.geometric`` is set."""
+    n = md.mass.shape[0]
+    _, dJ, cf = _inertia_parts(md, eta)
     Hbar = md.H + (cross_integrals(md.N) * eta[None, :, None]).sum(axis=1)
     Pb = md.P
     if md.geometric is not None:
@@ -107,12 +144,8 @@ def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
     """``b`` (6 + n) of the module docstring at ``η``, ``ξ``, body rate ``w`` and gravity
     ``g`` (body axes): the velocity terms of the flexible body's inertia forces, and the
     geometric stiffness of the centrifugal and gravity preloads."""
-    D = md.L + (md.N * eta[None, None, None, :]).sum(axis=-1)
-    dE = (D * eta).sum(axis=-1)
-    dE = dE + dE.T - (md.N * eta[None, None, :, None] * eta[None, None, None, :]).sum(axis=(-1, -2))
-    dJ = (dE[0, 0] + dE[1, 1] + dE[2, 2]) * np.eye(3) - dE
+    D, dJ, cf = _inertia_parts(md, eta)
     Dxi = (D * xi).sum(axis=-1)
-    cf = md.P @ eta
     b_w = _cross(w, dJ @ w) + 2.0 * (w * (Dxi[0, 0] + Dxi[1, 1] + Dxi[2, 2]) - Dxi @ w)
     b_v = _cross(w, _cross(w, cf)) + 2.0 * _cross(w, md.P @ xi)
     Dw = (D * w[None, :, None]).sum(axis=1)  # (3, n): D_p ω
@@ -123,8 +156,8 @@ def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
         G = md.geometric
         lam = centrifugal_loads(w)
         b_x = b_x + ((G[6:] * lam[:, None, None]).sum(axis=0) - (G[:3] * g[:, None, None]).sum(axis=0)) @ eta
-        gdot = (G[:6] @ xi) @ eta  # ηᵀG_kξ, k = 0..5
+        gdot = (G @ xi) @ eta  # ηᵀG_kξ
         xGx = (G[:6] @ xi) @ xi
         b_v = b_v + xGx[:3] + 2.0 * _cross(w, gdot[:3])
-        b_w = b_w + xGx[3:]
+        b_w = b_w + xGx[3:] + _cross(w, gdot[3:6]) + foreshortening_inertia(2.0 * gdot) @ w
     return np.concatenate([b_w, b_v, b_x])

@@ -261,19 +261,23 @@ def _energy(model, s):
 
 
 def _conservation_errors(model, s0):
-    s1 = _rk4(model, s0, 2e-3, 150)
+    s1 = _rk4(model, s0, 4e-3, 75)
     E0, E1 = _energy(model, s0), _energy(model, s1)
     (P0, H0), (P1, H1) = flex.flex_momentum(model, s0), flex.flex_momentum(model, s1)
     return abs(E1 - E0) / abs(E0), np.abs(P1 - P0).max(), np.abs(H1 - H0).max() / np.abs(H0).max()
 
 
-def test_torque_free_hub_and_beam_conserves_energy_and_momenta():
-    model, s0 = _free_hub_beam()
+@pytest.mark.parametrize("stiffening", [False, True])
+def test_torque_free_hub_and_beam_conserves_energy_and_momenta(stiffening):
+    """Energy with strain energy, P and H (elastic motion included) conserved to RK4's
+    accuracy (they fall as dt⁴: 1.6e-7 at dt = 4 ms, 5e-9 at 2 ms), with and without the
+    geometric stiffness."""
+    model, s0 = _free_hub_beam(stiffening=stiffening)
     dE, dP, dH = _conservation_errors(model, s0)
-    assert dE < 1e-7 and dP < 1e-9 and dH < 1e-7
+    assert dE < 1e-6 and dP < 1e-6 and dH < 1e-6
 
 
-def test_conservation_fails_when_a_term_is_broken(monkeypatch):
+def test_conservation_fails_when_the_coriolis_term_is_broken(monkeypatch):
     model, s0 = _free_hub_beam()
     real = modal.modal_bias
 
@@ -284,10 +288,17 @@ def test_conservation_fails_when_a_term_is_broken(monkeypatch):
 
     monkeypatch.setattr(flex, "modal_bias", broken)
     dE, dP, dH = _conservation_errors(model, s0)
-    assert dE > 1e-5 or dP > 1e-5 or dH > 1e-5
+    assert max(dE, dP, dH) > 1e-4
+
+
+def test_conservation_fails_without_the_foreshortening_inertia(monkeypatch):
+    model, s0 = _free_hub_beam(stiffening=True)
+    monkeypatch.setattr(modal, "foreshortening_inertia", lambda s: np.zeros((3, 3)))
+    dE, dP, dH = _conservation_errors(model, s0)
+    assert max(dE, dP, dH) > 1e-4
 
 
 def test_modal_damping_lowers_energy():
     model, s0 = _free_hub_beam(damping=0.05)
-    s1 = _rk4(model, s0, 2e-3, 150)
+    s1 = _rk4(model, s0, 4e-3, 75)
     assert _energy(model, s1) < _energy(model, s0) - 1e-4
