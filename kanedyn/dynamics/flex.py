@@ -17,8 +17,9 @@ the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
         + b_i + \\begin{bmatrix}-c_f\\times g\\\\0\\\\ K_\\Psi\\eta + C_\\Psi\\xi - P_\\Psi^T g\\end{bmatrix}\\right)
 
 with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The dense Kane
-engine runs these; the other engines refuse a flexible body
-(:func:`kanedyn.compiled.supports`).
+functions (:mod:`kanedyn.dynamics.kane`: ``kd.mass_matrix``, ``kd.forcing``,
+``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's;
+the other engines refuse a flexible body (:func:`kanedyn.compiled.supports`).
 """
 
 from __future__ import annotations
@@ -29,30 +30,13 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.dynamics.kane import (
-    forcing_at,
-    kane_terms,
-    kinetic_energy_at,
-    mass_matrix_at,
-    momentum_at,
-    potential_energy_at,
-    solve_mass_matrix,
-)
-from kanedyn.dynamics.kinematics import cross, kinematics_at
-from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.dynamics.kinematics import Kinematics, cross
+from kanedyn.dynamics.partials import Partials
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.spatial.modal import first_moment, modal_bias, modal_inertia
 
-__all__ = [
-    "flex_forcing",
-    "flex_forward_dynamics",
-    "flex_kinetic_energy",
-    "flex_mass_matrix",
-    "flex_momentum",
-    "flex_potential_energy",
-    "split",
-]
+__all__ = ["flex_energy", "flex_momentum", "flex_terms", "split"]
 
 Array = NDArray[np.float64]
 
@@ -85,10 +69,7 @@ class _BodyFlex:
     p: Array  # body-frame origin, N
 
 
-def _bodies(model: Model, q: Array, u: Array, eta: Array, xi: Array) -> tuple[Any, Any, list[_BodyFlex]]:
-    kin = kinematics_at(model, q, u)
-    tm = kane_terms(model, kin)
-    par = tm.par
+def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
     n, nf = model.n, model.nf
     g_N = kin.params.gravity
     out = []
@@ -107,18 +88,19 @@ def _bodies(model: Model, q: Array, u: Array, eta: Array, xi: Array) -> tuple[An
         r = np.concatenate([R.T @ par.alpha_r[i], R.T @ a0, np.zeros(nm)])
         v0 = kin.v[i] - np.cross(w, rc)
         out.append(_BodyFlex(i, sl, T, r, R.T @ w, R.T @ v0, R.T @ g_N, R, kin.p[i]))
-    return kin, tm, out
+    return out
 
 
-def _mass_and_forcing(model: Model, state: State, loads: LoadsLike, t: float) -> tuple[Array, Array]:
-    q, u, eta, xi = split(model, state)
-    kin, tm, flex = _bodies(model, q, u, eta, xi)
+def flex_terms(
+    model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array
+) -> tuple[Array, Array]:
+    """The flexible bodies' additions ``(ΔM, Δf)`` to Kane's mass matrix and forcing over
+    ``[u | s | ξ]``, (n + nf, n + nf) and (n + nf,): the module docstring's sums, with
+    gravity on the displaced mass and the elastic and damping forces."""
     n, nf = model.n, model.nf
     M = np.zeros((n + nf, n + nf))
     f = np.zeros(n + nf)
-    M[:n, :n] = mass_matrix_at(model, tm)
-    f[:n] = forcing_at(model, tm, applied_loads(model, State(q, u), kin, loads, t))
-    for bf in flex:
+    for bf in _bodies(model, kin, par):
         md = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         dM = modal_inertia(md, e)
@@ -130,71 +112,34 @@ def _mass_and_forcing(model: Model, state: State, loads: LoadsLike, t: float) ->
     return M, f
 
 
-def flex_mass_matrix(model: Model, state: State) -> Array:
-    """Kane's mass matrix over ``[u | s | ξ]``, (n + nf, n + nf) (module docstring)."""
-    return _mass_and_forcing(model, state, None, 0.0)[0]
-
-
-def flex_forcing(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:
-    """``Fr + Fr*`` at zero accelerations over ``[u | s | ξ]``, (n + nf,)."""
-    return _mass_and_forcing(model, state, loads, t)[1]
-
-
-def flex_forward_dynamics(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:
-    """``d/dt [u | s | ξ]`` from ``M ẏ = f`` (Cholesky)."""
-    M, f = _mass_and_forcing(model, state, loads, t)
-    return solve_mass_matrix(M, f)
-
-
-def flex_kinetic_energy(model: Model, state: State) -> float:
-    """``T = T_rigid + ½ wᵀ ΔM w`` per flexible body (exact for the field ``r + Ψη``; the
-    foreshortening to first order when the body is stiffened)."""
-    q, u, eta, xi = split(model, state)
-    kin, _, flex = _bodies(model, q, u, eta, xi)
-    T = float(kinetic_energy_at(model, kin))
-    for bf in flex:
+def flex_energy(model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array) -> tuple[float, float]:
+    """The flexible bodies' additions to the kinetic and potential energy: per body
+    ``½ wᵀΔM w`` (exact for the field ``r + Ψη``; the foreshortening to first order when
+    stiffened) and ``½ηᵀK_Ψη - g·c_f`` (uniform gravity on the displaced mass)."""
+    T = V = 0.0
+    for bf in _bodies(model, kin, par):
         md = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         w = np.concatenate([bf.w, bf.v0, x])
         T += 0.5 * float(w @ modal_inertia(md, e) @ w)
-    return T
+        V += 0.5 * float(e @ md.stiffness @ e) - float(bf.g @ first_moment(md, e))
+    return T, V
 
 
-def flex_potential_energy(model: Model, state: State) -> float:
-    """Rigid potential plus ``½ηᵀK_Ψη - g·(R P_Ψ η)`` per flexible body (uniform gravity;
-    with the gravity preload ``-½ Σ_k g_k ηᵀG_kη`` when stiffened)."""
-    q, u, eta, xi = split(model, state)
-    kin, _, flex = _bodies(model, q, u, eta, xi)
-    V = float(potential_energy_at(model, q, kin))
-    for bf in flex:
-        md = model.bodies[bf.i].modes
-        e = eta[bf.sl]
-        V += 0.5 * float(e @ md.stiffness @ e) - float(bf.g @ (md.P @ e))
-        if md.geometric is not None:
-            V -= 0.5 * float(bf.g @ ((md.geometric[:3] @ e) @ e))
-    return V
-
-
-def flex_momentum(model: Model, state: State) -> tuple[Array, Array]:
-    """Linear momentum (N) and angular momentum about the system mass centre (N),
-    elastic motion included: per flexible body ``ΔP = R(ω × c_f + P_Ψξ)`` and, about
-    its frame origin, ``ΔH₀ = R(ΔJω + c_f × v₀ + H̄ξ)`` (the first rows of ``ΔM w``)."""
-    q, u, eta, xi = split(model, state)
-    kin, _, flex = _bodies(model, q, u, eta, xi)
-    P, H = momentum_at(model, kin)
-    pa = kin.params
-    m = float(pa.mass.sum())
-    c = pa.mass @ kin.r / m
-    H_O = H + np.cross(c, P)  # about N's origin
-    mc = m * c
-    for bf in flex:
+def flex_momentum(
+    model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array
+) -> tuple[Array, Array, Array]:
+    """The flexible bodies' additions to the linear momentum (N), the angular momentum
+    about N's origin (N) and the first moment of mass (N): per body ``ΔP = R(ω × c_f +
+    P̄ξ)``, ``ΔH₀ = R(ΔJω + c_f × v₀ + H̄ξ) + p × ΔP`` (the rows of ``ΔM w``) and
+    ``R c_f``."""
+    P, H, mc = np.zeros(3), np.zeros(3), np.zeros(3)
+    for bf in _bodies(model, kin, par):
         md = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
-        w = np.concatenate([bf.w, bf.v0, x])
-        h = modal_inertia(md, e) @ w
-        dP, dH0 = bf.R @ h[3:6], bf.R @ h[:3]
-        P = P + dP
-        H_O = H_O + dH0 + np.cross(bf.p, dP)
-        mc = mc + bf.R @ first_moment(md, e)
-    c = mc / m
-    return P, H_O - np.cross(c, P)
+        h = modal_inertia(md, e) @ np.concatenate([bf.w, bf.v0, x])
+        dP = bf.R @ h[3:6]
+        P += dP
+        H += bf.R @ h[:3] + np.cross(bf.p, dP)
+        mc += bf.R @ first_moment(md, e)
+    return P, H, mc

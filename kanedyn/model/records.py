@@ -910,9 +910,10 @@ class Model:
             raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")
         if self.nf and state.q.shape == (self.nq + self.nf,):
             raise ModelError(
-                "this model has flexible bodies: kd.forward_dynamics and the functions of "
-                "kanedyn.dynamics.flex (flex_mass_matrix, flex_forcing, flex_kinetic_energy, "
-                "flex_potential_energy, flex_momentum) take its states; this one does not yet"
+                "this model has flexible bodies: kd.mass_matrix, kd.forcing, "
+                "kd.forward_dynamics, kd.kinetic_energy, kd.potential_energy and kd.momentum "
+                "take its states (q = [q_joints | eta], u = [u | s | xi]); this function "
+                "does not yet"
             )
         if state.q.shape != (self.nq,):
             raise ModelError(f"state.q has length {state.q.size}; this model has nq = {self.nq}")
