@@ -41,11 +41,14 @@ __all__ = ["flex_energy", "flex_momentum", "flex_terms", "split"]
 Array = NDArray[np.float64]
 
 
-def split(model: Model, state: State) -> tuple[Array, Array, Array, Array]:
-    """``(q_joints, u_joints, η, ξ)`` of a state of a model with flexible bodies."""
+def split(model: Model, state: Any) -> tuple[Array, Array, Array, Array]:
+    """``(q_joints, u_joints, η, ξ)`` of a state of a model with flexible bodies (one
+    :class:`~kanedyn.State`; batches of states are not taken yet)."""
     nq, n, nf = model.nq, model.n, model.nf
     if not isinstance(state, State):
-        raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")
+        raise ModelError(
+            f"a model with flexible bodies takes one kanedyn State, got {type(state).__name__}"
+        )
     if state.q.shape != (nq + nf,) or state.u.shape != (n + nf,):
         raise ModelError(
             f"state has lengths q {state.q.size}, u {state.u.size}; this model has "
@@ -101,7 +104,7 @@ def flex_terms(
     M = np.zeros((n + nf, n + nf))
     f = np.zeros(n + nf)
     for bf in _bodies(model, kin, par):
-        md = model.bodies[bf.i].modes
+        md: Any = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         dM = modal_inertia(md, e)
         b = modal_bias(md, e, x, bf.w, bf.g)
@@ -112,13 +115,15 @@ def flex_terms(
     return M, f
 
 
-def flex_energy(model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array) -> tuple[float, float]:
+def flex_energy(
+    model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array
+) -> tuple[float, float]:
     """The flexible bodies' additions to the kinetic and potential energy: per body
     ``½ wᵀΔM w`` (exact for the field ``r + Ψη``; the foreshortening to first order when
     stiffened) and ``½ηᵀK_Ψη - g·c_f`` (uniform gravity on the displaced mass)."""
     T = V = 0.0
     for bf in _bodies(model, kin, par):
-        md = model.bodies[bf.i].modes
+        md: Any = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         w = np.concatenate([bf.w, bf.v0, x])
         T += 0.5 * float(w @ modal_inertia(md, e) @ w)
@@ -135,7 +140,7 @@ def flex_momentum(
     ``R c_f``."""
     P, H, mc = np.zeros(3), np.zeros(3), np.zeros(3)
     for bf in _bodies(model, kin, par):
-        md = model.bodies[bf.i].modes
+        md: Any = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         h = modal_inertia(md, e) @ np.concatenate([bf.w, bf.v0, x])
         dP = bf.R @ h[3:6]

@@ -202,12 +202,12 @@ def _flexible_state(model: Model, state: State) -> tuple[Kinematics, Partials, A
 
 
 def flexible_system(
-    model: Model, state: State, loads: LoadsLike = None, t: float = 0.0
+    model: Model, state: State | States, loads: LoadsLike = None, t: float = 0.0
 ) -> tuple[Array, Array]:
     """``(M, f)`` over ``[u | s | ξ]`` of a model with flexible bodies: the rigid tree's
     (:func:`mass_matrix_at`, :func:`forcing_at`) plus the modal terms of
     :func:`kanedyn.dynamics.flex.flex_terms` (Kane_NBody_Flex slides 32-33)."""
-    q, u, eta, xi = flex.split(model, state)
+    q, u, eta, xi = flex.split(model, state)  # one State: a batch is refused
     kin = kinematics_at(model, q, u)
     tm = kane_terms(model, kin)
     n = model.n

@@ -120,7 +120,11 @@ def beam_body(
     if axis not in (0, 1, 2):
         raise ModelError(f"beam {name!r}: axis must be 0, 1 or 2, got {axis!r}")
     dirs = tuple(directions)
-    if not dirs or any(d not in (0, 1, 2) or d == axis for d in dirs) or len(set(dirs)) != len(dirs):
+    if (
+        not dirs
+        or any(d not in (0, 1, 2) or d == axis for d in dirs)
+        or len(set(dirs)) != len(dirs)
+    ):
         raise ModelError(
             f"beam {name!r}: directions must be distinct axes among 0, 1, 2 other than axis {axis}, "
             f"got {directions!r}"

@@ -83,7 +83,9 @@ def _check_psd(arr: Array, what: str, definite: bool) -> None:
     ev = np.linalg.eigvalsh(0.5 * (arr + arr.T))
     tol = 1e-10 * max(float(np.max(np.abs(ev))), np.finfo(float).tiny)
     if definite and ev.min() <= tol:
-        raise ModelError(f"modes: {what} must be positive definite (smallest eigenvalue {ev.min():g})")
+        raise ModelError(
+            f"modes: {what} must be positive definite (smallest eigenvalue {ev.min():g})"
+        )
     if ev.min() < -tol:
         raise ModelError(
             f"modes: {what} must be positive semidefinite (smallest eigenvalue {ev.min():g})"
@@ -146,7 +148,9 @@ class Modes:
 
     def __attrs_post_init__(self) -> None:
         if np.ndim(self.mass) not in (1, 2):
-            raise ModelError(f"modes: mass must be an (n, n) array, got shape {np.shape(self.mass)}")
+            raise ModelError(
+                f"modes: mass must be an (n, n) array, got shape {np.shape(self.mass)}"
+            )
         M = _square(self.mass, None, "mass")
         n = M.shape[0]
         if n == 0:
@@ -181,7 +185,9 @@ class Modes:
             N.setflags(write=False)
         else:
             N = _array(self.N, (3, 3, n, n), "N")
-            if not np.allclose(N, N.transpose(1, 0, 3, 2), atol=1e-9 * max(np.abs(N).max(), 1e-300)):
+            if not np.allclose(
+                N, N.transpose(1, 0, 3, 2), atol=1e-9 * max(np.abs(N).max(), 1e-300)
+            ):
                 raise ModelError("modes: N must satisfy N_ijpq = N_jiqp (N_ijpq = ∫Ψ_ip Ψ_jq dm)")
             trace = np.einsum("iipq->pq", N)
             if not np.allclose(trace, M, rtol=1e-6, atol=1e-9 * np.abs(M).max()):
@@ -191,7 +197,9 @@ class Modes:
         if nn < 0:
             raise ModelError(f"modes: node_positions must be (N, 3), got shape {nodes.shape}")
         nodes = _array(nodes.reshape(nn, 3), (nn, 3), "node_positions")
-        Psi = _array(np.zeros((nn, 3, n)) if np.size(self.Psi) == 0 else self.Psi, (nn, 3, n), "Psi")
+        Psi = _array(
+            np.zeros((nn, 3, n)) if np.size(self.Psi) == 0 else self.Psi, (nn, 3, n), "Psi"
+        )
         Theta = _array(
             np.zeros((nn, 3, n)) if np.size(self.Theta) == 0 else self.Theta, (nn, 3, n), "Theta"
         )
@@ -207,7 +215,9 @@ class Modes:
             if not np.allclose(G, G.transpose(0, 2, 1), atol=1e-9 * max(np.abs(G).max(), 1e-300)):
                 raise ModelError("modes: geometric must be symmetric in its last two axes")
         mode_names = (
-            tuple(f"eta{p + 1}" for p in range(n)) if self.mode_names is None else tuple(self.mode_names)
+            tuple(f"eta{p + 1}" for p in range(n))
+            if self.mode_names is None
+            else tuple(self.mode_names)
         )
         if len(mode_names) != n or len(set(mode_names)) != n:
             raise ModelError(f"modes: mode_names must be {n} unique strings, got {mode_names!r}")
@@ -238,7 +248,9 @@ class Modes:
         try:
             return self.node_names.index(name)
         except ValueError:
-            raise ModelError(f"modes: no node named {name!r} (nodes: {list(self.node_names)})") from None
+            raise ModelError(
+                f"modes: no node named {name!r} (nodes: {list(self.node_names)})"
+            ) from None
 
     def shapes(self, nodes: Sequence[str] | None = None) -> tuple[Array, Array]:
         """``(Psi, Theta)`` at the named nodes (all by default), (N, 3, n) each."""

@@ -73,7 +73,9 @@ def _skew(v: Any) -> Any:
 
 
 def _cross(a: Any, b: Any) -> Any:
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+    return np.array(
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    )
 
 
 def cross_integrals(N: Any) -> Any:
@@ -92,7 +94,11 @@ def foreshortening_inertia(s: Any) -> Any:
     symmetric matrix with ``ωᵀΔJ_fω = -Σ_k λ_k(ω) s_k``, so that ``½ωᵀΔJ_fω`` is the
     kinetic energy ``∫(ω×r)·(ω×u_f) dm`` of ``u_f = ½ηᵀG(r)η e``."""
     return -np.array(
-        [[s[6], 0.5 * s[9], 0.5 * s[11]], [0.5 * s[9], s[7], 0.5 * s[10]], [0.5 * s[11], 0.5 * s[10], s[8]]]
+        [
+            [s[6], 0.5 * s[9], 0.5 * s[11]],
+            [0.5 * s[9], s[7], 0.5 * s[10]],
+            [0.5 * s[11], 0.5 * s[10], s[8]],
+        ]
     )
 
 
@@ -151,11 +157,17 @@ def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
     Dw = (D * w[None, :, None]).sum(axis=1)  # (3, n): D_p ω
     trD = D[0, 0] + D[1, 1] + D[2, 2]
     b_x = (Dw * w[:, None]).sum(axis=0) - (w @ w) * trD
-    b_x = b_x + 2.0 * ((cross_integrals(md.N) * w[:, None, None]).sum(axis=0) * xi[:, None]).sum(axis=0)
+    b_x = b_x + 2.0 * ((cross_integrals(md.N) * w[:, None, None]).sum(axis=0) * xi[:, None]).sum(
+        axis=0
+    )
     if md.geometric is not None:
         G = md.geometric
         lam = centrifugal_loads(w)
-        b_x = b_x + ((G[6:] * lam[:, None, None]).sum(axis=0) - (G[:3] * g[:, None, None]).sum(axis=0)) @ eta
+        b_x = (
+            b_x
+            + ((G[6:] * lam[:, None, None]).sum(axis=0) - (G[:3] * g[:, None, None]).sum(axis=0))
+            @ eta
+        )
         gdot = (G @ xi) @ eta  # ηᵀG_kξ
         xGx = (G[:6] @ xi) @ xi
         b_v = b_v + xGx[:3] + 2.0 * _cross(w, gdot[:3])

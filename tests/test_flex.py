@@ -59,7 +59,9 @@ def test_beam_clamped_frequencies_are_euler_bernoulli():
     ell, rho, EI = 2.0, 3.0, (50.0, 80.0)
     b = kd.beam_body("beam", ell, rho, EI, n_modes=4, axis=0, directions=(1, 2))
     md = b.modes
-    exact = np.sort(np.concatenate([cantilever_roots(4) ** 2 * np.sqrt(e / (rho * ell**4)) for e in EI]))
+    exact = np.sort(
+        np.concatenate([cantilever_roots(4) ** 2 * np.sqrt(e / (rho * ell**4)) for e in EI])
+    )
     np.testing.assert_allclose(md.frequencies, exact, rtol=1e-10)
     # integrals of the analytic modes: ∫φ_1 ds = 0.7830 ℓ (Blevins), M = ρℓ U
     np.testing.assert_allclose(md.P[1, 0], rho * 0.7830 * ell, rtol=2e-4)
@@ -91,13 +93,17 @@ def test_clamped_beam_linearised_dynamics_frequencies():
     b = kd.beam_body("beam", ell, rho, EI, n_modes=3, directions=(1,), stiffening=False)
     model = kd.Model([b], [kd.Joint.weld("clamp", None, "beam")])
     w = _linear_frequencies(model, model.initial_state())
-    np.testing.assert_allclose(w, cantilever_roots(3) ** 2 * np.sqrt(EI / (rho * ell**4)), rtol=1e-6)
+    np.testing.assert_allclose(
+        w, cantilever_roots(3) ** 2 * np.sqrt(EI / (rho * ell**4)), rtol=1e-6
+    )
 
 
 def _first_frequency_spinning(direction, stiffening, Om):
     """First modal frequency of a cantilever (ℓ = ρ = EI = 1, along x) spinning at Ω about
     body y through its root; the hub has a huge inertia, so it turns at a constant rate."""
-    b = kd.beam_body("beam", 1.0, 1.0, 1.0, n_modes=4, directions=(direction,), stiffening=stiffening)
+    b = kd.beam_body(
+        "beam", 1.0, 1.0, 1.0, n_modes=4, directions=(direction,), stiffening=stiffening
+    )
     hub = kd.Body("hub", 1e9, 1e9 * np.eye(3))
     model = kd.Model([hub, b], [kd.Joint.revolute("spin", None, "hub", axis=2),
                                kd.Joint.weld("w", "hub", "beam")])  # fmt: skip
