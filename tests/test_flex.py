@@ -92,10 +92,35 @@ def test_clamped_beam_linearised_dynamics_frequencies():
     ell, rho, EI = 1.5, 2.0, 40.0
     b = kd.beam_body("beam", ell, rho, EI, n_modes=3, directions=(1,), stiffening=False)
     model = kd.Model([b], [kd.Joint.weld("clamp", None, "beam")])
+    exact = cantilever_roots(3) ** 2 * np.sqrt(EI / (rho * ell**4))
     w = _linear_frequencies(model, model.initial_state())
-    np.testing.assert_allclose(
-        w, cantilever_roots(3) ** 2 * np.sqrt(EI / (rho * ell**4)), rtol=1e-6
-    )
+    np.testing.assert_allclose(w, exact, rtol=1e-6)
+    lin = kd.linearize(model, model.initial_state())
+    ev = lin.eigenvalues
+    np.testing.assert_allclose(np.sort(ev.imag[ev.imag > 0]), exact, rtol=1e-6)
+    assert lin.state_names == ("beam.y1", "beam.y2", "beam.y3",
+                               "beam.y1_dot", "beam.y2_dot", "beam.y3_dot")  # fmt: skip
+
+
+def test_linearize_free_hub_and_beam():
+    """A free hub (quaternion root) with a beam: six rigid-body zero eigenvalues, the
+    elastic ones in pairs ±iω; ``B`` of the root's efforts is ``M⁻¹`` (dense mass
+    matrix) in its columns."""
+    hub = kd.Body("hub", 20.0, kd.inertia_tensor(2.0, 3.0, 4.0))
+    beam = kd.beam_body("beam", 2.0, 1.5, (30.0, 45.0), n_modes=2, stiffening=False)
+    model = kd.Model(
+        [hub, beam],
+        [kd.Joint.free("root", "hub"),
+         kd.Joint.weld("arm", "hub", "beam", inner_point=(0.5, 0, 0))],
+    )  # fmt: skip
+    s = model.initial_state()
+    lin = kd.linearize(model, s, inputs=["root"])
+    ev = lin.eigenvalues
+    assert np.sum(np.abs(ev) < 1e-5) == 12  # 6 rigid DOF: double zeros
+    np.testing.assert_allclose(ev[np.abs(ev) > 1e-5].real, 0.0, atol=1e-6)
+    Minv = np.linalg.inv(kd.mass_matrix(model, s))
+    cols = model.speeds("root")
+    np.testing.assert_allclose(lin.B[model.n + model.nf :], Minv[:, cols], rtol=1e-8, atol=1e-10)
 
 
 def _first_frequency_spinning(direction, stiffening, Om):
@@ -346,7 +371,8 @@ def test_hub_and_beam_against_a_chain_of_rigid_segments():
         [kd.Joint.revolute("spin", None, "hub", axis=3),
          kd.Joint.weld("w", "hub", "beam", inner_point=offset)],
     )  # fmt: skip
-    w_flex = _linear_frequencies(model, model.initial_state())[:2]
+    ev = kd.linearize(model, model.initial_state()).eigenvalues
+    w_flex = np.sort(ev.imag[ev.imag > 1e-6])[:2]
     w = {}
     for N in (8, 16, 32):
         chain = _chain(hub, ell, rho, EI, N, offset)
