@@ -429,3 +429,30 @@ def test_spin_up_beam_bounded_with_stiffening_divergent_without():
     assert np.max(np.abs(tip)) < 1.0 and np.max(np.abs(tip[-200:])) < 0.05
     tip_lin, _ = _spin_up_tip(stiffening=False)
     assert not np.max(np.abs(tip_lin)) < 10.0  # the linear modal model diverges
+
+
+def test_node_motion_is_the_rate_of_the_node_pose():
+    """Node velocity = the time derivative of the node position along the motion
+    (central differences, q̇ = u for gimbals, slides and modes); the node's angular
+    velocity matches the attitude's rate to first order in the elastic rotation."""
+    model, s0 = _free_hub_beam(stiffening=False)
+    q, u = s0.q.copy(), s0.u
+    q[model.nq :] *= 0.05
+
+    def at(t):
+        return flex.node_motion(model, kd.State(q + t * u, u), "beam", "tip")
+
+    nm, h = at(0.0), 1e-6
+    np.testing.assert_allclose(nm.velocity, (at(h).position - at(-h).position) / (2 * h), atol=1e-8)
+    W = (at(h).R_N_node - at(-h).R_N_node) / (2 * h) @ nm.R_N_node.T
+    np.testing.assert_allclose(nm.omega, [W[2, 1], W[0, 2], W[1, 0]], atol=2e-3)
+    beam = model.body("beam")
+    np.testing.assert_allclose(
+        np.linalg.norm(nm.displacement),
+        np.linalg.norm(beam.modes.Psi[1] @ q[model.nq :]),
+        rtol=1e-12,
+    )
+    with pytest.raises(kd.ModelError, match="no node named 'tap'"):
+        flex.node_motion(model, s0, "beam", "tap")
+    with pytest.raises(kd.ModelError, match="not flexible"):
+        flex.node_motion(model, s0, "hub", "tip")

@@ -30,13 +30,14 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.dynamics.kinematics import Kinematics, cross
-from kanedyn.dynamics.partials import Partials
+from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at
+from kanedyn.dynamics.partials import Partials, partials_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.spatial.modal import first_moment, modal_bias, modal_inertia
+from kanedyn.spatial.rotation import skew
 
-__all__ = ["flex_energy", "flex_momentum", "flex_terms", "split"]
+__all__ = ["NodeMotion", "flex_energy", "flex_momentum", "flex_terms", "node_motion", "split"]
 
 Array = NDArray[np.float64]
 
@@ -148,3 +149,49 @@ def flex_momentum(
         H += bf.R @ h[:3] + np.cross(bf.p, dP)
         mc += bf.R @ first_moment(md, e)
     return P, H, mc
+
+
+@attrs.frozen(eq=False)
+class NodeMotion:
+    """A node of a flexible body at a state (N components): its deflected position
+    ``p + R(r_n + Ψ_nη)``, velocity ``v₀ + ω × R(r_n + Ψ_nη) + RΨ_nξ``, attitude
+    ``R_N_node = R exp([Θ_nη]×)`` and angular velocity ``ω + RΘ_nξ`` (small elastic
+    rotations: first order in ``Θ_nη``); ``displacement`` ``RΨ_nη`` and ``rotation``
+    ``RΘ_nη`` are the elastic parts (42's ``BodyStatesToNodeStates``)."""
+
+    position: Array
+    velocity: Array
+    R_N_node: Array
+    omega: Array
+    displacement: Array
+    rotation: Array
+
+
+def node_motion(model: Model, state: State, body: str, node: str) -> NodeMotion:
+    """The motion of ``node`` of the flexible ``body`` at ``state`` (:class:`NodeMotion`)."""
+    q, u, eta, xi = split(model, state)
+    i = model.body_index(body)
+    md: Any = model.bodies[i].modes
+    if md is None:
+        raise ModelError(f"body {body!r} is not flexible (it has no modes)")
+    k = md.node(node)
+    sl = model.modal_slices()[[j for j, _ in model.modal_slices()].index(i)][1]
+    e, x = eta[sl], xi[sl]
+    kin = kinematics_at(model, q, u)
+    par = partials_at(model, kin)
+    bf = next(b for b in _bodies(model, kin, par) if b.i == i)
+    R = bf.R
+    d, th = md.Psi[k] @ e, md.Theta[k] @ e
+    rho = R @ (md.node_positions[k] + d)
+    w = R @ bf.w
+    angle = float(np.linalg.norm(th))
+    K = skew(th / angle) if angle > 0 else np.zeros((3, 3))
+    expm = np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
+    return NodeMotion(
+        position=bf.p + rho,
+        velocity=R @ bf.v0 + np.cross(w, rho) + R @ (md.Psi[k] @ x),
+        R_N_node=R @ expm,
+        omega=w + R @ (md.Theta[k] @ x),
+        displacement=R @ d,
+        rotation=R @ th,
+    )
