@@ -38,7 +38,14 @@ def test_modes_validation_names_the_field():
     with pytest.raises(kd.ModelError, match="node_names"):
         kd.Modes(M, K, node_positions=np.zeros((2, 3)), node_names=("a", "a"))
     with pytest.raises(kd.ModelError, match="trace of N"):
-        kd.Modes(M, K, N=np.zeros((3, 3, 2, 2)))
+        kd.Modes(M, K, N=np.ones((3, 3, 2, 2)))
+    L = np.zeros((3, 3, 2))
+    L[1, 0, 0] = 1.0  # ∫Ψ_y r_x: H_z = 1
+    with pytest.raises(kd.ModelError, match="H and L disagree"):
+        kd.Modes(M, K, L=L)
+    H = np.zeros((3, 2))
+    H[2, 0] = 1.0
+    assert kd.Modes(M, K, H=H, L=L).L[1, 0, 0] == 1.0
 
 
 def test_modes_damping_ratio():
@@ -456,3 +463,17 @@ def test_node_motion_is_the_rate_of_the_node_pose():
         flex.node_motion(model, s0, "beam", "tap")
     with pytest.raises(kd.ModelError, match="not flexible"):
         flex.node_motion(model, s0, "hub", "tip")
+
+
+def test_conservation_without_the_second_order_integral_N():
+    """With N = 0 (the default: 42 without its second-order terms) the equations are
+    still those of a kinetic energy: energy and momenta are conserved."""
+    import attrs
+
+    model, s0 = _free_hub_beam()
+    beam = model.body("beam")
+    light = attrs.evolve(beam, modes=attrs.evolve(beam.modes, N=None))
+    model = kd.Model([model.body("hub"), light], list(model.joints))
+    assert not np.any(model.body("beam").modes.N)
+    dE, dP, dH = _conservation_errors(model, s0)
+    assert dE < 1e-6 and dP < 1e-6 and dH < 1e-6

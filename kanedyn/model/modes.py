@@ -114,10 +114,15 @@ class Modes:
     H : (3, n)
         ``∫ r×Ψ dm`` about the body-frame origin; zero by default.
     L : (3, 3, n)
-        ``L_ijp = ∫Ψ_ip r_j dm``; zero by default.
+        ``L_ijp = ∫Ψ_ip r_j dm``; when given, its antisymmetric part must be ``H``
+        (``H_ip = ε_ijk L_kjp``). Zero by default: the terms of ω² in the modal
+        equations (42's ``R_Ψ``) are then left out, and with ``H ≠ 0`` the angular
+        momentum is conserved to first order in η only.
     N : (3, 3, n, n)
-        ``N_ijpq = ∫Ψ_ip Ψ_jq dm``; its trace over ``i = j`` must equal ``mass``. By
-        default ``N_ijpq = δ_ij M_pq / 3`` (no preferred direction).
+        ``N_ijpq = ∫Ψ_ip Ψ_jq dm``; its trace over ``i = j`` must equal ``mass``. Zero
+        by default: the terms second order in η (42's ``Q_Ψ``, ``S_Ψ``, without
+        ``IncludeSecondOrderFlexTerms``) are then left out; the equations stay those of
+        a kinetic energy, so energy and momenta are still conserved.
     node_positions : (N, 3)
         Nodes in the body frame (joint attachments, sensors, loads).
     Psi, Theta : (N, 3, n)
@@ -180,14 +185,19 @@ class Modes:
         P = _array(np.zeros((3, n)) if self.P is None else self.P, (3, n), "P")
         H = _array(np.zeros((3, n)) if self.H is None else self.H, (3, n), "H")
         L = _array(np.zeros((3, 3, n)) if self.L is None else self.L, (3, 3, n), "L")
-        if self.N is None:
-            N = np.einsum("ij,pq->ijpq", np.eye(3), M) / 3.0
-            N.setflags(write=False)
-        else:
-            N = _array(self.N, (3, 3, n, n), "N")
-            if not np.allclose(
-                N, N.transpose(1, 0, 3, 2), atol=1e-9 * max(np.abs(N).max(), 1e-300)
-            ):
+        if np.any(L):
+            eps = np.zeros((3, 3, 3))
+            eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
+            eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
+            H_of_L = np.einsum("ijk,kjp->ip", eps, L)  # ∫ r×Ψ dm from L
+            if not np.allclose(H, H_of_L, rtol=1e-6, atol=1e-9 * max(np.abs(L).max(), 1e-300)):
+                raise ModelError(
+                    "modes: H and L disagree: H_ip = ε_ijk L_kjp (∫ r×Ψ dm from L_ijp = ∫Ψ_ip r_j dm)"
+                )
+        N = _array(np.zeros((3, 3, n, n)) if self.N is None else self.N, (3, 3, n, n), "N")
+        if np.any(N):
+            scale = float(np.abs(N).max())
+            if not np.allclose(N, N.transpose(1, 0, 3, 2), atol=1e-9 * scale):
                 raise ModelError("modes: N must satisfy N_ijpq = N_jiqp (N_ijpq = ∫Ψ_ip Ψ_jq dm)")
             trace = np.einsum("iipq->pq", N)
             if not np.allclose(trace, M, rtol=1e-6, atol=1e-9 * np.abs(M).max()):
