@@ -70,10 +70,12 @@ if TYPE_CHECKING:
         JointLimits,
         Loop,
         Model,
+        Modes,
         Rotor,
         State,
     )
     from kanedyn.model.batch import ModelBatch, States
+    from kanedyn.model.beam import beam_body
     from kanedyn.model.orbit import LvlhAttitude, Orbit
     from kanedyn.simulation.control import (
         Controller,
@@ -222,6 +224,8 @@ _LAZY: dict[str, str] = {
     "JointLimits": "kanedyn.model",
     "Loop": "kanedyn.model",
     "Model": "kanedyn.model",
+    "Modes": "kanedyn.model",
+    "beam_body": "kanedyn.model.beam",
     "LvlhAttitude": "kanedyn.model.orbit",
     "Orbit": "kanedyn.model.orbit",
     "Rotor": "kanedyn.model",
@@ -311,6 +315,8 @@ __all__ = [
     "KanedynError",
     "Kinematics",
     "Model",
+    "Modes",
+    "beam_body",
     "ModelError",
     "Partials",
     "SimulationError",

@@ -75,6 +75,8 @@ def supports(model: Model, params: Params | None = None) -> str | None:
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
     if any(j.rotor is not None for j in model.joints):
         return "a joint carries a geared rotor (kanedyn.dynamics.rotors is not compiled)"
+    if model.nf:
+        return "a body is flexible (Body.modes: kanedyn.spatial.modal is not compiled)"
     return None
 
 

@@ -97,6 +97,8 @@ def linearize_model(
         raise ModelError(
             f"linearize: the state of a Model is a kd.State, got {type(state).__name__}"
         )
+    if model.nf:
+        return _linearize_flexible(model, state, inputs)
     model.check_state(state)
     why = supports(model)
     if why is not None:
@@ -140,6 +142,79 @@ def linearize_model(
         eigenvalues=eigenvalues,
         modes=modes,
         state_names=tuple(_state_names(model)),
+        input_names=tuple(input_names),
+        state=state,
+    )
+
+
+def _linearize_flexible(model: Model, state: State, inputs: Sequence[Any] | None) -> Linearization:
+    """:func:`linearize_model` of a model with flexible bodies (``Body.modes``), whose
+    equations only the dense engine has: the same minimal state with the modal
+    coordinates and speeds appended (``η`` and ``ξ`` are their own minimal coordinates),
+    the Jacobians by central differences of :func:`kanedyn.forward_dynamics` along the
+    columns of ``T`` (relative error about 1e-9; the inputs' columns are exact, the
+    rates being linear in the efforts)."""
+    from kanedyn import joints
+    from kanedyn.dynamics.forward import forward_dynamics
+    from kanedyn.dynamics.loads import JointLoad
+
+    lay = model.layout
+    n, nq, nf = model.n, model.nq, model.nf
+    N, NQ = n + nf, nq + nf
+    q0, u0 = state.q.copy(), state.u.copy()
+    if not (q0.shape == (NQ,) and u0.shape == (N,)):
+        raise ModelError(
+            f"linearize: state has lengths q {q0.size}, u {u0.size}; this model has "
+            f"nq + nf = {NQ}, n + nf = {N}"
+        )
+    T = np.zeros((NQ, N))
+    P = np.zeros((N, NQ))
+    C = np.zeros((N, N))
+    pairs = [*zip(lay.angle_q, lay.angle_u, strict=True), *((nq + i, n + i) for i in range(nf))]
+    for a, b in pairs:
+        T[a, b] = P[b, a] = 1.0
+
+    def rates(q: Array, u: Array, loads: Any = None) -> Array:
+        qd = np.r_[joints.qdot(lay, q[:nq], u[:n]), u[n:]]
+        return np.r_[forward_dynamics(model, State(q, u), loads), qd]
+
+    f0 = rates(q0, u0)
+    for qi, ui in zip(lay.quat_q, lay.quat_u, strict=True):
+        q0[qi] = q0[qi] / np.linalg.norm(q0[qi])
+        E = _E(q0[qi])
+        T[np.ix_(qi, ui)] = E
+        P[np.ix_(ui, qi)] = 4.0 * E.T
+        C[np.ix_(ui, ui)] = 4.0 * _E(f0[N + qi]).T @ E
+    Jx = np.zeros((N + NQ, 2 * N))  # rows [ν̇ | q̇], columns [δξ | δν]
+    for j in range(2 * N):
+        h = 1e-6 * max(1.0, float(np.abs(u0[j - N]) if j >= N else 0.0))
+        dq = h * T[:, j] if j < N else np.zeros(NQ)
+        du = np.eye(N)[j - N] * h if j >= N else np.zeros(N)
+        Jx[:, j] = (rates(q0 + dq, u0 + du) - rates(q0 - dq, u0 - du)) / (2 * h)
+    columns: list[tuple[str, int]] = []
+    input_names: list[str] = []
+    for name in inputs or ():
+        k = model.joint_index(name)
+        for c in range(len(lay.u_index[k])):
+            columns.append((name, c))
+            input_names.append(f"{name}.tau{c}")
+    Bn = np.zeros((N, len(columns)))
+    for col, (name, c) in enumerate(columns):
+        values = np.eye(len(lay.u_index[model.joint_index(name)]))[c]
+        Bn[:, col] = rates(q0, u0, [JointLoad(name, values)])[:N] - f0[:N]
+    A = np.block([[P @ Jx[N:, :N] + C, P @ Jx[N:, N:]], [Jx[:N, :N], Jx[:N, N:]]])
+    B = np.vstack((np.zeros((N, len(columns))), Bn))
+    eigenvalues, modes = np.linalg.eig(A)
+    names = _state_names(model)
+    modal = [f"{model.bodies[i].name}.{m}" for i, _ in model.modal_slices()
+             for m in model.bodies[i].modes.mode_names]  # type: ignore[union-attr]  # fmt: skip
+    rates_names = [f"{s}_dot" for s in modal]
+    return Linearization(
+        A=A,
+        B=B,
+        eigenvalues=eigenvalues,
+        modes=modes,
+        state_names=(*names[:n], *modal, *names[n:], *rates_names),
         input_names=tuple(input_names),
         state=state,
     )

@@ -10,7 +10,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.dynamics import loops
-from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kane import (
+    flexible_system,
+    forcing_at,
+    kane_terms,
+    mass_matrix_at,
+    solve_mass_matrix,
+)
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
 from kanedyn.errors import ModelError
@@ -30,8 +36,11 @@ def forward_dynamics(
     Kane_NBody slide 23. With :class:`~kanedyn.States` (B states) and/or a
     :class:`~kanedyn.ModelBatch` (B parameter sets) the result is (B, n); load records
     then apply to every member. For a model with loops, the accelerations of the
-    constrained equations ``Cᵀ(Fr + Fr*) = 0`` (:mod:`kanedyn.dynamics.loops`).
+    constrained equations ``Cᵀ(Fr + Fr*) = 0`` (:mod:`kanedyn.dynamics.loops`). With
+    flexible bodies, ``d/dt [u | s | ξ]`` (:func:`kanedyn.dynamics.kane.flexible_system`).
     """
+    if isinstance(model, Model) and model.nf:  # flexible bodies (kanedyn.dynamics.flex)
+        return solve_mass_matrix(*flexible_system(model, state, loads, t))
     base, params, q, u = resolve(model, state)
     if base.loops:  # Kane's equations with the loops' dependent speeds eliminated
         if params is not None or q.ndim > 1:

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg.lapack
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn.dynamics import flex
 from kanedyn.dynamics.kinematics import FORCE_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import (
     AppliedLoads,
@@ -194,6 +195,28 @@ def _check(model: Model, state: State) -> State:
     return model.check_state(state)
 
 
+def _flexible_state(model: Model, state: State) -> tuple[Kinematics, Partials, Array, Array]:
+    q, u, eta, xi = flex.split(model, state)
+    kin = kinematics_at(model, q, u)
+    return kin, partials_at(model, kin), eta, xi
+
+
+def flexible_system(
+    model: Model, state: State | States, loads: LoadsLike = None, t: float = 0.0
+) -> tuple[Array, Array]:
+    """``(M, f)`` over ``[u | s | ξ]`` of a model with flexible bodies: the rigid tree's
+    (:func:`mass_matrix_at`, :func:`forcing_at`) plus the modal terms of
+    :func:`kanedyn.dynamics.flex.flex_terms` (Kane_NBody_Flex slides 32-33)."""
+    q, u, eta, xi = flex.split(model, state)  # one State: a batch is refused
+    kin = kinematics_at(model, q, u)
+    tm = kane_terms(model, kin)
+    n = model.n
+    M, f = flex.flex_terms(model, kin, tm.par, eta, xi)
+    M[:n, :n] += mass_matrix_at(model, tm)
+    f[:n] += forcing_at(model, tm, applied_loads(model, State(q, u), kin, loads, t))
+    return M, f
+
+
 def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:
     """Kane's mass matrix ``M = Σ Ωᵀ I Ω + m VᵀV``, (n, n), symmetric positive definite.
 
@@ -201,6 +224,8 @@ def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:
     :class:`~kanedyn.ModelBatch`, the result is (B, n, n). For a model with loops this is
     the spanning tree's; :func:`kanedyn.loop_equations` gives the constrained ``CᵀMC``.
     """
+    if isinstance(model, Model) and model.nf:
+        return flexible_system(model, state)[0]
     base, params, q, u = resolve(model, state)
     return mass_matrix_at(base, kane_terms(base, kinematics_at(base, q, u, params)))
 
@@ -280,7 +305,10 @@ def forcing(
     model: Model | ModelBatch, state: State | States, loads: LoadsLike = None, t: float = 0.0
 ) -> Array:
     """``f = Fr + Fr*|_{ν̇=0}``, the right-hand side of ``M ν̇ = f`` (Kane_NBody slide 23),
-    shape (n,) or (B, n): the numeric twin of the symbolic ``.forcing``."""
+    shape (n,) or (B, n): the numeric twin of the symbolic ``.forcing``. With flexible
+    bodies, over ``[u | s | ξ]`` (:func:`flexible_system`)."""
+    if isinstance(model, Model) and model.nf:
+        return flexible_system(model, state, loads, t)[1]
     base, params, q, u = resolve(model, state)
     kin = kinematics_at(base, q, u, params)
     return forcing_at(base, kane_terms(base, kin), applied_loads(base, state, kin, loads, t))
@@ -300,7 +328,11 @@ def inverse_dynamics(
 
 
 def kinetic_energy(model: Model, state: State) -> float:
-    """``T = ½ Σ ω_iᵀ I_i ω_i + m_i v_i·v_i`` (embedded rotor energy is constant, excluded)."""
+    """``T = ½ Σ ω_iᵀ I_i ω_i + m_i v_i·v_i`` (embedded rotor energy is constant, excluded);
+    with flexible bodies, their elastic motion included (:func:`kanedyn.dynamics.flex.flex_energy`)."""
+    if model.nf:
+        kin, par, eta, xi = _flexible_state(model, state)
+        return float(kinetic_energy_at(model, kin)) + flex.flex_energy(model, kin, par, eta, xi)[0]
     _check(model, state)
     return kinetic_energy_at(model, kinematics_at(model, state.q, state.u))
 
@@ -326,7 +358,12 @@ def potential_energy(model: Model, state: State) -> float:
     """Gravity plus joint springs (see :mod:`kanedyn.dynamics.loads`): uniform gravity's
     ``-Σ m_i g·r_i``, or a central field's potential summed over the bodies
     (:func:`kanedyn.spatial.plucker.central_gravity_potential`: point mass, gravity
-    gradient, J2)."""
+    gradient, J2); with flexible bodies, the strain energy ``½ηᵀK_Ψη`` and the
+    displaced mass in uniform gravity."""
+    if model.nf:
+        kin, par, eta, xi = _flexible_state(model, state)
+        V = potential_energy_at(model, state.q[: model.nq], kin)
+        return float(V) + flex.flex_energy(model, kin, par, eta, xi)[1]
     _check(model, state)
     return potential_energy_at(model, state.q, kinematics_at(model, state.q, state.u))
 
@@ -361,8 +398,18 @@ def system_mass_properties(model: Model, state: State) -> tuple[float, Array, Ar
 def momentum(model: Model, state: State) -> tuple[Array, Array]:
     """Linear momentum ``P`` (N) and angular momentum ``H`` about the system mass centre (N).
 
-    ``H = Σ_i I_i ω_i + h_i + m_i (r_i - r_c) × v_i``, embedded momentum included.
+    ``H = Σ_i I_i ω_i + h_i + m_i (r_i - r_c) × v_i``, embedded momentum included; with
+    flexible bodies, their elastic motion too (:func:`kanedyn.dynamics.flex.flex_momentum`).
     """
+    if model.nf:
+        kin, par, eta, xi = _flexible_state(model, state)
+        P, H = momentum_at(model, kin)
+        m = float(kin.params.mass.sum())
+        c = kin.params.mass @ kin.r / m
+        dP, dH_O, dmc = flex.flex_momentum(model, kin, par, eta, xi)
+        P_tot = P + dP
+        H_O = H + np.cross(c, P) + dH_O  # about N's origin
+        return P_tot, H_O - np.cross((m * c + dmc) / m, P_tot)
     _check(model, state)
     return momentum_at(model, kinematics_at(model, state.q, state.u))
 

@@ -13,6 +13,7 @@
 """
 
 from kanedyn.model.gravity import EARTH_J2, EARTH_MU, EARTH_RADIUS, CentralGravity
+from kanedyn.model.modes import Modes
 from kanedyn.model.records import Body, Frame, Joint, JointLimits, Loop, Model, Rotor, State
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "JointLimits",
     "Loop",
     "Model",
+    "Modes",
     "Rotor",
     "State",
 ]

@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model.gravity import CentralGravity
+from kanedyn.model.modes import Modes, as_modes
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.inertia import validate_inertia
 
@@ -152,6 +153,10 @@ class Body:
         joints). :class:`Model` then checks that every joint still moves some mass
         (``Model`` raises a :class:`~kanedyn.ModelError` naming a joint with no mass
         outboard). Negative or non-finite mass and indefinite inertia stay errors.
+    modes : Modes, optional
+        Assumed-mode data: the body is flexible (:class:`~kanedyn.Modes`; mass, ``com``
+        and inertia are its undeformed properties). Its modal coordinates and speeds
+        follow the joints' in the state (``Model.nf``).
     """
 
     name: str = attrs.field()
@@ -161,6 +166,7 @@ class Body:
     embedded_momentum: Array = attrs.field(default=(0.0, 0.0, 0.0), converter=_array_like)
     check_triangle: bool = attrs.field(default=True, kw_only=True)
     allow_singular: bool = attrs.field(default=False, kw_only=True)
+    modes: Modes | None = attrs.field(default=None, kw_only=True, converter=as_modes)
 
     def __attrs_post_init__(self) -> None:
         name = _check_name(self.name, "body")
@@ -743,6 +749,30 @@ class Model:
         """Number of generalized speeds, ``nu + ns``."""
         return self.nu + self.ns
 
+    @property
+    def nf(self) -> int:
+        """Number of modal coordinates of the flexible bodies (``Body.modes``); the
+        state is ``q = [q_joints | η]``, ``u = [u | s | ξ]``."""
+        return sum(b.modes.n for b in self.bodies if b.modes is not None)
+
+    def modal_slices(self) -> list[tuple[int, slice]]:
+        """``(body index, slice into η)`` of every flexible body, in body order."""
+        out, k = [], 0
+        for i, b in enumerate(self.bodies):
+            if b.modes is not None:
+                out.append((i, slice(k, k + b.modes.n)))
+                k += b.modes.n
+        return out
+
+    def modal(self, body: str) -> NDArray[np.intp]:
+        """Indices of a flexible body's modal coordinates into ``η`` (and ``ξ``); the
+        state's entries are ``q[nq + i]``, ``u[n + i]``."""
+        i = self.body_index(body)
+        for j, sl in self.modal_slices():
+            if j == i:
+                return np.arange(sl.start, sl.stop, dtype=np.intp)
+        raise ModelError(f"body {body!r} is not flexible (it has no modes)")
+
     def body_index(self, name: str) -> int:
         try:
             return self.layout.body_index[name]
@@ -793,9 +823,9 @@ class Model:
     # -- states --------------------------------------------------------------------
     def initial_state(self) -> State:
         """Zero angles and displacements, identity quaternions, zero speeds."""
-        q = np.zeros(self.nq)
+        q = np.zeros(self.nq + self.nf)
         q[self.layout.quat_q[:, 3]] = 1.0
-        return State(q, np.zeros(self.n))
+        return State(q, np.zeros(self.n + self.nf))
 
     @property
     def is_symbolic(self) -> bool:
@@ -878,6 +908,13 @@ class Model:
             )
         if not isinstance(state, State):
             raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")
+        if self.nf and state.q.shape == (self.nq + self.nf,):
+            raise ModelError(
+                "this model has flexible bodies: kd.mass_matrix, kd.forcing, "
+                "kd.forward_dynamics, kd.kinetic_energy, kd.potential_energy and kd.momentum "
+                "take its states (q = [q_joints | eta], u = [u | s | xi]); this function "
+                "does not yet"
+            )
         if state.q.shape != (self.nq,):
             raise ModelError(f"state.q has length {state.q.size}; this model has nq = {self.nq}")
         if state.u.shape != (self.n,):

@@ -1,0 +1,197 @@
+"""Kane's equations of a tree with flexible bodies (Kane_NBody_Flex slides 31-37).
+
+The state of a model with flexible bodies is ``q = [q_joints | η]`` and
+``u = [u | s | ξ]``: the modal coordinates and speeds of the flexible bodies, in body
+order, follow the joints' (``Model.nf`` of them; ``Model.modal(body)`` gives a body's
+indices into ``η``). Joints attach at the body-frame origins, so the body frames'
+kinematics are the rigid tree's (:mod:`kanedyn.dynamics.kinematics`), and the
+generalized speeds of flexible body i are ``w_i = (ω, v₀, ξ_i) = T_i y`` (body axes),
+``T_i = [R_N_Bᵀ Ω_i ; R_N_Bᵀ V₀,i ; E_i]`` with ``V₀ = V + [R c]_× Ω`` the partials of
+the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
+``Z₁..Z₆`` in body axes, :mod:`kanedyn.spatial.modal`):
+
+.. math::
+
+    M \\mathrel{+}= T_i^T \\Delta\\mathcal M_i T_i, \\qquad
+    f \\mathrel{-}= T_i^T\\left(\\Delta\\mathcal M_i \\begin{bmatrix}\\alpha_r\\\\a_{0,r}\\\\0\\end{bmatrix}
+        + b_i + \\begin{bmatrix}-c_f\\times g\\\\0\\\\ K_\\Psi\\eta + C_\\Psi\\xi - P_\\Psi^T g\\end{bmatrix}\\right)
+
+with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The dense Kane
+functions (:mod:`kanedyn.dynamics.kane`: ``kd.mass_matrix``, ``kd.forcing``,
+``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's;
+the other engines refuse a flexible body (:func:`kanedyn.compiled.supports`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at
+from kanedyn.dynamics.partials import Partials, partials_at
+from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
+from kanedyn.spatial.modal import first_moment, modal_bias, modal_inertia
+from kanedyn.spatial.rotation import skew
+
+__all__ = ["NodeMotion", "flex_energy", "flex_momentum", "flex_terms", "node_motion", "split"]
+
+Array = NDArray[np.float64]
+
+
+def split(model: Model, state: Any) -> tuple[Array, Array, Array, Array]:
+    """``(q_joints, u_joints, η, ξ)`` of a state of a model with flexible bodies (one
+    :class:`~kanedyn.State`; batches of states are not taken yet)."""
+    nq, n, nf = model.nq, model.n, model.nf
+    if not isinstance(state, State):
+        raise ModelError(
+            f"a model with flexible bodies takes one kanedyn State, got {type(state).__name__}"
+        )
+    if state.q.shape != (nq + nf,) or state.u.shape != (n + nf,):
+        raise ModelError(
+            f"state has lengths q {state.q.size}, u {state.u.size}; this model has "
+            f"nq + nf = {nq} + {nf}, n + nf = {n} + {nf} (the modal coordinates follow the joints')"
+        )
+    if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.u))):
+        raise ModelError("state has non-finite entries")
+    return state.q[:nq], state.u[:n], state.q[nq:], state.u[n:]
+
+
+@attrs.frozen
+class _BodyFlex:
+    i: int  # body index
+    sl: slice  # its modal indices into η
+    T: Array  # (6 + nm, n + nf) body speeds (ω, v₀, ξ_i) from all speeds, body axes
+    r: Array  # (6 + nm,) remainder accelerations (α_r, a₀,r, 0), body axes
+    w: Array  # (3,) ω, body axes
+    v0: Array  # (3,) v₀, body axes
+    g: Array  # (3,) gravity, body axes
+    R: Array  # R_N_B
+    p: Array  # body-frame origin, N
+
+
+def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
+    n, nf = model.n, model.nf
+    g_N = kin.params.gravity
+    out = []
+    for i, sl in model.modal_slices():
+        R = kin.R_N_B[i]
+        rc = R @ kin.params.com[i]
+        Om = par.Omega[i]  # (3, n)
+        V0 = par.V[i] - cross(Om.T, rc).T  # v₀ = v_c - ω × r_c
+        nm = sl.stop - sl.start
+        T = np.zeros((6 + nm, n + nf))
+        T[:3, :n] = R.T @ Om
+        T[3:6, :n] = R.T @ V0
+        T[6:, n + sl.start : n + sl.stop] = np.eye(nm)
+        w = kin.omega[i]
+        a0 = par.a_r[i] - np.cross(par.alpha_r[i], rc) - np.cross(w, np.cross(w, rc))
+        r = np.concatenate([R.T @ par.alpha_r[i], R.T @ a0, np.zeros(nm)])
+        v0 = kin.v[i] - np.cross(w, rc)
+        out.append(_BodyFlex(i, sl, T, r, R.T @ w, R.T @ v0, R.T @ g_N, R, kin.p[i]))
+    return out
+
+
+def flex_terms(
+    model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array
+) -> tuple[Array, Array]:
+    """The flexible bodies' additions ``(ΔM, Δf)`` to Kane's mass matrix and forcing over
+    ``[u | s | ξ]``, (n + nf, n + nf) and (n + nf,): the module docstring's sums, with
+    gravity on the displaced mass and the elastic and damping forces."""
+    n, nf = model.n, model.nf
+    M = np.zeros((n + nf, n + nf))
+    f = np.zeros(n + nf)
+    for bf in _bodies(model, kin, par):
+        md: Any = model.bodies[bf.i].modes
+        e, x = eta[bf.sl], xi[bf.sl]
+        dM = modal_inertia(md, e)
+        b = modal_bias(md, e, x, bf.w, bf.g)
+        b[:3] -= np.cross(first_moment(md, e), bf.g)
+        b[6:] += md.stiffness @ e + md.damping @ x - md.P.T @ bf.g
+        M += bf.T.T @ dM @ bf.T
+        f -= bf.T.T @ (dM @ bf.r + b)
+    return M, f
+
+
+def flex_energy(
+    model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array
+) -> tuple[float, float]:
+    """The flexible bodies' additions to the kinetic and potential energy: per body
+    ``½ wᵀΔM w`` (exact for the field ``r + Ψη``; the foreshortening to first order when
+    stiffened) and ``½ηᵀK_Ψη - g·c_f`` (uniform gravity on the displaced mass)."""
+    T = V = 0.0
+    for bf in _bodies(model, kin, par):
+        md: Any = model.bodies[bf.i].modes
+        e, x = eta[bf.sl], xi[bf.sl]
+        w = np.concatenate([bf.w, bf.v0, x])
+        T += 0.5 * float(w @ modal_inertia(md, e) @ w)
+        V += 0.5 * float(e @ md.stiffness @ e) - float(bf.g @ first_moment(md, e))
+    return T, V
+
+
+def flex_momentum(
+    model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array
+) -> tuple[Array, Array, Array]:
+    """The flexible bodies' additions to the linear momentum (N), the angular momentum
+    about N's origin (N) and the first moment of mass (N): per body ``ΔP = R(ω × c_f +
+    P̄ξ)``, ``ΔH₀ = R(ΔJω + c_f × v₀ + H̄ξ) + p × ΔP`` (the rows of ``ΔM w``) and
+    ``R c_f``."""
+    P, H, mc = np.zeros(3), np.zeros(3), np.zeros(3)
+    for bf in _bodies(model, kin, par):
+        md: Any = model.bodies[bf.i].modes
+        e, x = eta[bf.sl], xi[bf.sl]
+        h = modal_inertia(md, e) @ np.concatenate([bf.w, bf.v0, x])
+        dP = bf.R @ h[3:6]
+        P += dP
+        H += bf.R @ h[:3] + np.cross(bf.p, dP)
+        mc += bf.R @ first_moment(md, e)
+    return P, H, mc
+
+
+@attrs.frozen(eq=False)
+class NodeMotion:
+    """A node of a flexible body at a state (N components): its deflected position
+    ``p + R(r_n + Ψ_nη)``, velocity ``v₀ + ω × R(r_n + Ψ_nη) + RΨ_nξ``, attitude
+    ``R_N_node = R exp([Θ_nη]×)`` and angular velocity ``ω + RΘ_nξ`` (small elastic
+    rotations: first order in ``Θ_nη``); ``displacement`` ``RΨ_nη`` and ``rotation``
+    ``RΘ_nη`` are the elastic parts (42's ``BodyStatesToNodeStates``)."""
+
+    position: Array
+    velocity: Array
+    R_N_node: Array
+    omega: Array
+    displacement: Array
+    rotation: Array
+
+
+def node_motion(model: Model, state: State, body: str, node: str) -> NodeMotion:
+    """The motion of ``node`` of the flexible ``body`` at ``state`` (:class:`NodeMotion`)."""
+    q, u, eta, xi = split(model, state)
+    i = model.body_index(body)
+    md: Any = model.bodies[i].modes
+    if md is None:
+        raise ModelError(f"body {body!r} is not flexible (it has no modes)")
+    k = md.node(node)
+    sl = model.modal_slices()[[j for j, _ in model.modal_slices()].index(i)][1]
+    e, x = eta[sl], xi[sl]
+    kin = kinematics_at(model, q, u)
+    par = partials_at(model, kin)
+    bf = next(b for b in _bodies(model, kin, par) if b.i == i)
+    R = bf.R
+    d, th = md.Psi[k] @ e, md.Theta[k] @ e
+    rho = R @ (md.node_positions[k] + d)
+    w = R @ bf.w
+    angle = float(np.linalg.norm(th))
+    K = skew(th / angle) if angle > 0 else np.zeros((3, 3))
+    expm = np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
+    return NodeMotion(
+        position=bf.p + rho,
+        velocity=R @ bf.v0 + np.cross(w, rho) + R @ (md.Psi[k] @ x),
+        R_N_node=R @ expm,
+        omega=w + R @ (md.Theta[k] @ x),
+        displacement=R @ d,
+        rotation=R @ th,
+    )

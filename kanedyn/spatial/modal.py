@@ -1,0 +1,175 @@
+"""The body terms of a flexible body (assumed modes), over the arithmetic protocol.
+
+Kane_NBody_Flex slides 14-17 and 28 (42's ``FindFlexTerms``), with every second-order
+term kept for the linear displacement field ``ρ = r + Ψη`` (so the kinetic energy of
+that field is exact, and energy is conserved). In body axes, with ``ω`` the angular
+velocity, ``a₀`` the acceleration of the body-frame origin, ``α = ω̇`` and ``ξ = η̇``,
+the generalized inertia force of the body over its speeds ``(ω, v₀, ξ)`` is
+
+.. math::
+
+    f = \\mathcal M(\\eta) \\begin{bmatrix}\\alpha \\\\ a_0 \\\\ \\dot\\xi\\end{bmatrix} + b,
+    \\qquad f_\\omega = \\int \\rho\\times a\\,dm,\\;
+    f_v = \\int a\\,dm,\\; f_\\xi = \\int \\Psi^T a\\,dm,
+
+    a = a_0 + \\alpha\\times\\rho + \\omega\\times(\\omega\\times\\rho)
+        + 2\\omega\\times\\Psi\\xi + \\Psi\\dot\\xi .
+
+This module gives the part that the rigid body (mass, mass centre and inertia of the
+undeformed body) does not: ``ΔM`` and ``b`` below, with ``c_f = P_Ψη``,
+``D_p = ∫Ψ_p ρᵀ dm = L_p + Σ_q η_q N_pq``, ``ΔE = ∫ρρᵀ - ∫rrᵀ``,
+``ΔJ = tr(ΔE) U - ΔE``, ``H̄ = ∫ρ × Ψ dm = H_Ψ + Σ_q η_q ∫Ψ_q × Ψ dm`` (42's
+``H_Ψ + Q_Ψ η``), ``D_ξ = Σ_p ξ_p D_p``:
+
+.. math::
+
+    \\Delta\\mathcal M = \\begin{bmatrix} \\Delta J & [c_f]_\\times & \\bar H \\\\
+        -[c_f]_\\times & 0 & P_\\Psi \\\\ \\bar H^T & P_\\Psi^T & M_\\Psi \\end{bmatrix},\\quad
+    b = \\begin{bmatrix} \\omega\\times\\Delta J\\omega + 2(\\omega\\,\\mathrm{tr} D_\\xi - D_\\xi\\omega) \\\\
+        \\omega\\times(\\omega\\times c_f) + 2\\omega\\times P_\\Psi\\xi \\\\
+        \\omega^T D_p\\omega - |\\omega|^2 \\mathrm{tr} D_p
+        + 2\\sum_q \\xi_q\\,\\omega\\cdot\\int\\Psi_q\\times\\Psi_p\\,dm \\end{bmatrix}
+
+(the slides' ``w·R·w``, ``w·S·w η`` and ``2ξᵀQᵀw`` are the last row). The geometric
+stiffness (``Modes.geometric``, rows G_k) of the foreshortening ``½ηᵀG(r)η e`` adds, to
+first order, ``K_geo η = Σ_k λ_k G_k η`` to ``f_ξ`` with the loads
+``λ = (a₀ - g, α, ω_xω_x, ..., ω_zω_x)``. To keep the equations those of a kinetic
+energy (energy and momenta conserved), the foreshortening is a displacement of mass to
+first order in ``u_f``: ``c_f`` gains ``½(ηᵀG_kη)_{k<3}``, ``ΔJ`` gains ``ΔJ_f``
+(:func:`foreshortening_inertia`, from rows 6-11), the ξ columns of ``a₀,k`` and ``α_k``
+gain ``G_k η`` (and symmetrically the rows); ``b_v`` gains ``ξᵀG_kξ + 2ω × ġ`` and
+``b_ω`` gains ``ξᵀG_{3+k}ξ + ω × ġ_{3..5} + ΔJ̇_f ω`` (``ġ_k = ηᵀG_kξ``). The inertia
+that ``u_f`` adds to the modes is of higher order and left out.
+
+Arrays may hold floats, traced values or sympy expressions (object arrays); only
+``+``, ``-``, ``*``, ``@`` and sums are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "LEVI_CIVITA",
+    "centrifugal_loads",
+    "cross_integrals",
+    "first_moment",
+    "foreshortening_inertia",
+    "modal_bias",
+    "modal_inertia",
+]
+
+#: ε_ijk
+LEVI_CIVITA = np.zeros((3, 3, 3))
+LEVI_CIVITA[0, 1, 2] = LEVI_CIVITA[1, 2, 0] = LEVI_CIVITA[2, 0, 1] = 1.0
+LEVI_CIVITA[0, 2, 1] = LEVI_CIVITA[2, 1, 0] = LEVI_CIVITA[1, 0, 2] = -1.0
+
+
+def _skew(v: Any) -> Any:
+    z = v[0] * 0
+    return np.array([[z, -v[2], v[1]], [v[2], z, -v[0]], [-v[1], v[0], z]])
+
+
+def _cross(a: Any, b: Any) -> Any:
+    return np.array(
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    )
+
+
+def cross_integrals(N: Any) -> Any:
+    """``X[:, q, p] = ∫Ψ_q × Ψ_p dm`` (3, n, n) from ``N_ijqp``: ``X_iqp = ε_ijk N_jkqp``."""
+    return np.tensordot(LEVI_CIVITA, N, axes=([1, 2], [0, 1]))
+
+
+def centrifugal_loads(w: Any) -> Any:
+    """The six products ``ω_xω_x, ω_yω_y, ω_zω_z, ω_xω_y, ω_yω_z, ω_zω_x`` (rows 6-11 of
+    ``Modes.geometric``)."""
+    return np.array([w[0] * w[0], w[1] * w[1], w[2] * w[2], w[0] * w[1], w[1] * w[2], w[2] * w[0]])
+
+
+def foreshortening_inertia(s: Any) -> Any:
+    """``ΔJ_f`` (3, 3) of the foreshortening from ``s_k = ηᵀG_kη`` (rows 6-11): the
+    symmetric matrix with ``ωᵀΔJ_fω = -Σ_k λ_k(ω) s_k``, so that ``½ωᵀΔJ_fω`` is the
+    kinetic energy ``∫(ω×r)·(ω×u_f) dm`` of ``u_f = ½ηᵀG(r)η e``."""
+    return -np.array(
+        [
+            [s[6], 0.5 * s[9], 0.5 * s[11]],
+            [0.5 * s[9], s[7], 0.5 * s[10]],
+            [0.5 * s[11], 0.5 * s[10], s[8]],
+        ]
+    )
+
+
+def _inertia_parts(md: Any, eta: Any) -> tuple[Any, Any, Any]:
+    """``D_p`` (3, 3, n), ``ΔJ`` (3, 3) and ``c_f`` (3) at ``η``, the foreshortening's
+    ``½(ηᵀG_kη)_{k<3}`` and ``ΔJ_f`` included when ``md.geometric`` is set."""
+    D = md.L + (md.N * eta[None, None, None, :]).sum(axis=-1)  # (3, 3, n): D_p
+    dE = (D * eta).sum(axis=-1)  # Σ η_p D_p
+    dE = dE + dE.T - (md.N * eta[None, None, :, None] * eta[None, None, None, :]).sum(axis=(-1, -2))
+    # ∫ρρᵀ - ∫rrᵀ = Σ η_p(L_p + L_pᵀ) + ηᵀNη ; D carries L + Nη, so (Dη) + (Dη)ᵀ - ηᵀNη
+    dJ = (dE[0, 0] + dE[1, 1] + dE[2, 2]) * np.eye(3) - dE
+    cf = md.P @ eta
+    if md.geometric is not None:
+        s = (md.geometric @ eta) @ eta  # (12,) ηᵀG_kη
+        cf = cf + 0.5 * s[:3]
+        dJ = dJ + foreshortening_inertia(s)
+    return D, dJ, cf
+
+
+def first_moment(md: Any, eta: Any) -> Any:
+    """``c_f = ∫(ρ - r) dm = P_Ψη`` (plus the foreshortening's ``½(ηᵀG_kη)_{k<3}``)."""
+    return _inertia_parts(md, eta)[2]
+
+
+def modal_inertia(md: Any, eta: Any) -> Any:
+    """``ΔM(η)`` (6 + n, 6 + n) of the module docstring, speeds ordered ``(ω, v₀, ξ)``;
+    geometric stiffness's acceleration columns included when ``md.geometric`` is set."""
+    n = md.mass.shape[0]
+    _, dJ, cf = _inertia_parts(md, eta)
+    Hbar = md.H + (cross_integrals(md.N) * eta[None, :, None]).sum(axis=1)
+    Pb = md.P
+    if md.geometric is not None:
+        Geta = md.geometric[:6] @ eta  # (6, n): G_k η
+        Hbar = Hbar + Geta[3:]
+        Pb = Pb + Geta[:3]
+    M = np.zeros((6 + n, 6 + n), dtype=np.result_type(dJ, Hbar, float))
+    M[:3, :3] = dJ
+    M[:3, 3:6] = _skew(cf)
+    M[3:6, :3] = -_skew(cf)
+    M[:3, 6:] = Hbar
+    M[3:6, 6:] = Pb
+    M[6:, :3] = Hbar.T
+    M[6:, 3:6] = Pb.T
+    M[6:, 6:] = md.mass
+    return M
+
+
+def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
+    """``b`` (6 + n) of the module docstring at ``η``, ``ξ``, body rate ``w`` and gravity
+    ``g`` (body axes): the velocity terms of the flexible body's inertia forces, and the
+    geometric stiffness of the centrifugal and gravity preloads."""
+    D, dJ, cf = _inertia_parts(md, eta)
+    Dxi = (D * xi).sum(axis=-1)
+    b_w = _cross(w, dJ @ w) + 2.0 * (w * (Dxi[0, 0] + Dxi[1, 1] + Dxi[2, 2]) - Dxi @ w)
+    b_v = _cross(w, _cross(w, cf)) + 2.0 * _cross(w, md.P @ xi)
+    Dw = (D * w[None, :, None]).sum(axis=1)  # (3, n): D_p ω
+    trD = D[0, 0] + D[1, 1] + D[2, 2]
+    b_x = (Dw * w[:, None]).sum(axis=0) - (w @ w) * trD
+    b_x = b_x + 2.0 * ((cross_integrals(md.N) * w[:, None, None]).sum(axis=0) * xi[:, None]).sum(
+        axis=0
+    )
+    if md.geometric is not None:
+        G = md.geometric
+        lam = centrifugal_loads(w)
+        b_x = (
+            b_x
+            + ((G[6:] * lam[:, None, None]).sum(axis=0) - (G[:3] * g[:, None, None]).sum(axis=0))
+            @ eta
+        )
+        gdot = (G @ xi) @ eta  # ηᵀG_kξ
+        xGx = (G[:6] @ xi) @ xi
+        b_v = b_v + xGx[:3] + 2.0 * _cross(w, gdot[:3])
+        b_w = b_w + xGx[3:] + _cross(w, gdot[3:6]) + foreshortening_inertia(2.0 * gdot) @ w
+    return np.concatenate([b_w, b_v, b_x])
