@@ -738,24 +738,22 @@ def _read_flex_bodies(
             )
         flex[name] = record
         try:
-            flexible = flexible_body(body, fields)  # merge point: Body(..., modes=Modes(...))
+            bodies[i] = flexible_body(body, fields)
         except ModelError as exc:
             raise L.error(f.flex_line, f"body {name}: flex file {f.flex}: {exc}") from None
-        if flexible is None:
-            note(
-                f.flex_line,
-                f"body {name}: flex file {f.flex} read ({fields['mass'].shape[0]} modes, in "
-                f"case.flex[{name!r}]), but flexible-body dynamics are not modelled in this "
-                "version: the body is rigid",
-            )
-            continue
-        bodies[i] = flexible
         for k, j in mine:
             attached = flexible_joint(
                 j, j.name if j.inner == name else None, j.name if j.outer == name else None
             )
             if attached is not None:
                 joints[k + 1] = attached
+            else:
+                note(
+                    f.flex_line,
+                    f"body {name}: joint {j.name} is attached rigidly at its node: it "
+                    "does not ride on the node's flexible motion (joints at nodes are not "
+                    "modelled yet)",
+                )
     return bodies, flex
 
 

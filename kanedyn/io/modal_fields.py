@@ -35,7 +35,6 @@ in body axes.
 
 from __future__ import annotations
 
-import importlib
 import zipfile
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,13 +44,13 @@ import numpy as np
 
 from kanedyn.errors import FileFormatError
 from kanedyn.model import Body, Joint
+from kanedyn.model.modes import Modes
 
 __all__ = [
     "MODAL_FIELDS",
     "check_modal_fields",
     "flexible_body",
     "flexible_joint",
-    "modes_class",
     "read_modal_npz",
 ]
 
@@ -264,26 +263,13 @@ def read_modal_npz(fname: str) -> dict[str, Any]:
     return check_modal_fields(table, fail)
 
 
-def modes_class() -> Any:
-    """``kd.Modes`` (from ``kanedyn.model.modes``), loaded when first needed.
-
-    Raises ``ModuleNotFoundError`` in a kanedyn without flexible bodies.
-    """
-    return importlib.import_module("kanedyn.model.modes").Modes
-
-
-def flexible_body(body: Body, fields: Mapping[str, Any]) -> Body | None:
+def flexible_body(body: Body, fields: Mapping[str, Any]) -> Body:
     """``body`` made flexible: ``Body(..., modes=Modes(**fields))``.
 
-    The one place the readers turn modal data into a flexible body. Returns None when
-    this kanedyn's :class:`~kanedyn.Body` takes no ``modes`` (the reader then warns that
-    the body stays rigid and keeps the fields). ``Modes`` raises a
+    The one place the readers turn modal data into a flexible body. ``Modes`` raises a
     :class:`~kanedyn.ModelError` for data it rejects.
     """
-    if "modes" not in attrs.fields_dict(Body):
-        return None
-    changes: dict[str, Any] = {"modes": modes_class()(**fields)}
-    return attrs.evolve(body, **changes)
+    return attrs.evolve(body, modes=Modes(**fields))
 
 
 def flexible_joint(joint: Joint, inner_node: str | None, outer_node: str | None) -> Joint | None:

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from kanedyn.errors import FileFormatError, ModelError
-from kanedyn.io.modal_fields import MODAL_FIELDS, check_modal_fields, modes_class
+from kanedyn.io.modal_fields import MODAL_FIELDS, check_modal_fields
 from kanedyn.io.toml import read_modal_file
+from kanedyn.model.modes import Modes
 
 __all__ = ["parse_modes", "read_modes", "write_modes"]
 
@@ -61,7 +62,7 @@ def read_modes(path: PathLike) -> Any:
     """
     fields = parse_modes(path)
     try:
-        return modes_class()(**fields)
+        return Modes(**fields)
     except ModelError as exc:
         raise FileFormatError(f"{os.fspath(path)}: {exc}") from None
 

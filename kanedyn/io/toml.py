@@ -46,7 +46,6 @@ import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import FileFormatError, ModelError, did_you_mean
-from kanedyn.io.fortytwo import UnsupportedFeatureWarning
 from kanedyn.io.modal_fields import check_modal_fields, flexible_body, read_modal_npz
 from kanedyn.model import Body, CentralGravity, Joint, JointLimits, Loop, Model, State
 from kanedyn.model.records import LOOP_REMEDY
@@ -645,19 +644,9 @@ def _read_body(src: _Source, i: int, raw: Any, modes: dict[str, dict[str, Any]])
     fields = _body_modes(t)
     modes[name] = fields
     try:
-        flexible = flexible_body(body, fields)
+        return flexible_body(body, fields)
     except ModelError as exc:
         raise t.error("modes", str(exc)) from None
-    if flexible is None:
-        warnings.warn(
-            f"{t.src.fname} line {t.src.line(t.path('modes'))}: body {name!r}: "
-            "flexible-body dynamics are not modelled in this version; the body is rigid "
-            "(its modal data is in case.modes)",
-            UnsupportedFeatureWarning,
-            stacklevel=4,
-        )
-        return body
-    return flexible
 
 
 def _body_modes(t: _Table) -> dict[str, Any]:

@@ -32,6 +32,7 @@ it for a beam.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,7 +108,9 @@ class Modes:
         Modal damping ``C_Ψ``: symmetric positive semidefinite. Give it or
         ``damping_ratio``, not both; zero when neither.
     damping_ratio : float or (n,), optional
-        ``ζ`` per mode: ``C = 2ζ√(K M)`` mode by mode (``K`` and ``M`` must be diagonal).
+        ``ζ`` per mode: ``C = 2ζ√(K M)`` mode by mode when ``K`` and ``M`` are
+        diagonal; otherwise ``ζ_i`` is the ratio of the i-th normal mode (``K φ = ω² M φ``,
+        ascending frequency, ``ΦᵀMΦ = 1``) and ``C = M Φ diag(2ζω) Φᵀ M``.
         It is stored as ``damping`` (the record's ``damping_ratio`` is then None).
     P : (3, n)
         ``∫Ψ dm`` (body axes); zero by default.
@@ -169,12 +172,17 @@ class Modes:
             zeta = np.broadcast_to(np.asarray(self.damping_ratio, dtype=float), (n,))
             if not np.all(np.isfinite(zeta)) or np.any(zeta < 0):
                 raise ModelError(f"modes: damping_ratio must be finite and >= 0, got {zeta}")
-            for what, A in (("stiffness", K), ("mass", M)):
-                if np.any(A - np.diag(np.diag(A))):
-                    raise ModelError(
-                        f"modes: damping_ratio needs a diagonal {what}; give a damping matrix"
-                    )
-            C = np.diag(2.0 * zeta * np.sqrt(np.diag(K) * np.diag(M)))
+            if not any(np.any(A - np.diag(np.diag(A))) for A in (K, M)):
+                C = np.diag(2.0 * zeta * np.sqrt(np.diag(K) * np.diag(M)))
+            else:
+                # coupled K, M: ζ_i of the i-th normal mode (ascending frequency),
+                # K φ = ω² M φ with Φᵀ M Φ = 1, so C = M Φ diag(2ζω) Φᵀ M
+                import scipy.linalg
+
+                w2, Phi = scipy.linalg.eigh(K, M)
+                MPhi = M @ Phi
+                C = (MPhi * (2.0 * zeta * np.sqrt(np.clip(w2, 0.0, None)))) @ MPhi.T
+                C = 0.5 * (C + C.T)
             C.setflags(write=False)
         elif self.damping is not None:
             C = _square(self.damping, n, "damping")
@@ -191,8 +199,13 @@ class Modes:
             eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
             H_of_L = np.einsum("ijk,kjp->ip", eps, L)  # ∫ r×Ψ dm from L
             if not np.allclose(H, H_of_L, rtol=1e-6, atol=1e-9 * max(np.abs(L).max(), 1e-300)):
-                raise ModelError(
-                    "modes: H and L disagree: H_ip = ε_ijk L_kjp (∫ r×Ψ dm from L_ijp = ∫Ψ_ip r_j dm)"
+                # 42 accepts such data (REFPT_CM zeroes H but keeps L): the equations
+                # then come from no one kinetic energy, and H is kept only to first order
+                warnings.warn(
+                    "modes: H and L disagree (H_ip = ε_ijk L_kjp, ∫ r×Ψ dm from "
+                    "L_ijp = ∫Ψ_ip r_j dm): angular momentum is conserved only to first "
+                    "order in the modal coordinates",
+                    stacklevel=3,
                 )
         N = _array(np.zeros((3, 3, n, n)) if self.N is None else self.N, (3, 3, n, n), "N")
         if np.any(N):
@@ -201,7 +214,13 @@ class Modes:
                 raise ModelError("modes: N must satisfy N_ijpq = N_jiqp (N_ijpq = ∫Ψ_ip Ψ_jq dm)")
             trace = np.einsum("iipq->pq", N)
             if not np.allclose(trace, M, rtol=1e-6, atol=1e-9 * np.abs(M).max()):
-                raise ModelError("modes: the trace of N over i = j must equal mass (∫ΨᵀΨ dm)")
+                # 42 accepts such data (N from another mesh than M): the second-order
+                # terms then come from no one kinetic energy
+                warnings.warn(
+                    "modes: the trace of N over i = j differs from mass (∫ΨᵀΨ dm): "
+                    "energy is conserved only to first order in the modal coordinates",
+                    stacklevel=3,
+                )
         nodes = np.asarray(self.node_positions, dtype=float)
         nn = 0 if nodes.size == 0 else nodes.reshape(-1, 3).shape[0] if nodes.ndim == 2 else -1
         if nn < 0:
