@@ -195,17 +195,17 @@ def test_symbolic_kane_has_the_rotors(lagrange):
     )
 
 
-def test_geared_arm_conserves_energy_and_falls_back_to_dense():
+def test_geared_arm_conserves_energy_natively():
     model = arm(rotor1=kd.Rotor(**R1), rotor2=kd.Rotor(**R2))
     s = state_of(model, [0.2, 0.5], [1.0, -2.0])
-    assert "geared rotor" in kd.compiled.supports(model)
-    with pytest.raises(ModelError, match="geared rotor"):
-        kd.compile_model(model)
-    traj = kd.simulate(model, s, 1.0, 0.001, progress=False)  # engine "auto": dense
+    assert kd.compiled.supports(model) is None
+    traj = kd.simulate(model, s, 1.0, 0.001, progress=False)
+    assert traj.engine == "native"
     E = traj.total_energy
     assert np.max(np.abs(E - E[0])) < 1e-9 * abs(E[0])
-    with pytest.raises(ModelError, match="MSD formulation does not model geared rotors"):
-        kd.simulate(model, s, 0.1, 0.01, formulation="msd", progress=False)
+    msd = kd.simulate(model, s, 1.0, 0.001, formulation="msd", progress=False)
+    E = msd.total_energy
+    assert np.max(np.abs(E - E[0])) < 1e-9 * abs(E[0])
     with pytest.raises(ModelError, match="does not model geared rotors"):
         kd.symbolic.lagrange(model)
 
