@@ -44,9 +44,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
+from kanedyn.dynamics.rotors import RotorPiece, rotor_piece, rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.dynamics.rotors import RotorPiece, rotor_piece, rotor_specs
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic

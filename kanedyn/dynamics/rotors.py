@@ -217,12 +217,12 @@ def rotor_terms(
             ..., None
         ]
     a = spec.a_C if R_N_C is None else (R_N_C @ spec.a_C[:, None])[..., 0]
-    at_rest = Omega_C is None or omega_C is None or alpha_C is None
-    w = np.zeros(3) if at_rest else omega_C
-    J_R, _, _, tau = rotor_motion(a, J, spec.J_t, w, n * np.asarray(sigma))
     Omega_R = (n * a)[..., :, None] * e_k
-    torque = tau if at_rest else mv(J_R, alpha_C) + tau
-    if not at_rest:
+    if Omega_C is None or omega_C is None or alpha_C is None:  # the carrier at rest in N
+        J_R, _, _, torque = rotor_motion(a, J, spec.J_t, np.zeros(3), n * np.asarray(sigma))
+    else:
+        J_R, _, _, tau = rotor_motion(a, J, spec.J_t, omega_C, n * np.asarray(sigma))
+        torque = mv(J_R, alpha_C) + tau
         Omega_R = Omega_C + Omega_R
     Omega_RT = np.swapaxes(Omega_R, -1, -2)
     M = Omega_RT @ J_R @ Omega_R
