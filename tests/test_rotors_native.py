@@ -242,3 +242,22 @@ def test_ensemble_runs_natively():
     for b, s in enumerate(ss):
         one = kd.simulate(model, s, 0.02, 0.005, engine="dense", progress=False)
         np.testing.assert_allclose(ens.q[-1, b], one.q[-1], atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_dispersed_batch_equals_its_members(model):
+    """Every parameter of the geared model varies across a batch (joint placements and
+    rotations included): in the joint frames the rotors' terms hold no parameter, so
+    the native batch is each member's model (the dense engine on ``batch.member(b)``)."""
+    from tests.test_compiled import dispersed_batch
+
+    rng = np.random.default_rng(2)
+    batch = dispersed_batch(model, 3, rng)
+    members = states(model, 3)
+    got = kd.compile_model(batch).forward_dynamics(
+        kd.States(np.array([s.q for s in members]), np.array([s.u for s in members]))
+    )
+    for b, s in enumerate(members):
+        member = batch.member(b)
+        assert member.joints[1].rotor is not None
+        assert_close(got[b], kd.forward_dynamics(member, s), cond(member, s))
