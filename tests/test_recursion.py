@@ -99,12 +99,8 @@ def test_the_recursion_gives_the_same_numbers_on_every_arithmetic():
 
 
 def test_aba_refuses_what_is_not_a_tree_term():
-    """Closed loops and geared rotors are refused with the reason, not approximated."""
+    """Closed loops are refused with the reason, not approximated (geared rotors are a
+    term of the recursion: tests/test_rotors_native.py)."""
     four_bar = kd.examples.four_bar()
     with pytest.raises(kd.ModelError, match="closed loops"):
         kd.aba(four_bar, four_bar.initial_state())
-    from tests.test_rotors import arm
-
-    geared = arm(rotor2=kd.Rotor(1e-4, ratio=50.0, transverse=5e-5), elbow_axis=3)
-    with pytest.raises(kd.ModelError, match="geared rotors"):
-        kd.aba(geared, geared.initial_state())

@@ -195,19 +195,43 @@ def test_symbolic_kane_has_the_rotors(lagrange):
     )
 
 
-def test_geared_arm_conserves_energy_and_falls_back_to_dense():
+def test_geared_arm_conserves_energy_natively():
     model = arm(rotor1=kd.Rotor(**R1), rotor2=kd.Rotor(**R2))
     s = state_of(model, [0.2, 0.5], [1.0, -2.0])
-    assert "geared rotor" in kd.compiled.supports(model)
-    with pytest.raises(ModelError, match="geared rotor"):
-        kd.compile_model(model)
-    traj = kd.simulate(model, s, 1.0, 0.001, progress=False)  # engine "auto": dense
+    assert kd.compiled.supports(model) is None
+    traj = kd.simulate(model, s, 1.0, 0.001, progress=False)
+    assert traj.engine == "native"
     E = traj.total_energy
     assert np.max(np.abs(E - E[0])) < 1e-9 * abs(E[0])
-    with pytest.raises(ModelError, match="MSD formulation does not model geared rotors"):
-        kd.simulate(model, s, 0.1, 0.01, formulation="msd", progress=False)
-    with pytest.raises(ModelError, match="does not model geared rotors"):
-        kd.symbolic.lagrange(model)
+    msd = kd.simulate(model, s, 1.0, 0.001, formulation="msd", progress=False)
+    E = msd.total_energy
+    assert np.max(np.abs(E - E[0])) < 1e-9 * abs(E[0])
+
+
+def test_symbolic_lagrange_has_the_rotors(lagrange):
+    """kd.symbolic.lagrange: the rotors as massless bodies turning with their carriers
+    plus n q̇ a, against the Lagrangian written here; the Christoffel symbols sum to C."""
+    M_fn, f_fn, _ = lagrange
+    model = arm(rotor1=kd.Rotor(**R1), rotor2=kd.Rotor(**R2))
+    lag = kd.symbolic.lagrange(model)
+    args = [*lag.q, *lag.u]
+    M = sm.lambdify(args, lag.mass_matrix)
+    f = sm.lambdify(args, lag.forcing)
+    q, u = np.array([0.4, -0.9]), np.array([1.3, -0.6])
+    np.testing.assert_allclose(np.array(M(*q, *u), float), M_fn(*q, *u), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        np.ravel(np.array(f(*q, *u), float)), np.ravel(f_fn(*q, *u)), rtol=1e-11, atol=1e-12
+    )
+    h = lag.christoffel
+    C = sm.Matrix([sum(h[i, j, k] * lag.u[j] * lag.u[k] for j in range(2) for k in range(2))
+                   for i in range(2)])  # fmt: skip
+    diff = sm.lambdify(args, C - lag.C)(*q, *u)
+    assert np.max(np.abs(np.array(diff, float))) < 1e-12
+    # a reflected-only rotor: n²J on its joint's diagonal (the dense engine's)
+    model = arm(rotor1=kd.Rotor(**R1), rotor2=kd.Rotor(**R2, reflected_only=True))
+    M = sm.lambdify(args, kd.symbolic.lagrange(model).mass_matrix)(*q, *u)
+    np.testing.assert_allclose(np.array(M, float), kd.mass_matrix(model, state_of(model, q, u)),
+                               rtol=1e-12, atol=1e-14)  # fmt: skip
 
 
 def test_rotor_validation():

@@ -320,10 +320,6 @@ def refusal(model: Model) -> str | None:
     sprung = [j.name for j, idx in zip(model.joints, lay.u_index, strict=True)
               if any(int(r) in spherical and (pa.stiffness[r] != 0.0 or np.any(pa.stiffness_poly[r]))
                      for r in idx)]  # fmt: skip
-    geared = [j.name for j in model.joints if j.rotor is not None]
-    if "geared rotor" in why:
-        return (f"{why}: joints {', '.join(map(repr, geared))}; the C follows once the "
-                "compiled engine traces the rotors' terms")  # fmt: skip
     if "spherical joint has a spring" in why:
         return (f"{why}: joints {', '.join(map(repr, sprung))}; give them no stiffness "
                 "(a damper is compiled) or use the dense engine")  # fmt: skip

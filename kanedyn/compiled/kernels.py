@@ -73,8 +73,6 @@ def supports(model: Model, params: Params | None = None) -> str | None:
         np.any(pa.stiffness[..., lay.quat_u]) or np.any(pa.stiffness_poly[..., lay.quat_u, :])
     ):
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
-    if any(j.rotor is not None for j in model.joints):
-        return "a joint carries a geared rotor (kanedyn.dynamics.rotors is not compiled)"
     if model.nf:
         return "a body is flexible (Body.modes: kanedyn.spatial.modal is not compiled)"
     return None

@@ -30,6 +30,13 @@ springs, dampers and actuators, all other joint efforts cancel inside the subtre
     \\dot H_O &= \\sum_i T_i + r_i \\times F_i, \\qquad \\dot P = \\sum_i F_i
 
 (Γ and Δ columns taken in N: ``R_N_Go Γ`` and ``R_N_Gi Δ``.)
+
+**Geared rotors** (:mod:`kanedyn.dynamics.rotors`): the states stay ``y = ∂T/∂ν =
+M ν + Ωᵀh`` with the rotors' ``M_R`` in ``M``, so joint k's state holds its rotor's spin
+momentum ``n J a·ω_R`` besides the subtree's projection. In the rates the rotor's
+momentum ``J_R ω_R`` is its carrier's (as an embedded momentum): Kane's
+``ẏ_r = F_r + Σ_i Ω̇_{i,r}·H_i + V̇_{i,r}·P_i`` gains only ``n (ω_C × a)·J_R ω_R = 0``
+from the gear's partial ``n a``.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from kanedyn.dynamics.kane import kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.dynamics.partials import joint_axes
-from kanedyn.dynamics.rotors import refuse_rotors
+from kanedyn.dynamics.rotors import carrier, rotor_momentum, rotor_specs
 from kanedyn.dynamics.subtree import subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
@@ -76,7 +83,6 @@ def generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
     """The generalized momenta ``∂T/∂ν = M ν + Ωᵀ R h`` (embedded momentum h) at the
     kinematics ``kin`` and speeds ``u`` (MSD slides: the momentum states of the joints
     before :func:`root_to_total`)."""
-    refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
     h = mv(kin.R_N_B, kin.params.h_embedded)
     return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
@@ -135,7 +141,6 @@ def speeds_at(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp])
     """The speeds ``ν`` of the momentum states ``y`` at the configuration of ``kin``, with
     the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
     (:func:`speeds` for a state)."""
-    refuse_rotors(model, "the MSD formulation")
     tm = kane_terms(model, kin)
     M = mass_matrix_at(model, tm)
     h = mv(kin.R_N_B, kin.params.h_embedded)
@@ -158,6 +163,10 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
     m = pa.mass[:, None]
     I_N = kin.R_N_B @ pa.inertia @ np.swapaxes(kin.R_N_B, -1, -2)
     h_i = mv(I_N, kin.omega) + mv(kin.R_N_B, pa.h_embedded)  # about each mass centre
+    for spec in rotor_specs(model, pa):  # a geared rotor's momentum J_R ω_R is its carrier's
+        if spec.c >= 0:
+            R, w, _, _, sigma = carrier(spec, kin)
+            h_i[..., spec.c, :] += rotor_momentum(spec, sigma, R, w)[1]
     # subtree momenta P_k, H_k (about o_k) and external force and torque F_k, T_k
     P_k, H_k = subtree_wrench(model, m * kin.v, h_i, kin.r, kin.o)
     F_k, T_k = subtree_wrench(model, L.F, L.T, kin.r, kin.o)

@@ -18,6 +18,10 @@ the joint point), with spatial vectors (ω, v) and forces (n, f) (conventions pa
   ``a_k = a' + S ν̇_k``; N accelerates at ``-g`` (uniform gravity). A central field
   (:class:`kanedyn.CentralGravity`) is a per-body external force and gravity-gradient
   torque instead (:meth:`Recursion.central_forces`), subtracted from ``p_k``.
+* a geared rotor (:class:`kanedyn.Rotor`) on joint k is a massless second piece moved
+  by joint k's speed with the column ``S_R = S + (m e, 0)``: pass 2 takes ``U += I_R
+  S_R``, ``D += S_Rᵀ I_R S_R``, ``u -= S_Rᵀ p_R`` and hands ``I^A + I_R``, ``p^A + p_R``
+  inwards (:mod:`kanedyn.dynamics.rotors`, :meth:`Recursion.rotor_pieces`).
 
 **The equations are Kane's.** ABA solves ``M ν̇ = Fr + Fr*|_{ν̇=0}`` (Kane_NBody slide
 23) without forming ``M``: eliminating the joints from the leaves inwards is a block
@@ -40,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
+from kanedyn.dynamics.rotors import RotorPiece, rotor_piece, rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
@@ -126,6 +131,8 @@ class Recursion:
         self._params = pa
         # coordinates with normalized quaternions (as the dense engine normalizes them)
         self.qn = joints.normalize_quaternions(ar, model.layout, np.array(self.q, self.dtype))
+        #: the geared rotors at the current speeds, per joint (set by :meth:`terms`)
+        self.rotors: dict[int, RotorPiece] = {}
 
     @classmethod
     def at_state(cls, model: Model, state: State, loads: Any = None, t: float = 0.0) -> Recursion:
@@ -270,11 +277,23 @@ class Recursion:
             out.append(sp.load_at(T, F, b.com))
         return out
 
+    def rotor_pieces(self, v: list[Vec]) -> dict[int, RotorPiece]:
+        """The geared rotors (:func:`kanedyn.dynamics.rotors.rotor_piece`) per joint, in
+        Go_k, at the body velocities ``v`` and the speeds ``self.u`` (a locked speed at 0).
+        The rotors' terms in Go_k are constants of the joint's structure, so they hold
+        for every member of a batch."""
+        return {
+            s.k: rotor_piece(s, v[s.k][:3], 0.0 if s.r in self.locked else self.u[s.r])
+            for s in rotor_specs(self.model)
+        }
+
     def terms(self) -> tuple[list[BodyTerms], list[Vec], list[Vec], Vec]:
         """The geometry, remainder accelerations ``c_k = c_J + v_k ×ₘ v_J``, bias forces
-        ``p_k`` (Go_k) and the acceleration ``a_N`` of N in Kane's equations."""
+        ``p_k`` (Go_k) and the acceleration ``a_N`` of N in Kane's equations; the geared
+        rotors' terms go to ``self.rotors``."""
         geo = self.geometry()
         v = self.velocities(geo)
+        self.rotors = self.rotor_pieces(v)
         c = [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
         p = [sp.bias_force(b.inertia, vk, b.h if b.has_h else None)
              for b, vk in zip(geo, v, strict=True)]  # fmt: skip
@@ -294,12 +313,14 @@ class Recursion:
 
     # ----------------------------------------------------------------------- ABA
     def aba(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], Q: list[Scalar],
-            a_N: Vec) -> list[Scalar]:  # fmt: skip
+            a_N: Vec, rotors: dict[int, RotorPiece] | None = None) -> list[Scalar]:  # fmt: skip
         """Passes 2 and 3: ``ν̇`` with remainder accelerations ``c``, bias forces ``p``
         (Go_k), joint forces ``Q`` and the acceleration ``a_N`` of N (in N); the free
         speeds only, locked entries 0. With ``c = 0``, ``a_N = 0`` this solves
-        ``M x = Q - Σ S_kᵀ (subtree sum of p)``."""
+        ``M x = Q - Σ S_kᵀ (subtree sum of p)``. ``rotors`` (default ``self.rotors``):
+        the geared rotors' pieces (module docstring)."""
         model = self.model
+        rotors = self.rotors if rotors is None else rotors
         nb = model.nb
         IA = [[list(row) for row in b.inertia] for b in geo]
         pA = [list(x) for x in p]
@@ -316,6 +337,15 @@ class Recursion:
             for a in range(len(cols)):
                 for bb in range(a):
                     D[a][bb] = D[bb][a]
+            rot = rotors.get(k)
+            if rot is not None:  # the rotor, a second piece on joint k's one speed
+                if cols:
+                    S_R = sp.add(cols[0], rot.me + [0.0, 0.0, 0.0])
+                    IS_R = rot.inertia_times(S_R)
+                    Uk[0] = sp.add(Uk[0], IS_R)
+                    D[0][0] = D[0][0] + sp.sdot(S_R, IS_R) + rot.armature
+                    uk[0] = uk[0] - sp.dot(S_R[:3], rot.tau)
+                Ia, pa = rot.add_inertia(Ia), sp.add(pa[:3], rot.tau) + pa[3:]
             U[k], uu[k], Dk[k] = Uk, uk, D
             if b.parent < 0:
                 continue
@@ -370,6 +400,11 @@ class Recursion:
                 a = sp.add(a, sp.scale(nudot[r], s))
             acc.append(a)
             f.append(sp.add(sp.sym_mv(b.inertia, a), p[k]))
+            rot = self.rotors.get(k)
+            if rot is not None and b.J.cols:  # the rotor's inertia wrench, on joint k
+                f[k] = sp.add(f[k], rot.torque(a[:3], nudot[b.J.cols[0][1]]))
+            elif rot is not None:
+                f[k] = sp.add(f[k], rot.torque(a[:3], 0.0))
         for k in reversed(range(len(geo))):
             b = geo[k]
             if b.parent >= 0:
@@ -382,11 +417,16 @@ class Recursion:
         ``S_kᵀ f_k - Q`` per free speed (zero at the ``ν̇`` of :meth:`aba`), from
         :meth:`newton_euler`. Its derivatives at fixed ``nudot`` give those of ``ν̇``:
         ``∂ν̇/∂x = -M⁻¹ ∂(S_kᵀ f_k - Q)/∂x`` (Carpentier and Mansard, RSS 2018)."""
-        _, f = self.newton_euler(geo, c, p, a_N, nudot)
+        acc, f = self.newton_euler(geo, c, p, a_N, nudot)
         out: list[Scalar] = [0.0] * self.model.n
         for k, b in enumerate(geo):
             for s, r in b.J.cols:
                 out[r] = sp.sdot(s, f[k]) - Q[r]
+            rot = self.rotors.get(k)
+            if rot is not None and b.J.cols:  # the rotor's extra partial (m e, 0)
+                r = b.J.cols[0][1]
+                n_R = rot.torque(acc[k][:3], nudot[r])[:3]
+                out[r] = out[r] + sp.dot(rot.me, n_R) + rot.armature * nudot[r]
         return out
 
     # ----------------------------------------------------------------------- entries
@@ -430,10 +470,12 @@ class Recursion:
                     y_gen[i] = val
         zero6 = [0.0] * 6
         bias = [(b.h + [0.0, 0.0, 0.0]) if b.has_h else zero6 for b in geo0]
-        nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6)
+        rest = self.rotor_pieces([zero6] * nb)  # the rotors' inertias, no bias at rest
+        nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6, rotors=rest)
         self.u = nu
         geo = self.geometry()
         v = self.velocities(geo)
+        self.rotors = self.rotor_pieces(v)
         Q = self.generalized_forces()
         # with loads, gravity is in the input F (as in AppliedLoads)
         g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
@@ -446,6 +488,8 @@ class Recursion:
             g_go.append(gk)
             hc.append(sp.momentum(b.inertia, vk, b.h if b.has_h else None))
             fc.append(sp.gravity_force(b.inertia[3][3], gk, b.com))
+        for k, rot in self.rotors.items():  # a rotor's momentum is joint k's subtree's
+            hc[k] = sp.add(hc[k][:3], rot.H) + hc[k][3:]
         if self.loads:
             fc = [sp.add(f, fl) for f, fl in zip(fc, self.load_forces(geo), strict=True)]
         elif self.model.central_gravity is not None:
@@ -500,8 +544,8 @@ def aba(model: Model, state: State, loads: Any = None, t: float = 0.0) -> Array:
     :func:`kanedyn.dynamics.loads.applied_loads`, as for :func:`kanedyn.forward_dynamics`,
     which solves the same equations by CRBA and Cholesky: each is the other's oracle.
     ABA is an algorithm of trees: a model with closed loops is refused (the loops'
-    constrained equations are :func:`kanedyn.forward_dynamics`'s), and so is one with
-    geared rotors (their gyroscopic coupling is not a term of this recursion yet).
+    constrained equations are :func:`kanedyn.forward_dynamics`'s). A geared rotor is a
+    term of the recursion (a second piece on its joint's speed).
 
     >>> import kanedyn as kd
     >>> m = kd.examples.double_pendulum()
@@ -513,11 +557,6 @@ def aba(model: Model, state: State, loads: Any = None, t: float = 0.0) -> Array:
         raise ModelError(
             "kd.aba: the articulated-body algorithm is for trees; this model has closed "
             "loops (use kd.forward_dynamics, which solves the constrained equations)"
-        )
-    if any(j.rotor is not None for j in model.joints):
-        raise ModelError(
-            "kd.aba: geared rotors are not a term of the articulated-body recursion; "
-            "use kd.forward_dynamics"
         )
     if model.is_symbolic:
         raise ModelError("kd.aba: the model has symbolic parameters (use model.subs first)")

@@ -26,10 +26,32 @@ to ``M ν̇ = f``. Both the reflected inertia (``n² J`` on the joint's diagonal
 couplings (``n J a·Ω_C`` between the joint and the carrier's speeds, and the gyroscopic
 terms) appear. A ``reflected_only`` rotor keeps ``n² J`` alone (MuJoCo's ``armature``).
 
-:func:`rotor_terms` is written over array operations (``@``, ``*``, ``+``, indexing)
-that NumPy floats and NumPy object arrays of sympy expressions both support: the dense
-engine (:mod:`kanedyn.dynamics.kane`) and symbolic Kane (:mod:`kanedyn.symbolic.kane`)
-call it.
+:func:`rotor_motion` holds the rotor's own equations (its inertia, angular velocity,
+momentum and velocity-product torque) once, over the arithmetic protocol
+(:mod:`kanedyn.spatial.arithmetic`): the dense engine's :func:`rotor_terms` (N axes,
+floats or sympy) and the tree recursions' :func:`rotor_piece` (the joint's frame Go,
+floats or traced values) both call it.
+
+**In the recursions** (:mod:`kanedyn.dynamics.recursion`) the rotor of joint k is a
+massless body with the constant inertia ``J_R`` in Go_k (``a = e``, the joint's axis,
+fixed in Go_k for both carriers: a hinge turns about it, a slide does not turn), moving
+at ``ω_R = ω_k + m σ e`` with ``m = n - 1`` for a hinge's inner carrier (``ω_P = ω_k -
+σ e``) and ``m = n`` otherwise. Its motion column is ``S_R = S + (m e, 0)``, its
+acceleration at zero ``ν̇`` exceeds body k's by ``(m σ ω_k × e, ·)``, so its bias torque
+is ``τ = J_R (m σ ω_k × e) + ω_R × J_R ω_R`` (:func:`rotor_motion` with ``w = ω_k``,
+rate ``m σ``). It enters the articulated-body recursion as a second piece driven by
+joint k (Featherstone 2008 §7.3 with two motion columns on one speed):
+
+.. math::
+
+    U = I^A S + I_R S_R, \\quad D = S^T I^A S + S_R^T I_R S_R, \\quad
+    u = Q - S^T p^A - S_R^T p_R, \\quad I^a = I^A + I_R - U D^{-1} U^T
+
+with ``p_R = (τ, 0)``; a reflected-only rotor adds ``n² J`` to ``D`` alone (an
+armature). In the momentum-state rates it is momentum ``(J_R ω_R, 0)`` of joint k's
+subtree: the extra partial ``m e`` only adds ``m (ω_k × e)·J_R ω_R = 0`` to the rate, so
+the rotor's spin momentum ``m J e·ω_R`` is part of joint k's momentum state
+(``y = ∂T/∂ν``) and needs no rate of its own (docs/theory/msd.md).
 """
 
 from __future__ import annotations
@@ -43,14 +65,18 @@ from numpy.typing import NDArray
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.plan import Params, params_of
-from kanedyn.spatial.algebra import cross
+from kanedyn.spatial import plucker as sp
+from kanedyn.spatial.algebra import cross, mv
 
 __all__ = [
+    "RotorPiece",
     "RotorSpec",
     "carrier",
     "has_rotors",
     "refuse_rotors",
     "rotor_momentum",
+    "rotor_motion",
+    "rotor_piece",
     "rotor_specs",
     "rotor_sums",
     "rotor_terms",
@@ -63,7 +89,9 @@ Array = NDArray[Any]
 class RotorSpec:
     """One rotor, resolved against its model: joint ``k``, speed index ``r``, carrier
     body index ``c`` (-1 for N), axis ``a_C`` in the carrier's axes, and the rotor's
-    ``J``, ``J_t``, ``n``, ``reflected_only``."""
+    ``J``, ``J_t``, ``n``, ``reflected_only``; ``e``, the axis in the joint's frame Go,
+    and ``m``, the rotor's rate relative to body k per unit joint speed (module
+    docstring: ``n - 1`` on a hinge's inner body, else ``n``)."""
 
     k: int
     r: int
@@ -74,6 +102,8 @@ class RotorSpec:
     n: float
     reflected_only: bool
     hinge: bool
+    e: Array
+    m: float
 
 
 def has_rotors(model: Model) -> bool:
@@ -135,9 +165,32 @@ def _rotor_specs(model: Model) -> tuple[RotorSpec, ...]:
                 n=rot.ratio,
                 reflected_only=rot.reflected_only,
                 hinge=j.rot_dof == 1,
+                e=np.asarray(e, dtype=float),
+                m=rot.ratio - 1.0 if (rot.body == "inner" and j.rot_dof == 1) else rot.ratio,
             )
         )
     return tuple(specs)
+
+
+def rotor_motion(a: Any, J: float, J_t: float, w: Any, rate: Any) -> tuple[Any, ...]:
+    """``(J_R, ω_R, H_R, τ)`` of a rotor spinning about ``a`` at ``rate`` relative to a
+    body turning at ``w`` (any axes, leading batch axes, any arithmetic):
+
+    .. math::
+
+        J_R = J a a^T + J_t (U - a a^T), \\quad \\omega_R = w + \\rho\\, a, \\quad
+        H_R = J_R \\omega_R, \\quad \\tau = J_R (\\rho\\, w \\times a) + \\omega_R \\times H_R
+
+    ``τ`` is the rotor's inertia torque at zero ``ν̇`` beyond ``J_R α_w`` (``ȧ = w × a``:
+    Euler's equation ``J_R α_R + ω_R × J_R ω_R`` with ``α_R = α_w + ρ w × a + ρ̇ a``).
+    """
+    aa = a[..., :, None] * a[..., None, :]
+    J_R = J_t * np.eye(3) + (J - J_t) * aa
+    rho = np.asarray(rate)[..., None]  # (..., 1): a 0-d object array would unwrap
+    omega = w + rho * a
+    H = J_t * omega + (J - J_t) * a * np.asarray(np.sum(a * omega, axis=-1))[..., None]
+    tau = mv(J_R, rho * cross(w, a)) + cross(omega, H)
+    return J_R, omega, H, tau
 
 
 def rotor_terms(
@@ -164,21 +217,16 @@ def rotor_terms(
             ..., None
         ]
     a = spec.a_C if R_N_C is None else (R_N_C @ spec.a_C[:, None])[..., 0]
-    aa = a[..., :, None] * a[..., None, :]
-    J_R = spec.J_t * np.eye(3) + (J - spec.J_t) * aa
     Omega_R = (n * a)[..., :, None] * e_k
-    sig = np.asarray(sigma)[..., None]  # (..., 1): a 0-d object array would unwrap
-    omega_R = n * sig * a
-    alpha_R = 0 * omega_R
-    if Omega_C is not None and omega_C is not None and alpha_C is not None:
+    if Omega_C is None or omega_C is None or alpha_C is None:  # the carrier at rest in N
+        J_R, _, _, torque = rotor_motion(a, J, spec.J_t, np.zeros(3), n * np.asarray(sigma))
+    else:
+        J_R, _, _, tau = rotor_motion(a, J, spec.J_t, omega_C, n * np.asarray(sigma))
+        torque = mv(J_R, alpha_C) + tau
         Omega_R = Omega_C + Omega_R
-        omega_R = omega_C + omega_R
-        alpha_R = alpha_C + n * sig * cross(omega_C, a)
     Omega_RT = np.swapaxes(Omega_R, -1, -2)
     M = Omega_RT @ J_R @ Omega_R
-    H_R = (J_R @ omega_R[..., None])[..., 0]
-    f = -(Omega_RT @ ((J_R @ alpha_R[..., None])[..., 0] + cross(omega_R, H_R))[..., None])[..., 0]
-    return M, f
+    return M, -(Omega_RT @ torque[..., None])[..., 0]
 
 
 def rotor_momentum(
@@ -187,12 +235,53 @@ def rotor_momentum(
     """``(ω_R, J_R ω_R)`` in N: the rotor's angular velocity and angular momentum (zero
     for a ``reflected_only`` rotor, which stands for a limit, not a body)."""
     a = spec.a_C if R_N_C is None else R_N_C @ spec.a_C
-    n_sigma = spec.n * np.asarray(sigma)[..., None]  # (..., 1): states may be batched
-    w = n_sigma * a if omega_C is None else omega_C + n_sigma * a
+    w = np.zeros(3) if omega_C is None else omega_C
+    _, omega, H, _ = rotor_motion(a, spec.J, spec.J_t, w, spec.n * np.asarray(sigma))
+    return (omega, 0 * omega) if spec.reflected_only else (omega, H)
+
+
+@attrs.frozen
+class RotorPiece:
+    """One rotor in its joint's frame Go_k, as the tree recursions use it (module
+    docstring): inertia ``J_R`` (3×3, zero for a reflected-only rotor), the extra motion
+    column ``m e`` (``S_R = S + (m e, 0)``), the bias torque ``τ`` and momentum ``H_R``,
+    and ``armature`` (``n² J`` for a reflected-only rotor, else 0)."""
+
+    J_R: list
+    me: list
+    tau: list
+    H: list
+    armature: float
+
+    def inertia_times(self, x: list) -> list:
+        """``I_R x`` for a spatial motion ``x`` (a massless body: ``(J_R ω_x, 0)``)."""
+        return sp.mv(self.J_R, x[:3]) + [0.0, 0.0, 0.0]
+
+    def add_inertia(self, I: list) -> list:
+        """``I + I_R`` for a 6×6 spatial inertia ``I`` (nested lists)."""
+        out = [list(row) for row in I]
+        for i in range(3):
+            for j in range(3):
+                out[i][j] = out[i][j] + self.J_R[i][j]
+        return out
+
+    def torque(self, alpha_k: list, nudot: Any) -> list:
+        """The rotor's inertia wrench ``I_R (a_k + (m e ν̇, 0)) + (τ, 0)`` (Go_k), from
+        body k's angular acceleration ``alpha_k`` and the joint's ``ν̇``."""
+        a = sp.add(alpha_k, sp.scale(nudot, self.me))
+        return sp.add(sp.mv(self.J_R, a), self.tau) + [0.0, 0.0, 0.0]
+
+
+def rotor_piece(spec: RotorSpec, omega_k: list, sigma: Any) -> RotorPiece:
+    """The :class:`RotorPiece` of ``spec`` for body k turning at ``omega_k`` (Go_k) with
+    joint speed ``sigma``: :func:`rotor_motion` with ``a = e``, ``w = ω_k``, rate ``m σ``."""
     if spec.reflected_only:
-        return w, 0 * w
-    # J_R ω = J_t ω + (J - J_t) a (a·ω): the rotor's inertia, axisymmetric about a
-    return w, spec.J_t * w + (spec.J - spec.J_t) * a * np.sum(a * w, axis=-1)[..., None]
+        zero = [0.0, 0.0, 0.0]
+        return RotorPiece([zero] * 3, zero, zero, zero, spec.n * spec.n * spec.J)
+    w = np.array(omega_k, dtype=object)
+    J_R, _, H, tau = rotor_motion(spec.e, spec.J, spec.J_t, w, spec.m * sigma)
+    me = (spec.m * spec.e).tolist()
+    return RotorPiece(J_R.tolist(), me, list(tau), list(H), 0.0)
 
 
 def carrier(spec: RotorSpec, kin: Any, par: Any = None) -> tuple[Any, ...]:

@@ -71,7 +71,7 @@ import numpy as np
 import sympy as sm
 
 from kanedyn import joints
-from kanedyn.dynamics.rotors import refuse_rotors
+from kanedyn.dynamics.rotors import rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.plan import params_of
@@ -378,6 +378,8 @@ class LagrangeEquations:
         partial = _Partials()
         dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B, I_N, partial)
               for qk in self.q]  # fmt: skip
+        if rotor_specs(self.model):  # the rotors' terms are in H only: differentiate it
+            dH = [self.H.diff(qk) for qk in self.q]
         n = len(self.q)
         h = sm.MutableDenseNDimArray.zeros(n, n, n)
         for a in range(n):
@@ -526,7 +528,6 @@ def lagrange(
     Matrix([[g*l*m*cos(q_j_0)/2]])
     """
     loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
-    refuse_rotors(model, "kd.symbolic.lagrange")
     q, u = generalized_symbols(model)
     charts = _charts(model, chart)
     n = len(q)
@@ -579,12 +580,31 @@ def lagrange(
     H = sm.zeros(n, n)
     I_B = [_matrix(pa.inertia[i]) for i in range(model.nb)]
     I_N = _inertia_N(R_N_B, I_B)  # (2-8)
-    for i in range(model.nb):
-        H += mass[i] * J_L[i].T * J_L[i] + J_A[i].T * I_N[i] * J_A[i]
+    # geared rotors (kanedyn.dynamics.rotors): massless bodies turning with their carriers
+    # C plus n σ a, J_A = J_A,C + n a e_kᵀ, inertia J a aᵀ + J_t (U - a aᵀ) fixed in C
+    bodies = (list(mass), list(J_L), list(J_A), list(R_N_B), list(I_B))
+    for spec in rotor_specs(model):
+        col = index[sm.Symbol(f"{'q' if spec.hinge else 'd'}_{model.joints[spec.k].name}_0",
+                              real=True)]  # fmt: skip
+        n_r, J_r = exact(spec.n), exact(spec.J)
+        if spec.reflected_only:  # ½ n² J σ²
+            H[col, col] += n_r**2 * J_r
+            continue
+        R_C = sm.eye(3) if spec.c < 0 else R_N_B[spec.c]
+        a_C = _matrix(spec.a_C)
+        J_A_R = (sm.zeros(3, n) if spec.c < 0 else J_A[spec.c]).copy()
+        J_A_R[:, col] += n_r * R_C * a_C
+        I_R = J_r * a_C * a_C.T + exact(spec.J_t) * (sm.eye(3) - a_C * a_C.T)
+        for lst, item in zip(bodies, (0, sm.zeros(3, n), J_A_R, R_C, I_R), strict=True):
+            lst.append(item)
+    mass_a, J_L_a, J_A_a, R_a, I_B_a = bodies
+    I_N_a = I_N + _inertia_N(R_a[model.nb :], I_B_a[model.nb :])
+    for i in range(len(mass_a)):
+        H += mass_a[i] * J_L_a[i].T * J_L_a[i] + J_A_a[i].T * I_N_a[i] * J_A_a[i]
     H = H.applyfunc(lambda e: tidy(sm.expand(e)) if simplify else e)
 
     # C = Σ_jk h_ijk q̇_j q̇_k, by the product rule on the velocities (compact)
-    defs, C = _coriolis(q, u, mass, J_L, J_A, R_N_B, I_B, I_N, partial)
+    defs, C = _coriolis(q, u, mass_a, J_L_a, J_A_a, R_a, I_B_a, I_N_a, partial)
 
     # gravity (2-9): U = -Σ m g·r, G = ∂U/∂q
     g = _matrix(pa.gravity)

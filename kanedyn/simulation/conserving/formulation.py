@@ -62,6 +62,7 @@ from kanedyn.simulation.conserving.constraints import (
     joint_constraints,
 )
 from kanedyn.simulation.conserving.field import CentralField
+from kanedyn.simulation.conserving.geared import gear_rows
 from kanedyn.simulation.conserving.spherical import SphericalSprings
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.rotation import dcm_to_euler, dcm_to_quat, parse_sequence
@@ -268,10 +269,12 @@ def indefinite_bodies(model: Model) -> list[str]:
 
 def _check_supported(model: Model) -> None:
     for j in model.joints:
-        if getattr(j, "rotor", None) is not None:
+        rot = getattr(j, "rotor", None)
+        if rot is not None and not rot.reflected_only:
             raise ModelError(
-                f"joint {j.name!r}: geared rotors (kanedyn.Rotor) are not supported by "
-                "method='energy-momentum' (use method='rk4')"
+                f"joint {j.name!r}: geared rotors (kanedyn.Rotor) enter the director "
+                "formulation as bodies of their own (kd.simulate(..., "
+                "method='energy-momentum'), kanedyn.simulation.conserving.geared)"
             )
 
 
@@ -389,6 +392,8 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
         na += n_rot + j.trn_dof
     nx = na
     bodies, free_dirs, M = _body_frames(model, nx, R0)
+    for k, i in _armatures(model, aug):  # a reflected-only rotor: ½ n²J ȧ² (its joint's)
+        M[i, i] += armature(model.joints[k])
 
     frames: dict[str | None, Any] = {
         None: (Affine(np.zeros((3, nx)), np.zeros(3)),
@@ -422,6 +427,13 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                 owners.append(f"joint {j.name!r}")
         if jr.rot is not None:
             rot.append(jr)
+    zero = Affine(np.zeros((3, nx)), np.zeros(3))
+    for psi, a_k, ratio in gear_rows(model, aug):  # geared rotors (.geared): ψ - n a_k = 0
+        lin.append(inv.dot(zero, zero, 0.0))
+        row = np.zeros(nx)
+        row[psi], row[a_k] = 1.0, -ratio
+        Ca.append(row)
+        owners.append("a geared rotor's gear")
     owners += [f"joint {jr.name!r}" for jr in rot for _ in range(3)]
     constraints = ConstraintSet(inv, lin, Ca, rot)
     if R0 is not None:
@@ -468,6 +480,24 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                      damping_poly if pa.has_poly else None,
                      None if model.central_gravity is None
                      else CentralField(model, bodies, nx))  # fmt: skip
+
+
+def armature(joint: Any) -> float:
+    """``n² J`` of a joint's reflected-only rotor (:class:`kanedyn.Rotor`), else 0."""
+    rot = getattr(joint, "rotor", None)
+    return 0.0 if rot is None or not rot.reflected_only else rot.ratio**2 * rot.inertia
+
+
+def _armatures(model: Model, aug: Sequence[Any]) -> list[tuple[int, int]]:
+    """(joint, augmented coordinate) of each reflected-only rotor: its inertia ``n² J``
+    is the mass of its joint's coordinate (massless otherwise), so the kinetic energy
+    ``½ vᵀ M v`` holds its ``½ n² J σ²`` and ``M`` stays constant."""
+    out = []
+    for k, j in enumerate(model.joints):
+        if armature(j):
+            a_rot, a_trn = aug[k]
+            out.append((k, int(a_rot[0] if a_rot.size else a_trn[0])))
+    return out
 
 
 def _hidden(
@@ -637,6 +667,9 @@ def to_joint_coordinates(
         D, Dd = red.D(x, i), red.D_rate(v, i)
         h = cross(D.T, (Dd @ red.E[i]).T).sum(axis=0)
         p += par.V[i].T @ (mass[i] * (red.bodies[i].pos.L @ v)) + par.Omega[i].T @ h
+    for k, j in enumerate(model.joints):  # a reflected-only rotor's n²J σ
+        if armature(j):
+            p[model.layout.u_index[k][0]] += armature(j) * v[red.aug[k][0]]
     M = mass_matrix(model, state)
     if red.closures:
         return q, _loop_speeds(red, x, par, M, p)

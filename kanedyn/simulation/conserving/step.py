@@ -57,6 +57,7 @@ from kanedyn import joints
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import Force, JointLoad, LoadsLike, Torque
 from kanedyn.dynamics.partials import partials
+from kanedyn.dynamics.rotors import has_rotors
 from kanedyn.dynamics.steppers import Schedule
 from kanedyn.errors import ModelError, SimulationError
 from kanedyn.model import Model, State
@@ -69,6 +70,7 @@ from kanedyn.simulation.conserving.formulation import (
     to_joint_coordinates,
     to_redundant,
 )
+from kanedyn.simulation.conserving.geared import with_rotor_bodies
 from kanedyn.simulation.conserving.locks import LockedScheme
 from kanedyn.simulation.conserving.trajectory import ConservingTrajectory
 from kanedyn.simulation.control import Sampler
@@ -845,9 +847,24 @@ def simulate_energy_momentum(
     ``options`` are those of :func:`run` (``loads``, ``output_every``, ``tol``,
     ``max_iter``, ``reduction``, ``planar``, ``controller``, ``events``, ``stops``)."""
     start = _time.perf_counter()
-    r = run(model, state, t_final, dt, **options)  # the model's loop joints included
+    geared = None
+    if has_rotors(model):  # each geared rotor a body of its own (.geared)
+        refused = [k for k in ("controller", "events", "stops", "servo") if options.get(k)]
+        if callable(options.get("loads")) or refused:
+            what = "callable loads" if callable(options.get("loads")) else refused[0]
+            raise ModelError(
+                f"method='energy-momentum' with geared rotors takes constant loads only, "
+                f"not {what} (the rotors are bodies of the scheme's model, which those "
+                "would see); use method='rk4'"
+            )
+        geared = with_rotor_bodies(model)
+        r = run(geared.model, geared.lift(state), t_final, dt, **options)
+    else:
+        r = run(model, state, t_final, dt, **options)  # the model's loop joints included
     wall = _time.perf_counter() - start
     q, u = joint_histories(r.red, r)
+    if geared is not None:
+        q, u = geared.lower(q, u)
     q[0], u[0] = state.q, state.u
     return ConservingTrajectory(
         model=model, t=r.t, q=q, u=u, formulation="directors",
