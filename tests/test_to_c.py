@@ -331,11 +331,6 @@ def test_to_c_rejects_bad_prefix_and_uncompilable_models(tmp_path):
         kd.codegen.to_c(sprung, tmp_path)
     with pytest.raises(ModelError, match=r"closed loops \('close'\).*projection"):
         kd.codegen.to_c(kd.examples.four_bar(), tmp_path)
-    link = kd.Body("link", mass=1.0, inertia=np.eye(3))
-    geared = kd.Model([link], [kd.Joint.revolute("shoulder", None, "link", axis=3,
-                                                 rotor=kd.Rotor(0.01, 50.0))])  # fmt: skip
-    with pytest.raises(ModelError, match="geared rotor.*joints 'shoulder'"):
-        kd.codegen.to_c(geared, tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written
     with pytest.raises(ModelError, match="parameters must be 'folded' or 'runtime'"):
         kd.codegen.to_c(kd.examples.chain(1), tmp_path, parameters="symbolic")
