@@ -30,7 +30,7 @@ from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.options import Formulation
 from kanedyn.model.plan import Params, params_of
 
-__all__ = ["CompiledModel", "check_finite", "compile_model"]
+__all__ = ["CompiledModel", "check_finite", "compile_model", "state_sizes"]
 
 Array = NDArray[np.float64]
 
@@ -80,8 +80,9 @@ class CompiledModel:
             msd = self.formulation is Formulation.MSD
             base = self.model
             tr = traced(base, self.locked, True, msd, None)
+            nq, n = state_sizes(base)
             code.native_with_loads = native_backend.build(
-                tr, base.nq, base.n, 6 * base.nb + base.n, base.layout.quat_q.tolist()
+                tr, nq, n, 6 * base.nb + base.n, base.layout.quat_q.tolist()
             )
         return code.native_with_loads
 
@@ -160,6 +161,11 @@ class CompiledModel:
 
     def _state_args(self, what: str, q: Any, u: Any, tau: Any) -> tuple[Array, Array]:
         """``[q | u]`` and ``tau`` (zeros when None) as float arrays of checked shapes."""
+        if self.model.nf:
+            raise ModelError(
+                f"{what}: the tape's derivatives do not take flexible bodies' states yet "
+                "(kd.linearize differentiates the right-hand side numerically)"
+            )
         nq, n = self.model.nq, self.model.n
         q = np.asarray(q, dtype=float)
         u = np.asarray(u, dtype=float)
@@ -226,15 +232,15 @@ class CompiledModel:
         if self.formulation != "kane":
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
-        n = model.n
+        nq, n = state_sizes(model)
         if u is not None:
             q = np.asarray(state, dtype=float)
             u = np.asarray(u, dtype=float)
             if q.ndim == 2 or u.ndim == 2:
                 state = States(q, u)
-            elif q.shape != (model.nq,) or u.shape != (n,):
+            elif q.shape != (nq,) or u.shape != (n,):
                 raise ModelError(
-                    f"forward_dynamics: expected q ({model.nq},) and u ({n},), got "
+                    f"forward_dynamics: expected q ({nq},) and u ({n},), got "
                     f"{q.shape} and {u.shape}"
                 )
             else:
@@ -247,7 +253,7 @@ class CompiledModel:
                 _check_batch(model, q, u)
             else:
                 if isinstance(state, State):
-                    model.check_state(state)
+                    _check_state(model, state)
                 q, u = state.q[None, :], state.u[None, :]
             p = self.parameter_arrays()
             B = q.shape[0] if not p else p[0].shape[0]
@@ -256,9 +262,9 @@ class CompiledModel:
             B = max(B, q.shape[0])
             nc = self._code.kernel
             if nc is not None:
-                X = np.empty((B, model.nq + n))
-                X[:, : model.nq] = q
-                X[:, model.nq :] = u
+                X = np.empty((B, nq + n))
+                X[:, :nq] = q
+                X[:, nq:] = u
                 res, bad = nc.rhs_batch(X, threads=_threads(B))
                 if bad:
                     _raise_not_finite(X[bad - 1])
@@ -272,12 +278,12 @@ class CompiledModel:
             return acc
         nc = self._code.kernel
         if nc is not None:
-            if state.q.shape != (model.nq,) or state.u.shape != (n,):
-                model.check_state(state)  # the error naming the wrong size
+            if state.q.shape != (nq,) or state.u.shape != (n,):
+                _check_state(model, state)  # the error naming the wrong size
             if not nc.rhs_qu(state.q, state.u):
                 _raise_not_finite(np.concatenate((state.q, state.u)))
             return nc.out[:n].copy()
-        model.check_state(state)
+        _check_state(model, state)
         acc = np.array(_evaluate(self.scalar_fn, *state.q.tolist(), *state.u.tolist())[:n])
         check_finite(acc)
         return acc
@@ -307,7 +313,7 @@ class CompiledModel:
             raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
         if self._code.native is not None:
             nc = self.native_loads()
-            nq = self.model.nq
+            nq = state_sizes(self.model)[0]
             x = np.empty(nc.nx)
             x[:nq] = q
             x[nq:] = u
@@ -319,10 +325,28 @@ class CompiledModel:
                          *loads.F.ravel().tolist(), *loads.Q.tolist())  # fmt: skip
 
 
+def state_sizes(model: Model) -> tuple[int, int]:
+    """The lengths of the compiled kernels' ``q`` and ``u``: ``(nq, n)``, with flexible
+    bodies ``(nq + nf, n + nf)`` (``q = [q_joints | η]``, ``u = [u | s | ξ]``); the
+    kernel's state is ``x = [q | u]`` and its outputs ``[u̇ | q̇]`` of the same lengths."""
+    return model.nq + model.nf, model.n + model.nf
+
+
+def _check_state(model: Model, state: Any) -> None:
+    """Raise the ModelError naming what is wrong with ``state`` for ``model``."""
+    if model.nf:
+        from kanedyn.dynamics.flex import split
+
+        split(model, state)
+    else:
+        model.check_state(state)
+
+
 def _check_batch(model: Model, q: Array, u: Array) -> None:
-    if q.ndim != 2 or q.shape[1] != model.nq or u.shape != (q.shape[0], model.n):
+    nq, n = state_sizes(model)
+    if q.ndim != 2 or q.shape[1] != nq or u.shape != (q.shape[0], n):
         raise ModelError(
-            f"States: expected q (B, {model.nq}) and u (B, {model.n}), got {q.shape} and {u.shape}"
+            f"States: expected q (B, {nq}) and u (B, {n}), got {q.shape} and {u.shape}"
         )
 
 
@@ -434,7 +458,8 @@ class _Code:
             tr = traced(model, locked, False, msd, params, efforts=True)
             pv = np.column_stack(values) if values else None
             build = native_backend.build if native else tcc_backend.build
-            code = build(tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv)
+            nq, n = state_sizes(model)
+            code = build(tr, nq, n, model.n, model.layout.quat_q.tolist(), pv)
             if native:
                 self.native = code  # type: ignore[assignment]
             else:
@@ -690,7 +715,12 @@ def compile_model(
             why = f"{why}; {why_tcc}"
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
-    reason = supports(base, None if batch is None else batch.params)
+    reason = supports(base, None if batch is None else batch.params, flexible=True)
+    if reason is None and base.nf and (form is Formulation.MSD or batch is not None):
+        reason = (
+            "a body is flexible (Body.modes): its compiled equations are Kane's of one "
+            "Model (formulation='kane', no ModelBatch)"
+        )
     if reason is not None:
         raise ModelError(f"cannot compile this model: {reason}")
     lock_set = frozenset(int(r) for r in locked)
