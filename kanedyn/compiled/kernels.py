@@ -79,6 +79,11 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
     if any(j.rotor is not None for j in model.joints):
         return "a joint carries a geared rotor (kanedyn.dynamics.rotors is not compiled)"
+    if any(getattr(j, "inner_node", None) or getattr(j, "outer_node", None) for j in model.joints):
+        return (
+            "a joint attaches at a node of a flexible body (the recursion takes joints at "
+            "body-frame origins)"
+        )
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: compile_model gives its right-hand side; "

@@ -79,7 +79,6 @@ def flexible_run(
     local: dict[int, tuple[Any, Any, Any, slice]] = {}  # body k: (C M⁻¹, h_ξ, M⁻¹, slice)
     for k, sl in model.modal_slices():
         md: Any = model.bodies[k].modes
-        nm = sl.stop - sl.start
         e, x = _obj(list(eta[sl])), _obj(list(xi[sl]))
         R = _obj(rec.par("R_Go_Bo", k))
         o = -(R @ _obj(rec.par("outer_point", k)))
