@@ -97,6 +97,31 @@ def test_compiled_flexible_with_loads_as_inputs():
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * max(1.0, np.linalg.norm(ref)))
 
 
+@pytest.mark.slow
+def test_compiled_flexible_jacobian_against_differences_of_the_dense_engine():
+    """The tape's exact Jacobian (kd.linearize's route) against central differences of
+    kd.forward_dynamics (dense); the efforts' columns against a JointLoad."""
+    model = _hub(True, True)
+    cm = compile_model(model)
+    (s,) = _states(model, 1, seed=5)
+    rates, J = cm.jacobian(s.q, s.u)
+    NQ, N, n = model.nq + model.nf, model.n + model.nf, model.n
+    assert J.shape == (N + NQ, NQ + N + n)
+    np.testing.assert_allclose(rates[:N], kd.forward_dynamics(model, s), atol=1e-10)
+    x0 = np.r_[s.q, s.u]
+    for j in range(NQ + N):
+        h = 1e-6
+        xp, xm = x0.copy(), x0.copy()
+        xp[j] += h
+        xm[j] -= h
+        fd = (kd.forward_dynamics(model, kd.State(xp[:NQ], xp[NQ:]))
+              - kd.forward_dynamics(model, kd.State(xm[:NQ], xm[NQ:]))) / (2 * h)  # fmt: skip
+        np.testing.assert_allclose(J[:N, j], fd, rtol=0, atol=1e-6 * max(1.0, np.abs(fd).max()))
+    hinge = int(model.layout.u_index[model.joint_index("hinge")][0])
+    pushed = kd.forward_dynamics(model, s, [kd.JointLoad("hinge", [1.0])])
+    np.testing.assert_allclose(J[:N, NQ + N + hinge], pushed - rates[:N], atol=1e-9)
+
+
 def test_compiled_flexible_refusals_name_the_problem():
     model = _hub(False, False)
     assert "flexible" in supports(model)  # the run loops do not take its states yet
@@ -106,5 +131,7 @@ def test_compiled_flexible_refusals_name_the_problem():
     cm = compile_model(model, backend="python")
     with pytest.raises(kd.ModelError, match="nq \\+ nf"):
         cm.forward_dynamics(kd.State(np.zeros(model.nq), np.zeros(model.n)))
-    with pytest.raises(kd.ModelError, match="flexible"):
-        cm.jacobian(np.zeros(model.nq + model.nf), np.zeros(model.n + model.nf))
+    with pytest.raises(kd.ModelError, match="parameter derivatives.*flexible"):
+        cm.parameter_jacobian(np.zeros(model.nq + model.nf), np.zeros(model.n + model.nf))
+    with pytest.raises(kd.ModelError, match="expected q"):
+        cm.jacobian(np.zeros(model.nq), np.zeros(model.n))

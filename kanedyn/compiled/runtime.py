@@ -95,18 +95,20 @@ class CompiledModel:
         ``RESIDUAL_ROUTE`` (10) speeds, beyond by the Newton-Euler residual and
         ``M⁻¹``), compiled on first use. Quaternion
         columns are derivatives along the raw coordinates (the kernel normalizes them).
+        With flexible bodies, ``q`` and ``u`` hold the modal coordinates and speeds
+        (``nq + nf``, ``n + nf``: :func:`state_sizes`) and ``tau`` stays the joints' (n,).
         """
         if self.formulation is not Formulation.KANE or self.batch is not None:
             raise ModelError("jacobian needs the Kane formulation's compiled model of one Model")
         model = self.model
-        nq, n = model.nq, model.n
+        nq, n = state_sizes(model)
         x, tau = self._state_args("jacobian", q, u, tau)
         fn = self._code.derivatives(model, self.locked)
         out = np.asarray(fn(x, tau), dtype=float)
         if not np.all(np.isfinite(out)):
             _raise_not_finite(np.concatenate((x, tau)))
         m = n + nq
-        return out[:m].copy(), out[m:].reshape(m, nq + 2 * n)
+        return out[:m].copy(), out[m:].reshape(m, nq + n + model.n)
 
     def parameter_jacobian(self, q: Any, u: Any, tau: Any = None,
                            parameters: Sequence[str] | None = None) -> tuple[Array, tuple[str, ...]]:  # fmt: skip
@@ -150,6 +152,10 @@ class CompiledModel:
                     f"those of kanedyn.compiled.derivatives.parameter_symbols, e.g. "
                     f"{', '.join(list(table)[:3])}"
                 )
+        if model.nf:
+            raise ModelError(
+                "parameter_jacobian: the parameter derivatives do not take flexible bodies yet"
+            )
         x, tau = self._state_args("parameter_jacobian", q, u, tau)
         fn = self._code.parameter_derivatives(model, self.locked, names)
         p = np.array([table[name] for name in names], dtype=float)
@@ -161,18 +167,14 @@ class CompiledModel:
 
     def _state_args(self, what: str, q: Any, u: Any, tau: Any) -> tuple[Array, Array]:
         """``[q | u]`` and ``tau`` (zeros when None) as float arrays of checked shapes."""
-        if self.model.nf:
-            raise ModelError(
-                f"{what}: the tape's derivatives do not take flexible bodies' states yet "
-                "(kd.linearize differentiates the right-hand side numerically)"
-            )
-        nq, n = self.model.nq, self.model.n
+        nq, n = state_sizes(self.model)
+        ne = self.model.n
         q = np.asarray(q, dtype=float)
         u = np.asarray(u, dtype=float)
-        tau = np.zeros(n) if tau is None else np.asarray(tau, dtype=float)
-        if q.shape != (nq,) or u.shape != (n,) or tau.shape != (n,):
+        tau = np.zeros(ne) if tau is None else np.asarray(tau, dtype=float)
+        if q.shape != (nq,) or u.shape != (n,) or tau.shape != (ne,):
             raise ModelError(
-                f"{what}: expected q ({nq},), u ({n},), tau ({n},); got {q.shape}, "
+                f"{what}: expected q ({nq},), u ({n},), tau ({ne},); got {q.shape}, "
                 f"{u.shape}, {tau.shape}"
             )
         return np.concatenate((q, u)), tau
@@ -480,7 +482,7 @@ class _Code:
         if fn is None:
             from kanedyn.compiled.derivatives import derivative_kernel, residual_kernel
 
-            if model.n <= RESIDUAL_ROUTE:
+            if model.n <= RESIDUAL_ROUTE or model.nf:  # the residual route has no modes
                 tr, _ = derivative_kernel(model, locked)
                 fn = self._callable(model, tr, model.n)
             else:
@@ -512,10 +514,11 @@ class _Code:
 
         if self.kernel is not None:
             quats = model.layout.quat_q.tolist()
+            nq, n = state_sizes(model)
             nc: Any = (
-                native_backend.build(tr, model.nq, model.n, n_e, quats)
+                native_backend.build(tr, nq, n, n_e, quats)
                 if self.native is not None
-                else tcc_backend.build(tr, model.nq, model.n, n_e, quats)
+                else tcc_backend.build(tr, nq, n, n_e, quats)
             )
 
             def fn(x: Array, e: Array) -> Array:
