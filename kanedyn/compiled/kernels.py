@@ -25,7 +25,10 @@ the same elimination at zero speed, then the momentum rates from the subtree mom
 
 **Scope.** A spherical joint with a spring (``-J_r⁻ᵀ K φ``) and models with sympy
 parameters are not compiled: :func:`supports` says why, and :func:`kanedyn.simulate`
-then uses the dense engine. External loads enter the Kane kernel as per-body force and
+then uses the dense engine. Flexible bodies (``Body.modes``) enter the Kane kernel
+through :func:`kanedyn.dynamics.flex_recursion.flexible_run`; its inputs ``q``, ``u``
+then hold the modal coordinates and speeds after the joints' (``nq + nf``, ``n + nf``),
+and its outputs are ``[u̇ | ṡ | ξ̇ | q̇_joints | η̇]``. External loads enter the Kane kernel as per-body force and
 torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); for MSD, whose loads may
 depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 """
