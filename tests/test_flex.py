@@ -324,7 +324,7 @@ def test_conservation_fails_when_the_coriolis_term_is_broken(monkeypatch):
         b[3:6] -= 2.0 * np.cross(w, md.P @ xi)
         return b
 
-    monkeypatch.setattr(flex, "modal_bias", broken)
+    monkeypatch.setattr(modal, "modal_bias", broken)
     dE, dP, dH = _conservation_errors(model, s0)
     assert max(dE, dP, dH) > 1e-4
 

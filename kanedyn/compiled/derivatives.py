@@ -92,9 +92,10 @@ def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
     by the Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]`` row by row ((n + nq) × (nq + 2n)); the
     parameters ``symbols`` (of :func:`parameter_symbols`) are inputs ``d0, d1, ...``
     after the efforts, held fixed. Returns the traced kernel and the number of value
-    outputs (n + nq)."""
+    outputs (n + nq). With flexible bodies, ``q`` and ``u`` hold the modal coordinates
+    and speeds too (``nq + nf``, ``n + nf``; the efforts stay the joints' ``n``)."""
     tr = traced(model, locked, False, False, params, efforts=True, symbols=symbols)
-    nx = model.nq + 2 * model.n
+    nx = model.nq + 2 * model.n + 2 * model.nf  # q, u (modal ones included), tau
     wrt = tr.inputs[:nx]
     J = jacobian(tr.tape, tr.outputs, wrt)
     outputs = [*tr.outputs, *(d for row in J for d in row)]

@@ -25,7 +25,10 @@ the same elimination at zero speed, then the momentum rates from the subtree mom
 
 **Scope.** A spherical joint with a spring (``-J_r⁻ᵀ K φ``) and models with sympy
 parameters are not compiled: :func:`supports` says why, and :func:`kanedyn.simulate`
-then uses the dense engine. External loads enter the Kane kernel as per-body force and
+then uses the dense engine. Flexible bodies (``Body.modes``) enter the Kane kernel
+through :func:`kanedyn.dynamics.flex_recursion.flexible_run`; its inputs ``q``, ``u``
+then hold the modal coordinates and speeds after the joints' (``nq + nf``, ``n + nf``),
+and its outputs are ``[u̇ | ṡ | ξ̇ | q̇_joints | η̇]``. External loads enter the Kane kernel as per-body force and
 torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); for MSD, whose loads may
 depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 """
@@ -40,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.compiled.tape import TRACE, Scalar, Tape, Value
+from kanedyn.dynamics.flex_recursion import flexible_run
 from kanedyn.dynamics.recursion import Recursion
 from kanedyn.model import Model
 from kanedyn.model.batch import PARAM_FIELDS
@@ -60,9 +64,12 @@ __all__ = [
 Array = NDArray[np.float64]
 
 
-def supports(model: Model, params: Params | None = None) -> str | None:
+def supports(model: Model, params: Params | None = None, *, flexible: bool = False) -> str | None:
     """``None`` if ``model`` (with the parameters ``params`` of a batch, if given) can be
-    compiled, else the reason it cannot."""
+    compiled, else the reason it cannot. Flexible bodies (``Body.modes``) are compiled
+    into Kane's right-hand side (:func:`~kanedyn.compiled.compile_model`, with
+    ``flexible=True``); the run loops, ensembles, derivatives and C export do not take
+    their states yet, so without ``flexible`` they are refused."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     if model.loops:
@@ -73,8 +80,11 @@ def supports(model: Model, params: Params | None = None) -> str | None:
         np.any(pa.stiffness[..., lay.quat_u]) or np.any(pa.stiffness_poly[..., lay.quat_u, :])
     ):
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
-    if model.nf:
-        return "a body is flexible (Body.modes: kanedyn.spatial.modal is not compiled)"
+    if model.nf and not flexible:
+        return (
+            "a body is flexible (Body.modes: compile_model gives its right-hand side; "
+            "the compiled run loops do not take its states yet)"
+        )
     return None
 
 
@@ -88,8 +98,12 @@ class Trace(Recursion):
                  symbols: Sequence[Sequence[tuple[str, int]]] = (),
                  body_loads: bool = False):  # fmt: skip
         self.tape = tape = Tape()
-        q: list[Scalar] = [tape.input(f"q{i}") for i in range(model.nq)]
-        u: list[Scalar] = [tape.input(f"u{i}") for i in range(model.n)]
+        # with flexible bodies, the modal coordinates and speeds follow (q = [q | η],
+        # u = [u | s | ξ]: kanedyn.dynamics.flex_recursion)
+        q: list[Scalar] = [tape.input(f"q{i}") for i in range(model.nq + model.nf)]
+        u: list[Scalar] = [tape.input(f"u{i}") for i in range(model.n + model.nf)]
+        self.eta, self.xi = q[model.nq :], u[model.n :]
+        q, u = q[: model.nq], u[: model.n]
         nb = model.nb
         load_inputs = None
         if loads:
@@ -214,10 +228,14 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
+    elif model.nf:
+        nudot, qd = flexible_run(tr, tr.eta, tr.xi)
+        outputs = [*nudot, *qd]
     else:
         nudot, qd = tr.run()
         outputs = [*nudot, *qd]
-    args = [f"q{i}" for i in range(model.nq)] + [f"u{i}" for i in range(model.n)]
+    args = [f"q{i}" for i in range(model.nq + model.nf)]
+    args += [f"u{i}" for i in range(model.n + model.nf)]
     if loads:
         args += [f"T{i}_{c}" for i in range(model.nb) for c in range(3)]
         args += [f"F{i}_{c}" for i in range(model.nb) for c in range(3)]

@@ -148,12 +148,14 @@ def linearize_model(
 
 
 def _linearize_flexible(model: Model, state: State, inputs: Sequence[Any] | None) -> Linearization:
-    """:func:`linearize_model` of a model with flexible bodies (``Body.modes``), whose
-    equations only the dense engine has: the same minimal state with the modal
-    coordinates and speeds appended (``η`` and ``ξ`` are their own minimal coordinates),
-    the Jacobians by central differences of :func:`kanedyn.forward_dynamics` along the
-    columns of ``T`` (relative error about 1e-9; the inputs' columns are exact, the
-    rates being linear in the efforts)."""
+    """:func:`linearize_model` of a model with flexible bodies (``Body.modes``): the
+    same minimal state with the modal coordinates and speeds appended (``η`` and ``ξ``
+    are their own minimal coordinates), the Jacobians exact on the compiled engine's
+    tape (:meth:`kanedyn.CompiledModel.jacobian`, the modal terms traced through
+    :mod:`kanedyn.dynamics.flex_recursion`); for a model it cannot compile
+    (:func:`kanedyn.compiled.supports`), central differences of
+    :func:`kanedyn.forward_dynamics` along the columns of ``T`` (relative error about
+    1e-9; the inputs' columns are exact, the rates being linear in the efforts)."""
     from kanedyn import joints
     from kanedyn.dynamics.forward import forward_dynamics
     from kanedyn.dynamics.loads import JointLoad
@@ -178,7 +180,11 @@ def _linearize_flexible(model: Model, state: State, inputs: Sequence[Any] | None
         qd = np.r_[joints.qdot(lay, q[:nq], u[:n]), u[n:]]
         return np.r_[forward_dynamics(model, State(q, u), loads), qd]
 
-    f0 = rates(q0, u0)
+    J = None
+    if supports(model, flexible=True) is None:
+        f0, J = compile_model(model).jacobian(q0, u0)  # rows [ν̇ | q̇], columns [q | u | τ]
+    else:
+        f0 = rates(q0, u0)
     for qi, ui in zip(lay.quat_q, lay.quat_u, strict=True):
         q0[qi] = q0[qi] / np.linalg.norm(q0[qi])
         E = _E(q0[qi])
@@ -186,7 +192,10 @@ def _linearize_flexible(model: Model, state: State, inputs: Sequence[Any] | None
         P[np.ix_(ui, qi)] = 4.0 * E.T
         C[np.ix_(ui, ui)] = 4.0 * _E(f0[N + qi]).T @ E
     Jx = np.zeros((N + NQ, 2 * N))  # rows [ν̇ | q̇], columns [δξ | δν]
-    for j in range(2 * N):
+    if J is not None:
+        Jx[:, :N] = J[:, :NQ] @ T
+        Jx[:, N:] = J[:, NQ : NQ + N]
+    for j in range(0 if J is None else 2 * N, 2 * N):
         h = 1e-6 * max(1.0, float(np.abs(u0[j - N]) if j >= N else 0.0))
         dq = h * T[:, j] if j < N else np.zeros(NQ)
         du = np.eye(N)[j - N] * h if j >= N else np.zeros(N)
@@ -200,6 +209,9 @@ def _linearize_flexible(model: Model, state: State, inputs: Sequence[Any] | None
             input_names.append(f"{name}.tau{c}")
     Bn = np.zeros((N, len(columns)))
     for col, (name, c) in enumerate(columns):
+        if J is not None:
+            Bn[:, col] = J[:N, NQ + N + int(lay.u_index[model.joint_index(name)][c])]
+            continue
         values = np.eye(len(lay.u_index[model.joint_index(name)]))[c]
         Bn[:, col] = rates(q0, u0, [JointLoad(name, values)])[:N] - f0[:N]
     A = np.block([[P @ Jx[N:, :N] + C, P @ Jx[N:, N:]], [Jx[:N, :N], Jx[:N, N:]]])

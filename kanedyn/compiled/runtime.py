@@ -30,7 +30,7 @@ from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.options import Formulation
 from kanedyn.model.plan import Params, params_of
 
-__all__ = ["CompiledModel", "check_finite", "compile_model"]
+__all__ = ["CompiledModel", "check_finite", "compile_model", "state_sizes"]
 
 Array = NDArray[np.float64]
 
@@ -80,8 +80,9 @@ class CompiledModel:
             msd = self.formulation is Formulation.MSD
             base = self.model
             tr = traced(base, self.locked, True, msd, None)
+            nq, n = state_sizes(base)
             code.native_with_loads = native_backend.build(
-                tr, base.nq, base.n, 6 * base.nb + base.n, base.layout.quat_q.tolist()
+                tr, nq, n, 6 * base.nb + base.n, base.layout.quat_q.tolist()
             )
         return code.native_with_loads
 
@@ -94,18 +95,20 @@ class CompiledModel:
         ``RESIDUAL_ROUTE`` (10) speeds, beyond by the Newton-Euler residual and
         ``M⁻¹``), compiled on first use. Quaternion
         columns are derivatives along the raw coordinates (the kernel normalizes them).
+        With flexible bodies, ``q`` and ``u`` hold the modal coordinates and speeds
+        (``nq + nf``, ``n + nf``: :func:`state_sizes`) and ``tau`` stays the joints' (n,).
         """
         if self.formulation is not Formulation.KANE or self.batch is not None:
             raise ModelError("jacobian needs the Kane formulation's compiled model of one Model")
         model = self.model
-        nq, n = model.nq, model.n
+        nq, n = state_sizes(model)
         x, tau = self._state_args("jacobian", q, u, tau)
         fn = self._code.derivatives(model, self.locked)
         out = np.asarray(fn(x, tau), dtype=float)
         if not np.all(np.isfinite(out)):
             _raise_not_finite(np.concatenate((x, tau)))
         m = n + nq
-        return out[:m].copy(), out[m:].reshape(m, nq + 2 * n)
+        return out[:m].copy(), out[m:].reshape(m, nq + n + model.n)
 
     def parameter_jacobian(self, q: Any, u: Any, tau: Any = None,
                            parameters: Sequence[str] | None = None) -> tuple[Array, tuple[str, ...]]:  # fmt: skip
@@ -149,6 +152,10 @@ class CompiledModel:
                     f"those of kanedyn.compiled.derivatives.parameter_symbols, e.g. "
                     f"{', '.join(list(table)[:3])}"
                 )
+        if model.nf:
+            raise ModelError(
+                "parameter_jacobian: the parameter derivatives do not take flexible bodies yet"
+            )
         x, tau = self._state_args("parameter_jacobian", q, u, tau)
         fn = self._code.parameter_derivatives(model, self.locked, names)
         p = np.array([table[name] for name in names], dtype=float)
@@ -160,13 +167,14 @@ class CompiledModel:
 
     def _state_args(self, what: str, q: Any, u: Any, tau: Any) -> tuple[Array, Array]:
         """``[q | u]`` and ``tau`` (zeros when None) as float arrays of checked shapes."""
-        nq, n = self.model.nq, self.model.n
+        nq, n = state_sizes(self.model)
+        ne = self.model.n
         q = np.asarray(q, dtype=float)
         u = np.asarray(u, dtype=float)
-        tau = np.zeros(n) if tau is None else np.asarray(tau, dtype=float)
-        if q.shape != (nq,) or u.shape != (n,) or tau.shape != (n,):
+        tau = np.zeros(ne) if tau is None else np.asarray(tau, dtype=float)
+        if q.shape != (nq,) or u.shape != (n,) or tau.shape != (ne,):
             raise ModelError(
-                f"{what}: expected q ({nq},), u ({n},), tau ({n},); got {q.shape}, "
+                f"{what}: expected q ({nq},), u ({n},), tau ({ne},); got {q.shape}, "
                 f"{u.shape}, {tau.shape}"
             )
         return np.concatenate((q, u)), tau
@@ -226,15 +234,15 @@ class CompiledModel:
         if self.formulation != "kane":
             raise ModelError("forward_dynamics needs the Kane formulation's compiled model")
         model = self.model
-        n = model.n
+        nq, n = state_sizes(model)
         if u is not None:
             q = np.asarray(state, dtype=float)
             u = np.asarray(u, dtype=float)
             if q.ndim == 2 or u.ndim == 2:
                 state = States(q, u)
-            elif q.shape != (model.nq,) or u.shape != (n,):
+            elif q.shape != (nq,) or u.shape != (n,):
                 raise ModelError(
-                    f"forward_dynamics: expected q ({model.nq},) and u ({n},), got "
+                    f"forward_dynamics: expected q ({nq},) and u ({n},), got "
                     f"{q.shape} and {u.shape}"
                 )
             else:
@@ -247,7 +255,7 @@ class CompiledModel:
                 _check_batch(model, q, u)
             else:
                 if isinstance(state, State):
-                    model.check_state(state)
+                    _check_state(model, state)
                 q, u = state.q[None, :], state.u[None, :]
             p = self.parameter_arrays()
             B = q.shape[0] if not p else p[0].shape[0]
@@ -256,9 +264,9 @@ class CompiledModel:
             B = max(B, q.shape[0])
             nc = self._code.kernel
             if nc is not None:
-                X = np.empty((B, model.nq + n))
-                X[:, : model.nq] = q
-                X[:, model.nq :] = u
+                X = np.empty((B, nq + n))
+                X[:, :nq] = q
+                X[:, nq:] = u
                 res, bad = nc.rhs_batch(X, threads=_threads(B))
                 if bad:
                     _raise_not_finite(X[bad - 1])
@@ -272,12 +280,12 @@ class CompiledModel:
             return acc
         nc = self._code.kernel
         if nc is not None:
-            if state.q.shape != (model.nq,) or state.u.shape != (n,):
-                model.check_state(state)  # the error naming the wrong size
+            if state.q.shape != (nq,) or state.u.shape != (n,):
+                _check_state(model, state)  # the error naming the wrong size
             if not nc.rhs_qu(state.q, state.u):
                 _raise_not_finite(np.concatenate((state.q, state.u)))
             return nc.out[:n].copy()
-        model.check_state(state)
+        _check_state(model, state)
         acc = np.array(_evaluate(self.scalar_fn, *state.q.tolist(), *state.u.tolist())[:n])
         check_finite(acc)
         return acc
@@ -307,7 +315,7 @@ class CompiledModel:
             raise ModelError("rhs_with_loads: a ModelBatch's compiled model takes no loads")
         if self._code.native is not None:
             nc = self.native_loads()
-            nq = self.model.nq
+            nq = state_sizes(self.model)[0]
             x = np.empty(nc.nx)
             x[:nq] = q
             x[nq:] = u
@@ -319,10 +327,28 @@ class CompiledModel:
                          *loads.F.ravel().tolist(), *loads.Q.tolist())  # fmt: skip
 
 
+def state_sizes(model: Model) -> tuple[int, int]:
+    """The lengths of the compiled kernels' ``q`` and ``u``: ``(nq, n)``, with flexible
+    bodies ``(nq + nf, n + nf)`` (``q = [q_joints | η]``, ``u = [u | s | ξ]``); the
+    kernel's state is ``x = [q | u]`` and its outputs ``[u̇ | q̇]`` of the same lengths."""
+    return model.nq + model.nf, model.n + model.nf
+
+
+def _check_state(model: Model, state: Any) -> None:
+    """Raise the ModelError naming what is wrong with ``state`` for ``model``."""
+    if model.nf:
+        from kanedyn.dynamics.flex import split
+
+        split(model, state)
+    else:
+        model.check_state(state)
+
+
 def _check_batch(model: Model, q: Array, u: Array) -> None:
-    if q.ndim != 2 or q.shape[1] != model.nq or u.shape != (q.shape[0], model.n):
+    nq, n = state_sizes(model)
+    if q.ndim != 2 or q.shape[1] != nq or u.shape != (q.shape[0], n):
         raise ModelError(
-            f"States: expected q (B, {model.nq}) and u (B, {model.n}), got {q.shape} and {u.shape}"
+            f"States: expected q (B, {nq}) and u (B, {n}), got {q.shape} and {u.shape}"
         )
 
 
@@ -434,7 +460,8 @@ class _Code:
             tr = traced(model, locked, False, msd, params, efforts=True)
             pv = np.column_stack(values) if values else None
             build = native_backend.build if native else tcc_backend.build
-            code = build(tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv)
+            nq, n = state_sizes(model)
+            code = build(tr, nq, n, model.n, model.layout.quat_q.tolist(), pv)
             if native:
                 self.native = code  # type: ignore[assignment]
             else:
@@ -455,7 +482,7 @@ class _Code:
         if fn is None:
             from kanedyn.compiled.derivatives import derivative_kernel, residual_kernel
 
-            if model.n <= RESIDUAL_ROUTE:
+            if model.n <= RESIDUAL_ROUTE or model.nf:  # the residual route has no modes
                 tr, _ = derivative_kernel(model, locked)
                 fn = self._callable(model, tr, model.n)
             else:
@@ -487,10 +514,11 @@ class _Code:
 
         if self.kernel is not None:
             quats = model.layout.quat_q.tolist()
+            nq, n = state_sizes(model)
             nc: Any = (
-                native_backend.build(tr, model.nq, model.n, n_e, quats)
+                native_backend.build(tr, nq, n, n_e, quats)
                 if self.native is not None
-                else tcc_backend.build(tr, model.nq, model.n, n_e, quats)
+                else tcc_backend.build(tr, nq, n, n_e, quats)
             )
 
             def fn(x: Array, e: Array) -> Array:
@@ -690,7 +718,12 @@ def compile_model(
             why = f"{why}; {why_tcc}"
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
-    reason = supports(base, None if batch is None else batch.params)
+    reason = supports(base, None if batch is None else batch.params, flexible=True)
+    if reason is None and base.nf and (form is Formulation.MSD or batch is not None):
+        reason = (
+            "a body is flexible (Body.modes): its compiled equations are Kane's of one "
+            "Model (formulation='kane', no ModelBatch)"
+        )
     if reason is not None:
         raise ModelError(f"cannot compile this model: {reason}")
     lock_set = frozenset(int(r) for r in locked)

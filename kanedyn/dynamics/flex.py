@@ -19,7 +19,8 @@ the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
 with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The dense Kane
 functions (:mod:`kanedyn.dynamics.kane`: ``kd.mass_matrix``, ``kd.forcing``,
 ``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's;
-the other engines refuse a flexible body (:func:`kanedyn.compiled.supports`).
+the compiled engine runs the same terms in the tree recursion
+(:mod:`kanedyn.dynamics.flex_recursion`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at
 from kanedyn.dynamics.partials import Partials, partials_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.spatial.modal import first_moment, modal_bias, modal_inertia
+from kanedyn.spatial.modal import first_moment, modal_forces, modal_inertia
 from kanedyn.spatial.rotation import skew
 
 __all__ = ["NodeMotion", "flex_energy", "flex_momentum", "flex_terms", "node_motion", "split"]
@@ -108,9 +109,7 @@ def flex_terms(
         md: Any = model.bodies[bf.i].modes
         e, x = eta[bf.sl], xi[bf.sl]
         dM = modal_inertia(md, e)
-        b = modal_bias(md, e, x, bf.w, bf.g)
-        b[:3] -= np.cross(first_moment(md, e), bf.g)
-        b[6:] += md.stiffness @ e + md.damping @ x - md.P.T @ bf.g
+        b = modal_forces(md, e, x, bf.w, bf.g)
         M += bf.T.T @ dM @ bf.T
         f -= bf.T.T @ (dM @ bf.r + b)
     return M, f

@@ -58,6 +58,7 @@ __all__ = [
     "first_moment",
     "foreshortening_inertia",
     "modal_bias",
+    "modal_forces",
     "modal_inertia",
 ]
 
@@ -109,7 +110,7 @@ def _inertia_parts(md: Any, eta: Any) -> tuple[Any, Any, Any]:
     dE = (D * eta).sum(axis=-1)  # Σ η_p D_p
     dE = dE + dE.T - (md.N * eta[None, None, :, None] * eta[None, None, None, :]).sum(axis=(-1, -2))
     # ∫ρρᵀ - ∫rrᵀ = Σ η_p(L_p + L_pᵀ) + ηᵀNη ; D carries L + Nη, so (Dη) + (Dη)ᵀ - ηᵀNη
-    dJ = (dE[0, 0] + dE[1, 1] + dE[2, 2]) * np.eye(3) - dE
+    dJ = np.eye(3) * (dE[0, 0] + dE[1, 1] + dE[2, 2]) - dE  # array first: scalars of any arithmetic
     cf = md.P @ eta
     if md.geometric is not None:
         s = (md.geometric @ eta) @ eta  # (12,) ηᵀG_kη
@@ -156,7 +157,7 @@ def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
     b_v = _cross(w, _cross(w, cf)) + 2.0 * _cross(w, md.P @ xi)
     Dw = (D * w[None, :, None]).sum(axis=1)  # (3, n): D_p ω
     trD = D[0, 0] + D[1, 1] + D[2, 2]
-    b_x = (Dw * w[:, None]).sum(axis=0) - (w @ w) * trD
+    b_x = (Dw * w[:, None]).sum(axis=0) - trD * (w @ w)
     b_x = b_x + 2.0 * ((cross_integrals(md.N) * w[:, None, None]).sum(axis=0) * xi[:, None]).sum(
         axis=0
     )
@@ -173,3 +174,17 @@ def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
         b_v = b_v + xGx[:3] + 2.0 * _cross(w, gdot[:3])
         b_w = b_w + xGx[3:] + _cross(w, gdot[3:6]) + foreshortening_inertia(2.0 * gdot) @ w
     return np.concatenate([b_w, b_v, b_x])
+
+
+def modal_forces(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
+    """``h`` (6 + n): the flexible body's velocity, gravity and elastic forces over its
+    speeds ``(ω, v₀, ξ)`` beyond the rigid body's, so that its inertia and applied
+    forces are ``f = ΔM(η) [α; a₀; ξ̇] + h`` (Kane_NBody_Flex slides 32-33):
+    :func:`modal_bias` plus uniform gravity ``g`` (body axes) on the displaced mass
+    (``-c_f × g`` and ``-P_Ψᵀg``) and the modal stiffness and damping ``K_Ψη + C_Ψξ``.
+    With ``g = 0`` and the accelerations ``a₀ - g`` (gravity as an acceleration of N),
+    ``ΔM [α; a₀ - g; ξ̇] + h`` is the same force."""
+    b = modal_bias(md, eta, xi, w, g)
+    b_w = b[:3] - _cross(first_moment(md, eta), g)
+    b_x = b[6:] + md.stiffness @ eta + md.damping @ xi - md.P.T @ g
+    return np.concatenate([b_w, b[3:6], b_x])

@@ -1,0 +1,109 @@
+"""Flexible bodies in the tree recursion: the modal speeds as body-local speeds of ABA.
+
+A flexible body's modal speeds ``ξ`` couple only to its own body frame (joints attach
+at the body-frame origins, :mod:`kanedyn.dynamics.flex`), and its modal mass ``M_Ψ`` is
+constant. So the articulated-body algorithm (:meth:`Recursion.aba
+<kanedyn.dynamics.recursion.Recursion.aba>`) takes them unchanged once each flexible
+body's own terms are condensed (a block elimination of Kane's mass matrix, as ABA's
+joints are):
+
+In ``Go_k`` (the recursion's frame: joint point, joint outer axes), the body's speeds
+``w = (ω, v₀, ξ)`` in body axes are ``[T_x v_k ; ξ]`` with ``T_x = [[Rᵀ, 0],
+[-Rᵀ[o]×, Rᵀ]]``, ``R = R_Go_Bo`` and ``o = -R r_out`` the body-frame origin, and their
+rates (in the moving axes) ``[T_x a_k ; ξ̇]`` for the spatial acceleration ``a_k``
+(Featherstone's, which the recursion carries); the classical ``a₀`` adds ``ω × v₀``.
+With the terms of :mod:`kanedyn.spatial.modal` (``ΔM``, and ``h`` of
+:func:`~kanedyn.spatial.modal.modal_forces`), the body's force is
+
+.. math::
+
+    \\begin{bmatrix} f_k \\\\ f_\\xi \\end{bmatrix} =
+    \\begin{bmatrix} I_k + T_x^T A T_x & C \\\\ C^T & M_\\Psi \\end{bmatrix}
+    \\begin{bmatrix} a_k \\\\ \\dot\\xi \\end{bmatrix} +
+    \\begin{bmatrix} p_k + T_x^T h_r \\\\ h_\\xi \\end{bmatrix},\\qquad
+    h = \\text{modal\\_forces} + \\Delta\\mathcal M_{:,v}\\,(\\omega\\times v_0),
+
+``A = ΔM_rr``, ``C = T_xᵀ ΔM_rξ``, and Kane's equations for the modes are ``f_ξ = 0``.
+Eliminating ``ξ̇ = -M_Ψ⁻¹(h_ξ + Cᵀ a_k)`` leaves a rigid body for ABA with inertia
+``I_k + T_xᵀAT_x - C M_Ψ⁻¹ Cᵀ`` (SPD: a Schur complement of the body's kinetic-energy
+matrix) and bias ``p_k + T_xᵀh_r - C M_Ψ⁻¹ h_ξ``; pass 3's ``a_k`` then gives ``ξ̇``.
+Gravity is an acceleration of N in the recursion (``a_N = -g``), so ``h`` is taken at
+``g = 0`` (the same forces, :func:`~kanedyn.spatial.modal.modal_forces`); with the
+loads as inputs (``a_N = 0``) ``h`` takes the gravity in body axes.
+
+Written over the arithmetic protocol: the compiled engine
+(:mod:`kanedyn.compiled.kernels`) traces it, the dense engine
+(:func:`kanedyn.forward_dynamics` by CRBA and Cholesky with :mod:`kanedyn.dynamics.flex`)
+is its oracle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from kanedyn.dynamics.recursion import Recursion
+from kanedyn.spatial import plucker as sp
+from kanedyn.spatial.modal import modal_forces, modal_inertia
+
+__all__ = ["flexible_run"]
+
+Scalar = Any
+
+
+def _obj(x: Any) -> Any:
+    return np.array(x, dtype=object)
+
+
+def _cross(a: Any, b: Any) -> Any:
+    return _obj(sp.cross(list(a), list(b)))
+
+
+def flexible_run(
+    rec: Recursion, eta: Sequence[Scalar], xi: Sequence[Scalar]
+) -> tuple[list[Scalar], list[Scalar]]:
+    """Forward dynamics of a tree with flexible bodies by ABA (the module docstring);
+    ``rec`` holds the joints' coordinates and speeds, ``eta``, ``xi`` the modal ones
+    (``Model.nf`` each, in body order). Returns ``(ν̇, q̇)`` over the flexible state:
+    ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``."""
+    model = rec.model
+    geo, c, p, a_N = rec.terms()
+    v = rec.velocities(geo)
+    g_N = rec.par("gravity") if rec.loads else None
+    R_N: list[Any] = []  # R_N_Go per joint, for gravity in body axes with loads
+    for b in geo:
+        R_N.append(b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E))
+    local: dict[int, tuple[Any, Any, Any, slice]] = {}  # body k: (C M⁻¹, h_ξ, M⁻¹, slice)
+    for k, sl in model.modal_slices():
+        md: Any = model.bodies[k].modes
+        e, x = _obj(list(eta[sl])), _obj(list(xi[sl]))
+        R = _obj(rec.par("R_Go_Bo", k))
+        o = -(R @ _obj(rec.par("outer_point", k)))
+        Tx = _obj(np.zeros((6, 6)))
+        Tx[:3, :3] = R.T
+        Tx[3:, 3:] = R.T
+        Tx[3:, :3] = -(R.T @ _obj(sp.skew(list(o))))
+        w = Tx @ _obj(v[k])  # (ω, v₀) in body axes
+        if g_N is None:
+            g = _obj([0.0, 0.0, 0.0])
+        else:
+            g = R.T @ _obj(sp.mtv(R_N[k], g_N))
+        dM = modal_inertia(md, e)
+        h = modal_forces(md, e, x, w[:3], g) + dM[:, 3:6] @ _cross(w[:3], w[3:])
+        C = Tx.T @ dM[:6, 6:]  # (6, nm)
+        Minv = np.linalg.inv(np.asarray(md.mass, dtype=float))
+        CM = C @ Minv
+        inertia = _obj(geo[k].inertia) + Tx.T @ dM[:6, :6] @ Tx - CM @ C.T
+        geo[k] = attrs.evolve(geo[k], inertia=inertia.tolist())
+        p[k] = (_obj(p[k]) + Tx.T @ h[:6] - CM @ h[6:]).tolist()
+        local[k] = (C, h[6:], Minv, sl)
+    nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N)
+    acc, _ = rec.newton_euler(geo, c, p, a_N, nudot)
+    xidot: list[Scalar] = [0.0] * model.nf
+    for k, (C, h_xi, Minv, sl) in local.items():
+        rates = -(Minv @ (h_xi + C.T @ _obj(acc[k])))
+        xidot[sl] = list(rates)
+    return [*nudot, *xidot], [*rec.qdot(), *xi]
