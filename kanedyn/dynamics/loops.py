@@ -406,7 +406,7 @@ def _reduce(
         # along them is round-off divided by σ), moved into the partition's form
         # (c0_i = 0) by a null-space term; the same as -A_d⁻¹ b when nothing is cut
         p = -np.linalg.lstsq(Ar, bias[part.rows], rcond=SINGULAR_RCOND)[0]
-        c0 = p - C @ p[part.independent]
+        c0[:] = p - C @ p[part.independent]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
 
 
@@ -447,7 +447,9 @@ def equations_at(
 ) -> LoopEquations:
     """:class:`LoopEquations` at ``kin`` (speeds ``u``) with the loads ``L``; a new
     partition when ``part`` is None or its block has become ill-conditioned
-    (:data:`REPARTITION_COND`). ``baumgarte = (α, β)`` replaces ``A u̇ + b = 0`` by
+    (:data:`REPARTITION_COND`) or its rows nearly dependent (condition above
+    ``1 / SINGULAR_RCOND``: a row set chosen where it was well conditioned can degrade,
+    as Bricard's does, while another is fine). ``baumgarte = (α, β)`` replaces ``A u̇ + b = 0`` by
     ``A u̇ + b + 2α A u + β² Φ = 0`` (Baumgarte 1972). The speeds in ``locked`` are
     held at zero: their rows ``e_rᵀ`` (:func:`stacked_rows`) join A before the
     partition, so each locked speed is dependent, with ``u_r = 0`` and ``u̇_r = 0``
@@ -462,7 +464,10 @@ def equations_at(
         bias = bias + 2.0 * alpha * (A @ u) + beta**2 * Phi
     if part is None or independent is not None:
         part = partition(A, independent)
-    elif part.rank and np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND:
+    elif part.rank and (
+        np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
+        or np.linalg.cond(A[part.rows]) * SINGULAR_RCOND > 1.0
+    ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
         part = partition(A)
     return _reduce(mass_matrix_at(model, tm), forcing_at(model, tm, L), lt, A, part, bias)
 
