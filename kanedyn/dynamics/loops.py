@@ -35,6 +35,16 @@ closed by spatial hinges) are dropped by the first QR: the acceleration solves t
 kept rows exactly and the others in the least-squares sense (they are consistent on the
 constraint manifold). The multipliers ``λ`` of ``M u̇ = f + Aᵀλ`` are the loop forces
 (:func:`loop_forces`); with redundant rows they are the minimum-norm set.
+
+**Near a singular configuration** (a linkage that can branch, such as the N-four-bar
+with its rods horizontal) the smallest singular value σ of A falls with the distance
+from it, and the parts of ``b`` and of ``A u`` along its direction are round-off of the
+closure divided by σ (a state closed to ε lies ε/σ off the branch, where the admissible
+velocities are turned by about ε/σ²). ``c0`` and the velocity projection
+(:func:`project`) therefore leave out the directions of singular values below
+:data:`SINGULAR_RCOND` of the largest: without that, the steps of a fixed-step run that
+end close to the singular configuration jumped (docs/theory/closed-loops.md, "Near a
+singular configuration").
 """
 
 from __future__ import annotations
@@ -82,6 +92,10 @@ Index = NDArray[np.intp]
 
 RANK_TOL = 1e-9
 """Relative tolerance of the rank decision (pivots of the QR below it are zero)."""
+SINGULAR_RCOND = 1e-4
+"""Relative cut-off of the singular values of A below which the bias and the velocity
+projection leave a direction alone (near a singular configuration, see
+:func:`project` and the module docstring)."""
 REPARTITION_COND = 1e6
 """A partition is chosen again when the condition number of its block ``A_d`` exceeds this."""
 
@@ -356,7 +370,9 @@ def partition(A: Array, independent: Iterable[int] | None = None) -> Partition:
 class LoopEquations:
     """Kane's equations of a looped model with dependent speeds eliminated.
 
-    ``C`` (n, n - r): ``u = C u_i``; ``c0`` (n,): ``u̇ = C u̇_i + c0``;
+    ``C`` (n, n - r): ``u = C u_i``; ``c0`` (n,): ``u̇ = C u̇_i + c0``, zero on the
+    independent speeds (``-A_d⁻¹ b`` on the dependent ones, up to the directions left
+    out near a singular configuration, :data:`SINGULAR_RCOND`);
     ``mass_matrix`` (n - r, n - r) = ``Cᵀ M C``; ``forcing`` (n - r,) = ``Cᵀ(f - M c0)``,
     so that ``mass_matrix @ u̇_i = forcing``; ``partition`` the choice of speeds;
     ``M``, ``f`` the tree's; ``terms`` the loop constraints.
@@ -383,10 +399,14 @@ def _reduce(
     C = np.zeros((n, part.independent.size))
     C[part.independent, np.arange(part.independent.size)] = 1.0
     c0 = np.zeros(n)
-    if part.rank:  # one LU of A_d for both right-hand sides
-        X = np.linalg.solve(Ad, np.column_stack((Ai, bias[part.rows])))
-        C[part.dependent] = -X[:, :-1]
-        c0[part.dependent] = -X[:, -1]
+    if part.rank:
+        C[part.dependent] = -np.linalg.solve(Ad, Ai)
+        # c0: the minimum-norm solution of A_r c = -b without the directions of A's
+        # singular values below SINGULAR_RCOND (near a singular configuration, b's part
+        # along them is round-off divided by σ), moved into the partition's form
+        # (c0_i = 0) by a null-space term; the same as -A_d⁻¹ b when nothing is cut
+        p = -np.linalg.lstsq(Ar, bias[part.rows], rcond=SINGULAR_RCOND)[0]
+        c0[:] = p - C @ p[part.independent]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
 
 
@@ -427,7 +447,9 @@ def equations_at(
 ) -> LoopEquations:
     """:class:`LoopEquations` at ``kin`` (speeds ``u``) with the loads ``L``; a new
     partition when ``part`` is None or its block has become ill-conditioned
-    (:data:`REPARTITION_COND`). ``baumgarte = (α, β)`` replaces ``A u̇ + b = 0`` by
+    (:data:`REPARTITION_COND`) or its rows nearly dependent (condition above
+    ``1 / SINGULAR_RCOND``: a row set chosen where it was well conditioned can degrade,
+    as Bricard's does, while another is fine). ``baumgarte = (α, β)`` replaces ``A u̇ + b = 0`` by
     ``A u̇ + b + 2α A u + β² Φ = 0`` (Baumgarte 1972). The speeds in ``locked`` are
     held at zero: their rows ``e_rᵀ`` (:func:`stacked_rows`) join A before the
     partition, so each locked speed is dependent, with ``u_r = 0`` and ``u̇_r = 0``
@@ -442,7 +464,10 @@ def equations_at(
         bias = bias + 2.0 * alpha * (A @ u) + beta**2 * Phi
     if part is None or independent is not None:
         part = partition(A, independent)
-    elif part.rank and np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND:
+    elif part.rank and (
+        np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
+        or np.linalg.cond(A[part.rows]) * SINGULAR_RCOND > 1.0
+    ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
         part = partition(A)
     return _reduce(mass_matrix_at(model, tm), forcing_at(model, tm, L), lt, A, part, bias)
 
@@ -586,8 +611,11 @@ def project(
     model: Model, q: Array, u: Array, tol: float = 1e-13, locked: Iterable[int] = ()
 ) -> tuple[Array, Array, float]:
     """Project ``(q, u)`` back onto the constraint manifold: a few Newton steps on
-    ``Φ(q) = 0`` (minimum-norm corrections), then ``u ← u - A⁺ A u``. Returns the new
-    ``q``, ``u`` and the largest residual before the projection, ``max(|Φ|, |A u|)``.
+    ``Φ(q) = 0`` (minimum-norm corrections), then ``u ← u - A⁺ A u`` with the
+    directions of A's singular values below :data:`SINGULAR_RCOND` of the largest left
+    out (near a singular configuration ``A u`` along them is the closure's round-off
+    over σ, not a speed error; see the module docstring). Returns the new ``q``, ``u``
+    and the largest residual before the projection, ``max(|Φ|, |A u|)``.
 
     The speeds in ``locked`` are held: their coordinates take no Newton correction and
     their rows ``e_rᵀ`` join A in the velocity projection (:func:`stacked_rows`), so
@@ -599,7 +627,7 @@ def project(
     before = max(float(np.max(np.abs(lt0.Phi), initial=0.0)), float(np.max(np.abs(A0 @ u))))
     q, lt, _ = _newton(model, q, free, tol, 5)
     A = stacked_rows(lt, locked)[0]
-    u = u - np.linalg.lstsq(A, A @ u, rcond=RANK_TOL)[0]
+    u = u - np.linalg.lstsq(A, A @ u, rcond=SINGULAR_RCOND)[0]  # see the docstring
     return q, u, before
 
 
