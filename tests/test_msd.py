@@ -209,9 +209,8 @@ def momentum_drift_and_energy(formulation, steps, dt, engine="auto"):
 def _check_long_run(steps, dt, engine="auto"):
     """MSD's total-momentum states stay constant to round-off (and Kane's momentum
     drifts far more); read back through the speeds, MSD's momentum carries the
-    round-off of recovering the speeds from H about N's origin, ~ε |o| |P| / |H|,
-    which grows as the hub drifts away from N's origin (compiled and dense engines
-    recover the speeds in different orders)."""
+    round-off of recovering the speeds from H about the mass centre (compiled and dense
+    engines recover the speeds in different orders)."""
     d_msd, s_msd, E_msd = momentum_drift_and_energy("msd", steps, dt, engine)
     d_kane, _, E_kane = momentum_drift_and_energy("kane", steps, dt, engine)
     msg = (f"relative momentum drift over {steps} RK4 steps ({engine} engine): msd states "

@@ -7,8 +7,9 @@ propagation; scipy's rotations for the perifocal frame; the forward kinematics
 (``kd.kinematics``) for the placed root; the pitch libration equation integrated by
 scipy and its small-angle frequency for the rigid body in a circular orbit.
 
-The simulations use the default engine (the native or compiled recursion), the one
-that keeps the attitude accurate at orbital radius (docs/howto/central-gravity.md).
+The simulations use the default engine (the native or compiled recursion); the
+libration is also checked on every engine and formulation at orbital radius
+(docs/howto/central-gravity.md, round-off at orbital distances).
 """
 
 from __future__ import annotations
