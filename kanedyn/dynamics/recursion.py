@@ -497,10 +497,14 @@ class Recursion:
         for k in reversed(range(len(geo))):
             b = geo[k]
             if b.parent >= 0:
-                first[b.parent] = sp.add(first[b.parent],
-                                         sp.add(sp.mv(b.E, first[k]), sp.scale(mass[k], b.r)))
+                first[b.parent] = sp.add(
+                    first[b.parent], sp.add(sp.mv(b.E, first[k]), sp.scale(mass[k], b.r))
+                )
                 mass[b.parent] = mass[b.parent] + mass[k]
-        return [sp.scale(-1.0 / m if not _is_zero(m) else 0.0, s) for m, s in zip(mass, first, strict=True)]
+        return [
+            sp.scale(-1.0 / m if not _is_zero(m) else 0.0, s)
+            for m, s in zip(mass, first, strict=True)
+        ]
 
     def qdot(self) -> list[Scalar]:
         """Kinematic equations (:func:`kanedyn.joints.qdot`) at the normalized
