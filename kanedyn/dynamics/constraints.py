@@ -103,7 +103,7 @@ def constraint_forces(
     a = tm.V @ acc + tm.par.a_r
     F_net = tm.params.mass[:, None] * a - L.F - F_loop  # what the joints must supply, per body
     T_net = mv(tm.I_N, alpha) + cross(kin.omega, tm.H) - L.T - T_loop
-    F_k, T_k = subtree_wrench(model, F_net, T_net, kin.r, kin.o)
+    F_k, T_k = subtree_wrench(model, F_net, T_net, kin.r_rel, kin.o_rel)
 
     F_c, T_c = F_k.copy(), T_k.copy()
     generalized, axes = [], []

@@ -28,7 +28,7 @@ import scipy.linalg.lapack
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics import flex
-from kanedyn.dynamics.kinematics import FORCE_CROSS, Kinematics, bilinear, cross, kinematics_at, mv
+from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import (
     AppliedLoads,
     LoadsLike,
@@ -49,6 +49,7 @@ from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError, deprecated_attribut
 from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States, resolve
 from kanedyn.model.plan import Params, plan_of
+from kanedyn.spatial import plucker as sp
 from kanedyn.spatial import rotation as rot
 
 __all__ = [
@@ -78,9 +79,11 @@ class KaneTerms:
 
     ``S`` (..., n, 6) the motion subspace per speed (:func:`kanedyn.dynamics.partials.joint_subspace`);
     ``I_N`` (..., nb, 3, 3) inertias about the mass centres, N axes; ``I_O`` (..., nb, 6, 6)
-    spatial inertias about N's origin; ``A_r`` (..., nb, 6) spatial bias accelerations;
-    ``h_O`` (..., nb, 6) = I_O V + (h, 0) spatial momenta about N's origin (embedded
-    rotor momentum h included). ``par``, ``Omega``, ``V``, ``H`` are built on first use.
+    spatial inertias about the origin of the spatial quantities (``kin.origin``: N's
+    origin, or a free root's joint point); ``A_r`` (..., nb, 6) spatial bias
+    accelerations; ``bias`` (..., nb, 6) the free-body wrenches ``V ×f (I_O V) + (ω × h,
+    0)`` (:func:`kanedyn.spatial.plucker.bias_force`, embedded rotor momentum h included).
+    ``par``, ``Omega``, ``V``, ``H`` are built on first use.
     """
 
     model: Model
@@ -91,7 +94,7 @@ class KaneTerms:
     I_O: Array
     A_r: Array
     IA: Array  # (..., nb, 6) I_O A_r
-    h_O: Array
+    bias: Array
 
     @cached_property
     def par(self) -> Partials:
@@ -115,13 +118,13 @@ class KaneTerms:
 
 
 def spatial_inertia(I_N: Array, m: Array, r: Array) -> Array:
-    """Spatial inertia about N's origin of a body with mass centre ``r``, (..., 6, 6):
+    """Spatial inertia about the origin of a body with mass centre ``r``, (..., 6, 6):
 
     .. math:: I_O = \\begin{bmatrix} I - m [r]_\\times^2 & m [r]_\\times \\\\
               -m [r]_\\times & m U \\end{bmatrix}
 
     so that ``I_O (ω, v_O) = (H_O, P)`` (Featherstone, *Rigid Body Dynamics
-    Algorithms*, eq. 2.63, with the body's point at N's origin).
+    Algorithms*, eq. 2.63, with the body's point at the origin).
     """
     m_ = m[..., None, None]
     rx = (r @ _SKEW).reshape(r.shape[:-1] + (3, 3))
@@ -135,21 +138,26 @@ def spatial_inertia(I_N: Array, m: Array, r: Array) -> Array:
 
 
 def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
-    """Inertias and spatial momenta at ``kin`` (the parameters are ``kin.params``)."""
+    """Inertias, bias accelerations and bias forces at ``kin`` (the parameters are
+    ``kin.params``); spatial quantities about ``kin.origin``.
+
+    The bias forces are :func:`kanedyn.spatial.plucker.bias_force` run with arrays of
+    bodies as its scalars: it leaves out the exactly zero ``v × m v``, whose round-off
+    at orbital speeds is of the size of a gravity-gradient torque."""
     pa = kin.params
     R = kin.R_N_B
     I_N = R @ pa.inertia @ R.swapaxes(-1, -2)
-    I_O = spatial_inertia(I_N, pa.mass, kin.r)
+    I_O = spatial_inertia(I_N, pa.mass, kin.r_rel)
     A_r = bias_accelerations(model, kin)
-    AV = np.empty(A_r.shape + (2,))
-    AV[..., 0], AV[..., 1] = A_r, kin.V
-    IAV = I_O @ AV  # (..., nb, 6, 2): I_O A_r, I_O V
-    h_O = IAV[..., 1]
+    I = [[I_O[..., i, j] for j in range(6)] for i in range(6)]
+    V = [kin.V[..., i] for i in range(6)]
+    h = None
     if pa.has_h:
-        h_O = h_O.copy()
-        h_O[..., :3] += mv(R, pa.h_embedded)
+        h_N = mv(R, pa.h_embedded)
+        h = [h_N[..., i] for i in range(3)]
+    bias = np.stack(sp.bias_force(I, V, h), axis=-1)
     S = joint_subspace(model, kin)
-    return KaneTerms(model, kin, pa, S, I_N, I_O, A_r, IAV[..., 0], h_O)
+    return KaneTerms(model, kin, pa, S, I_N, I_O, A_r, mv(I_O, A_r), bias)
 
 
 def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
@@ -175,14 +183,15 @@ def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
 def forcing_at(model: Model, tm: KaneTerms, L: AppliedLoads) -> Array:
     """``Fr + Fr*`` at zero acceleration: the right-hand side of ``M ν̇ = f``.
 
-    Per body, the spatial force about N's origin that the joints must supply,
-    ``f_i = I_O A_r + V ×f h_O - (T + r × F, F)``; summed over each joint's subtree
+    Per body, the spatial force about the origin (``kin.origin``) that the joints must
+    supply, ``f_i = I_O A_r + V ×f (I_O V) + (ω × h, 0) - (T + r × F, F)`` (``tm.bias``,
+    ``r`` relative to the origin); summed over each joint's subtree
     (``Pᵀ f``) and projected on the joint's subspace: ``f_r = -S_r · (Pᵀ f)_{k(r)} + Q_r``.
     """
     pl = plan_of(model)
     kin = tm.kin
-    f = tm.IA + bilinear(kin.V, tm.h_O, FORCE_CROSS)
-    f[..., :3] -= L.T + cross(kin.r, L.F)
+    f = tm.IA + tm.bias
+    f[..., :3] -= L.T + cross(kin.r_rel, L.F)
     f[..., 3:] -= L.F
     f_sub = subtree_sum(model, f)[..., pl.dof_joint, :]
     out = L.Q - _vecdot(tm.S, f_sub)

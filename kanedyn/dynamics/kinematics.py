@@ -69,11 +69,16 @@ class Kinematics:
     ``w`` (nj, 3) = R_N_Gi Δ s, the slide velocity; ``omega_in`` (nj, 3) the inner
     body's angular velocity (zero for roots).
 
-    Spatial (Plücker) quantities about N's origin, in N: ``V`` (nb, 6) = (ω_i, v_O)
-    the body's spatial velocity (v_O: velocity of the body point at N's origin);
-    ``Phi`` (nj, 6, 6) the joint's motion subspace, row j < 3 = (h_j, o × h_j) for the
-    rotational axis ``h_j = R_N_Go Γ[:, j]``, row 3 + j = (0, R_N_Gi Δ[:, j]);
-    ``V_rel`` (nj, 6) = Φᵀ [σ | ṡ] the joint's relative spatial velocity.
+    Spatial (Plücker) quantities about the point ``origin`` (..., 3) (N's origin, or the
+    joint point of the first root with slides: :func:`origin_joint`), in N: ``V`` (nb, 6)
+    = (ω_i, v_O) the body's spatial velocity (v_O: velocity of the body point at the
+    origin); ``Phi`` (nj, 6, 6) the joint's motion subspace, row j < 3 = (h_j, o × h_j)
+    for the rotational axis ``h_j = R_N_Go Γ[:, j]``, row 3 + j = (0, R_N_Gi Δ[:, j]);
+    ``V_rel`` (nj, 6) = Φᵀ [σ | ṡ] the joint's relative spatial velocity. ``r_rel``
+    (nb, 3) and ``o_rel`` (nj, 3) are the mass centres and joint points relative to the
+    origin, composed down the tree from it (``r = origin + r_rel``): a spacecraft 7e6 m
+    from N's origin keeps its lever arms and moments exact (docs/howto/central-gravity.md,
+    round-off at orbital distances).
 
     With a batch of states or parameters every array has the leading batch axes too.
     """
@@ -97,6 +102,9 @@ class Kinematics:
     Phi: Array
     V_rel: Array
     params: Params
+    origin: Array
+    r_rel: Array
+    o_rel: Array
 
 
 def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array, Array]:
@@ -186,24 +194,34 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
     if pl.has_slides:
         J[..., :3, 3] = (qpad[..., model.layout.trn_q][..., None, :] @ pl.Delta_T)[..., 0, :]
 
+    # T_Bi_Go = C_in J; a root's is taken relative to the origin (the first translating
+    # root's joint point), so that every position below is formed relative to it
+    A = pa.C_in @ J
+    origin = np.zeros(A.shape[:-3] + (3,))
+    k0 = origin_joint(model)
+    if k0 is not None:
+        origin = A[..., k0, :3, 3].copy()
+        at = A[..., :3, 3]  # a view
+        at[..., pl.parent_ext == nb, :] -= origin[..., None, :]
+    origin = np.broadcast_to(origin, batch + (3,))
     T = np.empty(batch + (nb + 1, 4, 4))
-    T[..., :nb, :, :] = pa.C_in @ J @ pa.C_out
+    T[..., :nb, :, :] = A @ pa.C_out
     T[..., nb, :, :] = _EYE4
     for a in pl.jumps:
         T = T[..., a, :, :] @ T
     T_N_B = T[..., :nb, :, :]
-    T_N_Gi = T[..., pl.parent_ext, :, :] @ pa.C_in
-    T_N_Go = T_N_Gi @ J
-    R_N_Go, o = T_N_Go[..., :3, :3], T_N_Go[..., :3, 3]
-    R_N_Gi = T_N_Gi[..., :3, :3]
-    r = (T_N_B @ pa.com_h)[..., :3, 0]
+    T_in = T[..., pl.parent_ext, :, :]
+    T_N_Go = T_in @ A
+    R_N_Go, o_rel = T_N_Go[..., :3, :3], T_N_Go[..., :3, 3]
+    R_N_Gi = T_in[..., :3, :3] @ pa.C_in[..., :3, :3]
+    r_rel = (T_N_B @ pa.com_h)[..., :3, 0]
 
     # motion subspace Φ: the joint's rows S (Go, :func:`kanedyn.joints.subspace`) as
-    # motion vectors about N's origin in N, (ω, v) -> (R_N_Go ω, R_N_Go v + o × R_N_Go ω)
+    # motion vectors about the origin in N, (ω, v) -> (R_N_Go ω, R_N_Go v + o × R_N_Go ω)
     S = joints.subspace(GammaT, R_Gi_Go, model.layout.Delta)
     Phi = np.empty(batch + (nb, 6, 6))
     Phi[..., :3] = S[..., :3] @ R_N_Go.swapaxes(-1, -2)
-    Phi[..., 3:] = cross(o[..., None, :], Phi[..., :3])
+    Phi[..., 3:] = cross(o_rel[..., None, :], Phi[..., :3])
     if pl.has_slides:
         Phi[..., 3:] += S[..., 3:] @ R_N_Go.swapaxes(-1, -2)
     z = upad[..., pl.slots_u]  # (..., nj, 6) = [σ | ṡ], zero in unused slots
@@ -216,18 +234,19 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
     else:
         w = np.zeros(V_rel.shape[:-1] + (3,))
     omega, v_O = V[..., :3], V[..., 3:]
-    v = v_O + cross(omega, r)
-    v_o = v_O + cross(omega, o)
+    v = v_O + cross(omega, r_rel)
+    v_o = v_O + cross(omega, o_rel)
     omega_in = V_ext[..., pl.parent_ext, :3]
+    at = origin[..., None, :]
     return Kinematics(
         R_N_B=T_N_B[..., :3, :3],
-        p=T_N_B[..., :3, 3],
-        r=r,
+        p=T_N_B[..., :3, 3] + at,
+        r=r_rel + at,
         omega=omega,
         v=v,
         R_N_Gi=R_N_Gi,
         R_N_Go=R_N_Go,
-        o=o,
+        o=o_rel + at,
         v_o=v_o,
         Gamma=GammaT.swapaxes(-1, -2),
         Gamma_dot=Gamma_dot,
@@ -239,4 +258,18 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
         Phi=Phi,
         V_rel=V_rel,
         params=pa,
+        origin=origin,
+        r_rel=r_rel,
+        o_rel=o_rel,
     )
+
+
+def origin_joint(model: Model) -> int | None:
+    """The joint whose joint point is the origin of the spatial quantities
+    (:class:`Kinematics`): the first root with slides (a free root: a spacecraft's orbit),
+    or None for N's origin. Found once per model."""
+    from kanedyn.model.plan import derived
+
+    return derived(model, "origin_joint", lambda m: next(
+        (k for k, j in enumerate(m.joints) if j.inner is None and j.trn_dof > 0), None
+    ))  # fmt: skip

@@ -278,7 +278,7 @@ def loop_terms(model: Model, kin: Kinematics, A_r: Array | None = None) -> LoopT
     fr = _frames(pl, kin)
     S = joint_subspace(model, kin)  # (n, 6) rows (h, o × h) or (0, d)
     dof_joint = plan_of(model).dof_joint
-    # spatial Jacobian of each body about N's origin, (nb + 1, 6, n); N's is zero
+    # spatial Jacobian of each body about the origin (kin.origin), (nb + 1, 6, n); N's is zero
     J = np.zeros((nb + 1, 6, n))
     J[:nb] = lay.path[:, dof_joint][:, None, :] * S.T[None, :, :]
     V = _ext(kin.V, np.zeros(6))
@@ -294,8 +294,9 @@ def loop_terms(model: Model, kin: Kinematics, A_r: Array | None = None) -> LoopT
         ap = Ab[b, 3:] + cross(Ab[b, :3], p) + cross(V[b, :3], vp)
         return Vp, vp, ap
 
-    Vp_i, vp_i, ap_i = point(pl.bi, fr.p_i)
-    Vp_o, vp_o, ap_o = point(pl.bo, fr.p_o)
+    at = kin.origin[..., None, :]
+    Vp_i, vp_i, ap_i = point(pl.bi, fr.p_i - at)
+    Vp_o, vp_o, ap_o = point(pl.bo, fr.p_o - at)
     rho = fr.p_o - fr.p_i
     phi_r, n_r, b_r = joints.loop_rotation(fr.x_o, fr.y_i, w_i, w_o, al_i, al_o)
     phi_t, m_t, b_t = joints.loop_translation(fr.y_i, rho, vp_o - vp_i, w_i, al_i, ap_o - ap_i)

@@ -14,9 +14,12 @@ outboard of k and its angular momentum about the joint point ``o_k`` (N componen
 These are exactly Kane's generalized momenta ``∂K/∂ν = M ν + Ωᵀ h_emb`` (the note's
 "key structural fact"), so the speeds come back with the Kane mass matrix
 (:func:`speeds`). A free root (spherical rotation with 0 or 3 slides, from N) instead
-stores the **total** angular momentum about N's origin (about its fixed joint point when
-it has no slides) and the total linear momentum, both in N: linear invariants that any
-Runge-Kutta method keeps to round-off when no external load acts.
+stores the **total** angular momentum about the mass centre ``c`` of its subtree (about
+its fixed joint point when it has no slides) and the total linear momentum, both in N:
+invariants that any Runge-Kutta method keeps to round-off when no external load acts
+(``Ḣ_c = T_c``, Euler's law about the mass centre). About N's origin instead, the
+orbit's ``c × P`` (2.6e13 N m s at 7e6 m) would bury the attitude's momentum in
+round-off (docs/howto/central-gravity.md, round-off at orbital distances).
 
 **Rates** (the corrected slide equations; ``T_k``, ``F_k`` are the resultant external
 torque about ``o_k`` and force on the bodies outboard of k, ``Q_k`` the joint's own
@@ -27,7 +30,7 @@ springs, dampers and actuators, all other joint efforts cancel inside the subtre
     \\dot h_k &= Q_k + \\Gamma_k^T [T_k - v_{o_k} \\times P_k - \\omega_{o(k)} \\times H_k]
         + \\dot\\Gamma_k^T H_k \\\\
     \\dot p_k &= Q_k + \\Delta_k^T F_k + (\\omega_{i(k)} \\times \\Delta_k)^T P_k \\\\
-    \\dot H_O &= \\sum_i T_i + r_i \\times F_i, \\qquad \\dot P = \\sum_i F_i
+    \\dot H_c &= \\sum_i T_i + (r_i - c) \\times F_i, \\qquad \\dot P = \\sum_i F_i
 
 (Γ and Δ columns taken in N: ``R_N_Go Γ`` and ``R_N_Gi Δ``.)
 
@@ -49,9 +52,10 @@ from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.dynamics.partials import joint_axes
 from kanedyn.dynamics.rotors import carrier, rotor_momentum, rotor_specs
-from kanedyn.dynamics.subtree import subtree_wrench
+from kanedyn.dynamics.subtree import subtree_sum, subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.spatial import plucker as sp
 
 __all__ = [
     "generalized_momenta",
@@ -68,7 +72,8 @@ Array = NDArray[np.float64]
 
 def momentum_roots(model: Model) -> list[int]:
     """Joints whose MSD states are total momenta in N: roots with a spherical rotation
-    and no slide (H about the fixed joint point) or three slides (H about N's origin, P).
+    and no slide (H about the fixed joint point) or three slides (H about the mass
+    centre of the root's subtree, P).
     Found once per model (:func:`kanedyn.model.plan.derived`)."""
     from kanedyn.model.plan import derived
 
@@ -88,25 +93,45 @@ def generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
     return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
 
 
+def mass_centre_offsets(model: Model, kin: Kinematics) -> Array:
+    """``o_k - c_k`` (nj, 3), N: from the mass centre ``c_k`` of each joint's subtree to
+    its joint point, ``-Σ m_i (r_i - o_k) / Σ m_i`` over the subtree (zero for a
+    massless one), from the positions relative to ``kin.origin`` (no round-off of
+    ``|o|``)."""
+    m = kin.params.mass
+    M = subtree_sum(model, m)
+    first = subtree_sum(model, m[:, None] * kin.r_rel) - M[:, None] * kin.o_rel
+    return -first / np.where(M > 0.0, M, 1.0)[:, None]
+
+
 def root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False) -> Array:
-    """Map the generalized momenta of momentum roots to total (H, P) in N, or back."""
+    """Map the generalized momenta of momentum roots to total (H, P) in N, or back.
+
+    The generalized momenta of the root's rotation are ``H_o`` about its joint point
+    (in Go); with slides the total is ``H_c = H_o + (o - c) × P`` about the subtree's
+    mass centre (:func:`kanedyn.spatial.plucker.load_at`, the moment of ``P`` at
+    ``o - c``), and back ``H_o = H_c + (c - o) × P``."""
     y = p.copy()
     lay = model.layout
-    for k in momentum_roots(model):
+    roots = momentum_roots(model)
+    offset = mass_centre_offsets(model, kin) if roots else None
+    for k in roots:
         idx = lay.u_index[k]
         r_idx, t_idx = idx[:3], idx[3:]
         R_go = kin.R_N_Go[k]
         D = kin.R_N_Gi[k] @ lay.Delta[k]
+        if not t_idx.size:  # H about the fixed joint point
+            y[r_idx] = R_go.T @ p[r_idx] if inverse else R_go @ p[r_idx]
+            continue
+        assert offset is not None
         if not inverse:
-            P = D @ p[t_idx] if t_idx.size else np.zeros(3)
-            y[r_idx] = R_go @ p[r_idx] + cross(kin.o[k], P)
-            if t_idx.size:
-                y[t_idx] = P
+            P = D @ p[t_idx]
+            y[r_idx] = sp.load_at(list(R_go @ p[r_idx]), list(P), list(offset[k]))[:3]
+            y[t_idx] = P
         else:
-            P = p[t_idx] if t_idx.size else np.zeros(3)
-            y[r_idx] = R_go.T @ (p[r_idx] - cross(kin.o[k], P))
-            if t_idx.size:
-                y[t_idx] = D.T @ P
+            P = p[t_idx]
+            y[r_idx] = R_go.T @ sp.load_at(list(p[r_idx]), list(P), list(-offset[k]))[:3]
+            y[t_idx] = D.T @ P
     return y
 
 
@@ -168,9 +193,8 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
             R, w, _, _, sigma = carrier(spec, kin)
             h_i[..., spec.c, :] += rotor_momentum(spec, sigma, R, w)[1]
     # subtree momenta P_k, H_k (about o_k) and external force and torque F_k, T_k
-    P_k, H_k = subtree_wrench(model, m * kin.v, h_i, kin.r, kin.o)
-    F_k, T_k = subtree_wrench(model, L.F, L.T, kin.r, kin.o)
-    zero = np.zeros_like(kin.o)
+    P_k, H_k = subtree_wrench(model, m * kin.v, h_i, kin.r_rel, kin.o_rel)
+    F_k, T_k = subtree_wrench(model, L.F, L.T, kin.r_rel, kin.o_rel)
 
     Hw, Hs = joint_axes(model, kin)
     # d/dt (R_N_Go Γ) = ω_o × (R_N_Go Γ) + R_N_Go Γ̇, column by column
@@ -183,14 +207,17 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
     ydot[: model.nu] += np.einsum("ri,ri->r", dHw, H_k[ku])
     ydot[model.nu :] += np.einsum("ci,ci->c", Hs, F_k[ks])
     ydot[model.nu :] += np.einsum("ci,ci->c", cross(kin.omega_in[ks], Hs), P_k[ks])
-    for k in momentum_roots(model):
+    roots = momentum_roots(model)
+    offset = mass_centre_offsets(model, kin) if roots else None
+    for k in roots:
         idx = lay.u_index[k]
         torque = kin.R_N_Go[k] @ L.Q[idx[:3]]  # the root joint's own effort, from N
-        if idx.size == 6:  # H about N's origin, P
-            force = kin.R_N_Gi[k] @ lay.Delta[k] @ L.Q[idx[3:]]
-            T_O = subtree_wrench(model, L.F, L.T, kin.r, zero)[1][k]  # about N's origin
-            ydot[idx[:3]] = T_O + torque + cross(kin.o[k], force)
-            ydot[idx[3:]] = F_k[k] + force
+        if idx.size == 6:  # H about the subtree's mass centre, P
+            assert offset is not None
+            force = F_k[k] + kin.R_N_Gi[k] @ lay.Delta[k] @ L.Q[idx[3:]]
+            T_c = sp.load_at(list(T_k[k] + torque), list(force), list(offset[k]))[:3]
+            ydot[idx[:3]] = T_c
+            ydot[idx[3:]] = force
         else:  # H about the fixed joint point
             ydot[idx[:3]] = T_k[k] + torque
     return ydot

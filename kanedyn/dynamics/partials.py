@@ -77,14 +77,15 @@ def joint_axes(model: Model, kin: Kinematics) -> tuple[Array, Array]:
 
 def joint_subspace(model: Model, kin: Kinematics) -> Array:
     """The motion subspace per speed, ``S`` (..., n, 6): row r is (h_r, o × h_r) for a
-    rotational speed and (0, d_r) for a slide (Plücker, about N's origin, in N)."""
+    rotational speed and (0, d_r) for a slide (Plücker, about ``kin.origin``, in N)."""
     pl = plan_of(model)
     Phi = kin.Phi
     return Phi.reshape(Phi.shape[:-3] + (6 * pl.nb, 6))[..., pl.dof_flat, :]
 
 
 def bias_accelerations(model: Model, kin: Kinematics) -> Array:
-    """Spatial bias accelerations ``A_r`` (..., nb, 6) = (α_r, a_O) about N's origin:
+    """Spatial bias accelerations ``A_r`` (..., nb, 6) = (α_r, a_O) about the origin of
+    the spatial quantities (``kin.origin``, :class:`~kanedyn.dynamics.kinematics.Kinematics`):
     the body accelerations at zero generalized accelerations.
 
     .. math::
@@ -93,7 +94,7 @@ def bias_accelerations(model: Model, kin: Kinematics) -> Array:
         \\quad g_k = R_{N G_o} \\dot\\Gamma_k \\sigma_k, \\qquad A_r = P c
 
     (equal to the α_k and a_r terms of the module docstring, with
-    ``a_r = a_O + α_r × r + ω × v``).
+    ``a_r = a_O + α_r × r + ω × v``; ``o``, ``r`` relative to the origin).
     """
     pl = plan_of(model)
     Vk = kin.V
@@ -104,7 +105,7 @@ def bias_accelerations(model: Model, kin: Kinematics) -> Array:
     if pl.gimbal_dof >= 2:
         g = mv(kin.R_N_Go, kin.Gds)
         c[..., :3] += g
-        c[..., 3:] += cross(kin.o, g)
+        c[..., 3:] += cross(kin.o_rel, g)
     return model.layout.path @ c
 
 
@@ -133,10 +134,10 @@ def partials_at(model: Model, kin: Kinematics) -> Partials:
     Pu = P[:, lay.u_joint]  # (nb, nu)
     Ps = P[:, lay.s_joint]  # (nb, ns)
     Omega_u = Pu[:, None, :] * Hw.swapaxes(-1, -2)[..., None, :, :]
-    lever = kin.r[..., :, None, :] - kin.o[..., None, lay.u_joint, :]  # (nb, nu, 3)
+    lever = kin.r_rel[..., :, None, :] - kin.o_rel[..., None, lay.u_joint, :]  # (nb, nu, 3)
     V_u = Pu[:, None, :] * cross(Hw[..., None, :, :], lever).swapaxes(-1, -2)
     V_s = Ps[:, None, :] * Hs.swapaxes(-1, -2)[..., None, :, :]
     A = bias_accelerations(model, kin)
     alpha_r = A[..., :3]
-    a_r = A[..., 3:] + cross(alpha_r, kin.r) + cross(kin.omega, kin.v)
+    a_r = A[..., 3:] + cross(alpha_r, kin.r_rel) + cross(kin.omega, kin.v)
     return Partials(Omega_u=Omega_u, V_u=V_u, V_s=V_s, alpha_r=alpha_r, a_r=a_r, kin=kin)

@@ -440,13 +440,14 @@ class Recursion:
         ``u`` (see :mod:`kanedyn.dynamics.msd`).
 
         1. Speeds: ``M ν = y_gen - Ωᵀ h`` by ABA at zero speed (``c = 0``, ``a_N = 0``,
-           bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``,
-           ``P`` (N) to its generalized momenta.
+           bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``
+           (about its subtree's mass centre c, or its fixed joint point), ``P`` (N) to
+           its generalized momenta, ``H_o = H + (c - o) × P`` in Go.
         2. Rates, per joint in Go_k, with ``h^c_k`` the spatial momentum of the subtree
            about the joint point and ``f^c_k`` its external (gravity) force:
            ``ẏ_r = Q_r + s_rᵀ (f^c_k - v_k ×f h^c_k) + ṡ_rᵀ h^c_k`` (``ṡ_r`` the rate of
            the column in Go: ``γ̇_j``, or ``-(Γσ) × R_Go_Gi Δ_j``); for a momentum
-           root, the total external wrench in N.
+           root, the total external wrench in N, its moment about c.
         """
         from kanedyn.dynamics.msd import momentum_roots
 
@@ -456,14 +457,16 @@ class Recursion:
         roots = set(momentum_roots(model))
         self.u = [0.0] * n
         geo0 = self.geometry()
+        offset = self.mass_centre_offsets(geo0)
         y_gen: list[Scalar] = list(y)
         for k in roots:
             b = geo0[k]
             idx = [int(i) for i in lay.u_index[k]]
             H: list[Scalar] = [y[i] for i in idx[:3]]
             P: list[Scalar] = [y[i] for i in idx[3:]] or [0.0, 0.0, 0.0]
-            for i, val in zip(idx[:3], sp.mtv(b.E, sp.sub(H, sp.cross(b.r, P))), strict=True):
-                y_gen[i] = val  # R_N_Goᵀ (H - o × P)
+            H_o = sp.load_at(sp.mtv(b.E, H), sp.mtv(b.E, P), sp.scale(-1.0, offset[k]))
+            for i, val in zip(idx[:3], H_o[:3], strict=True):
+                y_gen[i] = val  # R_N_Goᵀ H + (c - o) × R_N_Goᵀ P
             if len(idx) == 6:
                 D = sp.mm(self.par("R_Bi_Gi", k), sp.const(lay.Delta[k]))  # R_N_Gi Δ
                 for i, val in zip(idx[3:], sp.mtv(D, P), strict=True):
@@ -518,15 +521,34 @@ class Recursion:
             n_go = sp.add(n_go, [Q[i] for i in idx[:3]])  # the root's own effort (Go)
             for s, r in b.J.cols[3:]:
                 f_go = sp.add(f_go, sp.scale(Q[r], s[3:]))
+            if len(idx) == 6:  # about the subtree's mass centre
+                n_go = sp.load_at(n_go, f_go, offset[k])[:3]
             F_N = sp.mv(b.E, f_go)
             N_o = sp.mv(b.E, n_go)
             if len(idx) == 6:
-                N_o = sp.add(N_o, sp.cross(b.r, F_N))  # about N's origin
                 for i, val in zip(idx[3:], F_N, strict=True):
                     ydot[i] = val
             for i, val in zip(idx[:3], N_o, strict=True):
                 ydot[i] = val
         return ydot, self.qdot(), list(nu)
+
+    def mass_centre_offsets(self, geo: list[BodyTerms]) -> list[Vec]:
+        """``o_k - c_k`` per joint in Go_k: from the mass centre of the subtree of k to
+        its joint point, ``-Σ m_i (r_i - o_k) / Σ m_i`` (the first moments gathered from
+        the leaves, ``s_P += E s_k + m_k r``)."""
+        mass = [self.par("mass", k) for k in range(len(geo))]
+        first = [sp.scale(m, b.com) for m, b in zip(mass, geo, strict=True)]
+        for k in reversed(range(len(geo))):
+            b = geo[k]
+            if b.parent >= 0:
+                first[b.parent] = sp.add(
+                    first[b.parent], sp.add(sp.mv(b.E, first[k]), sp.scale(mass[k], b.r))
+                )
+                mass[b.parent] = mass[b.parent] + mass[k]
+        return [
+            sp.scale(-1.0 / m if not _is_zero(m) else 0.0, s)
+            for m, s in zip(mass, first, strict=True)
+        ]
 
     def qdot(self) -> list[Scalar]:
         """Kinematic equations (:func:`kanedyn.joints.qdot`) at the normalized

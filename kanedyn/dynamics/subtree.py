@@ -50,7 +50,7 @@ def subtree_wrench(model: Any, F: Array, T: Array, r: Array, o: Array) -> tuple[
     F, T, r : (nb, 3)
         Per body: vector, couple, point of application (N components).
     o : (nj, 3)
-        The points the moments are taken about (the joint points; zeros for N's origin).
+        The points the moments are taken about (the joint points, or one point for all).
 
     Returns
     -------

@@ -70,30 +70,29 @@ class StepSizeWarning(UserWarning):
 
 
 class RoundoffWarning(UserWarning):
-    """A run whose engine or formulation loses the attitude to round-off (a spacecraft
-    in orbit, far from N's origin, on the dense engine or in momentum states)."""
+    """A run whose engine loses the attitude to round-off (a body far from the origin of
+    the dense engine's spatial quantities: a fixed-base model far from N's origin)."""
 
 
 #: the relative round-off of the attitude accelerations above which a run is warned about
 ROUNDOFF_WARN = 1e-6
 
 
-def origin_roundoff(model: Any, state: Any, formulation: str, compiled: bool) -> str | None:
+def origin_roundoff(model: Any, state: Any, compiled: bool) -> str | None:
     """Why the attitude of ``model`` loses accuracy to round-off in this run, or None.
 
-    The dense engine (``compiled`` False) writes its partial velocities about N's origin,
-    and the MSD formulation integrates the root's angular momentum about N's origin: at
-    a distance ``|r|`` from it, a body's rotational terms (``I``) sit beside translational
+    The dense engine (``compiled`` False, either formulation) writes its spatial
+    quantities about one point (:class:`kanedyn.dynamics.kinematics.Kinematics`
+    ``origin``): a free root's joint point, or N's origin for a model without one. At a
+    distance ``|r|`` from it, a body's rotational terms (``I``) sit beside translational
     ones of ``m |r|²``, so they keep a relative accuracy of about ``ε m |r|² / I``
     (``ε`` the machine epsilon, ``m`` the model's mass, ``I`` the smallest principal
-    moment of a root body). Measured for a 500 kg body with a 40 kg m² moment at 7e6 m
-    (``ε m |r|²/I = 0.14``): the dense engine's pitch libration is off by 7e-4 rad in half
-    an orbit, MSD's attitude is lost. Kane's formulation on the compiled engine works in
-    each joint's frame and keeps the attitude (1e-12 rad there).
+    moment of a root body). A spacecraft on a free root is at that point, and the
+    compiled engine works in each joint's frame: neither loses anything in orbit
+    (docs/howto/central-gravity.md, round-off at orbital distances); nor do the MSD
+    states of a free root, its momentum about its mass centre.
     """
-    dense = not compiled
-    msd = str(formulation) == "msd"
-    if not (dense or msd):
+    if compiled:
         return None
     from kanedyn.dynamics.kinematics import kinematics
     from kanedyn.spatial.inertia import principal_axes
@@ -109,23 +108,18 @@ def origin_roundoff(model: Any, state: Any, formulation: str, compiled: bool) ->
         positive = moments[moments > 0.0]
         if not positive.size:
             continue
-        r = float(np.linalg.norm(kin.r[k]))
+        r = float(np.linalg.norm(kin.r_rel[k]))
         loss = np.finfo(float).eps * mass * r * r / float(positive.min())
         if loss > worst:
             worst, where, dist = loss, model.bodies[k].name, r
     if worst <= ROUNDOFF_WARN:
         return None
-    what = " and ".join(
-        x for x, on in (
-            ("the dense engine (partial velocities about N's origin)", dense),
-            ("the MSD formulation (momentum states about N's origin)", msd),
-        ) if on
-    )  # fmt: skip
     return (
-        f"body {where!r} is {dist:.3g} m from N's origin: {what} keeps its attitude "
-        f"accelerations to about {worst:.1g} (ε m |r|² / I_min); simulate it with "
-        "formulation='kane' on the compiled engine (the default; "
-        "docs/howto/central-gravity.md, round-off at orbital distances)"
+        f"body {where!r} is {dist:.3g} m from the origin of the dense engine's spatial "
+        f"quantities (N's origin: no root joint has slides): its attitude accelerations "
+        f"keep about {worst:.1g} (ε m |r|² / I_min); simulate it on the compiled engine "
+        "(the default), or give the model a free root "
+        "(docs/howto/central-gravity.md, round-off at orbital distances)"
     )
 
 

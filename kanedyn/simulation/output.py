@@ -51,10 +51,11 @@ Array = NDArray[np.float64]
 STATUSES = ("completed", "diverged", "interrupted")
 
 #: the states whose kinematics are computed at once for the derived histories (each
-#: takes about 200 floats a body while its block is computed)
+#: takes just over 200 floats a body while its block is computed)
 BLOCK = 1024
-#: floats a body per state of a block, with a margin (measured: about 200)
-BLOCK_FLOATS_PER_BODY = 256
+#: floats a body per state of a block, with a margin (measured: just over 200 with the
+#: positions relative to the spatial origin, ``Kinematics.r_rel`` and ``o_rel``)
+BLOCK_FLOATS_PER_BODY = 288
 
 #: the derived columns of the CSV after t, q and u, with their units
 DERIVED_COLUMNS = (

@@ -63,7 +63,7 @@ class Run:
         self.sampler.sample(system, 0.0, x)
         system(0.0, x)  # resolves loads once: a bad load name fails here, before any work
         system.started = True
-        far = diagnose.origin_roundoff(model, plan.state, o.formulation, plan.compiled)
+        far = diagnose.origin_roundoff(model, plan.state, plan.compiled)
         if far:
             warnings.warn(far, diagnose.RoundoffWarning, stacklevel=stacklevel + 1)
         self.x0 = x.copy()
