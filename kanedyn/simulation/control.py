@@ -275,7 +275,7 @@ class Sampler:
             return
         assert self.controller is not None
         model = self.model
-        q = joints.normalize_quaternions(NUMPY, model.layout, x[: model.nq])
-        u = system.speeds(q, x[model.nq :])
+        q = joints.normalize_quaternions(NUMPY, model.layout, x[: model.nq_total])
+        u = system.speeds(q, x[model.nq_total :])
         system.held = list(self.controller.law(t, model, State(q, u)))
         self.advance(t)

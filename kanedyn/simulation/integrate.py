@@ -46,7 +46,7 @@ from kanedyn.simulation.monitor import state_names
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.run_loops import LOOPS
 from kanedyn.simulation.run_options import RunOptions, check_times
-from kanedyn.simulation.run_plan import RunPlan
+from kanedyn.simulation.run_plan import RunPlan, check_flexible
 from kanedyn.simulation.run_state import Run
 from kanedyn.simulation.stops import Stops, stop_limits
 from kanedyn.simulation.system import linear_modes, qdot, resolve_engine
@@ -205,7 +205,8 @@ def simulate(
         progress=progress, engine=engine, stream=stream, stabilization=stabilization,
         baumgarte=baumgarte, limits=limits, force=force, stacklevel=2,
     )  # fmt: skip
-    model.check_state(state)
+    model.check_state(state, flexible=True)
+    check_flexible(model, options)
     diagnose.check_initial_energy(model, state)
     if isinstance(options.method, EnergyMomentum):
         return _energy_momentum(model, state, options)
