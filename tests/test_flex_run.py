@@ -175,3 +175,23 @@ def test_a_rigid_sized_state_of_a_flexible_model_is_refused():
         kd.simulate(model, kd.State(np.zeros(6), np.zeros(6)), 0.1, 0.01)
     with pytest.raises(ModelError, match="flexible bodies"):  # a rigid-only function
         kd.inverse_dynamics(model, model.initial_state(), np.zeros(10))
+
+
+def test_plot_has_a_modal_panel_with_the_cantilever_vibration():
+    """A cantilever clamped to N, one mode, released from η0: the panel's line is
+    η0 cos(ωt) with Euler–Bernoulli's ω = (1.8751)² √(EI / (ρ ℓ⁴))."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from kanedyn.plotting import plot_run
+
+    ell, rho, EI = 2.0, 1.5, 30.0
+    beam = kd.beam_body("arm", ell, rho, EI, n_modes=1, directions=(1,))
+    model = kd.Model([beam], [kd.Joint.weld("clamp", None, "arm")])
+    state = model.set_modes(model.initial_state(), "arm", amplitudes=[0.01])
+    w = 1.87510407**2 * np.sqrt(EI / (rho * ell**4))
+    traj = kd.simulate(model, state, 0.4, 1e-2, progress=False)
+    fig = plot_run(traj)
+    ax = next(a for a in fig.axes if a.get_title() == "Modal coordinates")
+    (line,) = ax.get_lines()
+    assert line.get_label() == "arm.y1"
+    np.testing.assert_allclose(line.get_ydata(), 0.01 * np.cos(w * traj.t), atol=1e-6 * 0.01)
