@@ -18,8 +18,9 @@ the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
 
 with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The dense Kane
 functions (:mod:`kanedyn.dynamics.kane`: ``kd.mass_matrix``, ``kd.forcing``,
-``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's;
-the other engines refuse a flexible body (:func:`kanedyn.compiled.supports`).
+``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's,
+and ``kd.simulate`` integrates them on the dense engine; the other engines refuse a
+flexible body (:func:`kanedyn.compiled.supports`).
 """
 
 from __future__ import annotations
