@@ -195,3 +195,37 @@ def test_plot_has_a_modal_panel_with_the_cantilever_vibration():
     (line,) = ax.get_lines()
     assert line.get_label() == "arm.y1"
     np.testing.assert_allclose(line.get_ydata(), 0.01 * np.cos(w * traj.t), atol=1e-6 * 0.01)
+
+
+def test_flexible_spacecraft_example():
+    """The arrays' first bending frequency is Euler–Bernoulli's
+    1.8751² √(EI / (ρ ℓ⁴)); the rigid twin has the same mass properties and no modes."""
+    case = kd.examples.flexible_spacecraft(length=4.0, mass_per_length=2.5, EI=250.0)
+    rigid = kd.examples.flexible_spacecraft(flexible=False, length=4.0, mass_per_length=2.5)
+    assert case.model.nf == 4 and rigid.model.nf == 0
+    w = 1.87510407**2 * np.sqrt(250.0 / (2.5 * 4.0**4))
+    for side in ("left", "right"):
+        md = case.model.body(f"array_{side}").modes
+        np.testing.assert_allclose(md.frequencies, [w, w], rtol=1e-6)
+    m_f, c_f, I_f = kd.system_mass_properties(rigid.model, rigid.state)
+    assert m_f == pytest.approx(300.0 + 2 * 10.0)
+    np.testing.assert_allclose(c_f, 0.0, atol=1e-12)  # the arrays point out on both sides
+    # the left array points along -x: its mass centre is 0.8 + 2 m out on -x
+    kin = kd.kinematics(case.model, case.state)
+    np.testing.assert_allclose(kin.r[case.model.body_index("array_left")], [-2.8, 0, 0],
+                               atol=1e-12)  # fmt: skip
+
+
+def test_quaternion_pd_without_wheels_is_a_body_torque():
+    """Hub turned by θ about z from the target, with rates ω (body axes): q_e =
+    (0, 0, sin θ/2, cos θ/2), so T = -Kp (0, 0, sin θ/2) - Kd ω (Wie §7.3)."""
+    body = kd.Body("hub", 10.0, np.eye(3))
+    model = kd.Model([body], [kd.Joint.free("root", "hub")])
+    theta, w = 0.4, np.array([0.1, -0.2, 0.3])
+    state = model.set_joint(model.initial_state(), "root",
+                            quaternion=(0, 0, np.sin(theta / 2), np.cos(theta / 2)), rates=w)  # fmt: skip
+    law = kd.QuaternionPD("hub", (0, 0, 0, 1), (), Kp=3.0, Kd=5.0)
+    (load,) = law(0.0, model, state)
+    assert isinstance(load, kd.Torque) and load.frame == "body" and load.body == "hub"
+    np.testing.assert_allclose(load.torque, -3.0 * np.array([0, 0, np.sin(theta / 2)]) - 5.0 * w,
+                               atol=1e-12)  # fmt: skip
