@@ -96,8 +96,13 @@ def simulate(
     Parameters
     ----------
     model : Model
+        With flexible bodies (``Body.modes``), run on the dense engine in Kane's
+        formulation (``engine="auto"`` picks it; RK4 or an adaptive method, loads and a
+        controller; :func:`kanedyn.simulation.run_plan.check_flexible` names what is
+        refused).
     state : State
-        Initial coordinates and speeds.
+        Initial coordinates and speeds (with flexible bodies ``q = [q_joints | η]``,
+        ``u = [u | s | ξ]``: :meth:`kanedyn.Model.set_modes`).
     t_final : float
         Duration [s], from t = 0.
     dt : float
