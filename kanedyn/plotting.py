@@ -346,11 +346,10 @@ def plot_run(
     model = traj.model
     flexible = [model.bodies[i].name for i, _ in model.modal_slices()]
 
-    def modal(ax: Any) -> None:
-        for body in flexible:
-            eta = traj.modal(body)[0]
-            for k, mode in enumerate(model.body(body).modes.mode_names):  # type: ignore[union-attr]
-                ax.plot(t, eta[:, k], label=f"{body}.{mode}")
+    def modal(ax: Any) -> None:  # the columns body.y1, ... of the trajectory
+        modal_names = traj.column_names()[1 + model.nq : 1 + model.nq_total]
+        for k, label in enumerate(modal_names):
+            ax.plot(t, traj.q[:, model.nq + k], label=label)
         ax.set(ylabel="η", title="Modal coordinates")
         ax.legend(fontsize="small", ncol=2)
 

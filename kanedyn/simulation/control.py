@@ -229,7 +229,7 @@ class QuaternionPD:
     Kp: float = 1.0
     Kd: float = 5.0
 
-    def __call__(self, t: float, model: Model, state: State) -> list[JointLoad | Torque]:
+    def __call__(self, t: float, model: Model, state: State) -> list[JointLoad] | list[Torque]:
         kin = kinematics_at(model, state.q[: model.nq], state.u[: model.n])  # the joints'
         i = model.body_index(self.body)
         R = kin.R_N_B[i]
