@@ -5,6 +5,8 @@
   dampers while H stays fixed, so the spin moves to the major axis (the 1958 flat spin).
 * :func:`double_pendulum` — two uniform rods on parallel hinges under gravity.
 * :func:`hub_with_panels` — a free-floating hub with two hinged solar panels.
+* :func:`flexible_spacecraft` — a hub with two flexible solar arrays (cantilevers,
+  :func:`kanedyn.beam_body`) slewed by a quaternion PD law (a :class:`SlewCase`).
 * :func:`chain` — an n-link planar or spatial chain of uniform rods.
 * :func:`gravity_gradient_boom` — a hub with a long hinged boom and a tip mass in a
   circular orbit, captured into the vertical by a hinge damper (an :class:`OrbitCase`).
@@ -40,6 +42,7 @@ __all__ = [
     "SlewCase",
     "bricard",
     "files",
+    "flexible_spacecraft",
     "path",
     "chain",
     "four_bar",
@@ -234,6 +237,40 @@ def wheel_slew(angle_deg: float = 30.0, axis=(0.0, 0.0, 1.0), *, period: float =
     target = rotvec_to_quat(np.deg2rad(angle_deg) * a / np.linalg.norm(a))
     law = QuaternionPD("hub", target, wheels, Kp=Kp, Kd=Kd)
     return SlewCase(model, model.initial_state(), Controller(period, law), target, wheels)
+
+
+def flexible_spacecraft(
+    angle_deg: float = 20.0, axis=(0.0, 0.0, 1.0), *, flexible: bool = True,
+    length: float = 5.0, mass_per_length: float = 2.0, EI: float = 400.0,
+    n_modes: int = 1, damping_ratio: float = 0.005, period: float = 0.1,
+    Kp: float = 40.0, Kd: float = 120.0,
+) -> SlewCase:  # fmt: skip
+    """A free 300 kg hub with two solar arrays, uniform cantilevers (``length`` m,
+    ``mass_per_length`` kg/m, bending stiffness ``EI`` N·m² in and out of the array
+    plane, ``n_modes`` modes a direction, :func:`kanedyn.beam_body`) clamped at ±0.8 m
+    on the hub's x axis and pointing out, slewed ``angle_deg`` about ``axis`` (N) by the
+    quaternion PD law :class:`~kanedyn.QuaternionPD` as an ideal hub torque, sampled
+    every ``period`` s. ``flexible=False``: the same arrays rigid (the same mass,
+    mass centre and inertia, no modes). The arrays' first bending frequency is
+    ``1.8751² √(EI / (ρ ℓ⁴)) / 2π`` (0.25 Hz by default)."""
+    from kanedyn.model.beam import beam_body
+
+    hub = Body("hub", mass=300.0, inertia=inertia_tensor(150.0, 120.0, 100.0))
+    bodies, joints = [hub], [Joint.free("root", outer="hub")]
+    for side, sign in (("left", -1.0), ("right", 1.0)):
+        array = beam_body(f"array_{side}", length, mass_per_length, EI, n_modes=n_modes,
+                          damping_ratio=damping_ratio)  # fmt: skip
+        if not flexible:
+            array = attrs.evolve(array, modes=None)
+        bodies.append(array)
+        turn = np.eye(3) if sign > 0 else np.diag([-1.0, -1.0, 1.0])  # half a turn about z
+        joints.append(Joint.weld(f"mount_{side}", "hub", array.name,
+                                 inner_point=(sign * 0.8, 0.0, 0.0), inner_rotation=turn))  # fmt: skip
+    model = Model(bodies, joints)
+    a = np.asarray(axis, dtype=float)
+    target = rotvec_to_quat(np.deg2rad(angle_deg) * a / np.linalg.norm(a))
+    law = QuaternionPD("hub", target, (), Kp=Kp, Kd=Kd)
+    return SlewCase(model, model.initial_state(), Controller(period, law), target, ())
 
 
 # --------------------------------------------------------------------------- in orbit

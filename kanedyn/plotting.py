@@ -208,8 +208,8 @@ def plot_run(
     and its initial spin axis (the body axis closest to H at t = 0), in a central field
     its roll, pitch and yaw relative to the osculating LVLH of the system's mass centre
     (:meth:`kanedyn.Trajectory.lvlh_attitude`, 123 Euler angles) and its angle from LVLH,
-    otherwise its 321 Euler angles (yaw, pitch, roll) from N; and the joint angles and
-    slides. In a central field the angular momentum is the one about the field's centre
+    otherwise its 321 Euler angles (yaw, pitch, roll) from N; the joint angles and
+    slides; with flexible bodies, their modal coordinates (``body.y1``, ...). In a central field the angular momentum is the one about the field's centre
     (:meth:`kanedyn.Trajectory.angular_momentum_about`, conserved with free roots and no
     applied loads), without the linear momentum's drift. Panels and
     traces that carry only round-off (below 1e-9 of their scale) are left out, and so
@@ -343,7 +343,18 @@ def plot_run(
               attitude]  # fmt: skip
     if _roundoff(np.linalg.norm(H, axis=1), 1.0):  # nothing turns: no momentum panels
         panels = [energy, energy_drift, rates, attitude]
+    model = traj.model
+    flexible = [model.bodies[i].name for i, _ in model.modal_slices()]
+
+    def modal(ax: Any) -> None:  # the columns body.y1, ... of the trajectory
+        modal_names = traj.column_names()[1 + model.nq : 1 + model.nq_total]
+        for k, label in enumerate(modal_names):
+            ax.plot(t, traj.q[:, model.nq + k], label=label)
+        ax.set(ylabel="η", title="Modal coordinates")
+        ax.legend(fontsize="small", ncol=2)
+
     panels += [p for p, keep in ((joint_angles, angles), (joint_slides, slides)) if keep]
+    panels += [modal] if flexible else []
     rows = (len(panels) + 1) // 2
     fig, axes = plt.subplots(
         rows, 2, figsize=(12, 2.9 * rows + 0.8), sharex=True, constrained_layout=True,

@@ -16,7 +16,7 @@ import pytest
 
 HOWTO = Path(__file__).parents[1] / "docs" / "howto"
 PAGES = sorted(HOWTO.glob("*.md")) if HOWTO.is_dir() else []
-SLOW = {"fast-runs.md"}  # simulates ensembles: minutes on a small machine
+SLOW = {"fast-runs.md", "flexible-appendages.md"}  # ensembles; flexible runs on the dense engine
 
 FENCE = re.compile(r"^```(?:python|\{code-cell\}\s*python3?|\{code-cell\}\s*ipython3)\s*\n(.*?)^```",
                    re.S | re.M)  # fmt: skip

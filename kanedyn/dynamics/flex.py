@@ -20,7 +20,7 @@ with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The den
 functions (:mod:`kanedyn.dynamics.kane`: ``kd.mass_matrix``, ``kd.forcing``,
 ``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's;
 the compiled engine runs the same terms in the tree recursion
-(:mod:`kanedyn.dynamics.flex_recursion`).
+(:mod:`kanedyn.dynamics.flex_recursion`), and ``kd.simulate`` integrates them.
 """
 
 from __future__ import annotations
@@ -46,18 +46,12 @@ Array = NDArray[np.float64]
 def split(model: Model, state: Any) -> tuple[Array, Array, Array, Array]:
     """``(q_joints, u_joints, η, ξ)`` of a state of a model with flexible bodies (one
     :class:`~kanedyn.State`; batches of states are not taken yet)."""
-    nq, n, nf = model.nq, model.n, model.nf
     if not isinstance(state, State):
         raise ModelError(
             f"a model with flexible bodies takes one kanedyn State, got {type(state).__name__}"
         )
-    if state.q.shape != (nq + nf,) or state.u.shape != (n + nf,):
-        raise ModelError(
-            f"state has lengths q {state.q.size}, u {state.u.size}; this model has "
-            f"nq + nf = {nq} + {nf}, n + nf = {n} + {nf} (the modal coordinates follow the joints')"
-        )
-    if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.u))):
-        raise ModelError("state has non-finite entries")
+    model.check_state(state, flexible=True)
+    nq, n = model.nq, model.n
     return state.q[:nq], state.u[:n], state.q[nq:], state.u[n:]
 
 

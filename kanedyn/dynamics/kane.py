@@ -219,10 +219,18 @@ def flexible_system(
     q, u, eta, xi = flex.split(model, state)  # one State: a batch is refused
     kin = kinematics_at(model, q, u)
     tm = kane_terms(model, kin)
+    return flexible_system_at(model, tm, applied_loads(model, State(q, u), kin, loads, t), eta, xi)
+
+
+def flexible_system_at(
+    model: Model, tm: KaneTerms, L: AppliedLoads, eta: Array, xi: Array
+) -> tuple[Array, Array]:
+    """:func:`flexible_system` from the Kane terms of the joints' state ``tm``, the
+    applied loads ``L`` resolved there and the modal coordinates and speeds."""
     n = model.n
-    M, f = flex.flex_terms(model, kin, tm.par, eta, xi)
+    M, f = flex.flex_terms(model, tm.kin, tm.par, eta, xi)
     M[:n, :n] += mass_matrix_at(model, tm)
-    f[:n] += forcing_at(model, tm, applied_loads(model, State(q, u), kin, loads, t))
+    f[:n] += forcing_at(model, tm, L)
     return M, f
 
 

@@ -163,9 +163,13 @@ def kinematics(model: Model, state: State) -> Kinematics:
     >>> m = kd.examples.double_pendulum()
     >>> kd.kinematics(m, m.initial_state()).r.shape
     (2, 3)
+
+    With flexible bodies, the body frames' (the undeformed bodies'): the joints'
+    coordinates and speeds of the state (:func:`kanedyn.dynamics.flex.node_motion`
+    gives a node's deflected motion).
     """
-    model.check_state(state)
-    return kinematics_at(model, state.q, state.u)
+    model.check_state(state, flexible=True)
+    return kinematics_at(model, state.q[: model.nq], state.u[: model.n])
 
 
 def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None) -> Kinematics:

@@ -465,6 +465,14 @@ def _read_sc(
             state = model.set_joint(state, name, **init)
         except ModelError as exc:
             raise L.error(init_line, str(exc)) from None
+    for name, record in flex.items():  # 42's initial modal states (x, u of the flex file)
+        if model.body(name).modes is not None:
+            try:
+                state = model.set_modes(
+                    state, name, amplitudes=record.amplitudes, rates=record.rates
+                )
+            except ModelError as exc:
+                raise FileFormatError(f"{record.file}: initial modal states: {exc}") from None
     if wheels:
         kin = kinematics(model, state)
         for w, h in zip(wheels, h0, strict=True):

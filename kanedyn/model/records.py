@@ -755,6 +755,18 @@ class Model:
         state is ``q = [q_joints | η]``, ``u = [u | s | ξ]``."""
         return sum(b.modes.n for b in self.bodies if b.modes is not None)
 
+    @property
+    def nq_total(self) -> int:
+        """Length of a state's ``q``: the joints' coordinates and the modal coordinates,
+        ``nq + nf`` (= ``nq`` for a rigid model)."""
+        return self.nq + self.nf
+
+    @property
+    def n_total(self) -> int:
+        """Length of a state's ``u``: the joints' speeds and the modal speeds,
+        ``n + nf`` (= ``n`` for a rigid model)."""
+        return self.n + self.nf
+
     def modal_slices(self) -> list[tuple[int, slice]]:
         """``(body index, slice into η)`` of every flexible body, in body order."""
         out, k = [], 0
@@ -899,8 +911,13 @@ class Model:
 
         return assemble(self, state, fix, **kw)
 
-    def check_state(self, state: State) -> State:
-        """Return ``state`` if its sizes fit this model and it is finite, else raise."""
+    def check_state(self, state: State, *, flexible: bool = False) -> State:
+        """Return ``state`` if its sizes fit this model and it is finite, else raise.
+
+        ``flexible``: the caller takes the full state of a model with flexible bodies,
+        ``q = [q_joints | η]`` (``nq_total``), ``u = [u | s | ξ]`` (``n_total``); without
+        it such a state is refused with the reason (the caller runs the rigid tree only).
+        """
         if self.is_symbolic:
             raise ModelError(
                 "this model has symbolic parameters: use kanedyn.symbolic, or model.subs({...}) "
@@ -908,22 +925,58 @@ class Model:
             )
         if not isinstance(state, State):
             raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")
-        if self.nf and state.q.shape == (self.nq + self.nf,):
+        nq, n = (self.nq_total, self.n_total) if flexible else (self.nq, self.n)
+        if self.nf and not flexible and state.q.shape == (self.nq_total,):
             raise ModelError(
-                "this model has flexible bodies: kd.mass_matrix, kd.forcing, "
-                "kd.forward_dynamics, kd.kinetic_energy, kd.potential_energy and kd.momentum "
-                "take its states (q = [q_joints | eta], u = [u | s | xi]); this function "
-                "does not yet"
+                "this model has flexible bodies: kd.simulate (engine='dense'), "
+                "kd.mass_matrix, kd.forcing, kd.forward_dynamics, kd.kinetic_energy, "
+                "kd.potential_energy, kd.momentum, kd.kinematics and kd.linearize take its "
+                "states (q = [q_joints | eta], u = [u | s | xi]); this function does not yet"
             )
-        if state.q.shape != (self.nq,):
-            raise ModelError(f"state.q has length {state.q.size}; this model has nq = {self.nq}")
-        if state.u.shape != (self.n,):
+        flex = flexible and self.nf > 0
+        if state.q.shape != (nq,):
+            sizes = f"nq + nf = {self.nq} + {self.nf}" if flex else f"nq = {self.nq}"
+            raise ModelError(f"state.q has length {state.q.size}; this model has {sizes}")
+        if state.u.shape != (n,):
+            sizes = f"nu + ns{' + nf' if flex else ''} = {self.nu} + {self.ns}"
             raise ModelError(
-                f"state.u has length {state.u.size}; this model has nu + ns = {self.nu} + {self.ns}"
+                f"state.u has length {state.u.size}; this model has "
+                f"{sizes}{f' + {self.nf}' if flex else ''}"
             )
         if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.u))):
             raise ModelError("state has non-finite entries")
         return state
+
+    def set_modes(
+        self,
+        state: State,
+        body: str,
+        *,
+        amplitudes: ArrayLike | None = None,
+        rates: ArrayLike | None = None,
+    ) -> State:
+        """Return a new State with a flexible body's modal coordinates ``η`` (its
+        ``amplitudes``, as many as the body's modes) and modal speeds ``ξ = η̇``
+        (``rates``) set; the state's other entries are kept."""
+        self.check_state(state, flexible=True)
+        idx = self.modal(body)
+        q, u = state.q.copy(), state.u.copy()
+        for x, target, offset, what in (
+            (amplitudes, q, self.nq, "amplitudes"),
+            (rates, u, self.n, "rates"),
+        ):
+            if x is None:
+                continue
+            arr = np.asarray(x, dtype=float).reshape(-1)
+            if arr.size != idx.size:
+                raise ModelError(
+                    f"body {body!r}: modal {what} needs {idx.size} values (one a mode), "
+                    f"got {arr.size}"
+                )
+            if not np.all(np.isfinite(arr)):
+                raise ModelError(f"body {body!r}: modal {what} has non-finite values")
+            target[offset + idx] = arr
+        return State(q, u)
 
     def set_joint(
         self,
@@ -943,8 +996,10 @@ class Model:
         reads a spherical joint's "initial angles") or ``quaternion`` (scalar last);
         ``rates`` is Go's angular velocity relative to Gi in Go components.
         Slides: ``displacements`` and ``displacement_rates`` have ``trn_dof`` entries.
+        The modal coordinates of a model with flexible bodies are kept
+        (:meth:`set_modes` sets them).
         """
-        self.check_state(state)
+        self.check_state(state, flexible=True)
         k = self.joint_index(joint)
         jnt = self.joints[k]
         lay = self.layout

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn import joints
 from kanedyn.dynamics.kinematics import kinematics_at
-from kanedyn.dynamics.loads import Force, JointLoad
+from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import ModelError
 from kanedyn.model import Body, Joint, Model, State
 from kanedyn.spatial import rotation as rot
@@ -219,6 +219,8 @@ class QuaternionPD:
     with ``q_e = q_target⁻¹ ⊗ q`` (attitude of ``body`` relative to the target, both
     ``R_N_B`` quaternions), realized by the wheels: the motors apply ``τ`` to the rotors
     and ``-τ`` to the host, so ``τ = -A⁺ T`` with ``A`` the wheel axes as columns.
+    Without wheels (``wheels=()``), ``T`` is applied to ``body`` itself (an ideal
+    torquer, body axes).
     """
 
     body: str
@@ -227,14 +229,16 @@ class QuaternionPD:
     Kp: float = 1.0
     Kd: float = 5.0
 
-    def __call__(self, t: float, model: Model, state: State) -> list[JointLoad]:
-        kin = kinematics_at(model, state.q, state.u)
+    def __call__(self, t: float, model: Model, state: State) -> list[JointLoad] | list[Torque]:
+        kin = kinematics_at(model, state.q[: model.nq], state.u[: model.n])  # the joints'
         i = model.body_index(self.body)
         R = kin.R_N_B[i]
         q = rot.dcm_to_quat(R)
         q_err = rot.quat_multiply(rot.quat_conjugate(self.target), q)
         w_B = R.T @ kin.omega[i]
         T = -self.Kp * np.sign(q_err[3] if q_err[3] != 0 else 1.0) * q_err[:3] - self.Kd * w_B
+        if not self.wheels:
+            return [Torque(self.body, T, frame="body")]
         A = np.column_stack([w.axis for w in self.wheels])
         return wheel_loads(self.wheels, -np.linalg.pinv(A) @ T)
 
@@ -275,7 +279,7 @@ class Sampler:
             return
         assert self.controller is not None
         model = self.model
-        q = joints.normalize_quaternions(NUMPY, model.layout, x[: model.nq])
-        u = system.speeds(q, x[model.nq :])
+        q = joints.normalize_quaternions(NUMPY, model.layout, x[: model.nq_total])
+        u = system.speeds(q, x[model.nq_total :])
         system.held = list(self.controller.law(t, model, State(q, u)))
         self.advance(t)

@@ -46,7 +46,7 @@ from kanedyn.simulation.monitor import state_names
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.run_loops import LOOPS
 from kanedyn.simulation.run_options import RunOptions, check_times
-from kanedyn.simulation.run_plan import RunPlan
+from kanedyn.simulation.run_plan import RunPlan, check_flexible
 from kanedyn.simulation.run_state import Run
 from kanedyn.simulation.stops import Stops, stop_limits
 from kanedyn.simulation.system import linear_modes, qdot, resolve_engine
@@ -96,8 +96,13 @@ def simulate(
     Parameters
     ----------
     model : Model
+        With flexible bodies (``Body.modes``), run on the dense engine in Kane's
+        formulation (``engine="auto"`` picks it; RK4 or an adaptive method, loads and a
+        controller; :func:`kanedyn.simulation.run_plan.check_flexible` names what is
+        refused).
     state : State
-        Initial coordinates and speeds.
+        Initial coordinates and speeds (with flexible bodies ``q = [q_joints | η]``,
+        ``u = [u | s | ξ]``: :meth:`kanedyn.Model.set_modes`).
     t_final : float
         Duration [s], from t = 0.
     dt : float
@@ -205,7 +210,8 @@ def simulate(
         progress=progress, engine=engine, stream=stream, stabilization=stabilization,
         baumgarte=baumgarte, limits=limits, force=force, stacklevel=2,
     )  # fmt: skip
-    model.check_state(state)
+    model.check_state(state, flexible=True)
+    check_flexible(model, options)
     diagnose.check_initial_energy(model, state)
     if isinstance(options.method, EnergyMomentum):
         return _energy_momentum(model, state, options)

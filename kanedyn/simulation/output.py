@@ -26,10 +26,17 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from kanedyn.dynamics.kane import kinetic_energy_at, momentum_at, potential_energy_at
+from kanedyn.dynamics.kane import (
+    kinetic_energy,
+    kinetic_energy_at,
+    momentum,
+    momentum_at,
+    potential_energy,
+    potential_energy_at,
+)
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.errors import ModelError
-from kanedyn.model import Model
+from kanedyn.model import Model, State
 
 __all__ = [
     "STATUSES",
@@ -143,8 +150,12 @@ def column_names(coordinates: list[str], speeds: list[str], units: dict[str, str
 
 def derived_histories(model: Model, q: Array, u: Array) -> tuple[Array, Array, Array, Array]:
     """Kinetic and potential energy (k,), P (k, 3) [N s] and H (k, 3) [N m s, about the
-    mass centre] at the states ``q`` (k, nq), ``u`` (k, n): the derived CSV columns. The
-    kinematics of blocks of :data:`BLOCK` states are computed at once."""
+    mass centre] at the states ``q`` (k, nq_total), ``u`` (k, n_total): the derived CSV
+    columns. The kinematics of blocks of :data:`BLOCK` states are computed at once; with
+    flexible bodies, state by state (:func:`kanedyn.kinetic_energy` and the others:
+    elastic motion and strain energy included; NaN for a state that is not finite)."""
+    if model.nf:
+        return _flexible_histories(model, q, u)
     T, V, P, H = [np.zeros(0)], [np.zeros(0)], [np.zeros((0, 3))], [np.zeros((0, 3))]
     with np.errstate(all="ignore"):  # a diverged run's last states may overflow
         for a in range(0, len(q), BLOCK):
@@ -156,6 +167,24 @@ def derived_histories(model: Model, q: Array, u: Array) -> tuple[Array, Array, A
             P.append(Pb)
             H.append(Hb)
     return np.concatenate(T), np.concatenate(V), np.concatenate(P), np.concatenate(H)
+
+
+def _flexible_histories(model: Model, q: Array, u: Array) -> tuple[Array, Array, Array, Array]:
+    k = len(q)
+    T, V, P, H = (
+        np.full(k, np.nan),
+        np.full(k, np.nan),
+        np.full((k, 3), np.nan),
+        np.full((k, 3), np.nan),
+    )
+    with np.errstate(all="ignore"):
+        for i in range(k):
+            if not (np.all(np.isfinite(q[i])) and np.all(np.isfinite(u[i]))):
+                continue  # a diverged run's last states
+            state = State(q[i], u[i])
+            T[i], V[i] = kinetic_energy(model, state), potential_energy(model, state)
+            P[i], H[i] = momentum(model, state)
+    return T, V, P, H
 
 
 class CsvStream:
@@ -242,7 +271,8 @@ def output_bytes(model: Model, plot: bool = False) -> float:
     """Bytes a run holds per output state, counting every array that grows with the
     outputs (the run loops allocate nothing per step: their state vectors are reused).
 
-    With ``nx = nq + n`` values in the integrated state and ``8`` bytes a float:
+    With ``nx = nq + n`` values in the integrated state (``nq_total + n_total`` with
+    flexible bodies) and ``8`` bytes a float:
 
     * the recorder: a copy of the state (``8 nx`` and a 112-byte array header), the time
       as a Python float (24) and three list slots (24);
@@ -256,7 +286,7 @@ def output_bytes(model: Model, plot: bool = False) -> float:
       and matplotlib's copies of every line drawn (two coordinates, twice, for ~16 lines
       and one per joint coordinate).
     """
-    nx, n, nq = model.nq + model.n, model.n, model.nq
+    nx, n, nq = model.nq_total + model.n_total, model.n_total, model.nq_total
     floats = nx + nx + (nx + n) + nx + (1 + nq + 2 * n) + 3 * len(DERIVED_COLUMNS)
     if plot:
         floats += 18 + 4 * (16 + nq)
@@ -284,7 +314,7 @@ def check_output_size(
     """A ModelError before a run whose outputs would not fit in the available memory
     (:func:`run_bytes`) or, with ``folder``, on its disk (about 25
     bytes per CSV value and 8 per NPZ value), naming both numbers and the remedies."""
-    columns = 1 + model.nq + model.n + len(DERIVED_COLUMNS)
+    columns = 1 + model.nq_total + model.n_total + len(DERIVED_COLUMNS)
     memory = run_bytes(model, n_outputs, plot)
     available = available_memory()
     if memory > available:

@@ -24,12 +24,12 @@ from kanedyn.model import Model, State
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
-from kanedyn.simulation.options import Formulation, Stabilization
+from kanedyn.simulation.options import EnergyMomentum, Formulation, Stabilization
 from kanedyn.simulation.run_options import RunOptions
 from kanedyn.simulation.stops import stop_limits
 from kanedyn.simulation.system import resolve_engine
 
-__all__ = ["Loop", "RunPlan", "check_loops"]
+__all__ = ["Loop", "RunPlan", "check_flexible", "check_loops"]
 
 
 class Loop(enum.Enum):
@@ -100,6 +100,34 @@ class RunPlan:
         if cm is not None and not (o.loads or o.controller or self.lock_events or stops):
             return Loop.RK4_COMPILED
         return Loop.RK4
+
+
+def check_flexible(model: Model, options: RunOptions) -> None:
+    """A ModelError naming what a run of a model with flexible bodies cannot do yet:
+    they run in Kane's formulation on the dense engine (:func:`kanedyn.forward_dynamics`
+    over ``[u | s | ξ]``, :mod:`kanedyn.dynamics.flex`), with RK4 or an adaptive method,
+    loads and a controller; the momentum states of MSD, the energy-momentum scheme, lock
+    events, joint-limit stops and loops do not have the modal terms."""
+    if not model.nf:
+        return
+    o = options
+    flexible = [b.name for b in model.bodies if b.modes is not None]
+    why = None
+    if o.formulation is not Formulation.KANE:
+        why = "formulation='msd': the momentum states do not have the modal terms yet"
+    elif isinstance(o.method, EnergyMomentum):
+        why = "method='energy-momentum': the conserving scheme does not have the modal terms yet"
+    elif o.events:
+        why = "lock events: the re-solved speeds (MSD's momenta) do not have the modal terms yet"
+    elif o.limits is limits_.Limits.STOP:
+        why = "limits='stop': the stops' locks do not have the modal terms yet"
+    elif model.loops:
+        why = "the model has loops: the loop equations do not have the modal terms yet"
+    if why is not None:
+        raise ModelError(
+            f"flexible bodies {flexible}: {why}; a flexible model runs in Kane's "
+            "formulation on the dense engine (method 'rk4' or an adaptive one)"
+        )
 
 
 def check_loops(

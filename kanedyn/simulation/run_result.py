@@ -36,7 +36,7 @@ def output_speeds(system: System, xs: Array, locks: list[NDArray[np.intp]]) -> A
     ``system.locked`` at the last lock set: callers that go on put it back."""
     model = system.model
     if system.formulation is Formulation.KANE:
-        return xs[:, model.nq :].copy()
+        return xs[:, model.nq_total :].copy()
     out = np.empty((len(xs), model.n))
     for i, (x, locked) in enumerate(zip(xs, locks, strict=True)):
         system.locked = locked
@@ -58,10 +58,10 @@ class Streamer:
     def __call__(self, ts: list[float], xs: list[Any], locks: list[Any]) -> None:
         model = self.system.model
         was_locked = self.system.locked
-        x = np.array(xs, dtype=float).reshape(len(ts), model.nq + model.n)
+        x = np.array(xs, dtype=float).reshape(len(ts), model.nq_total + model.n_total)
         u = output_speeds(self.system, x, locks)
         self.system.locked = was_locked
-        self.stream(np.array(ts, dtype=float), x[:, : model.nq], u)
+        self.stream(np.array(ts, dtype=float), x[:, : model.nq_total], u)
 
 
 def engine_label(system: System) -> str:
@@ -114,7 +114,7 @@ def trajectory(
     kept)."""
     model = system.model
     form = system.formulation
-    xs = np.array(rec.xs, dtype=float).reshape(len(rec.ts), model.nq + model.n)
+    xs = np.array(rec.xs, dtype=float).reshape(len(rec.ts), model.nq_total + model.n_total)
     if speeds is None:
         was_locked = system.locked
         speeds = output_speeds(system, xs, rec.locks[: len(rec.ts)])
@@ -125,7 +125,7 @@ def trajectory(
         else {"status": status}
     )
     return Trajectory(
-        model=model, t=np.array(rec.ts, dtype=float), q=xs[:, : model.nq], u=speeds,
+        model=model, t=np.array(rec.ts, dtype=float), q=xs[:, : model.nq_total], u=speeds,
         formulation=form.value, method=integrator.name, wall_time=wall_time, steps=steps,
         events=tuple(events),
         momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,

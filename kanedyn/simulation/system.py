@@ -25,7 +25,13 @@ from kanedyn import joints
 from kanedyn.compiled import CompiledModel, check_finite, compile_model, supports
 from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics import msd
-from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kane import (
+    flexible_system_at,
+    forcing_at,
+    kane_terms,
+    mass_matrix_at,
+    solve_mass_matrix,
+)
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError, SimulationError
@@ -62,8 +68,12 @@ def resolve_engine(model: Model, engine: Engine) -> bool:
 
 def qdot(model: Model, q: Array, u: Array) -> Array:
     """Kinematic equations (:func:`kanedyn.joints.qdot`): angle and slide rates are
-    speeds; ``q̇ = ½ q ⊗ [ω, 0]``."""
-    return joints.qdot(model.layout, q, u)
+    speeds; ``q̇ = ½ q ⊗ [ω, 0]``; with flexible bodies, ``η̇ = ξ`` (``q`` and ``u``
+    the full states, ``nq_total`` and ``n_total`` long)."""
+    qd = joints.qdot(model.layout, q, u)
+    if model.nf:
+        qd[..., model.nq :] = u[..., model.n :]
+    return qd
 
 
 def normalize_quaternions(model: Model, q: Array) -> Array:
@@ -116,6 +126,7 @@ class System:
             return y
         if self.cm is not None:  # the last n outputs of the MSD kernel
             return np.array(self.cm.rhs(q.tolist(), y.tolist())[self.model.n + self.model.nq :])
+        assert not self.model.nf  # run_plan.check_flexible: Kane's formulation
         return msd.speeds_at(
             self.model, kinematics_at(self.model, q, np.zeros(self.model.n)), y, self.locked
         )
@@ -130,18 +141,20 @@ class System:
                 raise ModelError(SINGULAR_MASS_MATRIX)
             out = nc.out
             return np.concatenate((out[model.n : model.n + model.nq], out[: model.n]))
-        q = normalize_quaternions(model, x[: model.nq])
-        y = x[model.nq :]
+        nq, n = model.nq, model.n
+        q = normalize_quaternions(model, x[: model.nq_total])
+        y = x[model.nq_total :]
         if self.cm is not None and not (self.loads or self.held):
             return self._compiled(self.cm, q, y, None)
         u = self.speeds(q, y)
-        kin = kinematics_at(model, q, u)
+        kin = kinematics_at(model, q[:nq], u[:n])
         state = State(q, u) if callable(self.loads) else _LightState(q, u)
         records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
         if self.held:
             records = [*(records or ()), *self.held]
+        joint_state = _LightState(q[:nq], u[:n]) if model.nf else state
         try:
-            L = applied_loads(model, state, kin, records, t)  # type: ignore[arg-type]
+            L = applied_loads(model, joint_state, kin, records, t)  # type: ignore[arg-type]
         except ModelError as exc:
             if not self.started:
                 raise
@@ -162,11 +175,14 @@ class System:
                 raise SimulationError(f"t = {t:.6g}: {exc}") from None
         elif kane:
             tm = kane_terms(model, kin)
-            M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
-            ydot = np.zeros(model.n)
+            if model.nf:  # over [u | s | ξ] (kanedyn.dynamics.flex)
+                M, f = flexible_system_at(model, tm, L, q[nq:], u[n:])
+            else:
+                M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
+            ydot = np.zeros(model.n_total)
             # a singular mass matrix raises ModelError; the run loops add the time
             if self.locked.size:
-                free = np.setdiff1d(np.arange(model.n), self.locked)
+                free = np.setdiff1d(np.arange(model.n_total), self.locked)
                 ydot[free] = solve_mass_matrix(M[np.ix_(free, free)], f[free])
             else:
                 ydot = solve_mass_matrix(M, f)
@@ -221,7 +237,7 @@ class System:
         (:meth:`relock`). With loops, ``q`` is first closed again with the locked
         coordinates kept (:func:`kanedyn.dynamics.loops.close`: a stop has set one on
         its bound)."""
-        nq = self.model.nq
+        nq = self.model.nq_total
         q = x[:nq]
         if self.model.loops:
             q = loops_.close(self.model, normalize_quaternions(self.model, q), locked)
@@ -232,7 +248,7 @@ class System:
         (the Kane equations with the other locks kept; with loops, the loop equations
         with that lock row removed): its sign tells whether the lock's constraint force
         pushes or pulls."""
-        nq = self.model.nq
+        nq = self.model.nq_total
         q = normalize_quaternions(self.model, x[:nq])
         u = self.speeds(q, x[nq:])
         free = np.setdiff1d(self.locked, [r])

@@ -22,13 +22,13 @@ from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.names import coordinate_names, speed_names
+from kanedyn.model.names import coordinate_names, coordinate_units, speed_names, speed_units
 from kanedyn.model.options import Formulation
 from kanedyn.model.orbit import LvlhAttitude, Orbit, lvlh
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as _output
 
-__all__ = ["BodyHistory", "Trajectory", "csv_header"]
+__all__ = ["BodyHistory", "NodeHistory", "Trajectory", "csv_header"]
 
 Array = NDArray[np.float64]
 
@@ -44,9 +44,26 @@ class BodyHistory:
     velocity: Array
 
 
+@attrs.frozen(eq=False)
+class NodeHistory:
+    """A flexible body's node at each output (:meth:`Trajectory.node`; N components):
+    ``position``, ``velocity``, ``omega``, ``displacement`` (the elastic part
+    ``RΨη``), ``rotation`` (``RΘη``), each (nt, 3), and ``R_N_node`` (nt, 3, 3) (the
+    fields of :class:`kanedyn.dynamics.flex.NodeMotion`)."""
+
+    position: Array
+    velocity: Array
+    R_N_node: Array
+    omega: Array
+    displacement: Array
+    rotation: Array
+
+
 @attrs.frozen(eq=False, slots=False)
 class Trajectory:
-    """The result of :func:`simulate`: ``t`` (nt,), ``q`` (nt, nq), ``u`` (nt, n); for an
+    """The result of :func:`simulate`: ``t`` (nt,), ``q`` (nt, nq), ``u`` (nt, n) (with
+    flexible bodies ``q = [q_joints | η]`` (nt, nq + nf) and ``u = [u | s | ξ]``
+    (nt, n + nf): :meth:`modal` and :meth:`node` read them); for an
     MSD run, ``momenta`` (nt, n) holds the integrated momentum states themselves
     (:func:`kanedyn.dynamics.msd.momenta` layout; ``None`` for Kane runs).
 
@@ -198,15 +215,38 @@ class Trajectory:
     def _bodies(self) -> dict[str, BodyHistory]:
         return {}
 
+    def _joints(self, rows: slice) -> tuple[Array, Array]:
+        """The joints' coordinates and speeds of the outputs ``rows`` (the modal ones
+        left out)."""
+        return self.q[rows, : self.model.nq], self.u[rows, : self.model.n]
+
+    def modal(self, body: str) -> tuple[Array, Array]:
+        """A flexible body's modal coordinates ``η`` and speeds ``ξ`` at each output,
+        (nt, modes) each (the columns ``body.y1``, ..., ``body.y1_dot``, ...)."""
+        idx = self.model.modal(body)
+        return self.q[:, self.model.nq + idx], self.u[:, self.model.n + idx]
+
+    def node(self, body: str, node: str) -> NodeHistory:
+        """The motion of ``node`` of the flexible ``body`` at each output
+        (:func:`kanedyn.dynamics.flex.node_motion`, stacked: :class:`NodeHistory`)."""
+        from kanedyn.dynamics.flex import node_motion
+
+        self.model.modal(body)  # a ModelError for a rigid body, before any work
+        rows = [node_motion(self.model, self.state(i), body, node) for i in range(len(self.t))]
+        fields = [f.name for f in attrs.fields(NodeHistory)]
+        return NodeHistory(**{f: np.array([getattr(r, f) for r in rows]) for f in fields})
+
     def body(self, name: str) -> BodyHistory:
-        """One body's histories (computed once per body)."""
+        """One body's histories (computed once per body); of the body frame (the
+        undeformed body) of a flexible body."""
         if name in self._bodies:
             return self._bodies[name]
         i = self.model.body_index(name)
         parts = []  # the kinematics of blocks of outputs at once (kinematics_at is batched)
         block = _output.BLOCK
         for a in range(0, len(self.t), block):
-            kin = kinematics_at(self.model, self.q[a : a + block], self.u[a : a + block])
+            q, u = self._joints(slice(a, a + block))
+            kin = kinematics_at(self.model, q, u)
             parts.append((kin.R_N_B[:, i], kin.omega[:, i], kin.r[:, i], kin.v[:, i]))
         R, w_N, r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)
@@ -246,8 +286,7 @@ class Trajectory:
         m = np.array([float(b.mass) for b in self.model.bodies])
         parts = []
         for a in range(0, len(self.t), _output.BLOCK):
-            kin = kinematics_at(self.model, self.q[a : a + _output.BLOCK],
-                                self.u[a : a + _output.BLOCK])  # fmt: skip
+            kin = kinematics_at(self.model, *self._joints(slice(a, a + _output.BLOCK)))
             parts.append((m @ kin.r / m.sum(), m @ kin.v / m.sum()))
         r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         return r, v
@@ -315,13 +354,7 @@ def csv_header(model: Model) -> list[str]:
     """The CSV header of ``model``'s trajectories: ``t [s]``, the coordinates (``[1]`` for
     quaternion components, ``[rad]``, ``[m]``), the speeds (``[rad/s]``, ``[m/s]``),
     then the energies ``[J]`` and momenta ``[N s]``, ``[N m s]``."""
-    units: dict[str, str] = {}
-    for k, j in enumerate(model.joints):
-        nr = j.n_rot_coordinates
-        qn = [coordinate_names(model)[i] for i in model.layout.q_index[k]]
-        un = [speed_names(model)[i] for i in model.layout.u_index[k]]
-        for pos, name in enumerate(qn):
-            units[name] = ("1" if j.rot_type == "spherical" else "rad") if pos < nr else "m"
-        for pos, name in enumerate(un):
-            units[name] = "rad/s" if pos < j.rot_dof else "m/s"
+    qn, un = coordinate_names(model), speed_names(model)
+    units = dict(zip(qn, coordinate_units(model), strict=True))
+    units.update(zip(un, speed_units(model), strict=True))
     return _output.column_names(coordinate_names(model), speed_names(model), units)

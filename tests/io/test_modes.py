@@ -322,6 +322,8 @@ def test_42_demo_flex_file_values(tmp_path):
     f = flex.fields
     np.testing.assert_array_equal(flex.amplitudes, [1.0e-6, 1.0e-6])  # "Mode 0  x, u"
     np.testing.assert_array_equal(flex.rates, [0.0, 0.0])
+    m = case.model
+    np.testing.assert_array_equal(case.state.q[m.nq + m.modal("B1")], [1.0e-6, 1.0e-6])
     np.testing.assert_array_equal(f["mass"], np.eye(2))
     np.testing.assert_array_equal(f["stiffness"], np.diag([39.478, 3947.8]))
     np.testing.assert_array_equal(f["damping"], np.diag([0.012566, 0.12566]))
@@ -434,6 +436,10 @@ def test_42_joint_nodes_of_a_hub(tmp_path):
     np.testing.assert_array_equal(f["damping"], [[0.0]])
     np.testing.assert_array_equal(case.flex["B0"].amplitudes, [0.002])
     np.testing.assert_array_equal(case.flex["B0"].rates, [-0.01])
+    # 42's initial modal states (x, u) are the state's modal coordinates and speeds
+    m = case.model
+    np.testing.assert_array_equal(case.state.q[m.nq + m.modal("B0")], [0.002])
+    np.testing.assert_array_equal(case.state.u[m.n + m.modal("B0")], [-0.01])
     # TumbleSat is REFPT_CM: 42 sets Pf and Hf to zero, and says so here
     np.testing.assert_array_equal(f["P"], np.zeros((3, 1)))
     np.testing.assert_array_equal(f["H"], np.zeros((3, 1)))
