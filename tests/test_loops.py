@@ -121,7 +121,7 @@ def test_velocity_and_acceleration_forms_are_the_derivatives_of_phi(name):
     s = kd.State(s.q + 0.05 * joint_noise(model, rng), s.u)  # off the manifold: Φ ≠ 0
     acc = rng.normal(size=model.n)
     kin = kd.kinematics(model, s)
-    lt = loops.loop_terms(model, kin, kd.dynamics.partials.bias_accelerations(model, kin))
+    lt = loops.loop_terms(model, s.q, s.u, bias=True)
     h = 1e-5
 
     def at(sign):
@@ -215,11 +215,11 @@ def test_ill_conditioned_partition_is_chosen_again():
     L = kd.dynamics.loads.applied_loads(m, s, kin, None, 0.0)
     crank, rod, slide = (int(m.speeds(n)[0]) for n in ("crank", "rod", "slide"))
     bad = loops.Partition(np.arange(2), np.sort([crank, rod]), np.array([slide]), 1.0)
-    assert np.linalg.cond(loops.loop_terms(m, kin).A[:, bad.dependent]) > 1e12
-    eq = loops.equations_at(m, kin, L, s.u, bad)
+    assert np.linalg.cond(loops.loop_terms(m, s.q).A[:, bad.dependent]) > 1e12
+    eq = loops.equations_at(m, s.q, kin, L, s.u, bad)
     assert eq.partition is not bad and slide in eq.partition.dependent
     good = loops.Partition(np.arange(2), np.sort([crank, slide]), np.array([rod]), 1.0)
-    kept = loops.equations_at(m, kin, L, s.u, good)
+    kept = loops.equations_at(m, s.q, kin, L, s.u, good)
     assert kept.partition is good  # a well-conditioned partition is kept
     np.testing.assert_allclose(loops.constrained_accelerations(eq),
                                loops.constrained_accelerations(kept), atol=1e-12)  # fmt: skip
@@ -555,7 +555,7 @@ def test_symbolic_loop_constraints_match_the_numeric_engine():
     for _ in range(3):
         s = kd.State(rng.normal(size=3), rng.normal(size=3))  # off the manifold too
         kin = kd.kinematics(model, s)
-        lt = loops.loop_terms(model, kin, kd.dynamics.partials.bias_accelerations(model, kin))
+        lt = loops.loop_terms(model, s.q, s.u, bias=True)
         np.testing.assert_allclose(np.ravel(fPhi(s.q, s.u)), lt.Phi, atol=1e-12)
         np.testing.assert_allclose(np.array(fA(s.q, s.u), float), lt.A, atol=1e-12)
         np.testing.assert_allclose(np.ravel(fb(s.q, s.u)), lt.b, atol=1e-12)

@@ -58,7 +58,7 @@ def fd_jacobian(model: kd.Model, q: np.ndarray, h: float = 1e-6) -> np.ndarray:
     """``∂Φ/∂q`` by central differences (the coordinates are hinge angles: ``q̇ = u``)."""
 
     def phi(x: np.ndarray) -> np.ndarray:
-        return loops.loop_terms(model, kinematics_at(model, x, np.zeros(model.n))).Phi
+        return loops.loop_terms(model, x).Phi
 
     return np.column_stack([(phi(q + h * e) - phi(q - h * e)) / (2 * h) for e in np.eye(model.nq)])
 

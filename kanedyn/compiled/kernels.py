@@ -40,13 +40,25 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.compiled.tape import TRACE, Scalar, Tape, Value
+from kanedyn.dynamics import loop_rows
+from kanedyn.dynamics.loops import independent_rows, loop_plan
 from kanedyn.dynamics.recursion import Recursion
+from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.batch import PARAM_FIELDS
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial.plucker import const
 
-__all__ = ["Step", "Trace", "Traced", "parameter_values", "rk4_step", "supports", "traced"]
+__all__ = [
+    "Step",
+    "Trace",
+    "Traced",
+    "parameter_values",
+    "projection",
+    "rk4_step",
+    "supports",
+    "traced",
+]
 
 Array = NDArray[np.float64]
 
@@ -56,8 +68,6 @@ def supports(model: Model, params: Params | None = None) -> str | None:
     compiled, else the reason it cannot."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
-    if model.loops:
-        return "the model has closed loops (kd.Loop); the dense engine runs them"
     lay = model.layout
     pa = params_of(model) if params is None else params
     if lay.spherical.size and (
@@ -183,12 +193,27 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     entries that differ between members are inputs; ``symbols`` (groups of (Params
     field, flat index)) are parameter inputs ``d0, d1, ...`` after the efforts."""
     tr = Trace(model, locked, loads, params, efforts, symbols)
+    if msd and model.loops:
+        raise ModelError(
+            "a model with loops runs in Kane's formulation; the momentum states of 'msd' "
+            "do not hold the loop constraints"
+        )
     if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
+    elif model.loops:  # the tree closed by its loops' independent rows
+        keep = independent_rows(model, locked)
+        nudot, _ = loop_rows.constrained_accelerations(tr, loop_plan(model), keep)
+        outputs = [*nudot, *tr.qdot()]
     else:
         nudot, qd = tr.run()
         outputs = [*nudot, *qd]
+    return Traced(tr.tape, outputs, _args(model, loads, efforts, symbols, tr), tr.param_inputs)
+
+
+def _args(model: Model, loads: bool, efforts: bool,
+          symbols: Sequence[Sequence[tuple[str, int]]], tr: Trace) -> list[str]:  # fmt: skip
+    """The input names of a traced kernel, in order (:class:`Traced`)."""
     args = [f"q{i}" for i in range(model.nq)] + [f"u{i}" for i in range(model.n)]
     if loads:
         args += [f"T{i}_{c}" for i in range(model.nb) for c in range(3)]
@@ -198,7 +223,19 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         args += [f"tau{r}" for r in range(model.n)]
     args += [f"d{i}" for i in range(len(symbols))]
     args += [f"p{i}" for i in range(len(tr.param_inputs))]
-    return Traced(tr.tape, outputs, args, tr.param_inputs)
+    return args
+
+
+def projection(model: Model, locked: frozenset[int], params: Params | None = None,
+               efforts: bool = True) -> Traced:  # fmt: skip
+    """The projection of a state of a model with loops onto its constraint manifold
+    (:func:`kanedyn.dynamics.loop_rows.projected`: Newton on ``Φ(q) = 0``, then the
+    speeds), traced with the inputs of :func:`traced` (the efforts unused); outputs the
+    new state ``[q | u]``. The native RK4 loop applies it after every step, as
+    :func:`kanedyn.dynamics.loops.project` follows every dense step."""
+    tr = Trace(model, locked, False, params, efforts)
+    q, u = loop_rows.projected(tr, loop_plan(model), independent_rows(model, locked))
+    return Traced(tr.tape, [*q, *u], _args(model, False, efforts, (), tr), tr.param_inputs)
 
 
 @attrs.frozen(eq=False)

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from kanedyn.compiled import native as native_backend
 from kanedyn.compiled import python
 from kanedyn.compiled import tcc as tcc_backend
-from kanedyn.compiled.kernels import parameter_values, supports, traced
+from kanedyn.compiled.kernels import parameter_values, projection, supports, traced
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
@@ -433,8 +433,13 @@ class _Code:
         if native or tcc:
             tr = traced(model, locked, False, msd, params, efforts=True)
             pv = np.column_stack(values) if values else None
-            build = native_backend.build if native else tcc_backend.build
-            code = build(tr, model.nq, model.n, model.n, model.layout.quat_q.tolist(), pv)
+            quats = model.layout.quat_q.tolist()
+            if native and model.loops:  # the state projected after every RK4 step
+                proj = projection(model, locked, params)
+                code = native_backend.build(tr, model.nq, model.n, model.n, quats, pv, proj)
+            else:
+                build = native_backend.build if native else tcc_backend.build
+                code = build(tr, model.nq, model.n, model.n, quats, pv)
             if native:
                 self.native = code  # type: ignore[assignment]
             else:
