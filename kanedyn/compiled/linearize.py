@@ -101,6 +101,11 @@ def linearize_model(
     why = supports(model)
     if why is not None:
         raise ModelError(f"linearize: {why}")
+    if model.loops:
+        raise ModelError(
+            "linearize: the model has closed loops (kd.Loop); its linearization on the "
+            "independent speeds is not available yet"
+        )
     lay = model.layout
     n, nq = model.n, model.nq
     columns: list[int] = []

@@ -460,7 +460,7 @@ class _Code:
         if fn is None:
             from kanedyn.compiled.derivatives import derivative_kernel, residual_kernel
 
-            if model.n <= RESIDUAL_ROUTE:
+            if model.n <= RESIDUAL_ROUTE or model.loops:  # the residual route is the tree's
                 tr, _ = derivative_kernel(model, locked)
                 fn = self._callable(model, tr, model.n)
             else:
