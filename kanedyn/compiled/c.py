@@ -315,6 +315,11 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
     why = supports(model)
     if why is not None:
         raise ModelError(f"to_c: cannot compile this model: {why}")
+    if model.loops:
+        raise ModelError(
+            "to_c: the model has closed loops (kd.Loop); the exported RK4 loop does not "
+            "project onto their constraint manifold yet (the native engine does)"
+        )
     runtime = parameters == "runtime"
     params = runtime_parameters(model) if runtime else []
     symbols = [list(par.keys) for par in params]
