@@ -123,3 +123,33 @@ def test_baumgarte_runs_on_the_dense_engine_and_compiled_refuses_it():
     assert traj.engine != "native"
     with pytest.raises(kd.ModelError, match="stabilization='projection'"):
         kd.simulate(model, s, 0.01, 1e-3, stabilization="baumgarte", engine="compiled")
+
+
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank", "parallel_3rrr"])
+def test_linearize_on_the_independent_speeds_matches_finite_differences(name):
+    """``kd.linearize`` about an assembled (moving) state, on the independent speeds,
+    against central differences of the dense engine's accelerations at states assembled
+    with the independent coordinates and rates perturbed."""
+    model = MODELS[name]()
+    s = random_assembled(model, 3)
+    lin = kd.linearize(model, s)
+    k = len(lin.state_names) // 2
+    joints = [x.split(".")[0] for x in lin.state_names[:k]]
+    assert model.n - loops.loop_summary(model, s).rank == k
+    speeds = [int(model.speeds(j)[0]) for j in joints]
+    coords = [int(model.coordinates(j)[0]) for j in joints]
+    np.testing.assert_allclose(lin.A[:k], np.hstack((np.zeros((k, k)), np.eye(k))), atol=1e-12)
+
+    def acc(i, dq, du):
+        q, u = s.q.copy(), s.u.copy()
+        q[coords[i]] += dq
+        u[speeds[i]] += du
+        st = model.assemble(kd.State(q, u), fix=joints)
+        return kd.forward_dynamics(model, st)[speeds]
+
+    h = 1e-5
+    for i in range(k):
+        np.testing.assert_allclose(lin.A[k:, i], (acc(i, h, 0) - acc(i, -h, 0)) / (2 * h),
+                                   rtol=1e-6, atol=1e-6)  # fmt: skip
+        np.testing.assert_allclose(lin.A[k:, k + i], (acc(i, 0, h) - acc(i, 0, -h)) / (2 * h),
+                                   rtol=1e-6, atol=1e-6)  # fmt: skip
