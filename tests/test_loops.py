@@ -120,7 +120,6 @@ def test_velocity_and_acceleration_forms_are_the_derivatives_of_phi(name):
     s = model.assemble(s, fix=[model.joints[0].name])
     s = kd.State(s.q + 0.05 * joint_noise(model, rng), s.u)  # off the manifold: Φ ≠ 0
     acc = rng.normal(size=model.n)
-    kin = kd.kinematics(model, s)
     lt = loops.loop_terms(model, s.q, s.u, bias=True)
     h = 1e-5
 
@@ -552,7 +551,6 @@ def test_symbolic_loop_constraints_match_the_numeric_engine():
     rng = np.random.default_rng(1)
     for _ in range(3):
         s = kd.State(rng.normal(size=3), rng.normal(size=3))  # off the manifold too
-        kin = kd.kinematics(model, s)
         lt = loops.loop_terms(model, s.q, s.u, bias=True)
         np.testing.assert_allclose(np.ravel(fPhi(s.q, s.u)), lt.Phi, atol=1e-12)
         np.testing.assert_allclose(np.array(fA(s.q, s.u), float), lt.A, atol=1e-12)

@@ -16,7 +16,6 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import loops
-from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.spatial.rotation import euler_to_dcm
 
 DT = 1e-3

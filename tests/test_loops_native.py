@@ -67,8 +67,10 @@ def four_bar_runs():
     model = kd.examples.four_bar()
     s = random_assembled(model, 5)
     kw = dict(t_final=0.05, dt=1e-3, output_every=0.01)
-    return model, kd.simulate(model, s, engine="compiled", **kw), kd.simulate(
-        model, s, engine="dense", **kw
+    return (
+        model,
+        kd.simulate(model, s, engine="compiled", **kw),
+        kd.simulate(model, s, engine="dense", **kw),
     )
 
 

@@ -434,6 +434,7 @@ class _Code:
             tr = traced(model, locked, False, msd, params, efforts=True)
             pv = np.column_stack(values) if values else None
             quats = model.layout.quat_q.tolist()
+            code: Any
             if native and model.loops:  # the state projected after every RK4 step
                 proj = projection(model, locked, params)
                 code = native_backend.build(tr, model.nq, model.n, model.n, quats, pv, proj)

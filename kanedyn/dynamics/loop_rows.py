@@ -59,13 +59,20 @@ class RowPlan(Protocol):
     per row, ``rot``, the inner and outer body ``bi``, ``bo`` (``nb`` for N), the axes
     ``x_B``, ``y_B`` and the points ``pi_B``, ``po_B`` in their bodies' axes."""
 
-    rot: NDArray[np.bool_]
-    bi: NDArray[np.intp]
-    bo: NDArray[np.intp]
-    x_B: NDArray[Any]
-    y_B: NDArray[Any]
-    pi_B: NDArray[Any]
-    po_B: NDArray[Any]
+    @property
+    def rot(self) -> NDArray[np.bool_]: ...
+    @property
+    def bi(self) -> NDArray[np.intp]: ...
+    @property
+    def bo(self) -> NDArray[np.intp]: ...
+    @property
+    def x_B(self) -> NDArray[Any]: ...
+    @property
+    def y_B(self) -> NDArray[Any]: ...
+    @property
+    def pi_B(self) -> NDArray[Any]: ...
+    @property
+    def po_B(self) -> NDArray[Any]: ...
 
 
 @attrs.frozen(eq=False)

@@ -247,7 +247,9 @@ def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = Fals
     geo = rec.geometry()
     if bias:
         v = rec.velocities(geo)
-        rows = loop_rows(rec, geo, pl, v, [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)])
+        rows = loop_rows(
+            rec, geo, pl, v, [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
+        )
     else:
         rows = loop_rows(rec, geo, pl)
     m = pl.m

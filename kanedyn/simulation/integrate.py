@@ -139,7 +139,8 @@ def simulate(
         ``stream(t, q, u)`` is called with each block of outputs, in order, while the run
         goes (every few hundred steps): ``t`` (k,), ``q`` (k, nq), ``u`` (k, n). For
         example :class:`kanedyn.simulation.output.CsvStream`.
-        A model with loops runs on the dense engine.
+        A model with loops runs on the native engine (its RK4 step projects onto the
+        constraint manifold) with ``stabilization="projection"``, else on the dense one.
     stabilization : {"projection", "baumgarte", "none"} or kanedyn.simulation.options.Stabilization
         Models with loops only (:class:`~kanedyn.simulation.options.Stabilization`):
         project ``q`` and ``u`` back onto the constraint manifold after every RK4 step
