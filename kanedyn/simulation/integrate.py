@@ -46,7 +46,7 @@ from kanedyn.simulation.monitor import state_names
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.run_loops import LOOPS
 from kanedyn.simulation.run_options import RunOptions, check_times
-from kanedyn.simulation.run_plan import RunPlan
+from kanedyn.simulation.run_plan import Loop, RunPlan
 from kanedyn.simulation.run_state import Run
 from kanedyn.simulation.stops import Stops, stop_limits
 from kanedyn.simulation.system import linear_modes, qdot, resolve_engine
@@ -214,12 +214,15 @@ def simulate(
     try:
         x = run.begin(stacklevel=2)
         assert run.system is not None and run.rec is not None
-        steps, speeds = LOOPS[run.plan.loop(run.system.cm)](run, x)
+        kind = run.plan.loop(run.system.cm)
+        steps, speeds = LOOPS[kind](run, x)
         run.rec.drain()
+        # the native step projects inside the loop: no residual before projection to report
+        native = kind is Loop.RK4_NATIVE
         traj = run_result.trajectory(
             run.system, run.rec, options.method, options.events,
             wall_time=_time.perf_counter() - run.start, steps=steps, speeds=speeds,
-            loop_drift=None if run.drift is None else run.drift.largest,
+            loop_drift=None if run.drift is None or native else run.drift.largest,
         )  # fmt: skip
     except SimulationError as exc:
         raise _diverged(run, exc) from None
