@@ -116,7 +116,8 @@ def test_locked_mechanism_moves_as_the_welded_one(locked_run):
     np.testing.assert_allclose(traj.q[i:, model.coordinates("pend")[0]], theta, atol=1e-12)
     np.testing.assert_allclose(traj.u[i:, model.speeds("pend")[0]], 0.0, atol=1e-12)
     assert max_residuals(model, traj) < 1e-10
-    assert traj.loop_drift is not None and traj.loop_drift < 1e-8
+    if traj.engine != "native":  # the native step projects inside its loop: no drift kept
+        assert traj.loop_drift is not None and traj.loop_drift < 1e-8
 
 
 def test_unlock_resumes_the_free_motion():
