@@ -16,7 +16,6 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import loops
-from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.spatial.rotation import euler_to_dcm
 
 DT = 1e-3
@@ -58,7 +57,7 @@ def fd_jacobian(model: kd.Model, q: np.ndarray, h: float = 1e-6) -> np.ndarray:
     """``∂Φ/∂q`` by central differences (the coordinates are hinge angles: ``q̇ = u``)."""
 
     def phi(x: np.ndarray) -> np.ndarray:
-        return loops.loop_terms(model, kinematics_at(model, x, np.zeros(model.n))).Phi
+        return loops.loop_terms(model, x).Phi
 
     return np.column_stack([(phi(q + h * e) - phi(q - h * e)) / (2 * h) for e in np.eye(model.nq)])
 
@@ -117,7 +116,8 @@ def test_locked_mechanism_moves_as_the_welded_one(locked_run):
     np.testing.assert_allclose(traj.q[i:, model.coordinates("pend")[0]], theta, atol=1e-12)
     np.testing.assert_allclose(traj.u[i:, model.speeds("pend")[0]], 0.0, atol=1e-12)
     assert max_residuals(model, traj) < 1e-10
-    assert traj.loop_drift is not None and traj.loop_drift < 1e-8
+    if traj.engine != "native":  # the native step projects inside its loop: no drift kept
+        assert traj.loop_drift is not None and traj.loop_drift < 1e-8
 
 
 def test_unlock_resumes_the_free_motion():

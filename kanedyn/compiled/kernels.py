@@ -43,8 +43,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.compiled.tape import TRACE, Scalar, Tape, Value
+from kanedyn.dynamics import loop_rows
 from kanedyn.dynamics.flex_recursion import flexible_run
+from kanedyn.dynamics.loops import independent_rows, loop_plan
 from kanedyn.dynamics.recursion import Recursion
+from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.batch import PARAM_FIELDS
 from kanedyn.model.plan import Params, params_of
@@ -56,6 +59,7 @@ __all__ = [
     "Traced",
     "body_load_names",
     "parameter_values",
+    "projection",
     "rk4_step",
     "supports",
     "traced",
@@ -72,8 +76,6 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     their states yet, so without ``flexible`` they are refused."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
-    if model.loops:
-        return "the model has closed loops (kd.Loop); the dense engine runs them"
     lay = model.layout
     pa = params_of(model) if params is None else params
     if lay.spherical.size and (
@@ -225,15 +227,32 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     inputs ``bT0_0 ... bF0_0 ...`` added to the model's loads, between the efforts and
     ``d0``."""
     tr = Trace(model, locked, loads, params, efforts, symbols, body_loads)
+    if msd and model.loops:
+        raise ModelError(
+            "a model with loops runs in Kane's formulation; the momentum states of 'msd' "
+            "do not hold the loop constraints"
+        )
     if msd:
         ydot, qd, nu = tr.run_msd()
         outputs = [*ydot, *qd, *nu]
+    elif model.loops:  # the tree closed by its loops' independent rows
+        keep = independent_rows(model, locked)
+        nudot, _ = loop_rows.constrained_accelerations(tr, loop_plan(model), keep)
+        outputs = [*nudot, *tr.qdot()]
     elif model.nf:
         nudot, qd = flexible_run(tr, tr.eta, tr.xi)
         outputs = [*nudot, *qd]
     else:
         nudot, qd = tr.run()
         outputs = [*nudot, *qd]
+    args = _args(model, loads, efforts, symbols, tr, body_loads)
+    return Traced(tr.tape, outputs, args, tr.param_inputs)
+
+
+def _args(model: Model, loads: bool, efforts: bool,
+          symbols: Sequence[Sequence[tuple[str, int]]], tr: Trace,
+          body_loads: bool = False) -> list[str]:  # fmt: skip
+    """The input names of a traced kernel, in order (:class:`Traced`)."""
     args = [f"q{i}" for i in range(model.nq + model.nf)]
     args += [f"u{i}" for i in range(model.n + model.nf)]
     if loads:
@@ -246,7 +265,20 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         args += body_load_names(model.nb)
     args += [f"d{i}" for i in range(len(symbols))]
     args += [f"p{i}" for i in range(len(tr.param_inputs))]
-    return Traced(tr.tape, outputs, args, tr.param_inputs)
+    return args
+
+
+def projection(model: Model, locked: frozenset[int], params: Params | None = None,
+               efforts: bool = True) -> Traced:  # fmt: skip
+    """The projection of a state of a model with loops onto its constraint manifold
+    (:func:`kanedyn.dynamics.loop_rows.projected`: one Newton step on ``Φ(q) = 0``,
+    enough after an RK4 step, whose drift is far below the radius of Newton's quadratic
+    convergence; then the speeds), traced with the inputs of :func:`traced` (the efforts unused); outputs the
+    new state ``[q | u]``. The native RK4 loop applies it after every step, as
+    :func:`kanedyn.dynamics.loops.project` follows every dense step."""
+    tr = Trace(model, locked, False, params, efforts)
+    q, u = loop_rows.projected(tr, loop_plan(model), independent_rows(model, locked), newton=1)
+    return Traced(tr.tape, [*q, *u], _args(model, False, efforts, (), tr), tr.param_inputs)
 
 
 @attrs.frozen(eq=False)

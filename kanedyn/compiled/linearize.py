@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 
 from kanedyn.compiled.kernels import supports
 from kanedyn.compiled.runtime import compile_model
+from kanedyn.dynamics.loops import residuals
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.spatial import charts
@@ -103,6 +104,13 @@ def linearize_model(
     why = supports(model)
     if why is not None:
         raise ModelError(f"linearize: {why}")
+    if model.loops:
+        phi, vel = residuals(model, state.q, state.u)
+        if max(phi, vel) > 1e-8:
+            raise ModelError(
+                f"linearize: the state does not close the loops (max |Φ| = {phi:.3g}, "
+                f"max |A u| = {vel:.3g}); assemble it first: model.assemble(state, fix=[...])"
+            )
     lay = model.layout
     n, nq = model.n, model.nq
     columns: list[int] = []
@@ -135,13 +143,17 @@ def linearize_model(
         ]
     )
     B = np.vstack((np.zeros((n, len(columns))), Jn[:, nq + n :][:, columns]))
+    names = _state_names(model)
+    if model.loops:
+        A, B, keep = _on_independent(model, state, T, A, B)
+        names = [names[i] for i in keep]
     eigenvalues, modes = np.linalg.eig(A)
     return Linearization(
         A=A,
         B=B,
         eigenvalues=eigenvalues,
         modes=modes,
-        state_names=tuple(_state_names(model)),
+        state_names=tuple(names),
         input_names=tuple(input_names),
         state=state,
     )
@@ -230,6 +242,66 @@ def _linearize_flexible(model: Model, state: State, inputs: Sequence[Any] | None
         input_names=tuple(input_names),
         state=state,
     )
+def _velocity_rows(model: Model) -> Any:
+    """``f(q, u) -> [A | ∂(A u)/∂q]``: the loops' velocity rows (m × n,
+    :func:`kanedyn.dynamics.loop_rows.loop_rows`) and the exact derivative of ``A(q) u``
+    along the coordinates (m × nq, forward mode on the tape), as a Python function."""
+    from kanedyn.compiled import python
+    from kanedyn.compiled.derivatives import jacobian
+    from kanedyn.compiled.kernels import Trace
+    from kanedyn.dynamics.loop_rows import loop_rows
+    from kanedyn.dynamics.loops import loop_plan
+
+    tr = Trace(model, frozenset(), False)
+    rows = loop_rows(tr, tr.geometry(), loop_plan(model))
+    Au = [sum((a * u for a, u in zip(row, tr.u, strict=True)), 0.0) for row in rows.A]
+    wrt = list(tr.q)  # the coordinate inputs
+    K = jacobian(tr.tape, Au, wrt)
+    outputs = [*(a for row in rows.A for a in row), *(k for row in K for k in row)]
+    args = [f"q{i}" for i in range(model.nq)] + [f"u{i}" for i in range(model.n)]
+    return python.build(python.source(tr.tape, "rows", args, outputs), "rows",
+                        python.SCALAR_NAMESPACE)  # fmt: skip
+
+
+def _on_independent(model: Model, state: State, T: Array, A: Array,
+                    B: Array) -> tuple[Array, Array, list[int]]:  # fmt: skip
+    """``A``, ``B`` of the full minimal state ``δx = [δξ | δν]`` restricted to the loops'
+    independent coordinates and speeds ``δz = [δξ_i | δν_i]`` (a partition of
+    :func:`kanedyn.dynamics.loops.partition` at ``state``), and the kept entries of δx.
+
+    On the constraint manifold ``Φ(ξ) = 0``, ``A(ξ) ν = 0`` (``A = ∂Φ/∂ξ`` in speed
+    space): ``δξ = C δξ_i`` with ``C = [I; -A_d⁻¹ A_i]``, and
+    ``δν = C δν_i - E K C δξ_i`` with ``K = ∂(A ν)/∂ξ`` and ``E`` placing ``A_d⁻¹`` in
+    the dependent rows; so ``δx = W δz`` and ``δż = S A W δz + S B δτ`` with ``S`` the
+    rows of ``δz`` (Kane & Levinson 1985, dependent generalized coordinates and speeds
+    eliminated to first order)."""
+    from kanedyn.dynamics.loops import partition
+
+    n, nq = model.n, model.nq
+    fn = derived_rows(model)
+    out = np.array(fn(*np.asarray(state.q, float), *np.asarray(state.u, float)), dtype=float)
+    m = out.size // (n + nq)
+    Arows, Kq = out[: m * n].reshape(m, n), out[m * n :].reshape(m, nq)
+    K = Kq @ T  # along the minimal coordinates
+    part = partition(Arows)
+    ind, dep = part.independent, part.dependent
+    Ar, Kr = Arows[part.rows], K[part.rows]
+    C = np.zeros((n, ind.size))
+    C[ind, np.arange(ind.size)] = 1.0
+    E = np.zeros((n, part.rank))
+    if part.rank:
+        C[dep] = -np.linalg.solve(Ar[:, dep], Ar[:, ind])
+        E[dep] = np.linalg.inv(Ar[:, dep])
+    W = np.block([[C, np.zeros_like(C)], [-E @ Kr @ C, C]])
+    keep = [*ind.tolist(), *(n + ind).tolist()]
+    return A[keep] @ W, B[keep], keep
+
+
+def derived_rows(model: Model) -> Any:
+    """The (cached) :func:`_velocity_rows` of ``model``."""
+    from kanedyn.model.plan import derived
+
+    return derived(model, "linearize_loop_rows", _velocity_rows)
 
 
 def _state_names(model: Model) -> list[str]:

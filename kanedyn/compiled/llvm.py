@@ -25,7 +25,8 @@ for one model, lock set and formulation:
     :func:`kanedyn.dynamics.steppers.rk4_step`, operation for operation: stage
     arguments ``x + (h/2) k``, update ``x + h/6 (((k1 + 2 k2) + 2 k3) + k4)``), the
     quaternions normalized after every step (and, inside the kernel, at every stage, as
-    :func:`kanedyn.joints.normalize_quaternions` does); after global step
+    :func:`kanedyn.joints.normalize_quaternions` does), then, with a ``project``
+    function, the state projected (a model with loops); after global step
     ``first + s + 1`` divisible by ``stride`` the state is written to row ``c`` of
     ``out`` (row length ``ldo``). Returns 0, or the global index of the first step whose
     state is not finite (the state is left there).
@@ -364,11 +365,14 @@ def inline(b: _Block, tape: Tape, outputs: Sequence[Scalar], env: dict[str, str]
 
 
 def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
-           quats: Sequence[Sequence[int]]) -> str:  # fmt: skip
+           quats: Sequence[Sequence[int]], project: str | None = None) -> str:  # fmt: skip
     """The whole module around ``kernel`` (from :func:`kernel_function`, named
     ``kernel``): ``nx`` state entries, ``n_out`` kernel outputs, ``perm[i]`` the output
     holding the rate of state entry i, ``quats`` the state indices (x, y, z, w) of each
-    quaternion."""
+    quaternion. ``project`` (a :func:`kernel_function` named ``project``, writing the
+    ``nx`` entries of a new state) is applied after every RK4 step: a model with loops
+    projects its state onto the constraint manifold there
+    (:func:`kanedyn.compiled.kernels.projection`)."""
     parts = [
         "declare double @llvm.sin.f64(double)",
         "declare double @llvm.cos.f64(double)",
@@ -380,10 +384,11 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         "declare void @free(ptr) nounwind",
         _NOT_FINITE,
         kernel,
+        *([project] if project else []),
         _rhs(n_out),
         _RHS_BOUND,
         _rhs_batch(nx, n_out),
-        _rk4(nx, n_out, perm, quats),
+        _rk4(nx, n_out, perm, quats, project is not None),
         _rk4_batch(nx),
     ]
     return "\n\n".join(parts) + "\n"
@@ -502,7 +507,8 @@ def _rhs_batch(nx: int, n_out: int) -> str:
     )
 
 
-def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]]) -> str:
+def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]],
+         project: bool = False) -> str:  # fmt: skip
     step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
     b = _Block()
     x0 = [b.load("%x", i) for i in range(nx)]
@@ -530,6 +536,11 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
             new[i] = v
     for i in range(nx):
         b.store(new[i], "%x", i)
+    if project:  # the state projected after the step, in place
+        b.raw("  call void @project(ptr %x, ptr %e, ptr %p, ptr %xs)")
+        new = [b.load("%xs", i) for i in range(nx)]
+        for i in range(nx):
+            b.store(new[i], "%x", i)
     bad = b.not_finite(new)
     body = b.lines
     w = _Block()

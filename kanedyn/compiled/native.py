@@ -296,7 +296,7 @@ class NativeCode(KernelCalls):
     """
 
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-                 params: Array | None):  # fmt: skip
+                 params: Array | None, project: Traced | None = None):  # fmt: skip
         self._sizes(traced, nq, n, n_e)
         inputs = self._slots(traced)
         width = vector_width() if traced.sweeps else sweep.WIDTH
@@ -310,7 +310,11 @@ class NativeCode(KernelCalls):
         # level 2 for the sweeps' loops; long straight-line code at the fastest level
         fast = self.n_ops > LARGE
         kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs, plans, fast)
-        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats)
+        proj = None
+        if project is not None:  # the same inputs (x, e, p); outputs the new state
+            proj = llvm.kernel_function(project.tape, "project", project.outputs, inputs,
+                                        fast=fast)  # fmt: skip
+        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats, proj)
         self.engine, self.from_cache = _compile(self.ir, 0 if fast and not plans else 2)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))
@@ -393,8 +397,9 @@ def default_threads() -> int:
 
 
 def build(traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-          params: Array | None = None) -> NativeCode:  # fmt: skip
+          params: Array | None = None, project: Traced | None = None) -> NativeCode:  # fmt: skip
     """Compile ``traced`` (state inputs first, then ``n_e`` effort or load inputs, then
     parameters ``params`` (B, n_p)) to a :class:`NativeCode`, at LLVM's code-generation
-    level 2 up to :data:`LARGE` operations and level 0 beyond."""
-    return NativeCode(traced, nq, n, n_e, quats, params)
+    level 2 up to :data:`LARGE` operations and level 0 beyond; ``project`` (same
+    inputs, the new state as outputs) runs after every RK4 step."""
+    return NativeCode(traced, nq, n, n_e, quats, params, project)

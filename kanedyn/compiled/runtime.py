@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from kanedyn.compiled import native as native_backend
 from kanedyn.compiled import python
 from kanedyn.compiled import tcc as tcc_backend
-from kanedyn.compiled.kernels import parameter_values, supports, traced
+from kanedyn.compiled.kernels import parameter_values, projection, supports, traced
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
@@ -459,9 +459,15 @@ class _Code:
         if native or tcc:
             tr = traced(model, locked, False, msd, params, efforts=True)
             pv = np.column_stack(values) if values else None
-            build = native_backend.build if native else tcc_backend.build
+            quats = model.layout.quat_q.tolist()
             nq, n = state_sizes(model)
-            code = build(tr, nq, n, model.n, model.layout.quat_q.tolist(), pv)
+            code: Any
+            if native and model.loops:  # the state projected after every RK4 step
+                proj = projection(model, locked, params)
+                code = native_backend.build(tr, nq, n, model.n, quats, pv, proj)
+            else:
+                build = native_backend.build if native else tcc_backend.build
+                code = build(tr, nq, n, model.n, quats, pv)
             if native:
                 self.native = code  # type: ignore[assignment]
             else:
@@ -482,7 +488,8 @@ class _Code:
         if fn is None:
             from kanedyn.compiled.derivatives import derivative_kernel, residual_kernel
 
-            if model.n <= RESIDUAL_ROUTE or model.nf:  # the residual route has no modes
+            # the residual route is the rigid tree's (no loops, no modes)
+            if model.n <= RESIDUAL_ROUTE or model.loops or model.nf:
                 tr, _ = derivative_kernel(model, locked)
                 fn = self._callable(model, tr, model.n)
             else:

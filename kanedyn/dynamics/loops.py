@@ -61,10 +61,11 @@ from kanedyn import joints
 from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads
-from kanedyn.dynamics.partials import joint_subspace
+from kanedyn.dynamics.loop_rows import loop_rows
+from kanedyn.dynamics.recursion import Recursion, remainder
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import derived, params_of, plan_of
+from kanedyn.model.plan import derived, params_of
 from kanedyn.spatial.arithmetic import NUMPY as _NUMPY
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "close",
     "constrained_accelerations",
     "equations_at",
+    "independent_rows",
     "loop_equations",
     "loop_forces",
     "loop_summary",
@@ -222,28 +224,9 @@ def loop_plan(model: Model) -> LoopPlan:
 
 
 # --------------------------------------------------------------------------- terms
-@attrs.frozen(eq=False)
-class _Frames:
-    x_o: Array  # (m, 3) Go axis (rotational rows), N
-    y_i: Array  # (m, 3) Gi axis, N
-    p_i: Array  # (m, 3) Gi origin, N
-    p_o: Array  # (m, 3) Go origin, N
-
-
 def _ext(a: Array, fill: Array) -> Array:
     """``a`` (nb, ...) with N appended as row nb."""
     return np.concatenate((a, fill[None]), axis=0)
-
-
-def _frames(plan: LoopPlan, kin: Kinematics) -> _Frames:
-    R = _ext(kin.R_N_B, np.eye(3))
-    p = _ext(kin.p, np.zeros(3))
-    return _Frames(
-        x_o=mv(R[plan.bo], plan.x_B),
-        y_i=mv(R[plan.bi], plan.y_B),
-        p_i=p[plan.bi] + mv(R[plan.bi], plan.pi_B),
-        p_o=p[plan.bo] + mv(R[plan.bo], plan.po_B),
-    )
 
 
 @attrs.frozen(eq=False)
@@ -265,54 +248,33 @@ class LoopTerms:
     p_o: Array  # (m, 3) Go origin, N
 
 
-def loop_terms(model: Model, kin: Kinematics, A_r: Array | None = None) -> LoopTerms:
-    """``Φ``, ``A`` and ``b`` of every loop constraint at ``kin`` (see the module
-    docstring), from the tree's spatial Jacobians and remainder accelerations.
-
-    ``A_r`` (nb, 6) are the spatial bias accelerations
-    (:func:`kanedyn.dynamics.partials.bias_accelerations`); without them ``b`` is zero.
+def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = False) -> LoopTerms:
+    """``Φ``, ``A`` and (with ``bias``, at the speeds ``u``) ``b`` of every loop
+    constraint at the coordinates ``q`` (see the module docstring): the rows of
+    :func:`kanedyn.dynamics.loop_rows.loop_rows`, terms of the tree recursion
+    (:class:`kanedyn.dynamics.recursion.Recursion`) that the compiled engine traces too.
+    Without ``bias``, ``b`` is zero.
     """
     pl = loop_plan(model)
-    lay = model.layout
-    n, nb = model.n, model.nb
-    fr = _frames(pl, kin)
-    S = joint_subspace(model, kin)  # (n, 6) rows (h, o × h) or (0, d)
-    dof_joint = plan_of(model).dof_joint
-    # spatial Jacobian of each body about the origin (kin.origin), (nb + 1, 6, n); N's is zero
-    J = np.zeros((nb + 1, 6, n))
-    J[:nb] = lay.path[:, dof_joint][:, None, :] * S.T[None, :, :]
-    V = _ext(kin.V, np.zeros(6))
-    Ab = _ext(np.zeros((nb, 6)) if A_r is None else A_r, np.zeros(6))
-    w_i, w_o = V[pl.bi, :3], V[pl.bo, :3]
-    al_i, al_o = Ab[pl.bi, :3], Ab[pl.bo, :3]
-
-    def point(b: Index, p: Array) -> tuple[Array, Array, Array]:
-        """Velocity Jacobian (m, 3, n), velocity and bias acceleration of points p."""
-        Jw, Jv = J[b, :3], J[b, 3:]
-        Vp = Jv - cross(p[:, None, :], Jw.swapaxes(1, 2)).swapaxes(1, 2)  # v_O - p × ω
-        vp = V[b, 3:] + cross(V[b, :3], p)
-        ap = Ab[b, 3:] + cross(Ab[b, :3], p) + cross(V[b, :3], vp)
-        return Vp, vp, ap
-
-    at = kin.origin[..., None, :]
-    Vp_i, vp_i, ap_i = point(pl.bi, fr.p_i - at)
-    Vp_o, vp_o, ap_o = point(pl.bo, fr.p_o - at)
-    rho = fr.p_o - fr.p_i
-    phi_r, n_r, b_r = joints.loop_rotation(fr.x_o, fr.y_i, w_i, w_o, al_i, al_o)
-    phi_t, m_t, b_t = joints.loop_translation(fr.y_i, rho, vp_o - vp_i, w_i, al_i, ap_o - ap_i)
-    rot_rows = pl.rot
-    A_rot = np.einsum("ci,cin->cn", n_r, J[pl.bo, :3] - J[pl.bi, :3])
-    A_trn = np.einsum("ci,cin->cn", m_t, J[pl.bi, :3]) + np.einsum(
-        "ci,cin->cn", fr.y_i, Vp_o - Vp_i
-    )
+    u = np.zeros(model.n) if u is None else np.asarray(u, dtype=float)
+    rec = Recursion(model, np.asarray(q, dtype=float).tolist(), u.tolist())
+    geo = rec.geometry()
+    if bias:
+        v = rec.velocities(geo)
+        rows = loop_rows(
+            rec, geo, pl, v, [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
+        )
+    else:
+        rows = loop_rows(rec, geo, pl)
+    m = pl.m
     return LoopTerms(
-        Phi=np.where(rot_rows, phi_r, phi_t),
-        A=np.where(rot_rows[:, None], A_rot, A_trn),
-        b=np.where(rot_rows, b_r, b_t) if A_r is not None else np.zeros(pl.m),
+        Phi=np.array(rows.Phi, dtype=float).reshape(m),
+        A=np.array(rows.A, dtype=float).reshape(m, model.n),
+        b=np.array(rows.b, dtype=float).reshape(m),
         loop=pl.loop,
-        rot=rot_rows,
-        dirs=np.where(rot_rows[:, None], n_r, fr.y_i),
-        p_o=fr.p_o,
+        rot=pl.rot,
+        dirs=np.array(rows.dirs, dtype=float).reshape(m, 3),
+        p_o=np.array(rows.p_o, dtype=float).reshape(m, 3),
     )
 
 
@@ -365,6 +327,26 @@ def partition(A: Array, independent: Iterable[int] | None = None) -> Partition:
             )
     ind = np.setdiff1d(np.arange(n), dep).astype(np.intp)
     return Partition(rows, dep, ind, float(np.linalg.cond(Ar[:, dep])))
+
+
+def independent_rows(model: Model, locked: Iterable[int] = ()) -> tuple[int, ...]:
+    """The loop rows the compiled engine keeps (:func:`kanedyn.dynamics.loop_rows.
+    constrained_accelerations`): the independent rows of ``A`` on the free speeds (the
+    first QR of :func:`partition`) at the model's initial state, assembled when it can
+    be; cached per lock set. Redundant rows (a planar linkage closed by spatial hinges)
+    are left out; they are consistent on the constraint manifold."""
+    lock = tuple(sorted(int(r) for r in locked))
+    table: dict[tuple[int, ...], tuple[int, ...]] = derived(model, "loop_rows", lambda m: {})
+    if lock not in table:
+        state = model.initial_state()
+        try:
+            state = assemble(model, state)
+        except ModelError:
+            pass
+        free = np.setdiff1d(np.arange(model.n), np.asarray(lock, dtype=np.intp))
+        A = loop_terms(model, state.q).A[:, free]
+        table[lock] = tuple(int(i) for i in partition(A).rows)
+    return table[lock]
 
 
 @attrs.frozen(eq=False)
@@ -438,6 +420,7 @@ def constrained_accelerations(eq: LoopEquations) -> Array:
 
 def equations_at(
     model: Model,
+    q: Array,
     kin: Kinematics,
     L: AppliedLoads,
     u: Array,
@@ -446,7 +429,8 @@ def equations_at(
     baumgarte: tuple[float, float] | None = None,
     locked: Iterable[int] = (),
 ) -> LoopEquations:
-    """:class:`LoopEquations` at ``kin`` (speeds ``u``) with the loads ``L``; a new
+    """:class:`LoopEquations` at ``kin`` (coordinates ``q``, speeds ``u``) with the loads
+    ``L``; a new
     partition when ``part`` is None or its block has become ill-conditioned
     (:data:`REPARTITION_COND`) or its rows nearly dependent (condition above
     ``1 / SINGULAR_RCOND``: a row set chosen where it was well conditioned can degrade,
@@ -458,7 +442,7 @@ def equations_at(
     ``Cᵀ(Fr + Fr*) = 0`` are those of the mechanism with the DOF locked. ``part``
     must then be a partition of the same stacked rows."""
     tm = kane_terms(model, kin)
-    lt = loop_terms(model, kin, tm.A_r)
+    lt = loop_terms(model, q, u, bias=True)
     A, Phi, bias = stacked_rows(lt, locked)
     if baumgarte is not None:
         alpha, beta = baumgarte
@@ -518,7 +502,7 @@ def loop_equations(
     kin = kinematics_at(model, state.q, state.u)
     L = applied_loads(model, state, kin, loads, t)
     ind = None if independent is None else _speed_indices(model, independent)
-    return equations_at(model, kin, L, state.u, independent=ind)
+    return equations_at(model, state.q, kin, L, state.u, independent=ind)
 
 
 def forward_dynamics(model: Model, state: State, loads: LoadsLike = None, t: float = 0.0) -> Array:
@@ -535,7 +519,7 @@ def _step_q(model: Model, q: Array, du: Array) -> Array:
 
 
 def _constraints(model: Model, q: Array) -> LoopTerms:
-    return loop_terms(model, kinematics_at(model, q, np.zeros(model.n)))
+    return loop_terms(model, q)
 
 
 def _newton(
@@ -665,7 +649,7 @@ def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = ())
     kin = kinematics_at(model, q, np.zeros(model.n))
     tm = kane_terms(model, kin)
     M = mass_matrix_at(model, tm)
-    lt = loop_terms(model, kin)
+    lt = loop_terms(model, q)
     A = stacked_rows(lt, locked)[0]
     eq = _reduce(M, np.zeros(model.n), lt, A, partition(A), np.zeros(A.shape[0]))
     return eq.C @ solve_mass_matrix(eq.mass_matrix, eq.C.T @ (M @ u))

@@ -150,7 +150,7 @@ class Recursion:
 
     def par(self, field: str, *index: int) -> Any:
         """Parameter ``field[index]`` as nested lists of scalars."""
-        return sp.const(np.asarray(getattr(self._params, field), dtype=float)[index])
+        return np.asarray(getattr(self._params, field), dtype=float)[index].tolist()
 
     # ----------------------------------------------------------------------- terms
     def joint(self, k: int) -> JointTerms:

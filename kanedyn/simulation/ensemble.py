@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from kanedyn import joints
 from kanedyn.compiled import CompiledModel, compile_model, supports
 from kanedyn.compiled.native import NativeCode, default_threads
+from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.dynamics.loads import LoadsLike, applied_loads
@@ -187,11 +188,6 @@ def simulate_ensemble(
     if not isinstance(states, States):
         raise ModelError(f"simulate_ensemble needs kd.States, got {type(states).__name__}")
     base, params, q0, u0 = resolve(model, states)
-    if base.loops:
-        raise ModelError(
-            "simulate_ensemble does not run models with loops (kd.Loop) yet; "
-            "use kd.simulate for each member"
-        )
     t_final, dt = check_times(t_final, dt)
     engine = Engine.parse(engine)
     limit_mode = limits_.Limits.parse(limits)
@@ -215,9 +211,11 @@ def simulate_ensemble(
             raise ModelError("engine='compiled' runs ensembles without loads; use engine='dense'")
         compiled = False
     system = _Ensemble(base, params, loads, compile_model(model) if compiled else None)
+    cm = system.compiled
+    if base.loops:
+        _check_loops(base, x, cm is not None and cm.native is not None and _regular(schedule))
     system(0.0, x)  # resolves loads once: a bad load fails here, before any work
     start = _time.perf_counter()
-    cm = system.compiled
     if cm is not None and cm.native is not None and _regular(schedule):
         ts, xs = _run_rk4_native(cm.native, x, schedule, threads)
     else:
@@ -238,6 +236,25 @@ def simulate_ensemble(
     if any(found):
         warnings.warn(_report(found), limits_.JointLimitWarning, stacklevel=2)
     return attrs.evolve(ens, limit_crossings=found)
+
+
+def _check_loops(model: Model, x: Array, native: bool) -> None:
+    """A model with loops runs on the native engine, whose RK4 step projects each member
+    onto the constraint manifold (:func:`kanedyn.compiled.kernels.projection`), from
+    assembled states."""
+    if not native:
+        raise ModelError(
+            "simulate_ensemble runs a model with loops (kd.Loop) on the native engine "
+            "(llvmlite, no loads, a regular schedule); use kd.simulate for each member"
+        )
+    X = x.reshape(-1, x.shape[-1])
+    for b in range(X.shape[0]):
+        phi, vel = loops_.residuals(model, X[b, : model.nq], X[b, model.nq :])
+        if max(phi, vel) > 1e-8:
+            raise ModelError(
+                f"member {b}: the initial state does not close the loops (max |Φ| = "
+                f"{phi:.3g}, max |A u| = {vel:.3g}); assemble it first: model.assemble"
+            )
 
 
 def _report(found: tuple[tuple[limits_.LimitCrossing, ...], ...]) -> str:

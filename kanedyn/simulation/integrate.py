@@ -46,7 +46,7 @@ from kanedyn.simulation.monitor import state_names
 from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
 from kanedyn.simulation.run_loops import LOOPS
 from kanedyn.simulation.run_options import RunOptions, check_times
-from kanedyn.simulation.run_plan import RunPlan, check_flexible
+from kanedyn.simulation.run_plan import Loop, RunPlan, check_flexible
 from kanedyn.simulation.run_state import Run
 from kanedyn.simulation.stops import Stops, stop_limits
 from kanedyn.simulation.system import linear_modes, qdot, resolve_engine
@@ -144,7 +144,8 @@ def simulate(
         ``stream(t, q, u)`` is called with each block of outputs, in order, while the run
         goes (every few hundred steps): ``t`` (k,), ``q`` (k, nq), ``u`` (k, n). For
         example :class:`kanedyn.simulation.output.CsvStream`.
-        A model with loops runs on the dense engine.
+        A model with loops runs on the native engine (its RK4 step projects onto the
+        constraint manifold) with ``stabilization="projection"``, else on the dense one.
     stabilization : {"projection", "baumgarte", "none"} or kanedyn.simulation.options.Stabilization
         Models with loops only (:class:`~kanedyn.simulation.options.Stabilization`):
         project ``q`` and ``u`` back onto the constraint manifold after every RK4 step
@@ -219,12 +220,15 @@ def simulate(
     try:
         x = run.begin(stacklevel=2)
         assert run.system is not None and run.rec is not None
-        steps, speeds = LOOPS[run.plan.loop(run.system.cm)](run, x)
+        kind = run.plan.loop(run.system.cm)
+        steps, speeds = LOOPS[kind](run, x)
         run.rec.drain()
+        # the native step projects inside the loop: no residual before projection to report
+        native = kind is Loop.RK4_NATIVE
         traj = run_result.trajectory(
             run.system, run.rec, options.method, options.events,
             wall_time=_time.perf_counter() - run.start, steps=steps, speeds=speeds,
-            loop_drift=None if run.drift is None else run.drift.largest,
+            loop_drift=None if run.drift is None or native else run.drift.largest,
         )  # fmt: skip
     except SimulationError as exc:
         raise _diverged(run, exc) from None

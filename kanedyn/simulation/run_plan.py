@@ -24,7 +24,7 @@ from kanedyn.model import Model, State
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
-from kanedyn.simulation.options import EnergyMomentum, Formulation, Stabilization
+from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Stabilization
 from kanedyn.simulation.run_options import RunOptions
 from kanedyn.simulation.stops import stop_limits
 from kanedyn.simulation.system import resolve_engine
@@ -67,6 +67,15 @@ class RunPlan:
         o = options
         limited = stop_limits(model, state, o.limits, o.method, o.events)
         compiled = resolve_engine(model, o.engine)
+        if compiled and model.loops and o.stabilization is not Stabilization.PROJECTION:
+            # the compiled loop kernels project after every step (kernels.projection)
+            if o.engine is Engine.COMPILED:
+                raise ModelError(
+                    f"engine='compiled' runs a model with loops with "
+                    f"stabilization='projection', not {o.stabilization.value!r}; use "
+                    "engine='dense'"
+                )
+            compiled = False
         schedule = None if o.method.adaptive else Schedule.of(o.t_final, o.dt, o.every)
         n_out = (
             math.floor(o.t_final / o.every) + 2
@@ -90,6 +99,11 @@ class RunPlan:
         o = self.options
         if self.schedule is None:
             return Loop.ADAPTIVE
+        if self.model.loops:  # the native step projects (kernels.projection); else dense
+            native = cm is not None and cm.native is not None
+            if native and not (o.loads or o.controller or self.limited is not None):
+                return Loop.RK4_NATIVE
+            return Loop.RK4
         if (
             cm is not None
             and cm.native is not None

@@ -164,7 +164,7 @@ class System:
             return self._compiled(self.cm, q, u if kane else y, L)
         if kane and model.loops:  # Cᵀ(Fr + Fr*) = 0 with the dependent speeds eliminated
             eq = loops_.equations_at(
-                model, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
+                model, q, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
             )
             if self.part is not None and eq.partition is not self.part:
                 self.repartitions += 1

@@ -68,7 +68,8 @@ class Trajectory:
     (:func:`kanedyn.dynamics.msd.momenta` layout; ``None`` for Kane runs).
 
     For a model with loops: ``loop_drift`` is the largest constraint residual
-    ``max(|Φ|, |A u|)`` the integrator produced before a projection (over every step),
+    ``max(|Φ|, |A u|)`` the integrator produced before a projection (over every step;
+    None when the native RK4 step projects),
     ``loop_residual`` (nt, 2) the residuals ``max |Φ|``, ``max |A u|`` of the stored
     states, ``repartitions`` how often the dependent speeds were chosen again.
 

@@ -1,0 +1,299 @@
+"""The loop constraints as terms of the one recursion: ``Φ``, ``A``, ``b`` and the
+constrained accelerations, written once on scalars.
+
+The rows of every loop joint (:mod:`kanedyn.dynamics.loops`: ``Φ(q) = 0``,
+``Φ̇ = A u``, ``Φ̈ = A u̇ + b``) from the quantities the tree recursion
+(:class:`kanedyn.dynamics.recursion.Recursion`) already has per joint k in ``Go_k``: the
+transform ``(E_k, r_k)`` from the inner frame, the motion columns ``S_k``, the spatial
+velocity ``v_k`` and the remainder acceleration ``c_k``. Chaining them gives, in N, each
+joint frame's rotation ``R_k = R_P E_k`` and origin ``o_k = o_P + R_P r_k``, each body's
+angular velocity ``ω_k = R_k v_k^ω``, the velocity of a body point ``x``
+``R_k v_k^v + ω_k × (x - o_k)``, and with the bias accelerations ``a_k = X_k a_P + c_k``
+(``a_N = 0``) its acceleration at zero ``u̇``, ``R_k a_k^v + α_k × (x - o_k) + ω_k ×
+ẋ``; the partial angular velocity of speed r of joint j is ``R_j s_r^ω`` and the partial
+velocity of ``x`` ``R_j s_r^v + R_j s_r^ω × (x - o_j)`` (Kane_NBody slides 18-22). The
+rows are then those of :func:`kanedyn.joints.loop_rotation` and
+:func:`kanedyn.joints.loop_translation`; a joint on the paths of both loop bodies adds
+nothing to a row (it moves the two bodies together).
+
+**Constrained accelerations** (:func:`constrained_accelerations`): with ``r`` independent
+rows ``A_r``, ``b_r`` and the tree's ``u̇₀ = M⁻¹ f`` (ABA), Kane's equations with the
+loop forces ``Aᵀλ`` are (Featherstone 2008, sec. 8.1: the constraint force method)
+
+.. math::
+
+    \\dot u = \\dot u_0 + Y \\lambda, \\quad Y = M^{-1} A_r^T, \\qquad
+    (A_r Y)\\,\\lambda = -(A_r \\dot u_0 + b_r)
+
+``Y`` by r more back-substitutions of ABA (its articulated inertias are shared), and the
+r×r system by an unrolled LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`): the same
+``u̇`` as the dense engine's speed partition (:func:`kanedyn.dynamics.loops.equations_at`,
+``(CᵀMC) u̇_i = Cᵀ(f - M c₀)``), which is its oracle. **Projection**
+(:func:`projected`): Newton steps on ``Φ(q) = 0`` with minimum-norm corrections
+``δu = -A_rᵀ (A_r A_rᵀ)⁻¹ Φ_r``, then ``u ← u - A_rᵀ (A_r A_rᵀ)⁻¹ A_r u``, as
+:func:`kanedyn.dynamics.loops.project` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import attrs
+import numpy as np
+from numpy.typing import NDArray
+
+from kanedyn import joints
+from kanedyn.dynamics.recursion import BodyTerms, Recursion
+from kanedyn.spatial import plucker as sp
+
+__all__ = ["LoopRows", "RowPlan", "constrained_accelerations", "loop_rows", "projected"]
+
+Scalar = Any
+Vec = list  # of Scalar
+Mat = list  # of rows of Scalar
+
+
+class RowPlan(Protocol):
+    """The constant data of the loop rows (:class:`kanedyn.dynamics.loops.LoopPlan`):
+    per row, ``rot``, the inner and outer body ``bi``, ``bo`` (``nb`` for N), the axes
+    ``x_B``, ``y_B`` and the points ``pi_B``, ``po_B`` in their bodies' axes."""
+
+    @property
+    def rot(self) -> NDArray[np.bool_]: ...
+    @property
+    def bi(self) -> NDArray[np.intp]: ...
+    @property
+    def bo(self) -> NDArray[np.intp]: ...
+    @property
+    def x_B(self) -> NDArray[Any]: ...
+    @property
+    def y_B(self) -> NDArray[Any]: ...
+    @property
+    def pi_B(self) -> NDArray[Any]: ...
+    @property
+    def po_B(self) -> NDArray[Any]: ...
+
+
+@attrs.frozen(eq=False)
+class LoopRows:
+    """The rows at one state, as lists of scalars: ``Phi`` (m), ``A`` (m rows of n),
+    ``b`` (m; zeros without the bias), ``dirs`` (m × 3; ``n`` of a rotational row, ``d``
+    of a translational one, N) and ``p_o`` (m × 3; the Go origins, N)."""
+
+    Phi: list[Scalar]
+    A: list[list[Scalar]]
+    b: list[Scalar]
+    dirs: list[Vec]
+    p_o: list[Vec]
+
+
+def _poses(rec: Recursion, geo: list[BodyTerms]) -> tuple[list[Mat], list[Vec]]:
+    """``R_N_Go`` and the Go origin in N of every joint frame, N appended last."""
+    R: list[Mat] = []
+    o: list[Vec] = []
+    for b in geo:
+        if b.parent < 0:
+            R.append(b.E)
+            o.append(b.r)
+        else:
+            R.append(sp.mm(R[b.parent], b.E))
+            o.append(sp.add(o[b.parent], sp.mv(R[b.parent], b.r)))
+    R.append([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    o.append([0.0, 0.0, 0.0])
+    return R, o
+
+
+def _arr(x: list[Scalar]) -> NDArray[Any]:
+    return np.array(x, dtype=object)
+
+
+def _scalar(x: Any) -> Scalar:
+    return x.item() if isinstance(x, np.ndarray) else x
+
+
+def loop_rows(rec: Recursion, geo: list[BodyTerms], plan: RowPlan,
+              v: Sequence[Vec] | None = None, c: Sequence[Vec] | None = None) -> LoopRows:  # fmt: skip
+    """``Φ``, ``A`` and (with the velocities ``v`` and remainders ``c`` of
+    :meth:`Recursion.terms <kanedyn.dynamics.recursion.Recursion.terms>`) ``b`` of the
+    rows of ``plan`` at the geometry ``geo`` of ``rec`` (see the module docstring). The
+    columns of locked speeds are zero."""
+    model = rec.model
+    nb, n = model.nb, model.n
+    path = model.layout.path  # path[b, j]: joint j on the path from N to body b
+    R, o = _poses(rec, geo)
+    # body axes and the joint point in them, N appended
+    RB = [sp.mm(R[k], rec.par("R_Go_Bo", k)) for k in range(nb)] + [R[nb]]
+    op = [rec.par("outer_point", k) for k in range(nb)] + [[0.0, 0.0, 0.0]]
+    zero3 = [0.0, 0.0, 0.0]
+    w: list[Vec] = []
+    al: list[Vec] = []
+    a0: list[Vec] = []
+    if v is not None:
+        w = [sp.mv(R[k], v[k][:3]) for k in range(nb)] + [zero3]
+    if v is not None and c is not None:
+        for k, b in enumerate(geo):
+            ak = c[k] if b.parent < 0 else sp.add(sp.motion_to_child(b.E, b.r, a0[b.parent]), c[k])
+            a0.append(ak)
+        al = [sp.mv(R[k], a0[k][:3]) for k in range(nb)] + [zero3]
+
+    def point(b: int, p_B: Any) -> Vec:
+        return sp.add(o[b], sp.mv(RB[b], sp.sub(list(p_B), op[b])))
+
+    def velocity(b: int, x: Vec) -> Vec:
+        if b == nb:
+            return zero3
+        return sp.add(sp.mv(R[b], v[b][3:]), sp.cross(w[b], sp.sub(x, o[b])))  # type: ignore[index]
+
+    def acceleration(b: int, x: Vec, vx: Vec) -> Vec:
+        if b == nb:
+            return zero3
+        lin = sp.add(sp.mv(R[b], a0[b][3:]), sp.cross(al[b], sp.sub(x, o[b])))
+        return sp.add(lin, sp.cross(w[b], vx))
+
+    # the partial angular velocity of every free speed: (joint, speed, R_j s^ω, R_j s^v)
+    cols = [(j, r, sp.mv(R[j], s[:3]), sp.mv(R[j], s[3:]))
+            for j, b in enumerate(geo) for s, r in b.J.cols]  # fmt: skip
+
+    def on(b: int, j: int) -> bool:
+        return b < nb and bool(path[b, j])
+
+    out_phi, out_A, out_b, dirs, p_os = [], [], [], [], []
+    for row in range(len(plan.rot)):
+        bi, bo = int(plan.bi[row]), int(plan.bo[row])
+        y_i = sp.mv(RB[bi], list(plan.y_B[row]))
+        p_i, p_o = point(bi, plan.pi_B[row]), point(bo, plan.po_B[row])
+        has_v = v is not None
+        w_i, w_o = (w[bi], w[bo]) if has_v else (zero3, zero3)
+        al_i, al_o = (al[bi], al[bo]) if a0 else (zero3, zero3)
+        Arow: list[Scalar] = [0.0] * n
+        if plan.rot[row]:
+            x_o = sp.mv(RB[bo], list(plan.x_B[row]))
+            phi, nr, bias = joints.loop_rotation(*map(_arr, (x_o, y_i, w_i, w_o, al_i, al_o)))
+            nv = list(nr)
+            for j, r, sw, _ in cols:
+                i_on, o_on = on(bi, j), on(bo, j)
+                if i_on != o_on:
+                    Arow[r] = sp.dot(nv, sw) if o_on else -sp.dot(nv, sw)
+            dirs.append(nv)
+        else:
+            rho = sp.sub(p_o, p_i)
+            vi = velocity(bi, p_i) if has_v else zero3
+            vo = velocity(bo, p_o) if has_v else zero3
+            ai = acceleration(bi, p_i, vi) if a0 else zero3
+            ao = acceleration(bo, p_o, vo) if a0 else zero3
+            phi, mt, bias = joints.loop_translation(
+                *map(_arr, (y_i, rho, sp.sub(vo, vi), w_i, al_i, sp.sub(ao, ai)))
+            )
+            mv_ = list(mt)
+            for j, r, sw, sv in cols:
+                i_on, o_on = on(bi, j), on(bo, j)
+                if i_on == o_on:
+                    continue
+                # the partial velocity of the moving point (the other is fixed in it)
+                x = p_o if o_on else p_i
+                pv = sp.add(sv, sp.cross(sw, sp.sub(x, o[j])))
+                Arow[r] = (sp.dot(mv_, sw) if i_on else 0.0) + (
+                    sp.dot(y_i, pv) if o_on else -sp.dot(y_i, pv)
+                )
+            dirs.append(y_i)
+        out_phi.append(_scalar(phi))
+        out_A.append(Arow)
+        out_b.append(_scalar(bias) if a0 else 0.0)
+        p_os.append(p_o)
+    return LoopRows(out_phi, out_A, out_b, dirs, p_os)
+
+
+def _mat_rows(A: list[list[Scalar]], keep: Sequence[int], free: Sequence[int]) -> Mat:
+    return [[A[i][r] for r in free] for i in keep]
+
+
+def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int],
+                              baumgarte: tuple[float, float] | None = None
+                              ) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
+    """``u̇`` of the tree closed by the rows ``keep`` of ``plan`` (independent rows),
+    by ABA and the constraint force method (module docstring); locked speeds 0. With
+    ``baumgarte = (α, β)`` the bias is ``b + 2α A u + β² Φ`` (Baumgarte 1972)."""
+    model = rec.model
+    geo, c, p, a_N = rec.terms()
+    v = rec.velocities(geo)
+    Q = rec.generalized_forces()
+    nudot0 = rec.aba(geo, c, p, Q, a_N)
+    rows = loop_rows(rec, geo, plan, v, c)
+    keep = list(keep)
+    if not keep:
+        return nudot0, rows
+    free = [r for b in geo for _, r in b.J.cols]
+    zero6 = [0.0] * 6
+    nb = model.nb
+    Y: list[list[Scalar]] = []
+    for i in keep:
+        Qi = [rows.A[i][r] for r in range(model.n)]
+        Y.append(rec.aba(geo, [zero6] * nb, [zero6] * nb, Qi, zero6))
+    Ar = _mat_rows(rows.A, keep, free)
+    Yr = [[y[r] for r in free] for y in Y]
+    m = len(keep)
+    G = [[_dot(Ar[a], Yr[bb]) for bb in range(m)] for a in range(m)]
+    rhs = []
+    for a, i in enumerate(keep):
+        bias = rows.b[i]
+        if baumgarte is not None:
+            alpha, beta = baumgarte
+            Au = _dot(Ar[a], [rec.u[r] for r in free])
+            bias = bias + 2.0 * alpha * Au + beta * beta * rows.Phi[i]
+        rhs.append(-(_dot(Ar[a], [nudot0[r] for r in free]) + bias))
+    lam = sp.solve_spd(G, [rhs])[0]
+    out = list(nudot0)
+    for r in free:
+        out[r] = nudot0[r] + _dot([y[r] for y in Y], lam)
+    return out, rows
+
+
+def _dot(a: Sequence[Scalar], b: Sequence[Scalar]) -> Scalar:
+    acc: Scalar = 0.0
+    for x, y in zip(a, b, strict=True):
+        acc = acc + x * y
+    return acc
+
+
+def _min_norm(Ar: Mat, rhs: Vec) -> Vec:
+    """``A_rᵀ (A_r A_rᵀ)⁻¹ rhs`` (the minimum-norm solution of ``A_r x = rhs``)."""
+    m = len(Ar)
+    if not m:
+        return [0.0] * (len(Ar[0]) if Ar else 0)
+    G = [[_dot(Ar[a], Ar[bb]) for bb in range(m)] for a in range(m)]
+    mu = sp.solve_spd(G, [rhs])[0]
+    return [_dot([Ar[a][k] for a in range(m)], mu) for k in range(len(Ar[0]))]
+
+
+def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int],
+              newton: int = 2) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
+    """``(q, u)`` of ``rec`` projected onto the constraint manifold of the rows ``keep``:
+    ``newton`` Newton steps on ``Φ_r(q) = 0`` in the free speeds' directions (minimum
+    norm: ``q ← q + q̇(q, δu)``, ``δu = -A_rᵀ(A_r A_rᵀ)⁻¹ Φ_r``, quaternions normalized),
+    then ``u ← u - A_rᵀ(A_r A_rᵀ)⁻¹ A_r u`` at the new ``q``. ``rec`` is moved to the new
+    coordinates (its ``q``, ``qn``)."""
+    model = rec.model
+    lay = model.layout
+    keep = list(keep)
+    u = list(rec.u)
+    for it in range(newton + 1):
+        geo = rec.geometry()
+        rows = loop_rows(rec, geo, plan)
+        free = [r for b in geo for _, r in b.J.cols]
+        Ar = _mat_rows(rows.A, keep, free)
+        if it == newton:
+            corr = _min_norm(Ar, [_dot(a, [u[r] for r in free]) for a in Ar])
+            for k, r in enumerate(free):
+                u[r] = u[r] - corr[k]
+            return list(rec.q), u
+        dx = _min_norm(Ar, [rows.Phi[i] for i in keep])
+        du = np.zeros(model.n, dtype=object)
+        du[:] = 0.0
+        for k, r in enumerate(free):
+            du[r] = -dx[k]
+        qn = np.array(rec.qn, dtype=object)
+        q = qn + joints.qdot(lay, qn, du)
+        rec.q = list(q)
+        rec.qn = joints.normalize_quaternions(rec.ar, lay, q)
+    return list(rec.q), u  # pragma: no cover - the loop returns

@@ -1,0 +1,157 @@
+"""Closed loops on the native engine.
+
+The native kernel closes the tree by the constraint force method on its ABA
+(:func:`kanedyn.dynamics.loop_rows.constrained_accelerations`: ``u̇ = u̇₀ + M⁻¹A_rᵀλ``),
+the dense engine by eliminating dependent speeds (``(CᵀMC) u̇_i = Cᵀ(f - M c₀)``, a
+CRBA mass matrix and a QR partition): two algorithms, each the other's oracle. The
+accelerations are also held against the absolute-coordinate Newton-Euler DAE with
+multipliers (tests/loop_oracles.py), and a run against the dense run, against energy
+conservation and against the loop residuals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.compiled import native
+from kanedyn.dynamics import loops
+from tests.test_loops import dae_state, four_bar_dae, random_assembled, spatial_slider_crank_dae
+from tests.test_mbs_benchmarks import n_four_bar
+
+pytestmark = pytest.mark.skipif(native.unavailable() is not None, reason="needs llvmlite")
+
+MODELS = {
+    "four_bar": kd.examples.four_bar,
+    "four_bar_spatial_hinge": lambda: kd.examples.four_bar(planar=False),
+    "slider_crank": kd.examples.slider_crank,
+    "slider_crank_spatial": lambda: kd.examples.slider_crank(spatial=True),
+    "n_four_bar": lambda: n_four_bar(3),
+    "parallel_3rrr": kd.examples.parallel_3rrr,
+    "bricard": kd.examples.bricard,
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_native_accelerations_match_the_dense_engine(name):
+    model = MODELS[name]()
+    cm = kd.compile_model(model)
+    assert cm.backend == "native"
+    for seed in range(4):
+        s = random_assembled(model, seed)
+        dense = kd.forward_dynamics(model, s)
+        np.testing.assert_allclose(cm.forward_dynamics(s), dense, rtol=0, atol=1e-12 * max(
+            1.0, np.abs(dense).max()))  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "dae"), [("four_bar", four_bar_dae),
+                                           ("slider_crank_spatial", spatial_slider_crank_dae)])  # fmt: skip
+def test_native_accelerations_match_the_absolute_coordinate_dae(name, dae):
+    model = MODELS[name]()
+    oracle = dae(model)
+    cm = kd.compile_model(model)
+    for seed in range(2):
+        s = random_assembled(model, seed)
+        r, R, v, w = dae_state(model, s, oracle)
+        a_ref, wd_ref, _ = oracle.accelerations(r, R, v, w)
+        acc = cm.forward_dynamics(s)
+        par = kd.partials(model, s)
+        np.testing.assert_allclose(par.Omega_u @ acc[: model.nu] + par.alpha_r, wd_ref,
+                                   atol=1e-9)  # fmt: skip
+        np.testing.assert_allclose(par.V @ acc + par.a_r, a_ref, atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def four_bar_runs():
+    model = kd.examples.four_bar()
+    s = random_assembled(model, 5)
+    kw = dict(t_final=0.05, dt=1e-3, output_every=0.01)
+    return (
+        model,
+        kd.simulate(model, s, engine="compiled", **kw),
+        kd.simulate(model, s, engine="dense", **kw),
+    )
+
+
+def test_native_run_matches_the_dense_run(four_bar_runs):
+    model, nat, den = four_bar_runs
+    assert nat.engine == "native" and den.engine != "native"
+    np.testing.assert_allclose(nat.q, den.q, atol=1e-11)
+    np.testing.assert_allclose(nat.u, den.u, atol=1e-10)
+    assert nat.loop_residual.max() < 1e-12
+
+
+def test_native_run_conserves_energy_and_stays_closed():
+    """An undamped four-bar under gravity for 5 s: RK4 at 1 ms with the projection keeps
+    the total energy to 1e-9 (relative) and the loops closed to round-off."""
+    model = kd.examples.four_bar()
+    s = random_assembled(model, 2)
+    traj = kd.simulate(model, s, 5.0, 1e-3, engine="compiled", output_every=0.05)
+    E = traj.total_energy
+    assert np.abs(E - E[0]).max() / np.abs(E).max() < 1e-9
+    for q, u in zip(traj.q, traj.u, strict=True):
+        phi, vel = loops.residuals(model, q, u)
+        assert phi < 1e-12 and vel < 1e-11
+
+
+def test_ensemble_of_a_looped_model_runs_natively():
+    model = kd.examples.slider_crank()
+    members = [random_assembled(model, seed) for seed in range(3)]
+    states = kd.States(np.array([m.q for m in members]), np.array([m.u for m in members]))
+    ens = kd.simulate_ensemble(model, states, 0.03, 1e-3, output_every=0.01)
+    for b, s in enumerate(members):
+        one = kd.simulate(model, s, 0.03, 1e-3, engine="dense", output_every=0.01)
+        np.testing.assert_allclose(ens.q[:, b], one.q, atol=1e-12)
+    bad = kd.States(states.q + 0.1, states.u)
+    with pytest.raises(kd.ModelError, match="member 0: the initial state does not close"):
+        kd.simulate_ensemble(model, bad, 0.2, 1e-3)
+
+
+def test_monte_carlo_disperses_a_looped_model():
+    model = kd.examples.four_bar()
+    s = random_assembled(model, 1)
+    res = kd.monte_carlo(
+        model, s, [kd.Dispersion("coupler.mass", "uniform", low=0.9, high=1.1, relative=True)],
+        n=4, t_final=0.1, dt=1e-3,
+    )  # fmt: skip
+    assert res.ok.shape == (4,) and res.ok.all()
+
+
+def test_baumgarte_runs_on_the_dense_engine_and_compiled_refuses_it():
+    model = kd.examples.four_bar()
+    s = random_assembled(model, 1)
+    traj = kd.simulate(model, s, 0.01, 1e-3, stabilization="baumgarte")
+    assert traj.engine != "native"
+    with pytest.raises(kd.ModelError, match="stabilization='projection'"):
+        kd.simulate(model, s, 0.01, 1e-3, stabilization="baumgarte", engine="compiled")
+
+
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank", "parallel_3rrr"])
+def test_linearize_on_the_independent_speeds_matches_finite_differences(name):
+    """``kd.linearize`` about an assembled (moving) state, on the independent speeds,
+    against central differences of the dense engine's accelerations at states assembled
+    with the independent coordinates and rates perturbed."""
+    model = MODELS[name]()
+    s = random_assembled(model, 3)
+    lin = kd.linearize(model, s)
+    k = len(lin.state_names) // 2
+    joints = [x.split(".")[0] for x in lin.state_names[:k]]
+    assert model.n - loops.loop_summary(model, s).rank == k
+    speeds = [int(model.speeds(j)[0]) for j in joints]
+    coords = [int(model.coordinates(j)[0]) for j in joints]
+    np.testing.assert_allclose(lin.A[:k], np.hstack((np.zeros((k, k)), np.eye(k))), atol=1e-12)
+
+    def acc(i, dq, du):
+        q, u = s.q.copy(), s.u.copy()
+        q[coords[i]] += dq
+        u[speeds[i]] += du
+        st = model.assemble(kd.State(q, u), fix=joints)
+        return kd.forward_dynamics(model, st)[speeds]
+
+    h = 1e-5
+    for i in range(k):
+        np.testing.assert_allclose(lin.A[k:, i], (acc(i, h, 0) - acc(i, -h, 0)) / (2 * h),
+                                   rtol=1e-6, atol=1e-6)  # fmt: skip
+        np.testing.assert_allclose(lin.A[k:, k + i], (acc(i, 0, h) - acc(i, 0, -h)) / (2 * h),
+                                   rtol=1e-6, atol=1e-6)  # fmt: skip
