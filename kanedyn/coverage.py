@@ -213,6 +213,16 @@ def probe_central_gravity() -> Probe:
     return Probe(model, orbit.place(model, model.initial_state(), "root"))
 
 
+def probe_flexible() -> Probe:
+    """A flexible appendage (``kd.beam_body``, one mode a direction) on a free hub."""
+    hub = kd.Body("hub", mass=20.0, inertia=kd.inertia_tensor(2.0, 3.0, 4.0))
+    beam = kd.beam_body("beam", 2.0, 1.5, 40.0, n_modes=1)
+    model = kd.Model([hub, beam], [kd.Joint.free("root", "hub"),
+                                   kd.Joint.weld("arm", "hub", "beam", inner_point=(0.5, 0, 0))])  # fmt: skip
+    state = model.set_joint(model.initial_state(), "root", rates=[0.1, 0.2, 0.3])
+    return Probe(model, model.set_modes(state, "beam", amplitudes=[0.01, 0.02]))
+
+
 FEATURES: tuple[tuple[str, Callable[[], Probe]], ...] = (
     ("tree joints of every kind", probe_joints),
     ("joint springs and dampers", probe_springs),
@@ -230,6 +240,7 @@ FEATURES: tuple[tuple[str, Callable[[], Probe]], ...] = (
     ("sympy parameters", probe_sympy_parameters),
     ("uniform gravity", probe_uniform_gravity),
     ("central gravity", probe_central_gravity),
+    ("flexible bodies", probe_flexible),
 )
 
 

@@ -53,12 +53,17 @@ def _rk4_loop(model, state, dt, steps, damper=False):
 @pytest.fixture(scope="module")
 def run():
     model, state = _hub_and_beam()
-    return model, state, kd.simulate(model, state, 0.2, 4e-3)
+    return model, state, kd.simulate(model, state, 0.2, 4e-3, engine="dense")
 
 
-def test_simulate_is_rk4_on_forward_dynamics(run):
+@pytest.mark.parametrize("engine", ["dense", "auto"])
+def test_simulate_is_rk4_on_forward_dynamics(run, engine):
+    """Both engines' runs (the dense one and the compiled one that engine="auto" picks,
+    the modal terms traced in the recursion) are RK4 on the dense kd.forward_dynamics."""
     model, state, traj = run
-    assert traj.engine == "dense"  # engine="auto" picks the dense engine
+    if engine == "auto":
+        traj = kd.simulate(model, state, 0.2, 4e-3)
+        assert traj.engine != "dense"
     assert traj.q.shape == (51, model.nq + model.nf) and traj.u.shape == (51, model.n + model.nf)
     q, u = _rk4_loop(model, state, 4e-3, 50)
     np.testing.assert_allclose(traj.q[-1], q, rtol=0, atol=1e-12)
@@ -157,7 +162,6 @@ def test_set_modes_and_set_joint_keep_each_other():
 @pytest.mark.parametrize(
     ("options", "reason"),
     [
-        ({"engine": "compiled"}, "engine='compiled': a body is flexible"),
         ({"formulation": "msd"}, r"flexible bodies \['beam'\]: formulation='msd'"),
         ({"method": "energy-momentum"}, "method='energy-momentum'"),
         ({"events": [kd.Lock(0.05, "root")]}, "lock events"),
@@ -167,6 +171,13 @@ def test_what_cannot_run_a_flexible_model_says_why(options, reason):
     model, state = _hub_and_beam()
     with pytest.raises(ModelError, match=reason):
         kd.simulate(model, state, 0.1, 0.01, **options)
+
+
+def test_ensembles_refuse_a_flexible_model_naming_why():
+    model, state = _hub_and_beam()
+    states = kd.States(np.stack([state.q] * 2), np.stack([state.u] * 2))
+    with pytest.raises(ModelError, match="flexible"):
+        kd.simulate_ensemble(model, states, 0.02, 0.01)
 
 
 def test_a_rigid_sized_state_of_a_flexible_model_is_refused():

@@ -72,8 +72,10 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     """``None`` if ``model`` (with the parameters ``params`` of a batch, if given) can be
     compiled, else the reason it cannot. Flexible bodies (``Body.modes``) are compiled
     into Kane's right-hand side (:func:`~kanedyn.compiled.compile_model`, with
-    ``flexible=True``); the run loops, ensembles, derivatives and C export do not take
-    their states yet, so without ``flexible`` they are refused."""
+    ``flexible=True``) and run by ``kd.simulate``'s compiled and native run loops
+    (:func:`kanedyn.simulation.system.resolve_engine` with ``flexible=True``); ensembles,
+    parameter derivatives and the C export do not take their states yet, so without
+    ``flexible`` they are refused."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     lay = model.layout
@@ -84,8 +86,8 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
         return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
     if model.nf and not flexible:
         return (
-            "a body is flexible (Body.modes: compile_model gives its right-hand side; "
-            "the compiled run loops do not take its states yet)"
+            "a body is flexible (Body.modes: kd.simulate's run loops and compile_model "
+            "take its states; ensembles, parameter derivatives and the C export do not yet)"
         )
     return None
 

@@ -187,6 +187,13 @@ def simulate_ensemble(
     """
     if not isinstance(states, States):
         raise ModelError(f"simulate_ensemble needs kd.States, got {type(states).__name__}")
+    flexible = model.model if isinstance(model, ModelBatch) else model
+    if flexible.nf:
+        names = [b.name for b in flexible.bodies if b.modes is not None]
+        raise ModelError(
+            f"simulate_ensemble: flexible bodies {names} are not run in ensembles yet "
+            "(kd.simulate runs them, one member at a time)"
+        )
     base, params, q0, u0 = resolve(model, states)
     t_final, dt = check_times(t_final, dt)
     engine = Engine.parse(engine)

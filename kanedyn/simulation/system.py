@@ -52,15 +52,17 @@ __all__ = [
 Array = NDArray[np.float64]
 
 
-def resolve_engine(model: Model, engine: Engine) -> bool:
+def resolve_engine(model: Model, engine: Engine, *, flexible: bool = False) -> bool:
     """Whether to use the compiled engine (:mod:`kanedyn.compiled`) for ``engine``.
 
     ``AUTO``: compiled when the model can be compiled;
     ``COMPILED``: compiled, or a ModelError saying why not; ``DENSE``: never.
+    ``flexible``: the caller's run loops take flexible states (``kd.simulate``'s do;
+    the ensembles' do not yet).
     """
     if engine is Engine.DENSE:
         return False
-    why = supports(model)
+    why = supports(model, flexible=flexible)
     if why is not None and engine is Engine.COMPILED:
         raise ModelError(f"engine='compiled': {why}; use engine='dense'")
     return why is None
@@ -139,8 +141,8 @@ class System:
             if not nc.rhs_into(x):
                 check_finite(x)  # a non-finite state, or:
                 raise ModelError(SINGULAR_MASS_MATRIX)
-            out = nc.out
-            return np.concatenate((out[model.n : model.n + model.nq], out[: model.n]))
+            out, n_t = nc.out, model.n_total
+            return np.concatenate((out[n_t : n_t + model.nq_total], out[:n_t]))
         nq, n = model.nq, model.n
         q = normalize_quaternions(model, x[: model.nq_total])
         y = x[model.nq_total :]
@@ -195,7 +197,7 @@ class System:
         """``[q̇ | ẏ]`` from the compiled equations (locked speeds held at zero); ``y``
         are the speeds (Kane) or the momentum states (MSD, then ``L`` is None)."""
         qv, yv = q.tolist(), y.tolist()
-        n, nq = self.model.n, self.model.nq
+        n, nq = self.model.n_total, self.model.nq_total
         out = cm.rhs(qv, yv) if L is None else cm.rhs_with_loads(qv, yv, L)
         xdot = np.array(out[n : n + nq] + out[:n])
         check_finite(xdot)

@@ -33,7 +33,7 @@ def run_rk4_compiled(run: Run, x: Array) -> tuple[int, Array | None]:
     cm, schedule = system.cm, plan.schedule
     assert cm is not None
     model = system.model
-    n, nq = model.n, model.nq
+    n, nq = model.n_total, model.nq_total
     kernel = cm._code.kernel
     if kernel is None:
         rhs = cm.scalar_fn

@@ -45,7 +45,7 @@ def run_rk4_native(run: Run, x: Array) -> tuple[int, Array | None]:
     assert plan.schedule is not None
     schedule, lock_events = plan.schedule, plan.lock_events
     model = system.model
-    nx = model.nq + model.n
+    nx = model.nq_total + model.n_total
     N, stride, dt, t_final = schedule.n_steps, schedule.stride, schedule.dt, schedule.t_final
     # nothing here grows with the steps (a run of 1e9 steps holds its outputs only): the
     # times of step i (1-based) are computed as the Schedule computes them
@@ -178,7 +178,7 @@ def python_steps(
     """Steps ``s + 1 ... b`` in Python (``rk4_step`` on ``system``), in place on ``x``,
     with outputs after the flagged steps from row ``row``; returns the next row. Step
     ``i`` ends at ``t_at(i)`` and has size ``h_at(i)``."""
-    nq = system.model.nq
+    nq = system.model.nq_total
     for i in range(s + 1, b + 1):
         h = h_at(i)
         try:
