@@ -242,6 +242,8 @@ def _linearize_flexible(model: Model, state: State, inputs: Sequence[Any] | None
         input_names=tuple(input_names),
         state=state,
     )
+
+
 def _velocity_rows(model: Model) -> Any:
     """``f(q, u) -> [A | ∂(A u)/∂q]``: the loops' velocity rows (m × n,
     :func:`kanedyn.dynamics.loop_rows.loop_rows`) and the exact derivative of ``A(q) u``
