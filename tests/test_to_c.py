@@ -334,7 +334,7 @@ def test_to_c_rejects_bad_prefix_and_uncompilable_models(tmp_path):
         kd.codegen.to_c(kd.examples.chain(1), tmp_path, parameters="symbolic")
 
 
-def _four_bar_start(model: kd.Model) -> kd.State:
+def four_bar_start(model: kd.Model) -> kd.State:
     """The four-bar tipped by its crank and spun, assembled on its loop with the crank
     held (its speeds made consistent)."""
     q = model.initial_state().q.copy()
@@ -353,7 +353,7 @@ def test_c_closed_loops_equal_the_native_engine(compiler, tmp_path):
     from kanedyn.dynamics.loops import loop_terms
 
     model = kd.examples.four_bar()
-    state = _four_bar_start(model)
+    state = four_bar_start(model)
     h, c = kd.codegen.to_c(model, tmp_path, prefix="fb", derivatives=True)
     hr, cr = kd.codegen.to_c(model, tmp_path, prefix="fr", parameters="runtime",
                              body_loads=True)  # fmt: skip
