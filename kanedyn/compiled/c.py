@@ -504,6 +504,7 @@ extern const {ptype} {prefix}_default_params;
     else:
         params_h = params_c = pdoc = ""
     loops_doc = project_h = ""
+    step_doc = ",\n * then the state projected onto the loops);" if loops else ");"
     if proj is not None:
         from kanedyn.dynamics.loops import row_partition
 
@@ -556,9 +557,8 @@ extern const char *const {prefix}_state_names[{P}_NX];
 /* out = [nu_dot | q_dot] ({P}_NOUT) at x{pdoc}; 0, or 1 if an output is not finite */
 int {prefix}_rhs(const double *x, const double *tau{pdecl}, double *out);
 {jac_h}{project_h}
-/* one classic RK4 step of size h in place (kd.simulate's step, quaternions normalized{
-"," if loops else ");"}
- * {"then the state projected onto the loops); " if loops else ""}0, or 1 if the new state is not finite */
+/* one classic RK4 step of size h in place (kd.simulate's step, quaternions normalized{step_doc}
+ * 0, or 1 if the new state is not finite */
 int {prefix}_step(double *x, const double *tau{pdecl}, double h);
 
 #endif
