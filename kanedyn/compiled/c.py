@@ -16,6 +16,15 @@
     One classic RK4 step in place, the step of :func:`kanedyn.simulate` operation for
     operation (quaternions normalized after the step and inside ``rhs``); returns 0, or
     1 when the new state is not finite.
+``int PREFIX_project(double *x)`` (a model with closed loops)
+    The state projected in place onto the loops' constraint manifold
+    (:func:`kanedyn.compiled.kernels.projection`: one Newton step on ``Φ(q) = 0``, then
+    the speeds), which ``PREFIX_step`` applies after every RK4 step as the native
+    engine does. With loops ``PREFIX_rhs`` is the tree closed by the loops' independent
+    rows (:func:`kanedyn.dynamics.loop_rows.constrained_accelerations`), the rows chosen
+    once at the model's assembled initial state
+    (:func:`kanedyn.dynamics.loops.independent_rows`), and ``PREFIX_derivatives`` is the
+    forward-mode Jacobian (:func:`kanedyn.compiled.derivatives.derivative_kernel`).
 
 With ``body_loads=True`` every function takes ``const double *loads`` after ``tau``
 (per body a torque then a force at its mass centre, body axes), with
@@ -42,11 +51,19 @@ import numpy as np
 
 from kanedyn.compiled.derivatives import (
     central_symbols,
+    derivative_kernel,
     parameter_symbols,
     residual_kernel,
     unrolled,
 )
-from kanedyn.compiled.kernels import Traced, body_load_names, rk4_step, supports, traced
+from kanedyn.compiled.kernels import (
+    Traced,
+    body_load_names,
+    projection,
+    rk4_step,
+    supports,
+    traced,
+)
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
@@ -301,17 +318,8 @@ def refusal(model: Model) -> str | None:
     what is missing, or None.
 
     The C is the compiled engine's traced equations (:func:`kanedyn.compiled.supports`
-    says which models it traces) and an RK4 step. Closed loops are refused here even
-    where the engine traces them: their step also needs the projection onto the
-    constraints (:func:`kanedyn.dynamics.loops.project`) after each step, which
-    ``prefix_step`` does not have."""
-    if model.loops:
-        names = ", ".join(repr(loop.name) for loop in model.loops)
-        return (
-            f"the model has closed loops ({names}): the C export writes tree models only "
-            "(the loops' reduced equations and the projection onto the constraints after "
-            "each step are not in the C yet); the dense engine runs it (kd.simulate)"
-        )
+    says which models it traces), an RK4 step and, with closed loops, the projection
+    onto their constraints after each step (:func:`kanedyn.compiled.kernels.projection`)."""
     why = supports(model)
     if why is None:
         return None
@@ -371,9 +379,15 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
     symbols = [list(par.keys) for par in params]
     tr = traced(model, frozenset(), False, False, None, efforts=True, symbols=symbols,
                 body_loads=body_loads)  # fmt: skip
-    res = (unrolled(residual_kernel(model, symbols=symbols, body_loads=body_loads))
-           if derivatives else None)  # fmt: skip
-    header, source = _sources(model, prefix, tr, res, params, body_loads)
+    res: Traced | None = None
+    proj: Traced | None = None
+    if model.loops:  # the forward-mode Jacobian (the residual route is the tree's)
+        proj = projection(model, frozenset(), None, efforts=True, symbols=symbols)
+        if derivatives:
+            res = derivative_kernel(model, symbols=symbols, body_loads=body_loads)[0]
+    elif derivatives:
+        res = unrolled(residual_kernel(model, symbols=symbols, body_loads=body_loads))
+    header, source = _sources(model, prefix, tr, res, params, body_loads, proj)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     h_path, c_path = out / f"{prefix}.h", out / f"{prefix}.c"
@@ -390,9 +404,11 @@ def _table(rows: list[tuple[str, str, str]], lead: str) -> str:
 
 
 def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
-             params: list[Parameter], body_loads: bool) -> tuple[str, str]:  # fmt: skip
+             params: list[Parameter], body_loads: bool,
+             proj: Traced | None = None) -> tuple[str, str]:  # fmt: skip
     """The header and the source of :func:`to_c`: ``tr`` the kernel of ``prefix_rhs``,
-    ``res`` (unrolled) that of ``prefix_derivatives`` or None."""
+    ``res`` (unrolled) that of ``prefix_derivatives`` or None (with ``proj``, the
+    projection of a model with loops, ``res`` is the whole forward-mode Jacobian)."""
     from kanedyn.model.names import (
         coordinate_names,
         coordinate_units,
@@ -428,6 +444,15 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
         else ""
     )
     n_parts = len(res.outputs) if res is not None else 0
+    loops = proj is not None
+    pp_decl = f", const {prefix}_params *p" if runtime else ""  # the projection's arguments
+    pp_arg = ", p" if runtime else ""
+    project = (
+        function(proj.tape, f"{prefix}_projection", proj.outputs, inputs,
+                 f"const double *x{pp_decl}", CHUNK)
+        if proj is not None
+        else ""
+    )  # fmt: skip
     perm = [n + i for i in range(nq)] + list(range(n))
     step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
 
@@ -478,6 +503,28 @@ extern const {ptype} {prefix}_default_params;
         pdoc = ", with the parameters p"
     else:
         params_h = params_c = pdoc = ""
+    loops_doc = project_h = ""
+    step_doc = ",\n * then the state projected onto the loops);" if loops else ");"
+    if proj is not None:
+        from kanedyn.dynamics.loops import row_partition
+
+        part = row_partition(model)
+        names = ", ".join(repr(loop.name) for loop in model.loops)
+        independent = ", ".join(speeds[int(r)] for r in part.independent)
+        loops_doc = f"""
+ *
+ * Closed loops ({names}): {prefix}_rhs is the tree closed by {len(part.rows)} independent
+ * loop rows (rows {", ".join(map(str, part.rows))} of the loops' constraint rows), chosen once at
+ * the model's initial state, assembled; there the independent speeds are
+ * {independent} (the others follow from the loop constraints).
+ * {prefix}_step projects the state onto the constraint manifold after every step
+ * ({prefix}_project). Start from an assembled state (kd.Model.assemble)."""
+        project_h = f"""
+/* x projected in place onto the loops' constraint manifold (one Newton step on the
+ * closure residual, then the speeds), as {prefix}_step does after every step; 0, or 1
+ * if the new state is not finite */
+int {prefix}_project(double *x{pp_decl});
+"""
     jac_h = (f"""
 /* out = [nu_dot | q_dot] then d[nu_dot | q_dot]/d[q | u | tau] row by row
  * ({P}_NOUT + {P}_NJAC); 0, or 1 if an output is not finite */
@@ -494,7 +541,7 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
  * body's angular velocity in body axes.
  *
  * Generalized efforts tau ({P}_N), added to the joint springs and dampers:
-{_table(tau_rows, " *   ")}{loads_doc}
+{_table(tau_rows, " *   ")}{loads_doc}{loops_doc}
  */
 #ifndef {P}_H
 #define {P}_H
@@ -509,8 +556,8 @@ extern const char *const {prefix}_state_names[{P}_NX];
 
 /* out = [nu_dot | q_dot] ({P}_NOUT) at x{pdoc}; 0, or 1 if an output is not finite */
 int {prefix}_rhs(const double *x, const double *tau{pdecl}, double *out);
-{jac_h}
-/* one classic RK4 step of size h in place (kd.simulate's step, quaternions normalized);
+{jac_h}{project_h}
+/* one classic RK4 step of size h in place (kd.simulate's step, quaternions normalized{step_doc}
  * 0, or 1 if the new state is not finite */
 int {prefix}_step(double *x, const double *tau{pdecl}, double h);
 
@@ -520,6 +567,14 @@ int {prefix}_step(double *x, const double *tau{pdecl}, double h);
     perm_c = ", ".join(map(str, perm)) or "0"
     quat_c = ", ".join("{" + ", ".join(map(str, q)) + "}" for q in quats) or "{0, 0, 0, 0}"
     jac_c = (f"""
+{jac}
+
+int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
+{{
+    {prefix}_jacobian(x, tau{parg}, out);
+{finite_check(f"{P}_NOUT + {P}_NJAC")}
+}}
+""" if derivatives and loops else f"""
 {jac}
 
 int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
@@ -556,6 +611,21 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
     }}""")  # fmt: skip
     quat_table = (f"static const int {prefix}_quat[{len(quats)}][4] = {{{quat_c}}};\n"
                   if quats else "")  # fmt: skip
+    project_c = (f"""
+{project}
+
+int {prefix}_project(double *x{pp_decl})
+{{
+    double out[{P}_NX];
+    int i;
+    {prefix}_projection(x{pp_arg}, out);
+    for (i = 0; i < {P}_NX; ++i) x[i] = out[i];
+{finite_check(f"{P}_NX")}
+}}
+""" if loops else "")  # fmt: skip
+    project_step = (f"""
+    {prefix}_projection(x{pp_arg}, xs); /* onto the loops' constraint manifold */
+    for (i = 0; i < {P}_NX; ++i) x[i] = xs[i];""" if loops else "")  # fmt: skip
     source = f"""/* {prefix}.c: generated by kanedyn (kd.codegen.to_c). Standalone C99; link with -lm.
  * Compile with -ffp-contract=off (the default with -std=c99) for results equal to
  * kanedyn's to the last bit. */
@@ -573,7 +643,7 @@ int {prefix}_rhs(const double *x, const double *tau{pdecl}, double *out)
     {prefix}_kernel(x, tau{parg}, out);
 {finite_check(f"{P}_NOUT")}
 }}
-{jac_c}
+{jac_c}{project_c}
 static const int {prefix}_rate[{max(nx, 1)}] = {{{perm_c}}}; /* output holding x[i]'s rate */
 {quat_table}
 int {prefix}_step(double *x, const double *tau{pdecl}, double h)
@@ -592,7 +662,7 @@ int {prefix}_step(double *x, const double *tau{pdecl}, double h)
     for (i = 0; i < {P}_NX; ++i) {{
         const int r = {prefix}_rate[i];
         x[i] = {update};
-    }}{norm_c}
+    }}{norm_c}{project_step}
     for (i = 0; i < {P}_NX; ++i)
         if (!(x[i] - x[i] == 0.0)) return 1;
     return 0;

@@ -87,14 +87,17 @@ def jacobian(tape: Tape, outputs: Sequence[Scalar], wrt: Sequence[Value],
 
 def derivative_kernel(model: Model, locked: frozenset[int] = frozenset(),
                       params: Params | None = None,
-                      symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> tuple[Traced, int]:  # fmt: skip
+                      symbols: Sequence[Sequence[tuple[str, int]]] = (),
+                      body_loads: bool = False) -> tuple[Traced, int]:  # fmt: skip
     """Kane's equations with effort inputs, their outputs ``[ν̇ | q̇]`` (n + nq) followed
     by the Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]`` row by row ((n + nq) × (nq + 2n)); the
     parameters ``symbols`` (of :func:`parameter_symbols`) are inputs ``d0, d1, ...``
-    after the efforts, held fixed. Returns the traced kernel and the number of value
-    outputs (n + nq). With flexible bodies, ``q`` and ``u`` hold the modal coordinates
+    after the efforts, held fixed (with ``body_loads``, the added body loads of
+    :func:`kanedyn.compiled.kernels.traced` are inputs too, also held fixed). Returns
+    the traced kernel and the number of value outputs (n + nq). With flexible bodies, ``q`` and ``u`` hold the modal coordinates
     and speeds too (``nq + nf``, ``n + nf``; the efforts stay the joints' ``n``)."""
-    tr = traced(model, locked, False, False, params, efforts=True, symbols=symbols)
+    tr = traced(model, locked, False, False, params, efforts=True, symbols=symbols,
+                body_loads=body_loads)  # fmt: skip
     nx = model.nq + 2 * model.n + 2 * model.nf  # q, u (modal ones included), tau
     wrt = tr.inputs[:nx]
     J = jacobian(tr.tape, tr.outputs, wrt)

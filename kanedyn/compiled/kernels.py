@@ -271,16 +271,19 @@ def _args(model: Model, loads: bool, efforts: bool,
 
 
 def projection(model: Model, locked: frozenset[int], params: Params | None = None,
-               efforts: bool = True) -> Traced:  # fmt: skip
+               efforts: bool = True,
+               symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> Traced:  # fmt: skip
     """The projection of a state of a model with loops onto its constraint manifold
     (:func:`kanedyn.dynamics.loop_rows.projected`: one Newton step on ``Φ(q) = 0``,
     enough after an RK4 step, whose drift is far below the radius of Newton's quadratic
-    convergence; then the speeds), traced with the inputs of :func:`traced` (the efforts unused); outputs the
-    new state ``[q | u]``. The native RK4 loop applies it after every step, as
-    :func:`kanedyn.dynamics.loops.project` follows every dense step."""
-    tr = Trace(model, locked, False, params, efforts)
+    convergence; then the speeds), traced with the inputs of :func:`traced` (the
+    efforts unused; ``symbols`` the parameter inputs ``d0, d1, ...``); outputs the new
+    state ``[q | u]``. The native RK4 loop and the C export's ``prefix_step`` apply it
+    after every step, as :func:`kanedyn.dynamics.loops.project` follows every dense
+    step."""
+    tr = Trace(model, locked, False, params, efforts, symbols)
     q, u = loop_rows.projected(tr, loop_plan(model), independent_rows(model, locked), newton=1)
-    return Traced(tr.tape, [*q, *u], _args(model, False, efforts, (), tr), tr.param_inputs)
+    return Traced(tr.tape, [*q, *u], _args(model, False, efforts, symbols, tr), tr.param_inputs)
 
 
 @attrs.frozen(eq=False)

@@ -86,6 +86,7 @@ __all__ = [
     "partition",
     "plastic_impact",
     "project",
+    "row_partition",
     "stacked_rows",
 ]
 
@@ -335,8 +336,15 @@ def independent_rows(model: Model, locked: Iterable[int] = ()) -> tuple[int, ...
     first QR of :func:`partition`) at the model's initial state, assembled when it can
     be; cached per lock set. Redundant rows (a planar linkage closed by spatial hinges)
     are left out; they are consistent on the constraint manifold."""
+    return tuple(int(i) for i in row_partition(model, locked).rows)
+
+
+def row_partition(model: Model, locked: Iterable[int] = ()) -> Partition:
+    """The :func:`partition` of ``A`` on the free speeds at the model's initial state,
+    assembled when it can be, that :func:`independent_rows` takes its rows from
+    (``independent`` and ``dependent`` index the free speeds); cached per lock set."""
     lock = tuple(sorted(int(r) for r in locked))
-    table: dict[tuple[int, ...], tuple[int, ...]] = derived(model, "loop_rows", lambda m: {})
+    table: dict[tuple[int, ...], Partition] = derived(model, "loop_rows", lambda m: {})
     if lock not in table:
         state = model.initial_state()
         try:
@@ -345,7 +353,7 @@ def independent_rows(model: Model, locked: Iterable[int] = ()) -> tuple[int, ...
             pass
         free = np.setdiff1d(np.arange(model.n), np.asarray(lock, dtype=np.intp))
         A = loop_terms(model, state.q).A[:, free]
-        table[lock] = tuple(int(i) for i in partition(A).rows)
+        table[lock] = partition(A)
     return table[lock]
 
 
