@@ -12,7 +12,7 @@
     ``out = [ν̇ | q̇]`` followed by the Jacobian ``∂[ν̇ | q̇] / ∂[q | u | τ]``, row by
     row, by the residual route (:func:`kanedyn.compiled.derivatives.residual_kernel`:
     straight-line code for ``M⁻¹`` and ``-∂R/∂[q | u]``, then their product as a loop).
-``int PREFIX_rk4_step(double *x, const double *tau, double h)``
+``int prefix_step(double *x, const double *tau, double h)``
     One classic RK4 step in place, the step of :func:`kanedyn.simulate` operation for
     operation (quaternions normalized after the step and inside ``rhs``); returns 0, or
     1 when the new state is not finite.
