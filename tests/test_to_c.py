@@ -22,7 +22,7 @@ import kanedyn as kd
 from kanedyn.compiled.c import runtime_parameters
 from kanedyn.errors import ModelError
 from tests.test_batch import random_tree
-from tests.test_compiled import draw_state, without_spherical_springs
+from tests.test_compiled import draw_state
 
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc, gcc or clang) on PATH")
@@ -255,7 +255,7 @@ def test_c_on_random_trees_equals_the_engine(compiler, tmp_path):
     bit, the run-time-parameter C to 1e-14 (derivatives left out: the default)."""
     models, sources = [], []
     for seed in range(4):
-        model = without_spherical_springs(random_tree(seed))
+        model = random_tree(seed)
         if kd.compiled.supports(model) is not None:
             continue
         models.append(model)
