@@ -325,10 +325,6 @@ def test_c_in_a_central_field_with_runtime_field_parameters(tmp_path):
 def test_to_c_rejects_bad_prefix_and_uncompilable_models(tmp_path):
     with pytest.raises(ModelError, match="C identifier"):
         kd.codegen.to_c(kd.examples.chain(1), tmp_path, prefix="my-model")
-    body = kd.Body("b", mass=1.0, inertia=np.eye(3))
-    sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=1.0)])
-    with pytest.raises(ModelError, match="spherical joint has a spring.*joints 's'"):
-        kd.codegen.to_c(sprung, tmp_path)
     with pytest.raises(ModelError, match=r"closed loops \('close'\).*projection"):
         kd.codegen.to_c(kd.examples.four_bar(), tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written
