@@ -16,7 +16,8 @@ The same function runs
 The equations are Kane's (:mod:`kanedyn.dynamics.recursion`); the dense engine
 (:mod:`kanedyn.dynamics.kane`) is their oracle, and the tests hold them together to
 round-off on random trees with every joint type. ``Q`` holds the joint springs and
-dampers (``-k q - c q̇`` per angle or slide, ``-c ω`` for a spherical joint).
+dampers (``-k q - c q̇`` per angle or slide, ``-J_r⁻ᵀ ∇V(φ) - c ω`` for a spherical joint:
+:func:`kanedyn.joints.spring_damper`).
 
 **MSD** (``formulation="msd"``, :meth:`Recursion.run_msd
 <kanedyn.dynamics.recursion.Recursion.run_msd>`): the speeds from the momentum states by
