@@ -126,14 +126,19 @@ def test_a_torque_free_sprung_ball_joint_keeps_its_energy_natively():
     assert np.ptp(traj.q[:, 3]) > 0.1  # it swings
 
 
-def test_linearize_gives_the_small_oscillation_frequencies():
+@pytest.mark.parametrize("law", ["anisotropic", "polynomial"])
+def test_linearize_gives_the_small_oscillation_frequencies(law):
     """A body on a ball joint at its mass centre, K and the inertia diagonal: the modes
-    about rest are ``√(k_i / I_i)``."""
-    k, inertia = np.array([2.0, 3.0, 5.0]), np.array([1.0, 2.0, 2.5])
+    about rest are ``√(k_i / I_i)`` (the radial terms are of higher order; their
+    derivative at zero rotation is finite, and zero)."""
+    k, kp = LAWS[law]
+    inertia = np.array([1.0, 2.0, 2.5])
     body = kd.Body("b", mass=1.0, inertia=np.diag(inertia), com=(0.0, 0.0, 0.0))
-    model = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=k)],
-                     gravity=(0.0, 0.0, 0.0))  # fmt: skip
+    poly = {} if kp is None else {"stiffness_poly": tuple(kp)}
+    joint = kd.Joint.spherical("s", None, "b", stiffness=k, **poly)
+    model = kd.Model([body], [joint], gravity=(0.0, 0.0, 0.0))
     lin = kd.linearize(model, kd.State(q=[0.0, 0.0, 0.0, 1.0], u=np.zeros(3)))
+    assert np.all(np.isfinite(lin.A))
     freq = np.sort(np.abs(lin.eigenvalues.imag))[::2]
     np.testing.assert_allclose(freq, np.sort(np.sqrt(k / inertia)), rtol=1e-12)
     np.testing.assert_allclose(lin.eigenvalues.real, 0.0, atol=1e-12)
