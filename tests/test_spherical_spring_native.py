@@ -17,7 +17,8 @@ from kanedyn import joints
 from kanedyn.compiled import compile_model, supports
 from kanedyn.spatial import rotation as rot
 
-ANGLES = [0.0, 1e-12, 1e-9, 1e-6, 1e-3, 0.3, 1.7, 3.0, np.pi - 1e-6, np.pi - 1e-9]
+# 0.019 and 0.021: either side of the switch to the series of β(θ) (sin²(θ/2) = 1e-4)
+ANGLES = [0.0, 1e-12, 1e-9, 1e-6, 1e-3, 0.019, 0.021, 0.3, 1.7, 3.0, np.pi - 1e-6, np.pi - 1e-9]
 LAWS = {
     "isotropic": (np.full(3, 2.0), None),
     "anisotropic": (np.array([2.0, 3.0, 5.0]), None),
