@@ -66,6 +66,9 @@ __all__ = [
     "spring_energy",
     "spring_potential",
     "spherical_spring",
+    "spherical_spring_force",
+    "spherical_spring_gradient",
+    "quat_log",
     "subspace",
 ]
 
@@ -321,10 +324,9 @@ def spring_damper(
     ``Q δq``), not 42's ``Γ τ``. ``stiffness``, ``damping`` (..., n) hold one value per
     speed, ``stiffness_poly``, ``damping_poly`` (..., n, 2) the higher-order coefficients
     ``(k₂, k₃)``, ``(c₂, c₃)`` per speed (None: none). ``ar`` is the arithmetic of ``q``
-    and ``u`` (``|u|`` needs its ``abs``). A spherical joint's spring is
-    ``-J_r⁻ᵀ(φ) ∇V(φ)`` with ``V`` of :func:`spherical_spring`
-    (:func:`kanedyn.dynamics.loads.joint_spring_forces`, NumPy only: its series branch
-    at zero rotation depends on the value).
+    and ``u`` (``|u|`` needs its ``abs``). A spherical joint's spring
+    is ``-J_r⁻ᵀ(φ) ∇V(φ)`` (:func:`spherical_spring_force`, ``V`` of
+    :func:`spherical_spring`), left out when its stiffness is structurally zero.
     """
     Q = -damper_force(damping, damping_poly, u, ar)
     x = q[..., layout.angle_q]
@@ -333,7 +335,125 @@ def spring_damper(
         kp = stiffness_poly[..., layout.angle_u, :]
         k = k + x * (kp[..., 0] + kp[..., 1] * x)  # k + k₂ x + k₃ x²
     Q[..., layout.angle_u] = Q[..., layout.angle_u] - k * x
+    if layout.quat_u.size:
+        ks = stiffness[..., layout.quat_u]
+        kps = None if stiffness_poly is None else stiffness_poly[..., layout.quat_u[:, 0], :]
+        if not (_is_zero(ks) and (kps is None or _is_zero(kps))):
+            f = spherical_spring_force(ks, kps, q[..., layout.quat_q], ar)
+            shape = np.broadcast_shapes(Q.shape[:-1], f.shape[:-2])
+            if Q.shape[:-1] != shape:
+                Q = np.broadcast_to(Q, shape + Q.shape[-1:]).copy()
+            Q[..., layout.quat_u] = Q[..., layout.quat_u] + f
     return Q
+
+
+def _is_zero(arr: Any) -> bool:
+    """Whether every element is a number equal to 0 (a structural zero; a traced or
+    symbolic value is not)."""
+    return all(bool(x == 0) for x in np.ravel(arr))
+
+
+#: ``asin(s)/s = Σ aₙ s²ⁿ``, ``aₙ = (2n)! / (4ⁿ (n!)² (2n+1))`` (Abramowitz & Stegun
+#: 4.4.40), for ``s² ≤ sin²(π/256)`` after :data:`_HALVINGS` half-angle steps: the first
+#: term left out is below 1e-21
+_ASINC = (1.0, 1 / 6, 3 / 40, 5 / 112, 35 / 1152, 63 / 2816, 231 / 13312)
+_HALVINGS = 6
+#: ``β(θ) = 1/θ² - cot(θ/2)/(2θ) = Σ bₙ θ²ⁿ`` (the Bernoulli series of ``cot``), used
+#: for ``sin²(θ/2) < _BETA_SERIES`` (θ² < 4e-4: the first term left out is below 1e-35)
+_BETA = (1 / 12, 1 / 720, 1 / 30240, 1 / 1209600)
+_BETA_SERIES = 1e-4
+#: below this ``|φ|²``, ``|φ|`` is taken as 0 (so that its derivative is finite at 0)
+_TINY = 1e-300
+
+
+def _poly(coefs: tuple[float, ...], x: Any) -> Any:
+    acc: Any = coefs[-1]
+    for a in coefs[-2::-1]:
+        acc = a + x * acc
+    return acc
+
+
+def quat_log(quat: Array, ar: Arithmetic = NUMPY) -> tuple[Array, Array, Array, Array]:
+    """The rotation vector ``φ = θ n`` (θ ∈ [0, π]) of quaternions ``quat`` (..., 4),
+    ``(x, y, z, w)``, not necessarily of unit norm, on the arithmetic protocol with no
+    branch on the value. With ``q ← sign(w) q / |q|`` (so ``w ≥ 0``), ``s = |q_v| =
+    sin α``, ``c = w = cos α``, ``α = θ/2 ∈ [0, π/2]``:
+
+    .. math:: \\varphi = 2 F\\, q_v, \\qquad F = \\frac{\\alpha}{\\sin\\alpha}
+              = \\frac{\\operatorname{asin}(s_k)/s_k}{c_1 c_2 \\cdots c_k},
+              \\qquad c_{j+1} = \\sqrt{\\tfrac12 (1 + c_j)}, \\quad
+              s_{j+1}^2 = \\frac{s_j^2}{2 (1 + c_j)}
+
+    (``k`` = :data:`_HALVINGS` half-angle steps ``α_{j+1} = α_j / 2``, so that
+    ``s_k ≤ sin(π/2^{k+1})`` and the series of ``asin(s)/s`` is exact to round-off;
+    ``1 + c_j ≥ 1``, so no step cancels, and nothing divides by ``s``). The map of
+    :func:`kanedyn.spatial.rotation.quat_to_rotvec`, traceable. Returns ``φ`` (..., 3),
+    ``F`` (...), ``c = cos α`` (...) and ``s² = sin² α`` (...).
+    """
+    v, w = quat[..., :3], quat[..., 3]
+    vv = np.sum(v * v, axis=-1)
+    n2 = vv + w * w
+    n = ar.sqrt(n2)
+    c0 = ar.abs(w) / n
+    s2 = vv / n2
+    c, x, P = c0, s2, 1.0
+    for _ in range(_HALVINGS):
+        x = x / (2.0 * (1.0 + c))
+        c = ar.sqrt(0.5 * (1.0 + c))
+        P = P * c
+    F = _poly(_ASINC, x) / P
+    phi = (2.0 * F * ar.sign(w) / n)[..., None] * v
+    return phi, F, c0, s2
+
+
+def spherical_spring_gradient(
+    stiffness: Array, stiffness_poly: Array | None, phi: Array, ar: Arithmetic = NUMPY
+) -> Array:
+    """``∇V(φ) = K φ + (k₂ r + k₃ r²) φ``, ``r = |φ|``: the gradient of
+    :func:`spherical_spring`'s potential, on the arithmetic protocol. ``stiffness``
+    (..., 3) the diagonal of K, ``stiffness_poly`` (..., 2) ``(k₂, k₃)`` or None, ``phi``
+    (..., 3). ``r`` is ``sqrt(r² + z) - z`` with the select ``z = 1`` below
+    ``r² = 1e-300`` (else 0): ``r`` to round-off, with a finite derivative at ``φ = 0``.
+    """
+    grad = stiffness * phi
+    if stiffness_poly is not None:
+        r2 = np.sum(phi * phi, axis=-1)
+        z = 0.5 - 0.5 * ar.sign(r2 - _TINY)
+        r = ar.sqrt(r2 + z) - z
+        radial = r * (stiffness_poly[..., 0] + stiffness_poly[..., 1] * r)
+        grad = grad + radial[..., None] * phi
+    return grad
+
+
+def spherical_spring_force(
+    stiffness: Array, stiffness_poly: Array | None, quat: Array, ar: Arithmetic = NUMPY
+) -> Array:
+    """The generalized force of a spherical joint's spring on its three speeds (the
+    relative rate ω in Go axes), (..., 3):
+
+    .. math:: Q = -J_r^{-T}(\\varphi)\\, \\nabla V(\\varphi), \\qquad
+              J_r^{-T} g = g - \\tfrac12 \\varphi \\times g
+                  + \\beta\\, \\varphi \\times (\\varphi \\times g), \\qquad
+              \\beta = \\frac{1}{\\theta^2} - \\frac{\\cot(\\theta/2)}{2\\theta}
+                  = \\frac{1 - \\alpha \\cot\\alpha}{4 \\alpha^2}
+
+    the exact gradient of ``V`` (:func:`spherical_spring`) under ``ω = J_r(φ) φ̇``
+    (``J_r`` the right Jacobian of SO(3); Bullo & Murray 1995): ``Q·ω = -dV/dt``. With
+    ``α cot α = F c`` (:func:`quat_log`), ``β = (1 - F c) / (4 F² s²)``; below
+    ``s² = 1e-4`` its series in ``θ² = 4 F² s²`` is taken instead, chosen by the select
+    ``(1 ∓ sign(s² - 10⁻⁴))/2`` (exactly 0 or 1; the branch not taken stays finite, its
+    divisor being ``s² + 1``). For isotropic K, ``J_r⁻ᵀ φ = φ`` and this is MuJoCo's
+    ball-joint spring ``-(k + k₂ r + k₃ r²) φ``. ``stiffness`` (..., 3), ``stiffness_poly``
+    (..., 2) or None, ``quat`` (..., 4) ``(x, y, z, w)``; ``ar`` the arithmetic of ``quat``.
+    """
+    phi, F, c, s2 = quat_log(quat, ar)
+    g = spherical_spring_gradient(stiffness, stiffness_poly, phi, ar)
+    small = 0.5 - 0.5 * ar.sign(s2 - _BETA_SERIES)
+    exact = (1.0 - F * c) / (4.0 * F * F * (s2 + small))
+    series = _poly(_BETA, 4.0 * F * F * s2)
+    beta = small * series + (1.0 - small) * exact
+    pg = cross(phi, g)
+    return -(g - 0.5 * pg + beta[..., None] * cross(phi, pg))
 
 
 def spring_energy(stiffness: Array, stiffness_poly: Array | None, x: Array) -> Array:
@@ -386,14 +506,13 @@ def spherical_spring(
     Returns ``V`` (...), ``∇V`` (..., 3) and, with ``hessian``, ``∇²V`` (..., 3, 3).
     """
     V = 0.5 * np.sum(stiffness * phi * phi, axis=-1)
-    grad = stiffness * phi
+    grad = spherical_spring_gradient(stiffness, stiffness_poly, phi)
     H = np.zeros(phi.shape + (3,)) + stiffness[..., None] * np.eye(3)
     if stiffness_poly is not None:
         k2, k3 = stiffness_poly[..., 0], stiffness_poly[..., 1]
         r = np.sqrt(np.sum(phi * phi, axis=-1))
         V = V + spring_energy(0.0 * k2, stiffness_poly, r)
         radial = k2 * r + k3 * r * r
-        grad = grad + radial[..., None] * phi
         if hessian:
             outer = k2 / np.where(r > 0.0, r, 1.0) + 2.0 * k3
             H = H + radial[..., None, None] * np.eye(3)

@@ -32,26 +32,10 @@ COMPILED = settings(SETTINGS, max_examples=40)
 
 
 # --------------------------------------------------------------------------- helpers
-def without_spherical_springs(model: kd.Model) -> kd.Model:
-    """``model`` with the rotational stiffness of its spherical joints removed (their
-    dampers kept): the compiled engine does not do spherical springs."""
-    joints = []
-    for j in model.joints:
-        if j.rot_type == "spherical" and np.any(j.stiffness[: j.rot_dof]):
-            k = np.array(j.stiffness, dtype=float)
-            k[: j.rot_dof] = 0.0
-            j = attrs.evolve(j, stiffness=k)
-        joints.append(j)
-    return kd.Model(list(model.bodies), joints, gravity=model.gravity)
-
-
 @st.composite
 def compilable_trees(draw, **kwargs) -> kd.Model:
-    """``trees(**kwargs)``; half the time with spherical springs removed, so that trees
-    with spherical joints (and their dampers) are compiled too."""
+    """``trees(**kwargs)`` that the compiled engine takes."""
     model = draw(trees(max_bodies=5, **kwargs))
-    if draw(st.booleans()):
-        model = without_spherical_springs(model)
     assume(supports(model) is None)
     return model
 
@@ -244,10 +228,8 @@ def test_locked_speeds_solve_the_restricted_mass_matrix(model, seed, with_loads)
 @pytest.mark.parametrize("seed", range(4))
 def test_batch_equals_single_states(seed):
     rng = np.random.default_rng(seed)
-    model = without_spherical_springs(
-        tree([0, 1, 0], ["free", "gimbal3", "spherical", "gimbal_slider"],
-             ["123", "313", "231", "321"], seed, springs=True, embedded=True, gravity=True)
-    )  # fmt: skip
+    model = tree([0, 1, 0], ["free", "gimbal3", "spherical", "gimbal_slider"],
+                 ["123", "313", "231", "321"], seed, springs=True, embedded=True, gravity=True)  # fmt: skip
     cm = compile_model(model)
     singles = [random_state(model, rng, speed=3.0) for _ in range(7)]
     acc = cm.forward_dynamics(States.stack(singles))
@@ -353,21 +335,16 @@ def test_symbolic_model_is_not_compiled():
     compile_model(numeric)
 
 
-def test_spherical_spring_is_not_compiled():
+def test_spherical_springs_are_compiled():
+    """A sprung, damped spherical joint (``-J_r⁻ᵀ K φ - C ω``) is compiled; its
+    accelerations are the dense engine's."""
     body = kd.Body("b", mass=1.0, inertia=np.diag([1.0, 2.0, 2.5]), com=(0.1, 0, 0))
-    sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=0.3, damping=0.1)])
-    why = supports(sprung)
-    assert why is not None and "spherical" in why and "spring" in why
-    with pytest.raises(
-        ModelError, match="cannot compile this model: a spherical joint has a spring"
-    ):
-        compile_model(sprung)
-    # a damped spherical joint, and springs on other joints, are compiled
-    damped = kd.Model([body], [kd.Joint.spherical("s", None, "b", damping=0.1)])
-    assert supports(damped) is None
-    state = random_state(damped, np.random.default_rng(0))
-    assert_close(compile_model(damped).forward_dynamics(state),
-                 kd.forward_dynamics(damped, state))  # fmt: skip
+    sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=[0.3, 0.5, 0.7],
+                                                  damping=0.1)])  # fmt: skip
+    assert supports(sprung) is None
+    state = random_state(sprung, np.random.default_rng(0))
+    assert_close(compile_model(sprung).forward_dynamics(state),
+                 kd.forward_dynamics(sprung, state))  # fmt: skip
 
 
 def test_compile_model_is_cached_per_model_and_lock_set():
@@ -431,7 +408,7 @@ def _free_tree(springs: bool, gravity: bool, seed: int = 3) -> kd.Model:
                  ["free", "hinge", "gimbal2", "spherical", "slider2", "gimbal_slider", "gimbal3"],
                  ["123", "231", "312", "121", "132", "213", "313"],
                  seed, springs=springs, embedded=True, gravity=gravity)  # fmt: skip
-    return without_spherical_springs(model)
+    return model
 
 
 TORQUE_FREE = {

@@ -25,7 +25,7 @@ def _tree(springs: bool = True, gravity: bool = True):
 
 def _spherical_spring():
     model = tree([0], ["free", "spherical"], ["123", "123"], seed=3, springs=True)
-    assert kd.compiled.supports(model) is not None  # the spring is on the spherical joint
+    assert np.any(model.joints[1].stiffness[:3])  # the spring is on the spherical joint
     return model, random_state(model, np.random.default_rng(4))
 
 
@@ -74,18 +74,20 @@ def test_msd_controlled_slew_agrees():
     _assert_same(dense, compiled)
 
 
-def test_compiled_spherical_spring_is_refused_with_the_reason():
+def test_compiled_spherical_spring_agrees():
     model, state = _spherical_spring()
-    with pytest.raises(ModelError, match="spherical joint has a spring"):
-        kd.simulate(model, state, 0.1, 0.01, engine="compiled", progress=False)
+    assert kd.compiled.supports(model) is None
+    dense, compiled = _runs(model, state)
+    _assert_same(dense, compiled)
 
 
 def test_auto_falls_back_to_dense_when_the_model_cannot_be_compiled(monkeypatch):
-    model, state = _spherical_spring()
+    model, state = _tree()
 
     def forbidden(*args, **kwargs):
         raise AssertionError("compiled engine used for a model it does not support")
 
+    monkeypatch.setattr(kanedyn.simulation.system, "supports", lambda *a, **k: "a reason")
     monkeypatch.setattr(kanedyn.simulation.system, "compile_model", forbidden)
     traj = kd.simulate(model, state, 0.05, 0.01, progress=False)
     assert np.all(np.isfinite(traj.u))
@@ -227,16 +229,18 @@ def test_compiled_model_batch_equals_dense_and_single_members():
     assert np.ptp(compiled.u[-1], axis=0).max() > 1e-3  # the members differ
 
 
-def test_model_batch_with_spherical_springs_is_not_compiled():
+def test_model_batch_with_spherical_springs_is_compiled():
+    """The spherical stiffness varies across the batch (a parameter input of the
+    kernel): the compiled ensemble is the dense one."""
     model = tree([0], ["free", "spherical"], ["123", "123"], seed=3, springs=False)
     k = np.zeros((2, model.n))
     k[1, model.speeds("j1")] = 0.5  # member 1 has a spherical spring
     batch = kd.ModelBatch.dispersed(model, stiffness=k)
     states = _states(model, 2, 1)
-    with pytest.raises(ModelError, match="spherical joint has a spring"):
-        kd.simulate_ensemble(batch, states, 0.1, 0.01, engine="compiled")
-    auto = kd.simulate_ensemble(batch, states, 0.05, 0.01)  # falls back to dense
-    assert np.all(np.isfinite(auto.u))
+    compiled = kd.simulate_ensemble(batch, states, 0.1, 0.01, engine="compiled")
+    dense = kd.simulate_ensemble(batch, states, 0.1, 0.01, engine="dense")
+    np.testing.assert_allclose(compiled.q, dense.q, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(compiled.u, dense.u, rtol=0, atol=1e-9)
 
 
 # --------------------------------------------------------------------------- CLI

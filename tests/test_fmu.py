@@ -159,10 +159,6 @@ def test_to_fmu_rejects_bad_input(tmp_path):
         kd.codegen.to_fmu(small_spacecraft(), tmp_path / "a.fmu", step=0.0)
     with pytest.raises(ModelError, match="C identifier"):
         kd.codegen.to_fmu(small_spacecraft(), tmp_path / "a.fmu", name="a-b")
-    body = kd.Body("b", mass=1.0, inertia=np.eye(3))
-    sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=1.0)])
-    with pytest.raises(ModelError, match="spherical joint has a spring"):
-        kd.codegen.to_fmu(sprung, tmp_path / "a.fmu")
 
 
 def test_cli_export_fmu(tmp_path, capsys):

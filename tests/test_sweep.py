@@ -19,7 +19,7 @@ from kanedyn.compiled.derivatives import derivative_kernel, residual_kernel, unr
 from kanedyn.compiled.llvm import _NOT_FINITE, WIDTH
 from kanedyn.compiled.sweep import plan
 from tests.test_batch import random_tree
-from tests.test_compiled import draw_state, without_spherical_springs
+from tests.test_compiled import draw_state
 from tests.test_linearize import revolute_chain
 
 pytestmark = pytest.mark.skipif(native.unavailable() is not None,
@@ -37,7 +37,7 @@ def forests() -> list[tuple[int, kd.Model]]:
     tangents whose range starts after lane 0 and hulls with holes."""
     out = []
     for seed in range(60):
-        model = without_spherical_springs(random_tree(seed))
+        model = random_tree(seed)
         if kernels.supports(model) is None and model.n > WIDTH:
             out.append((seed, model))
     return out[:12]

@@ -22,7 +22,7 @@ import kanedyn as kd
 from kanedyn.compiled.c import runtime_parameters
 from kanedyn.errors import ModelError
 from tests.test_batch import random_tree
-from tests.test_compiled import draw_state, without_spherical_springs
+from tests.test_compiled import draw_state
 
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc, gcc or clang) on PATH")
@@ -255,7 +255,7 @@ def test_c_on_random_trees_equals_the_engine(compiler, tmp_path):
     bit, the run-time-parameter C to 1e-14 (derivatives left out: the default)."""
     models, sources = [], []
     for seed in range(4):
-        model = without_spherical_springs(random_tree(seed))
+        model = random_tree(seed)
         if kd.compiled.supports(model) is not None:
             continue
         models.append(model)
@@ -325,10 +325,13 @@ def test_c_in_a_central_field_with_runtime_field_parameters(tmp_path):
 def test_to_c_rejects_bad_prefix_and_uncompilable_models(tmp_path):
     with pytest.raises(ModelError, match="C identifier"):
         kd.codegen.to_c(kd.examples.chain(1), tmp_path, prefix="my-model")
-    body = kd.Body("b", mass=1.0, inertia=np.eye(3))
-    sprung = kd.Model([body], [kd.Joint.spherical("s", None, "b", stiffness=1.0)])
-    with pytest.raises(ModelError, match="spherical joint has a spring.*joints 's'"):
-        kd.codegen.to_c(sprung, tmp_path)
+    hub = kd.Body("hub", mass=2.0, inertia=np.eye(3))
+    beam = kd.beam_body("beam", 1.0, 1.0, 10.0, n_modes=1)
+    flexible = kd.Model(
+        [hub, beam], [kd.Joint.free("root", "hub"), kd.Joint.weld("w", "hub", "beam")]
+    )
+    with pytest.raises(ModelError, match="a body is flexible"):
+        kd.codegen.to_c(flexible, tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written
     with pytest.raises(ModelError, match="parameters must be 'folded' or 'runtime'"):
         kd.codegen.to_c(kd.examples.chain(1), tmp_path, parameters="symbolic")

@@ -288,7 +288,6 @@ def runtime_parameters(model: Model) -> list[Parameter]:
     character that cannot be in a C identifier made ``_`` (``link0.mass`` ->
     ``link0_mass``; a clash gets ``_2``, ``_3``, ...)."""
     from kanedyn.model.names import effort_units
-    from kanedyn.model.plan import params_of
 
     values = params_of(model)
     torque = effort_units(model)
@@ -320,18 +319,7 @@ def refusal(model: Model) -> str | None:
     The C is the compiled engine's traced equations (:func:`kanedyn.compiled.supports`
     says which models it traces), an RK4 step and, with closed loops, the projection
     onto their constraints after each step (:func:`kanedyn.compiled.kernels.projection`)."""
-    why = supports(model)
-    if why is None:
-        return None
-    lay, pa = model.layout, params_of(model)
-    spherical = {int(r) for r in np.ravel(lay.quat_u)}
-    sprung = [j.name for j, idx in zip(model.joints, lay.u_index, strict=True)
-              if any(int(r) in spherical and (pa.stiffness[r] != 0.0 or np.any(pa.stiffness_poly[r]))
-                     for r in idx)]  # fmt: skip
-    if "spherical joint has a spring" in why:
-        return (f"{why}: joints {', '.join(map(repr, sprung))}; give them no stiffness "
-                "(a damper is compiled) or use the dense engine")  # fmt: skip
-    return why
+    return supports(model)
 
 
 def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,

@@ -16,15 +16,15 @@ The same function runs
 The equations are Kane's (:mod:`kanedyn.dynamics.recursion`); the dense engine
 (:mod:`kanedyn.dynamics.kane`) is their oracle, and the tests hold them together to
 round-off on random trees with every joint type. ``Q`` holds the joint springs and
-dampers (``-k q - c q̇`` per angle or slide, ``-c ω`` for a spherical joint).
+dampers (``-k q - c q̇`` per angle or slide, ``-J_r⁻ᵀ ∇V(φ) - c ω`` for a spherical joint:
+:func:`kanedyn.joints.spring_damper`).
 
 **MSD** (``formulation="msd"``, :meth:`Recursion.run_msd
 <kanedyn.dynamics.recursion.Recursion.run_msd>`): the speeds from the momentum states by
 the same elimination at zero speed, then the momentum rates from the subtree momenta
 (docs/theory/compiled.md).
 
-**Scope.** A spherical joint with a spring (``-J_r⁻ᵀ K φ``) and models with sympy
-parameters are not compiled: :func:`supports` says why, and :func:`kanedyn.simulate`
+**Scope.** Models with sympy parameters are not compiled: :func:`supports` says why, and :func:`kanedyn.simulate`
 then uses the dense engine. Flexible bodies (``Body.modes``) enter the Kane kernel
 through :func:`kanedyn.dynamics.flex_recursion.flexible_run`; its inputs ``q``, ``u``
 then hold the modal coordinates and speeds after the joints' (``nq + nf``, ``n + nf``),
@@ -78,12 +78,6 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     ``flexible`` they are refused."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
-    lay = model.layout
-    pa = params_of(model) if params is None else params
-    if lay.spherical.size and (
-        np.any(pa.stiffness[..., lay.quat_u]) or np.any(pa.stiffness_poly[..., lay.quat_u, :])
-    ):
-        return "a spherical joint has a spring (-J_r^-T K phi is not compiled)"
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: kd.simulate's run loops and compile_model "

@@ -314,6 +314,7 @@ TRACE = Arithmetic(
     elementwise(sqrt),
     _object_floats,
     elementwise(fabs),
+    elementwise(sign),
 )
 """The arithmetic protocol (:mod:`kanedyn.spatial.arithmetic`) on traced values: object
 arrays of :class:`Value` s and floats. The shared equations run on it to record the

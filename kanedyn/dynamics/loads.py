@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn import joints
-from kanedyn.dynamics.kinematics import Kinematics, cross, mv
+from kanedyn.dynamics.kinematics import Kinematics, cross
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
@@ -122,7 +122,9 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     Angles, slides and dampers: :func:`kanedyn.joints.spring_damper`. A spherical
     joint's spring is the gradient of ``V(φ) = ½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴``
     (:func:`kanedyn.joints.spherical_spring`, ``r = |φ|``) in the rotation vector φ:
-    ``-J_r⁻ᵀ(φ) ∇V(φ)`` (``J_r`` the right Jacobian of SO(3)). For isotropic K,
+    ``-J_r⁻ᵀ(φ) ∇V(φ)`` (``J_r`` the right Jacobian of SO(3);
+    :func:`kanedyn.joints.spherical_spring_force`, the law the compiled engine traces
+    too). For isotropic K,
     ``J_r⁻ᵀ φ = φ`` and this is 42's ``-k φ`` and MuJoCo's ball-joint spring
     ``-(k + k₂ r + k₃ r²) φ``. ``params`` (default: the model's) may carry batch axes,
     like ``q`` and ``u``.
@@ -131,14 +133,7 @@ def joint_spring_forces(model: Model, q: Array, u: Array, params: Params | None 
     pa = params_of(model) if params is None else params
     stiffness, damping = pa.stiffness, pa.damping
     poly = (pa.stiffness_poly, pa.damping_poly) if pa.has_poly else (None, None)
-    Q = joints.spring_damper(lay, stiffness, damping, q, u, *poly)
-    if lay.spherical.size:
-        k, kp = _spherical_stiffness(lay, pa)
-        if np.any(k) or (kp is not None and np.any(kp)):
-            phi = rot.quat_to_rotvec(q[..., lay.quat_q])
-            JinvT = np.swapaxes(rot.rotvec_rate_matrix_inv(phi), -1, -2)
-            Q[..., lay.quat_u] -= mv(JinvT, joints.spherical_spring(k, kp, phi)[1])
-    return Q
+    return joints.spring_damper(lay, stiffness, damping, q, u, *poly)
 
 
 def _spherical_stiffness(lay: Any, pa: Params) -> tuple[Array, Array | None]:

@@ -6,7 +6,8 @@ written once, as a function of arrays with leading batch axes, using only
 * the array operators ``+ - * /`` and ``@``, indexing and broadcasting, ``numpy.stack``
   and ``numpy.sum``, and
 * the elementwise functions of an :class:`Arithmetic`: ``sin``, ``cos``, ``sqrt``,
-  ``abs`` (``|x|``), and ``const`` (which brings the model's numbers into that
+  ``abs`` (``|x|``), ``sign`` (``copysign(1, x)``: a branch-free select, the weight
+  ``(1 ± sign(x - a))/2`` being exactly 0 or 1), and ``const`` (which brings the model's numbers into that
   arithmetic).
 
 The arrays are NumPy arrays whose elements are the "scalars". Three arithmetics are
@@ -42,8 +43,8 @@ __all__ = ["NUMPY", "Arithmetic", "elementwise"]
 class Arithmetic:
     """One implementation of the arithmetic protocol (see the module docstring).
 
-    ``sin``, ``cos``, ``sqrt``, ``abs`` act elementwise on arrays of this arithmetic's
-    scalars; ``const`` turns a float array (a model constant) into one.
+    ``sin``, ``cos``, ``sqrt``, ``abs``, ``sign`` act elementwise on arrays of this
+    arithmetic's scalars; ``const`` turns a float array (a model constant) into one.
     """
 
     name: str
@@ -52,6 +53,7 @@ class Arithmetic:
     sqrt: Callable[[Any], Any]
     const: Callable[[Any], Any]
     abs: Callable[[Any], Any]
+    sign: Callable[[Any], Any]
 
     def __repr__(self) -> str:
         return f"Arithmetic({self.name!r})"
@@ -71,5 +73,9 @@ def _float_array(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-NUMPY = Arithmetic("numpy", np.sin, np.cos, np.sqrt, _float_array, np.abs)
+def _sign(x: Any) -> Any:
+    return np.copysign(1.0, x)
+
+
+NUMPY = Arithmetic("numpy", np.sin, np.cos, np.sqrt, _float_array, np.abs, _sign)
 """Float arrays: the dense engine and batches."""

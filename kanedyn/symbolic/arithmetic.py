@@ -80,5 +80,6 @@ SYMPY = Arithmetic(
     elementwise(sm.sqrt),
     exact_array,
     elementwise(sm.Abs),
+    elementwise(sm.sign),
 )
 """Object arrays of sympy expressions."""
