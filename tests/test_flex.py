@@ -497,3 +497,14 @@ def test_damping_ratio_of_coupled_modes_is_the_ratio_of_each_normal_mode():
     lam = lam[np.argsort(np.abs(lam))]
     np.testing.assert_allclose(np.abs(lam), w, rtol=1e-10)
     np.testing.assert_allclose(-lam.real / np.abs(lam), zeta, rtol=1e-10)
+
+
+def test_the_symbolic_derivations_refuse_flexible_bodies_rather_than_drop_them():
+    hub = kd.Body("hub", mass=2.0, inertia=np.eye(3))
+    beam = kd.beam_body("beam", 1.0, 1.0, 10.0, n_modes=1)
+    model = kd.Model([hub, beam], [kd.Joint.revolute("h", None, "hub", axis=3),
+                                   kd.Joint.weld("w", "hub", "beam")])  # fmt: skip
+    with pytest.raises(kd.ModelError, match=r"kd.symbolic.kane: flexible bodies \['beam'\]"):
+        kd.symbolic.kane(model)
+    with pytest.raises(kd.ModelError, match=r"kd.symbolic.lagrange: flexible bodies \['beam'\]"):
+        kd.symbolic.lagrange(model)

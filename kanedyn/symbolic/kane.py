@@ -85,6 +85,7 @@ import scipy.linalg
 import sympy as sm
 
 from kanedyn import joints
+from kanedyn.dynamics.flex import refuse_flexible
 from kanedyn.dynamics.rotors import rotor_specs, rotor_terms
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
@@ -1141,6 +1142,7 @@ def kane(
     """
     if not isinstance(model, Model):
         raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
+    refuse_flexible(model, "kd.symbolic.kane")
     loads = read_loads(model, joint_torques, body_forces, body_torques, "kane")
     q, u, ud = _symbols(model)
     der = _derive(model, q, u, loads)

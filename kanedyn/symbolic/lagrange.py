@@ -71,6 +71,7 @@ import numpy as np
 import sympy as sm
 
 from kanedyn import joints
+from kanedyn.dynamics.flex import refuse_flexible
 from kanedyn.dynamics.rotors import rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
@@ -527,6 +528,7 @@ def lagrange(
     >>> lag.G
     Matrix([[g*l*m*cos(q_j_0)/2]])
     """
+    refuse_flexible(model, "kd.symbolic.lagrange")
     loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
     q, u = generalized_symbols(model)
     charts = _charts(model, chart)
