@@ -508,3 +508,11 @@ def test_the_symbolic_derivations_refuse_flexible_bodies_rather_than_drop_them()
         kd.symbolic.kane(model)
     with pytest.raises(kd.ModelError, match=r"kd.symbolic.lagrange: flexible bodies \['beam'\]"):
         kd.symbolic.lagrange(model)
+
+
+def test_a_flexible_body_in_a_central_field_is_refused_rather_than_half_modelled():
+    hub = kd.Body("hub", mass=2.0, inertia=np.eye(3))
+    beam = kd.beam_body("beam", 1.0, 1.0, 10.0, n_modes=1)
+    joints = [kd.Joint.free("root", "hub"), kd.Joint.weld("w", "hub", "beam")]
+    with pytest.raises(kd.ModelError, match=r"flexible bodies \['beam'\] in a central field"):
+        kd.Model([hub, beam], joints, gravity=kd.CentralGravity())
