@@ -22,7 +22,7 @@
 # * **MSD** (`formulation="msd"`): $y$ = the momentum states, Stoneking's joint momenta
 #   $h_k = \Gamma_k^T H_k$ and $p_k = \Delta_k^T P_k$, which are exactly Kane's generalized
 #   momenta $M\nu$. For a free-floating root the six root states are the **total** angular
-#   momentum and linear momentum in N. Their rates are written down directly, and the
+#   momentum (about the system's mass centre) and linear momentum in N. Their rates are written down directly, and the
 #   speeds come back from one Cholesky solve with the same $M$.
 #
 # Why it matters: with no external load the root's $\dot H = 0$ and $\dot P = 0$
