@@ -48,9 +48,9 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   states (x, u) are ``case.flex[body].amplitudes`` and ``.rates``
   (:class:`FortyTwoFlex`). 42 leaves out the terms built from L and N without "Include
   2nd Order Flex Terms"; kanedyn keeps them (a warning says so). The body becomes
-  ``Body(..., modes=Modes(**fields))`` and a joint on it attaches at its joint node
-  (:func:`kanedyn.io.modal_fields.flexible_body`, ``flexible_joint``); where this
-  kanedyn has no flexible bodies, the body stays rigid with a warning.
+  ``Body(..., modes=Modes(**fields))`` (:func:`kanedyn.io.modal_fields.flexible_body`);
+  a joint on it is attached rigidly at its joint node, with a warning (joints riding
+  on a node's flexible motion are not modelled yet).
 
 Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
@@ -104,7 +104,7 @@ import numpy as np
 
 from kanedyn.dynamics.kinematics import kinematics
 from kanedyn.errors import FileFormatError, ModelError
-from kanedyn.io.modal_fields import check_modal_fields, flexible_body, flexible_joint
+from kanedyn.io.modal_fields import check_modal_fields, flexible_body
 from kanedyn.model import Body, CentralGravity, Joint, Model, State
 from kanedyn.model.orbit import Orbit
 from kanedyn.simulation.control import ReactionWheel, Thruster
@@ -749,19 +749,13 @@ def _read_flex_bodies(
             bodies[i] = flexible_body(body, fields)
         except ModelError as exc:
             raise L.error(f.flex_line, f"body {name}: flex file {f.flex}: {exc}") from None
-        for k, j in mine:
-            attached = flexible_joint(
-                j, j.name if j.inner == name else None, j.name if j.outer == name else None
+        for _, j in mine:
+            note(
+                f.flex_line,
+                f"body {name}: joint {j.name} is attached rigidly at its node: it "
+                "does not ride on the node's flexible motion (joints at nodes are not "
+                "modelled yet)",
             )
-            if attached is not None:
-                joints[k + 1] = attached
-            else:
-                note(
-                    f.flex_line,
-                    f"body {name}: joint {j.name} is attached rigidly at its node: it "
-                    "does not ride on the node's flexible motion (joints at nodes are not "
-                    "modelled yet)",
-                )
     return bodies, flex
 
 

@@ -43,14 +43,13 @@ import attrs
 import numpy as np
 
 from kanedyn.errors import FileFormatError
-from kanedyn.model import Body, Joint
+from kanedyn.model import Body
 from kanedyn.model.modes import Modes
 
 __all__ = [
     "MODAL_FIELDS",
     "check_modal_fields",
     "flexible_body",
-    "flexible_joint",
     "read_modal_npz",
 ]
 
@@ -270,15 +269,3 @@ def flexible_body(body: Body, fields: Mapping[str, Any]) -> Body:
     :class:`~kanedyn.ModelError` for data it rejects.
     """
     return attrs.evolve(body, modes=Modes(**fields))
-
-
-def flexible_joint(joint: Joint, inner_node: str | None, outer_node: str | None) -> Joint | None:
-    """``joint`` attached at nodes of flexible bodies (``inner_node=``, ``outer_node=``),
-    or None when this kanedyn's :class:`~kanedyn.Joint` takes no nodes."""
-    names = attrs.fields_dict(Joint)
-    if "inner_node" not in names or "outer_node" not in names:
-        return None
-    changes: dict[str, Any] = {
-        k: v for k, v in (("inner_node", inner_node), ("outer_node", outer_node)) if v
-    }
-    return attrs.evolve(joint, **changes)

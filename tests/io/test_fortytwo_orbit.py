@@ -20,18 +20,10 @@ from scipy.spatial.transform import Rotation
 
 import kanedyn as kd
 from kanedyn.io import UnsupportedFeatureWarning, read_42_case, read_42_orbit, read_42_sim
+from tests.io.test_fortytwo import _passive
 
 DATA = Path(__file__).parent / "data"
 MU_42, R_42 = 3.986004e14, 6.378145e6  # 42's Earth (Source/42init.c, LoadPlanets)
-
-
-def _passive(axis: int, a: float) -> np.ndarray:
-    c, s = np.cos(a), np.sin(a)
-    return {
-        1: np.array([[1, 0, 0], [0, c, s], [0, -s, c]]),
-        2: np.array([[c, 0, -s], [0, 1, 0], [s, 0, c]]),
-        3: np.array([[c, s, 0], [-s, c, 0], [0, 0, 1]]),
-    }[axis]
 
 
 def A2C(seq: str, deg) -> np.ndarray:
