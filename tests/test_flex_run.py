@@ -162,8 +162,7 @@ def test_set_modes_and_set_joint_keep_each_other():
 @pytest.mark.parametrize(
     ("options", "reason"),
     [
-        ({"formulation": "msd"}, r"flexible bodies \['beam'\]: formulation='msd'"),
-        ({"method": "energy-momentum"}, "method='energy-momentum'"),
+        ({"method": "energy-momentum"}, r"flexible bodies \['beam'\]: method='energy-momentum'"),
         ({"events": [kd.Lock(0.05, "root")]}, "lock events"),
     ],
 )

@@ -231,8 +231,8 @@ def _break_root_rates(monkeypatch):
     idx = model.speeds("root")[:3]
     original = kanedyn.dynamics.msd.rates
 
-    def broken(model, kin, L):
-        ydot = original(model, kin, L)
+    def broken(model, kin, L, *modal):
+        ydot = original(model, kin, L, *modal)
         R, w = kin.R_N_B[0], kin.omega[0]
         ydot[idx] -= np.cross(w, R @ params_of(model).inertia[0] @ R.T @ w)
         return ydot
@@ -240,9 +240,9 @@ def _break_root_rates(monkeypatch):
     monkeypatch.setattr(kanedyn.dynamics.msd, "rates", broken)
     traced = kanedyn.compiled.kernels.Trace.run_msd
 
-    def broken_traced(self):
+    def broken_traced(self, *modal):
         y = list(self.u)
-        ydot, qd, nu = traced(self)
+        ydot, qd, nu = traced(self, *modal)
         H, w = [y[i] for i in idx], [nu[i] for i in idx]
         for c, i in enumerate(idx):
             ydot[i] = ydot[i] + (H[(c + 1) % 3] * w[(c + 2) % 3] - H[(c + 2) % 3] * w[(c + 1) % 3])

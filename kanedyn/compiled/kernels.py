@@ -28,7 +28,8 @@ the same elimination at zero speed, then the momentum rates from the subtree mom
 then uses the dense engine. Flexible bodies (``Body.modes``) enter the Kane kernel
 through :func:`kanedyn.dynamics.flex_recursion.flexible_run`; its inputs ``q``, ``u``
 then hold the modal coordinates and speeds after the joints' (``nq + nf``, ``n + nf``),
-and its outputs are ``[u̇ | ṡ | ξ̇ | q̇_joints | η̇]``. External loads enter the Kane kernel as per-body force and
+and its outputs are ``[u̇ | ṡ | ξ̇ | q̇_joints | η̇]`` (for MSD the momentum states
+``u = [y | y_ξ]``, outputs ``[ẏ | ẏ_ξ | q̇_joints | η̇ | ν | ξ]``). External loads enter the Kane kernel as per-body force and
 torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); for MSD, whose loads may
 depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 """
@@ -229,7 +230,7 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
             "do not hold the loop constraints"
         )
     if msd:
-        ydot, qd, nu = tr.run_msd()
+        ydot, qd, nu = tr.run_msd(tr.eta, tr.xi)  # u = [y | y_ξ] with flexible bodies
         outputs = [*ydot, *qd, *nu]
     elif model.loops:  # the tree closed by its loops' independent rows
         keep = independent_rows(model, locked)

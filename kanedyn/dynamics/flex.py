@@ -35,11 +35,19 @@ from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at
 from kanedyn.dynamics.partials import Partials, partials_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.spatial.modal import first_moment, modal_forces, modal_inertia
+from kanedyn.spatial.modal import (
+    first_moment,
+    modal_forces,
+    modal_inertia,
+    modal_momentum,
+    modal_momentum_rate,
+)
 from kanedyn.spatial.rotation import skew
 
 __all__ = [
+    "BodyMomenta",
     "NodeMotion",
+    "body_momenta",
     "flex_energy",
     "flex_momentum",
     "flex_terms",
@@ -161,6 +169,45 @@ def flex_momentum(
         H += bf.R @ h[:3] + np.cross(bf.p, dP)
         mc += bf.R @ first_moment(md, e)
     return P, H, mc
+
+
+@attrs.frozen(eq=False)
+class BodyMomenta:
+    """A flexible body's terms in the momentum states (:mod:`kanedyn.dynamics.msd`), N
+    components: ``P`` and ``H`` (about the body-frame origin ``p``) the momenta of its
+    elastic motion beyond the rigid body's, ``first`` its displaced mass's first moment
+    ``R c_f``, ``couple`` gravity's couple ``R(c_f × g)`` on it, ``y_xi`` the modal
+    momenta ``∂T/∂ξ`` and ``rate`` their rates (:func:`kanedyn.spatial.modal.
+    modal_momentum_rate`)."""
+
+    i: int
+    sl: slice
+    p: Array
+    P: Array
+    H: Array
+    first: Array
+    couple: Array
+    y_xi: Array
+    rate: Array
+
+
+def body_momenta(
+    model: Model, kin: Kinematics, par: Partials, eta: Array, xi: Array
+) -> list[BodyMomenta]:
+    """:class:`BodyMomenta` of each flexible body at the joints' kinematics ``kin``
+    (and partials ``par``) and the modal coordinates and speeds ``eta``, ``xi``."""
+    out = []
+    for bf in _bodies(model, kin, par):
+        md: Any = model.bodies[bf.i].modes
+        e, x = eta[bf.sl], xi[bf.sl]
+        h = modal_momentum(md, e, x, bf.w, bf.v0)
+        cf = first_moment(md, e)
+        rate = modal_momentum_rate(md, e, x, bf.w, bf.v0, bf.g)
+        out.append(BodyMomenta(
+            bf.i, bf.sl, bf.p, bf.R @ h[3:6], bf.R @ h[:3], bf.R @ cf,
+            bf.R @ np.cross(cf, bf.g), h[6:], rate,
+        ))  # fmt: skip
+    return out
 
 
 @attrs.frozen(eq=False)

@@ -42,24 +42,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
 import numpy as np
 
 from kanedyn.dynamics.recursion import Recursion
 from kanedyn.spatial import plucker as sp
-from kanedyn.spatial.modal import modal_forces, modal_inertia
+from kanedyn.spatial.modal import modal_forces
 
 __all__ = ["flexible_run"]
 
 Scalar = Any
-
-
-def _obj(x: Any) -> Any:
-    return np.array(x, dtype=object)
-
-
-def _cross(a: Any, b: Any) -> Any:
-    return _obj(sp.cross(list(a), list(b)))
 
 
 def flexible_run(
@@ -68,42 +59,27 @@ def flexible_run(
     """Forward dynamics of a tree with flexible bodies by ABA (the module docstring);
     ``rec`` holds the joints' coordinates and speeds, ``eta``, ``xi`` the modal ones
     (``Model.nf`` each, in body order). Returns ``(ν̇, q̇)`` over the flexible state:
-    ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``."""
+    ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``. The modes are condensed by
+    :meth:`Recursion.condense_modes <kanedyn.dynamics.recursion.Recursion.condense_modes>`
+    (which the momentum states' speeds, :meth:`Recursion.run_msd
+    <kanedyn.dynamics.recursion.Recursion.run_msd>`, share)."""
     model = rec.model
     geo, c, p, a_N = rec.terms()
     v = rec.velocities(geo)
-    g_N = rec.par("gravity") if rec.loads else None
-    R_N: list[Any] = []  # R_N_Go per joint, for gravity in body axes with loads
-    for b in geo:
-        R_N.append(b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E))
-    local: dict[int, tuple[Any, Any, Any, slice]] = {}  # body k: (C M⁻¹, h_ξ, M⁻¹, slice)
-    for k, sl in model.modal_slices():
-        md: Any = model.bodies[k].modes
-        e, x = _obj(list(eta[sl])), _obj(list(xi[sl]))
-        R = _obj(rec.par("R_Go_Bo", k))
-        o = -(R @ _obj(rec.par("outer_point", k)))
-        Tx = _obj(np.zeros((6, 6)))
-        Tx[:3, :3] = R.T
-        Tx[3:, 3:] = R.T
-        Tx[3:, :3] = -(R.T @ _obj(sp.skew(list(o))))
-        w = Tx @ _obj(v[k])  # (ω, v₀) in body axes
-        if g_N is None:
-            g = _obj([0.0, 0.0, 0.0])
-        else:
-            g = R.T @ _obj(sp.mtv(R_N[k], g_N))
-        dM = modal_inertia(md, e)
-        h = modal_forces(md, e, x, w[:3], g) + dM[:, 3:6] @ _cross(w[:3], w[3:])
-        C = Tx.T @ dM[:6, 6:]  # (6, nm)
-        Minv = np.linalg.inv(np.asarray(md.mass, dtype=float))
-        CM = C @ Minv
-        inertia = _obj(geo[k].inertia) + Tx.T @ dM[:6, :6] @ Tx - CM @ C.T
-        geo[k] = attrs.evolve(geo[k], inertia=inertia.tolist())
-        p[k] = (_obj(p[k]) + Tx.T @ h[:6] - CM @ h[6:]).tolist()
-        local[k] = (C, h[6:], Minv, sl)
+    bodies = rec.modal_bodies(geo, eta)
+    h = []
+    for mb in bodies:
+        x = np.array(list(xi[mb.sl]), dtype=object)
+        w = mb.body_velocity(v[mb.k])  # (ω, v₀) in body axes
+        # gravity: an acceleration of N (a_N = -g), or with loads in the body axes
+        g = mb.g if rec.loads else np.array([0.0, 0.0, 0.0], dtype=object)
+        w_x_v = np.array(sp.cross(list(w[:3]), list(w[3:])), dtype=object)
+        h.append(modal_forces(mb.md, mb.eta, x, w[:3], g) + mb.dM[:, 3:6] @ w_x_v)
+    local = rec.condense_modes(geo, p, bodies, h)
     nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N)
     acc, _ = rec.newton_euler(geo, c, p, a_N, nudot)
     xidot: list[Scalar] = [0.0] * model.nf
-    for k, (C, h_xi, Minv, sl) in local.items():
-        rates = -(Minv @ (h_xi + C.T @ _obj(acc[k])))
-        xidot[sl] = list(rates)
+    for mb, hb, (C, Minv) in zip(bodies, h, local, strict=True):
+        rates = -(Minv @ (hb[6:] + C.T @ np.array(acc[mb.k], dtype=object)))
+        xidot[mb.sl] = list(rates)
     return [*nudot, *xidot], [*rec.qdot(), *xi]

@@ -47,15 +47,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn.dynamics import flex
 from kanedyn.dynamics.kane import kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads
-from kanedyn.dynamics.partials import joint_axes
+from kanedyn.dynamics.partials import joint_axes, partials_at
 from kanedyn.dynamics.rotors import carrier, rotor_momentum, rotor_specs
 from kanedyn.dynamics.subtree import subtree_sum, subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.spatial import plucker as sp
+from kanedyn.spatial.modal import first_moment
 
 __all__ = [
     "generalized_momenta",
@@ -84,28 +86,56 @@ def momentum_roots(model: Model) -> list[int]:
     return list(roots)
 
 
-def generalized_momenta(model: Model, kin: Kinematics, u: Array) -> Array:
+def generalized_momenta(
+    model: Model, kin: Kinematics, u: Array, eta: Array | None = None
+) -> Array:
     """The generalized momenta ``∂T/∂ν = M ν + Ωᵀ R h`` (embedded momentum h) at the
     kinematics ``kin`` and speeds ``u`` (MSD slides: the momentum states of the joints
-    before :func:`root_to_total`)."""
+    before :func:`root_to_total`). With flexible bodies, ``u = [u | s | ξ]`` and ``M``
+    is the flexible mass matrix at the modal coordinates ``eta``
+    (:func:`kanedyn.dynamics.flex.flex_terms`): the modal rows are ``y_ξ = ∂T/∂ξ``."""
     tm = kane_terms(model, kin)
     h = mv(kin.R_N_B, kin.params.h_embedded)
-    return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
+    n = model.n
+    y = mass_matrix_at(model, tm) @ u[:n] + tm.Omega.reshape(3 * model.nb, n).T @ h.ravel()
+    if not model.nf:
+        return y
+    assert eta is not None
+    dM, _ = flex.flex_terms(model, kin, tm.par, eta, u[n:])
+    out = dM @ u
+    out[:n] += y
+    return out
 
 
-def mass_centre_offsets(model: Model, kin: Kinematics) -> Array:
+def displaced_first_moments(model: Model, kin: Kinematics, eta: Array | None) -> Array:
+    """``R c_f`` (nb, 3), N: the first moment of each flexible body's displaced mass
+    (:func:`kanedyn.spatial.modal.first_moment`; zero for rigid bodies)."""
+    out = np.zeros((model.nb, 3))
+    for i, sl in model.modal_slices():
+        assert eta is not None
+        out[i] = kin.R_N_B[i] @ first_moment(model.bodies[i].modes, eta[sl])
+    return out
+
+
+def mass_centre_offsets(model: Model, kin: Kinematics, eta: Array | None = None) -> Array:
     """``o_k - c_k`` (nj, 3), N: from the mass centre ``c_k`` of each joint's subtree to
     its joint point, ``-Σ m_i (r_i - o_k) / Σ m_i`` over the subtree (zero for a
     massless one), from the positions relative to ``kin.origin`` (no round-off of
-    ``|o|``)."""
+    ``|o|``); with flexible bodies, their displaced mass at ``eta`` included."""
     m = kin.params.mass
     M = subtree_sum(model, m)
-    first = subtree_sum(model, m[:, None] * kin.r_rel) - M[:, None] * kin.o_rel
+    moments = m[:, None] * kin.r_rel
+    if model.nf:
+        moments = moments + displaced_first_moments(model, kin, eta)
+    first = subtree_sum(model, moments) - M[:, None] * kin.o_rel
     return -first / np.where(M > 0.0, M, 1.0)[:, None]
 
 
-def root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False) -> Array:
-    """Map the generalized momenta of momentum roots to total (H, P) in N, or back.
+def root_to_total(
+    model: Model, kin: Kinematics, p: Array, inverse: bool = False, eta: Array | None = None
+) -> Array:
+    """Map the generalized momenta of momentum roots to total (H, P) in N, or back
+    (``eta``: the modal coordinates, which move the mass centre).
 
     The generalized momenta of the root's rotation are ``H_o`` about its joint point
     (in Go); with slides the total is ``H_c = H_o + (o - c) × P`` about the subtree's
@@ -114,7 +144,7 @@ def root_to_total(model: Model, kin: Kinematics, p: Array, inverse: bool = False
     y = p.copy()
     lay = model.layout
     roots = momentum_roots(model)
-    offset = mass_centre_offsets(model, kin) if roots else None
+    offset = mass_centre_offsets(model, kin, eta) if roots else None
     for k in roots:
         idx = lay.u_index[k]
         r_idx, t_idx = idx[:3], idx[3:]
@@ -140,8 +170,15 @@ def momenta(model: Model, state: State) -> Array:
 
     Entry r holds ``h_k`` (rotational speed r of joint k) or ``p_k`` (translational);
     for momentum roots (:func:`momentum_roots`) the six entries hold total ``H`` and
-    ``P`` in N. Embedded rotor momentum is included.
+    ``P`` in N, the elastic motion of flexible bodies included. Embedded rotor momentum
+    is included. With flexible bodies the modal momenta ``y_ξ = ∂T/∂ξ`` follow
+    (``n_total``, laid out like ``[u | s | ξ]``).
     """
+    if model.nf:
+        q, u, eta, _ = flex.split(model, state)
+        kin = kinematics_at(model, q, u)
+        y = generalized_momenta(model, kin, state.u, eta)
+        return root_to_total(model, kin, y, eta=eta)
     model.check_state(state)
     kin = kinematics_at(model, state.q, state.u)
     return root_to_total(model, kin, generalized_momenta(model, kin, state.u))
@@ -151,36 +188,55 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
     """Speeds ``[u | s]`` from the MSD states by one Cholesky solve of ``M ν = p - Ωᵀh``.
 
     ``locked`` lists speed indices held at zero (their momentum entries are ignored).
+    With flexible bodies, ``q = [q_joints | η]``, the momenta and the speeds run over
+    ``[u | s | ξ]`` (``nq_total``, ``n_total``).
     """
     q = np.asarray(q, dtype=float)
     y = np.asarray(momenta, dtype=float)
-    if q.shape != (model.nq,):
-        raise ModelError(f"q has length {q.size}; this model has nq = {model.nq}")
-    if y.shape != (model.n,):
-        raise ModelError(f"momentum vector has length {y.size}; this model has n = {model.n}")
-    kin = kinematics_at(model, q, np.zeros(model.n))
-    return speeds_at(model, kin, y, np.asarray(locked, dtype=np.intp))
+    if q.shape != (model.nq_total,):
+        raise ModelError(f"q has length {q.size}; this model has nq = {model.nq_total}")
+    if y.shape != (model.n_total,):
+        raise ModelError(
+            f"momentum vector has length {y.size}; this model has n = {model.n_total}"
+        )
+    kin = kinematics_at(model, q[: model.nq], np.zeros(model.n))
+    eta = q[model.nq :] if model.nf else None
+    return speeds_at(model, kin, y, np.asarray(locked, dtype=np.intp), eta)
 
 
-def speeds_at(model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp]) -> Array:
+def speeds_at(
+    model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp], eta: Array | None = None
+) -> Array:
     """The speeds ``ν`` of the momentum states ``y`` at the configuration of ``kin``, with
     the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
-    (:func:`speeds` for a state)."""
+    (:func:`speeds` for a state); with flexible bodies over ``[u | s | ξ]`` with the
+    flexible mass matrix at the modal coordinates ``eta``."""
     tm = kane_terms(model, kin)
+    n, N = model.n, model.n_total
     M = mass_matrix_at(model, tm)
+    if model.nf:
+        assert eta is not None
+        dM, _ = flex.flex_terms(model, kin, tm.par, eta, np.zeros(model.nf))
+        dM[:n, :n] += M
+        M = dM
     h = mv(kin.R_N_B, kin.params.h_embedded)
-    p = (
-        root_to_total(model, kin, y, inverse=True)
-        - tm.Omega.reshape(3 * model.nb, model.n).T @ h.ravel()
-    )
-    free = np.setdiff1d(np.arange(model.n), locked)
-    u = np.zeros(model.n)
+    p = root_to_total(model, kin, y, inverse=True, eta=eta)
+    p[:n] -= tm.Omega.reshape(3 * model.nb, n).T @ h.ravel()
+    free = np.setdiff1d(np.arange(N), locked)
+    u = np.zeros(N)
     u[free] = solve_mass_matrix(M[np.ix_(free, free)], p[free])
     return u
 
 
-def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
-    """Time derivative of the MSD states (see the module docstring), shape (n,).
+def rates(
+    model: Model,
+    kin: Kinematics,
+    L: AppliedLoads,
+    eta: Array | None = None,
+    xi: Array | None = None,
+) -> Array:
+    """Time derivative of the MSD states (see the module docstring), shape (n,); with
+    flexible bodies (modal coordinates and speeds ``eta``, ``xi``), (n_total,).
 
     ``kin`` must be evaluated at the speeds recovered from the states.
     """
@@ -188,13 +244,24 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
     m = pa.mass[:, None]
     I_N = kin.R_N_B @ pa.inertia @ np.swapaxes(kin.R_N_B, -1, -2)
     h_i = mv(I_N, kin.omega) + mv(kin.R_N_B, pa.h_embedded)  # about each mass centre
+    mv_i, T_i = m * kin.v, L.T
+    flexible = []
+    if model.nf:  # the elastic motion's momenta (at the body origin), gravity's couple
+        assert eta is not None and xi is not None
+        flexible = flex.body_momenta(model, kin, partials_at(model, kin), eta, xi)
+        mv_i, T_i = mv_i.copy(), T_i.copy()
+        for b in flexible:
+            rc = kin.R_N_B[b.i] @ pa.com[b.i]  # from the body origin to its mass centre
+            mv_i[b.i] += b.P
+            h_i[b.i] += b.H - np.cross(rc, b.P)
+            T_i[b.i] += b.couple
     for spec in rotor_specs(model, pa):  # a geared rotor's momentum J_R ω_R is its carrier's
         if spec.c >= 0:
             R, w, _, _, sigma = carrier(spec, kin)
             h_i[..., spec.c, :] += rotor_momentum(spec, sigma, R, w)[1]
     # subtree momenta P_k, H_k (about o_k) and external force and torque F_k, T_k
-    P_k, H_k = subtree_wrench(model, m * kin.v, h_i, kin.r_rel, kin.o_rel)
-    F_k, T_k = subtree_wrench(model, L.F, L.T, kin.r_rel, kin.o_rel)
+    P_k, H_k = subtree_wrench(model, mv_i, h_i, kin.r_rel, kin.o_rel)
+    F_k, T_k = subtree_wrench(model, L.F, T_i, kin.r_rel, kin.o_rel)
 
     Hw, Hs = joint_axes(model, kin)
     # d/dt (R_N_Go Γ) = ω_o × (R_N_Go Γ) + R_N_Go Γ̇, column by column
@@ -202,13 +269,16 @@ def rates(model: Model, kin: Kinematics, L: AppliedLoads) -> Array:
     RGd = np.swapaxes(kin.R_N_Go @ kin.Gamma_dot, -1, -2)
     dHw = (cross(kin.omega[:, None, :], RG) + RGd)[lay.u_joint, lay.u_col]
     ku, ks = lay.u_joint, lay.s_joint
-    ydot = L.Q.copy()
+    ydot = np.zeros(model.n_total)
+    ydot[: model.n] = L.Q
+    for b in flexible:
+        ydot[model.n + b.sl.start : model.n + b.sl.stop] = b.rate
     ydot[: model.nu] += np.einsum("ri,ri->r", Hw, T_k[ku] - cross(kin.v_o[ku], P_k[ku]))
     ydot[: model.nu] += np.einsum("ri,ri->r", dHw, H_k[ku])
-    ydot[model.nu :] += np.einsum("ci,ci->c", Hs, F_k[ks])
-    ydot[model.nu :] += np.einsum("ci,ci->c", cross(kin.omega_in[ks], Hs), P_k[ks])
+    ydot[model.nu : model.n] += np.einsum("ci,ci->c", Hs, F_k[ks])
+    ydot[model.nu : model.n] += np.einsum("ci,ci->c", cross(kin.omega_in[ks], Hs), P_k[ks])
     roots = momentum_roots(model)
-    offset = mass_centre_offsets(model, kin) if roots else None
+    offset = mass_centre_offsets(model, kin, eta) if roots else None
     for k in roots:
         idx = lay.u_index[k]
         torque = kin.R_N_Go[k] @ L.Q[idx[:3]]  # the root joint's own effort, from N

@@ -50,8 +50,9 @@ from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
+from kanedyn.spatial.modal import first_moment, modal_momentum, modal_momentum_rate, modal_inertia
 
-__all__ = ["BodyTerms", "JointTerms", "Recursion", "aba", "remainder"]
+__all__ = ["BodyTerms", "JointTerms", "ModalBody", "Recursion", "aba", "remainder"]
 
 Scalar = Any
 Vec = list  # of Scalar
@@ -85,6 +86,28 @@ class BodyTerms:
     com: Vec
     h: Vec
     has_h: bool
+
+
+@attrs.frozen(eq=False)
+class ModalBody:
+    """A flexible body k in Go_k (:mod:`kanedyn.dynamics.flex_recursion`): its modes
+    ``md``, modal coordinates ``eta`` and slice ``sl`` into them, ``Tx`` (6, 6) from
+    the spatial velocity at the joint point (Go) to ``(ω, v₀)`` in body axes, ``R``
+    (``R_Go_Bo``), gravity ``g`` in body axes and ``dM = ΔM(η)``
+    (:func:`~kanedyn.spatial.modal.modal_inertia`); object arrays."""
+
+    k: int
+    sl: slice
+    md: Any
+    eta: Any
+    Tx: Any
+    R: Any
+    g: Any
+    dM: Any
+
+    def body_velocity(self, v_k: Vec) -> Any:
+        """``(ω, v₀)`` in body axes from the spatial velocity ``v_k`` (Go_k)."""
+        return self.Tx @ np.array(v_k, dtype=object)
 
 
 def remainder(J: JointTerms, v_k: Vec) -> Vec:
@@ -311,6 +334,48 @@ class Recursion:
         a_N = [0.0, 0.0, 0.0] + [-x for x in g]
         return geo, c, p, a_N
 
+    # ----------------------------------------------------------------------- modes
+    def modal_bodies(self, geo: list[BodyTerms], eta: Sequence[Scalar]) -> list[ModalBody]:
+        """The flexible bodies (:class:`ModalBody`) at the modal coordinates ``eta``
+        (``Model.nf``, in body order), with the gravity of the model in body axes."""
+        R_N: list[Mat] = []  # R_N_Go per joint
+        for b in geo:
+            R_N.append(b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E))
+        g_N = self.par("gravity")
+        out = []
+        for k, sl in self.model.modal_slices():
+            md: Any = self.model.bodies[k].modes
+            e = np.array(list(eta[sl]), dtype=object)
+            R = np.array(self.par("R_Go_Bo", k), dtype=object)
+            o = -(R @ np.array(self.par("outer_point", k), dtype=object))  # origin, Go
+            Tx = np.zeros((6, 6), dtype=object)
+            Tx[:3, :3] = R.T
+            Tx[3:, 3:] = R.T
+            Tx[3:, :3] = -(R.T @ np.array(sp.skew(list(o)), dtype=object))
+            g = R.T @ np.array(sp.mtv(R_N[k], g_N), dtype=object)
+            out.append(ModalBody(k, sl, md, e, Tx, R, g, modal_inertia(md, e)))
+        return out
+
+    def condense_modes(self, geo: list[BodyTerms], p: list[Vec], bodies: list[ModalBody],
+                       h: list[Any]) -> list[tuple[Any, Any]]:  # fmt: skip
+        """Condense each flexible body's modes into its rigid body for ABA (the Schur
+        complement of :mod:`kanedyn.dynamics.flex_recursion`): with the body's force
+        ``h`` (6 + n, body axes) beyond ``ΔM [a; ξ̇]``, ``geo[k]``'s inertia becomes
+        ``I_k + T_xᵀAT_x - C M_Ψ⁻¹ Cᵀ`` and ``p[k]`` gains ``T_xᵀh_r - C M_Ψ⁻¹ h_ξ``
+        (in place). Returns ``(C, M_Ψ⁻¹)`` per body: the modes' rows are then
+        ``ξ̇ = -M_Ψ⁻¹(h_ξ + Cᵀ a_k)``."""
+        out = []
+        for mb, hb in zip(bodies, h, strict=True):
+            k, Tx, dM = mb.k, mb.Tx, mb.dM
+            C = Tx.T @ dM[:6, 6:]  # (6, nm)
+            Minv = np.linalg.inv(np.asarray(mb.md.mass, dtype=float))
+            CM = C @ Minv
+            inertia = np.array(geo[k].inertia, dtype=object) + Tx.T @ dM[:6, :6] @ Tx - CM @ C.T
+            geo[k] = attrs.evolve(geo[k], inertia=inertia.tolist())
+            p[k] = (np.array(p[k], dtype=object) + Tx.T @ hb[:6] - CM @ hb[6:]).tolist()
+            out.append((C, Minv))
+        return out
+
     # ----------------------------------------------------------------------- ABA
     def aba(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], Q: list[Scalar],
             a_N: Vec, rotors: dict[int, RotorPiece] | None = None) -> list[Scalar]:  # fmt: skip
@@ -435,9 +500,13 @@ class Recursion:
         geo, c, p, a_N = self.terms()
         return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
 
-    def run_msd(self) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:
+    def run_msd(self, eta: Sequence[Scalar] = (), y_xi: Sequence[Scalar] = ()
+                ) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:  # fmt: skip
         """Momentum-state dynamics; returns (ẏ, q̇, ν) for the MSD states ``y`` held in
-        ``u`` (see :mod:`kanedyn.dynamics.msd`).
+        ``u`` (see :mod:`kanedyn.dynamics.msd`). With flexible bodies, ``eta`` and
+        ``y_xi`` are the modal coordinates and modal momenta ``y_ξ = ∂T/∂ξ``
+        (``Model.nf`` each), and the three outputs run over the full state
+        (``[ẏ | ẏ_ξ]``, ``[q̇ | η̇ = ξ]``, ``[ν | ξ]``).
 
         1. Speeds: ``M ν = y_gen - Ωᵀ h`` by ABA at zero speed (``c = 0``, ``a_N = 0``,
            bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``
@@ -448,6 +517,16 @@ class Recursion:
            ``ẏ_r = Q_r + s_rᵀ (f^c_k - v_k ×f h^c_k) + ṡ_rᵀ h^c_k`` (``ṡ_r`` the rate of
            the column in Go: ``γ̇_j``, or ``-(Γσ) × R_Go_Gi Δ_j``); for a momentum
            root, the total external wrench in N, its moment about c.
+
+        A flexible body (:class:`ModalBody`) enters step 1 by the condensation of
+        :meth:`condense_modes` with the force ``h = (0, -y_ξ)``: ``M_Ψξ = y_ξ - Cᵀv_k``;
+        step 2 by its momentum beyond the rigid body's (:func:`~kanedyn.spatial.modal.
+        modal_momentum`, its elastic motion: ``T_xᵀ(ΔM w)_{ω,v}`` in ``h^c_k``), the
+        couple ``T_xᵀ(c_f × g, 0)`` of gravity on its displaced mass in ``f^c_k``, its
+        first moment ``R c_f`` in the subtree's mass centre, and the modal momentum
+        rates ``ẏ_ξ`` of :func:`~kanedyn.spatial.modal.modal_momentum_rate` (the joint
+        rows hold unchanged: a joint's partial velocities move its subtree rigidly, so
+        the elastic forces, internal to a body, do no work along them).
         """
         from kanedyn.dynamics.msd import momentum_roots
 
@@ -457,7 +536,9 @@ class Recursion:
         roots = set(momentum_roots(model))
         self.u = [0.0] * n
         geo0 = self.geometry()
-        offset = self.mass_centre_offsets(geo0)
+        bodies = self.modal_bodies(geo0, eta)
+        first = {mb.k: list(mb.R @ first_moment(mb.md, mb.eta)) for mb in bodies}
+        offset = self.mass_centre_offsets(geo0, first)
         y_gen: list[Scalar] = list(y)
         for k in roots:
             b = geo0[k]
@@ -474,10 +555,18 @@ class Recursion:
         zero6 = [0.0] * 6
         bias = [(b.h + [0.0, 0.0, 0.0]) if b.has_h else zero6 for b in geo0]
         rest = self.rotor_pieces([zero6] * nb)  # the rotors' inertias, no bias at rest
+        h0 = [
+            np.array([0.0] * 6 + [-x for x in y_xi[mb.sl]], dtype=object) for mb in bodies
+        ]
+        local = self.condense_modes(geo0, bias, bodies, h0)
         nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6, rotors=rest)
         self.u = nu
         geo = self.geometry()
         v = self.velocities(geo)
+        xi: list[Scalar] = [0.0] * model.nf
+        for mb, (C, Minv) in zip(bodies, local, strict=True):
+            ym = np.array(list(y_xi[mb.sl]), dtype=object)
+            xi[mb.sl] = list(Minv @ (ym - C.T @ np.array(v[mb.k], dtype=object)))
         self.rotors = self.rotor_pieces(v)
         Q = self.generalized_forces()
         # with loads, gravity is in the input F (as in AppliedLoads)
@@ -493,6 +582,15 @@ class Recursion:
             fc.append(sp.gravity_force(b.inertia[3][3], gk, b.com))
         for k, rot in self.rotors.items():  # a rotor's momentum is joint k's subtree's
             hc[k] = sp.add(hc[k][:3], rot.H) + hc[k][3:]
+        ydot_xi: list[Scalar] = [0.0] * model.nf
+        for mb in bodies:  # the elastic motion's momenta, gravity's couple, the modal rates
+            k, x = mb.k, np.array(xi[mb.sl], dtype=object)
+            w = mb.body_velocity(v[k])
+            dh = mb.Tx.T @ modal_momentum(mb.md, mb.eta, x, w[:3], w[3:])[:6]
+            hc[k] = sp.add(hc[k], list(dh))
+            couple = sp.cross(list(first_moment(mb.md, mb.eta)), list(mb.g))
+            fc[k] = sp.add(fc[k], sp.mv(mb.R.tolist(), couple) + [0.0, 0.0, 0.0])
+            ydot_xi[mb.sl] = list(modal_momentum_rate(mb.md, mb.eta, x, w[:3], w[3:], mb.g))
         if self.loads:
             fc = [sp.add(f, fl) for f, fl in zip(fc, self.load_forces(geo), strict=True)]
         elif self.model.central_gravity is not None:
@@ -530,14 +628,19 @@ class Recursion:
                     ydot[i] = val
             for i, val in zip(idx[:3], N_o, strict=True):
                 ydot[i] = val
-        return ydot, self.qdot(), list(nu)
+        return [*ydot, *ydot_xi], [*self.qdot(), *xi], [*nu, *xi]
 
-    def mass_centre_offsets(self, geo: list[BodyTerms]) -> list[Vec]:
+    def mass_centre_offsets(
+        self, geo: list[BodyTerms], extra: dict[int, Vec] | None = None
+    ) -> list[Vec]:
         """``o_k - c_k`` per joint in Go_k: from the mass centre of the subtree of k to
         its joint point, ``-Σ m_i (r_i - o_k) / Σ m_i`` (the first moments gathered from
-        the leaves, ``s_P += E s_k + m_k r``)."""
+        the leaves, ``s_P += E s_k + m_k r``); ``extra`` adds first moments per body
+        (Go_k: a flexible body's displaced mass ``R c_f``)."""
         mass = [self.par("mass", k) for k in range(len(geo))]
         first = [sp.scale(m, b.com) for m, b in zip(mass, geo, strict=True)]
+        for k, s in (extra or {}).items():
+            first[k] = sp.add(first[k], s)
         for k in reversed(range(len(geo))):
             b = geo[k]
             if b.parent >= 0:

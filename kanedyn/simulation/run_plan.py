@@ -123,18 +123,17 @@ class RunPlan:
 
 def check_flexible(model: Model, options: RunOptions) -> None:
     """A ModelError naming what a run of a model with flexible bodies cannot do yet:
-    they run in Kane's formulation on the dense engine (:func:`kanedyn.forward_dynamics`
-    over ``[u | s | ξ]``, :mod:`kanedyn.dynamics.flex`), with RK4 or an adaptive method,
-    loads and a controller; the momentum states of MSD, the energy-momentum scheme, lock
-    events, joint-limit stops and loops do not have the modal terms."""
+    they run in Kane's formulation (:func:`kanedyn.forward_dynamics` over
+    ``[u | s | ξ]``, :mod:`kanedyn.dynamics.flex`) or with the momentum states of MSD
+    (the modal momenta ``∂T/∂ξ``, :mod:`kanedyn.dynamics.msd`), with RK4 or an adaptive
+    method, loads and a controller; the energy-momentum scheme, lock events, joint-limit
+    stops and loops do not have the modal terms."""
     if not model.nf:
         return
     o = options
     flexible = [b.name for b in model.bodies if b.modes is not None]
     why = None
-    if o.formulation is not Formulation.KANE:
-        why = "formulation='msd': the momentum states do not have the modal terms yet"
-    elif isinstance(o.method, EnergyMomentum):
+    if isinstance(o.method, EnergyMomentum):
         why = "method='energy-momentum': the conserving scheme does not have the modal terms yet"
     elif o.events:
         why = "lock events: the re-solved speeds (MSD's momenta) do not have the modal terms yet"
@@ -144,8 +143,8 @@ def check_flexible(model: Model, options: RunOptions) -> None:
         why = "the model has loops: the loop equations do not have the modal terms yet"
     if why is not None:
         raise ModelError(
-            f"flexible bodies {flexible}: {why}; a flexible model runs in Kane's "
-            "formulation on the dense engine (method 'rk4' or an adaptive one)"
+            f"flexible bodies {flexible}: {why}; a flexible model runs in Kane's or the "
+            "MSD formulation (method 'rk4' or an adaptive one)"
         )
 
 

@@ -37,12 +37,12 @@ def output_speeds(system: System, xs: Array, locks: list[NDArray[np.intp]]) -> A
     model = system.model
     if system.formulation is Formulation.KANE:
         return xs[:, model.nq_total :].copy()
-    out = np.empty((len(xs), model.n))
+    out = np.empty((len(xs), model.n_total))
     for i, (x, locked) in enumerate(zip(xs, locks, strict=True)):
         system.locked = locked
         try:  # a diverged state's speeds may not be computable: NaN for that row only
             with np.errstate(all="ignore"):
-                out[i] = system.speeds(x[: model.nq], x[model.nq :])
+                out[i] = system.speeds(x[: model.nq_total], x[model.nq_total :])
         except (KanedynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
             out[i] = np.nan
     return out
@@ -128,7 +128,7 @@ def trajectory(
         model=model, t=np.array(rec.ts, dtype=float), q=xs[:, : model.nq_total], u=speeds,
         formulation=form.value, method=integrator.name, wall_time=wall_time, steps=steps,
         events=tuple(events),
-        momenta=xs[:, model.nq :].copy() if form is Formulation.MSD else None,
+        momenta=xs[:, model.nq_total :].copy() if form is Formulation.MSD else None,
         engine=engine_label(system), **extra,
     )  # fmt: skip
 

@@ -126,12 +126,12 @@ class System:
         """The speeds ``ν`` at ``[q | y]`` (``y`` itself under Kane)."""
         if self.formulation is Formulation.KANE:
             return y
-        if self.cm is not None:  # the last n outputs of the MSD kernel
-            return np.array(self.cm.rhs(q.tolist(), y.tolist())[self.model.n + self.model.nq :])
-        assert not self.model.nf  # run_plan.check_flexible: Kane's formulation
-        return msd.speeds_at(
-            self.model, kinematics_at(self.model, q, np.zeros(self.model.n)), y, self.locked
-        )
+        model = self.model
+        if self.cm is not None:  # the last n_total outputs of the MSD kernel
+            return np.array(self.cm.rhs(q.tolist(), y.tolist())[model.n_total + model.nq_total :])
+        kin = kinematics_at(model, q[: model.nq], np.zeros(model.n))
+        eta = q[model.nq :] if model.nf else None
+        return msd.speeds_at(model, kin, y, self.locked, eta)
 
     def __call__(self, t: float, x: Array) -> Array:
         model = self.model
@@ -189,7 +189,7 @@ class System:
             else:
                 ydot = solve_mass_matrix(M, f)
         else:
-            ydot = msd.rates(model, kin, L)
+            ydot = msd.rates(model, kin, L, q[nq:], u[n:]) if model.nf else msd.rates(model, kin, L)
             ydot[self.locked] = 0.0
         return np.concatenate((qdot(model, q, u), ydot))
 

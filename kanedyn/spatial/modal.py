@@ -60,6 +60,8 @@ __all__ = [
     "modal_bias",
     "modal_forces",
     "modal_inertia",
+    "modal_momentum",
+    "modal_momentum_rate",
 ]
 
 #: ε_ijk
@@ -124,17 +126,25 @@ def first_moment(md: Any, eta: Any) -> Any:
     return _inertia_parts(md, eta)[2]
 
 
+def _couplings(md: Any, eta: Any, constant: bool = True) -> tuple[Any, Any]:
+    """The rigid–elastic couplings ``H̄ = H_Ψ + Σ_q η_q ∫Ψ_q × Ψ dm`` (+ ``G_{3..5}η``)
+    and ``P̄ = P_Ψ`` (+ ``G_{0..2}η``), (3, n) each; both are affine in ``η``, so without
+    the ``constant`` parts and at ``η = ξ`` they are their rates ``(dH̄/dt, dP̄/dt)``."""
+    Hbar = (cross_integrals(md.N) * eta[None, :, None]).sum(axis=1)
+    Pb = md.P * 0.0 if md.geometric is None else md.geometric[:3] @ eta
+    if md.geometric is not None:
+        Hbar = Hbar + md.geometric[3:6] @ eta  # G_k η
+    if constant:
+        Hbar, Pb = Hbar + md.H, Pb + md.P
+    return Hbar, Pb
+
+
 def modal_inertia(md: Any, eta: Any) -> Any:
     """``ΔM(η)`` (6 + n, 6 + n) of the module docstring, speeds ordered ``(ω, v₀, ξ)``;
     geometric stiffness's acceleration columns included when ``md.geometric`` is set."""
     n = md.mass.shape[0]
     _, dJ, cf = _inertia_parts(md, eta)
-    Hbar = md.H + (cross_integrals(md.N) * eta[None, :, None]).sum(axis=1)
-    Pb = md.P
-    if md.geometric is not None:
-        Geta = md.geometric[:6] @ eta  # (6, n): G_k η
-        Hbar = Hbar + Geta[3:]
-        Pb = Pb + Geta[:3]
+    Hbar, Pb = _couplings(md, eta)
     M = np.zeros((6 + n, 6 + n), dtype=np.result_type(dJ, Hbar, float))
     M[:3, :3] = dJ
     M[:3, 3:6] = _skew(cf)
@@ -188,3 +198,36 @@ def modal_forces(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
     b_w = b[:3] - _cross(first_moment(md, eta), g)
     b_x = b[6:] + md.stiffness @ eta + md.damping @ xi - md.P.T @ g
     return np.concatenate([b_w, b[3:6], b_x])
+
+
+def modal_momentum(md: Any, eta: Any, xi: Any, w: Any, v0: Any) -> Any:
+    """``ΔM(η) [ω; v₀; ξ]`` (6 + n): the momenta of the flexible body beyond the rigid
+    body's (body axes) over its speeds ``(ω, v₀, ξ)``: the angular momentum about the
+    body-frame origin, the linear momentum, and its modal momenta
+    ``y_ξ = ∂T/∂ξ = H̄ᵀω + P̄ᵀv₀ + M_Ψξ`` (the whole of them: the rigid body's
+    kinetic energy has no ``ξ``), the momentum states of MSD_NBody's flexible bodies."""
+    return modal_inertia(md, eta) @ np.concatenate([w, v0, xi])
+
+
+def modal_momentum_rate(md: Any, eta: Any, xi: Any, w: Any, v0: Any, g: Any) -> Any:
+    """``ẏ_ξ`` (n): the rate of the modal momenta ``y_ξ = H̄ᵀω + P̄ᵀv₀ + M_Ψξ``
+    (:func:`modal_momentum`) from Kane's equations of the modes at body rate ``w``,
+    origin velocity ``v0`` and gravity ``g`` (body axes).
+
+    Differentiating ``y_ξ`` (components in the moving body axes, where
+    ``d(v₀)/dt = a₀ - ω × v₀``) and using the modal rows of Kane's equations
+    ``H̄ᵀα + P̄ᵀa₀ + M_Ψξ̇ + h_ξ = 0`` (:func:`modal_forces`, Kane_NBody_Flex slide 33)
+    leaves no acceleration:
+
+    .. math::
+
+        \\dot y_\\xi = -h_\\xi - \\bar P^T(\\omega\\times v_0)
+            + \\dot{\\bar H}^T\\omega + \\dot{\\bar P}^T v_0
+
+    with ``dH̄/dt``, ``dP̄/dt`` the couplings' rates (affine in ``η``). It is MSD_NBody's
+    modal momentum rate with the slides' dropped second-order terms kept."""
+    h = modal_forces(md, eta, xi, w, g)
+    Hbar, Pb = _couplings(md, eta)
+    Hd, Pd = _couplings(md, xi, constant=False)
+    n = md.mass.shape[0]
+    return -h[6 : 6 + n] - Pb.T @ _cross(w, v0) + Hd.T @ w + Pd.T @ v0

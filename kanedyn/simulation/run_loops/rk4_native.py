@@ -163,7 +163,7 @@ def run_rk4_native(run: Run, x: Array) -> tuple[int, Array | None]:
         nc = system.cm.native  # type: ignore[union-attr]
         if all(np.array_equal(lk, locks[0]) for lk in locks) and nc is not None:
             out, _ = nc.rhs_batch(xs)
-            speeds = out[:, nx : nx + model.n].copy()
+            speeds = out[:, nx : nx + model.n_total].copy()
     return N, speeds
 
 
