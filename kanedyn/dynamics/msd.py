@@ -86,9 +86,7 @@ def momentum_roots(model: Model) -> list[int]:
     return list(roots)
 
 
-def generalized_momenta(
-    model: Model, kin: Kinematics, u: Array, eta: Array | None = None
-) -> Array:
+def generalized_momenta(model: Model, kin: Kinematics, u: Array, eta: Array | None = None) -> Array:
     """The generalized momenta ``∂T/∂ν = M ν + Ωᵀ R h`` (embedded momentum h) at the
     kinematics ``kin`` and speeds ``u`` (MSD slides: the momentum states of the joints
     before :func:`root_to_total`). With flexible bodies, ``u = [u | s | ξ]`` and ``M``
@@ -196,9 +194,7 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
     if q.shape != (model.nq_total,):
         raise ModelError(f"q has length {q.size}; this model has nq = {model.nq_total}")
     if y.shape != (model.n_total,):
-        raise ModelError(
-            f"momentum vector has length {y.size}; this model has n = {model.n_total}"
-        )
+        raise ModelError(f"momentum vector has length {y.size}; this model has n = {model.n_total}")
     kin = kinematics_at(model, q[: model.nq], np.zeros(model.n))
     eta = q[model.nq :] if model.nf else None
     return speeds_at(model, kin, y, np.asarray(locked, dtype=np.intp), eta)

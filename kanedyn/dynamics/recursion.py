@@ -50,7 +50,7 @@ from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
-from kanedyn.spatial.modal import first_moment, modal_momentum, modal_momentum_rate, modal_inertia
+from kanedyn.spatial.modal import first_moment, modal_inertia, modal_momentum, modal_momentum_rate
 
 __all__ = ["BodyTerms", "JointTerms", "ModalBody", "Recursion", "aba", "remainder"]
 
@@ -555,9 +555,7 @@ class Recursion:
         zero6 = [0.0] * 6
         bias = [(b.h + [0.0, 0.0, 0.0]) if b.has_h else zero6 for b in geo0]
         rest = self.rotor_pieces([zero6] * nb)  # the rotors' inertias, no bias at rest
-        h0 = [
-            np.array([0.0] * 6 + [-x for x in y_xi[mb.sl]], dtype=object) for mb in bodies
-        ]
+        h0 = [np.array([0.0] * 6 + [-x for x in y_xi[mb.sl]], dtype=object) for mb in bodies]
         local = self.condense_modes(geo0, bias, bodies, h0)
         nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6, rotors=rest)
         self.u = nu
