@@ -34,6 +34,12 @@ springs, dampers and actuators, all other joint efforts cancel inside the subtre
 
 (Γ and Δ columns taken in N: ``R_N_Go Γ`` and ``R_N_Gi Δ``.)
 
+**Flexible bodies** (docs/theory/msd.md, flexible bodies): the modal momenta
+``y_ξ = ∂T/∂ξ`` (MSD_NBody slide 29) follow the joints' states, with the rates
+:func:`kanedyn.spatial.modal.modal_momentum_rate`; ``P_k``, ``H_k`` (and a free root's
+totals) include the elastic motion (:func:`kanedyn.dynamics.flex.body_momenta`),
+``T_k`` gravity's couple on the displaced mass, the mass centre the displaced mass.
+
 **Geared rotors** (:mod:`kanedyn.dynamics.rotors`): the states stay ``y = ∂T/∂ν =
 M ν + Ωᵀh`` with the rotors' ``M_R`` in ``M``, so joint k's state holds its rotor's spin
 momentum ``n J a·ω_R`` besides the subtree's projection. In the rates the rotor's
