@@ -96,10 +96,10 @@ def simulate(
     Parameters
     ----------
     model : Model
-        With flexible bodies (``Body.modes``), run on the dense engine in Kane's
-        formulation (``engine="auto"`` picks it; RK4 or an adaptive method, loads and a
-        controller; :func:`kanedyn.simulation.run_plan.check_flexible` names what is
-        refused).
+        With flexible bodies (``Body.modes``), run on every engine in Kane's or the MSD
+        formulation (the modal momenta ``∂T/∂ξ`` as states; RK4 or an adaptive method,
+        loads and a controller; :func:`kanedyn.simulation.run_plan.check_flexible` names
+        what is refused).
     state : State
         Initial coordinates and speeds (with flexible bodies ``q = [q_joints | η]``,
         ``u = [u | s | ξ]``: :meth:`kanedyn.Model.set_modes`).

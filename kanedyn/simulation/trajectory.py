@@ -64,8 +64,9 @@ class Trajectory:
     """The result of :func:`simulate`: ``t`` (nt,), ``q`` (nt, nq), ``u`` (nt, n) (with
     flexible bodies ``q = [q_joints | η]`` (nt, nq + nf) and ``u = [u | s | ξ]``
     (nt, n + nf): :meth:`modal` and :meth:`node` read them); for an
-    MSD run, ``momenta`` (nt, n) holds the integrated momentum states themselves
-    (:func:`kanedyn.dynamics.msd.momenta` layout; ``None`` for Kane runs).
+    MSD run, ``momenta`` (nt, n; n + nf with flexible bodies) holds the integrated
+    momentum states themselves (:func:`kanedyn.dynamics.msd.momenta` layout; ``None``
+    for Kane runs).
 
     For a model with loops: ``loop_drift`` is the largest constraint residual
     ``max(|Φ|, |A u|)`` the integrator produced before a projection (over every step;
