@@ -141,10 +141,10 @@ def _run(model, s, formulation, engine, t_final=0.12, dt=4e-3):
 
 def test_msd_and_kane_trajectories_agree():
     """Dense MSD and dense Kane integrate the same motion, to RK4's error (the two
-    differ by 1e-9 in q and 6e-8 in u here at dt = 4 ms; a term of the rates wrong by
-    1e-3 would show at 1e-4)."""
+    differ by 1e-9 in q and 4e-8 in u here, 20 steps of 4 ms; a term of the rates
+    wrong by 1e-3 would show at 1e-4; at 2 ms they differ 16 times less)."""
     model, s = _hub_beam(free=False, stiffening=True, gravity=(0.0, 0.0, -9.81))
-    a, b = _run(model, s, "msd", "dense"), _run(model, s, "kane", "dense")
+    a, b = _run(model, s, "msd", "dense", 0.08), _run(model, s, "kane", "dense", 0.08)
     assert a.u.shape == b.u.shape == (len(a.t), model.n_total)
     np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-7)
     np.testing.assert_allclose(a.u, b.u, rtol=0, atol=1e-6 * np.abs(b.u).max())
@@ -213,7 +213,7 @@ def test_native_msd_equals_dense_msd(case):
 
 def test_native_msd_run_equals_the_dense_run():
     model, s = _hub_beam(free=False, stiffening=True, gravity=(0.0, 0.0, -9.81))
-    a, b = _run(model, s, "msd", "dense"), _run(model, s, "msd", "auto")
+    a, b = _run(model, s, "msd", "dense", 0.08), _run(model, s, "msd", "auto", 0.08)
     assert b.engine != a.engine
     np.testing.assert_allclose(b.q, a.q, rtol=0, atol=1e-12)
     np.testing.assert_allclose(b.u, a.u, rtol=0, atol=1e-11)
