@@ -42,6 +42,14 @@ The stages, equations and names are those of the numeric engine
    with :math:`\\nu = [u | s]`, :math:`H_i = I_i \\omega_i + h_i` (embedded momentum) and
    ``Q`` the joint springs and dampers of :mod:`kanedyn.dynamics.loads`.
 
+**Flexible bodies** (``kd.Body(..., modes=...)``): the modal coordinates ``η`` and
+speeds ``ξ`` are generalized coordinates and speeds after the joints'
+(``q = [q_joints | η]``, ``ν = [u | s | ξ]``, as in the numeric state), and ``M``,
+``F_r``, ``F*_r`` gain each flexible body's terms over its own speeds
+``(ω, v₀, ξ_i) = W_i ν`` (:mod:`kanedyn.symbolic.flex`; Kane_NBody_Flex slides 31-37):
+``W_iᵀ ΔM_i W_i``, ``W_iᵀ F^e_i`` and ``-W_iᵀ(ΔM_i w_{r,i} + b_i)``, with the modal
+terms of :mod:`kanedyn.spatial.modal` evaluated on sympy.
+
 **Compact form.** Nothing is expanded. Every non-trivial intermediate (each entry of
 each body's ``R_N_B``, each position, angular velocity, velocity, partial column,
 remainder) is a named quantity: a ``sympy.Dummy`` with its defining expression, kept
@@ -554,12 +562,14 @@ class KaneEquations:
     q : ImmutableMatrix, (nq, 1)
         Coordinates in the model's order: ``q_<joint>_<i>`` (gimbal angles),
         ``q_<joint>_x .. q_<joint>_w`` (spherical quaternion, scalar last),
-        ``d_<joint>_<i>`` (slides); rotational first.
+        ``d_<joint>_<i>`` (slides); rotational first; then the flexible bodies' modal
+        coordinates ``eta_<body>_<k>`` (``model.nq_total`` in all).
     u : ImmutableMatrix, (n, 1)
         Speeds ``[u | s]``: ``u_<joint>_<i>`` (gimbal rates; spherical ω in Go axes),
-        ``s_<joint>_<i>`` (slide rates).
+        ``s_<joint>_<i>`` (slide rates); then the modal speeds ``xi_<body>_<k>``
+        (``model.n_total`` in all).
     u_dot : ImmutableMatrix, (n, 1)
-        Their rates, ``udot_<joint>_<i>``, ``sdot_<joint>_<i>``.
+        Their rates, ``udot_<joint>_<i>``, ``sdot_<joint>_<i>``, ``xidot_<body>_<k>``.
     parameters : tuple of Symbol
         The model's free symbols (masses, lengths, g, ...) and those of the loads,
         including the inputs, sorted by name (the order of ``p`` in :meth:`lambdify`).
@@ -1148,7 +1158,8 @@ def kane(
     Raises
     ------
     ModelError
-        For a spherical joint with a non-zero spring (see the module docstring).
+        For a spherical joint with a non-zero spring (see the module docstring), and for
+        reactions or closed loops with flexible bodies (not derived symbolically yet).
 
     Examples
     --------

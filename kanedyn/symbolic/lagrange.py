@@ -37,6 +37,12 @@ points the other way, hence the minus sign) and ``Q = τ + Jᵀ F_ext`` (eq. 2-1
 joint springs and dampers ``-(k q + k₂ q² + k₃ q³) - (c q̇ + c₂ q̇|q̇| + c₃ q̇³)``
 (:func:`kanedyn.joints.spring_damper`), joint torques and body forces.
 
+A flexible body (``kd.Body(..., modes=...)``) adds its modal coordinates ``η`` (speeds
+``ξ = η̇``) after the joints', the kinetic energy of its elastic motion ``½ wᵀ ΔM(η) w``
+(``w = (ω, v₀, ξ)`` in body axes, ``ΔM`` = :func:`kanedyn.spatial.modal.modal_inertia`)
+to ``T``, its strain and displaced-mass gravity energy ``½ηᵀK_Ψη - (Rᵀg)·c_f(η)`` to
+``U`` and the modal damping ``-C_Ψξ`` to ``Q`` (:func:`kanedyn.symbolic.flex.lagrange_flex`).
+
 The Coriolis and centrifugal terms are formed, not from the Christoffel symbols, but
 by the product rule on the body velocities (:func:`_coriolis`),
 ``C = Σ_jk h_ijk q̇_j q̇_k = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q``, with the entries of the link

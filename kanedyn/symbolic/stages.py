@@ -67,6 +67,15 @@ swapped is written once, with a sentence naming the joints it stands for
 (``_fold_alike``; Explorer-1's four antennas). The stages keep every entry:
 :meth:`Stages.unfold` and the checks work on the same names either way.
 
+A model with flexible bodies has a stage **Flexible bodies** after the forces: each
+flexible body's partials :math:`W_{i,r}` of its speeds :math:`(\\omega, v_0, \\xi_i)` in
+its own axes, the remainder :math:`w_{r,i}`, the blocks of its modal inertia
+:math:`\\Delta M_i` (:math:`\\Delta J`, :math:`c_f`, :math:`\\bar H`, :math:`\\bar P`,
+:math:`M_\\Psi`), its velocity terms :math:`b_i`, the active modal force :math:`F^e_i`
+and the inertia force :math:`F^{*e}_i = -(\\Delta M_i \\dot w_i + b_i)`
+(:mod:`kanedyn.symbolic.flex`); the rows of stage 4 gain
+:math:`W_{i,r} \\cdot F^e_i` and :math:`W_{i,r} \\cdot F^{*e}_i`.
+
 A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
 equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
 :math:`b` of each constraint row (:mod:`kanedyn.symbolic.loops`).

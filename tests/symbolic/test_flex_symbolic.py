@@ -51,7 +51,6 @@ def _against_oracle_and_dense(model, oracle, rng, k=3):
     return eom
 
 
-@pytest.mark.slow
 def test_one_mode_body_kane_equals_sympy_kanes_method_and_the_dense_engine():
     rng = np.random.default_rng(11)
     model, oracle = modal_particle_hub(rng, n_modes=1, n_particles=3, hub_dof=1)
@@ -160,3 +159,15 @@ def test_one_mode_body_stages_are_readable_and_unfold_to_the_equations():
 def test_symbolic_kane_takes_no_reactions_with_flexible_bodies_yet():
     with pytest.raises(kd.ModelError, match=r"reactions with flexible bodies \['beam'\]"):
         kd.symbolic.kane(_hub_beam(), reactions=["w"])
+
+
+def test_linearized_symbolic_kane_of_a_flexible_model_equals_the_numeric_linearization():
+    """kd.linearize of the symbolic equations (their derivatives) against kd.linearize of
+    the model (the compiled tape's derivatives of the dense equations) about a spin."""
+    model = _hub_beam(stiffening=True)
+    eom = kd.symbolic.kane(model)
+    state = kd.State(np.array([0.4, 0.0]), np.array([0.7, 0.0]))
+    op = dict(zip([*eom.q, *eom.u], [*state.q, *state.u], strict=True))
+    A_sym = np.array(kd.linearize(eom, op).A, dtype=float)
+    A_num = np.asarray(kd.linearize(model, state).A, dtype=float)
+    np.testing.assert_allclose(A_sym, A_num, rtol=1e-6, atol=1e-6)
