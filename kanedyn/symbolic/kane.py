@@ -640,9 +640,10 @@ class KaneEquations:
         self._sizes: dict[sm.Basic, int] = {}
 
     def __repr__(self) -> str:
+        nf = f", nf={self.model.nf}" if self.model.nf else ""  # modal coordinates
         return (
             f"KaneEquations(bodies={self.model.nb}, nq={self.model.nq}, nu={self.model.nu}, "
-            f"ns={self.model.ns}, intermediates={len(self.compact.intermediates)})"
+            f"ns={self.model.ns}{nf}, intermediates={len(self.compact.intermediates)})"
         )
 
     # -- explicit forms ---------------------------------------------------------
