@@ -50,6 +50,7 @@ import sympy as sm
 from kanedyn.model import Model
 from kanedyn.spatial.modal import first_moment, modal_bias, modal_forces, modal_inertia
 from kanedyn.symbolic.arithmetic import exact, exact_array
+from kanedyn.symbolic.intermediates import cross, matmul
 
 __all__ = [
     "ExactModes",
@@ -153,8 +154,6 @@ def kane_flex(
     and the additions to ``M`` (N, N), ``F_r`` (N, 1) and ``F*_r`` at zero acceleration
     (N, 1), ``N = n + nf``. ``t`` is the derivation's tape; ``kin`` holds its per-body
     ``R_N_B``, ``omega``, ``v``, ``alpha_r``, ``a_r``, ``Omega_u``, ``V_u``, ``V_s``."""
-    from kanedyn.symbolic.intermediates import cross, matmul
-
     n, nf = model.n, model.nf
     N = n + nf
     M, Fr, F0 = sm.zeros(N, N), sm.zeros(N, 1), sm.zeros(N, 1)
