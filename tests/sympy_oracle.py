@@ -193,3 +193,89 @@ def random_state(model: kd.Model, rng: np.random.Generator) -> kd.State:
         quats = rng.normal(size=lay.quat_q.shape)
         q[lay.quat_q] = quats / np.linalg.norm(quats, axis=1, keepdims=True)
     return kd.State(q, rng.uniform(-1.0, 1.0, model.n))
+
+
+def _particle_modes(r, m, Psi):
+    """Exact modal integrals of particles at r (k, 3) with masses m and shapes Psi (k, 3, n)."""
+    M = np.einsum("k,kip,kiq->pq", m, Psi, Psi)
+    P = np.einsum("k,kip->ip", m, Psi)
+    H = np.einsum("k,kip->ip", m, np.cross(r[:, :, None], Psi, axisa=1, axisb=1, axisc=1))
+    L = np.einsum("k,kip,kj->ijp", m, Psi, r)
+    N = np.einsum("k,kip,kjq->ijpq", m, Psi, Psi)
+    return M, P, H, L, N
+
+
+def modal_particle_hub(rng: np.random.Generator, n_modes: int = 2, n_particles: int = 4,
+                       hub_dof: int = 3):  # fmt: skip
+    """A hub on a ``hub_dof`` gimbal (sequence 123) with a flexible body welded to it
+    (offset and turned), whose mass is ``n_particles`` particles displaced by random mode
+    shapes ``ρ_k = r_k + Ψ_k η``: the kanedyn model (``kd.Modes`` from the particles'
+    exact modal integrals), and the same system built from the particles in
+    sympy.physics.mechanics (``KanesMethod``: its own frames, positions by
+    differentiation, gravity on every particle). Returns ``(model, oracle)`` with
+    ``oracle(q, u) -> (M, forcing)`` over ``[q_hub | η]``, ``[u_hub | ξ]``; the modal
+    stiffness and damping ``-K η - C ξ`` are added to the forcing's modal rows (the
+    generalized forces of the modal coordinates, by definition)."""
+    nk, nm = n_particles, n_modes
+    r = rng.uniform(-1, 1, (nk, 3))
+    m = rng.uniform(0.5, 1.5, nk)
+    Psi = rng.uniform(-1, 1, (nk, 3, nm))
+    Mpsi, P, H, L, N = _particle_modes(r, m, Psi)
+    K = np.diag(np.linspace(30.0, 50.0, nm))
+    C = 0.1 * np.eye(nm) + 0.05
+    mass = m.sum()
+    com = m @ r / mass
+    d = r - com
+    inertia = np.einsum("k,kj,kj->", m, d, d) * np.eye(3) - np.einsum("k,ki,kj->ij", m, d, d)
+    modes = kd.Modes(Mpsi, K, C, P=P, H=H, L=L, N=N)
+    flexb = kd.Body("flex", mass, inertia, com=com, modes=modes)
+    hub = kd.Body("hub", 3.0, kd.inertia_tensor(1.0, 1.5, 2.0))
+    offset = np.array([0.4, -0.2, 0.3])
+    Rw = kd.euler_to_dcm("123", (0.3, -0.4, 0.5))
+    g = np.array([0.5, -9.81, 1.0])
+    model = kd.Model(
+        [hub, flexb],
+        [kd.Joint("root", None, "hub", rot_type="gimbal", rot_dof=hub_dof, rot_seq="123"),
+         kd.Joint.weld("w", "hub", "flex", inner_point=offset, inner_rotation=Rw)],
+        gravity=g,
+    )  # fmt: skip
+
+    q = list(me.dynamicsymbols(f"q1:{hub_dof + 1}"))
+    e = list(me.dynamicsymbols(f"e1:{nm + 1}"))
+    u = list(me.dynamicsymbols(f"u1:{hub_dof + 1}"))
+    x = list(me.dynamicsymbols(f"x1:{nm + 1}"))
+    Nf = me.ReferenceFrame("N")
+    A = me.ReferenceFrame("A")
+    A.orient_body_fixed(Nf, [*q, *[0] * (3 - hub_dof)], "123")
+    B = me.ReferenceFrame("B")
+    B.orient_explicit(A, sp.Matrix(Rw))  # A.dcm(B) = R_A_B = the weld's inner_rotation
+    O = me.Point("O")
+    O.set_vel(Nf, 0)
+    Ah = me.RigidBody("hub", O, A, 3.0, (me.inertia(A, 1.0, 1.5, 2.0), O))
+    Bo = O.locatenew("Bo", sum(float(offset[i]) * [A.x, A.y, A.z][i] for i in range(3)))
+    gN = sum(float(g[i]) * [Nf.x, Nf.y, Nf.z][i] for i in range(3))
+    loads = [(Ah.masscenter, 3.0 * gN)]
+    bodies = [Ah]
+    Bv = [B.x, B.y, B.z]
+    for k in range(nk):
+        pos = sum((float(r[k, i]) + sum(float(Psi[k, i, p]) * e[p] for p in range(nm))) * Bv[i]
+                  for i in range(3))  # fmt: skip
+        pk = Bo.locatenew(f"p{k}", pos)
+        pk.set_vel(Nf, pk.pos_from(O).dt(Nf))
+        bodies.append(me.Particle(f"m{k}", pk, float(m[k])))
+        loads.append((pk, float(m[k]) * gN))
+    kdes = [a.diff() - b for a, b in zip([*q, *e], [*u, *x], strict=True)]
+    km = me.KanesMethod(Nf, q_ind=[*q, *e], u_ind=[*u, *x], kd_eqs=kdes)
+    km.kanes_equations(bodies, loads)
+    syms = [*q, *e, *u, *x]
+    Mf = sp.lambdify(syms, km.mass_matrix, "numpy")
+    ff = sp.lambdify(syms, km.forcing, "numpy")
+
+    def oracle(qv, uv):
+        vals = [*np.asarray(qv, dtype=float), *np.asarray(uv, dtype=float)]
+        Ms = np.array(Mf(*vals), dtype=float)
+        fs = np.array(ff(*vals), dtype=float).ravel()
+        fs[hub_dof:] -= K @ np.asarray(qv)[hub_dof:] + C @ np.asarray(uv)[hub_dof:]
+        return Ms, fs
+
+    return model, oracle

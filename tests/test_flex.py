@@ -171,88 +171,19 @@ def test_spinning_beam_frequency_southwell(direction, stiffening, coefficient):
 # ----------------------------------------------------------------------- sympy oracle
 
 
-def _particle_modes(r, m, Psi):
-    """Exact modal integrals of particles at r (k, 3) with masses m and shapes Psi (k, 3, n)."""
-    M = np.einsum("k,kip,kiq->pq", m, Psi, Psi)
-    P = np.einsum("k,kip->ip", m, Psi)
-    H = np.einsum("k,kip->ip", m, np.cross(r[:, :, None], Psi, axisa=1, axisb=1, axisc=1))
-    L = np.einsum("k,kip,kj->ijp", m, Psi, r)
-    N = np.einsum("k,kip,kjq->ijpq", m, Psi, Psi)
-    return M, P, H, L, N
-
-
 @pytest.mark.slow
 def test_hub_with_modal_body_matches_sympy_kanes_method():
-    sm = pytest.importorskip("sympy")
-    me = pytest.importorskip("sympy.physics.mechanics")
-    rng = np.random.default_rng(3)
-    nk, nm = 4, 2
-    r = rng.uniform(-1, 1, (nk, 3))
-    m = rng.uniform(0.5, 1.5, nk)
-    Psi = rng.uniform(-1, 1, (nk, 3, nm))
-    Mpsi, P, H, L, N = _particle_modes(r, m, Psi)
-    K = np.diag([30.0, 50.0])
-    C = np.array([[0.3, 0.1], [0.1, 0.2]])
-    mass = m.sum()
-    com = m @ r / mass
-    d = r - com
-    I = np.einsum("k,kj,kj->", m, d, d) * np.eye(3) - np.einsum("k,ki,kj->ij", m, d, d)
-    modes = kd.Modes(Mpsi, K, C, P=P, H=H, L=L, N=N)
-    flexb = kd.Body("flex", mass, I, com=com, modes=modes)
-    hub = kd.Body("hub", 3.0, kd.inertia_tensor(1.0, 1.5, 2.0))
-    offset = np.array([0.4, -0.2, 0.3])
-    Rw = kd.euler_to_dcm("123", (0.3, -0.4, 0.5))
-    g = np.array([0.5, -9.81, 1.0])
-    model = kd.Model(
-        [hub, flexb],
-        [kd.Joint("root", None, "hub", rot_type="gimbal", rot_dof=3, rot_seq="123"),
-         kd.Joint.weld("w", "hub", "flex", inner_point=offset, inner_rotation=Rw)],
-        gravity=g,
-    )  # fmt: skip
+    pytest.importorskip("sympy")
+    from tests.sympy_oracle import modal_particle_hub
 
-    q = me.dynamicsymbols("q1:4")
-    e = me.dynamicsymbols("e1:3")
-    u = me.dynamicsymbols("u1:4")
-    x = me.dynamicsymbols("x1:3")
-    Nf = me.ReferenceFrame("N")
-    A = me.ReferenceFrame("A")
-    A.orient_body_fixed(Nf, q, "123")
-    B = me.ReferenceFrame("B")
-    B.orient_explicit(A, sm.Matrix(Rw))  # A.dcm(B) = R_A_B = the weld's inner_rotation
-    O = me.Point("O")
-    O.set_vel(Nf, 0)
-    Ah = me.RigidBody("hub", O, A, 3.0, (me.inertia(A, 1.0, 1.5, 2.0), O))
-    Bo = O.locatenew("Bo", sum(float(offset[i]) * [A.x, A.y, A.z][i] for i in range(3)))
-    loads = [(Ah.masscenter, 3.0 * sum(float(g[i]) * [Nf.x, Nf.y, Nf.z][i] for i in range(3)))]
-    bodies = [Ah]
-    Bv = [B.x, B.y, B.z]
-    for k in range(nk):
-        pos = sum((float(r[k, i]) + sum(float(Psi[k, i, p]) * e[p] for p in range(nm))) * Bv[i]
-                  for i in range(3))  # fmt: skip
-        pk = Bo.locatenew(f"p{k}", pos)
-        pk.set_vel(Nf, pk.pos_from(O).dt(Nf))
-        bodies.append(me.Particle(f"m{k}", pk, float(m[k])))
-        loads.append((pk, float(m[k]) * sum(float(g[i]) * [Nf.x, Nf.y, Nf.z][i] for i in range(3))))
-    # elastic and damping forces on the modal coordinates: generalized forces through a
-    # fictitious frame would be roundabout; add them to the forcing below instead.
-    kdes = [q[i].diff() - u[i] for i in range(3)] + [e[p].diff() - x[p] for p in range(nm)]
-    km = me.KanesMethod(Nf, q_ind=[*q, *e], u_ind=[*u, *x], kd_eqs=kdes)
-    km.kanes_equations(bodies, loads)
-    Msym, fsym = km.mass_matrix, km.forcing
-    syms = [*q, *e, *u, *x]
-    Mf = sm.lambdify(syms, Msym, "numpy")
-    ff = sm.lambdify(syms, fsym, "numpy")
+    rng = np.random.default_rng(3)
+    model, oracle = modal_particle_hub(rng, n_modes=2, n_particles=4, hub_dof=3)
     for _ in range(3):
         vals = rng.uniform(-0.6, 0.6, 10)
-        qv, uv = np.r_[vals[:3], vals[3:5]], np.r_[vals[5:8], vals[8:10]]
-        state = kd.State(qv, uv)
-        M_kd = kd.mass_matrix(model, state)
-        f_kd = kd.forcing(model, state)
-        Ms = np.array(Mf(*vals[:5], *vals[5:]), dtype=float)
-        fs = np.array(ff(*vals[:5], *vals[5:]), dtype=float).ravel()
-        fs[3:] -= K @ qv[3:] + C @ uv[3:]
-        np.testing.assert_allclose(M_kd, Ms, rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(f_kd, fs, rtol=1e-9, atol=1e-9)
+        state = kd.State(vals[:5], vals[5:])
+        Ms, fs = oracle(state.q, state.u)
+        np.testing.assert_allclose(kd.mass_matrix(model, state), Ms, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(kd.forcing(model, state), fs, rtol=1e-9, atol=1e-9)
 
 
 # ----------------------------------------------------------------------- conservation
@@ -499,15 +430,18 @@ def test_damping_ratio_of_coupled_modes_is_the_ratio_of_each_normal_mode():
     np.testing.assert_allclose(-lam.real / np.abs(lam), zeta, rtol=1e-10)
 
 
-def test_the_symbolic_derivations_refuse_flexible_bodies_rather_than_drop_them():
+def test_the_symbolic_derivations_take_flexible_bodies():
+    """Formerly refused: symbolic Kane and Lagrange now carry the modal coordinates and
+    speeds (tests/symbolic/test_flex_symbolic.py checks their equations)."""
     hub = kd.Body("hub", mass=2.0, inertia=np.eye(3))
     beam = kd.beam_body("beam", 1.0, 1.0, 10.0, n_modes=1)
     model = kd.Model([hub, beam], [kd.Joint.revolute("h", None, "hub", axis=3),
                                    kd.Joint.weld("w", "hub", "beam")])  # fmt: skip
-    with pytest.raises(kd.ModelError, match=r"kd.symbolic.kane: flexible bodies \['beam'\]"):
-        kd.symbolic.kane(model)
-    with pytest.raises(kd.ModelError, match=r"kd.symbolic.lagrange: flexible bodies \['beam'\]"):
-        kd.symbolic.lagrange(model)
+    for derive in (kd.symbolic.kane, kd.symbolic.lagrange):
+        eom = derive(model)
+        assert [str(x) for x in eom.q] == ["q_h_0", "eta_beam_0", "eta_beam_1"]
+        assert [str(x) for x in eom.u] == ["u_h_0", "xi_beam_0", "xi_beam_1"]
+        assert eom.mass_matrix.shape == (3, 3)
 
 
 def test_a_flexible_body_in_a_central_field_is_refused_rather_than_half_modelled():

@@ -52,22 +52,10 @@ __all__ = [
     "flex_momentum",
     "flex_terms",
     "node_motion",
-    "refuse_flexible",
     "split",
 ]
 
 Array = NDArray[np.float64]
-
-
-def refuse_flexible(model: Model, what: str) -> None:
-    """A ModelError when ``model`` has flexible bodies, which ``what`` does not take yet
-    (it would otherwise treat them as rigid: a wrong answer, not a refusal)."""
-    names = [b.name for b in model.bodies if b.modes is not None]
-    if names:
-        raise ModelError(
-            f"{what}: flexible bodies {names} are not in this derivation yet (their modal "
-            "terms are in kd.forward_dynamics, kd.simulate and kd.linearize)"
-        )
 
 
 def split(model: Model, state: Any) -> tuple[Array, Array, Array, Array]:

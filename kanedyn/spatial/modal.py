@@ -42,7 +42,8 @@ gain ``G_k η`` (and symmetrically the rows); ``b_v`` gains ``ξᵀG_kξ + 2ω �
 that ``u_f`` adds to the modes is of higher order and left out.
 
 Arrays may hold floats, traced values or sympy expressions (object arrays); only
-``+``, ``-``, ``*``, ``@`` and sums are used.
+``+``, ``-``, ``*``, ``/`` by integers, ``@`` and sums are used, with integer constants
+(so that on sympy the terms stay exact: :mod:`kanedyn.symbolic.flex`).
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ __all__ = [
 ]
 
 #: ε_ijk
-LEVI_CIVITA = np.zeros((3, 3, 3))
-LEVI_CIVITA[0, 1, 2] = LEVI_CIVITA[1, 2, 0] = LEVI_CIVITA[2, 0, 1] = 1.0
-LEVI_CIVITA[0, 2, 1] = LEVI_CIVITA[2, 1, 0] = LEVI_CIVITA[1, 0, 2] = -1.0
+LEVI_CIVITA = np.zeros((3, 3, 3), dtype=np.int64)  # integers: exact on sympy
+LEVI_CIVITA[0, 1, 2] = LEVI_CIVITA[1, 2, 0] = LEVI_CIVITA[2, 0, 1] = 1
+LEVI_CIVITA[0, 2, 1] = LEVI_CIVITA[2, 1, 0] = LEVI_CIVITA[1, 0, 2] = -1
 
 
 def _skew(v: Any) -> Any:
@@ -98,9 +99,9 @@ def foreshortening_inertia(s: Any) -> Any:
     kinetic energy ``∫(ω×r)·(ω×u_f) dm`` of ``u_f = ½ηᵀG(r)η e``."""
     return -np.array(
         [
-            [s[6], 0.5 * s[9], 0.5 * s[11]],
-            [0.5 * s[9], s[7], 0.5 * s[10]],
-            [0.5 * s[11], 0.5 * s[10], s[8]],
+            [s[6], s[9] / 2, s[11] / 2],
+            [s[9] / 2, s[7], s[10] / 2],
+            [s[11] / 2, s[10] / 2, s[8]],
         ]
     )
 
@@ -112,11 +113,12 @@ def _inertia_parts(md: Any, eta: Any) -> tuple[Any, Any, Any]:
     dE = (D * eta).sum(axis=-1)  # Σ η_p D_p
     dE = dE + dE.T - (md.N * eta[None, None, :, None] * eta[None, None, None, :]).sum(axis=(-1, -2))
     # ∫ρρᵀ - ∫rrᵀ = Σ η_p(L_p + L_pᵀ) + ηᵀNη ; D carries L + Nη, so (Dη) + (Dη)ᵀ - ηᵀNη
-    dJ = np.eye(3) * (dE[0, 0] + dE[1, 1] + dE[2, 2]) - dE  # array first: scalars of any arithmetic
+    # array first (integers, exact on sympy): scalars of any arithmetic
+    dJ = np.eye(3, dtype=np.int64) * (dE[0, 0] + dE[1, 1] + dE[2, 2]) - dE
     cf = md.P @ eta
     if md.geometric is not None:
         s = (md.geometric @ eta) @ eta  # (12,) ηᵀG_kη
-        cf = cf + 0.5 * s[:3]
+        cf = cf + s[:3] / 2
         dJ = dJ + foreshortening_inertia(s)
     return D, dJ, cf
 
@@ -163,12 +165,12 @@ def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
     geometric stiffness of the centrifugal and gravity preloads."""
     D, dJ, cf = _inertia_parts(md, eta)
     Dxi = (D * xi).sum(axis=-1)
-    b_w = _cross(w, dJ @ w) + 2.0 * (w * (Dxi[0, 0] + Dxi[1, 1] + Dxi[2, 2]) - Dxi @ w)
-    b_v = _cross(w, _cross(w, cf)) + 2.0 * _cross(w, md.P @ xi)
+    b_w = _cross(w, dJ @ w) + 2 * (w * (Dxi[0, 0] + Dxi[1, 1] + Dxi[2, 2]) - Dxi @ w)
+    b_v = _cross(w, _cross(w, cf)) + 2 * _cross(w, md.P @ xi)
     Dw = (D * w[None, :, None]).sum(axis=1)  # (3, n): D_p ω
     trD = D[0, 0] + D[1, 1] + D[2, 2]
     b_x = (Dw * w[:, None]).sum(axis=0) - trD * (w @ w)
-    b_x = b_x + 2.0 * ((cross_integrals(md.N) * w[:, None, None]).sum(axis=0) * xi[:, None]).sum(
+    b_x = b_x + 2 * ((cross_integrals(md.N) * w[:, None, None]).sum(axis=0) * xi[:, None]).sum(
         axis=0
     )
     if md.geometric is not None:
@@ -181,8 +183,8 @@ def modal_bias(md: Any, eta: Any, xi: Any, w: Any, g: Any) -> Any:
         )
         gdot = (G @ xi) @ eta  # ηᵀG_kξ
         xGx = (G[:6] @ xi) @ xi
-        b_v = b_v + xGx[:3] + 2.0 * _cross(w, gdot[:3])
-        b_w = b_w + xGx[3:] + _cross(w, gdot[3:6]) + foreshortening_inertia(2.0 * gdot) @ w
+        b_v = b_v + xGx[:3] + 2 * _cross(w, gdot[:3])
+        b_w = b_w + xGx[3:] + _cross(w, gdot[3:6]) + foreshortening_inertia(2 * gdot) @ w
     return np.concatenate([b_w, b_v, b_x])
 
 

@@ -42,6 +42,14 @@ The stages, equations and names are those of the numeric engine
    with :math:`\\nu = [u | s]`, :math:`H_i = I_i \\omega_i + h_i` (embedded momentum) and
    ``Q`` the joint springs and dampers of :mod:`kanedyn.dynamics.loads`.
 
+**Flexible bodies** (``kd.Body(..., modes=...)``): the modal coordinates ``η`` and
+speeds ``ξ`` are generalized coordinates and speeds after the joints'
+(``q = [q_joints | η]``, ``ν = [u | s | ξ]``, as in the numeric state), and ``M``,
+``F_r``, ``F*_r`` gain each flexible body's terms over its own speeds
+``(ω, v₀, ξ_i) = W_i ν`` (:mod:`kanedyn.symbolic.flex`; Kane_NBody_Flex slides 31-37):
+``W_iᵀ ΔM_i W_i``, ``W_iᵀ F^e_i`` and ``-W_iᵀ(ΔM_i w_{r,i} + b_i)``, with the modal
+terms of :mod:`kanedyn.spatial.modal` evaluated on sympy.
+
 **Compact form.** Nothing is expanded. Every non-trivial intermediate (each entry of
 each body's ``R_N_B``, each position, angular velocity, velocity, partial column,
 remainder) is a named quantity: a ``sympy.Dummy`` with its defining expression, kept
@@ -85,7 +93,6 @@ import scipy.linalg
 import sympy as sm
 
 from kanedyn import joints
-from kanedyn.dynamics.flex import refuse_flexible
 from kanedyn.dynamics.rotors import rotor_specs, rotor_terms
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
@@ -95,6 +102,7 @@ from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
+from kanedyn.symbolic.flex import FlexBody, kane_flex, modal_symbols
 from kanedyn.symbolic.intermediates import Intermediates, cross, dot, is_zero, matmul
 from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
@@ -199,11 +207,14 @@ class _Derivation:
     F_app: list[sm.Matrix]  # resultant applied force (at the mass centre) and torque
     T_app: list[sm.Matrix]
     Q: list[sm.Expr]  # per speed: joint springs, dampers and actuators (part of Fr)
+    flex: list[FlexBody] = attrs.field(factory=list)  # the flexible bodies' modal terms
 
 
 # --------------------------------------------------------------------------- symbols
 def _symbols(model: Model) -> tuple[list, list, list]:
-    """Coordinates, speeds [u | s] and their rates, named after the joints."""
+    """Coordinates, speeds [u | s] and their rates, named after the joints; the modal
+    coordinates, speeds and rates of flexible bodies after them
+    (:func:`kanedyn.symbolic.flex.modal_symbols`)."""
     lay = model.layout
     q: list[Any] = [None] * model.nq
     u: list[Any] = [None] * model.n
@@ -224,7 +235,8 @@ def _symbols(model: Model) -> tuple[list, list, list]:
         for idx, name in zip(ui.tolist(), names_u, strict=True):
             u[idx] = sm.Symbol(name, real=True)
             ud[idx] = sm.Symbol(name.replace("_", "dot_", 1), real=True)
-    return q, u, ud
+    eta, xi, xid = modal_symbols(model)  # flexible bodies: [q | η], [u | s | ξ]
+    return q + eta, u + xi, ud + xid
 
 
 def _parameters(model: Model, loads: Loads) -> tuple[sm.Basic, ...]:
@@ -247,6 +259,8 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     """Stages 1-4 of the numeric engine on sympy expressions (see the module docstring)."""
     lay, pa = model.layout, params_of(model)
     nb, nu, ns, n = model.nb, model.nu, model.ns, model.n
+    eta, xi = q[model.nq :], u[n:]  # flexible bodies' modal coordinates and speeds
+    q, u = q[: model.nq], u[:n]
     t = Intermediates()
     R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
     R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
@@ -423,6 +437,17 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         M_R, f_R = rotor_terms(spec, n, u[spec.r], *carrier)
         M += sm.Matrix(M_R.tolist())
         Fr_star0 += sm.Matrix([f_R[i] for i in range(n)])
+    flex: list[FlexBody] = []
+    if model.nf:  # the modal terms (kanedyn.symbolic.flex), over [u | s | ξ]
+        kin = {"R_N_B": R_N_B, "omega": omega, "v": v, "alpha_r": alpha_r, "a_r": a_r,
+               "Omega_u": Omega_u, "V_u": V_u, "V_s": V_s}  # fmt: skip
+        com = [_cmat(pa.com[i]) for i in range(nb)]
+        xid = modal_symbols(model)[2]
+        flex, M_f, Fr_f, F0_f = kane_flex(model, t, eta, xi, xid, kin, com, _cmat(pa.gravity))
+        pad = sm.zeros(n, model.nf)
+        M = sm.Matrix.vstack(M.row_join(pad), pad.T.row_join(sm.zeros(model.nf))) + M_f
+        Fr = Fr.col_join(sm.zeros(model.nf, 1)) + Fr_f
+        Fr_star0 = Fr_star0.col_join(sm.zeros(model.nf, 1)) + F0_f
     return _Derivation(
         tape=t,
         R_N_B=R_N_B,
@@ -447,7 +472,8 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         F_star0=F_star0,
         F_app=F_app,
         T_app=T_app,
-        Q=Q,
+        Q=Q + [sm.Integer(0)] * model.nf,
+        flex=flex,
     )
 
 
@@ -518,9 +544,10 @@ def _joint_forces(model: Model, q: list, u: list) -> list:
 
 def _kinematic_equations(model: Model, q: list, u: list) -> sm.Matrix:
     """q̇ (:func:`kanedyn.joints.qdot`): angle and slide rates are speeds; quaternions
-    ``q̇ = ½ q ⊗ [ω, 0]``."""
-    qd = joints.qdot(model.layout, np.array(q, dtype=object), np.array(u, dtype=object))
-    return sm.ImmutableMatrix(qd.tolist())
+    ``q̇ = ½ q ⊗ [ω, 0]``; modal coordinates ``η̇ = ξ``."""
+    nq, n = model.nq, model.n
+    qd = joints.qdot(model.layout, np.array(q[:nq], dtype=object), np.array(u[:n], dtype=object))
+    return sm.ImmutableMatrix(qd.tolist() + list(u[n:]))  # η̇ = ξ
 
 
 # --------------------------------------------------------------------------- result
@@ -535,12 +562,14 @@ class KaneEquations:
     q : ImmutableMatrix, (nq, 1)
         Coordinates in the model's order: ``q_<joint>_<i>`` (gimbal angles),
         ``q_<joint>_x .. q_<joint>_w`` (spherical quaternion, scalar last),
-        ``d_<joint>_<i>`` (slides); rotational first.
+        ``d_<joint>_<i>`` (slides); rotational first; then the flexible bodies' modal
+        coordinates ``eta_<body>_<k>`` (``model.nq_total`` in all).
     u : ImmutableMatrix, (n, 1)
         Speeds ``[u | s]``: ``u_<joint>_<i>`` (gimbal rates; spherical ω in Go axes),
-        ``s_<joint>_<i>`` (slide rates).
+        ``s_<joint>_<i>`` (slide rates); then the modal speeds ``xi_<body>_<k>``
+        (``model.n_total`` in all).
     u_dot : ImmutableMatrix, (n, 1)
-        Their rates, ``udot_<joint>_<i>``, ``sdot_<joint>_<i>``.
+        Their rates, ``udot_<joint>_<i>``, ``sdot_<joint>_<i>``, ``xidot_<body>_<k>``.
     parameters : tuple of Symbol
         The model's free symbols (masses, lengths, g, ...) and those of the loads,
         including the inputs, sorted by name (the order of ``p`` in :meth:`lambdify`).
@@ -591,7 +620,7 @@ class KaneEquations:
         self._der = der
         M = sm.ImmutableMatrix(der.M)
         Fr = sm.ImmutableMatrix(der.Fr)
-        n = model.n
+        n = len(u)
         Fr_star = sm.ImmutableMatrix(
             [
                 der.Fr_star0[a]
@@ -611,9 +640,10 @@ class KaneEquations:
         self._sizes: dict[sm.Basic, int] = {}
 
     def __repr__(self) -> str:
+        nf = f", nf={self.model.nf}" if self.model.nf else ""  # modal coordinates
         return (
             f"KaneEquations(bodies={self.model.nb}, nq={self.model.nq}, nu={self.model.nu}, "
-            f"ns={self.model.ns}, intermediates={len(self.compact.intermediates)})"
+            f"ns={self.model.ns}{nf}, intermediates={len(self.compact.intermediates)})"
         )
 
     # -- explicit forms ---------------------------------------------------------
@@ -738,7 +768,7 @@ class KaneEquations:
             "Fr": sm.Matrix(self.Fr),
             "Fr0": sm.Matrix(self.explicit(sm.ImmutableMatrix(self._der.Fr_star0))),
         }
-        n = self.model.n
+        n = len(self.u)
         entries = [("M", a, b) for a in range(n) for b in range(a, n)]
         entries += [(k, a, 0) for k in ("f", "Fr", "Fr0") for a in range(n)]
         entries.sort(key=lambda e: sm.count_ops(parts[e[0]][e[1], e[2]]))
@@ -787,7 +817,7 @@ class KaneEquations:
     def _arguments(self, syms: list):
         """Check and convert ``(q, u, p)``; quaternions normalized as in the numeric engine."""
         quat_q = self.model.layout.quat_q
-        nq, n, npar = self.model.nq, self.model.n, len(syms)
+        nq, n, npar = len(self.q), len(self.u), len(syms)
 
         def args(q, u, p):
             q = np.array(q, dtype=float).reshape(-1)
@@ -845,7 +875,7 @@ class KaneEquations:
             fn = sm.lambdify(args, outputs, modules="numpy", cse=lambda exprs: (defs, exprs))
         else:
             raise ModelError(f"lambdify: backend must be 'python' or 'sympy', got {backend!r}")
-        n = self.model.n
+        n = len(self.u)
         f_args = self._arguments(syms)
 
         def f(q, u, p=None):
@@ -1003,9 +1033,11 @@ class KaneEquations:
                 if rr < nu:
                     om, vel = der.Omega_u[i][:, rr], der.V_u[i][:, rr]
                     w_om, w_v = f"Omega_u[{i}][:, {rr}]", f"V_u[{i}][:, {rr}]"
-                else:
+                elif rr < self.model.n:
                     om, vel = _ZERO3, der.V_s[i][:, rr - nu]
                     w_om, w_v = "", f"V_s[{i}][:, {rr - nu}]"
+                else:  # a modal speed moves no body frame (its terms: flexible_partials)
+                    om, vel, w_om, w_v = _ZERO3, _ZERO3, "", ""
                 first = i == 0
                 rows.append(
                     [
@@ -1127,7 +1159,8 @@ def kane(
     Raises
     ------
     ModelError
-        For a spherical joint with a non-zero spring (see the module docstring).
+        For a spherical joint with a non-zero spring (see the module docstring), and for
+        reactions or closed loops with flexible bodies (not derived symbolically yet).
 
     Examples
     --------
@@ -1142,7 +1175,13 @@ def kane(
     """
     if not isinstance(model, Model):
         raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
-    refuse_flexible(model, "kd.symbolic.kane")
+    if model.nf and (reactions or model.loops):
+        what = "reactions" if reactions else "closed loops"
+        raise ModelError(
+            f"kd.symbolic.kane: {what} with flexible bodies "
+            f"{[b.name for b in model.bodies if b.modes is not None]} are not derived "
+            "symbolically yet (the numeric engines have the flexible bodies' terms)"
+        )
     loads = read_loads(model, joint_torques, body_forces, body_torques, "kane")
     q, u, ud = _symbols(model)
     der = _derive(model, q, u, loads)

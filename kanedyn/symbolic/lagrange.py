@@ -37,6 +37,12 @@ points the other way, hence the minus sign) and ``Q = τ + Jᵀ F_ext`` (eq. 2-1
 joint springs and dampers ``-(k q + k₂ q² + k₃ q³) - (c q̇ + c₂ q̇|q̇| + c₃ q̇³)``
 (:func:`kanedyn.joints.spring_damper`), joint torques and body forces.
 
+A flexible body (``kd.Body(..., modes=...)``) adds its modal coordinates ``η`` (speeds
+``ξ = η̇``) after the joints', the kinetic energy of its elastic motion ``½ wᵀ ΔM(η) w``
+(``w = (ω, v₀, ξ)`` in body axes, ``ΔM`` = :func:`kanedyn.spatial.modal.modal_inertia`)
+to ``T``, its strain and displaced-mass gravity energy ``½ηᵀK_Ψη - (Rᵀg)·c_f(η)`` to
+``U`` and the modal damping ``-C_Ψξ`` to ``Q`` (:func:`kanedyn.symbolic.flex.lagrange_flex`).
+
 The Coriolis and centrifugal terms are formed, not from the Christoffel symbols, but
 by the product rule on the body velocities (:func:`_coriolis`),
 ``C = Σ_jk h_ijk q̇_j q̇_k = Ḣ q̇ - ½ ∂(q̇ᵀ H q̇)/∂q``, with the entries of the link
@@ -71,7 +77,6 @@ import numpy as np
 import sympy as sm
 
 from kanedyn import joints
-from kanedyn.dynamics.flex import refuse_flexible
 from kanedyn.dynamics.rotors import rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
@@ -81,6 +86,7 @@ from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
 from kanedyn.symbolic.components import directional
+from kanedyn.symbolic.flex import lagrange_flex, modal_symbols
 from kanedyn.symbolic.kane import central_args
 from kanedyn.symbolic.loads import read_loads
 from kanedyn.symbolic.problem import solve_symmetric
@@ -95,7 +101,9 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
     Coordinates are ``q_<joint>_<i>`` (gimbal angle i) and ``d_<joint>_<i>`` (slide i);
     speeds are their rates ``u_<joint>_<i>`` and ``s_<joint>_<i>``. Both follow the
     model's partition ``[all rotational | all translational]``, joints in model order,
-    so index r of ``u`` is index r of ``[u | s]`` in the numeric engine.
+    so index r of ``u`` is index r of ``[u | s]`` in the numeric engine. The modal
+    coordinates ``eta_<body>_<k>`` and speeds ``xi_<body>_<k>`` of flexible bodies come
+    last (:func:`kanedyn.symbolic.flex.modal_symbols`), as in the numeric state.
 
     Parameters
     ----------
@@ -121,7 +129,8 @@ def generalized_symbols(model: Model) -> tuple[sm.Matrix, sm.Matrix]:
         u_rot += [sm.Symbol(f"{rate}_{j.name}_{i}", real=True) for i in range(j.rot_dof)]
         q_trn += [sm.Symbol(f"d_{j.name}_{i}", real=True) for i in range(j.trn_dof)]
         u_trn += [sm.Symbol(f"s_{j.name}_{i}", real=True) for i in range(j.trn_dof)]
-    return sm.Matrix(q_rot + q_trn), sm.Matrix(u_rot + u_trn)
+    eta, xi, _ = modal_symbols(model)  # flexible bodies: after the joints', as in Kane
+    return sm.Matrix(q_rot + q_trn + eta), sm.Matrix(u_rot + u_trn + xi)
 
 
 class _Partials:
@@ -379,7 +388,7 @@ class LagrangeEquations:
         partial = _Partials()
         dH = [_inertia_matrix_rate(qk, mass, self.J_L, self.J_A, self.R, I_B, I_N, partial)
               for qk in self.q]  # fmt: skip
-        if rotor_specs(self.model):  # the rotors' terms are in H only: differentiate it
+        if rotor_specs(self.model) or self.model.nf:  # terms in H only: differentiate it
             dH = [self.H.diff(qk) for qk in self.q]
         n = len(self.q)
         h = sm.MutableDenseNDimArray.zeros(n, n, n)
@@ -528,7 +537,6 @@ def lagrange(
     >>> lag.G
     Matrix([[g*l*m*cos(q_j_0)/2]])
     """
-    refuse_flexible(model, "kd.symbolic.lagrange")
     loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
     q, u = generalized_symbols(model)
     charts = _charts(model, chart)
@@ -617,6 +625,9 @@ def lagrange(
              for i in range(model.nb)),
             sm.Integer(0),
         )  # fmt: skip
+    if model.nf:  # flexible bodies: elastic kinetic energy, strain energy, modal damping
+        H_f, C_f, U_f, Q_f = lagrange_flex(model, q, u, R_N_B, p_B, J_A, g, partial)
+        H, C, U = H + H_f, C + C_f, U + U_f
     G = sm.Matrix([tidy(partial(U, qr)) for qr in q])
 
     # generalized forces (2-10): springs, dampers, joint torques, body loads, rotors
@@ -628,9 +639,11 @@ def lagrange(
     Q = matrix(
         joints.spring_damper(
             lay, exact_array(pa.stiffness), exact_array(pa.damping),
-            q_layout, np.array(list(u), dtype=object), kp, cp, ar=SYMPY,
+            q_layout, np.array(list(u)[: model.n], dtype=object), kp, cp, ar=SYMPY,
         )
     )  # fmt: skip
+    if model.nf:
+        Q = Q.col_join(sm.zeros(model.nf, 1)) + Q_f
     spherical_u = {int(r): k for k in lay.spherical.tolist() for r in lay.u_index[k][:3]}
     for r, tau in loads.Q:
         if r in spherical_u:  # a torque component in Go: J_A columns of the chart angles

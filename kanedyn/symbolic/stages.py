@@ -67,6 +67,15 @@ swapped is written once, with a sentence naming the joints it stands for
 (``_fold_alike``; Explorer-1's four antennas). The stages keep every entry:
 :meth:`Stages.unfold` and the checks work on the same names either way.
 
+A model with flexible bodies has a stage **Flexible bodies** after the forces: each
+flexible body's partials :math:`W_{i,r}` of its speeds :math:`(\\omega, v_0, \\xi_i)` in
+its own axes, the remainder :math:`w_{r,i}`, the blocks of its modal inertia
+:math:`\\Delta M_i` (:math:`\\Delta J`, :math:`c_f`, :math:`\\bar H`, :math:`\\bar P`,
+:math:`M_\\Psi`), its velocity terms :math:`b_i`, the active modal force :math:`F^e_i`
+and the inertia force :math:`F^{*e}_i = -(\\Delta M_i \\dot w_i + b_i)`
+(:mod:`kanedyn.symbolic.flex`); the rows of stage 4 gain
+:math:`W_{i,r} \\cdot F^e_i` and :math:`W_{i,r} \\cdot F^{*e}_i`.
+
 A model with closed loops (:class:`kanedyn.Loop`) has a sixth stage before the
 equations, **Loop closure**: :math:`\\Phi`, :math:`\\dot\\Phi = A\\nu` and the bias
 :math:`b` of each constraint row (:mod:`kanedyn.symbolic.loops`).
@@ -912,6 +921,59 @@ def _components(name: tuple[str, str], g: Any) -> sm.ImmutableMatrix:
     return sm.ImmutableMatrix(*g.shape, out)
 
 
+def _names_of(tex: str, value: sm.MatrixBase) -> sm.ImmutableMatrix:
+    """Component names ``tex_{a}`` (a vector) or ``tex_{a,b}`` (a matrix) of a flexible
+    body's quantity, 1-based; an entry that is zero stays 0."""
+    rows, cols = value.shape
+    base, _, sub = tex.rpartition("_{")
+    sub = sub.removesuffix("}")
+
+    def name(a: int, b: int) -> Any:
+        if value[a, b] == 0:
+            return sm.Integer(0)
+        key = f"{a + 1}" if cols == 1 else f"{a + 1},{b + 1}"
+        return sm.Symbol(f"{base}_{{{sub},{key}}}")
+
+    return sm.ImmutableMatrix(rows, cols, [name(a, b) for a in range(rows) for b in range(cols)])
+
+
+def _pairs(names: sm.MatrixBase, value: Any) -> tuple[list, list]:
+    kept = [(c, v) for c, v in zip(names, value, strict=True) if isinstance(c, sm.Symbol)]
+    return [c for c, _ in kept], [v for _, v in kept]
+
+
+def _written_flex(
+    nm: _Names, f: _Folder, tex: str, value: sm.MatrixBase, entries: list
+) -> sm.ImmutableMatrix:
+    """A flexible body's vector or matrix ``tex`` written out (folded) as an entry, and
+    its component names (:func:`_names_of`), defined for :meth:`Stages.unfold`."""
+    shown = f(sm.ImmutableMatrix(value))
+    names = _names_of(tex, shown)
+    nm.define(*_pairs(names, shown))
+    entries.append((tex, shown))
+    return names
+
+
+def _modal_inertia_blocks(
+    nm: _Names, f: _Folder, b: str, dM: sm.MatrixBase, entries: list
+) -> sm.ImmutableMatrix:
+    """``ΔM`` of a flexible body (:func:`kanedyn.spatial.modal.modal_inertia`) written as
+    its blocks ``ΔJ``, ``c_f``, ``H̄``, ``P̄``, ``M_Ψ`` (entries), returned in their names."""
+    m = dM.rows - 6
+    S = dM[:3, 3:6]  # [c_f]x
+    dJ = _written_flex(nm, f, f"\\Delta J_{{{b}}}", dM[:3, :3], entries)
+    cf = _written_flex(nm, f, f"c_{{f,{b}}}", sm.Matrix([S[2, 1], S[0, 2], S[1, 0]]), entries)
+    Hb = _written_flex(nm, f, f"\\bar H_{{{b}}}", dM[:3, 6:], entries)
+    Pb = _written_flex(nm, f, f"\\bar P_{{{b}}}", dM[3:6, 6:], entries)
+    Mp = _written_flex(nm, f, f"M_{{\\Psi,{b}}}", dM[6:, 6:], entries)
+    skew = sm.Matrix([[0, -cf[2], cf[1]], [cf[2], 0, -cf[0]], [-cf[1], cf[0], 0]])
+    out = sm.zeros(6 + m, 6 + m)
+    out[:3, :3], out[:3, 3:6], out[3:6, :3] = dJ, skew, -skew
+    out[:3, 6:], out[6:, :3], out[3:6, 6:], out[6:, 3:6] = Hb, Hb.T, Pb, Pb.T
+    out[6:, 6:] = Mp
+    return sm.ImmutableMatrix(out)
+
+
 def _combination(terms: Sequence[tuple[Any, str, Any]], zero: Any = 0) -> Formula:
     """``Σ c_k X_k`` from ``(c_k, LaTeX of X_k, value of X_k)``: the written terms and
     the value from the same loop (zero coefficients and zero values left out; ``zero``
@@ -1262,6 +1324,60 @@ def stages(
         ],  # fmt: skip
     )
 
+    # flexible bodies: the partials W of their speeds (ω, v₀, ξ) in body axes, ΔM, b, the
+    # active and inertia modal forces (kanedyn.symbolic.flex)
+    n_all = len(eom.u)
+    Wn: dict[tuple[int, int], sm.ImmutableMatrix] = {}
+    Fe_n, Fs_n = [], []
+    out = [kinematics, partials, loads]
+    if der.flex:
+        start = len(f.where)
+        flex: list[tuple[str, Any]] = []
+        for k, fb in enumerate(der.flex):
+            b = subs[fb.i]
+            for r in range(n_all):
+                if any(e != 0 for e in fb.W[:, r]):
+                    Wn[k, r] = _written_flex(nm, f, f"W_{{{b},{r + 1}}}", fb.W[:, r], flex)
+            w_r = _written_flex(nm, f, f"w_{{r,{b}}}", fb.w_r, flex)
+            form = _combination(
+                [(ud[r], f"W_{{{b},{r + 1}}}", Wn[k, r]) for r in range(n_all) if (k, r) in Wn]
+                + [(1, f"w_{{r,{b}}}", w_r)]
+            )
+            flex.append((f"\\dot w_{{{b}}}", form))
+            wdot = sm.ImmutableMatrix(form.value)
+            dM = _modal_inertia_blocks(nm, f, b, fb.dM, flex)
+            bias = _written_flex(nm, f, f"b_{{{b}}}", fb.b, flex)
+            Fe_n.append(_written_flex(nm, f, f"F^e_{{{b}}}", fb.F_e, flex))
+            value = -(dM * wdot + bias)
+            flex.append((f"F^{{*e}}_{{{b}}}",
+                         Formula((f"-\\left(\\Delta M_{{{b}}} \\dot w_{{{b}}} + b_{{{b}}}\\right)",),
+                                 value)))  # fmt: skip
+            Fs_n.append(_names_of(f"F^{{*e}}_{{{b}}}", value))
+            nm.define(*_pairs(Fs_n[-1], value))
+        out.append(
+            stage(
+                "Flexible bodies",
+                "A flexible body's speeds in its own axes, $w_i = (\\omega, v_0, \\xi_i)$ "
+                "(angular velocity, velocity of the body-frame origin, modal speeds), "
+                "are $w_i = \\sum_r W_{i,r} u_r$ with the partials $W_{i,r}$, and "
+                "$\\dot w_i = \\sum_r W_{i,r} \\dot u_r + w_{r,i}$. Beyond the rigid "
+                "body's, its generalized inertia force over $w_i$ is "
+                "$F^{*e}_i = -(\\Delta M_i \\dot w_i + b_i)$ with the modal inertia "
+                "$\\Delta M_i = [\\Delta J_i, [c_{f,i}]_\\times, \\bar H_i; "
+                "-[c_{f,i}]_\\times, 0, \\bar P_i; \\bar H_i^T, \\bar P_i^T, M_{\\Psi,i}]$ "
+                "(the inertia and first moment the deformation adds, the modes' coupling "
+                "with rotation and translation, the modal mass) and $b_i$ its velocity "
+                "terms (Coriolis, centrifugal, and the "
+                "geometric stiffness of the centrifugal and gravity preloads), and "
+                "$F^e_i$ is the active force: gravity on the displaced mass, the modal "
+                "stiffness and damping $-K_\\Psi\\eta - C_\\Psi\\xi$ "
+                "(`kanedyn.spatial.modal`: `modal_inertia`, `modal_bias`, `modal_forces`).",
+                flex,
+                start,
+                [lhs for lhs, v in flex if isinstance(v, Formula)],
+            )
+        )
+
     # stage 4: F_r and F*_r row by row, in the names
     start = len(f.where)
     rows: list[tuple[str, Any]] = []
@@ -1277,9 +1393,11 @@ def stages(
                 out.append(f"${subs[i]}$" + ("" if own else f" (${Vn[i, r][0]}$)"))
             elif (i, r) in Om:
                 out.append(f"${subs[i]}$")
+        out += [f"${subs[fb.i]}$ ($W_{{{subs[fb.i]},{r + 1}}}$)"
+                for k, fb in enumerate(der.flex) if (k, r) in Wn]  # fmt: skip
         return ", ".join(out)
 
-    for r in range(n):
+    for r in range(n_all):
         act, ine = [], []
         for i in range(nb):
             if (i, r) in Vn:
@@ -1291,6 +1409,13 @@ def stages(
                 act.append((1, f"\\Omega_{{{r + 1}}} \\cdot T_{{{subs[i]}}}", (w.T * T[i])[0]))
                 ine.append((1, f"\\Omega_{{{r + 1}}} \\cdot T^*_{{{subs[i]}}}",
                             (w.T * T_star[i])[0]))  # fmt: skip
+        for k, fb in enumerate(der.flex):  # W_{i,r} · F^e_i, W_{i,r} · F^{*e}_i
+            if (k, r) in Wn:
+                b = subs[fb.i]
+                act.append((1, f"W_{{{b},{r + 1}}} \\cdot F^e_{{{b}}}",
+                            (Wn[k, r].T * Fe_n[k])[0]))  # fmt: skip
+                ine.append((1, f"W_{{{b},{r + 1}}} \\cdot F^{{*e}}_{{{b}}}",
+                            (Wn[k, r].T * Fs_n[k])[0]))  # fmt: skip
         Q = sm.expand(der.Q[r])  # joint springs, dampers and actuators
         if Q != 0:
             act.append((1, f"Q_{{{r + 1}}}", nm.scalar(f"Q_{{{r + 1}}}", f(Q))))
@@ -1322,10 +1447,10 @@ def stages(
                 "yes" if any((i, r) in Om for i in range(nb)) else "",
                 "yes" if any(lhs == f"Q_{{{r + 1}}}" for _, lhs, _ in acts[r]) else "",
             )
-            for r in range(n)
+            for r in range(n_all)
         ],  # fmt: skip
     )
-    out = [kinematics, partials, loads, generalized]
+    out.append(generalized)
     if model.loops:
         start = len(f.where)
         lc = eom.loops
@@ -1379,7 +1504,7 @@ def stages(
     out.append(
         stage(
             "Equations of motion",
-            f"Kane's dynamical equations are $F_r + F^*_r = 0$ for $r = 1, \\dots, {n}$ "
+            f"Kane's dynamical equations are $F_r + F^*_r = 0$ for $r = 1, \\dots, {n_all}$ "
             "(stage 4), linear in $\\dot u$: $M \\dot u = f$ with the mass matrix $M$ "
             "(symmetric) and $f = F_r + F^*_r|_{\\dot u = 0}$.\n"
             + said
@@ -1420,6 +1545,7 @@ def _dotted_coordinate(x: sm.Symbol) -> str:
     """``\\dot{q}_{elbow 0}`` for ``q_elbow_0``: the dot over the coordinate, not its
     subscript."""
     base, _, rest = x.name.partition("_")
+    base = f"\\{base}" if base in ("eta", "xi") else base  # a flexible body's η
     return f"\\dot{{{base}}}_{{{rest.replace('_', ' ')}}}" if rest else f"\\dot{{{base}}}"
 
 
@@ -1445,7 +1571,7 @@ def _equations(
     equations in the independent speeds; with the sentence that says which. Above
     :data:`EXPLICIT_UP_TO` speeds, the matrices are entries the compact form hides
     (returned by lhs) behind the table of M's nonzero pattern (returned too)."""
-    n = eom.model.n
+    n = len(eom.u)
     if simplify:
         M = eom.mass_matrix.applyfunc(_simplified)
         F = eom.forcing.applyfunc(_simplified)

@@ -1,0 +1,254 @@
+"""Flexible bodies (assumed modes) in the symbolic derivations: Kane and Lagrange.
+
+A flexible body's modal coordinates ``η`` and speeds ``ξ = η̇`` are generalized
+coordinates and speeds after the joints' (``q = [q_joints | η]``, ``ν = [u | s | ξ]``,
+as in the numeric state), named ``eta_<body>_<k>``, ``xi_<body>_<k>`` and
+``xidot_<body>_<k>``. The modal terms are those of :mod:`kanedyn.spatial.modal`
+(``modal_inertia``, ``modal_bias``, ``modal_forces``), run on sympy expressions; nothing
+here writes them again.
+
+**Kane** (Kane_NBody_Flex slides 31-37, :mod:`kanedyn.dynamics.flex`): the speeds of
+flexible body i in body axes, ``w_i = (ω, v₀, ξ_i) = W_i ν``, have the partials
+
+.. math::
+
+    W_i = \\begin{bmatrix} R^T \\Omega_i \\\\ R^T (V_i - \\Omega_i \\times R c_i) \\\\ E_i
+    \\end{bmatrix}
+
+(``Ω_i``, ``V_i`` the rigid partials of the body, ``v₀ = v - ω × R c`` the body-frame
+origin, ``E_i`` picks ``ξ_i``) and the remainders ``w_r = (Rᵀα_r, Rᵀa₀,r, 0)``,
+``a₀,r = a_r - α_r × Rc - ω × (ω × Rc)``. Kane's equations gain
+
+.. math::
+
+    M \\mathrel{+}= W_i^T \\Delta\\mathcal M_i W_i, \\qquad
+    F_r \\mathrel{+}= W_i^T F^e_i, \\qquad
+    F^*_r \\mathrel{+}= -W_i^T (\\Delta\\mathcal M_i \\dot w_i + b_i)
+
+with ``ΔM`` = ``modal_inertia``, ``b`` = ``modal_bias`` (velocity terms and geometric
+stiffness of the centrifugal and gravity preloads) and the active modal force
+``F^e = b - modal_forces`` = ``(c_f × g, 0, -K_Ψη - C_Ψξ + P_Ψᵀg)`` (gravity on the
+displaced mass, elastic and damping forces).
+
+**Lagrange**: the body's kinetic energy gains ``½ wᵀ ΔM(η) w`` with ``w = W(q) q̇``
+built from the Lagrange chain (``W = [Rᵀ J_A ; Rᵀ ∂p_B/∂q ; E]``), the potential energy
+the strain and displaced-mass gravity energy ``½ηᵀK_Ψη - (Rᵀg)·c_f(η)`` (``c_f`` =
+``first_moment``), and the generalized forces the modal damping ``-C_Ψξ``. The
+Coriolis terms are ``Σ_k ∂(H_f q̇)/∂q_k q̇_k - ∂T_f/∂q``: the velocity terms of
+``modal_bias`` are not used there, so the Lagrange cross-check
+(:func:`kanedyn.symbolic.compare`) tests them against ``modal_inertia``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+import sympy as sm
+
+from kanedyn.model import Model
+from kanedyn.spatial.modal import first_moment, modal_bias, modal_forces, modal_inertia
+from kanedyn.symbolic.arithmetic import exact, exact_array
+from kanedyn.symbolic.intermediates import cross, matmul
+
+__all__ = [
+    "ExactModes",
+    "FlexBody",
+    "exact_modes",
+    "kane_flex",
+    "lagrange_flex",
+    "modal_symbols",
+    "rational",
+]
+
+
+def modal_symbols(model: Model) -> tuple[list[sm.Symbol], list[sm.Symbol], list[sm.Symbol]]:
+    """``(η, ξ, ξ̇)`` symbols of the model's flexible bodies, (nf,) each in ``η``'s order:
+    ``eta_<body>_<k>``, ``xi_<body>_<k>``, ``xidot_<body>_<k>`` (k from 0)."""
+    eta, xi, xid = [], [], []
+    for i, sl in model.modal_slices():
+        name = model.bodies[i].name
+        for k in range(sl.stop - sl.start):
+            eta.append(sm.Symbol(f"eta_{name}_{k}", real=True))
+            xi.append(sm.Symbol(f"xi_{name}_{k}", real=True))
+            xid.append(sm.Symbol(f"xidot_{name}_{k}", real=True))
+    return eta, xi, xid
+
+
+@attrs.frozen(eq=False)
+class ExactModes:
+    """A :class:`~kanedyn.Modes` record's arrays as exact sympy numbers (object arrays),
+    for :mod:`kanedyn.spatial.modal`."""
+
+    mass: np.ndarray
+    stiffness: np.ndarray
+    damping: np.ndarray
+    P: np.ndarray
+    H: np.ndarray
+    L: np.ndarray
+    N: np.ndarray
+    geometric: np.ndarray | None
+
+
+def exact_modes(md: Any) -> ExactModes:
+    """``md``'s modal data as exact rationals (:func:`~kanedyn.symbolic.arithmetic.exact`)."""
+    return ExactModes(
+        mass=exact_array(md.mass),
+        stiffness=exact_array(md.stiffness),
+        damping=exact_array(md.damping),
+        P=exact_array(md.P),
+        H=exact_array(md.H),
+        L=exact_array(md.L),
+        N=exact_array(md.N),
+        geometric=None if md.geometric is None else exact_array(md.geometric),
+    )
+
+
+def rational(e: Any) -> Any:
+    """``e`` with its floating-point numbers exact (the ``2.0``, ``0.5`` of the shared
+    modal formulas), so that ``1.0*x`` is ``x`` and the terms read as written."""
+    e = sm.sympify(e)
+    floats = e.atoms(sm.Float)
+    return e.xreplace({x: exact(float(x)) for x in floats}) if floats else e
+
+
+def _column(a: Any) -> sm.Matrix:
+    return sm.Matrix([rational(x) for x in np.asarray(a, dtype=object).ravel()])
+
+
+@attrs.frozen(eq=False)
+class FlexBody:
+    """The modal terms of flexible body ``i`` in the Kane derivation (tape names).
+
+    ``W`` (6 + m, n_total): partials of the body's speeds ``w = (ω, v₀, ξ_i)`` (body
+    axes); ``w``, ``w_r`` (remainders ``(α_r, a₀,r, 0)``), ``g`` (gravity, body axes);
+    ``dM`` (6 + m, 6 + m) = ``modal_inertia``; ``b`` = ``modal_bias``; ``F_e`` the
+    active modal force ``b - modal_forces``; ``eta``, ``xi``, ``xi_dot`` its symbols."""
+
+    i: int
+    sl: slice
+    W: sm.Matrix
+    w: sm.Matrix
+    w_r: sm.Matrix
+    g: sm.Matrix
+    dM: sm.Matrix
+    b: sm.Matrix
+    F_e: sm.Matrix
+    eta: tuple[sm.Symbol, ...]
+    xi: tuple[sm.Symbol, ...]
+    xi_dot: tuple[sm.Symbol, ...]
+
+
+def kane_flex(
+    model: Model,
+    t: Any,
+    eta: list,
+    xi: list,
+    xid: list,
+    kin: dict[str, list],
+    com: list[sm.Matrix],
+    gravity: sm.Matrix,
+) -> tuple[list[FlexBody], sm.Matrix, sm.Matrix, sm.Matrix]:
+    """The flexible bodies' terms of Kane's equations (module docstring): the records
+    and the additions to ``M`` (N, N), ``F_r`` (N, 1) and ``F*_r`` at zero acceleration
+    (N, 1), ``N = n + nf``. ``t`` is the derivation's tape; ``kin`` holds its per-body
+    ``R_N_B``, ``omega``, ``v``, ``alpha_r``, ``a_r``, ``Omega_u``, ``V_u``, ``V_s``."""
+    n, nf = model.n, model.nf
+    N = n + nf
+    M, Fr, F0 = sm.zeros(N, N), sm.zeros(N, 1), sm.zeros(N, 1)
+    out = []
+    for i, sl in model.modal_slices():
+        nm = sl.stop - sl.start
+        md = exact_modes(model.bodies[i].modes)
+        R = kin["R_N_B"][i]
+        Rt = R.T
+        rc = t.vec(matmul(R, com[i]), f"rc{i}_")
+        Om = kin["Omega_u"][i].row_join(sm.zeros(3, model.ns))
+        V = kin["V_u"][i].row_join(kin["V_s"][i])
+        W = sm.zeros(6 + nm, N)
+        for c in range(n):
+            if any(e != 0 for e in Om[:, c]):
+                W[:3, c] = t.vec(matmul(Rt, Om[:, c]), f"W{i}_w{c}_")
+            v0c = V[:, c] - cross(Om[:, c], rc)
+            if any(e != 0 for e in v0c):
+                W[3:6, c] = t.vec(matmul(Rt, v0c), f"W{i}_v{c}_")
+        for p in range(nm):
+            W[6 + p, n + sl.start + p] = 1
+        omega, alpha = kin["omega"][i], kin["alpha_r"][i]
+        w = t.vec(matmul(Rt, omega), f"wB{i}_")
+        v0 = t.vec(matmul(Rt, kin["v"][i] - cross(omega, rc)), f"v0B{i}_")
+        g = t.vec(matmul(Rt, gravity), f"gB{i}_")
+        a0 = kin["a_r"][i] - cross(alpha, rc) - cross(omega, cross(omega, rc))
+        w_r = sm.Matrix.vstack(
+            t.vec(matmul(Rt, alpha), f"alpha_rB{i}_"), t.vec(matmul(Rt, a0), f"a0_rB{i}_"),
+            sm.zeros(nm, 1),
+        )  # fmt: skip
+        e, x = (np.array(list(s[sl]), dtype=object) for s in (eta, xi))
+        wa, ga = (np.array(list(s), dtype=object) for s in (w, g))
+        dM_raw = modal_inertia(md, e)
+        dM = sm.zeros(6 + nm, 6 + nm)
+        for a in range(6 + nm):
+            for c in range(a, 6 + nm):
+                dM[a, c] = dM[c, a] = t.name(rational(dM_raw[a, c]), f"dM{i}_{a}_{c}_")
+        b_raw = modal_bias(md, e, x, wa, ga)
+        h_raw = modal_forces(md, e, x, wa, ga)
+        b = sm.Matrix([t.name(x_, f"b{i}_{a}_") for a, x_ in enumerate(_column(b_raw))])
+        F_e = sm.Matrix(
+            [t.name(sm.expand(x_), f"Fe{i}_{a}_")
+             for a, x_ in enumerate(_column(b_raw - h_raw))]
+        )  # fmt: skip
+        Wt = W.T
+        M += matmul(Wt, matmul(dM, W))
+        Fr += matmul(Wt, F_e)
+        F0 -= matmul(Wt, matmul(dM, w_r) + b)
+        out.append(
+            FlexBody(i, sl, W, sm.Matrix.vstack(w, v0, sm.Matrix(list(x))), w_r, g, dM, b, F_e,
+                     tuple(eta[sl]), tuple(xi[sl]), tuple(xid[sl]))
+        )  # fmt: skip
+    return out, M, Fr, F0
+
+
+def lagrange_flex(
+    model: Model,
+    q: sm.Matrix,
+    u: sm.Matrix,
+    R_N_B: list[sm.Matrix],
+    p_B: list[sm.Matrix],
+    J_A: list[sm.Matrix],
+    gravity: sm.Matrix,
+    partial: Any,
+) -> tuple[sm.Matrix, sm.Matrix, sm.Expr, sm.Matrix]:
+    """The flexible bodies' additions to Lagrange's ``H``, ``C``, the potential energy
+    ``U`` and the generalized forces ``Q`` (module docstring); ``partial`` is the
+    derivation's memoized differentiation (:class:`kanedyn.symbolic.lagrange._Partials`)."""
+    eta, _, _ = modal_symbols(model)
+    nq = len(q)
+    n = model.n
+    H, C, Q = sm.zeros(nq, nq), sm.zeros(nq, 1), sm.zeros(nq, 1)
+    T, U = sm.Integer(0), sm.Integer(0)
+    for i, sl in model.modal_slices():
+        nm = sl.stop - sl.start
+        md = exact_modes(model.bodies[i].modes)
+        Rt = R_N_B[i].T
+        W = sm.zeros(6 + nm, nq)
+        W[:3, :] = Rt * J_A[i]
+        W[3:6, :] = Rt * partial.jacobian(p_B[i], list(q))
+        for p in range(nm):
+            W[6 + p, n + sl.start + p] = 1
+        e = np.array(eta[sl], dtype=object)
+        dM = sm.Matrix(modal_inertia(md, e).tolist()).applyfunc(rational)
+        Hi = W.T * dM * W
+        H += Hi
+        w = W * u
+        T += (w.T * dM * w)[0, 0] / 2
+        g_B = Rt * gravity
+        cf = _column(first_moment(md, e))
+        U += rational((e @ md.stiffness @ e) / 2 - (g_B.T * cf)[0, 0])
+        xi = sm.Matrix(list(u[n + sl.start : n + sl.stop]))
+        Q[n + sl.start : n + sl.stop, 0] = -sm.Matrix(md.damping.tolist()) * xi
+    p_mom = H * u  # ∂T_f/∂q̇
+    for r in range(nq):
+        C[r] = sm.Add(*[partial(p_mom[r], qk) * uk for qk, uk in zip(q, u, strict=True)])
+        C[r] -= partial(T, q[r])
+    return H, C, sm.sympify(U), Q
