@@ -294,7 +294,7 @@ def modes_fields(modes: Modes) -> dict[str, Any]:
         out["node_names"] = tuple(modes.node_names)
     if modes.geometric is not None:
         out["geometric"] = np.asarray(modes.geometric)
-    out["mode_names"] = tuple(modes.mode_names)
+    out["mode_names"] = tuple(modes.mode_names or ())  # always set by Modes
     return out
 
 
@@ -302,11 +302,15 @@ def toml_array(value: Any, depth: int = 0) -> str:
     """A field's TOML value (``repr`` precision, so it reads back bit for bit); the rows
     of a matrix or higher array each on a line."""
     if isinstance(value, str):  # a TOML basic string: quotes, backslashes, controls escaped
-        return '"' + "".join(
-            "\\" + ch if ch in '"\\' else f"\\u{ord(ch):04X}" if ord(ch) < 0x20 or ord(ch) == 0x7F
+        chars = (
+            "\\" + ch
+            if ch in '"\\'
+            else f"\\u{ord(ch):04X}"
+            if ord(ch) < 0x20 or ord(ch) == 0x7F
             else ch
             for ch in value
-        ) + '"'
+        )
+        return '"' + "".join(chars) + '"'
     if isinstance(value, (tuple, list)):
         return "[" + ", ".join(toml_array(v) for v in value) + "]"
     array = np.asarray(value, dtype=float)
