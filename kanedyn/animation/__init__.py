@@ -5,7 +5,8 @@
 network: play/pause, a time slider, a playback speed, and ``run.html#t=SECONDS`` to
 open it paused at a moment. It shows N's axes, each body's axes and shape (its
 inertia-equivalent box or ellipsoid, URDF visual meshes where found, rods joining the
-joint points of chains), the angular momentum vector, and joint axes on request.
+joint points of chains), the angular momentum vector, and joint axes on request; a
+flexible body is drawn along its deflected nodes (``deflection_scale`` magnifies it).
 
 The viewer is **meshcat** (the WebGL viewer of Pinocchio and Drake, built on three.js;
 optional extra ``kanedyn[animate]``): its Python package ships the viewer's JavaScript
