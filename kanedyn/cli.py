@@ -150,6 +150,9 @@ def _check_run_options_early(args: argparse.Namespace) -> None:
         math.isfinite(args.output_every) and args.output_every > 0.0
     ):
         raise kd.ModelError(f"--output-every must be positive, got {args.output_every}")
+    scale = getattr(args, "deflection_scale", 1.0)
+    if not (math.isfinite(scale) and scale >= 0.0):
+        raise kd.ModelError(f"--deflection-scale must be a finite number >= 0, got {scale}")
 
 
 def _summary(
@@ -343,7 +346,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             summary["plot_error"] = f"{type(exc).__name__}: {_one_line(exc)}"
         if args.animate:  # needs the 'animate' extra; a KanedynError names it
             urdf = args.model if args.model and kd.io.detect_format(args.model) == "urdf" else None
-            traj.animate(out / "animation.html", urdf=urdf, title=label)
+            traj.animate(out / "animation.html", urdf=urdf, title=label,
+                         deflection_scale=args.deflection_scale)  # fmt: skip
         timing["write"] = time.perf_counter() - clock
         summary["timing_s"]["write"] = round(timing["write"], 3)
         _write_atomic(out / "summary.json", lambda p: p.write_text(output.strict_json(summary)))
@@ -772,6 +776,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--animate", action="store_true",
                    help="also write animation.html, a self-contained 3D view of the run "
                         "(needs kanedyn[animate]; default: not written)")  # fmt: skip
+    p.add_argument("--deflection-scale", type=float, default=1.0, metavar="S",
+                   help="with --animate: draw the elastic deflections of flexible bodies S "
+                        "times true size (default: 1)")  # fmt: skip
     p.add_argument("--gravity", metavar="GX,GY,GZ", help=GRAVITY_HELP)
     p.add_argument("--force", action="store_true",
                    help="run a step that is refused otherwise (longer than the run, or "

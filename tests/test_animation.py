@@ -291,3 +291,145 @@ def test_play_runs_to_the_end_and_holds_it(pendulum_run, tmp_path):
     dom = dump_dom(path)
     assert float(re.search(r'data-kanedyn-time="([^"]*)"', dom).group(1)) == pendulum_run.t[-1]
     assert "play" in re.search(r'id="kd-play"[^>]*>([^<]*)<', dom).group(1)
+
+
+# --------------------------------------------------------------------------- flexible bodies
+@pytest.fixture(scope="module")
+def flexible_run():
+    case = kd.examples.flexible_spacecraft(n_modes=2)
+    return kd.simulate(case.model, case.state, 2.0, 0.01, controller=case.controller,
+                       output_every=0.05, progress=False)  # fmt: skip
+
+
+def test_flexible_frames_carry_deflected_nodes(flexible_run, tmp_path):
+    """Each frame of a flexible body holds its modal coordinates (the trajectory's
+    columns ``body.y1``, ...) and its nodes at ``p + R (r_n + Ψ_n η)``, with ``Ψ`` of the
+    tip from the Euler–Bernoulli cantilever modes (Blevins' φ_k(ℓ)) and the body frame's
+    pose from kd.kinematics; the drawn nodes and segments follow ``r_n + s Ψ_n η``."""
+    from kanedyn.model.beam import cantilever_mode, cantilever_roots
+
+    traj, scale = flexible_run, 10.0
+    model = traj.model
+    a = traj.animate(tmp_path / "flex.html", max_frames=9, deflection_scale=scale)
+    data = page_frames((tmp_path / "flex.html").read_text(encoding="utf-8"))
+    assert "elastic deflections drawn 10 times true size" in data["note"]
+    assert a.parts["array_right"][0] == "deflected shape" and "box" in a.parts["hub"]
+    ell, n_modes = 5.0, 2  # the example's arrays: 5 m, two modes along y then along z
+    phi_tip = np.array([cantilever_mode(b, np.array([ell]), ell)[0][0]
+                        for b in cantilever_roots(n_modes)])  # fmt: skip
+    names = traj.column_names()[1:]  # the q columns, then the u columns
+    tracks = {tuple(tr["path"][2:]): tr for tr in data["tracks"]}
+    assert {k for k in tracks if k[0] == "array_right"} == {
+        *(("array_right", "flex", f"seg{k}") for k in range(8)),
+        ("array_right", "flex", "node0"), ("array_right", "flex", "node1"),
+    }  # fmt: skip
+    moved = 0.0
+    for body in ("array_left", "array_right"):
+        flex = data["flex"][body]
+        assert flex["node_names"] == ["root", "tip"] and flex["deflection_scale"] == scale
+        b = model.body_index(body)
+        cols = [names.index(f"{body}.{m}") for m in ("y1", "y2", "z1", "z2")]
+        for k, i in enumerate(data["index"]):
+            eta = traj.q[i, cols]
+            np.testing.assert_array_equal(flex["eta"][k], eta)
+            kin = kd.kinematics(model, traj.state(i))
+            p, R = kin.p[b], kin.R_N_B[b]
+            assert np.abs(np.array(data["p"][k][b]) - p).max() <= 1e-12
+            R_page = Rotation.from_quat(data["quaternion"][k][b]).as_matrix()
+            assert np.abs(R_page - R).max() <= 1e-12
+            d_tip = np.array([0.0, phi_tip @ eta[:2], phi_tip @ eta[2:]])  # body axes
+            tip = p + R @ (np.array([ell, 0.0, 0.0]) + d_tip)
+            nodes = np.array(flex["nodes"][k])
+            assert np.abs(nodes[0] - p).max() <= 1e-12  # the clamped root
+            assert np.abs(nodes[1] - tip).max() <= 1e-12
+            moved = max(moved, float(np.linalg.norm(d_tip)))
+            drawn = np.array(tracks[(body, "flex", "node1")]["position"][k])
+            assert np.abs(drawn - (np.array([ell, 0.0, 0.0]) + scale * d_tip)).max() <= 1e-12
+            # the segments chain from the root to the drawn tip: each unit cylinder (along
+            # its y axis) scaled to its length and centred between its ends
+            ends = []
+            for s in range(8):
+                tr = tracks[(body, "flex", f"seg{s}")]
+                y = Rotation.from_quat(tr["quaternion"][k]).as_matrix()[:, 1]
+                half = 0.5 * tr["scale"][k][1] * y
+                mid = np.array(tr["position"][k])
+                ends.append((mid - half, mid + half))
+            assert np.abs(ends[0][0]).max() <= 1e-12
+            assert np.abs(ends[-1][1] - drawn).max() <= 1e-9
+            for (_, e1), (s2, _) in zip(ends[:-1], ends[1:], strict=True):
+                assert np.abs(e1 - s2).max() <= 1e-9
+    assert moved > 1e-3  # the arrays did bend during the slew
+    with pytest.raises(kd.KanedynError, match="deflection_scale must be a finite number"):
+        traj.animate(None, deflection_scale=-1.0)
+
+
+def test_deflected_path_is_exact_for_a_cubic():
+    """Between nodes the drawn shape is the cubic Hermite curve of the nodes'
+    displacements and rotations: a cubic deflection (a beam element's) is drawn exactly,
+    here w_y(s) and w_z(s) along three unevenly spaced nodes on the x axis (rotations
+    θ_z = w_y', θ_y = -w_z')."""
+    from kanedyn.animation.frames import SUBDIVISIONS, deflected_path
+
+    s_nodes = np.array([0.0, 0.7, 2.0])
+    wy = np.polynomial.Polynomial([0.1, -0.3, 0.5, 0.2])
+    wz = np.polynomial.Polynomial([0.0, 0.4, -0.1, 0.3])
+    Psi = np.zeros((3, 3, 2))
+    Theta = np.zeros((3, 3, 2))
+    Psi[:, 1, 0], Theta[:, 2, 0] = wy(s_nodes), wy.deriv()(s_nodes)
+    Psi[:, 2, 1], Theta[:, 1, 1] = wz(s_nodes), -wz.deriv()(s_nodes)
+    modes = kd.Modes(np.eye(2), np.eye(2), node_positions=np.outer(s_nodes, [1.0, 0.0, 0.0]),
+                     Psi=Psi, Theta=Theta)  # fmt: skip
+    eta = np.array([[0.3, -0.7], [1.1, 0.2]])  # two frames
+    path, nodes = deflected_path(modes, eta, scale=2.5)
+    tau = np.linspace(0.0, 1.0, SUBDIVISIONS + 1)[:-1]
+    s = np.concatenate(
+        [a + tau * (b - a) for a, b in zip(s_nodes[:-1], s_nodes[1:], strict=True)] + [[2.0]]
+    )
+    assert path.shape == (2, len(s), 3) and nodes.shape == (2, 3, 3)
+    for f in range(2):
+        want = np.column_stack((s, 2.5 * eta[f, 0] * wy(s), 2.5 * eta[f, 1] * wz(s)))
+        np.testing.assert_allclose(path[f], want, rtol=0, atol=1e-13)
+
+
+@pytest.mark.slow
+@needs_browser
+def test_flexible_page_plays_in_a_browser(flexible_run, tmp_path):
+    """The page with the flexible bodies' tracks loads (its player script runs to the
+    end), seeks, and draws the arrays bent: the pane changes when the deflection is
+    magnified."""
+    page = flexible_run.animate(tmp_path / "flex.html", deflection_scale=30.0).path
+    t = 1.0
+    dom = dump_dom(page, t=t)
+    attrs = dict(
+        re.findall(r'data-kanedyn-([\w-]+)="([^"]*)"', re.search(r"<body[^>]*>", dom).group(0))
+    )
+    assert attrs.get("ready") == "1" and int(attrs["bodies"]) == 3
+    assert float(attrs["time"]) == pytest.approx(t)
+    straight = flexible_run.animate(tmp_path / "straight.html", deflection_scale=0.0).path
+    a = _pane(screenshot(page, tmp_path / "bent.png", t=t))
+    b = _pane(screenshot(straight, tmp_path / "straight.png", t=t))
+    changed = np.mean(np.abs(a - b).max(axis=2) > 30.0)
+    assert changed > 0.001, f"only {changed:.4f} of the pixels differ between bent and straight"
+
+
+def test_cli_animates_a_flexible_model_file(tmp_path):
+    """A flexible model written by kd.io.write_toml, run by ``kanedyn simulate --animate
+    --deflection-scale``: the page holds the arrays' nodes, the note says the scale."""
+    from kanedyn.cli import main
+
+    case = kd.examples.flexible_spacecraft()
+    model = case.model
+    state = model.set_joint(case.state, "root", rates=(0.0, 0.05, 0.3))
+    kd.io.write_toml(model, tmp_path / "sc.toml", state)
+    code = main(["simulate", str(tmp_path / "sc.toml"), "--t-final", "1", "--dt", "0.01",
+                 "--output-every", "0.1", "--quiet", "--animate", "--deflection-scale", "50",
+                 "--out", str(tmp_path / "out")])  # fmt: skip
+    assert code == 0
+    data = page_frames((tmp_path / "out" / "animation.html").read_text(encoding="utf-8"))
+    assert set(data["flex"]) == {"array_left", "array_right"} and len(data["t"]) == 11
+    assert "drawn 50 times true size" in data["note"]
+    tip = np.array(data["flex"]["array_right"]["nodes"])[:, 1]
+    assert np.ptp(tip, axis=0).max() > 0.01  # the tip moves with the turning hub
+    code = main(["simulate", str(tmp_path / "sc.toml"), "--animate", "--deflection-scale", "-1",
+                 "--out", str(tmp_path / "bad")])  # fmt: skip
+    assert code == 2 and not (tmp_path / "bad").exists()

@@ -5,7 +5,8 @@
 network: play/pause, a time slider, a playback speed, and ``run.html#t=SECONDS`` to
 open it paused at a moment. It shows N's axes, each body's axes and shape (its
 inertia-equivalent box or ellipsoid, URDF visual meshes where found, rods joining the
-joint points of chains), the angular momentum vector, and joint axes on request.
+joint points of chains), the angular momentum vector, and joint axes on request; a
+flexible body is drawn along its deflected nodes (``deflection_scale`` magnifies it).
 
 The viewer is **meshcat** (the WebGL viewer of Pinocchio and Drake, built on three.js;
 optional extra ``kanedyn[animate]``): its Python package ships the viewer's JavaScript
@@ -83,6 +84,7 @@ def animate(
     playback_seconds: float = 20.0,
     view: Any = None,
     title: str | None = None,
+    deflection_scale: float = 1.0,
 ) -> Animation:
     """Write a self-contained HTML page that plays ``traj`` in 3D.
 
@@ -115,6 +117,11 @@ def animate(
         the normal of the plane the motion spreads least in, tilted for depth.
     title : str, optional
         The page title.
+    deflection_scale : float
+        A flexible body (``Body(..., modes=kd.Modes)``) is drawn along its deflected
+        nodes, ``r_n + s Ψ_n η`` (:func:`~kanedyn.animation.frames.deflected_path`),
+        with its elastic displacement magnified ``s`` times (1: true size; the page says
+        when it is not 1). The frame data keep the true node positions.
 
     Returns
     -------
@@ -125,17 +132,21 @@ def animate(
     -----
     Poses are :func:`kanedyn.kinematics` at the kept output times: each body frame's
     origin ``p`` and ``R_N_B`` (as a scalar-last quaternion), stored at full precision
-    in the page's ``<script id="kanedyn-frames">`` JSON (:func:`read_frames`).
+    in the page's ``<script id="kanedyn-frames">`` JSON (:func:`read_frames`). For each
+    flexible body, ``flex[body]`` holds its ``node_names``, modal coordinates ``eta``
+    (nf, modes) and deflected node positions ``nodes`` (nf, Nn, 3; N, true size,
+    ``p + R_N_B (r_n + Ψ_n η)``); ``tracks`` the poses of the drawn segments and nodes.
     """
     meshcat_modules()  # fail early, naming the extra
     model = traj.model
-    fr = frames(traj, max_frames=max_frames, max_bytes=max_bytes)
+    fr = frames(traj, max_frames=max_frames, max_bytes=max_bytes,
+                deflection_scale=deflection_scale)  # fmt: skip
     sc, L = build_scene(model, fr.p, fr.c, fr.H, shape=shape, joint_axes=joint_axes, urdf=urdf)
     R_view_N = _up_rotation(model.uniform_gravity)
     T = np.eye(4)
     T[:3, :3] = R_view_N
     sc.commands.insert(0, sc.mc.SetTransform(T, sc.path("kanedyn")))
-    lowest = float(np.min(np.concatenate((fr.p.reshape(-1, 3), fr.c)) @ R_view_N[2]))
+    lowest = float(np.min(_points(fr) @ R_view_N[2]))
     if lowest < -1e-3 * L:  # meshcat's ground grid (view z = 0) would cut through the motion
         sc.set_property(("Grid",), "visible", False)
 
@@ -154,6 +165,8 @@ def animate(
         if fr.decimated
         else f"all {m} outputs"
     ) + f"; t = {fr.t[0]:g} to {fr.t[-1]:g} s; {model.nb} bodies; speed in simulated s per s"
+    if fr.flex and deflection_scale != 1.0:
+        note += f"; elastic deflections drawn {deflection_scale:g} times true size"
     data = {
         "version": 1,
         "bodies": [b.name for b in model.bodies],
@@ -170,6 +183,16 @@ def animate(
         "speed": speed,
         "camera": _camera(fr, L, view, R_view_N),
         "note": note,
+        "flex": {
+            name: {
+                "node_names": list(f.node_names),
+                "eta": f.eta.tolist(),
+                "nodes": f.nodes.tolist(),
+                "deflection_scale": f.scale,
+            }
+            for name, f in fr.flex.items()
+        },  # fmt: skip
+        "tracks": _flex_tracks(fr),
     }
     page = render(title or "kanedyn animation", data, sc.commands)
     out = None
@@ -177,6 +200,30 @@ def animate(
         out = Path(path)
         out.write_text(page, encoding="utf-8")
     return Animation(page, out, fr, sc.parts, note)
+
+
+def _flex_tracks(fr: Frames) -> list[dict[str, Any]]:
+    """The animation tracks of the flexible bodies' drawn shapes, in their body frames:
+    each segment ``k`` of the path (a unit cylinder along its y axis) at the midpoint of
+    its ends ``a``, ``b``, turned so that y is along ``b - a`` and scaled ``|b - a|``
+    along y; each node ball at the drawn node."""
+    tracks: list[dict[str, Any]] = []
+    for name, f in fr.flex.items():
+        base = ["kanedyn", "bodies", node_name(name), "flex"]
+        a, b = f.path[:, :-1], f.path[:, 1:]
+        for k in range(a.shape[1]):
+            d = b[:, k] - a[:, k]
+            Q = np.array([dcm_to_quat(frame_along(dk)) for dk in d])
+            for j in range(1, len(Q)):  # one hemisphere, so that slerp turns the short way
+                if Q[j] @ Q[j - 1] < 0.0:
+                    Q[j] = -Q[j]
+            length = np.maximum(np.linalg.norm(d, axis=1), 1e-9)  # three.js cannot invert 0
+            scale = np.column_stack((np.ones_like(length), length, np.ones_like(length)))
+            tracks.append({"path": [*base, f"seg{k}"], "position": (0.5 * (a[:, k] + b[:, k])).tolist(),
+                           "quaternion": Q.tolist(), "scale": scale.tolist()})  # fmt: skip
+        for k in range(f.drawn_nodes.shape[1]):
+            tracks.append({"path": [*base, f"node{k}"], "position": f.drawn_nodes[:, k].tolist()})
+    return tracks
 
 
 def _up_rotation(gravity: Any) -> Any:
@@ -188,9 +235,15 @@ def _up_rotation(gravity: Any) -> Any:
     return frame_along(-g, axis=2).T
 
 
+def _points(fr: Frames) -> Any:
+    """The points the scene must show (N): body origins, mass centres, flexible nodes."""
+    nodes = [f.nodes.reshape(-1, 3) for f in fr.flex.values()]
+    return np.concatenate((fr.p.reshape(-1, 3), fr.c, *nodes))
+
+
 def _camera(fr: Frames, L: float, view: Any, R_view_N: Any) -> dict[str, Any]:
     """Camera position and target in the viewer's axes (``R_view_N`` applied)."""
-    pts = np.concatenate((fr.p.reshape(-1, 3), fr.c)) @ R_view_N.T
+    pts = _points(fr) @ R_view_N.T
     target = fr.c.mean(axis=0) @ R_view_N.T
     if view is None:
         # the direction of least spread of the motion, tilted toward a diagonal for depth

@@ -87,6 +87,13 @@ _PLAYER = r"""
                 track(".quaternion", "quaternion", data.H_quaternion.flat()),
                 track(".scale", "vector", data.H_scale.flatMap((s) => [s, s, s]))]),
   });
+  // the flexible bodies' drawn segments and nodes (body frames)
+  for (const tr of data.tracks || []) {
+    const tracks = [track(".position", "vector", tr.position.flat())];
+    if (tr.quaternion) tracks.push(track(".quaternion", "quaternion", tr.quaternion.flat()));
+    if (tr.scale) tracks.push(track(".scale", "vector", tr.scale.flat()));
+    animations.push({path: tr.path, clip: clip(tracks)});
+  }
   viewer.set_animation(animations, {play: false, repetitions: 1});
   const anim = viewer.animator;
   anim.play();   // activates the actions, then hold them: the page opens paused

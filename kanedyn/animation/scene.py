@@ -8,6 +8,10 @@ Scene graph (meshcat paths; the scene is N, z up)::
         shape                           inertia-equivalent box or ellipsoid, at the mass centre
         rod<k>                          rods joining the body's joint points and mass centre
         visual<k>                       URDF visual geometry (replaces ``shape`` when found)
+        flex/seg<k>, flex/node<k>       a flexible body's deflected shape: unit cylinders
+                                        along its nodes (instead of ``shape``) and a ball
+                                        per node, posed at every frame in the body frame
+                                        (:func:`kanedyn.animation.frames.deflected_path`)
         joint-axis-<joint>-<k>          the joint's axes, on request
     /kanedyn/H                          the angular momentum arrow, at the system mass centre
 
@@ -35,6 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.animation.frames import segment_count
 from kanedyn.errors import FileFormatError, KanedynError
 from kanedyn.model import Model
 from kanedyn.spatial.inertia import principal_axes
@@ -196,8 +201,10 @@ def build_scene(
         com = np.asarray(b.com, float)
         I = np.asarray(b.inertia, float)
         # rods: inbound joint point -> each outbound joint point, and -> the mass centre
+        # (a flexible body is drawn along its deflected nodes instead of to its mass centre)
         start = inbound.get(b.name, np.zeros(3))
-        ends = [*outbound[b.name], com]
+        flexible = b.modes is not None and len(b.modes.node_names) > 0
+        ends = [*outbound[b.name]] if flexible else [*outbound[b.name], com]
         for k, e in enumerate(ends):
             if np.linalg.norm(e - start) > 1e-12:
                 sc.rod((*node, f"rod{k}"), start, e, 0.4 * thin, ROD_COLOR)
@@ -208,6 +215,14 @@ def build_scene(
             opacity = 1.0 if rgba is None else float(rgba[3])
             sc.add((*node, f"visual{k}"), sc.mesh(geometry, col, opacity), T)
             parts.append(f"visual:{type(geometry).__name__}")
+            drawn = True
+        if not drawn and flexible:
+            md: Any = b.modes
+            for k in range(segment_count(md)):  # posed by the animation's tracks
+                sc.add((*node, "flex", f"seg{k}"), sc.mesh(sc.mg.Cylinder(1.0, 0.5 * thin), color))
+            for k in range(len(md.node_names)):
+                sc.add((*node, "flex", f"node{k}"), sc.mesh(sc.mg.Sphere(0.9 * thin), color))
+            parts.append("deflected shape")
             drawn = True
         if not drawn:
             if shape == "rod" or b.mass <= 0.0:

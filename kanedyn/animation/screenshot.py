@@ -4,10 +4,14 @@ Usage::
 
     python -m kanedyn.animation.screenshot PAGE.html OUT.png [--t SECONDS] [--size 960x640]
     python -m kanedyn.animation.screenshot --example explorer1 OUT.png [--t SECONDS]
+    python -m kanedyn.animation.screenshot --example flexible_spacecraft OUT.png [--t SECONDS]
 
 The second form simulates the built-in Explorer-1 flat spin (20000 s, RK4 with
 Δt = 1 s, an output every 20 s, as ``kanedyn simulate`` does), animates it and
-screenshots the page; the documentation's picture is made this way.
+screenshots the page; the documentation's picture is made this way. The third
+simulates the 20° slew of :func:`kanedyn.examples.flexible_spacecraft` (30 s, RK4 with
+Δt = 0.01 s, an output every 0.1 s) and draws the solar arrays' deflection 20 times
+true size.
 """
 
 from __future__ import annotations
@@ -24,8 +28,15 @@ from kanedyn.errors import KanedynError
 def _example(name: str, page: Path) -> None:
     import kanedyn as kd
 
+    if name == "flexible_spacecraft":
+        case = kd.examples.flexible_spacecraft()
+        traj = kd.simulate(case.model, case.state, 30.0, 0.01, controller=case.controller,
+                           output_every=0.1, progress=False)  # fmt: skip
+        traj.animate(page, title="A 20° slew with flexible solar arrays", deflection_scale=20.0,
+                     view=(0.2, -0.4, 1.0))  # fmt: skip
+        return
     if name != "explorer1":
-        raise KanedynError(f"unknown example {name!r} (known: explorer1)")
+        raise KanedynError(f"unknown example {name!r} (known: explorer1, flexible_spacecraft)")
     model = kd.examples.explorer1()
     state = kd.examples.explorer1_state(model)
     traj = kd.simulate(model, state, 20000.0, 1.0, output_every=20.0, progress=False)
@@ -37,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                                  description="Screenshot a kanedyn animation page.")  # fmt: skip
     ap.add_argument("page", nargs="?", help="the animation HTML file")
     ap.add_argument("png", help="the PNG file to write")
-    ap.add_argument("--example", help="animate a built-in example instead (explorer1)")
+    ap.add_argument(
+        "--example", help="animate a built-in example instead (explorer1, flexible_spacecraft)"
+    )
     ap.add_argument("--t", type=float, help="time to show [s] (the page's #t=)")
     ap.add_argument("--size", default="960x640", help="window size WIDTHxHEIGHT")
     args = ap.parse_args(argv)

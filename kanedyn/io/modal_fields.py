@@ -50,7 +50,9 @@ __all__ = [
     "MODAL_FIELDS",
     "check_modal_fields",
     "flexible_body",
+    "modes_fields",
     "read_modal_npz",
+    "toml_array",
 ]
 
 #: The fields, in the order of ``kd.Modes``'s arguments.
@@ -269,3 +271,55 @@ def flexible_body(body: Body, fields: Mapping[str, Any]) -> Body:
     :class:`~kanedyn.ModelError` for data it rejects.
     """
     return attrs.evolve(body, modes=Modes(**fields))
+
+
+def modes_fields(modes: Modes) -> dict[str, Any]:
+    """The fields of a :class:`kanedyn.Modes` record, as the readers produce them, so that
+    ``Modes(**modes_fields(m))`` is ``m`` again, array for array.
+
+    ``damping`` is the matrix (a ``damping_ratio`` was folded into it on construction);
+    the optional arrays that are zero (``damping``, ``P``, ``H``, ``L``, ``N``, ``Psi``,
+    ``Theta``: zero is their default) and ``geometric`` when None are left out.
+    """
+    out: dict[str, Any] = {"mass": np.asarray(modes.mass), "stiffness": np.asarray(modes.stiffness)}
+    for key in ("damping", "P", "H", "L", "N"):
+        value = getattr(modes, key)
+        if value is not None and np.any(value):
+            out[key] = np.asarray(value)
+    if len(modes.node_names):
+        out["node_positions"] = np.asarray(modes.node_positions)
+        for key in ("Psi", "Theta"):
+            if np.any(getattr(modes, key)):
+                out[key] = np.asarray(getattr(modes, key))
+        out["node_names"] = tuple(modes.node_names)
+    if modes.geometric is not None:
+        out["geometric"] = np.asarray(modes.geometric)
+    out["mode_names"] = tuple(modes.mode_names or ())  # always set by Modes
+    return out
+
+
+def toml_array(value: Any, depth: int = 0) -> str:
+    """A field's TOML value (``repr`` precision, so it reads back bit for bit); the rows
+    of a matrix or higher array each on a line."""
+    if isinstance(value, str):  # a TOML basic string: quotes, backslashes, controls escaped
+        chars = (
+            "\\" + ch
+            if ch in '"\\'
+            else f"\\u{ord(ch):04X}"
+            if ord(ch) < 0x20 or ord(ch) == 0x7F
+            else ch
+            for ch in value
+        )
+        return '"' + "".join(chars) + '"'
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(toml_array(v) for v in value) + "]"
+    array = np.asarray(value, dtype=float)
+    if array.ndim == 0:
+        return repr(float(array))
+    if len(array) == 0:
+        return "[]"
+    if array.ndim == 1:
+        return "[" + ", ".join(repr(float(x)) for x in array) + "]"
+    pad = "  " * (depth + 1)
+    rows = [pad + toml_array(row, depth + 1) for row in array]
+    return "[\n" + ",\n".join(rows) + ",\n" + "  " * depth + "]"

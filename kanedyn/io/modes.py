@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from kanedyn.errors import FileFormatError, ModelError
-from kanedyn.io.modal_fields import MODAL_FIELDS, check_modal_fields
+from kanedyn.io.modal_fields import MODAL_FIELDS, check_modal_fields, toml_array
 from kanedyn.io.toml import read_modal_file
 from kanedyn.model.modes import Modes
 
@@ -87,23 +87,5 @@ def write_modes(path: PathLike, fields: Mapping[str, Any]) -> None:
     lines = []
     for key in MODAL_FIELDS:
         if key in checked:
-            lines.append(f"{key} = {_toml_array(checked[key])}")
+            lines.append(f"{key} = {toml_array(checked[key])}")
     Path(fname).write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _toml_array(value: Any, depth: int = 0) -> str:
-    """A TOML value; the rows of a matrix or higher array each on a line."""
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, (tuple, list)):
-        return "[" + ", ".join(_toml_array(v) for v in value) + "]"
-    array = np.asarray(value, dtype=float)
-    if array.ndim == 0:
-        return repr(float(array))
-    if len(array) == 0:
-        return "[]"
-    if array.ndim == 1:
-        return "[" + ", ".join(repr(float(x)) for x in array) + "]"
-    pad = "  " * (depth + 1)
-    rows = [pad + _toml_array(row, depth + 1) for row in array]
-    return "[\n" + ",\n".join(rows) + ",\n" + "  " * depth + "]"

@@ -46,7 +46,13 @@ import numpy as np
 
 from kanedyn.dynamics.loads import Force, JointLoad, Torque
 from kanedyn.errors import FileFormatError, ModelError, did_you_mean
-from kanedyn.io.modal_fields import check_modal_fields, flexible_body, read_modal_npz
+from kanedyn.io.modal_fields import (
+    check_modal_fields,
+    flexible_body,
+    modes_fields,
+    read_modal_npz,
+    toml_array,
+)
 from kanedyn.model import Body, CentralGravity, Joint, JointLimits, Loop, Model, State
 from kanedyn.model.records import LOOP_REMEDY
 from kanedyn.spatial.inertia import inertia_tensor
@@ -990,6 +996,13 @@ def write_toml(
     :class:`~kanedyn.ModelError` rather than written wrongly. Massless bodies and point
     masses (``Body(..., allow_singular=True)``, such as 42's wheels) are written with
     ``allow_singular = true``.
+
+    A flexible body's modes (``Body(..., modes=kd.Modes(...))``, :func:`kanedyn.beam_body`)
+    are written as its ``[bodies.modes]`` table, the fields of
+    :func:`kanedyn.io.modal_fields.modes_fields` (a damping ratio as the damping matrix
+    it made), so that reading the file gives the same modal data bit for bit. The
+    initial state holds the joints only: a ``state`` with nonzero modal coordinates or
+    speeds is refused.
     """
     geared = [j.name for j in model.joints if j.rotor is not None]
     if geared:
@@ -1103,6 +1116,9 @@ def _dumps(
             lines.append("check_triangle = false")
         if b.allow_singular:
             lines.append("allow_singular = true")
+        if b.modes is not None:  # the fields of kd.Modes, as a [bodies.modes] table
+            lines += ["", "[bodies.modes]"]
+            lines += [f"{k} = {toml_array(v)}" for k, v in modes_fields(b.modes).items()]
         lines.append("")
     for table, j in [("joints", j) for j in model.joints] + [("loops", j) for j in model.loops]:
         kind = joint_kind(j)
@@ -1162,6 +1178,15 @@ def _dumps(
 
 
 def _dump_state(model: Model, state: State) -> list[str]:
+    if model.nf and np.shape(state.q) == (model.nq_total,):
+        model.check_state(state, flexible=True)
+        if np.any(state.q[model.nq :]) or np.any(state.u[model.n :]):
+            raise ModelError(
+                "write_toml: the state has nonzero modal coordinates or speeds, which the "
+                "file's [initial] tables (joints only) cannot hold; write the state with "
+                "zero modal parts, or keep it with np.save"
+            )
+        state = State(state.q[: model.nq], state.u[: model.n])
     model.check_state(state)
     lines: list[str] = []
     for k, j in enumerate(model.joints):

@@ -1,0 +1,1 @@
+../../notebooks/11_flexible_appendages.py
