@@ -35,7 +35,14 @@ from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at
 from kanedyn.dynamics.partials import Partials, partials_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.spatial.modal import first_moment, modal_forces, modal_inertia
+from kanedyn.spatial.arithmetic import NUMPY
+from kanedyn.spatial.modal import (
+    first_moment,
+    modal_central_forces,
+    modal_central_potential,
+    modal_forces,
+    modal_inertia,
+)
 from kanedyn.spatial.rotation import skew
 
 __all__ = [
@@ -85,11 +92,14 @@ class _BodyFlex:
     g: Array  # (3,) gravity, body axes
     R: Array  # R_N_B
     p: Array  # body-frame origin, N
+    com: Array  # the undeformed mass centre from the body-frame origin, body axes
+    r_field: Array | None  # that mass centre from a central field's centre, body axes (or None)
 
 
 def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
     n, nf = model.n, model.nf
     g_N = kin.params.gravity
+    central = model.central_gravity is not None
     out = []
     for i, sl in model.modal_slices():
         R = kin.R_N_B[i]
@@ -105,7 +115,9 @@ def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
         a0 = par.a_r[i] - np.cross(par.alpha_r[i], rc) - np.cross(w, np.cross(w, rc))
         r = np.concatenate([R.T @ par.alpha_r[i], R.T @ a0, np.zeros(nm)])
         v0 = kin.v[i] - np.cross(w, rc)
-        out.append(_BodyFlex(i, sl, T, r, R.T @ w, R.T @ v0, R.T @ g_N, R, kin.p[i]))
+        rf = R.T @ (kin.r[i] - kin.params.center) if central else None
+        out.append(_BodyFlex(i, sl, T, r, R.T @ w, R.T @ v0, R.T @ g_N, R, kin.p[i],
+                             kin.params.com[i], rf))  # fmt: skip
     return out
 
 
@@ -114,7 +126,9 @@ def flex_terms(
 ) -> tuple[Array, Array]:
     """The flexible bodies' additions ``(ΔM, Δf)`` to Kane's mass matrix and forcing over
     ``[u | s | ξ]``, (n + nf, n + nf) and (n + nf,): the module docstring's sums, with
-    gravity on the displaced mass and the elastic and damping forces."""
+    gravity on the displaced mass and the elastic and damping forces; in a central field
+    ``f += T_iᵀ Q_c`` with ``Q_c`` of :func:`~kanedyn.spatial.modal.modal_central_forces`
+    (the displaced mass and its gravity gradient, beyond the rigid body's terms)."""
     n, nf = model.n, model.nf
     M = np.zeros((n + nf, n + nf))
     f = np.zeros(n + nf)
@@ -125,6 +139,9 @@ def flex_terms(
         b = modal_forces(md, e, x, bf.w, bf.g)
         M += bf.T.T @ dM @ bf.T
         f -= bf.T.T @ (dM @ bf.r + b)
+        if bf.r_field is not None:
+            mu = float(kin.params.mu)
+            f += bf.T.T @ modal_central_forces(NUMPY, md, e, mu, bf.com, bf.r_field)
     return M, f
 
 
@@ -133,7 +150,8 @@ def flex_energy(
 ) -> tuple[float, float]:
     """The flexible bodies' additions to the kinetic and potential energy: per body
     ``½ wᵀΔM w`` (exact for the field ``r + Ψη``; the foreshortening to first order when
-    stiffened) and ``½ηᵀK_Ψη - g·c_f`` (uniform gravity on the displaced mass)."""
+    stiffened) and ``½ηᵀK_Ψη - g·c_f`` (uniform gravity on the displaced mass), or in a
+    central field :func:`~kanedyn.spatial.modal.modal_central_potential`."""
     T = V = 0.0
     for bf in _bodies(model, kin, par):
         md: Any = model.bodies[bf.i].modes
@@ -141,6 +159,9 @@ def flex_energy(
         w = np.concatenate([bf.w, bf.v0, x])
         T += 0.5 * float(w @ modal_inertia(md, e) @ w)
         V += 0.5 * float(e @ md.stiffness @ e) - float(bf.g @ first_moment(md, e))
+        if bf.r_field is not None:
+            mu = float(kin.params.mu)
+            V += float(modal_central_potential(NUMPY, md, e, mu, bf.com, bf.r_field))
     return T, V
 
 

@@ -29,7 +29,12 @@ Eliminating ``ξ̇ = -M_Ψ⁻¹(h_ξ + Cᵀ a_k)`` leaves a rigid body for ABA w
 matrix) and bias ``p_k + T_xᵀh_r - C M_Ψ⁻¹ h_ξ``; pass 3's ``a_k`` then gives ``ξ̇``.
 Gravity is an acceleration of N in the recursion (``a_N = -g``), so ``h`` is taken at
 ``g = 0`` (the same forces, :func:`~kanedyn.spatial.modal.modal_forces`); with the
-loads as inputs (``a_N = 0``) ``h`` takes the gravity in body axes.
+loads as inputs (``a_N = 0``) ``h`` takes the gravity in body axes. In a central field
+``h`` loses the field's forces on the elastic motion
+(:func:`~kanedyn.spatial.modal.modal_central_forces`, at the undeformed mass centre
+from the field's centre, ``Rᵀ r`` of :meth:`Recursion.field_positions
+<kanedyn.dynamics.recursion.Recursion.field_positions>`), with or without loads: the
+rigid bodies' loads do not hold them.
 
 Written over the arithmetic protocol: the compiled engine
 (:mod:`kanedyn.compiled.kernels`) traces it, the dense engine
@@ -47,7 +52,7 @@ import numpy as np
 
 from kanedyn.dynamics.recursion import Recursion
 from kanedyn.spatial import plucker as sp
-from kanedyn.spatial.modal import modal_forces, modal_inertia
+from kanedyn.spatial.modal import modal_central_forces, modal_forces, modal_inertia
 
 __all__ = ["flexible_run"]
 
@@ -76,6 +81,7 @@ def flexible_run(
     R_N: list[Any] = []  # R_N_Go per joint, for gravity in body axes with loads
     for b in geo:
         R_N.append(b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E))
+    r_field = rec.field_positions(geo)[1] if model.central_gravity is not None else None
     local: dict[int, tuple[Any, Any, Any, slice]] = {}  # body k: (C M⁻¹, h_ξ, M⁻¹, slice)
     for k, sl in model.modal_slices():
         md: Any = model.bodies[k].modes
@@ -93,6 +99,9 @@ def flexible_run(
             g = R.T @ _obj(sp.mtv(R_N[k], g_N))
         dM = modal_inertia(md, e)
         h = modal_forces(md, e, x, w[:3], g) + dM[:, 3:6] @ _cross(w[:3], w[3:])
+        if r_field is not None:  # the field on the displaced mass, beyond the rigid body's
+            r = R.T @ _obj(r_field[k])
+            h = h - modal_central_forces(rec.ar, md, e, rec.par("mu"), rec.par("com", k), r)
         C = Tx.T @ dM[:6, 6:]  # (6, nm)
         Minv = np.linalg.inv(np.asarray(md.mass, dtype=float))
         CM = C @ Minv
