@@ -16,7 +16,10 @@ the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
     f \\mathrel{-}= T_i^T\\left(\\Delta\\mathcal M_i \\begin{bmatrix}\\alpha_r\\\\a_{0,r}\\\\0\\end{bmatrix}
         + b_i + \\begin{bmatrix}-c_f\\times g\\\\0\\\\ K_\\Psi\\eta + C_\\Psi\\xi - P_\\Psi^T g\\end{bmatrix}\\right)
 
-with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The dense Kane
+with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. In a central
+field ``f += T_iᵀ Q_c`` (:func:`kanedyn.spatial.modal.modal_central_forces`, the field
+on the elastic motion) and the potential gains
+:func:`~kanedyn.spatial.modal.modal_central_potential`. The dense Kane
 functions (:mod:`kanedyn.dynamics.kane`: ``kd.mass_matrix``, ``kd.forcing``,
 ``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's;
 the compiled engine runs the same terms in the tree recursion

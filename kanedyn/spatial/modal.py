@@ -41,8 +41,14 @@ gain ``G_k η`` (and symmetrically the rows); ``b_v`` gains ``ξᵀG_kξ + 2ω �
 ``b_ω`` gains ``ξᵀG_{3+k}ξ + ω × ġ_{3..5} + ΔJ̇_f ω`` (``ġ_k = ηᵀG_kξ``). The inertia
 that ``u_f`` adds to the modes is of higher order and left out.
 
+In a central field, :func:`modal_central_forces` and :func:`modal_central_potential`
+give the field's forces and potential on the elastic motion beyond the rigid body's
+(the displaced mass at the mass centre, and the gravity gradient on the displaced
+second moment: MacCullagh's order).
+
 Arrays may hold floats, traced values or sympy expressions (object arrays); only
-``+``, ``-``, ``*``, ``@`` and sums are used.
+``+``, ``-``, ``*``, ``@`` and sums are used (and the arithmetic's ``sqrt`` for the
+central field).
 """
 
 from __future__ import annotations
