@@ -97,6 +97,26 @@ def test_compiled_flexible_with_loads_as_inputs():
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * max(1.0, np.linalg.norm(ref)))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("mu", "radius"), [(kd.EARTH_MU, 7e6), (50.0**3, 50.0)])
+def test_compiled_flexible_in_a_central_field_equals_the_dense_engine(backend, mu, radius):
+    """The field on the elastic motion (:func:`kanedyn.spatial.modal.modal_central_forces`)
+    in the recursion, with the loads in the kernel and as inputs, against the dense
+    engine: at orbital radius, and in a field whose gravity gradient is O(1) (μ = R³)."""
+    field = kd.CentralGravity(mu=mu, center=(-radius, 0.1 * radius, 0.05 * radius))
+    model = _hub(True, True, gravity=field)
+    cm = compile_model(model, backend=backend)
+    n, nq = model.n, model.nq
+    for s in _states(model, 2, seed=11):
+        ref = kd.forward_dynamics(model, s)
+        tol = 1e-12 * max(1.0, float(np.linalg.norm(ref)))
+        np.testing.assert_allclose(cm.forward_dynamics(s), ref, rtol=0, atol=tol)
+        q, u = s.q[:nq], s.u[:n]
+        loads = applied_loads(model, kd.State(q, u), kinematics_at(model, q, u))
+        got = np.array(cm.rhs_with_loads(s.q, s.u, loads))[: n + model.nf]
+        np.testing.assert_allclose(got, ref, rtol=0, atol=tol)
+
+
 @pytest.mark.slow
 def test_compiled_flexible_jacobian_against_differences_of_the_dense_engine():
     """The tape's exact Jacobian (kd.linearize's route) against central differences of

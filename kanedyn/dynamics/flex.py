@@ -16,7 +16,10 @@ the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
     f \\mathrel{-}= T_i^T\\left(\\Delta\\mathcal M_i \\begin{bmatrix}\\alpha_r\\\\a_{0,r}\\\\0\\end{bmatrix}
         + b_i + \\begin{bmatrix}-c_f\\times g\\\\0\\\\ K_\\Psi\\eta + C_\\Psi\\xi - P_\\Psi^T g\\end{bmatrix}\\right)
 
-with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. The dense Kane
+with ``α_r``, ``a₀,r`` the remainder accelerations of the body frame. In a central
+field ``f += T_iᵀ Q_c`` (:func:`kanedyn.spatial.modal.modal_central_forces`, the field
+on the elastic motion) and the potential gains
+:func:`~kanedyn.spatial.modal.modal_central_potential`. The dense Kane
 functions (:mod:`kanedyn.dynamics.kane`: ``kd.mass_matrix``, ``kd.forcing``,
 ``kd.forward_dynamics``, the energies and momenta) add these terms to the rigid tree's;
 the compiled engine runs the same terms in the tree recursion
@@ -35,8 +38,11 @@ from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at
 from kanedyn.dynamics.partials import Partials, partials_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import (
     first_moment,
+    modal_central_forces,
+    modal_central_potential,
     modal_forces,
     modal_inertia,
     modal_momentum,
@@ -81,11 +87,14 @@ class _BodyFlex:
     g: Array  # (3,) gravity, body axes
     R: Array  # R_N_B
     p: Array  # body-frame origin, N
+    com: Array  # the undeformed mass centre from the body-frame origin, body axes
+    r_field: Array | None  # that mass centre from a central field's centre, body axes (or None)
 
 
 def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
     n, nf = model.n, model.nf
     g_N = kin.params.gravity
+    central = model.central_gravity is not None
     out = []
     for i, sl in model.modal_slices():
         R = kin.R_N_B[i]
@@ -101,7 +110,9 @@ def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
         a0 = par.a_r[i] - np.cross(par.alpha_r[i], rc) - np.cross(w, np.cross(w, rc))
         r = np.concatenate([R.T @ par.alpha_r[i], R.T @ a0, np.zeros(nm)])
         v0 = kin.v[i] - np.cross(w, rc)
-        out.append(_BodyFlex(i, sl, T, r, R.T @ w, R.T @ v0, R.T @ g_N, R, kin.p[i]))
+        rf = R.T @ (kin.r[i] - kin.params.center) if central else None
+        out.append(_BodyFlex(i, sl, T, r, R.T @ w, R.T @ v0, R.T @ g_N, R, kin.p[i],
+                             kin.params.com[i], rf))  # fmt: skip
     return out
 
 
@@ -110,7 +121,9 @@ def flex_terms(
 ) -> tuple[Array, Array]:
     """The flexible bodies' additions ``(ΔM, Δf)`` to Kane's mass matrix and forcing over
     ``[u | s | ξ]``, (n + nf, n + nf) and (n + nf,): the module docstring's sums, with
-    gravity on the displaced mass and the elastic and damping forces."""
+    gravity on the displaced mass and the elastic and damping forces; in a central field
+    ``f += T_iᵀ Q_c`` with ``Q_c`` of :func:`~kanedyn.spatial.modal.modal_central_forces`
+    (the displaced mass and its gravity gradient, beyond the rigid body's terms)."""
     n, nf = model.n, model.nf
     M = np.zeros((n + nf, n + nf))
     f = np.zeros(n + nf)
@@ -121,6 +134,9 @@ def flex_terms(
         b = modal_forces(md, e, x, bf.w, bf.g)
         M += bf.T.T @ dM @ bf.T
         f -= bf.T.T @ (dM @ bf.r + b)
+        if bf.r_field is not None:
+            mu = float(kin.params.mu)
+            f += bf.T.T @ modal_central_forces(NUMPY, md, e, mu, bf.com, bf.r_field)
     return M, f
 
 
@@ -129,7 +145,8 @@ def flex_energy(
 ) -> tuple[float, float]:
     """The flexible bodies' additions to the kinetic and potential energy: per body
     ``½ wᵀΔM w`` (exact for the field ``r + Ψη``; the foreshortening to first order when
-    stiffened) and ``½ηᵀK_Ψη - g·c_f`` (uniform gravity on the displaced mass)."""
+    stiffened) and ``½ηᵀK_Ψη - g·c_f`` (uniform gravity on the displaced mass), or in a
+    central field :func:`~kanedyn.spatial.modal.modal_central_potential`."""
     T = V = 0.0
     for bf in _bodies(model, kin, par):
         md: Any = model.bodies[bf.i].modes
@@ -137,6 +154,9 @@ def flex_energy(
         w = np.concatenate([bf.w, bf.v0, x])
         T += 0.5 * float(w @ modal_inertia(md, e) @ w)
         V += 0.5 * float(e @ md.stiffness @ e) - float(bf.g @ first_moment(md, e))
+        if bf.r_field is not None:
+            mu = float(kin.params.mu)
+            V += float(modal_central_potential(NUMPY, md, e, mu, bf.com, bf.r_field))
     return T, V
 
 

@@ -29,7 +29,12 @@ Eliminating ``ξ̇ = -M_Ψ⁻¹(h_ξ + Cᵀ a_k)`` leaves a rigid body for ABA w
 matrix) and bias ``p_k + T_xᵀh_r - C M_Ψ⁻¹ h_ξ``; pass 3's ``a_k`` then gives ``ξ̇``.
 Gravity is an acceleration of N in the recursion (``a_N = -g``), so ``h`` is taken at
 ``g = 0`` (the same forces, :func:`~kanedyn.spatial.modal.modal_forces`); with the
-loads as inputs (``a_N = 0``) ``h`` takes the gravity in body axes.
+loads as inputs (``a_N = 0``) ``h`` takes the gravity in body axes. In a central field
+``h`` loses the field's forces on the elastic motion
+(:func:`~kanedyn.spatial.modal.modal_central_forces`, at the undeformed mass centre
+from the field's centre, ``Rᵀ r`` of :meth:`Recursion.field_positions
+<kanedyn.dynamics.recursion.Recursion.field_positions>`), with or without loads: the
+rigid bodies' loads do not hold them.
 
 Written over the arithmetic protocol: the compiled engine
 (:mod:`kanedyn.compiled.kernels`) traces it, the dense engine
@@ -46,7 +51,7 @@ import numpy as np
 
 from kanedyn.dynamics.recursion import Recursion
 from kanedyn.spatial import plucker as sp
-from kanedyn.spatial.modal import modal_forces
+from kanedyn.spatial.modal import modal_central_forces, modal_forces
 
 __all__ = ["flexible_run"]
 
@@ -67,6 +72,7 @@ def flexible_run(
     geo, c, p, a_N = rec.terms()
     v = rec.velocities(geo)
     bodies = rec.modal_bodies(geo, eta)
+    r_field = rec.field_positions(geo)[1] if model.central_gravity is not None else None
     h = []
     for mb in bodies:
         x = np.array(list(xi[mb.sl]), dtype=object)
@@ -74,7 +80,13 @@ def flexible_run(
         # gravity: an acceleration of N (a_N = -g), or with loads in the body axes
         g = mb.g if rec.loads else np.array([0.0, 0.0, 0.0], dtype=object)
         w_x_v = np.array(sp.cross(list(w[:3]), list(w[3:])), dtype=object)
-        h.append(modal_forces(mb.md, mb.eta, x, w[:3], g) + mb.dM[:, 3:6] @ w_x_v)
+        hk = modal_forces(mb.md, mb.eta, x, w[:3], g) + mb.dM[:, 3:6] @ w_x_v
+        if r_field is not None:  # the field on the displaced mass, beyond the rigid body's
+            r = mb.R.T @ np.array(list(r_field[mb.k]), dtype=object)
+            hk = hk - modal_central_forces(
+                rec.ar, mb.md, mb.eta, rec.par("mu"), rec.par("com", mb.k), r
+            )
+        h.append(hk)
     local = rec.condense_modes(geo, p, bodies, h)
     nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N)
     acc, _ = rec.newton_euler(geo, c, p, a_N, nudot)

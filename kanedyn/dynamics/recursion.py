@@ -272,18 +272,14 @@ class Recursion:
             out.append(sp.load_at(sp.mv(R, T[k]), sp.mv(R, F[k]), b.com))
         return out
 
-    def central_forces(self, geo: list[BodyTerms]) -> list[Vec]:
-        """A central field's force and gravity-gradient torque on each body
-        (:func:`kanedyn.spatial.plucker.central_gravity`, evaluated in Go_k: the mass
-        centre from the field's centre, ``r = R_N_Goᵀ (o_k - center) + c``, and the pole
-        ``R_N_Goᵀ e_z``), as spatial forces about the joint point in Go_k:
-        ``(T + c × F, F)``."""
-        mu, J2, radius = (self.par(f) for f in ("mu", "J2", "radius"))
+    def field_positions(self, geo: list[BodyTerms]) -> tuple[list[Mat], list[Vec]]:
+        """``R_N_Go`` per joint and each body's mass centre from a central field's centre
+        in Go_k, ``r = R_N_Goᵀ (o_k - center) + c`` (``o_k`` the joint point)."""
         center = self.par("center")
         R_N: list[Mat] = []
         o_N: list[Vec] = []
         out = []
-        for k, b in enumerate(geo):
+        for b in geo:
             if b.parent < 0:
                 RN, o = b.E, b.r
             else:
@@ -291,7 +287,18 @@ class Recursion:
                 o = sp.add(o_N[b.parent], sp.mv(R_N[b.parent], b.r))
             R_N.append(RN)
             o_N.append(o)
-            r = sp.add(sp.mtv(RN, sp.sub(o, center)), b.com)
+            out.append(sp.add(sp.mtv(RN, sp.sub(o, center)), b.com))
+        return R_N, out
+
+    def central_forces(self, geo: list[BodyTerms]) -> list[Vec]:
+        """A central field's force and gravity-gradient torque on each body
+        (:func:`kanedyn.spatial.plucker.central_gravity`, evaluated in Go_k: the mass
+        centre from the field's centre, ``r = R_N_Goᵀ (o_k - center) + c``, and the pole
+        ``R_N_Goᵀ e_z``), as spatial forces about the joint point in Go_k:
+        ``(T + c × F, F)``."""
+        mu, J2, radius = (self.par(f) for f in ("mu", "J2", "radius"))
+        out = []
+        for k, (b, RN, r) in enumerate(zip(geo, *self.field_positions(geo), strict=True)):
             pole = [RN[2][0], RN[2][1], RN[2][2]]  # R_N_Goᵀ e_z
             mass = self.par("mass", k)
             R_Go_Bo = self.par("R_Go_Bo", k)

@@ -4,7 +4,9 @@
 in the field of a central body at ``center`` (N components; N is inertial). Every body
 feels the field through one potential (:func:`kanedyn.spatial.plucker.central_gravity`):
 the point mass, MacCullagh's second-order term (the gravity-gradient torque) and, with
-``J2``, the Earth's oblateness on the mass centre, its pole along N's z axis.
+``J2``, the Earth's oblateness on the mass centre, its pole along N's z axis. A flexible
+body's displaced mass feels it to the same (second) order in the body's size
+(:func:`kanedyn.spatial.modal.modal_central_forces`).
 
 The Earth's constants are those of WGS-84 (NIMA TR8350.2, 3rd ed., 2000, Table 3.1 and
 §3.2.2; the same GM as EGM2008): ``GM = 3.986004418e14 m³/s²`` (the value with the

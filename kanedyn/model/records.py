@@ -675,13 +675,6 @@ class Model:
         _check_frames(self.frames, bodies)
         _check_mass_outboard(bodies, joints)
         central = self.central_gravity
-        flexible = [b.name for b in bodies if b.modes is not None]
-        if central is not None and flexible:
-            raise ModelError(
-                f"flexible bodies {flexible} in a central field (kd.CentralGravity): the "
-                "field on the elastic motion (the displaced mass and its gravity gradient) "
-                "is not modelled yet; use uniform gravity, or rigid bodies"
-            )
         layout = _Layout.build(
             bodies,
             joints,

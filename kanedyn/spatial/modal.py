@@ -41,9 +41,15 @@ gain ``G_k η`` (and symmetrically the rows); ``b_v`` gains ``ξᵀG_kξ + 2ω �
 ``b_ω`` gains ``ξᵀG_{3+k}ξ + ω × ġ_{3..5} + ΔJ̇_f ω`` (``ġ_k = ηᵀG_kξ``). The inertia
 that ``u_f`` adds to the modes is of higher order and left out.
 
+In a central field, :func:`modal_central_forces` and :func:`modal_central_potential`
+give the field's forces and potential on the elastic motion beyond the rigid body's
+(the displaced mass at the mass centre, and the gravity gradient on the displaced
+second moment: MacCullagh's order).
+
 Arrays may hold floats, traced values or sympy expressions (object arrays); only
 ``+``, ``-``, ``*``, ``/`` by integers, ``@`` and sums are used, with integer constants
-(so that on sympy the terms stay exact: :mod:`kanedyn.symbolic.flex`).
+(so that on sympy the terms stay exact: :mod:`kanedyn.symbolic.flex`), and the
+arithmetic's ``sqrt`` for the central field.
 """
 
 from __future__ import annotations
@@ -51,6 +57,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from kanedyn.spatial import plucker as sp
+from kanedyn.spatial.arithmetic import Arithmetic
 
 __all__ = [
     "LEVI_CIVITA",
@@ -63,6 +72,8 @@ __all__ = [
     "modal_inertia",
     "modal_momentum",
     "modal_momentum_rate",
+    "modal_central_forces",
+    "modal_central_potential",
 ]
 
 #: ε_ijk
@@ -106,15 +117,21 @@ def foreshortening_inertia(s: Any) -> Any:
     )
 
 
-def _inertia_parts(md: Any, eta: Any) -> tuple[Any, Any, Any]:
-    """``D_p`` (3, 3, n), ``ΔJ`` (3, 3) and ``c_f`` (3) at ``η``, the foreshortening's
-    ``½(ηᵀG_kη)_{k<3}`` and ``ΔJ_f`` included when ``md.geometric`` is set."""
+def _second_moment(md: Any, eta: Any) -> tuple[Any, Any]:
+    """``D_p = L_p + Σ_q η_q N_pq`` (3, 3, n) and ``ΔE = ∫ρρᵀ dm - ∫rrᵀ dm`` (3, 3) of
+    the linear field ``ρ = r + Ψη``."""
     D = md.L + (md.N * eta[None, None, None, :]).sum(axis=-1)  # (3, 3, n): D_p
     dE = (D * eta).sum(axis=-1)  # Σ η_p D_p
     dE = dE + dE.T - (md.N * eta[None, None, :, None] * eta[None, None, None, :]).sum(axis=(-1, -2))
     # ∫ρρᵀ - ∫rrᵀ = Σ η_p(L_p + L_pᵀ) + ηᵀNη ; D carries L + Nη, so (Dη) + (Dη)ᵀ - ηᵀNη
-    # array first (integers, exact on sympy): scalars of any arithmetic
-    dJ = np.eye(3, dtype=np.int64) * (dE[0, 0] + dE[1, 1] + dE[2, 2]) - dE
+    return D, dE
+
+
+def _inertia_parts(md: Any, eta: Any) -> tuple[Any, Any, Any]:
+    """``D_p`` (3, 3, n), ``ΔJ`` (3, 3) and ``c_f`` (3) at ``η``, the foreshortening's
+    ``½(ηᵀG_kη)_{k<3}`` and ``ΔJ_f`` included when ``md.geometric`` is set."""
+    D, dE = _second_moment(md, eta)
+    dJ = np.eye(3, dtype=np.int64) * (dE[0, 0] + dE[1, 1] + dE[2, 2]) - dE  # array first: scalars of any arithmetic
     cf = md.P @ eta
     if md.geometric is not None:
         s = (md.geometric @ eta) @ eta  # (12,) ηᵀG_kη
@@ -233,3 +250,73 @@ def modal_momentum_rate(md: Any, eta: Any, xi: Any, w: Any, v0: Any, g: Any) -> 
     Hd, Pd = _couplings(md, xi, constant=False)
     n = md.mass.shape[0]
     return -h[6 : 6 + n] - Pb.T @ _cross(w, v0) + Hd.T @ w + Pd.T @ v0
+
+
+def _central_parts(ar: Arithmetic, md: Any, eta: Any, mu: Any, com: Any, r: Any) -> tuple[Any, ...]:
+    """The pieces of :func:`modal_central_forces` and :func:`modal_central_potential`:
+    ``g₀``, ``G``, ``D_p``, ``c_f`` and ``J_Δ`` (body axes)."""
+    r = np.array(list(r))
+    com = np.array(list(com))
+    inv_r2 = 1.0 / (r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+    inv_r3 = ar.sqrt(inv_r2)[()] * inv_r2
+    g0 = r * (-mu * inv_r3)
+    G = (r[:, None] * r[None, :]) * (3.0 * inv_r2) - np.eye(3)
+    G = G * (mu * inv_r3)
+    D, dE = _second_moment(md, eta)
+    cl = md.P @ eta  # c_f of the linear field
+    Delta = dE - cl[:, None] * com[None, :] - com[:, None] * cl[None, :]
+    J = np.eye(3) * (Delta[0, 0] + Delta[1, 1] + Delta[2, 2]) - Delta
+    return g0, G, D, first_moment(md, eta), J, r
+
+
+def modal_central_potential(ar: Arithmetic, md: Any, eta: Any, mu: Any, com: Any, r: Any) -> Any:
+    """The potential of a central field on a flexible body beyond the rigid body's
+    (:func:`kanedyn.spatial.plucker.central_gravity_potential` with the undeformed mass,
+    mass centre and inertia): the body's potential ``-μ∫dm/|r + R(ρ - c)|`` expanded
+    about its undeformed mass centre ``r`` (from the field's centre) to second order in
+    ``ρ - c`` (MacCullagh's order, Hughes 1986 ch. 8), minus the rigid body's,
+
+    .. math:: \\Delta V = -g_0\\cdot c_f - \\tfrac12\\, G : \\Delta, \\qquad
+        g_0 = -\\frac{\\mu r}{|r|^3},\\quad
+        G = \\frac{\\mu}{|r|^3}\\left(3\\hat r\\hat r^T - U\\right),\\quad
+        \\Delta = \\Delta E - c_\\Psi c^T - c\\, c_\\Psi^T
+
+    with ``c_f`` the displaced first moment (:func:`first_moment`, foreshortening
+    included), ``c_Ψ = P_Ψη``, ``ΔE = ∫ρρᵀ - ∫rrᵀ`` of the linear field and ``c`` the
+    undeformed mass centre from the body-frame origin. ``-½G:Δ`` is MacCullagh's term
+    of the inertia ``J_Δ = tr(Δ)U - Δ`` (``G`` is traceless). All vectors in body axes;
+    J2 acts on the rigid mass centre only."""
+    g0, _, _, cf, J, r = _central_parts(ar, md, eta, mu, com, r)
+    V2 = sp.central_gravity_potential(ar, mu, 0.0, 1.0, 0.0, J.tolist(), list(r), [0.0, 0.0, 1.0])
+    return V2 - (g0[0] * cf[0] + g0[1] * cf[1] + g0[2] * cf[2])
+
+
+def modal_central_forces(ar: Arithmetic, md: Any, eta: Any, mu: Any, com: Any, r: Any) -> Any:
+    """The generalized active forces (6 + n) of a central field on a flexible body over
+    its speeds ``(ω, v₀, ξ)``, beyond the rigid body's: minus the gradient of
+    :func:`modal_central_potential` (same arguments, body axes). With ``d = c_f``,
+
+    .. math::
+
+        F = G d + F_\\Delta,\\quad T_c = d \\times g_0 + T_\\Delta,\\quad
+        \\begin{bmatrix} T_c + c\\times F \\\\ F \\\\
+        \\bar P^T g_0 + \\left(G : (D_p - P_{\\Psi,p} c^T)\\right)_p\\end{bmatrix}
+
+    where ``F_Δ``, ``T_Δ`` are :func:`kanedyn.spatial.plucker.central_gravity` of the
+    inertia ``J_Δ`` with no mass (the gravity-gradient force and torque of the displaced
+    second moment), ``P̄ = P_Ψ + (G_kη)_{k<3}`` the displaced first moment's rate
+    (foreshortening included) and ``G : (D_p - P_{Ψ,p}cᵀ) = ∫Ψ_pᵀ G (ρ - c) dm`` the
+    gravity gradient on the modes (``-∂(-½G:Δ)/∂η_p``; the foreshortening's second
+    moment, of higher order, is left out). First order in the body's size: the
+    displaced mass in the field at the mass centre (the uniform-gravity terms of
+    :func:`modal_forces` with ``g = g₀``); second order: the gravity gradient."""
+    g0, G, D, cf, J, r = _central_parts(ar, md, eta, mu, com, r)
+    com = np.array(list(com))
+    F2, T2 = sp.central_gravity(ar, mu, 0.0, 1.0, 0.0, J.tolist(), list(r), [0.0, 0.0, 1.0])
+    F = G @ cf + np.array(F2)
+    Tc = _cross(cf, g0) + np.array(T2)
+    Pb = md.P
+    if md.geometric is not None:
+        Pb = Pb + md.geometric[:3] @ eta  # (3, n): ∂c_f/∂η
+    Q = Pb.T @ g0 + (G[:, :, None] * D).sum(axis=(0, 1)) - md.P.T @ (G @ com)
+    return np.concatenate([Tc + _cross(com, F), F, Q])

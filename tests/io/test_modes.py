@@ -357,6 +357,23 @@ def test_42_demo_flex_file_values(tmp_path):
     assert not [n for n in notes if "node file" in n]  # the flexible body uses its nodes
 
 
+def test_42_flexible_case_on_an_orbit(tmp_path):
+    """A flexible 42 spacecraft on 42's LEO orbit: the model has the central field and
+    the modes (a flexible body in a central field was refused before), and the native
+    engine, which runs the field on the elastic motion in the recursion, agrees with the
+    dense one."""
+    sc = flex_copy(tmp_path)
+    shutil.copy(DATA / "Orb_LEO.txt", tmp_path / "Orb_LEO.txt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TumbleSat's inertia, 42 features left out
+        case = read_42_case(sc, orbit=tmp_path / "Orb_LEO.txt")
+    model = case.model
+    assert model.central_gravity is not None and model.nf == 2
+    ref = kd.forward_dynamics(model, case.state)
+    got = kd.compile_model(model).forward_dynamics(case.state)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * max(1.0, np.linalg.norm(ref)))
+
+
 def test_42_older_layout_with_node_locations(tmp_path):
     case, _ = read_flex(flex_copy(tmp_path, flex="Flex_Simple_NodeLocations.txt"))
     f = case.flex["B1"].fields
