@@ -195,10 +195,3 @@ def test_stop_released_on_a_loop_model():
     np.testing.assert_allclose(traj.q[held, c], 0.6, atol=1e-12)
     assert traj.q[-1, c] < 0.6 - 1e-3
     assert max_residuals(model, traj) < 1e-10
-
-
-def test_msd_with_loops_still_refused():
-    model = four_bar_pendulum()
-    with pytest.raises(kd.ModelError, match="formulation='kane'"):
-        kd.simulate(model, start(model), 0.1, DT, formulation="msd",
-                    events=[kd.Lock(0.05, "pend")])  # fmt: skip

@@ -240,9 +240,9 @@ def _break_root_rates(monkeypatch):
     monkeypatch.setattr(kanedyn.dynamics.msd, "rates", broken)
     traced = kanedyn.compiled.kernels.Trace.run_msd
 
-    def broken_traced(self, *modal):
+    def broken_traced(self, *modal, **kw):
         y = list(self.u)
-        ydot, qd, nu = traced(self, *modal)
+        ydot, qd, nu = traced(self, *modal, **kw)
         H, w = [y[i] for i in idx], [nu[i] for i in idx]
         for c, i in enumerate(idx):
             ydot[i] = ydot[i] + (H[(c + 1) % 3] * w[(c + 2) % 3] - H[(c + 2) % 3] * w[(c + 1) % 3])

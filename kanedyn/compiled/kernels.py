@@ -48,7 +48,6 @@ from kanedyn.dynamics import loop_rows
 from kanedyn.dynamics.flex_recursion import flexible_run
 from kanedyn.dynamics.loops import independent_rows, loop_plan
 from kanedyn.dynamics.recursion import Recursion
-from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.batch import PARAM_FIELDS
 from kanedyn.model.plan import Params, params_of
@@ -224,13 +223,14 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     inputs ``bT0_0 ... bF0_0 ...`` added to the model's loads, between the efforts and
     ``d0``."""
     tr = Trace(model, locked, loads, params, efforts, symbols, body_loads)
-    if msd and model.loops:
-        raise ModelError(
-            "a model with loops runs in Kane's formulation; the momentum states of 'msd' "
-            "do not hold the loop constraints"
-        )
     if msd:
-        ydot, qd, nu = tr.run_msd(tr.eta, tr.xi)  # u = [y | y_ξ] with flexible bodies
+        closure = (
+            loop_rows.MomentumClosure(loop_plan(model), independent_rows(model, locked))
+            if model.loops
+            else None
+        )
+        # u = [y | y_ξ] with flexible bodies
+        ydot, qd, nu = tr.run_msd(tr.eta, tr.xi, closure=closure)
         outputs = [*ydot, *qd, *nu]
     elif model.loops:  # the tree closed by its loops' independent rows
         keep = independent_rows(model, locked)
@@ -267,7 +267,8 @@ def _args(model: Model, loads: bool, efforts: bool,
 
 def projection(model: Model, locked: frozenset[int], params: Params | None = None,
                efforts: bool = True,
-               symbols: Sequence[Sequence[tuple[str, int]]] = ()) -> Traced:  # fmt: skip
+               symbols: Sequence[Sequence[tuple[str, int]]] = (),
+               msd: bool = False) -> Traced:  # fmt: skip
     """The projection of a state of a model with loops onto its constraint manifold
     (:func:`kanedyn.dynamics.loop_rows.projected`: one Newton step on ``Φ(q) = 0``,
     enough after an RK4 step, whose drift is far below the radius of Newton's quadratic
@@ -275,9 +276,14 @@ def projection(model: Model, locked: frozenset[int], params: Params | None = Non
     efforts unused; ``symbols`` the parameter inputs ``d0, d1, ...``); outputs the new
     state ``[q | u]``. The native RK4 loop and the C export's ``prefix_step`` apply it
     after every step, as :func:`kanedyn.dynamics.loops.project` follows every dense
-    step."""
+    step. With ``msd`` the state is ``[q | y]`` and only ``q`` moves: the speeds of the
+    momentum states are closed at any ``q`` (:class:`kanedyn.dynamics.loop_rows.
+    MomentumClosure`)."""
     tr = Trace(model, locked, False, params, efforts, symbols)
+    y = list(tr.u)
     q, u = loop_rows.projected(tr, loop_plan(model), independent_rows(model, locked), newton=1)
+    if msd:
+        u = y
     return Traced(tr.tape, [*q, *u], _args(model, False, efforts, symbols, tr), tr.param_inputs)
 
 

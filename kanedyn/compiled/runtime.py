@@ -463,7 +463,7 @@ class _Code:
             nq, n = state_sizes(model)
             code: Any
             if native and model.loops:  # the state projected after every RK4 step
-                proj = projection(model, locked, params)
+                proj = projection(model, locked, params, msd=msd)
                 code = native_backend.build(tr, nq, n, model.n, quats, pv, proj)
             else:
                 build = native_backend.build if native else tcc_backend.build

@@ -47,7 +47,14 @@ from kanedyn import joints
 from kanedyn.dynamics.recursion import BodyTerms, Recursion
 from kanedyn.spatial import plucker as sp
 
-__all__ = ["LoopRows", "RowPlan", "constrained_accelerations", "loop_rows", "projected"]
+__all__ = [
+    "LoopRows",
+    "MomentumClosure",
+    "RowPlan",
+    "constrained_accelerations",
+    "loop_rows",
+    "projected",
+]
 
 Scalar = Any
 Vec = list  # of Scalar
@@ -214,6 +221,15 @@ def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int]
     """``u̇`` of the tree closed by the rows ``keep`` of ``plan`` (independent rows),
     by ABA and the constraint force method (module docstring); locked speeds 0. With
     ``baumgarte = (α, β)`` the bias is ``b + 2α A u + β² Φ`` (Baumgarte 1972)."""
+    nudot, rows, _ = _constrained(rec, plan, keep, baumgarte)
+    return nudot, rows
+
+
+def _constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
+                 baumgarte: tuple[float, float] | None = None
+                 ) -> tuple[list[Scalar], LoopRows, list[Scalar]]:  # fmt: skip
+    """:func:`constrained_accelerations` and the loops' generalized forces ``A_rᵀλ``
+    (n, locked entries 0)."""
     model = rec.model
     geo, c, p, a_N = rec.terms()
     v = rec.velocities(geo)
@@ -222,31 +238,80 @@ def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int]
     rows = loop_rows(rec, geo, plan, v, c)
     keep = list(keep)
     if not keep:
-        return nudot0, rows
+        return nudot0, rows, [0.0] * model.n
+    bias = list(rows.b)
+    if baumgarte is not None:
+        alpha, beta = baumgarte
+        free = [r for b in geo for _, r in b.J.cols]
+        for i in keep:
+            Au = _dot([rows.A[i][r] for r in free], [rec.u[r] for r in free])
+            bias[i] = bias[i] + 2.0 * alpha * Au + beta * beta * rows.Phi[i]
+    out, lam_forces = _closed(rec, geo, rows, keep, nudot0, bias)
+    return out, rows, lam_forces
+
+
+def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence[int],
+            x0: list[Scalar], bias: Sequence[Scalar]
+            ) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
+    """``x = x₀ + Y λ`` with ``A_r x + b_r = 0``: the tree's ``x₀ = M⁻¹ g`` closed by the
+    rows ``keep`` (``Y = M⁻¹ A_rᵀ`` by back-substitutions of ABA at rest, the rotors'
+    inertias included; ``(A_r Y) λ = -(A_r x₀ + b_r)`` by LDLᵀ). Returns ``x`` and the
+    generalized forces ``A_rᵀ λ`` (n, locked entries 0): the constraint force method
+    (Featherstone 2008, sec. 8.1)."""
+    model = rec.model
     free = [r for b in geo for _, r in b.J.cols]
     zero6 = [0.0] * 6
     nb = model.nb
+    rest = rec.rotor_pieces([zero6] * nb)  # M's rotor inertias; no bias in M⁻¹ A_rᵀ
     Y: list[list[Scalar]] = []
     for i in keep:
         Qi = [rows.A[i][r] for r in range(model.n)]
-        Y.append(rec.aba(geo, [zero6] * nb, [zero6] * nb, Qi, zero6))
+        Y.append(rec.aba(geo, [zero6] * nb, [zero6] * nb, Qi, zero6, rotors=rest))
     Ar = _mat_rows(rows.A, keep, free)
     Yr = [[y[r] for r in free] for y in Y]
     m = len(keep)
     G = [[_dot(Ar[a], Yr[bb]) for bb in range(m)] for a in range(m)]
-    rhs = []
-    for a, i in enumerate(keep):
-        bias = rows.b[i]
-        if baumgarte is not None:
-            alpha, beta = baumgarte
-            Au = _dot(Ar[a], [rec.u[r] for r in free])
-            bias = bias + 2.0 * alpha * Au + beta * beta * rows.Phi[i]
-        rhs.append(-(_dot(Ar[a], [nudot0[r] for r in free]) + bias))
+    rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + bias[i]) for a, i in enumerate(keep)]
     lam = sp.solve_spd(G, [rhs])[0]
-    out = list(nudot0)
-    for r in free:
-        out[r] = nudot0[r] + _dot([y[r] for y in Y], lam)
-    return out, rows
+    out = list(x0)
+    forces: list[Scalar] = [0.0] * model.n
+    for k, r in enumerate(free):
+        out[r] = x0[r] + _dot([y[r] for y in Y], lam)
+        forces[r] = _dot([Ar[a][k] for a in range(m)], lam)
+    return out, forces
+
+
+@attrs.frozen(eq=False)
+class MomentumClosure:
+    """The loops in momentum-state dynamics (:meth:`Recursion.run_msd
+    <kanedyn.dynamics.recursion.Recursion.run_msd>`), closed by the rows ``keep`` of
+    ``plan``. The MSD states are the tree's generalized momenta ``y = ∂T/∂ν``; the
+    loops act on the tree as the generalized constraint forces ``A_rᵀλ``, so
+
+    .. math::
+
+        \\nu = \\nu_0 + Y\\mu, \\quad (A_r Y)\\mu = -A_r \\nu_0, \\qquad
+        \\dot y = \\dot y_{tree}(Q + A_r^T \\lambda)
+
+    with ``ν₀ = M⁻¹(y - Ωᵀh)`` the tree's speeds (:meth:`speeds`: the speeds on the
+    constraint manifold whose momenta along the admissible directions are ``y``'s,
+    ``u = C (CᵀMC)⁻¹ Cᵀ p`` of the dense engine) and ``λ`` the multipliers of Kane's
+    constrained equations at ``ν`` (:meth:`forces`, the λ of
+    :func:`constrained_accelerations`)."""
+
+    plan: RowPlan
+    keep: tuple[int, ...]
+
+    def speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar]) -> list[Scalar]:
+        """The speeds of the momentum states: the tree's ``ν₀`` closed, ``A_r ν = 0``."""
+        if not self.keep:
+            return nu0
+        rows = loop_rows(rec, geo, self.plan)
+        return _closed(rec, geo, rows, self.keep, nu0, [0.0] * len(rows.Phi))[0]
+
+    def forces(self, rec: Recursion) -> list[Scalar]:
+        """The loops' generalized forces ``A_rᵀλ`` at ``rec``'s state."""
+        return _constrained(rec, self.plan, self.keep)[2]
 
 
 def _dot(a: Sequence[Scalar], b: Sequence[Scalar]) -> Scalar:

@@ -37,7 +37,7 @@ A scalar is a float, a traced value or a sympy expression (:mod:`kanedyn.spatial
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -119,6 +119,19 @@ def remainder(J: JointTerms, v_k: Vec) -> Vec:
 def _is_zero(x: Scalar) -> bool:
     """A structural zero: a plain number equal to zero (never a traced or symbolic one)."""
     return isinstance(x, int | float) and x == 0.0
+
+
+class Closure(Protocol):
+    """Closed loops in :meth:`Recursion.run_msd` (implemented by
+    :class:`kanedyn.dynamics.loop_rows.MomentumClosure`, a layer above the tree)."""
+
+    def speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar]) -> list[Scalar]:
+        """The tree's speeds ``nu0`` of the momentum states, closed by the loops."""
+        ...
+
+    def forces(self, rec: Recursion) -> list[Scalar]:
+        """The loops' generalized constraint forces at ``rec``'s state."""
+        ...
 
 
 class Recursion:
@@ -507,13 +520,16 @@ class Recursion:
         geo, c, p, a_N = self.terms()
         return self.aba(geo, c, p, self.generalized_forces(), a_N), self.qdot()
 
-    def run_msd(self, eta: Sequence[Scalar] = (), y_xi: Sequence[Scalar] = ()
+    def run_msd(self, eta: Sequence[Scalar] = (), y_xi: Sequence[Scalar] = (), *,
+                closure: Closure | None = None
                 ) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:  # fmt: skip
         """Momentum-state dynamics; returns (ẏ, q̇, ν) for the MSD states ``y`` held in
         ``u`` (see :mod:`kanedyn.dynamics.msd`). With flexible bodies, ``eta`` and
         ``y_xi`` are the modal coordinates and modal momenta ``y_ξ = ∂T/∂ξ``
         (``Model.nf`` each), and the three outputs run over the full state
-        (``[ẏ | ẏ_ξ]``, ``[q̇ | η̇ = ξ]``, ``[ν | ξ]``).
+        (``[ẏ | ẏ_ξ]``, ``[q̇ | η̇ = ξ]``, ``[ν | ξ]``). ``closure``: a model's closed
+        loops (:class:`kanedyn.dynamics.loop_rows.MomentumClosure`): the speeds of step 1
+        are closed, and the loops' generalized forces join ``Q`` in step 2.
 
         1. Speeds: ``M ν = y_gen - Ωᵀ h`` by ABA at zero speed (``c = 0``, ``a_N = 0``,
            bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``
@@ -565,6 +581,8 @@ class Recursion:
         h0 = [np.array([0.0] * 6 + [-x for x in y_xi[mb.sl]], dtype=object) for mb in bodies]
         local = self.condense_modes(geo0, bias, bodies, h0)
         nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6, rotors=rest)
+        if closure is not None:
+            nu = closure.speeds(self, geo0, nu)
         self.u = nu
         geo = self.geometry()
         v = self.velocities(geo)
@@ -574,6 +592,8 @@ class Recursion:
             xi[mb.sl] = list(Minv @ (ym - C.T @ np.array(v[mb.k], dtype=object)))
         self.rotors = self.rotor_pieces(v)
         Q = self.generalized_forces()
+        if closure is not None:
+            Q = [a + b for a, b in zip(Q, closure.forces(self), strict=True)]
         # with loads, gravity is in the input F (as in AppliedLoads)
         g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         # gravity in each Go_k, and the subtree momenta and external forces

@@ -156,15 +156,11 @@ def check_loops(
 ) -> bool:
     """Check a model with loops can be simulated from ``state``; whether to project.
     Lock events and stops are held by the loop equations (a locked speed is one more
-    velocity row, :func:`kanedyn.dynamics.loops.stacked_rows`); the momentum states of
-    MSD do not hold the loop constraints."""
+    velocity row, :func:`kanedyn.dynamics.loops.stacked_rows`). Under MSD the states are
+    the tree's momenta, moved by the loops' constraint forces, and the speeds are theirs
+    along the directions the loops admit (:class:`kanedyn.simulation.system.System`)."""
     if not model.loops:
         return False
-    if form is not Formulation.KANE:
-        raise ModelError(
-            "a model with loops is simulated in Kane's formulation (formulation='kane'); "
-            "the momentum states of 'msd' do not hold the loop constraints"
-        )
     phi, vel = loops_.residuals(model, state.q, state.u)
     if max(phi, vel) > 1e-8:
         raise ModelError(

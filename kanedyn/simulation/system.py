@@ -32,8 +32,8 @@ from kanedyn.dynamics.kane import (
     mass_matrix_at,
     solve_mass_matrix,
 )
-from kanedyn.dynamics.kinematics import kinematics_at
-from kanedyn.dynamics.loads import LoadsLike, applied_loads
+from kanedyn.dynamics.kinematics import Kinematics, kinematics_at
+from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError, SimulationError
 from kanedyn.model import Model, State
 from kanedyn.simulation import diagnose
@@ -131,7 +131,10 @@ class System:
             return np.array(self.cm.rhs(q.tolist(), y.tolist())[model.n_total + model.nq_total :])
         kin = kinematics_at(model, q[: model.nq], np.zeros(model.n))
         eta = q[model.nq :] if model.nf else None
-        return msd.speeds_at(model, kin, y, self.locked, eta)
+        u = msd.speeds_at(model, kin, y, self.locked, eta)
+        if model.loops:  # the momenta along the admissible directions C only
+            return loops_.plastic_impact(model, q, u, self.locked)
+        return u
 
     def __call__(self, t: float, x: Array) -> Array:
         model = self.model
@@ -189,9 +192,31 @@ class System:
             else:
                 ydot = solve_mass_matrix(M, f)
         else:
+            if model.loops:  # the loops' generalized constraint forces Aᵀλ are efforts
+                L = attrs.evolve(L, Q=L.Q + self._loop_forces(t, q, kin, L, u))
             ydot = msd.rates(model, kin, L, q[nq:], u[n:]) if model.nf else msd.rates(model, kin, L)
             ydot[self.locked] = 0.0
         return np.concatenate((qdot(model, q, u), ydot))
+
+    def _loop_forces(self, t: float, q: Array, kin: Kinematics, L: AppliedLoads, u: Array) -> Array:
+        """The generalized forces of the loop constraints (and of the locks) at ``q``,
+        ``u``: ``Aᵀλ = M u̇ - f`` with ``u̇`` from the loop equations
+        (:func:`kanedyn.dynamics.loops.equations_at`, Kane's equations of the closed
+        chain). Under MSD the states are the tree's generalized momenta ``y = ∂T/∂ν``,
+        whose rates :func:`kanedyn.dynamics.msd.rates` gives for the applied loads;
+        the loops act on the tree as these further generalized forces, so
+        ``ẏ = msd.rates(Q + Aᵀλ)`` (Kane: ``Fr + Fr* + (Aᵀλ)_r = 0``)."""
+        eq = loops_.equations_at(
+            self.model, q, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
+        )
+        if self.part is not None and eq.partition is not self.part:
+            self.repartitions += 1
+        self.part = eq.partition
+        try:
+            acc = loops_.constrained_accelerations(eq)
+        except ModelError as exc:
+            raise SimulationError(f"t = {t:.6g}: {exc}") from None
+        return np.asarray(eq.M @ acc - eq.f)
 
     def _compiled(self, cm: CompiledModel, q: Array, y: Array, L: Any) -> Array:
         """``[q̇ | ẏ]`` from the compiled equations (locked speeds held at zero); ``y``
@@ -221,9 +246,13 @@ class System:
         """
         model = self.model
         u_old = self.speeds(q, y)
-        if model.loops:  # Kane's formulation (run_plan.check_loops)
+        if model.loops:
             self.locked = locked
-            return loops_.plastic_impact(model, q, u_old, locked)
+            u_new = loops_.plastic_impact(model, q, u_old, locked)
+            if self.formulation is Formulation.KANE:
+                return u_new
+            kin = kinematics_at(model, q, u_new)
+            return msd.root_to_total(model, kin, msd.generalized_momenta(model, kin, u_new))
         kin = kinematics_at(model, q, u_old)
         p_old = msd.root_to_total(model, kin, msd.generalized_momenta(model, kin, u_old))
         was_locked = self.locked
@@ -277,9 +306,14 @@ class Drift:
         self.system, self.model, self.largest = system, system.model, 0.0
 
     def __call__(self, x: Array) -> Array:
-        nq = self.model.nq
-        q, u, before = loops_.project(self.model, x[:nq], x[nq:], locked=self.system.locked)
+        nq, system = self.model.nq, self.system
+        y = x[nq:]
+        u = system.speeds(x[:nq], y)
+        q, u, before = loops_.project(self.model, x[:nq], u, locked=system.locked)
         self.largest = max(self.largest, before)
+        if system.formulation is not Formulation.KANE:
+            # the momentum states stay: their speeds at the closed q satisfy A u = 0
+            return np.concatenate((q, y))
         return np.concatenate((q, u))
 
 

@@ -131,7 +131,9 @@ def _inertia_parts(md: Any, eta: Any) -> tuple[Any, Any, Any]:
     """``D_p`` (3, 3, n), ``ΔJ`` (3, 3) and ``c_f`` (3) at ``η``, the foreshortening's
     ``½(ηᵀG_kη)_{k<3}`` and ``ΔJ_f`` included when ``md.geometric`` is set."""
     D, dE = _second_moment(md, eta)
-    dJ = np.eye(3, dtype=np.int64) * (dE[0, 0] + dE[1, 1] + dE[2, 2]) - dE  # array first: scalars of any arithmetic
+    dJ = (
+        np.eye(3, dtype=np.int64) * (dE[0, 0] + dE[1, 1] + dE[2, 2]) - dE
+    )  # array first: scalars of any arithmetic
     cf = md.P @ eta
     if md.geometric is not None:
         s = (md.geometric @ eta) @ eta  # (12,) ηᵀG_kη
