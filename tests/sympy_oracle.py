@@ -195,7 +195,7 @@ def random_state(model: kd.Model, rng: np.random.Generator) -> kd.State:
     return kd.State(q, rng.uniform(-1.0, 1.0, model.n))
 
 
-def _particle_modes(r, m, Psi):
+def particle_modes(r, m, Psi):
     """Exact modal integrals of particles at r (k, 3) with masses m and shapes Psi (k, 3, n)."""
     M = np.einsum("k,kip,kiq->pq", m, Psi, Psi)
     P = np.einsum("k,kip->ip", m, Psi)
@@ -220,7 +220,7 @@ def modal_particle_hub(rng: np.random.Generator, n_modes: int = 2, n_particles: 
     r = rng.uniform(-1, 1, (nk, 3))
     m = rng.uniform(0.5, 1.5, nk)
     Psi = rng.uniform(-1, 1, (nk, 3, nm))
-    Mpsi, P, H, L, N = _particle_modes(r, m, Psi)
+    Mpsi, P, H, L, N = particle_modes(r, m, Psi)
     K = np.diag(np.linspace(30.0, 50.0, nm))
     C = 0.1 * np.eye(nm) + 0.05
     mass = m.sum()

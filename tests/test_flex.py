@@ -15,6 +15,7 @@ import kanedyn as kd
 from kanedyn.dynamics import flex
 from kanedyn.model.beam import cantilever_roots
 from kanedyn.spatial import modal
+from tests.sympy_oracle import particle_modes
 
 # ----------------------------------------------------------------------- Modes records
 
@@ -454,7 +455,7 @@ def _particle_body(seed=5, nk=6):
     r = rng.uniform(-1, 1, (nk, 3))
     m = rng.uniform(0.5, 1.5, nk)
     Psi = rng.uniform(-1, 1, (nk, 3, 2))
-    Mpsi, P, H, L, N = _particle_modes(r, m, Psi)
+    Mpsi, P, H, L, N = particle_modes(r, m, Psi)
     K = np.diag([30.0, 50.0])
     mass = m.sum()
     com = m @ r / mass
