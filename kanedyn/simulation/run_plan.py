@@ -24,7 +24,7 @@ from kanedyn.model import Model, State
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
-from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Stabilization
+from kanedyn.simulation.options import Engine, Formulation, Stabilization
 from kanedyn.simulation.run_options import RunOptions
 from kanedyn.simulation.stops import stop_limits
 from kanedyn.simulation.system import resolve_engine
@@ -125,8 +125,10 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     """A ModelError naming what a run of a model with flexible bodies cannot do yet:
     they run in Kane's formulation on the dense engine (:func:`kanedyn.forward_dynamics`
     over ``[u | s | ξ]``, :mod:`kanedyn.dynamics.flex`), with RK4 or an adaptive method,
-    loads and a controller; the momentum states of MSD, the energy-momentum scheme, lock
-    events, joint-limit stops and loops do not have the modal terms."""
+    loads and a controller, and in the energy-momentum scheme
+    (:mod:`kanedyn.simulation.conserving.flexible`, which names what it refuses); the
+    momentum states of MSD, lock events, joint-limit stops and loops do not have the
+    modal terms."""
     if not model.nf:
         return
     o = options
@@ -134,8 +136,6 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     why = None
     if o.formulation is not Formulation.KANE:
         why = "formulation='msd': the momentum states do not have the modal terms yet"
-    elif isinstance(o.method, EnergyMomentum):
-        why = "method='energy-momentum': the conserving scheme does not have the modal terms yet"
     elif o.events:
         why = "lock events: the re-solved speeds (MSD's momenta) do not have the modal terms yet"
     elif o.limits is limits_.Limits.STOP:
@@ -145,7 +145,8 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     if why is not None:
         raise ModelError(
             f"flexible bodies {flexible}: {why}; a flexible model runs in Kane's "
-            "formulation on the dense engine (method 'rk4' or an adaptive one)"
+            "formulation on the dense engine (method 'rk4' or an adaptive one) or with "
+            "method='energy-momentum'"
         )
 
 
