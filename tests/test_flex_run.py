@@ -163,7 +163,6 @@ def test_set_modes_and_set_joint_keep_each_other():
     ("options", "reason"),
     [
         ({"formulation": "msd"}, r"flexible bodies \['beam'\]: formulation='msd'"),
-        ({"method": "energy-momentum"}, "method='energy-momentum'"),
         ({"events": [kd.Lock(0.05, "root")]}, "lock events"),
     ],
 )
