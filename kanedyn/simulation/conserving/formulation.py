@@ -50,6 +50,7 @@ from kanedyn.errors import ModelError
 from kanedyn.joints import spring_energy
 from kanedyn.model import Model, State
 from kanedyn.model.plan import params_of
+from kanedyn.simulation.conserving import flexible
 from kanedyn.simulation.conserving.constraints import (
     ALPHA,
     Affine,
@@ -61,7 +62,6 @@ from kanedyn.simulation.conserving.constraints import (
     hidden_rows,
     joint_constraints,
 )
-from kanedyn.simulation.conserving import flexible
 from kanedyn.simulation.conserving.field import CentralField
 from kanedyn.simulation.conserving.geared import gear_rows
 from kanedyn.simulation.conserving.spherical import SphericalSprings
