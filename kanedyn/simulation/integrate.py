@@ -99,7 +99,7 @@ def simulate(
         With flexible bodies (``Body.modes``), run on the dense engine in Kane's
         formulation (``engine="auto"`` picks it; RK4 or an adaptive method, loads and a
         controller; :func:`kanedyn.simulation.run_plan.check_flexible` names what is
-        refused), or with ``method="energy-momentum"`` when no body is stiffened
+        refused), or with ``method="energy-momentum"``
         (:mod:`kanedyn.simulation.conserving.flexible`).
     state : State
         Initial coordinates and speeds (with flexible bodies ``q = [q_joints | η]``,
