@@ -197,6 +197,11 @@ def test_what_the_scheme_refuses_of_a_flexible_body_it_names():
     bare = kd.Model([model.bodies[0], no_N], list(model.joints))
     with pytest.raises(ModelError, match=r"body 'beam': .*Modes\.N"):
         kd.simulate(bare, s, 0.1, 0.05, method="energy-momentum")
+    with pytest.warns(UserWarning, match="H and L disagree"):  # as 42's REFPT_CM data
+        bad_H = attrs.evolve(beam, modes=attrs.evolve(beam.modes, H=np.zeros((3, 4))))
+    bad = kd.Model([model.bodies[0], bad_H], list(model.joints))
+    with pytest.raises(ModelError, match="body 'beam': .*H differs from the antisymmetric"):
+        kd.simulate(bad, s, 0.1, 0.05, method="energy-momentum")
     with pytest.raises(ModelError, match="flexible bodies need reduction='full'"):
         kd.simulate(model, s, 0.1, 0.05,
                     method=kd.EnergyMomentum(reduction="null-space"))  # fmt: skip

@@ -113,7 +113,9 @@ class FlexBody:
 def check_flexible(model: Model) -> None:
     """A :class:`~kanedyn.ModelError` naming a flexible body the scheme cannot hold: one
     without the second-order integral ``N`` (or with ``H`` but without ``L``), whose
-    kinetic energy is then not that of a displacement field."""
+    kinetic energy is then not that of a displacement field, or whose ``N`` and ``L``
+    disagree with its modal mass and ``H`` (data :class:`kanedyn.Modes` accepts with a
+    warning; the director form would run other equations than Kane's)."""
     for b in model.bodies:
         md: Any = b.modes
         if md is None:
@@ -125,6 +127,17 @@ def check_flexible(model: Model) -> None:
                 f"Modes.{missing} (the kinetic energy of the field r + Ψη in director "
                 "coordinates is built from P, L and N); give it, or use method='rk4'"
             )
+        trace = np.einsum("iipq->pq", md.N)
+        H_of_L = np.einsum("ijk,kjp->ip", LEVI_CIVITA, md.L)  # ∫ r×Ψ dm from L
+        for what, have, want in (("the trace of N", trace, md.mass), ("H", md.H, H_of_L)):
+            scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
+            if not np.allclose(have, want, rtol=1e-6, atol=1e-9 * scale):
+                raise ModelError(
+                    f"body {b.name!r}: method='energy-momentum' needs consistent modal "
+                    f"data: {what} differs from "
+                    f"{'the modal mass' if what != 'H' else 'the antisymmetric part of L'} "
+                    "(the director form is built from N and L); use method='rk4'"
+                )
 
 
 def _pairs(md: Any) -> tuple[tuple[int, int], ...]:
