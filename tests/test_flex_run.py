@@ -162,7 +162,6 @@ def test_set_modes_and_set_joint_keep_each_other():
 @pytest.mark.parametrize(
     ("options", "reason"),
     [
-        ({"method": "energy-momentum"}, r"flexible bodies \['beam'\]: method='energy-momentum'"),
         ({"events": [kd.Lock(0.05, "root")]}, "lock events"),
     ],
 )

@@ -99,7 +99,8 @@ def simulate(
         With flexible bodies (``Body.modes``), run on every engine in Kane's or the MSD
         formulation (the modal momenta ``∂T/∂ξ`` as states; RK4 or an adaptive method,
         loads and a controller; :func:`kanedyn.simulation.run_plan.check_flexible` names
-        what is refused).
+        what is refused), or with ``method="energy-momentum"``
+        (:mod:`kanedyn.simulation.conserving.flexible`).
     state : State
         Initial coordinates and speeds (with flexible bodies ``q = [q_joints | η]``,
         ``u = [u | s | ξ]``: :meth:`kanedyn.Model.set_modes`).

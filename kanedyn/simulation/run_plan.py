@@ -24,7 +24,7 @@ from kanedyn.model import Model, State
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
-from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Stabilization
+from kanedyn.simulation.options import Engine, Formulation, Stabilization
 from kanedyn.simulation.run_options import RunOptions
 from kanedyn.simulation.stops import stop_limits
 from kanedyn.simulation.system import resolve_engine
@@ -126,16 +126,15 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     they run in Kane's formulation (:func:`kanedyn.forward_dynamics` over
     ``[u | s | ξ]``, :mod:`kanedyn.dynamics.flex`) or with the momentum states of MSD
     (the modal momenta ``∂T/∂ξ``, :mod:`kanedyn.dynamics.msd`), with RK4 or an adaptive
-    method, loads and a controller; the energy-momentum scheme, lock events, joint-limit
-    stops and loops do not have the modal terms."""
+    method, loads and a controller, and in the energy-momentum scheme
+    (:mod:`kanedyn.simulation.conserving.flexible`, which names what it refuses); lock
+    events, joint-limit stops and loops do not have the modal terms."""
     if not model.nf:
         return
     o = options
     flexible = [b.name for b in model.bodies if b.modes is not None]
     why = None
-    if isinstance(o.method, EnergyMomentum):
-        why = "method='energy-momentum': the conserving scheme does not have the modal terms yet"
-    elif o.events:
+    if o.events:
         why = "lock events: the re-solved speeds (MSD's momenta) do not have the modal terms yet"
     elif o.limits is limits_.Limits.STOP:
         why = "limits='stop': the stops' locks do not have the modal terms yet"
@@ -144,7 +143,8 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     if why is not None:
         raise ModelError(
             f"flexible bodies {flexible}: {why}; a flexible model runs in Kane's or the "
-            "MSD formulation (method 'rk4' or an adaptive one)"
+            "MSD formulation (method 'rk4' or an adaptive one) or with "
+            "method='energy-momentum'"
         )
 
 

@@ -120,17 +120,26 @@ class Invariants:
     def m(self) -> int:
         return len(self._k)
 
-    def dot(self, u: Affine, w: Affine, scale: float = 1.0, shift: float = 0.0) -> int:
-        """Add ``π = scale·(u·w) + shift``; return its index."""
-        m = self.m
+    def dot(
+        self, u: Affine, w: Affine, scale: float = 1.0, shift: float = 0.0, into: int | None = None
+    ) -> int:
+        """Add ``π = scale·(u·w) + shift``; return its index. ``into``: add the term to
+        that invariant instead of a new one (a sum of products)."""
+        m = self.m if into is None else into
         for r in range(3):
             iu, iw = np.nonzero(u.L[r])[0], np.nonzero(w.L[r])[0]
             if iu.size and iw.size:
                 I, J = np.meshgrid(iu, iw, indexing="ij")
                 V = scale * np.outer(u.L[r, iu], w.L[r, iw])
                 self._t.append((m, I.ravel(), J.ravel(), V.ravel()))
-        self._b.append(scale * (u.c @ w.L + w.c @ u.L))
-        self._k.append(scale * float(u.c @ w.c) + shift)
+        b = scale * (u.c @ w.L + w.c @ u.L)
+        k = scale * float(u.c @ w.c) + shift
+        if into is None:
+            self._b.append(b)
+            self._k.append(k)
+        else:
+            self._b[into] = self._b[into] + b
+            self._k[into] += k
         return m
 
     def freeze(self) -> None:

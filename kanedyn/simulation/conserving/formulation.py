@@ -50,6 +50,7 @@ from kanedyn.errors import ModelError
 from kanedyn.joints import spring_energy
 from kanedyn.model import Model, State
 from kanedyn.model.plan import params_of
+from kanedyn.simulation.conserving import flexible
 from kanedyn.simulation.conserving.constraints import (
     ALPHA,
     Affine,
@@ -103,7 +104,10 @@ class Redundant:
     skew matrix ``L - Lᵀ`` of the bodies' embedded momenta
     (:func:`embedded_momentum_form`), None without them; ``central`` the central
     gravity field's potential and discrete gradient (:class:`~.field.CentralField`),
-    None in uniform gravity.
+    None in uniform gravity; ``flex`` the flexible bodies
+    (:class:`~.flexible.FlexBody`, their coordinates after the augmented ones),
+    ``modal_stiffness``, ``modal_damping`` (nx, nx) their ``K_Ψ``, ``C_Ψ`` on the modal
+    amplitudes (None without flexible bodies).
     """
 
     model: Model
@@ -125,6 +129,9 @@ class Redundant:
     stiffness_poly: Array | None = None
     damping_poly: Array | None = None
     central: CentralField | None = None
+    flex: tuple[flexible.FlexBody, ...] = ()
+    modal_stiffness: Array | None = None
+    modal_damping: Array | None = None
 
     @property
     def nb(self) -> int:
@@ -146,22 +153,28 @@ class Redundant:
         """``½ vᵀ M v + V(x)``: gravity ``-Σ m g·φ``, springs ``Σ ½ k a² + ⅓ k₂ a³ + ¼ k₃
         a⁴`` (:func:`kanedyn.joints.spring_energy`) and the spherical joints' springs
         ``½ φᵀ K φ + ⅓ k₂ r³ + ¼ k₃ r⁴`` (:mod:`.spherical`), and a central field's
-        potential (:class:`~.field.CentralField`)."""
+        potential (:class:`~.field.CentralField`), and the strain energy ``½ηᵀK_Ψη`` of the
+        flexible bodies (:mod:`.flexible`)."""
         springs = np.sum(spring_energy(self.stiffness, self.stiffness_poly, x))
         E = float(0.5 * v @ self.M @ v - self.f_gravity @ x + springs)
+        if self.modal_stiffness is not None:
+            E += 0.5 * float(x @ self.modal_stiffness @ x)
         if self.central is not None:
             E += self.central.potential(x)
         return E if self.spherical is None else E + self.spherical.potential(x)
 
     def momentum(self, x: Array, v: Array) -> tuple[Array, Array]:
         """Total linear momentum ``P = Σ m φ̇`` and angular momentum about the system
-        mass centre ``c``, ``H = Σ (φ - c) × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N."""
+        mass centre ``c``, ``H = Σ (φ - c) × m φ̇ + Σ_a d_a × (Σ_b E_ab ḋ_b)``, both in N;
+        the flexible bodies add their modal vectors' terms
+        (:func:`.flexible.momentum`)."""
         mass = params_of(self.model).mass
         phi = np.array([b.pos(x) for b in self.bodies])
         phid = np.array([b.pos.L @ v for b in self.bodies])
-        c = mass @ phi / mass.sum()
-        P = mass @ phid
-        H = np.sum(cross(phi - c, mass[:, None] * phid), axis=0)
+        c = (mass @ phi + flexible.first_moment(self.flex, x)) / mass.sum()
+        P_f, H = flexible.momentum(self.flex, x, v, c)
+        P = mass @ phid + P_f
+        H = H + np.sum(cross(phi - c, mass[:, None] * phid), axis=0)
         for i in range(self.nb):
             D, Dd = self.D(x, i), self.D_rate(v, i)
             H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
@@ -284,7 +297,7 @@ def planar_reference(model: Model, closures: Sequence[Any] = ()) -> Array | None
     hinge (``rot_dof ≤ 1``, not spherical) and every joint (tree or loop) turns about
     N's z axis and slides in N's x-y plane at ``q = 0`` (rotations about z keep both
     true at every ``q``)."""
-    if not model.planar:
+    if not model.planar or model.nf:
         return None
     if any(j.rot_type == "spherical" for j in model.joints):
         return None
@@ -357,7 +370,14 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     if model.is_symbolic:
         raise ModelError("method='energy-momentum' needs a numeric model")
     _check_supported(model)
+    flexible.check_flexible(model)
     indefinite = indefinite_bodies(model)
+    if indefinite and model.nf:
+        raise ModelError(
+            f"body {indefinite[0]!r}: an indefinite directors' mass matrix (principal "
+            "moments that violate the triangle inequality) and flexible bodies together are "
+            "not held by method='energy-momentum'; use method='rk4'"
+        )
     if planar and indefinite:
         raise ModelError(
             f"planar=True: body {indefinite[0]!r} has principal moments that violate the "
@@ -368,7 +388,8 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     if planar and R0 is None:
         raise ModelError(
             "planar=True: the planar formulation needs a model with planar=True whose joints "
-            "all turn about N's z axis and slide in N's x-y plane (no spherical joints)"
+            "all turn about N's z axis and slide in N's x-y plane (no spherical joints, "
+            "no flexible bodies)"
         )
     lay, pa = model.layout, params_of(model)
     nb = model.nb
@@ -390,8 +411,10 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
             (np.arange(na, na + n_rot), np.arange(na + n_rot, na + n_rot + j.trn_dof))
         )
         na += n_rot + j.trn_dof
-    nx = na
+    nx = na + flexible.flex_size(model)  # the flexible bodies' η and y_pa last
     bodies, free_dirs, M = _body_frames(model, nx, R0)
+    flex = flexible.flex_bodies(model, bodies, na, nx)
+    flexible.add_mass(M, flex)
     for k, i in _armatures(model, aug):  # a reflected-only rotor: ½ n²J ȧ² (its joint's)
         M[i, i] += armature(model.joints[k])
 
@@ -434,6 +457,7 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
         row[psi], row[a_k] = 1.0, -ratio
         Ca.append(row)
         owners.append("a geared rotor's gear")
+    flexible.add_constraints(inv, lin, Ca, owners, flex, model)  # y_pa·d_b = δ_ab η_p
     owners += [f"joint {jr.name!r}" for jr in rot for _ in range(3)]
     constraints = ConstraintSet(inv, lin, Ca, rot)
     if R0 is not None:
@@ -471,6 +495,8 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
     spherical = SphericalSprings(sph, nx) if sph else None
     g = np.asarray(pa.gravity, dtype=float)
     f_gravity = sum((pa.mass[i] * bodies[i].pos.L.T @ g for i in range(nb)), np.zeros(nx))
+    f_gravity = f_gravity + flexible.gravity(flex, g, nx)
+    K_flex, C_flex = flexible.modal_matrices(model, flex, nx) if flex else (None, None)
     hidden = _hidden(model, constraints, rows, M) if indefinite else None
     return Redundant(model, nx, M, E, constraints, tuple(rows[: model.nb]), tuple(aug_all),
                      stiffness, damping, f_gravity, tuple(rows[model.nb :]), tuple(bodies),
@@ -479,7 +505,7 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                      stiffness_poly if pa.has_poly else None,
                      damping_poly if pa.has_poly else None,
                      None if model.central_gravity is None
-                     else CentralField(model, bodies, nx))  # fmt: skip
+                     else CentralField(model, bodies, nx), flex, K_flex, C_flex)  # fmt: skip
 
 
 def armature(joint: Any) -> float:
@@ -562,9 +588,12 @@ def redundant(
 def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
     """``(x, v)`` of a joint-coordinate state: ``φ = r``, ``d_a = R_N_B e_a``,
     ``φ̇ = v``, ``ḋ_a = ω × d_a``, and the augmented coordinates and rates from
-    ``q`` and ``u``."""
+    ``q`` and ``u``; a flexible body's ``η``, ``ξ`` and modal vectors ``y_pa = η_p d_a``,
+    ``ẏ_pa = ξ_p d_a + η_p ḋ_a`` (:func:`.flexible.lift`) from ``q = [q_joints | η]``,
+    ``u = [u | s | ξ]``."""
     model = red.model
-    kin = kinematics_at(model, np.asarray(state.q, float), np.asarray(state.u, float))
+    q_all, u_all = np.asarray(state.q, float), np.asarray(state.u, float)
+    kin = kinematics_at(model, q_all[: model.nq], u_all[: model.n])
     x, v = np.zeros(red.nx), np.zeros(red.nx)
     for i, bf in enumerate(red.bodies):
         R = np.asarray(kin.R_N_B[i], dtype=float)
@@ -583,8 +612,13 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
         qk, uk = model.layout.q_index[k], model.layout.u_index[k]
         # gimbal angles and slides: q and u entries in DOF order (rotational first)
         qpos = np.concatenate((np.arange(j.rot_dof), j.n_rot_coordinates + np.arange(j.trn_dof)))
-        x[idx[have]] = np.asarray(state.q, float)[qk[qpos[have]]]
-        v[idx[have]] = np.asarray(state.u, float)[uk[have]]
+        x[idx[have]] = q_all[qk[qpos[have]]]
+        v[idx[have]] = u_all[uk[have]]
+    eta, xi = q_all[model.nq :], u_all[model.n :]
+    for fb in red.flex:
+        sl = fb.modal
+        xi_b = xi[sl] if xi.size else np.zeros(sl.stop - sl.start)
+        flexible.lift(fb, x, v, eta[sl], xi_b, red.D(x, fb.body), red.D_rate(v, fb.body))
     if red.closures:
         _closure_coordinates(red, x, v)
     return x, v
@@ -618,10 +652,13 @@ def joint_positions(red: Redundant, x: Array, q_prev: Array | None = None) -> Ar
 
     Angles and slides are the augmented coordinates; a spherical joint's quaternion is
     that of the measured ``Π = R_Gi_Go`` (its sign continuous with ``q_prev``), a free
-    root's slides ``Δᵀ R_N_Giᵀ (o_o - o_i)``."""
+    root's slides ``Δᵀ R_N_Giᵀ (o_o - o_i)``; the modal amplitudes ``η`` of flexible
+    bodies follow (``q = [q_joints | η]``)."""
     model = red.model
     lay = model.layout
-    q = np.zeros(model.nq)
+    q = np.zeros(model.nq_total)
+    for fb in red.flex:
+        q[model.nq + fb.modal.start : model.nq + fb.modal.stop] = x[fb.eta]
     for k, (j, jr) in enumerate(zip(model.joints, red.joints, strict=True)):
         qk = lay.q_index[k]
         idx = red.aug[k]
@@ -648,7 +685,9 @@ def to_joint_coordinates(
     red: Redundant, x: Array, v: Array, q_prev: Array | None = None
 ) -> tuple[Array, Array]:
     """``(q, u)`` of a director state: ``q`` by :func:`joint_positions`, and the speeds
-    that carry the same generalized momenta as ``v``:
+    that carry the same generalized momenta as ``v`` (with flexible bodies,
+    ``u = [u | s | ξ]`` and ``M(q) u = Jᵀ M v`` over all of them,
+    :func:`speed_jacobian`):
 
     .. math:: M(q)\\, u = J^T \\mathbf{M}\\, v = \\textstyle\\sum_i V_i^T m_i \\dot\\varphi_i
               + \\Omega_i^T \\sum_a d_a \\times (E \\dot d)_a
@@ -660,8 +699,12 @@ def to_joint_coordinates(
     model = red.model
     mass = params_of(model).mass
     q = joint_positions(red, x, q_prev)
-    state = State(q, np.zeros(model.n))
+    state = State(q[: model.nq], np.zeros(model.n))
     par = partials(model, state)
+    if red.flex:  # Kane's mass matrix with the modal terms (kanedyn.dynamics.flex)
+        p = speed_jacobian(red, x, par).T @ (red.M @ v)
+        M = mass_matrix(model, State(q, np.zeros(model.n_total)))
+        return q, np.asarray(np.linalg.solve(M, p), dtype=np.float64)
     p = np.zeros(model.n)
     for i in range(model.nb):
         D, Dd = red.D(x, i), red.D_rate(v, i)
@@ -706,16 +749,20 @@ def _loop_speeds(red: Redundant, x: Array, par: Any, M: Array, p: Array) -> Arra
 
 def speed_jacobian(red: Redundant, x: Array, par: Any) -> Array:
     """``J = ∂ẋ/∂u`` (nx, n) of a tree at ``x`` (with ``par = kd.partials`` there):
-    ``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, and the augmented rates are their speeds."""
+    ``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, and the augmented rates are their speeds. With
+    flexible bodies, ``J = ∂ẋ/∂[u | s | ξ]`` (nx, n + nf), the modal rows of
+    :func:`.flexible.jacobian`."""
     model = red.model
-    J = np.zeros((red.nx, model.n))
+    J = np.zeros((red.nx, model.n_total))
     for i, bf in enumerate(red.bodies):
         D = red.D(x, i)
         rates = [par.V[i]] + [-cross(D[:, a][None, :], par.Omega[i].T).T for a in range(3)]
-        J[bf.cols] = bf.solve(np.vstack(rates), True)
+        J[bf.cols, : model.n] = bf.solve(np.vstack(rates), True)
     for k, idx in enumerate(red.aug):
         have = idx >= 0
         J[idx[have], model.layout.u_index[k][have]] = 1.0
+    for fb in red.flex:
+        flexible.jacobian(fb, x, J, model.n)
     return J
 
 

@@ -189,7 +189,9 @@ def balance(
     enters the momenta. ``spherical``: the spherical springs' and dampers' force at
     ``(x0, x0 + Δx, h)`` when already computed (:func:`_spherical_terms`); ``central``
     the central field's discrete gradient ``∇̄V`` when already computed
-    (:meth:`.field.CentralField.discrete_gradient`)."""
+    (:meth:`.field.CentralField.discrete_gradient`). Flexible bodies add the strain
+    energy's midpoint gradient ``K_Ψ η̄`` and the modal damping ``C_Ψ Δη/h``
+    (:mod:`.flexible`)."""
     z = x0 + 0.5 * dx
     r = (
         (2.0 / h**2) * (red.M @ (dx - h * v0))
@@ -210,7 +212,23 @@ def balance(
         r = r + red.gyroscopic @ dx / h
     if red.central is not None:  # the central field's discrete gradient
         r = r + (red.central.discrete_gradient(x0, dx)[0] if central is None else central)
+    if red.modal_stiffness is not None:  # flexible bodies: K_Ψ η̄ + C_Ψ Δη/h (.flexible)
+        assert red.modal_damping is not None
+        r = r + red.modal_stiffness @ z + red.modal_damping @ dx / h
     return r  # type: ignore[no-any-return]
+
+
+def _constant_tangent(red: Redundant, h: float) -> Array:
+    """The constant part of Newton's matrix of :func:`balance` in ``x₁``:
+    ``(2/h²) M + ½ K + C/h`` (the augmented springs and dampers, and the flexible bodies'
+    ``K_Ψ``, ``C_Ψ``), plus ``S/h`` of the embedded momenta."""
+    K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
+    if red.gyroscopic is not None:
+        K0 = K0 + red.gyroscopic / h
+    if red.modal_stiffness is not None:
+        assert red.modal_damping is not None
+        K0 = K0 + 0.5 * red.modal_stiffness + red.modal_damping / h
+    return K0  # type: ignore[no-any-return]
 
 
 def _polynomial_tangent(red: Redundant, x0: Array, dx: Array, h: float) -> Array | float:
@@ -403,9 +421,7 @@ class Stepper:
             self.redundant_rows = bool(np.linalg.matrix_rank(cons.jacobian(x0)) < nc) or bool(
                 nh and np.linalg.matrix_rank(red.hidden.jacobian(x0)) < nh  # type: ignore[union-attr]
             )
-        K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
-        if red.gyroscopic is not None:
-            K0 = K0 + red.gyroscopic / h
+        K0 = _constant_tangent(red, h)
         for it in range(1, self.max_iter + 1):
             x1 = x0 + dx
             z = x0 + 0.5 * dx
@@ -492,6 +508,11 @@ class NullSpaceStepper(Stepper):
             raise ModelError(
                 "the null-space reduction reparametrizes a tree; closed loops need reduction='full'"
             )
+        if model.nf:
+            raise ModelError(
+                "the null-space reduction reparametrizes the joints; flexible bodies need "
+                "reduction='full'"
+            )
         super().__init__(model, tol, max_iter, closures=(), **kwargs)
 
     def step(
@@ -523,9 +544,7 @@ class NullSpaceStepper(Stepper):
         cons = red.constraints
         nh = 0 if red.hidden is None else red.hidden.nh
         nu = np.zeros(nh) if lam is None or lam.size != red.nc + nh else lam[red.nc :].copy()
-        K0 = (2.0 / h**2) * red.M + np.diag(0.5 * red.stiffness + red.damping / h)
-        if red.gyroscopic is not None:
-            K0 = K0 + red.gyroscopic / h
+        K0 = _constant_tangent(red, h)
         for it in range(1, self.max_iter + 1):
             q1 = _advance(model, q0, mu)
             x1 = to_redundant(red, State(q1, np.zeros(model.n)))[0]
@@ -697,7 +716,12 @@ def run(
     before the first output); ``stops``: a :class:`~kanedyn.simulation.stops.Stops`
     (``limits="stop"``), applied after every step. A lock is a constraint of the step
     and its impact a plastic one (:mod:`.locks`); ``reduction="full"`` only."""
-    model.check_state(state)
+    model.check_state(state, flexible=True)
+    if model.nf and (servo is not None or closures or events or stops is not None):
+        raise ModelError(
+            "method='energy-momentum' with flexible bodies: servo constraints, closures, "
+            "lock events and stops do not have the modal terms yet"
+        )
     if reduction not in ("full", "null-space"):
         raise ModelError(f"reduction must be 'full' or 'null-space', got {reduction!r}")
     cls = Stepper if reduction == "full" else NullSpaceStepper
@@ -752,7 +776,8 @@ def run(
         if v_mid is None:
             return None
         q1 = joint_positions(red, x + h * v_mid, joint_positions(red, x))
-        return to_redundant(red, State(_unit_quaternions(model, q1), np.zeros(model.n)))[0]
+        q1 = _unit_quaternions(model, q1)
+        return to_redundant(red, State(q1, np.zeros(model.n_total)))[0]
 
     f: Callable[[Array], Array] | None
     ts, xs, vs, dis, its, eff, wk = [0.0], [x], [v], [0.0], [], [], [0.0]
@@ -766,7 +791,7 @@ def run(
         if callable(loads):
             q, u = to_joint_coordinates(red, x, v) if qu is None else qu
             st = State(q, u)
-            recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q, u))
+            recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q[: model.nq], u[: model.n]))
             f = generalized_loads(red, [*(recs or ()), *held])
         elif held:
             f = generalized_loads(red, [*(loads or ()), *held])  # type: ignore[misc]
@@ -778,6 +803,8 @@ def run(
             dissipated += float(part.dx @ joints.damper_force(red.damping, red.damping_poly, rate))
             if red.spherical is not None:
                 dissipated += red.spherical.force(x_start, part.x, hh)[1]
+            if red.modal_damping is not None:  # the modal damping's Δηᵀ C_Ψ Δη / h
+                dissipated += float(part.dx @ red.modal_damping @ rate)
             if f is not None:
                 work += float(f(x_start + 0.5 * part.dx) @ part.dx)
         res = parts[-1][2]
@@ -848,6 +875,11 @@ def simulate_energy_momentum(
     ``max_iter``, ``reduction``, ``planar``, ``controller``, ``events``, ``stops``)."""
     start = _time.perf_counter()
     geared = None
+    if has_rotors(model) and model.nf:
+        raise ModelError(
+            "method='energy-momentum': geared rotors and flexible bodies together are not "
+            "held yet; use method='rk4'"
+        )
     if has_rotors(model):  # each geared rotor a body of its own (.geared)
         refused = [k for k in ("controller", "events", "stops", "servo") if options.get(k)]
         if callable(options.get("loads")) or refused:
