@@ -186,7 +186,10 @@ class BodyMomenta:
     elastic motion beyond the rigid body's, ``first`` its displaced mass's first moment
     ``R c_f``, ``couple`` gravity's couple ``R(c_f × g)`` on it, ``y_xi`` the modal
     momenta ``∂T/∂ξ`` and ``rate`` their rates (:func:`kanedyn.spatial.modal.
-    modal_momentum_rate`)."""
+    modal_momentum_rate`, with a central field's modal forces); ``force`` and
+    ``torque`` (about ``p``) a central field's force and moment on the displaced mass
+    beyond the rigid body's (:func:`kanedyn.spatial.modal.modal_central_forces`; zero
+    otherwise)."""
 
     i: int
     sl: slice
@@ -197,6 +200,8 @@ class BodyMomenta:
     couple: Array
     y_xi: Array
     rate: Array
+    force: Array
+    torque: Array
 
 
 def body_momenta(
@@ -211,9 +216,14 @@ def body_momenta(
         h = modal_momentum(md, e, x, bf.w, bf.v0)
         cf = first_moment(md, e)
         rate = modal_momentum_rate(md, e, x, bf.w, bf.v0, bf.g)
+        field = np.zeros(6 + e.size)
+        if bf.r_field is not None:  # the field on the displaced mass, beyond the rigid body's
+            mu = float(kin.params.mu)
+            field = modal_central_forces(NUMPY, md, e, mu, bf.com, bf.r_field)
+            rate = rate + field[6:]
         out.append(BodyMomenta(
             bf.i, bf.sl, bf.p, bf.R @ h[3:6], bf.R @ h[:3], bf.R @ cf,
-            bf.R @ np.cross(cf, bf.g), h[6:], rate,
+            bf.R @ np.cross(cf, bf.g), h[6:], rate, bf.R @ field[3:6], bf.R @ field[:3],
         ))  # fmt: skip
     return out
 

@@ -246,24 +246,25 @@ def rates(
     m = pa.mass[:, None]
     I_N = kin.R_N_B @ pa.inertia @ np.swapaxes(kin.R_N_B, -1, -2)
     h_i = mv(I_N, kin.omega) + mv(kin.R_N_B, pa.h_embedded)  # about each mass centre
-    mv_i, T_i = m * kin.v, L.T
+    mv_i, F_i, T_i = m * kin.v, L.F, L.T
     flexible = []
     if model.nf:  # the elastic motion's momenta (at the body origin), gravity's couple
         assert eta is not None and xi is not None
         flexible = flex.body_momenta(model, kin, partials_at(model, kin), eta, xi)
-        mv_i, T_i = mv_i.copy(), T_i.copy()
+        mv_i, F_i, T_i = mv_i.copy(), F_i.copy(), T_i.copy()
         for b in flexible:
             rc = kin.R_N_B[b.i] @ pa.com[b.i]  # from the body origin to its mass centre
             mv_i[b.i] += b.P
             h_i[b.i] += b.H - np.cross(rc, b.P)
-            T_i[b.i] += b.couple
+            F_i[b.i] += b.force  # a central field on the displaced mass (at the origin)
+            T_i[b.i] += b.couple + b.torque - np.cross(rc, b.force)
     for spec in rotor_specs(model, pa):  # a geared rotor's momentum J_R ω_R is its carrier's
         if spec.c >= 0:
             R, w, _, _, sigma = carrier(spec, kin)
             h_i[..., spec.c, :] += rotor_momentum(spec, sigma, R, w)[1]
     # subtree momenta P_k, H_k (about o_k) and external force and torque F_k, T_k
     P_k, H_k = subtree_wrench(model, mv_i, h_i, kin.r_rel, kin.o_rel)
-    F_k, T_k = subtree_wrench(model, L.F, T_i, kin.r_rel, kin.o_rel)
+    F_k, T_k = subtree_wrench(model, F_i, T_i, kin.r_rel, kin.o_rel)
 
     Hw, Hs = joint_axes(model, kin)
     # d/dt (R_N_Go Γ) = ω_o × (R_N_Go Γ) + R_N_Go Γ̇, column by column

@@ -50,7 +50,13 @@ from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
-from kanedyn.spatial.modal import first_moment, modal_inertia, modal_momentum, modal_momentum_rate
+from kanedyn.spatial.modal import (
+    first_moment,
+    modal_central_forces,
+    modal_inertia,
+    modal_momentum,
+    modal_momentum_rate,
+)
 
 __all__ = ["BodyTerms", "JointTerms", "ModalBody", "Recursion", "aba", "remainder"]
 
@@ -608,6 +614,7 @@ class Recursion:
         for k, rot in self.rotors.items():  # a rotor's momentum is joint k's subtree's
             hc[k] = sp.add(hc[k][:3], rot.H) + hc[k][3:]
         ydot_xi: list[Scalar] = [0.0] * model.nf
+        r_field = self.field_positions(geo)[1] if bodies and model.central_gravity else None
         for mb in bodies:  # the elastic motion's momenta, gravity's couple, the modal rates
             k, x = mb.k, np.array(xi[mb.sl], dtype=object)
             w = mb.body_velocity(v[k])
@@ -615,7 +622,15 @@ class Recursion:
             hc[k] = sp.add(hc[k], list(dh))
             couple = sp.cross(list(first_moment(mb.md, mb.eta)), list(mb.g))
             fc[k] = sp.add(fc[k], sp.mv(mb.R.tolist(), couple) + [0.0, 0.0, 0.0])
-            ydot_xi[mb.sl] = list(modal_momentum_rate(mb.md, mb.eta, x, w[:3], w[3:], mb.g))
+            rate = modal_momentum_rate(mb.md, mb.eta, x, w[:3], w[3:], mb.g)
+            if r_field is not None:  # the field on the displaced mass, beyond the rigid body's
+                r = mb.R.T @ np.array(list(r_field[k]), dtype=object)
+                Qc = modal_central_forces(
+                    self.ar, mb.md, mb.eta, self.par("mu"), self.par("com", k), r
+                )
+                fc[k] = sp.add(fc[k], list(mb.Tx.T @ Qc[:6]))
+                rate = rate + Qc[6:]
+            ydot_xi[mb.sl] = list(rate)
         if self.loads:
             fc = [sp.add(f, fl) for f, fl in zip(fc, self.load_forces(geo), strict=True)]
         elif self.model.central_gravity is not None:

@@ -115,11 +115,21 @@ def check_flexible(model: Model) -> None:
     without the second-order integral ``N`` (or with ``H`` but without ``L``), whose
     kinetic energy is then not that of a displacement field, or whose ``N`` and ``L``
     disagree with its modal mass and ``H`` (data :class:`kanedyn.Modes` accepts with a
-    warning; the director form would run other equations than Kane's)."""
+    warning; the director form would run other equations than Kane's), or a flexible
+    body in a central field, whose displaced mass's potential
+    (:func:`kanedyn.spatial.modal.modal_central_potential`) the scheme's discrete
+    gradient of the field does not hold."""
     for b in model.bodies:
         md: Any = b.modes
         if md is None:
             continue
+        if model.central_gravity is not None:
+            raise ModelError(
+                f"body {b.name!r}: method='energy-momentum' takes a central field on rigid "
+                "bodies only (its discrete gradient of the field's potential has no term "
+                "for a flexible body's displaced mass); use method='rk4' (Kane or "
+                "formulation='msd')"
+            )
         if not np.any(md.N) or (np.any(md.H) and not np.any(md.L)):
             missing = "N" if not np.any(md.N) else "L"
             raise ModelError(
