@@ -47,7 +47,16 @@ from kanedyn import joints
 from kanedyn.dynamics.recursion import BodyTerms, Recursion
 from kanedyn.spatial import plucker as sp
 
-__all__ = ["LoopRows", "RowPlan", "constrained_accelerations", "loop_rows", "projected"]
+__all__ = [
+    "LoopRows",
+    "RowFrames",
+    "RowPlan",
+    "constrained_accelerations",
+    "frames",
+    "loop_rows",
+    "projected",
+    "rows",
+]
 
 Scalar = Any
 Vec = list  # of Scalar
@@ -104,88 +113,166 @@ def _poses(rec: Recursion, geo: list[BodyTerms]) -> tuple[list[Mat], list[Vec]]:
     return R, o
 
 
-def _arr(x: list[Scalar]) -> NDArray[Any]:
-    return np.array(x, dtype=object)
+def _arr(x: list[Any]) -> NDArray[Any]:
+    """Floats as a float array (the dense engine), traced or symbolic scalars as an
+    object array."""
+    a = np.array(x)
+    return a if a.dtype.kind == "f" else np.array(x, dtype=object)
 
 
 def _scalar(x: Any) -> Scalar:
-    return x.item() if isinstance(x, np.ndarray) else x
+    return x.item() if isinstance(x, np.ndarray | np.generic) else x
+
+
+@attrs.frozen(eq=False)
+class RowFrames:
+    """The tree's quantities that the loop rows read, lists of scalars in N with N
+    appended last (index ``nb``): ``o`` the joint frames' origins, ``RB`` the body axes
+    ``R_N_Bo``, ``op`` the joint points in them (``outer_point``), ``cols`` per free
+    speed ``(joint j, speed r, R_j s_r^ω, R_j s_r^v)`` (its partial angular velocity and
+    the partial velocity of ``Go_j``'s origin); with speeds ``w`` the angular
+    velocities and ``vo`` the velocities of the ``Go`` origins; with the bias ``al``,
+    ``ao`` their accelerations at zero ``u̇`` (spatial: ``ao`` is the linear part at
+    the origin, a point's acceleration adding ``al × (x - o) + ω × ẋ``).
+
+    :func:`frames` takes them from the recursion (the compiled engine traces it); the
+    dense engine fills them from its vectorised kinematics
+    (:func:`kanedyn.dynamics.loops.loop_terms`). :func:`rows` reads them."""
+
+    o: list[Vec]
+    RB: list[Mat]
+    op: list[Vec]
+    cols: list[tuple[int, int, Vec, Vec]]
+    w: list[Vec] | None = None
+    vo: list[Vec] | None = None
+    al: list[Vec] | None = None
+    ao: list[Vec] | None = None
+
+
+def frames(rec: Recursion, geo: list[BodyTerms], v: Sequence[Vec] | None = None,
+           c: Sequence[Vec] | None = None) -> RowFrames:  # fmt: skip
+    """:class:`RowFrames` from the recursion's geometry ``geo`` (module docstring),
+    with the velocities ``v`` and remainders ``c`` of :meth:`Recursion.terms
+    <kanedyn.dynamics.recursion.Recursion.terms>` when given (Go_k, about its origin)."""
+    nb = rec.model.nb
+    R, o = _poses(rec, geo)
+    # body axes and the joint point in them, N appended
+    RB = [sp.mm(R[k], rec.par("R_Go_Bo", k)) for k in range(nb)] + [R[nb]]
+    op = [rec.par("outer_point", k) for k in range(nb)] + [[0.0, 0.0, 0.0]]
+    zero3 = [0.0, 0.0, 0.0]
+    # the partial angular velocity of every free speed: (joint, speed, R_j s^ω, R_j s^v)
+    cols = [(j, r, sp.mv(R[j], s[:3]), sp.mv(R[j], s[3:]))
+            for j, b in enumerate(geo) for s, r in b.J.cols]  # fmt: skip
+    if v is None:
+        return RowFrames(o, RB, op, cols)
+    w = [sp.mv(R[k], v[k][:3]) for k in range(nb)] + [zero3]
+    vo = [sp.mv(R[k], v[k][3:]) for k in range(nb)] + [zero3]
+    if c is None:
+        return RowFrames(o, RB, op, cols, w, vo)
+    a0: list[Vec] = []
+    for k, b in enumerate(geo):
+        ak = c[k] if b.parent < 0 else sp.add(sp.motion_to_child(b.E, b.r, a0[b.parent]), c[k])
+        a0.append(ak)
+    al = [sp.mv(R[k], a0[k][:3]) for k in range(nb)] + [zero3]
+    ao = [sp.mv(R[k], a0[k][3:]) for k in range(nb)] + [zero3]
+    return RowFrames(o, RB, op, cols, w, vo, al, ao)
 
 
 def loop_rows(rec: Recursion, geo: list[BodyTerms], plan: RowPlan,
               v: Sequence[Vec] | None = None, c: Sequence[Vec] | None = None) -> LoopRows:  # fmt: skip
     """``Φ``, ``A`` and (with the velocities ``v`` and remainders ``c`` of
     :meth:`Recursion.terms <kanedyn.dynamics.recursion.Recursion.terms>`) ``b`` of the
-    rows of ``plan`` at the geometry ``geo`` of ``rec`` (see the module docstring). The
-    columns of locked speeds are zero."""
+    rows of ``plan`` at the geometry ``geo`` of ``rec`` (see the module docstring):
+    :func:`rows` of :func:`frames`. The columns of locked speeds are zero."""
     model = rec.model
-    nb, n = model.nb, model.n
-    path = model.layout.path  # path[b, j]: joint j on the path from N to body b
-    R, o = _poses(rec, geo)
-    # body axes and the joint point in them, N appended
-    RB = [sp.mm(R[k], rec.par("R_Go_Bo", k)) for k in range(nb)] + [R[nb]]
-    op = [rec.par("outer_point", k) for k in range(nb)] + [[0.0, 0.0, 0.0]]
+    return rows(frames(rec, geo, v, c), plan, model.layout.path, model.n)
+
+
+def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
+    """``Φ``, ``A`` and (with ``fr``'s speeds and bias) ``b`` of the rows of ``plan``
+    on the frames ``fr`` (module docstring): the rows of
+    :func:`kanedyn.joints.loop_rotation` and :func:`kanedyn.joints.loop_translation`,
+    ``A``'s entries from the partial velocities ``fr.cols``. ``path[b, j]``: joint j is
+    on the path from N to body b; ``n`` speeds."""
+    o, RB, op, cols = fr.o, fr.RB, fr.op, fr.cols
+    nb = len(o) - 1
     zero3 = [0.0, 0.0, 0.0]
-    w: list[Vec] = []
-    al: list[Vec] = []
-    a0: list[Vec] = []
-    if v is not None:
-        w = [sp.mv(R[k], v[k][:3]) for k in range(nb)] + [zero3]
-    if v is not None and c is not None:
-        for k, b in enumerate(geo):
-            ak = c[k] if b.parent < 0 else sp.add(sp.motion_to_child(b.E, b.r, a0[b.parent]), c[k])
-            a0.append(ak)
-        al = [sp.mv(R[k], a0[k][:3]) for k in range(nb)] + [zero3]
+    has_v = fr.w is not None
+    has_b = fr.al is not None
+    w, vo = fr.w or [], fr.vo or []
+    al, ao = fr.al or [], fr.ao or []
+
+    memo: dict[tuple[Any, ...], Vec] = {}
 
     def point(b: int, p_B: Any) -> Vec:
-        return sp.add(o[b], sp.mv(RB[b], sp.sub(list(p_B), op[b])))
+        key = ("p", b, *p_B)
+        if key not in memo:
+            memo[key] = sp.add(o[b], sp.mv(RB[b], sp.sub(list(p_B), op[b])))
+        return memo[key]
 
     def velocity(b: int, x: Vec) -> Vec:
         if b == nb:
             return zero3
-        return sp.add(sp.mv(R[b], v[b][3:]), sp.cross(w[b], sp.sub(x, o[b])))  # type: ignore[index]
+        return sp.add(vo[b], sp.cross(w[b], sp.sub(x, o[b])))
 
     def acceleration(b: int, x: Vec, vx: Vec) -> Vec:
         if b == nb:
             return zero3
-        lin = sp.add(sp.mv(R[b], a0[b][3:]), sp.cross(al[b], sp.sub(x, o[b])))
+        lin = sp.add(ao[b], sp.cross(al[b], sp.sub(x, o[b])))
         return sp.add(lin, sp.cross(w[b], vx))
 
-    # the partial angular velocity of every free speed: (joint, speed, R_j s^ω, R_j s^v)
-    cols = [(j, r, sp.mv(R[j], s[:3]), sp.mv(R[j], s[3:]))
-            for j, b in enumerate(geo) for s, r in b.J.cols]  # fmt: skip
+    def motion(b: int, p_B: Any) -> tuple[Vec, Vec, Vec]:
+        """A body point's position, velocity and bias acceleration (N)."""
+        key = ("m", b, *p_B)
+        if key not in memo:
+            x = point(b, p_B)
+            vx = velocity(b, x) if has_v else zero3
+            ax = acceleration(b, x, vx) if has_b else zero3
+            memo[key] = [x, vx, ax]
+        return memo[key]  # type: ignore[return-value]
 
     def on(b: int, j: int) -> bool:
         return b < nb and bool(path[b, j])
 
-    out_phi, out_A, out_b, dirs, p_os = [], [], [], [], []
-    for row in range(len(plan.rot)):
+    m = len(plan.rot)
+    rot = [bool(plan.rot[row]) for row in range(m)]
+    # each row's vectors, then the rows' formulas at once (one call per kind of row)
+    args: list[tuple[Vec, ...]] = []
+    for row in range(m):
         bi, bo = int(plan.bi[row]), int(plan.bo[row])
         y_i = sp.mv(RB[bi], list(plan.y_B[row]))
-        p_i, p_o = point(bi, plan.pi_B[row]), point(bo, plan.po_B[row])
-        has_v = v is not None
         w_i, w_o = (w[bi], w[bo]) if has_v else (zero3, zero3)
-        al_i, al_o = (al[bi], al[bo]) if a0 else (zero3, zero3)
-        Arow: list[Scalar] = [0.0] * n
-        if plan.rot[row]:
+        al_i, al_o = (al[bi], al[bo]) if has_b else (zero3, zero3)
+        if rot[row]:
             x_o = sp.mv(RB[bo], list(plan.x_B[row]))
-            phi, nr, bias = joints.loop_rotation(*map(_arr, (x_o, y_i, w_i, w_o, al_i, al_o)))
-            nv = list(nr)
+            args.append((x_o, y_i, w_i, w_o, al_i, al_o))
+        else:
+            p_i, v_i, a_i = motion(bi, plan.pi_B[row])
+            p_o, v_o, a_o = motion(bo, plan.po_B[row])
+            args.append((y_i, sp.sub(p_o, p_i), sp.sub(v_o, v_i), w_i, al_i, sp.sub(a_o, a_i)))
+    out: list[Any] = [None] * m
+    for kind, formula in ((True, joints.loop_rotation), (False, joints.loop_translation)):
+        idx = [row for row in range(m) if rot[row] == kind]
+        if idx:
+            phi, dv, bias = formula(*(_arr([args[row][k] for row in idx]) for k in range(6)))
+            for a, row in enumerate(idx):
+                out[row] = (phi[a], dv[a].tolist(), bias[a])
+
+    out_phi, out_A, out_b, dirs, p_os = [], [], [], [], []
+    for row in range(m):
+        bi, bo = int(plan.bi[row]), int(plan.bo[row])
+        phi, dv, bias = out[row]
+        p_o = point(bo, plan.po_B[row])
+        Arow: list[Scalar] = [0.0] * n
+        if rot[row]:
             for j, r, sw, _ in cols:
                 i_on, o_on = on(bi, j), on(bo, j)
                 if i_on != o_on:
-                    Arow[r] = sp.dot(nv, sw) if o_on else -sp.dot(nv, sw)
-            dirs.append(nv)
+                    Arow[r] = sp.dot(dv, sw) if o_on else -sp.dot(dv, sw)
+            dirs.append(dv)
         else:
-            rho = sp.sub(p_o, p_i)
-            vi = velocity(bi, p_i) if has_v else zero3
-            vo = velocity(bo, p_o) if has_v else zero3
-            ai = acceleration(bi, p_i, vi) if a0 else zero3
-            ao = acceleration(bo, p_o, vo) if a0 else zero3
-            phi, mt, bias = joints.loop_translation(
-                *map(_arr, (y_i, rho, sp.sub(vo, vi), w_i, al_i, sp.sub(ao, ai)))
-            )
-            mv_ = list(mt)
+            y_i = args[row][0]
+            p_i = point(bi, plan.pi_B[row])
             for j, r, sw, sv in cols:
                 i_on, o_on = on(bi, j), on(bo, j)
                 if i_on == o_on:
@@ -193,13 +280,13 @@ def loop_rows(rec: Recursion, geo: list[BodyTerms], plan: RowPlan,
                 # the partial velocity of the moving point (the other is fixed in it)
                 x = p_o if o_on else p_i
                 pv = sp.add(sv, sp.cross(sw, sp.sub(x, o[j])))
-                Arow[r] = (sp.dot(mv_, sw) if i_on else 0.0) + (
+                Arow[r] = (sp.dot(dv, sw) if i_on else 0.0) + (
                     sp.dot(y_i, pv) if o_on else -sp.dot(y_i, pv)
                 )
             dirs.append(y_i)
         out_phi.append(_scalar(phi))
         out_A.append(Arow)
-        out_b.append(_scalar(bias) if a0 else 0.0)
+        out_b.append(_scalar(bias) if has_b else 0.0)
         p_os.append(p_o)
     return LoopRows(out_phi, out_A, out_b, dirs, p_os)
 
