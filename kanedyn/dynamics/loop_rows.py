@@ -25,7 +25,11 @@ loop forces ``Aᵀλ`` are (Featherstone 2008, sec. 8.1: the constraint force me
     \\dot u = \\dot u_0 + Y \\lambda, \\quad Y = M^{-1} A_r^T, \\qquad
     (A_r Y)\\,\\lambda = -(A_r \\dot u_0 + b_r)
 
-``Y`` by r more back-substitutions of ABA (its articulated inertias are shared), and the
+ABA factors ``M = Kᵀ D⁻¹ K`` (its pass 2 is ``y = K⁻ᵀ Q``, its pass 3 ``ν̇ = K⁻¹ y``
+at zero remainders; :meth:`Recursion.aba_backward
+<kanedyn.dynamics.recursion.Recursion.aba_backward>`), so ``A_r Y = Σ_k y_kᵀ D_k⁻¹ y_k``
+from pass 2 alone on each row ``A_i`` as joint forces (its articulated inertias are
+shared), and ``u̇`` is one more pass 3 on ``y₀ + Σ λ_i y_i`` (pass 2 is linear). The
 r×r system by an unrolled LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`): the same
 ``u̇`` as the dense engine's speed partition (:func:`kanedyn.dynamics.loops.equations_at`,
 ``(CᵀMC) u̇_i = Cᵀ(f - M c₀)``), which is its oracle. **Projection**
@@ -305,7 +309,8 @@ def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int]
     geo, c, p, a_N = rec.terms()
     v = rec.velocities(geo)
     Q = rec.generalized_forces()
-    nudot0 = rec.aba(geo, c, p, Q, a_N)
+    bw = rec.aba_backward(geo, c, p, Q)
+    nudot0 = rec.aba_forward(geo, c, bw, a_N)
     rows = loop_rows(rec, geo, plan, v, c)
     keep = list(keep)
     if not keep:
@@ -313,14 +318,19 @@ def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int]
     free = [r for b in geo for _, r in b.J.cols]
     zero6 = [0.0] * 6
     nb = model.nb
-    Y: list[list[Scalar]] = []
-    for i in keep:
-        Qi = [rows.A[i][r] for r in range(model.n)]
-        Y.append(rec.aba(geo, [zero6] * nb, [zero6] * nb, Qi, zero6))
-    Ar = _mat_rows(rows.A, keep, free)
-    Yr = [[y[r] for r in free] for y in Y]
+    # pass 2 of ABA on each kept row as joint forces: y_i = K⁻ᵀ A_iᵀ; then
+    # A_r M⁻¹ A_rᵀ = Σ_k y_kᵀ D_k⁻¹ y_k over the joints (Recursion.aba_backward)
+    ys = [rec.aba_backward(geo, [zero6] * nb, [zero6] * nb, rows.A[i]).u for i in keep]
     m = len(keep)
-    G = [[_dot(Ar[a], Yr[bb]) for bb in range(m)] for a in range(m)]
+    G: Mat = [[0.0] * m for _ in range(m)]
+    for k in range(nb):
+        if not ys or not ys[0][k]:
+            continue
+        Dinv_y = sp.solve_spd(bw.D[k], [y[k] for y in ys])
+        for a in range(m):
+            for bb in range(a + 1):
+                G[a][bb] = G[a][bb] + _dot(ys[a][k], Dinv_y[bb])
+    Ar = _mat_rows(rows.A, keep, free)
     rhs = []
     for a, i in enumerate(keep):
         bias = rows.b[i]
@@ -330,9 +340,10 @@ def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int]
             bias = bias + 2.0 * alpha * Au + beta * beta * rows.Phi[i]
         rhs.append(-(_dot(Ar[a], [nudot0[r] for r in free]) + bias))
     lam = sp.solve_spd(G, [rhs])[0]
-    out = list(nudot0)
-    for r in free:
-        out[r] = nudot0[r] + _dot([y[r] for y in Y], lam)
+    # pass 3 once more on u + Σ λ_i y_i: u̇ = M⁻¹(f + A_rᵀ λ)
+    uu = [[x + _dot([y[k][col] for y in ys], lam) for col, x in enumerate(bw.u[k])]
+          for k in range(nb)]  # fmt: skip
+    out = rec.aba_forward(geo, c, attrs.evolve(bw, u=uu), a_N)
     return out, rows
 
 
