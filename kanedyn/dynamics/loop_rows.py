@@ -25,8 +25,8 @@ loop forces ``Aᵀλ`` are (Featherstone 2008, sec. 8.1: the constraint force me
     \\dot u = \\dot u_0 + Y \\lambda, \\quad Y = M^{-1} A_r^T, \\qquad
     (A_r Y)\\,\\lambda = -(A_r \\dot u_0 + b_r)
 
-ABA factors ``M = Kᵀ D⁻¹ K`` (its pass 2 is ``y = K⁻ᵀ Q``, its pass 3 ``ν̇ = K⁻¹ y``
-at zero remainders; :meth:`Recursion.aba_backward
+ABA factors ``M = Kᵀ D K`` (its pass 2 is ``y = K⁻ᵀ Q``, its pass 3
+``ν̇ = K⁻¹ D⁻¹ y`` at zero remainders; :meth:`Recursion.aba_backward
 <kanedyn.dynamics.recursion.Recursion.aba_backward>`), so ``A_r Y = Σ_k y_kᵀ D_k⁻¹ y_k``
 from pass 2 alone on each row ``A_i`` as joint forces (its articulated inertias are
 shared), and ``u̇`` is one more pass 3 on ``y₀ + Σ λ_i y_i`` (pass 2 is linear). The

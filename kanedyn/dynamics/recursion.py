@@ -336,8 +336,8 @@ class Recursion:
                      ) -> AbaPass:  # fmt: skip
         """Pass 2 of :meth:`aba` (leaves to root): per joint ``U = I^A S``, ``D = Sᵀ U``
         and ``u = Q - Sᵀ p^A``. It is linear in ``(c, p, Q)`` at fixed geometry: ABA
-        is the factorization ``M = Kᵀ D⁻¹ K`` with pass 2 ``u = K⁻ᵀ Q`` and pass 3
-        ``ν̇ = K⁻¹ u`` (at ``c = 0``, ``a_N = 0``), so ``Q_aᵀ M⁻¹ Q_b = Σ_k u_{a,k}ᵀ
+        is the factorization ``M = Kᵀ D K`` with pass 2 ``u = K⁻ᵀ Q`` and pass 3
+        ``ν̇ = K⁻¹ D⁻¹ u`` (at ``c = 0``, ``a_N = 0``), so ``Q_aᵀ M⁻¹ Q_b = Σ_k u_{a,k}ᵀ
         D_k⁻¹ u_{b,k}`` (:func:`kanedyn.dynamics.loop_rows.constrained_accelerations`)."""
         model = self.model
         rotors = self.rotors if rotors is None else rotors
