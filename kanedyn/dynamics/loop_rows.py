@@ -235,24 +235,29 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
             memo[key] = [x, vx, ax]
         return memo[key]  # type: ignore[return-value]
 
+    on_path = path.tolist()
+
     def on(b: int, j: int) -> bool:
-        return b < nb and bool(path[b, j])
+        return b < nb and bool(on_path[b][j])
 
     m = len(plan.rot)
-    rot = [bool(plan.rot[row]) for row in range(m)]
+    rot = [bool(x) for x in plan.rot]
+    bis, bos = [int(x) for x in plan.bi], [int(x) for x in plan.bo]
+    pi_B, po_B = np.asarray(plan.pi_B).tolist(), np.asarray(plan.po_B).tolist()
+    x_B, y_B = np.asarray(plan.x_B).tolist(), np.asarray(plan.y_B).tolist()
     # each row's vectors, then the rows' formulas at once (one call per kind of row)
     args: list[tuple[Vec, ...]] = []
     for row in range(m):
-        bi, bo = int(plan.bi[row]), int(plan.bo[row])
-        y_i = sp.mv(RB[bi], list(plan.y_B[row]))
+        bi, bo = bis[row], bos[row]
+        y_i = sp.mv(RB[bi], y_B[row])
         w_i, w_o = (w[bi], w[bo]) if has_v else (zero3, zero3)
         al_i, al_o = (al[bi], al[bo]) if has_b else (zero3, zero3)
         if rot[row]:
-            x_o = sp.mv(RB[bo], list(plan.x_B[row]))
+            x_o = sp.mv(RB[bo], x_B[row])
             args.append((x_o, y_i, w_i, w_o, al_i, al_o))
         else:
-            p_i, v_i, a_i = motion(bi, plan.pi_B[row])
-            p_o, v_o, a_o = motion(bo, plan.po_B[row])
+            p_i, v_i, a_i = motion(bi, pi_B[row])
+            p_o, v_o, a_o = motion(bo, po_B[row])
             args.append((y_i, sp.sub(p_o, p_i), sp.sub(v_o, v_i), w_i, al_i, sp.sub(a_o, a_i)))
     out: list[Any] = [None] * m
     for kind, formula in ((True, joints.loop_rotation), (False, joints.loop_translation)):
@@ -264,9 +269,9 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
 
     out_phi, out_A, out_b, dirs, p_os = [], [], [], [], []
     for row in range(m):
-        bi, bo = int(plan.bi[row]), int(plan.bo[row])
+        bi, bo = bis[row], bos[row]
         phi, dv, bias = out[row]
-        p_o = point(bo, plan.po_B[row])
+        p_o = point(bo, po_B[row])
         Arow: list[Scalar] = [0.0] * n
         if rot[row]:
             for j, r, sw, _ in cols:
@@ -276,7 +281,7 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
             dirs.append(dv)
         else:
             y_i = args[row][0]
-            p_i = point(bi, plan.pi_B[row])
+            p_i = point(bi, pi_B[row])
             for j, r, sw, sv in cols:
                 i_on, o_on = on(bi, j), on(bo, j)
                 if i_on == o_on:
