@@ -14,7 +14,9 @@ For the planar four-bar, the spatial slider-crank and the planar 3-RRR platform
   (:func:`mujoco_tree`), its RK4 integrator at the same step (its own soft-constraint
   solver).
 
-Times are wall times per step with single-threaded BLAS; compare ratios within one run.
+Times are CPU times per step (``time.process_time``, single-threaded BLAS), the median
+of ``--repeats`` runs (default 5) taken in turn (native, open chain, MuJoCo, native, ...),
+so that the ratios of one row share the machine's load; compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -56,11 +58,11 @@ def open_chain(m: kd.Model) -> kd.Model:
 
 
 def per_step(model: kd.Model, state: kd.State, t_final: float, engine: str) -> float:
-    """Wall time per RK4 step of a run of ``t_final`` s (after a short run that compiles)."""
+    """CPU time per RK4 step of a run of ``t_final`` s (after a short run that compiles)."""
     kd.simulate(model, state, 10 * DT, DT, engine=engine, output_every=10 * DT)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     kd.simulate(model, state, t_final, DT, engine=engine, output_every=0.1)
-    return (time.perf_counter() - t0) / round(t_final / DT)
+    return (time.process_time() - t0) / round(t_final / DT)
 
 
 def mujoco_tree(name: str, m: kd.Model) -> tuple[kd.Model, str]:
@@ -135,7 +137,7 @@ def mujoco_mechanism(name: str, model: kd.Model, state: kd.State,
 
 
 def mujoco_per_step(name: str, model: kd.Model, state: kd.State, t_final: float) -> float | None:
-    """Per-step wall time of the mechanism in MuJoCo (:func:`mujoco_mechanism`), or None
+    """Per-step CPU time of the mechanism in MuJoCo (:func:`mujoco_mechanism`), or None
     without mujoco. (Its driven angle after 1 s agrees with kanedyn's to about 1e-3 rad,
     the softness of its constraint: ``tests/test_loops_native.py``.)"""
     try:
@@ -145,26 +147,35 @@ def mujoco_per_step(name: str, model: kd.Model, state: kd.State, t_final: float)
     mj, data = mujoco_mechanism(name, model, state)
     steps = round(t_final / DT)
     mujoco.mj_step(mj, data, nstep=100)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     mujoco.mj_step(mj, data, nstep=steps)
-    return (time.perf_counter() - t0) / steps
+    return (time.process_time() - t0) / steps
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 s runs")
     ap.add_argument("--t-final", type=float, default=10.0)
+    ap.add_argument("--repeats", type=int, default=5, help="runs per engine (median)")
     args = ap.parse_args(argv)
     t_final = 1.0 if args.quick else args.t_final
     rows: dict[str, Any] = {}
-    print(f"RK4 at {DT * 1e3:g} ms for {t_final:g} s; wall time per step (µs)")
+    print(f"RK4 at {DT * 1e3:g} ms for {t_final:g} s; CPU time per step (µs), median of "
+          f"{args.repeats} interleaved runs; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     print(f"{'mechanism':24s} {'native':>9s} {'open chain':>11s} {'ratio':>6s} "
           f"{'dense':>9s} {'MuJoCo':>9s} {'ratio':>6s}")  # fmt: skip
     for name, (m, s) in mechanisms().items():
-        native = per_step(m, s, t_final, "compiled")
-        tree = per_step(open_chain(m), kd.State(s.q, s.u), t_final, "compiled")
+        tree_m, tree_s = open_chain(m), kd.State(s.q, s.u)
+        times: dict[str, list[float]] = {"native": [], "tree": [], "mj": []}
+        for _ in range(max(1, args.repeats)):
+            times["native"].append(per_step(m, s, t_final, "compiled"))
+            times["tree"].append(per_step(tree_m, tree_s, t_final, "compiled"))
+            mj_t = mujoco_per_step(name, m, s, t_final)
+            if mj_t is not None:
+                times["mj"].append(mj_t)
+        native, tree = (float(np.median(times[k])) for k in ("native", "tree"))
+        mj = float(np.median(times["mj"])) if times["mj"] else None
         dense = per_step(m, s, 0.05, "dense")
-        mj = mujoco_per_step(name, m, s, t_final)
         rows[name] = dict(native=native, open_chain=tree, dense=dense, mujoco=mj)
         mj_txt = f"{mj * 1e6:9.2f} {native / mj:6.2f}" if mj else f"{'-':>9s} {'-':>6s}"
         print(f"{name:24s} {native * 1e6:9.2f} {tree * 1e6:11.2f} {native / tree:6.2f} "
