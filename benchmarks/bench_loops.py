@@ -138,8 +138,9 @@ def mujoco_mechanism(name: str, model: kd.Model, state: kd.State,
 
 def mujoco_per_step(name: str, model: kd.Model, state: kd.State, t_final: float) -> float | None:
     """Per-step CPU time of the mechanism in MuJoCo (:func:`mujoco_mechanism`), or None
-    without mujoco. (Its driven angle after 1 s agrees with kanedyn's to about 1e-3 rad,
-    the softness of its constraint: ``tests/test_loops_native.py``.)"""
+    without mujoco. (With MuJoCo's default ``solref`` its driven angle after 1 s differs
+    from kanedyn's by 3e-3 to 4e-2 rad, the softness of its equality; it converges onto
+    kanedyn's as the equality hardens: ``tests/test_benchmark_checks.py``.)"""
     try:
         import mujoco
     except ImportError:
