@@ -10,10 +10,13 @@ For the planar four-bar, the spatial slider-crank and the planar 3-RRR platform
   projection onto the constraint manifold inside the native RK4 step);
 * kanedyn's open chain of the same bodies (the model without its loops), native;
 * kanedyn's dense engine (a short run: it is about a thousand times slower);
-* MuJoCo (when ``import mujoco`` works), the four-bar closed by an ``equality connect``,
-  its RK4 integrator at the same step (its own soft-constraint solver).
+* MuJoCo (when ``import mujoco`` works), the same bodies closed by ``equality connect``
+  (:func:`mujoco_tree`), its RK4 integrator at the same step (its own soft-constraint
+  solver).
 
-Times are wall times per step with single-threaded BLAS; compare ratios within one run.
+Times are CPU times per step (``time.process_time``, single-threaded BLAS), the median
+of ``--repeats`` runs (default 5) taken in turn (native, open chain, MuJoCo, native, ...),
+so that the ratios of one row share the machine's load; compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -55,73 +58,125 @@ def open_chain(m: kd.Model) -> kd.Model:
 
 
 def per_step(model: kd.Model, state: kd.State, t_final: float, engine: str) -> float:
-    """Wall time per RK4 step of a run of ``t_final`` s (after a short run that compiles)."""
+    """CPU time per RK4 step of a run of ``t_final`` s (after a short run that compiles)."""
     kd.simulate(model, state, 10 * DT, DT, engine=engine, output_every=10 * DT)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     kd.simulate(model, state, t_final, DT, engine=engine, output_every=0.1)
-    return (time.perf_counter() - t0) / round(t_final / DT)
+    return (time.process_time() - t0) / round(t_final / DT)
 
 
-def mujoco_four_bar(model: kd.Model, state: kd.State, t_final: float) -> float | None:
-    """Per-step wall time of the four-bar in MuJoCo (``equality connect``, RK4 at the
-    same step) from kanedyn's ``state``, or None without mujoco. (Its joint angles after
-    1 s agree with kanedyn's to about 1e-3 rad, the softness of its constraint.)"""
+def mujoco_tree(name: str, m: kd.Model) -> tuple[kd.Model, str]:
+    """The tree MuJoCo runs for the mechanism ``name`` and the ``<equality>`` that closes
+    it (``<connect>`` at the pin). The four-bar and the 3-RRR platform: kanedyn's own
+    tree, each revolute loop a ``connect`` at its joint point (the planar hinges keep
+    the bodies in the plane). The spatial slider-crank: its universal loop has no
+    MuJoCo equality, so the tree is cut at the spherical joint instead (the rod hangs
+    on the slider by the universal, two hinges, and a ``connect`` pins it to the crank
+    tip): the same bodies and the same four-plus-three constraints."""
+    from benchmarks.peers import mjcf_point
+
+    if name == "spatial slider-crank":
+        kin = kd.kinematics(m, m.initial_state())
+        ic, ir, isl = (m.body_index(b) for b in ("crank", "rod", "slider"))
+        R_rod, pin = kin.R_N_B[ir], kin.p[isl]
+        R_sl = kin.R_N_B[isl]
+        length = float(np.linalg.norm(pin - kin.p[ir]))
+        # the universal's axes: the rod's y at q = 0 (fixed in the slider), then its z
+        universal = kd.Joint("rod", "slider", "rod", rot_dof=2, rot_seq="231",
+                             inner_rotation=R_sl.T @ R_rod, outer_point=(length, 0.0, 0.0))  # fmt: skip
+        tree = kd.Model(m.bodies, [m.joint("crank"), m.joint("slide"), universal],
+                        gravity=m.gravity)  # fmt: skip
+        tip_crank = kin.R_N_B[ic].T @ (kin.p[ir] - kin.p[ic])
+        anchor = mjcf_point(m.joint("crank"), tip_crank)
+        return tree, f'<connect body1="crank" body2="rod" anchor="{_fmt(anchor)}"/>'
+    tree = open_chain(m)
+    eq = []
+    for loop in m.loops:
+        if loop.rot_dof != 1 or loop.trn_dof != 0 or not m.planar:
+            raise ValueError(f"{name}: loop {loop.name!r} is not a planar hinge")
+        anchor = mjcf_point(m.joint(m.joints[m.body_index(loop.inner)].name), loop.inner_point)
+        body2 = f' body2="{loop.outer}"' if loop.outer is not None else ""
+        eq.append(f'<connect body1="{loop.inner}"{body2} anchor="{_fmt(anchor)}"/>')
+    return tree, "".join(eq)
+
+
+def _fmt(x: Any) -> str:
+    return " ".join(f"{float(v):.17g}" for v in np.ravel(x))
+
+
+def mujoco_mechanism(name: str, model: kd.Model, state: kd.State,
+                     solref: tuple[float, float] | None = None) -> tuple[Any, Any]:  # fmt: skip
+    """``(MjModel, MjData)`` of the mechanism ``name`` (:func:`mujoco_tree`), RK4 at
+    :data:`DT`, at kanedyn's ``state`` (assembled at ``q = 0``, MuJoCo's ``qpos0``): its
+    ``qvel`` is the least-squares fit of the bodies' mass-centre velocities and angular
+    velocities (``mj_jacBodyCom``) to kanedyn's. ``solref``: the equalities' time
+    constant and damping ratio (MuJoCo's default ``(0.02, 1)``)."""
+    import mujoco
+
+    from benchmarks.peers import mjcf
+
+    if not np.allclose(state.q[: model.nq], model.initial_state().q[: model.nq], atol=1e-9):
+        raise ValueError(f"{name}: the MuJoCo model starts at q = 0")
+    tree, eq = mujoco_tree(name, model)
+    if solref is not None:
+        eq = eq.replace("/>", f' solref="{_fmt(solref)}"/>')
+    mj = mujoco.MjModel.from_xml_string(mjcf(tree, equality=eq, integrator="RK4", timestep=DT))
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    kin = kd.kinematics(model, state)
+    rows, rhs = [], []
+    jacp, jacr = np.zeros((3, mj.nv)), np.zeros((3, mj.nv))
+    for k, body in enumerate(model.bodies):
+        mujoco.mj_jacBodyCom(mj, data, jacp, jacr, mj.body(body.name).id)
+        rows += [jacp.copy(), jacr.copy()]
+        rhs += [kin.v[k], kin.omega[k]]
+    qvel, *_ = np.linalg.lstsq(np.vstack(rows), np.concatenate(rhs), rcond=None)
+    data.qvel[:] = qvel
+    mujoco.mj_forward(mj, data)
+    return mj, data
+
+
+def mujoco_per_step(name: str, model: kd.Model, state: kd.State, t_final: float) -> float | None:
+    """Per-step CPU time of the mechanism in MuJoCo (:func:`mujoco_mechanism`), or None
+    without mujoco. (With MuJoCo's default ``solref`` its driven angle after 1 s differs
+    from kanedyn's by 3e-3 to 4e-2 rad, the softness of its equality; it converges onto
+    kanedyn's as the equality hardens: ``tests/test_benchmark_checks.py``.)"""
     try:
         import mujoco
     except ImportError:
         return None
-    ground, crank, rocker = 2.0, 0.5, 1.2
-    coupler = float(np.hypot(ground, rocker - crank))
-    ang = float(np.degrees(np.arctan2(rocker - crank, ground)))
-
-    def rod(name: str, length: float, pos: str, euler: str, inner: str = "") -> str:
-        m = length  # 1 kg/m, uniform slender rod along its x axis
-        i = m * length**2 / 12.0
-        return (
-            f'<body name="{name}" pos="{pos}" euler="{euler}">'
-            f'<joint name="{name}" type="hinge" axis="0 0 1"/>'
-            f'<inertial pos="{length / 2} 0 0" mass="{m}" diaginertia="1e-9 {i} {i}"/>'
-            f"{inner}</body>"
-        )
-
-    xml = f"""<mujoco><option timestep="{DT}" integrator="RK4" gravity="0 -9.81 0"/>
-    <compiler angle="degree"/>
-    <worldbody>
-    {rod("crank", crank, "0 0 0", "0 0 90", rod("coupler", coupler, f"{crank} 0 0", f"0 0 {ang - 90}"))}
-    {rod("rocker", rocker, f"{ground} 0 0", "0 0 90")}
-    </worldbody>
-    <equality><connect body1="coupler" body2="rocker" anchor="{coupler} 0 0"/></equality>
-    </mujoco>"""
-    mj = mujoco.MjModel.from_xml_string(xml)
-    data = mujoco.MjData(mj)
-
-    def model_index(_: kd.Model, name: str) -> Any:
-        return [mj.joint(name).dofadr[0]]
-
-    for name in ("crank", "coupler", "rocker"):  # MuJoCo's order: its body tree
-        data.qvel[model_index(model, name)[0]] = state.u[model.speeds(name)[0]]
+    mj, data = mujoco_mechanism(name, model, state)
     steps = round(t_final / DT)
     mujoco.mj_step(mj, data, nstep=100)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     mujoco.mj_step(mj, data, nstep=steps)
-    return (time.perf_counter() - t0) / steps
+    return (time.process_time() - t0) / steps
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 s runs")
     ap.add_argument("--t-final", type=float, default=10.0)
+    ap.add_argument("--repeats", type=int, default=5, help="runs per engine (median)")
     args = ap.parse_args(argv)
     t_final = 1.0 if args.quick else args.t_final
     rows: dict[str, Any] = {}
-    print(f"RK4 at {DT * 1e3:g} ms for {t_final:g} s; wall time per step (µs)")
+    print(f"RK4 at {DT * 1e3:g} ms for {t_final:g} s; CPU time per step (µs), median of "
+          f"{args.repeats} interleaved runs; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     print(f"{'mechanism':24s} {'native':>9s} {'open chain':>11s} {'ratio':>6s} "
           f"{'dense':>9s} {'MuJoCo':>9s} {'ratio':>6s}")  # fmt: skip
     for name, (m, s) in mechanisms().items():
-        native = per_step(m, s, t_final, "compiled")
-        tree = per_step(open_chain(m), kd.State(s.q, s.u), t_final, "compiled")
+        tree_m, tree_s = open_chain(m), kd.State(s.q, s.u)
+        times: dict[str, list[float]] = {"native": [], "tree": [], "mj": []}
+        for _ in range(max(1, args.repeats)):
+            times["native"].append(per_step(m, s, t_final, "compiled"))
+            times["tree"].append(per_step(tree_m, tree_s, t_final, "compiled"))
+            mj_t = mujoco_per_step(name, m, s, t_final)
+            if mj_t is not None:
+                times["mj"].append(mj_t)
+        native, tree = (float(np.median(times[k])) for k in ("native", "tree"))
+        mj = float(np.median(times["mj"])) if times["mj"] else None
         dense = per_step(m, s, 0.05, "dense")
-        mj = mujoco_four_bar(m, s, t_final) if name == "four-bar" else None
         rows[name] = dict(native=native, open_chain=tree, dense=dense, mujoco=mj)
         mj_txt = f"{mj * 1e6:9.2f} {native / mj:6.2f}" if mj else f"{'-':>9s} {'-':>6s}"
         print(f"{name:24s} {native * 1e6:9.2f} {tree * 1e6:11.2f} {native / tree:6.2f} "

@@ -30,7 +30,7 @@ import numpy as np
 import kanedyn as kd
 from kanedyn.spatial.rotation import dcm_to_quat
 
-__all__ = ["Peer", "available", "mujoco_peer", "pinocchio_peer"]
+__all__ = ["Peer", "available", "mjcf", "mjcf_point", "mujoco_peer", "pinocchio_peer"]
 
 
 @attrs.frozen
@@ -164,9 +164,17 @@ def _fmt(x: Any) -> str:
     return " ".join(f"{float(v):.17g}" for v in np.ravel(x))
 
 
-def mjcf(model: kd.Model) -> str:
-    """MJCF text of ``model``: bodies nested as the tree, explicit inertials, no geoms,
-    contacts off, no damping or armature, the model's gravity."""
+def mjcf_point(joint: kd.Joint, p_B: Any) -> np.ndarray:
+    """The point ``p_B`` of the outer body of ``joint`` (its axes, from its origin) in
+    the frame :func:`mjcf` gives that body (the joint's Go frame)."""
+    return (_c_out(joint) @ np.r_[np.asarray(p_B, float), 1.0])[:3]
+
+
+def mjcf(model: kd.Model, *, equality: str = "", integrator: str = "Euler",
+         timestep: float = 0.001) -> str:  # fmt: skip
+    """MJCF text of the tree of ``model``: bodies nested as the tree, explicit inertials,
+    no geoms, contacts off, no damping or armature, the model's gravity. ``equality``:
+    the body of an ``<equality>`` element (then constraints are on, else off)."""
     lay = model.layout
     children: dict[int, list[int]] = {}
     for k in range(model.nb):
@@ -206,12 +214,15 @@ def mjcf(model: kd.Model) -> str:
     return "\n".join([
         '<mujoco model="kanedyn">',
         '  <compiler angle="radian" inertiafromgeom="false" balanceinertia="false" boundmass="0" boundinertia="0"/>',
-        f'  <option gravity="{_fmt(model.gravity)}" timestep="0.001">',
+        f'  <option gravity="{_fmt(model.gravity)}" timestep="{timestep:.17g}" '
+        f'integrator="{integrator}">',
+        '    <flag contact="disable"/>' if equality else
         '    <flag contact="disable" constraint="disable"/>',
         "  </option>",
         "  <worldbody>",
         *body_lines,
         "  </worldbody>",
+        *([f"  <equality>{equality}</equality>"] if equality else []),
         "</mujoco>",
     ])  # fmt: skip
 

@@ -101,3 +101,35 @@ def test_pinocchio_rk4_loop_runs_the_same_explorer1_as_simulate():
     u_kd = np.asarray(traj.u)[-1]
     assert run["samples"] == 5
     assert np.max(np.abs(u_kd - np.asarray(run["u_final"]))) < 1e-12 * np.max(np.abs(u_kd))
+
+
+@pytest.mark.parametrize("name", ["four-bar", "spatial slider-crank", "3-RRR platform"])
+def test_mujoco_loop_peer_is_the_same_mechanism(name):
+    """The loop benchmark's MuJoCo peers (``equality connect``, RK4 at the same step)
+    are kanedyn's mechanisms: the driven joint's angle over 0.5 s from the same state
+    agrees with kanedyn's (native engine, exact loop) to the softness of MuJoCo's
+    equality, and converges onto it as the equality hardens (the error falls about as the
+    square of the constraint's time constant; it falls more than threefold when the
+    time constant halves)."""
+    mujoco = pytest.importorskip(
+        "mujoco", reason="mujoco is not installed (python -m pip install '.[benchmarks]')"
+    )
+    import numpy as np
+
+    from benchmarks.bench_loops import DT, mechanisms, mujoco_mechanism
+
+    m, s = mechanisms()[name]
+    driven = m.joints[0].name
+    traj = kd.simulate(m, s, 0.5, DT, engine="compiled", output_every=0.05)
+    q_kd = traj.q[1:, m.coordinates(driven)[0]]
+    errors = []
+    for solref in ((0.004, 1.0), (0.002, 1.0)):
+        mj, data = mujoco_mechanism(name, m, s, solref)
+        adr = mj.joint(f"{driven}_r0").qposadr[0]
+        q_mj = []
+        for _ in range(q_kd.size):
+            mujoco.mj_step(mj, data, nstep=50)
+            q_mj.append(data.qpos[adr])
+        errors.append(np.max(np.abs(np.array(q_mj) - q_kd)))
+    assert np.ptp(q_kd) > 0.1  # the driven joint moves
+    assert errors[1] < 1e-3 and errors[1] < errors[0] / 3.0, errors

@@ -25,7 +25,11 @@ loop forces ``Aᵀλ`` are (Featherstone 2008, sec. 8.1: the constraint force me
     \\dot u = \\dot u_0 + Y \\lambda, \\quad Y = M^{-1} A_r^T, \\qquad
     (A_r Y)\\,\\lambda = -(A_r \\dot u_0 + b_r)
 
-``Y`` by r more back-substitutions of ABA (its articulated inertias are shared), and the
+ABA factors ``M = Kᵀ D K`` (its pass 2 is ``y = K⁻ᵀ Q``, its pass 3
+``ν̇ = K⁻¹ D⁻¹ y`` at zero remainders; :meth:`Recursion.aba_backward
+<kanedyn.dynamics.recursion.Recursion.aba_backward>`), so ``A_r Y = Σ_k y_kᵀ D_k⁻¹ y_k``
+from pass 2 alone on each row ``A_i`` as joint forces (its articulated inertias are
+shared), and ``u̇`` is one more pass 3 on ``y₀ + Σ λ_i y_i`` (pass 2 is linear). The
 r×r system by an unrolled LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`): the same
 ``u̇`` as the dense engine's speed partition (:func:`kanedyn.dynamics.loops.equations_at`,
 ``(CᵀMC) u̇_i = Cᵀ(f - M c₀)``), which is its oracle. **Projection**
@@ -44,16 +48,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
-from kanedyn.dynamics.recursion import BodyTerms, Recursion
+from kanedyn.dynamics.recursion import AbaPass, BodyTerms, Recursion
 from kanedyn.spatial import plucker as sp
 
 __all__ = [
     "LoopRows",
     "MomentumClosure",
+    "RowFrames",
     "RowPlan",
     "constrained_accelerations",
+    "frames",
     "loop_rows",
     "projected",
+    "rows",
 ]
 
 Scalar = Any
@@ -111,88 +118,171 @@ def _poses(rec: Recursion, geo: list[BodyTerms]) -> tuple[list[Mat], list[Vec]]:
     return R, o
 
 
-def _arr(x: list[Scalar]) -> NDArray[Any]:
-    return np.array(x, dtype=object)
+def _arr(x: list[Any]) -> NDArray[Any]:
+    """Floats as a float array (the dense engine), traced or symbolic scalars as an
+    object array."""
+    a = np.array(x)
+    return a if a.dtype.kind == "f" else np.array(x, dtype=object)
 
 
 def _scalar(x: Any) -> Scalar:
-    return x.item() if isinstance(x, np.ndarray) else x
+    return x.item() if isinstance(x, np.ndarray | np.generic) else x
+
+
+@attrs.frozen(eq=False)
+class RowFrames:
+    """The tree's quantities that the loop rows read, lists of scalars in N with N
+    appended last (index ``nb``): ``o`` the joint frames' origins, ``RB`` the body axes
+    ``R_N_Bo``, ``op`` the joint points in them (``outer_point``), ``cols`` per free
+    speed ``(joint j, speed r, R_j s_r^ω, R_j s_r^v)`` (its partial angular velocity and
+    the partial velocity of ``Go_j``'s origin); with speeds ``w`` the angular
+    velocities and ``vo`` the velocities of the ``Go`` origins; with the bias ``al``,
+    ``ao`` their accelerations at zero ``u̇`` (spatial: ``ao`` is the linear part at
+    the origin, a point's acceleration adding ``al × (x - o) + ω × ẋ``).
+
+    :func:`frames` takes them from the recursion (the compiled engine traces it); the
+    dense engine fills them from its vectorised kinematics
+    (:func:`kanedyn.dynamics.loops.loop_terms`). :func:`rows` reads them."""
+
+    o: list[Vec]
+    RB: list[Mat]
+    op: list[Vec]
+    cols: list[tuple[int, int, Vec, Vec]]
+    w: list[Vec] | None = None
+    vo: list[Vec] | None = None
+    al: list[Vec] | None = None
+    ao: list[Vec] | None = None
+
+
+def frames(rec: Recursion, geo: list[BodyTerms], v: Sequence[Vec] | None = None,
+           c: Sequence[Vec] | None = None) -> RowFrames:  # fmt: skip
+    """:class:`RowFrames` from the recursion's geometry ``geo`` (module docstring),
+    with the velocities ``v`` and remainders ``c`` of :meth:`Recursion.terms
+    <kanedyn.dynamics.recursion.Recursion.terms>` when given (Go_k, about its origin)."""
+    nb = rec.model.nb
+    R, o = _poses(rec, geo)
+    # body axes and the joint point in them, N appended
+    RB = [sp.mm(R[k], rec.par("R_Go_Bo", k)) for k in range(nb)] + [R[nb]]
+    op = [rec.par("outer_point", k) for k in range(nb)] + [[0.0, 0.0, 0.0]]
+    zero3 = [0.0, 0.0, 0.0]
+    # the partial angular velocity of every free speed: (joint, speed, R_j s^ω, R_j s^v)
+    cols = [(j, r, sp.mv(R[j], s[:3]), sp.mv(R[j], s[3:]))
+            for j, b in enumerate(geo) for s, r in b.J.cols]  # fmt: skip
+    if v is None:
+        return RowFrames(o, RB, op, cols)
+    w = [sp.mv(R[k], v[k][:3]) for k in range(nb)] + [zero3]
+    vo = [sp.mv(R[k], v[k][3:]) for k in range(nb)] + [zero3]
+    if c is None:
+        return RowFrames(o, RB, op, cols, w, vo)
+    a0: list[Vec] = []
+    for k, b in enumerate(geo):
+        ak = c[k] if b.parent < 0 else sp.add(sp.motion_to_child(b.E, b.r, a0[b.parent]), c[k])
+        a0.append(ak)
+    al = [sp.mv(R[k], a0[k][:3]) for k in range(nb)] + [zero3]
+    ao = [sp.mv(R[k], a0[k][3:]) for k in range(nb)] + [zero3]
+    return RowFrames(o, RB, op, cols, w, vo, al, ao)
 
 
 def loop_rows(rec: Recursion, geo: list[BodyTerms], plan: RowPlan,
               v: Sequence[Vec] | None = None, c: Sequence[Vec] | None = None) -> LoopRows:  # fmt: skip
     """``Φ``, ``A`` and (with the velocities ``v`` and remainders ``c`` of
     :meth:`Recursion.terms <kanedyn.dynamics.recursion.Recursion.terms>`) ``b`` of the
-    rows of ``plan`` at the geometry ``geo`` of ``rec`` (see the module docstring). The
-    columns of locked speeds are zero."""
+    rows of ``plan`` at the geometry ``geo`` of ``rec`` (see the module docstring):
+    :func:`rows` of :func:`frames`. The columns of locked speeds are zero."""
     model = rec.model
-    nb, n = model.nb, model.n
-    path = model.layout.path  # path[b, j]: joint j on the path from N to body b
-    R, o = _poses(rec, geo)
-    # body axes and the joint point in them, N appended
-    RB = [sp.mm(R[k], rec.par("R_Go_Bo", k)) for k in range(nb)] + [R[nb]]
-    op = [rec.par("outer_point", k) for k in range(nb)] + [[0.0, 0.0, 0.0]]
+    return rows(frames(rec, geo, v, c), plan, model.layout.path, model.n)
+
+
+def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
+    """``Φ``, ``A`` and (with ``fr``'s speeds and bias) ``b`` of the rows of ``plan``
+    on the frames ``fr`` (module docstring): the rows of
+    :func:`kanedyn.joints.loop_rotation` and :func:`kanedyn.joints.loop_translation`,
+    ``A``'s entries from the partial velocities ``fr.cols``. ``path[b, j]``: joint j is
+    on the path from N to body b; ``n`` speeds."""
+    o, RB, op, cols = fr.o, fr.RB, fr.op, fr.cols
+    nb = len(o) - 1
     zero3 = [0.0, 0.0, 0.0]
-    w: list[Vec] = []
-    al: list[Vec] = []
-    a0: list[Vec] = []
-    if v is not None:
-        w = [sp.mv(R[k], v[k][:3]) for k in range(nb)] + [zero3]
-    if v is not None and c is not None:
-        for k, b in enumerate(geo):
-            ak = c[k] if b.parent < 0 else sp.add(sp.motion_to_child(b.E, b.r, a0[b.parent]), c[k])
-            a0.append(ak)
-        al = [sp.mv(R[k], a0[k][:3]) for k in range(nb)] + [zero3]
+    has_v = fr.w is not None
+    has_b = fr.al is not None
+    w, vo = fr.w or [], fr.vo or []
+    al, ao = fr.al or [], fr.ao or []
+
+    memo: dict[tuple[Any, ...], Vec] = {}
 
     def point(b: int, p_B: Any) -> Vec:
-        return sp.add(o[b], sp.mv(RB[b], sp.sub(list(p_B), op[b])))
+        key = ("p", b, *p_B)
+        if key not in memo:
+            memo[key] = sp.add(o[b], sp.mv(RB[b], sp.sub(list(p_B), op[b])))
+        return memo[key]
 
     def velocity(b: int, x: Vec) -> Vec:
         if b == nb:
             return zero3
-        return sp.add(sp.mv(R[b], v[b][3:]), sp.cross(w[b], sp.sub(x, o[b])))  # type: ignore[index]
+        return sp.add(vo[b], sp.cross(w[b], sp.sub(x, o[b])))
 
     def acceleration(b: int, x: Vec, vx: Vec) -> Vec:
         if b == nb:
             return zero3
-        lin = sp.add(sp.mv(R[b], a0[b][3:]), sp.cross(al[b], sp.sub(x, o[b])))
+        lin = sp.add(ao[b], sp.cross(al[b], sp.sub(x, o[b])))
         return sp.add(lin, sp.cross(w[b], vx))
 
-    # the partial angular velocity of every free speed: (joint, speed, R_j s^ω, R_j s^v)
-    cols = [(j, r, sp.mv(R[j], s[:3]), sp.mv(R[j], s[3:]))
-            for j, b in enumerate(geo) for s, r in b.J.cols]  # fmt: skip
+    def motion(b: int, p_B: Any) -> tuple[Vec, Vec, Vec]:
+        """A body point's position, velocity and bias acceleration (N)."""
+        key = ("m", b, *p_B)
+        if key not in memo:
+            x = point(b, p_B)
+            vx = velocity(b, x) if has_v else zero3
+            ax = acceleration(b, x, vx) if has_b else zero3
+            memo[key] = [x, vx, ax]
+        return memo[key]  # type: ignore[return-value]
+
+    on_path = path.tolist()
 
     def on(b: int, j: int) -> bool:
-        return b < nb and bool(path[b, j])
+        return b < nb and bool(on_path[b][j])
+
+    m = len(plan.rot)
+    rot = [bool(x) for x in plan.rot]
+    bis, bos = [int(x) for x in plan.bi], [int(x) for x in plan.bo]
+    pi_B, po_B = np.asarray(plan.pi_B).tolist(), np.asarray(plan.po_B).tolist()
+    x_B, y_B = np.asarray(plan.x_B).tolist(), np.asarray(plan.y_B).tolist()
+    # each row's vectors, then the rows' formulas at once (one call per kind of row)
+    args: list[tuple[Vec, ...]] = []
+    for row in range(m):
+        bi, bo = bis[row], bos[row]
+        y_i = sp.mv(RB[bi], y_B[row])
+        w_i, w_o = (w[bi], w[bo]) if has_v else (zero3, zero3)
+        al_i, al_o = (al[bi], al[bo]) if has_b else (zero3, zero3)
+        if rot[row]:
+            x_o = sp.mv(RB[bo], x_B[row])
+            args.append((x_o, y_i, w_i, w_o, al_i, al_o))
+        else:
+            p_i, v_i, a_i = motion(bi, pi_B[row])
+            p_o, v_o, a_o = motion(bo, po_B[row])
+            args.append((y_i, sp.sub(p_o, p_i), sp.sub(v_o, v_i), w_i, al_i, sp.sub(a_o, a_i)))
+    out: list[Any] = [None] * m
+    for kind, formula in ((True, joints.loop_rotation), (False, joints.loop_translation)):
+        idx = [row for row in range(m) if rot[row] == kind]
+        if idx:
+            phi, dv, bias = formula(*(_arr([args[row][k] for row in idx]) for k in range(6)))
+            for a, row in enumerate(idx):
+                out[row] = (phi[a], dv[a].tolist(), bias[a])
 
     out_phi, out_A, out_b, dirs, p_os = [], [], [], [], []
-    for row in range(len(plan.rot)):
-        bi, bo = int(plan.bi[row]), int(plan.bo[row])
-        y_i = sp.mv(RB[bi], list(plan.y_B[row]))
-        p_i, p_o = point(bi, plan.pi_B[row]), point(bo, plan.po_B[row])
-        has_v = v is not None
-        w_i, w_o = (w[bi], w[bo]) if has_v else (zero3, zero3)
-        al_i, al_o = (al[bi], al[bo]) if a0 else (zero3, zero3)
+    for row in range(m):
+        bi, bo = bis[row], bos[row]
+        phi, dv, bias = out[row]
+        p_o = point(bo, po_B[row])
         Arow: list[Scalar] = [0.0] * n
-        if plan.rot[row]:
-            x_o = sp.mv(RB[bo], list(plan.x_B[row]))
-            phi, nr, bias = joints.loop_rotation(*map(_arr, (x_o, y_i, w_i, w_o, al_i, al_o)))
-            nv = list(nr)
+        if rot[row]:
             for j, r, sw, _ in cols:
                 i_on, o_on = on(bi, j), on(bo, j)
                 if i_on != o_on:
-                    Arow[r] = sp.dot(nv, sw) if o_on else -sp.dot(nv, sw)
-            dirs.append(nv)
+                    Arow[r] = sp.dot(dv, sw) if o_on else -sp.dot(dv, sw)
+            dirs.append(dv)
         else:
-            rho = sp.sub(p_o, p_i)
-            vi = velocity(bi, p_i) if has_v else zero3
-            vo = velocity(bo, p_o) if has_v else zero3
-            ai = acceleration(bi, p_i, vi) if a0 else zero3
-            ao = acceleration(bo, p_o, vo) if a0 else zero3
-            phi, mt, bias = joints.loop_translation(
-                *map(_arr, (y_i, rho, sp.sub(vo, vi), w_i, al_i, sp.sub(ao, ai)))
-            )
-            mv_ = list(mt)
+            y_i = args[row][0]
+            p_i = point(bi, pi_B[row])
             for j, r, sw, sv in cols:
                 i_on, o_on = on(bi, j), on(bo, j)
                 if i_on == o_on:
@@ -200,13 +290,13 @@ def loop_rows(rec: Recursion, geo: list[BodyTerms], plan: RowPlan,
                 # the partial velocity of the moving point (the other is fixed in it)
                 x = p_o if o_on else p_i
                 pv = sp.add(sv, sp.cross(sw, sp.sub(x, o[j])))
-                Arow[r] = (sp.dot(mv_, sw) if i_on else 0.0) + (
+                Arow[r] = (sp.dot(dv, sw) if i_on else 0.0) + (
                     sp.dot(y_i, pv) if o_on else -sp.dot(y_i, pv)
                 )
             dirs.append(y_i)
         out_phi.append(_scalar(phi))
         out_A.append(Arow)
-        out_b.append(_scalar(bias) if a0 else 0.0)
+        out_b.append(_scalar(bias) if has_b else 0.0)
         p_os.append(p_o)
     return LoopRows(out_phi, out_A, out_b, dirs, p_os)
 
@@ -234,7 +324,8 @@ def _constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
     geo, c, p, a_N = rec.terms()
     v = rec.velocities(geo)
     Q = rec.generalized_forces()
-    nudot0 = rec.aba(geo, c, p, Q, a_N)
+    bw = rec.aba_backward(geo, c, p, Q)
+    nudot0 = rec.aba_forward(geo, c, bw, a_N)
     rows = loop_rows(rec, geo, plan, v, c)
     keep = list(keep)
     if not keep:
@@ -246,37 +337,47 @@ def _constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
         for i in keep:
             Au = _dot([rows.A[i][r] for r in free], [rec.u[r] for r in free])
             bias[i] = bias[i] + 2.0 * alpha * Au + beta * beta * rows.Phi[i]
-    out, lam_forces = _closed(rec, geo, rows, keep, nudot0, bias)
+    out, lam_forces = _closed(rec, geo, rows, keep, nudot0, bias, bw)
     return out, rows, lam_forces
 
 
 def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence[int],
-            x0: list[Scalar], bias: Sequence[Scalar]
+            x0: list[Scalar], bias: Sequence[Scalar], bw: AbaPass
             ) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
-    """``x = x₀ + Y λ`` with ``A_r x + b_r = 0``: the tree's ``x₀ = M⁻¹ g`` closed by the
-    rows ``keep`` (``Y = M⁻¹ A_rᵀ`` by back-substitutions of ABA at rest, the rotors'
-    inertias included; ``(A_r Y) λ = -(A_r x₀ + b_r)`` by LDLᵀ). Returns ``x`` and the
+    """``x = x₀ + M⁻¹A_rᵀλ`` with ``A_r x + b_r = 0``: the tree's ``x₀ = M⁻¹ g`` closed by
+    the rows ``keep``, on ABA's factorization ``bw`` of ``M`` (its ``U``, ``D``; the
+    rotors' inertias included): ``A_r M⁻¹ A_rᵀ`` from pass 2 on each row,
+    ``(A_r M⁻¹ A_rᵀ) λ = -(A_r x₀ + b_r)`` by LDLᵀ, ``M⁻¹A_rᵀλ`` by pass 3. Returns ``x`` and the
     generalized forces ``A_rᵀ λ`` (n, locked entries 0): the constraint force method
     (Featherstone 2008, sec. 8.1)."""
     model = rec.model
     free = [r for b in geo for _, r in b.J.cols]
     zero6 = [0.0] * 6
     nb = model.nb
-    rest = rec.rotor_pieces([zero6] * nb)  # M's rotor inertias; no bias in M⁻¹ A_rᵀ
-    Y: list[list[Scalar]] = []
-    for i in keep:
-        Qi = [rows.A[i][r] for r in range(model.n)]
-        Y.append(rec.aba(geo, [zero6] * nb, [zero6] * nb, Qi, zero6, rotors=rest))
-    Ar = _mat_rows(rows.A, keep, free)
-    Yr = [[y[r] for r in free] for y in Y]
+    # pass 2 of ABA on each kept row as joint forces: y_i = K⁻ᵀ A_iᵀ (the rotors at
+    # rest: their gyroscopic bias belongs to x₀ only); then A_r M⁻¹ A_rᵀ = Σ_k y_kᵀ D_k⁻¹ y_k
+    # over the joints (Recursion.aba_backward)
+    rest = rec.rotor_pieces([zero6] * nb)
+    ys = [rec.aba_backward(geo, [zero6] * nb, [zero6] * nb, rows.A[i], rest).u for i in keep]
     m = len(keep)
-    G = [[_dot(Ar[a], Yr[bb]) for bb in range(m)] for a in range(m)]
+    G: Mat = [[0.0] * m for _ in range(m)]
+    for k in range(nb):
+        if not ys or not ys[0][k]:
+            continue
+        Dinv_y = sp.solve_spd(bw.D[k], [y[k] for y in ys])
+        for a in range(m):
+            for bb in range(a + 1):
+                G[a][bb] = G[a][bb] + _dot(ys[a][k], Dinv_y[bb])
+    Ar = _mat_rows(rows.A, keep, free)
     rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + bias[i]) for a, i in enumerate(keep)]
     lam = sp.solve_spd(G, [rhs])[0]
+    # pass 3 on Σ λ_i y_i at c = 0, a_N = 0: M⁻¹ A_rᵀ λ
+    uu = [[_dot([y[k][col] for y in ys], lam) for col in range(len(bw.u[k]))] for k in range(nb)]
+    dx = rec.aba_forward(geo, [zero6] * nb, attrs.evolve(bw, u=uu), zero6)
     out = list(x0)
     forces: list[Scalar] = [0.0] * model.n
     for k, r in enumerate(free):
-        out[r] = x0[r] + _dot([y[r] for y in Y], lam)
+        out[r] = x0[r] + dx[r]
         forces[r] = _dot([Ar[a][k] for a in range(m)], lam)
     return out, forces
 
@@ -307,7 +408,11 @@ class MomentumClosure:
         if not self.keep:
             return nu0
         rows = loop_rows(rec, geo, self.plan)
-        return _closed(rec, geo, rows, self.keep, nu0, [0.0] * len(rows.Phi))[0]
+        zero6 = [0.0] * 6
+        nb = rec.model.nb
+        rest = rec.rotor_pieces([zero6] * nb)  # M's factors, as for the speeds' ABA
+        bw = rec.aba_backward(geo, [zero6] * nb, [zero6] * nb, [0.0] * rec.model.n, rest)
+        return _closed(rec, geo, rows, self.keep, nu0, [0.0] * len(rows.Phi), bw)[0]
 
     def forces(self, rec: Recursion) -> list[Scalar]:
         """The loops' generalized forces ``A_rᵀλ`` at ``rec``'s state."""

@@ -58,14 +58,21 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from kanedyn import joints
-from kanedyn.dynamics.kane import forcing_at, kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics import loop_rows
+from kanedyn.dynamics.kane import (
+    KaneTerms,
+    forcing_at,
+    kane_terms,
+    mass_matrix_at,
+    solve_mass_matrix,
+)
 from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads
-from kanedyn.dynamics.loop_rows import loop_rows
-from kanedyn.dynamics.recursion import Recursion, remainder
+from kanedyn.dynamics.loop_rows import RowFrames
+from kanedyn.dynamics.partials import bias_accelerations, joint_subspace
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import derived, params_of
+from kanedyn.model.plan import derived, params_of, plan_of
 from kanedyn.spatial.arithmetic import NUMPY as _NUMPY
 
 __all__ = [
@@ -249,24 +256,25 @@ class LoopTerms:
     p_o: Array  # (m, 3) Go origin, N
 
 
-def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = False) -> LoopTerms:
+def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = False, *,
+               kin: Kinematics | None = None, tm: KaneTerms | None = None) -> LoopTerms:  # fmt: skip
     """``Φ``, ``A`` and (with ``bias``, at the speeds ``u``) ``b`` of every loop
     constraint at the coordinates ``q`` (see the module docstring): the rows of
-    :func:`kanedyn.dynamics.loop_rows.loop_rows`, terms of the tree recursion
-    (:class:`kanedyn.dynamics.recursion.Recursion`) that the compiled engine traces too.
-    Without ``bias``, ``b`` is zero.
+    :func:`kanedyn.dynamics.loop_rows.rows`, which the compiled engine traces on the
+    recursion's frames (:func:`kanedyn.dynamics.loop_rows.frames`), here on the dense
+    engine's vectorised kinematics (:func:`row_frames`). Without ``bias``, ``b`` is
+    zero. ``kin`` (the kinematics at ``q``, ``u``) and ``tm`` (:func:`kane_terms` at
+    ``kin``) are reused when given.
     """
     pl = loop_plan(model)
-    u = np.zeros(model.n) if u is None else np.asarray(u, dtype=float)
-    rec = Recursion(model, np.asarray(q, dtype=float).tolist(), u.tolist())
-    geo = rec.geometry()
+    if kin is None:
+        u = np.zeros(model.n) if u is None else np.asarray(u, dtype=float)
+        kin = kinematics_at(model, np.asarray(q, dtype=float), u)
+    S = joint_subspace(model, kin) if tm is None else tm.S
+    A_r = None
     if bias:
-        v = rec.velocities(geo)
-        rows = loop_rows(
-            rec, geo, pl, v, [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
-        )
-    else:
-        rows = loop_rows(rec, geo, pl)
+        A_r = bias_accelerations(model, kin) if tm is None else tm.A_r
+    rows = loop_rows.rows(row_frames(model, kin, S, A_r), pl, model.layout.path, model.n)
     m = pl.m
     return LoopTerms(
         Phi=np.array(rows.Phi, dtype=float).reshape(m),
@@ -277,6 +285,34 @@ def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = Fals
         dirs=np.array(rows.dirs, dtype=float).reshape(m, 3),
         p_o=np.array(rows.p_o, dtype=float).reshape(m, 3),
     )
+
+
+def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None) -> RowFrames:
+    """The loop rows' frames (:class:`kanedyn.dynamics.loop_rows.RowFrames`) from the
+    dense kinematics ``kin`` (one state), the motion subspace ``S`` (n, 6) of
+    :func:`kanedyn.dynamics.partials.joint_subspace` and, for the bias, the spatial bias
+    accelerations ``A_r`` (nb, 6) of :func:`kanedyn.dynamics.partials.bias_accelerations`
+    (both about ``kin.origin``). A Plücker vector ``(ω, v_O)`` about the origin has the
+    linear part ``v_O + ω × o`` at the point ``o`` (relative to the origin): so the
+    partial velocity of ``Go_j``'s origin is ``S_r^v - o_j × S_r^ω`` and its bias
+    acceleration ``a_O + α × o``."""
+    dof_joint = plan_of(model).dof_joint
+    zero = np.zeros((1, 3))
+    o_rel = kin.o_rel
+
+    def ext(x: Array) -> list[Any]:
+        return np.concatenate((x, zero)).tolist()
+
+    sw = S[:, :3]
+    sv = S[:, 3:] - cross(o_rel[dof_joint], sw)
+    cols = [(int(j), r, a, b) for r, (j, a, b) in
+            enumerate(zip(dof_joint, sw.tolist(), sv.tolist(), strict=True))]  # fmt: skip
+    RB = np.concatenate((kin.R_N_B, np.eye(3)[None])).tolist()
+    fr = RowFrames(ext(kin.o), RB, ext(kin.params.outer_point), cols,
+                   ext(kin.omega), ext(kin.v_o))  # fmt: skip
+    if A_r is None:
+        return fr
+    return attrs.evolve(fr, al=ext(A_r[:, :3]), ao=ext(A_r[:, 3:] + cross(A_r[:, :3], o_rel)))
 
 
 # --------------------------------------------------------------------------- partition
@@ -450,7 +486,7 @@ def equations_at(
     ``Cᵀ(Fr + Fr*) = 0`` are those of the mechanism with the DOF locked. ``part``
     must then be a partition of the same stacked rows."""
     tm = kane_terms(model, kin)
-    lt = loop_terms(model, q, u, bias=True)
+    lt = loop_terms(model, q, u, bias=True, kin=kin, tm=tm)
     A, Phi, bias = stacked_rows(lt, locked)
     if baumgarte is not None:
         alpha, beta = baumgarte

@@ -58,7 +58,7 @@ from kanedyn.spatial.modal import (
     modal_momentum_rate,
 )
 
-__all__ = ["BodyTerms", "JointTerms", "ModalBody", "Recursion", "aba", "remainder"]
+__all__ = ["AbaPass", "BodyTerms", "JointTerms", "ModalBody", "Recursion", "aba", "remainder"]
 
 Scalar = Any
 Vec = list  # of Scalar
@@ -77,6 +77,16 @@ class JointTerms:
     vJ: Vec
     cJ: Vec
     d: Vec  # slide displacement in Gi (Δ d)
+
+
+@attrs.frozen
+class AbaPass:
+    """Pass 2 of ABA (:meth:`Recursion.aba_backward`), per joint k: ``U`` (its columns'
+    ``I^A s``), ``D = Sᵀ I^A S`` and ``u = Q - Sᵀ p^A`` (free speeds only)."""
+
+    U: list[list[Vec]]
+    D: list[Any]
+    u: list[list[Scalar]]
 
 
 @attrs.frozen
@@ -410,6 +420,16 @@ class Recursion:
         speeds only, locked entries 0. With ``c = 0``, ``a_N = 0`` this solves
         ``M x = Q - Σ S_kᵀ (subtree sum of p)``. ``rotors`` (default ``self.rotors``):
         the geared rotors' pieces (module docstring)."""
+        return self.aba_forward(geo, c, self.aba_backward(geo, c, p, Q, rotors), a_N)
+
+    def aba_backward(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec],
+                     Q: list[Scalar], rotors: dict[int, RotorPiece] | None = None
+                     ) -> AbaPass:  # fmt: skip
+        """Pass 2 of :meth:`aba` (leaves to root): per joint ``U = I^A S``, ``D = Sᵀ U``
+        and ``u = Q - Sᵀ p^A``. It is linear in ``(c, p, Q)`` at fixed geometry: ABA
+        is the factorization ``M = Kᵀ D K`` with pass 2 ``u = K⁻ᵀ Q`` and pass 3
+        ``ν̇ = K⁻¹ D⁻¹ u`` (at ``c = 0``, ``a_N = 0``), so ``Q_aᵀ M⁻¹ Q_b = Σ_k u_{a,k}ᵀ
+        D_k⁻¹ u_{b,k}`` (:func:`kanedyn.dynamics.loop_rows.constrained_accelerations`)."""
         model = self.model
         rotors = self.rotors if rotors is None else rotors
         nb = model.nb
@@ -460,9 +480,16 @@ class Recursion:
                 for jj in range(i, 6):
                     P[i][jj] = P[jj][i] = P[i][jj] + Ip[i][jj]
             pA[b.parent] = sp.add(pA[b.parent], fp)
-        nudot: list[Scalar] = [0.0] * model.n
+        return AbaPass(U, Dk, uu)
+
+    def aba_forward(self, geo: list[BodyTerms], c: list[Vec], bw: AbaPass,
+                    a_N: Vec) -> list[Scalar]:  # fmt: skip
+        """Pass 3 of :meth:`aba` (root to leaves) on the pass 2 ``bw``: ``a' = X_k a_P +
+        c_k``, ``ν̇_k = D⁻¹ (u - Uᵀ a')``, ``a_k = a' + S ν̇_k``."""
+        U, Dk, uu = bw.U, bw.D, bw.u
+        nudot: list[Scalar] = [0.0] * self.model.n
         acc: list[Vec] = []
-        for k in range(nb):
+        for k in range(self.model.nb):
             b = geo[k]
             ap = a_N if b.parent < 0 else acc[b.parent]
             a1 = sp.add(sp.motion_to_child(b.E, b.r, ap), c[k])
