@@ -726,10 +726,10 @@ def compile_model(
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     reason = supports(base, None if batch is None else batch.params, flexible=True)
-    if reason is None and base.nf and (form is Formulation.MSD or batch is not None):
+    if reason is None and base.nf and form is Formulation.MSD:
         reason = (
-            "a body is flexible (Body.modes): its compiled equations are Kane's of one "
-            "Model (formulation='kane', no ModelBatch)"
+            "a body is flexible (Body.modes): its compiled equations are Kane's "
+            "(formulation='kane')"
         )
     if reason is not None:
         raise ModelError(f"cannot compile this model: {reason}")
