@@ -60,6 +60,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -69,6 +70,7 @@ from kanedyn.compiled.derivatives import (
     derivative_kernel,
     parameter_symbols,
     residual_kernel,
+    rotor_symbols,
     unrolled,
 )
 from kanedyn.compiled.kernels import (
@@ -279,7 +281,8 @@ def finite_check(count: str) -> str:
 #: the SI unit of each field of Params, as the generated C documents it
 _PARAM_UNITS = {"mass": "kg", "inertia": "kg.m^2", "com": "m", "h_embedded": "kg.m^2/s",
                 "inner_point": "m", "outer_point": "m", "gravity": "m/s^2",
-                "mu": "m^3/s^2", "J2": "1", "radius": "m", "center": "m"}  # fmt: skip
+                "mu": "m^3/s^2", "J2": "1", "radius": "m", "center": "m",
+                "rotor_inertia": "kg.m^2", "rotor_transverse": "kg.m^2"}  # fmt: skip
 PARAMETERS = ("folded", "runtime")
 
 
@@ -299,7 +302,9 @@ class Parameter:
 def runtime_parameters(model: Model) -> list[Parameter]:
     """The model's parameters as the fields of ``prefix_params``, in the order of
     :func:`kanedyn.compiled.derivatives.parameter_symbols`, then a central field's
-    (:func:`~kanedyn.compiled.derivatives.central_symbols`): the name with every
+    (:func:`~kanedyn.compiled.derivatives.central_symbols`), then the geared rotors'
+    moments (:func:`~kanedyn.compiled.derivatives.rotor_symbols`:
+    ``joint.rotor.inertia``, ``joint.rotor.transverse``): the name with every
     character that cannot be in a C identifier made ``_`` (``link0.mass`` ->
     ``link0_mass``; a clash gets ``_2``, ``_3``, ...)."""
     from kanedyn.model.names import effort_units
@@ -308,7 +313,7 @@ def runtime_parameters(model: Model) -> list[Parameter]:
     torque = effort_units(model)
     out: list[Parameter] = []
     taken: set[str] = set()
-    for name, keys in parameter_symbols(model) + central_symbols(model):
+    for name, keys in parameter_symbols(model) + central_symbols(model) + rotor_symbols(model):
         field, index = keys[0]
         base = re.sub(r"[^0-9A-Za-z_]", "_", name)
         base = base if not base[0].isdigit() else f"p_{base}"
@@ -322,7 +327,11 @@ def runtime_parameters(model: Model) -> list[Parameter]:
             unit = f"{torque[index]}/{per}" if field == "stiffness" else f"{torque[index]}.s/{per}"
         else:
             unit = _PARAM_UNITS[field]
-        value = float(np.ravel(getattr(values, field))[index])
+        if field.startswith("rotor_"):  # a rotor's moment: not a Params field
+            rotor: Any = model.joints[index].rotor
+            value = float(rotor.inertia if field == "rotor_inertia" else rotor.transverse)
+        else:
+            value = float(np.ravel(getattr(values, field))[index])
         out.append(Parameter(c_name, name, unit, value, tuple(keys)))
     return out
 
@@ -505,8 +514,9 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
         params_h = f"""
 /* The model's parameters (masses, inertias about the mass centres in body axes, mass
  * centres, embedded momenta, joint points, springs and dampers per speed, gravity in N,
- * a central field's mu, J2, radius and centre in N), read at run time; prefix_default_params holds the model's values. An off-diagonal
- * inertia entry sets both mirrored entries of the tensor. */
+ * a central field's mu, J2, radius and centre in N, the geared rotors' axial and
+ * transverse moments), read at run time; {prefix}_default_params holds the model's
+ * values. An off-diagonal inertia entry sets both mirrored entries of the tensor. */
 typedef struct {{
 {fields}
 }} {ptype};
@@ -548,6 +558,7 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
 """ if derivatives else "")  # fmt: skip
     njac = f"#define {P}_NJAC ({n_val} * {nx + ne})\n" if derivatives else ""
     flex_doc = ""
+    layout = "[q_joints | eta | u | xi]" if nf else "[q | u]"
     if nf:
         from kanedyn.model.names import modal_names
 
@@ -565,7 +576,7 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
  * (kd.codegen.to_c). C99; no dynamic memory, no recursion, no global mutable state:
  * every function is reentrant. See {prefix}.c.
  *
- * State x = [q | u] ({P}_NX = {nq} coordinates ({P}_NQ) + {n} speeds ({P}_NU)):
+ * State x = {layout} ({P}_NX = {nq} coordinates ({P}_NQ) + {n} speeds ({P}_NU)):
 {_table(state_rows, " *   ")}
  * A spherical joint's quaternion is (qx, qy, qz, qw), scalar last; its speeds are the
  * body's angular velocity in body axes.

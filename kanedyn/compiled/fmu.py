@@ -392,8 +392,8 @@ def to_fmu(model: Model, path: str | Path, step: float = 0.01, *,
             what = ("modal " if modal else "") + ("coordinate" if i < nq else "speed")
             xml_vars.append(_variable(nm, i, "output", "continuous", "exact", x0[i], unit,
                                       f"{what} x[{i}]"))  # fmt: skip
-        for r, (nm, unit) in enumerate(zip(tau_names, effort_units(model)[: model.n],
-                                                 strict=True)):
+        efforts = effort_units(model)[: model.n]
+        for r, (nm, unit) in enumerate(zip(tau_names, efforts, strict=True)):
             xml_vars.append(_variable(nm, nq + nu + r, "input", "continuous", None,
                                       0.0, unit, f"generalized effort tau[{r}]"))  # fmt: skip
         base = nq + nu + model.n

@@ -133,6 +133,13 @@ class Trace(Recursion):
         super().__init__(model, q, u, ar=TRACE, locked=locked, params=nominal,
                          loads=load_inputs, tau=tau, body_loads=added)  # fmt: skip
 
+    def rotor_inertia(self, spec: Any) -> tuple[Scalar, Scalar]:
+        """A geared rotor's ``(J, J_t)``: the inputs bound to ``("rotor_inertia", k)`` and
+        ``("rotor_transverse", k)`` for joint k
+        (:func:`kanedyn.compiled.derivatives.rotor_symbols`), else the model's."""
+        J = self.inputs.get(("rotor_inertia", spec.k), spec.J)
+        return J, self.inputs.get(("rotor_transverse", spec.k), spec.J_t)
+
     def par(self, field: str, *index: int) -> Any:
         """Parameter ``field[index]`` as nested lists: a float where every member of a
         batch has the same value, a tape input where they differ."""
