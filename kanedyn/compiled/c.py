@@ -375,9 +375,10 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
     parameters : {"folded", "runtime"}
         ``"folded"``: the model's numbers are constants of the code (the smallest and
         fastest code; the results are the engine's to the last bit). ``"runtime"``:
-        they are the fields of a ``prefix_params`` struct (:func:`runtime_parameters`),
-        an argument of every function, and ``prefix_default_params`` holds the model's
-        values.
+        they are the fields of a ``prefix_params`` struct (:func:`runtime_parameters`:
+        the geared rotors' moments included; a flexible body's modal data stay
+        constants), an argument of every function, and ``prefix_default_params`` holds
+        the model's values.
     body_loads : bool
         Every function also takes ``loads`` (``PREFIX_NL = 6 nb``, after ``tau``): per
         body, a torque then a force at its mass centre, in its body axes (N.m, N), added

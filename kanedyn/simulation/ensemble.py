@@ -61,8 +61,8 @@ Array = NDArray[np.float64]
 @attrs.frozen(eq=False)
 class EnsembleTrajectory:
     """The result of :func:`simulate_ensemble`: ``t`` (nt,), ``q`` (nt, B, nq),
-    ``u`` (nt, B, n) (with flexible bodies nq + nf and n + nf). ``member(b)`` is member b as a :class:`~kanedyn.Trajectory`
-    (with its energies and momenta). ``limits`` is what the run did with the joint
+    ``u`` (nt, B, n) (with flexible bodies nq + nf and n + nf). ``member(b)`` is member
+    b as a :class:`~kanedyn.Trajectory` (with its energies and momenta). ``limits`` is what the run did with the joint
     limits (as for :func:`kanedyn.simulate`), ``limit_crossings[b]`` member b's first
     crossing of each bound (under ``"stop"``, the times its stops first held)."""
 
