@@ -56,11 +56,11 @@ def python_engine(monkeypatch):
 
 @pytest.fixture(scope="module", params=COMPILERS or ["none"])
 def built(request, tmp_path_factory):
-    """The model's C folded with derivatives (``fc``) and with run-time parameters
-    (``fr``), compiled with the strict flags by each compiler found."""
+    """The model's C folded (``fc``) and with run-time parameters (``fr``), compiled
+    with the strict flags by each compiler found."""
     model = hub_and_beam()
     out = tmp_path_factory.mktemp("flex_c")
-    h, c = kd.codegen.to_c(model, out, prefix="fc", derivatives=True)
+    h, c = kd.codegen.to_c(model, out, prefix="fc")
     hr, cr = kd.codegen.to_c(model, out, prefix="fr", parameters="runtime")
     if not COMPILERS:
         pytest.skip("no C compiler (cc, gcc or clang) on PATH")
@@ -131,15 +131,21 @@ def test_c_steps_equal_the_native_engine(built):
     assert x.tolist() == np.concatenate((traj.q[-1], traj.u[-1])).tolist()
 
 
+@pytest.mark.slow
 @needs_cc
-def test_c_derivatives_of_a_flexible_model(built):
-    model, lib, _ = built
+def test_c_derivatives_of_a_flexible_model(tmp_path):
+    """``fd_derivatives`` (the forward-mode Jacobian, columns ``[x | tau]``) against
+    the tape's Jacobian of the compiled engine."""
+    model = hub_and_beam()
+    h, c = kd.codegen.to_c(model, tmp_path, prefix="fd", derivatives=True)
+    assert f"#define FD_NJAC ({model.n_total + model.nq_total} * " in h.read_text()
+    lib = compile_shared(COMPILERS[0], [c], tmp_path / "libfd.so")
     nq, n, ne = model.nq_total, model.n_total, model.n
     state = start(model)
     tau = np.linspace(-1.0, 1.0, ne)
     x = np.concatenate((state.q, state.u))
     out = np.empty((n + nq) * (1 + nq + n + ne))
-    assert lib.fc_derivatives(_p(x), _p(tau), _p(out)) == 0
+    assert lib.fd_derivatives(_p(x), _p(tau), _p(out)) == 0
     rates, J = kd.compile_model(model).jacobian(state.q, state.u, tau)
     np.testing.assert_allclose(out[: n + nq], rates, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out[n + nq :].reshape(n + nq, nq + n + ne), J, rtol=1e-11,
