@@ -171,13 +171,6 @@ def test_what_cannot_run_a_flexible_model_says_why(options, reason):
         kd.simulate(model, state, 0.1, 0.01, **options)
 
 
-def test_ensembles_refuse_a_flexible_model_naming_why():
-    model, state = _hub_and_beam()
-    states = kd.States(np.stack([state.q] * 2), np.stack([state.u] * 2))
-    with pytest.raises(ModelError, match="flexible"):
-        kd.simulate_ensemble(model, states, 0.02, 0.01)
-
-
 def test_a_rigid_sized_state_of_a_flexible_model_is_refused():
     model, _ = _hub_and_beam()
     with pytest.raises(ModelError, match=r"state.q has length 6; this model has nq \+ nf = 6 \+ 4"):

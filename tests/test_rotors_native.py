@@ -261,3 +261,59 @@ def test_a_dispersed_batch_equals_its_members(model):
         member = batch.member(b)
         assert member.joints[1].rotor is not None
         assert_close(got[b], kd.forward_dynamics(member, s), cond(member, s))
+
+
+@pytest.mark.slow
+def test_rotor_moments_are_runtime_parameters_of_the_c(model, tmp_path, monkeypatch):
+    """With ``parameters="runtime"`` the rotors' moments are fields of the params struct
+    (the reflected-only wrist rotor's J alone); the defaults give the folded rates to
+    1e-14, and other moments set in the struct give the rates (dense engine) and ten
+    RK4 steps (kd.simulate) of the model rebuilt with those rotors."""
+    import ctypes
+
+    import attrs
+
+    from kanedyn.compiled import native, tcc
+    from tests.test_to_c import COMPILERS, _p, compile_shared, params_struct
+
+    if not COMPILERS:
+        pytest.skip("no C compiler (cc, gcc or clang) on PATH")
+    h, c = kd.codegen.to_c(model, tmp_path, prefix="gr", parameters="runtime")
+    fields = [p.field for p in kd.compiled.c.runtime_parameters(model)]
+    assert {"shoulder_rotor_inertia", "shoulder_rotor_transverse", "wrist_rotor_inertia",
+            "rail_rotor_transverse"} <= set(fields)  # fmt: skip
+    assert "wrist_rotor_transverse" not in fields
+    assert "double shoulder_rotor_inertia; /* shoulder.rotor.inertia [kg.m^2] */" in h.read_text()
+    lib = compile_shared(COMPILERS[0], [c], tmp_path / "libgr.so")
+    Params = params_struct(model)
+    p = Params.in_dll(lib, "gr_default_params")
+    assert p.shoulder_rotor_inertia == R1["inertia"] and p.wrist_rotor_inertia == R3["inertia"]
+    cp = kd.compile_model(model, backend="python")
+    s = states(model, 1)[0]
+    x = np.concatenate((s.q, s.u))
+    tau = np.zeros(model.n)
+    out = np.empty(model.n + model.nq)
+    assert lib.gr_rhs(_p(x), _p(tau), ctypes.byref(p), _p(out)) == 0
+    want = np.array(cp.rhs(s.q.tolist(), s.u.tolist()))
+    np.testing.assert_allclose(out, want, rtol=1e-14, atol=1e-14 * np.max(np.abs(want)))
+    new = {"shoulder": dict(inertia=5e-4, transverse=3e-4), "wrist": dict(inertia=2e-4),
+           "rail": dict(transverse=4e-4)}  # fmt: skip
+    q = Params.from_buffer_copy(p)
+    for joint, moments in new.items():
+        for what, value in moments.items():
+            setattr(q, f"{joint}_rotor_{what}", value)
+    joints = [attrs.evolve(j, rotor=attrs.evolve(j.rotor, **new[j.name])) if j.name in new else j
+              for j in model.joints]  # fmt: skip
+    rebuilt = kd.Model(model.bodies, joints, gravity=model.gravity)
+    assert lib.gr_rhs(_p(x), _p(tau), ctypes.byref(q), _p(out)) == 0
+    want = kd.forward_dynamics(rebuilt, s)
+    np.testing.assert_allclose(out[: model.n], want, rtol=1e-12, atol=1e-12 * np.max(np.abs(want)))
+    assert np.max(np.abs(want - kd.forward_dynamics(model, s))) > 1e-3  # it changed
+    monkeypatch.setattr(native, "unavailable", lambda: "test")
+    monkeypatch.setattr(tcc, "unavailable", lambda: "test")
+    traj = kd.simulate(rebuilt, s, 0.01, 0.001, progress=False)
+    lib.gr_step.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double]
+    for _ in range(10):
+        assert lib.gr_step(_p(x), _p(tau), ctypes.addressof(q), 0.001) == 0
+    np.testing.assert_allclose(x, np.concatenate((traj.q[-1], traj.u[-1])), rtol=1e-12,
+                               atol=1e-12)  # fmt: skip

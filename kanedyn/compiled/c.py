@@ -26,6 +26,21 @@
     (:func:`kanedyn.dynamics.loops.independent_rows`), and ``PREFIX_derivatives`` is the
     forward-mode Jacobian (:func:`kanedyn.compiled.derivatives.derivative_kernel`).
 
+**Flexible bodies** (``Body.modes``): the state is ``x = [q_joints | η | u | ξ]``
+(``PREFIX_NQ = nq + nf`` coordinates, ``PREFIX_NU = n + nf`` speeds, ``PREFIX_NF = nf``
+modal coordinates named ``body.y1``, ... and modal speeds ``body.y1_dot``, ...; units
+1 and 1/s), ``out = [u̇ | ξ̇ | q̇_joints | η̇ = ξ]``, and ``tau`` stays the joints'
+(``PREFIX_N = n``): the traced :func:`kanedyn.dynamics.flex_recursion.flexible_run`
+(each body's modes condensed into ABA), as the native engine runs it, with ``prefix_step``'s
+RK4 over the full state; ``prefix_derivatives`` is then the forward-mode Jacobian. The
+modal data (:class:`kanedyn.Modes`: modal mass, stiffness, damping, the integrals, the
+geometric stiffness) are constants of the code even with ``parameters="runtime"``:
+:class:`kanedyn.model.plan.Params` does not hold them (nor does a
+:class:`~kanedyn.ModelBatch`), and the modal mass's inverse is folded into the
+condensed inertia; a flexible body's own mass, inertia, mass centre and joint points
+are run-time fields as any body's (they are not tied to its modal integrals, which stay
+the model's).
+
 With ``body_loads=True`` every function takes ``const double *loads`` after ``tau``
 (per body a torque then a force at its mass centre, body axes), with
 ``parameters="runtime"`` a ``const PREFIX_params *p`` after those.
@@ -45,6 +60,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -54,6 +70,7 @@ from kanedyn.compiled.derivatives import (
     derivative_kernel,
     parameter_symbols,
     residual_kernel,
+    rotor_symbols,
     unrolled,
 )
 from kanedyn.compiled.kernels import (
@@ -264,7 +281,8 @@ def finite_check(count: str) -> str:
 #: the SI unit of each field of Params, as the generated C documents it
 _PARAM_UNITS = {"mass": "kg", "inertia": "kg.m^2", "com": "m", "h_embedded": "kg.m^2/s",
                 "inner_point": "m", "outer_point": "m", "gravity": "m/s^2",
-                "mu": "m^3/s^2", "J2": "1", "radius": "m", "center": "m"}  # fmt: skip
+                "mu": "m^3/s^2", "J2": "1", "radius": "m", "center": "m",
+                "rotor_inertia": "kg.m^2", "rotor_transverse": "kg.m^2"}  # fmt: skip
 PARAMETERS = ("folded", "runtime")
 
 
@@ -284,7 +302,9 @@ class Parameter:
 def runtime_parameters(model: Model) -> list[Parameter]:
     """The model's parameters as the fields of ``prefix_params``, in the order of
     :func:`kanedyn.compiled.derivatives.parameter_symbols`, then a central field's
-    (:func:`~kanedyn.compiled.derivatives.central_symbols`): the name with every
+    (:func:`~kanedyn.compiled.derivatives.central_symbols`), then the geared rotors'
+    moments (:func:`~kanedyn.compiled.derivatives.rotor_symbols`:
+    ``joint.rotor.inertia``, ``joint.rotor.transverse``): the name with every
     character that cannot be in a C identifier made ``_`` (``link0.mass`` ->
     ``link0_mass``; a clash gets ``_2``, ``_3``, ...)."""
     from kanedyn.model.names import effort_units
@@ -293,7 +313,7 @@ def runtime_parameters(model: Model) -> list[Parameter]:
     torque = effort_units(model)
     out: list[Parameter] = []
     taken: set[str] = set()
-    for name, keys in parameter_symbols(model) + central_symbols(model):
+    for name, keys in parameter_symbols(model) + central_symbols(model) + rotor_symbols(model):
         field, index = keys[0]
         base = re.sub(r"[^0-9A-Za-z_]", "_", name)
         base = base if not base[0].isdigit() else f"p_{base}"
@@ -307,7 +327,11 @@ def runtime_parameters(model: Model) -> list[Parameter]:
             unit = f"{torque[index]}/{per}" if field == "stiffness" else f"{torque[index]}.s/{per}"
         else:
             unit = _PARAM_UNITS[field]
-        value = float(np.ravel(getattr(values, field))[index])
+        if field.startswith("rotor_"):  # a rotor's moment: not a Params field
+            rotor: Any = model.joints[index].rotor
+            value = float(rotor.inertia if field == "rotor_inertia" else rotor.transverse)
+        else:
+            value = float(np.ravel(getattr(values, field))[index])
         out.append(Parameter(c_name, name, unit, value, tuple(keys)))
     return out
 
@@ -318,8 +342,18 @@ def refusal(model: Model) -> str | None:
 
     The C is the compiled engine's traced equations (:func:`kanedyn.compiled.supports`
     says which models it traces), an RK4 step and, with closed loops, the projection
-    onto their constraints after each step (:func:`kanedyn.compiled.kernels.projection`)."""
-    return supports(model)
+    onto their constraints after each step (:func:`kanedyn.compiled.kernels.projection`).
+    Flexible bodies (``Body.modes``) are written with their modal states
+    (:func:`kanedyn.dynamics.flex_recursion.flexible_run`), except in a model with
+    closed loops, whose loop rows do not take them."""
+    why = supports(model, flexible=True)
+    if why is None and model.nf and model.loops:
+        names = [b.name for b in model.bodies if b.modes is not None]
+        why = (
+            f"flexible bodies {names} in a model with closed loops (the loops' reduced "
+            "equations do not take the modal states)"
+        )
+    return why
 
 
 def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
@@ -330,7 +364,7 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
     Parameters
     ----------
     model : Model
-        A model the compiled engine takes (:func:`kanedyn.compiled.supports`).
+        A model the compiled engine takes (:func:`refusal`), flexible bodies included.
     out_dir : str or Path
         Created if missing.
     prefix : str
@@ -341,9 +375,10 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
     parameters : {"folded", "runtime"}
         ``"folded"``: the model's numbers are constants of the code (the smallest and
         fastest code; the results are the engine's to the last bit). ``"runtime"``:
-        they are the fields of a ``prefix_params`` struct (:func:`runtime_parameters`),
-        an argument of every function, and ``prefix_default_params`` holds the model's
-        values.
+        they are the fields of a ``prefix_params`` struct (:func:`runtime_parameters`:
+        the geared rotors' moments included; a flexible body's modal data stay
+        constants), an argument of every function, and ``prefix_default_params`` holds
+        the model's values.
     body_loads : bool
         Every function also takes ``loads`` (``PREFIX_NL = 6 nb``, after ``tau``): per
         body, a torque then a force at its mass centre, in its body axes (N.m, N), added
@@ -369,8 +404,9 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
                 body_loads=body_loads)  # fmt: skip
     res: Traced | None = None
     proj: Traced | None = None
-    if model.loops:  # the forward-mode Jacobian (the residual route is the tree's)
+    if model.loops:
         proj = projection(model, frozenset(), None, efforts=True, symbols=symbols)
+    if model.loops or model.nf:  # the forward-mode Jacobian (the residual route: rigid trees)
         if derivatives:
             res = derivative_kernel(model, symbols=symbols, body_loads=body_loads)[0]
     elif derivatives:
@@ -405,12 +441,14 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
         speed_units,
     )
 
-    nq, n = model.nq, model.n
+    # the state x = [q_joints | η | u | ξ] (nq, n: with the modal states); the efforts
+    # are the joints' (ne)
+    nq, n, ne, nf = model.nq_total, model.n_total, model.n, model.nf
     nx = nq + n
     P = prefix.upper()
     runtime = bool(params)
     inputs = {name: f"x[{i}]" for i, name in enumerate(tr.args[:nx])}
-    inputs.update({name: f"e[{i}]" for i, name in enumerate(tr.args[nx : nx + n])})
+    inputs.update({name: f"e[{i}]" for i, name in enumerate(tr.args[nx : nx + ne])})
     inputs.update({f"d{i}": f"p->{par.field}" for i, par in enumerate(params)})
     nb = model.nb
     # the body loads: per body, the torque then the force
@@ -456,7 +494,7 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
     state_rows = [(f"x[{i}]", s, u) for i, (s, u) in
                   enumerate(zip(coords + speeds, coordinate_units(model) + speed_units(model),
                                 strict=True))]  # fmt: skip
-    tau_rows = [(f"tau[{r}]", s, u) for r, (s, u) in enumerate(zip(speeds, effort_units(model),
+    tau_rows = [(f"tau[{r}]", s, u) for r, (s, u) in enumerate(zip(speeds[:ne], effort_units(model)[:ne],
                                                                    strict=True))]  # fmt: skip
     loads_doc = nl = ""
     if body_loads:
@@ -477,8 +515,9 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
         params_h = f"""
 /* The model's parameters (masses, inertias about the mass centres in body axes, mass
  * centres, embedded momenta, joint points, springs and dampers per speed, gravity in N,
- * a central field's mu, J2, radius and centre in N), read at run time; prefix_default_params holds the model's values. An off-diagonal
- * inertia entry sets both mirrored entries of the tensor. */
+ * a central field's mu, J2, radius and centre in N, the geared rotors' axial and
+ * transverse moments), read at run time; {prefix}_default_params holds the model's
+ * values. An off-diagonal inertia entry sets both mirrored entries of the tensor. */
 typedef struct {{
 {fields}
 }} {ptype};
@@ -518,24 +557,42 @@ int {prefix}_project(double *x{pp_decl});
  * ({P}_NOUT + {P}_NJAC); 0, or 1 if an output is not finite */
 int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out);
 """ if derivatives else "")  # fmt: skip
-    njac = f"#define {P}_NJAC ({n_val} * {nx + n})\n" if derivatives else ""
+    njac = f"#define {P}_NJAC ({n_val} * {nx + ne})\n" if derivatives else ""
+    flex_doc = ""
+    layout = "[q_joints | eta | u | xi]" if nf else "[q | u]"
+    if nf:
+        from kanedyn.model.names import modal_names
+
+        bodies = ", ".join(
+            f"{model.bodies[i].name} ({sl.stop - sl.start})" for i, sl in model.modal_slices()
+        )
+        flex_doc = f"""
+ * Flexible bodies, modes each: {bodies}. Their modal coordinates eta
+ * (x[{model.nq}] ... x[{nq - 1}], named body.mode: {modal_names(model)[0]}, ...) follow the joints'
+ * coordinates and their modal speeds xi = d(eta)/dt (x[{nq + ne}] ... x[{nx - 1}], body.mode_dot)
+ * follow the joints' speeds; unit 1 and 1/s (the mode shapes carry the length). The
+ * modal data (modal mass, stiffness, damping, the integrals, the geometric stiffness)
+ * are constants of the code{" even with run-time parameters" if runtime else ""}."""
     header = f"""/* {prefix}.h: equations of motion of a {model.nb}-body model, generated by kanedyn
  * (kd.codegen.to_c). C99; no dynamic memory, no recursion, no global mutable state:
  * every function is reentrant. See {prefix}.c.
  *
- * State x = [q | u] ({P}_NX = {nq} coordinates + {n} speeds):
+ * State x = {layout} ({P}_NX = {nq} coordinates ({P}_NQ) + {n} speeds ({P}_NU)):
 {_table(state_rows, " *   ")}
  * A spherical joint's quaternion is (qx, qy, qz, qw), scalar last; its speeds are the
  * body's angular velocity in body axes.
  *
- * Generalized efforts tau ({P}_N), added to the joint springs and dampers:
-{_table(tau_rows, " *   ")}{loads_doc}{loops_doc}
+ * Generalized efforts tau ({P}_N, one per joint speed), added to the joint springs and
+ * dampers:
+{_table(tau_rows, " *   ")}{flex_doc}{loads_doc}{loops_doc}
  */
 #ifndef {P}_H
 #define {P}_H
 
 #define {P}_NQ {nq}
-#define {P}_N {n}
+#define {P}_N {ne}
+#define {P}_NU {n}
+#define {P}_NF {nf}
 #define {P}_NX {nx}
 #define {P}_NOUT {n_val}
 {nl}{njac}{params_h}
@@ -562,7 +619,7 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
     {prefix}_jacobian(x, tau{parg}, out);
 {finite_check(f"{P}_NOUT + {P}_NJAC")}
 }}
-""" if derivatives and loops else f"""
+""" if derivatives and (loops or nf) else f"""
 {jac}
 
 int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)

@@ -41,6 +41,7 @@ __all__ = [
     "parameter_kernel",
     "parameter_symbols",
     "residual_kernel",
+    "rotor_symbols",
     "unrolled",
 ]
 
@@ -174,6 +175,24 @@ def unrolled(tr: Traced) -> Traced:
 
 
 _AXES = "xyz"
+
+
+def rotor_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The geared rotors' moments (:class:`kanedyn.Rotor`), in the form of
+    :func:`parameter_symbols`: per joint k with a rotor, ``joint.rotor.inertia`` (the
+    axial moment J) bound to ``("rotor_inertia", k)`` and, unless the rotor is
+    ``reflected_only`` (whose ``n² J`` alone enters), ``joint.rotor.transverse`` (J_t)
+    bound to ``("rotor_transverse", k)``. They are not fields of
+    :class:`~kanedyn.model.plan.Params`: the traced recursion reads them through
+    :meth:`kanedyn.compiled.kernels.Trace.rotor_inertia`."""
+    out: list[tuple[str, list[tuple[str, int]]]] = []
+    for k, joint in enumerate(model.joints):
+        if joint.rotor is None:
+            continue
+        out.append((f"{joint.name}.rotor.inertia", [("rotor_inertia", k)]))
+        if not joint.rotor.reflected_only:
+            out.append((f"{joint.name}.rotor.transverse", [("rotor_transverse", k)]))
+    return out
 
 
 def parameter_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:

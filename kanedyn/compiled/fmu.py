@@ -378,20 +378,25 @@ def to_fmu(model: Model, path: str | Path, step: float = 0.01, *,
         src = Path(tmp) / "sources"
         h, c = to_c(model, src, prefix=name, parameters="runtime", body_loads=True)
         params = runtime_parameters(model)
-        state = model.initial_state() if state is None else model.check_state(state)
+        # the outputs: x = [q_joints | η | u | ξ] (the modal states of flexible bodies
+        # included); the efforts are the joints' (model.n)
+        nq, nu = model.nq_total, model.n_total
+        state = model.initial_state() if state is None else model.check_state(state, flexible=True)
         x0 = [*map(float, state.q), *map(float, state.u)]
         names = coordinate_names(model) + speed_names(model)
         units = coordinate_units(model) + speed_units(model)
-        tau_names = [f"tau.{s}" for s in speed_names(model)]
+        tau_names = [f"tau.{s}" for s in speed_names(model)[: model.n]]
         xml_vars = []
         for i, (nm, unit) in enumerate(zip(names, units, strict=True)):
-            what = "coordinate" if i < model.nq else "speed"
+            modal = model.nq <= i < nq or i >= nq + model.n
+            what = ("modal " if modal else "") + ("coordinate" if i < nq else "speed")
             xml_vars.append(_variable(nm, i, "output", "continuous", "exact", x0[i], unit,
                                       f"{what} x[{i}]"))  # fmt: skip
-        for r, (nm, unit) in enumerate(zip(tau_names, effort_units(model), strict=True)):
-            xml_vars.append(_variable(nm, model.nq + model.n + r, "input", "continuous", None,
+        efforts = effort_units(model)[: model.n]
+        for r, (nm, unit) in enumerate(zip(tau_names, efforts, strict=True)):
+            xml_vars.append(_variable(nm, nq + nu + r, "input", "continuous", None,
                                       0.0, unit, f"generalized effort tau[{r}]"))  # fmt: skip
-        base = model.nq + 2 * model.n
+        base = nq + nu + model.n
         for i, b in enumerate(model.bodies):
             for v, (what, unit) in enumerate((("torque", "N.m"), ("force", "N"))):
                 for c_ in range(3):
@@ -408,7 +413,7 @@ def to_fmu(model: Model, path: str | Path, step: float = 0.01, *,
         body = "\n".join(xml_vars)
         guid = "{" + str(uuid.UUID(hashlib.sha256((body + h.read_text() + c.read_text())
                                                   .encode()).hexdigest()[:32])) + "}"  # fmt: skip
-        outputs = "\n".join(f'      <Unknown index="{i + 1}"/>' for i in range(model.nq + model.n))
+        outputs = "\n".join(f'      <Unknown index="{i + 1}"/>' for i in range(nq + nu))
         unit_defs = "\n".join(f"    <Unit name={quoteattr(u)}/>" for u in all_units if u != "1")
         xml = f"""<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="2.0" modelName={quoteattr(name)} guid="{guid}"

@@ -72,16 +72,16 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     """``None`` if ``model`` (with the parameters ``params`` of a batch, if given) can be
     compiled, else the reason it cannot. Flexible bodies (``Body.modes``) are compiled
     into Kane's right-hand side (:func:`~kanedyn.compiled.compile_model`, with
-    ``flexible=True``) and run by ``kd.simulate``'s compiled and native run loops
-    (:func:`kanedyn.simulation.system.resolve_engine` with ``flexible=True``); ensembles,
-    parameter derivatives and the C export do not take their states yet, so without
-    ``flexible`` they are refused."""
+    ``flexible=True``) and run by ``kd.simulate``'s compiled and native run loops and by
+    ensembles (:func:`kanedyn.simulation.system.resolve_engine` with ``flexible=True``),
+    and written by the C export; the parameter derivatives do not take their states
+    yet, so without ``flexible`` they are refused."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     if model.nf and not flexible:
         return (
-            "a body is flexible (Body.modes: kd.simulate's run loops and compile_model "
-            "take its states; ensembles, parameter derivatives and the C export do not yet)"
+            "a body is flexible (Body.modes: kd.simulate's run loops, ensembles, the C "
+            "export and compile_model take its states; the parameter derivatives do not yet)"
         )
     return None
 
@@ -132,6 +132,13 @@ class Trace(Recursion):
                 self.inputs[key] = d
         super().__init__(model, q, u, ar=TRACE, locked=locked, params=nominal,
                          loads=load_inputs, tau=tau, body_loads=added)  # fmt: skip
+
+    def rotor_inertia(self, spec: Any) -> tuple[Scalar, Scalar]:
+        """A geared rotor's ``(J, J_t)``: the inputs bound to ``("rotor_inertia", k)`` and
+        ``("rotor_transverse", k)`` for joint k
+        (:func:`kanedyn.compiled.derivatives.rotor_symbols`), else the model's."""
+        J = self.inputs.get(("rotor_inertia", spec.k), spec.J)
+        return J, self.inputs.get(("rotor_transverse", spec.k), spec.J_t)
 
     def par(self, field: str, *index: int) -> Any:
         """Parameter ``field[index]`` as nested lists: a float where every member of a

@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
-from kanedyn.dynamics.rotors import RotorPiece, rotor_piece, rotor_specs
+from kanedyn.dynamics.rotors import RotorPiece, RotorSpec, rotor_piece, rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, params_of
@@ -342,9 +342,16 @@ class Recursion:
         The rotors' terms in Go_k are constants of the joint's structure, so they hold
         for every member of a batch."""
         return {
-            s.k: rotor_piece(s, v[s.k][:3], 0.0 if s.r in self.locked else self.u[s.r])
+            s.k: rotor_piece(s, v[s.k][:3], 0.0 if s.r in self.locked else self.u[s.r],
+                             *self.rotor_inertia(s))
             for s in rotor_specs(self.model)
-        }
+        }  # fmt: skip
+
+    def rotor_inertia(self, spec: RotorSpec) -> tuple[Scalar, Scalar]:
+        """The axial and transverse moments ``(J, J_t)`` of a geared rotor: the model's
+        (:class:`kanedyn.Rotor`); a traced recursion may make them inputs (run-time
+        parameters of the C export)."""
+        return spec.J, spec.J_t
 
     def terms(self) -> tuple[list[BodyTerms], list[Vec], list[Vec], Vec]:
         """The geometry, remainder accelerations ``c_k = c_J + v_k ×ₘ v_J``, bias forces

@@ -185,10 +185,11 @@ def rotor_motion(a: Any, J: float, J_t: float, w: Any, rate: Any) -> tuple[Any, 
     Euler's equation ``J_R α_R + ω_R × J_R ω_R`` with ``α_R = α_w + ρ w × a + ρ̇ a``).
     """
     aa = a[..., :, None] * a[..., None, :]
-    J_R = J_t * np.eye(3) + (J - J_t) * aa
+    # the arrays first: J and J_t may be scalars of a traced arithmetic
+    J_R = np.eye(3) * J_t + aa * (J - J_t)
     rho = np.asarray(rate)[..., None]  # (..., 1): a 0-d object array would unwrap
     omega = w + rho * a
-    H = J_t * omega + (J - J_t) * a * np.asarray(np.sum(a * omega, axis=-1))[..., None]
+    H = omega * J_t + a * (J - J_t) * np.asarray(np.sum(a * omega, axis=-1))[..., None]
     tau = mv(J_R, rho * cross(w, a)) + cross(omega, H)
     return J_R, omega, H, tau
 
@@ -272,14 +273,19 @@ class RotorPiece:
         return sp.add(sp.mv(self.J_R, a), self.tau) + [0.0, 0.0, 0.0]
 
 
-def rotor_piece(spec: RotorSpec, omega_k: list, sigma: Any) -> RotorPiece:
+def rotor_piece(spec: RotorSpec, omega_k: list, sigma: Any, J: Any = None,
+                J_t: Any = None) -> RotorPiece:  # fmt: skip
     """The :class:`RotorPiece` of ``spec`` for body k turning at ``omega_k`` (Go_k) with
-    joint speed ``sigma``: :func:`rotor_motion` with ``a = e``, ``w = ω_k``, rate ``m σ``."""
+    joint speed ``sigma``: :func:`rotor_motion` with ``a = e``, ``w = ω_k``, rate ``m σ``.
+    ``J``, ``J_t``: the rotor's moments (default ``spec``'s), scalars of any arithmetic
+    (a traced recursion's inputs)."""
+    J = spec.J if J is None else J
+    J_t = spec.J_t if J_t is None else J_t
     if spec.reflected_only:
         zero = [0.0, 0.0, 0.0]
-        return RotorPiece([zero] * 3, zero, zero, zero, spec.n * spec.n * spec.J)
+        return RotorPiece([zero] * 3, zero, zero, zero, spec.n * spec.n * J)
     w = np.array(omega_k, dtype=object)
-    J_R, _, H, tau = rotor_motion(spec.e, spec.J, spec.J_t, w, spec.m * sigma)
+    J_R, _, H, tau = rotor_motion(spec.e, J, J_t, w, spec.m * sigma)
     me = (spec.m * spec.e).tolist()
     return RotorPiece(J_R.tolist(), me, list(tau), list(H), 0.0)
 

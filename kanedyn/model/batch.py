@@ -270,10 +270,13 @@ def _validate(key: str, arr: Array) -> None:
             raise ModelError(f"{key}: not proper orthonormal matrices")
 
 
-def resolve(model: Model | ModelBatch, state: Any) -> tuple[Model, Params | None, Array, Array]:
+def resolve(model: Model | ModelBatch, state: Any, *,
+            flexible: bool = False) -> tuple[Model, Params | None, Array, Array]:  # fmt: skip
     """``(model, params, q, u)`` for the engine, after checking sizes and finiteness.
 
     ``params`` is None for a plain model (the engine uses the model's own).
+    ``flexible``: the caller takes the full states of a model with flexible bodies
+    (``q = [q_joints | η]``, ``u = [u | s | ξ]``: ``nq + nf`` and ``n + nf``).
     """
     base = model.model if isinstance(model, ModelBatch) else model
     params = model.params if isinstance(model, ModelBatch) else None
@@ -282,16 +285,22 @@ def resolve(model: Model | ModelBatch, state: Any) -> tuple[Model, Params | None
     if isinstance(state, States):
         if base.is_symbolic:
             base.check_state(base.initial_state())  # raises the symbolic-model error
-        if state.q.shape[-1] != base.nq or state.u.shape[-1] != base.n:
+        nq, n = (base.nq_total, base.n_total) if flexible else (base.nq, base.n)
+        if state.q.shape[-1] != nq or state.u.shape[-1] != n:
+            sizes = (
+                f"nq + nf = {base.nq} + {base.nf}, n + nf = {base.n} + {base.nf}"
+                if flexible and base.nf
+                else f"nq = {base.nq}, n = {base.n}"
+            )
             raise ModelError(
                 f"states have nq = {state.q.shape[-1]}, n = {state.u.shape[-1]}; this model has "
-                f"nq = {base.nq}, n = {base.n}"
+                f"{sizes}"
             )
         if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.u))):
             raise ModelError("states have non-finite entries")
         q, u = state.q, state.u
     else:
-        base.check_state(state)
+        base.check_state(state, flexible=flexible)
         q, u = state.q, state.u
     if params is not None:
         try:

@@ -12,6 +12,15 @@ ensemble at once:
     \\qquad b = 1 \\dots B
 
 with the stacked ``M_b = L_b L_bᵀ`` factored by ``np.linalg.cholesky``.
+
+**Flexible bodies** (``Body.modes``): the states are ``[q_joints | η]`` and
+``[u | s | ξ]`` (``model.nq_total``, ``model.n_total``). Without loads the members run
+together on the compiled engine's flexible equations
+(:func:`kanedyn.dynamics.flex_recursion.flexible_run`, a
+:class:`~kanedyn.ModelBatch`'s parameters as inputs); with loads or
+``engine="dense"`` each member runs through :func:`kanedyn.simulate` (the dense
+flexible equations, :func:`kanedyn.dynamics.kane.flexible_system_at`, take one state),
+with the ensemble's steps.
 """
 
 from __future__ import annotations
@@ -52,8 +61,8 @@ Array = NDArray[np.float64]
 @attrs.frozen(eq=False)
 class EnsembleTrajectory:
     """The result of :func:`simulate_ensemble`: ``t`` (nt,), ``q`` (nt, B, nq),
-    ``u`` (nt, B, n). ``member(b)`` is member b as a :class:`~kanedyn.Trajectory`
-    (with its energies and momenta). ``limits`` is what the run did with the joint
+    ``u`` (nt, B, n) (with flexible bodies nq + nf and n + nf). ``member(b)`` is member
+    b as a :class:`~kanedyn.Trajectory` (with its energies and momenta). ``limits`` is what the run did with the joint
     limits (as for :func:`kanedyn.simulate`), ``limit_crossings[b]`` member b's first
     crossing of each bound (under ``"stop"``, the times its stops first held)."""
 
@@ -113,7 +122,7 @@ class _Ensemble:
     def _compiled_rhs(self, cm: CompiledModel, x: Array) -> Array:
         """The compiled equations on columns of ``x`` (B, nq + n): one element-wise NumPy
         operation per line of the generated code (quaternions normalized inside)."""
-        n = self.model.n
+        n = self.model.n_total
         with np.errstate(all="ignore"):
             out = cm.array_fn(*x.T, *cm.parameter_arrays())
         xdot = np.empty(x.shape)
@@ -151,7 +160,8 @@ def simulate_ensemble(
     model : Model or ModelBatch
         With a :class:`~kanedyn.ModelBatch`, member b uses parameter set b.
     states : States
-        Initial coordinates and speeds, shapes (B, nq) and (B, n).
+        Initial coordinates and speeds, shapes (B, nq) and (B, n); with flexible bodies
+        (B, nq + nf) and (B, n + nf).
     loads : None, sequence, or callable
         Load records applied to every member, or a callable
         ``loads(t, model, states, kin)`` returning records.
@@ -187,28 +197,22 @@ def simulate_ensemble(
     """
     if not isinstance(states, States):
         raise ModelError(f"simulate_ensemble needs kd.States, got {type(states).__name__}")
-    flexible = model.model if isinstance(model, ModelBatch) else model
-    if flexible.nf:
-        names = [b.name for b in flexible.bodies if b.modes is not None]
-        raise ModelError(
-            f"simulate_ensemble: flexible bodies {names} are not run in ensembles yet "
-            "(kd.simulate runs them, one member at a time)"
-        )
-    base, params, q0, u0 = resolve(model, states)
+    base, params, q0, u0 = resolve(model, states, flexible=True)
     t_final, dt = check_times(t_final, dt)
     engine = Engine.parse(engine)
     limit_mode = limits_.Limits.parse(limits)
     schedule = Schedule.of(t_final, dt, dt if output_every is None else float(output_every))
     batch = np.broadcast_shapes(q0.shape[:-1], () if params is None else params.batch_shape)
+    times = (t_final, dt, output_every)
     if limit_mode is limits_.Limits.STOP and limits_.limited_joints(base).names:
-        return _with_stops(model, batch, q0, u0, (t_final, dt, output_every), loads, engine)
+        return _each_member(model, batch, q0, u0, times, loads, engine, limit_mode)
     x = np.concatenate(
         (np.broadcast_to(q0, batch + q0.shape[-1:]), np.broadcast_to(u0, batch + u0.shape[-1:])),
         axis=-1,
     )
-    compiled = resolve_engine(base, engine)
+    compiled = resolve_engine(base, engine, flexible=True)
     if compiled and isinstance(model, ModelBatch):
-        why = supports(base, model.params)
+        why = supports(base, model.params, flexible=True)
         if why is not None:
             if engine is Engine.COMPILED:
                 raise ModelError(f"engine='compiled': {why}; use engine='dense'")
@@ -217,6 +221,26 @@ def simulate_ensemble(
         if engine is Engine.COMPILED:
             raise ModelError("engine='compiled' runs ensembles without loads; use engine='dense'")
         compiled = False
+    if base.nf and not compiled:
+        # the dense engine's flexible equations (kanedyn.dynamics.kane.flexible_system_at)
+        # take one state: each member runs through kd.simulate, with the ensemble's steps
+        ens = _each_member(model, batch, q0, u0, times, loads, engine, limit_mode)
+    else:
+        ens = _together(model, base, params, x, schedule, loads, compiled, threads, limit_mode)
+    if limit_mode is limits_.Limits.IGNORE or not limits_.limited_joints(base).names:
+        return ens
+    found = tuple(limits_.crossings(base, ens.t, ens.q[:, b]) for b in range(ens.size))
+    if any(found):
+        warnings.warn(_report(found), limits_.JointLimitWarning, stacklevel=2)
+    return attrs.evolve(ens, limit_crossings=found)
+
+
+def _together(model: Model | ModelBatch, base: Model, params: Params | None, x: Array,
+              schedule: Schedule, loads: LoadsLike, compiled: bool, threads: int | None,
+              limit_mode: limits_.Limits) -> EnsembleTrajectory:  # fmt: skip
+    """Every member stepped together: the native RK4 loop, or RK4 on (B, nx) arrays of
+    the compiled or the dense batched equations. ``x`` (B, nq + n), with flexible bodies
+    ``[q_joints | η | u | s | ξ]`` (the compiled engine's states)."""
     system = _Ensemble(base, params, loads, compile_model(model) if compiled else None)
     cm = system.compiled
     if base.loops:
@@ -228,21 +252,15 @@ def simulate_ensemble(
     else:
         ts, xs = _run_rk4(system, x, schedule)
     wall = _time.perf_counter() - start
-    ens = EnsembleTrajectory(
+    return EnsembleTrajectory(
         model=model,
         t=ts,
-        q=xs[..., : base.nq],
-        u=xs[..., base.nq :],
+        q=xs[..., : base.nq_total],
+        u=xs[..., base.nq_total :],
         wall_time=wall,
         steps=schedule.n_steps,
         limits=limit_mode.value,
     )
-    if limit_mode is limits_.Limits.IGNORE or not limits_.limited_joints(base).names:
-        return ens
-    found = tuple(limits_.crossings(base, ts, ens.q[:, b]) for b in range(ens.size))
-    if any(found):
-        warnings.warn(_report(found), limits_.JointLimitWarning, stacklevel=2)
-    return attrs.evolve(ens, limit_crossings=found)
 
 
 def _check_loops(model: Model, x: Array, native: bool) -> None:
@@ -276,7 +294,7 @@ def _report(found: tuple[tuple[limits_.LimitCrossing, ...], ...]) -> str:
     )
 
 
-def _with_stops(
+def _each_member(
     model: Model | ModelBatch,
     batch: tuple[int, ...],
     q0: Array,
@@ -284,13 +302,24 @@ def _with_stops(
     times: tuple[float, float, float | None],
     loads: LoadsLike,
     engine: Engine,
+    limit_mode: limits_.Limits,
 ) -> EnsembleTrajectory:
-    """``limits="stop"``: each member through :func:`kanedyn.simulate` (its stops are
-    locks at its own times), stacked as an ensemble."""
+    """Each member through :func:`kanedyn.simulate`, stacked as an ensemble: under
+    ``limits="stop"`` (a member's stops are locks at its own times), and for flexible
+    bodies off the compiled engine (the dense flexible equations take one state; the
+    joint limits are then checked by the caller)."""
+    stop = limit_mode is limits_.Limits.STOP
     if callable(loads):
+        base = model.model if isinstance(model, ModelBatch) else model
+        why = (
+            "simulate_ensemble(limits='stop') runs" if stop
+            else f"simulate_ensemble of flexible bodies "
+            f"{[b.name for b in base.bodies if b.modes is not None]} with loads or "
+            "the dense engine runs"
+        )  # fmt: skip
         raise ModelError(
-            "simulate_ensemble(limits='stop') runs each member through kd.simulate, whose "
-            "load callables take one state: give load records, or use limits='warn'"
+            f"{why} each member through kd.simulate, whose load callables take one state: "
+            f"give load records{', or use limits=' + repr('warn') if stop else ''}"
         )
     t_final, dt, output_every = times
     B = int(np.prod(batch)) if batch else 1
@@ -309,7 +338,7 @@ def _with_stops(
                 loads=loads or None,
                 output_every=output_every,
                 engine=engine,
-                limits="stop",
+                limits="stop" if stop else "ignore",
                 progress=False,
             )  # fmt: skip
         )
@@ -320,8 +349,8 @@ def _with_stops(
         u=np.stack([r.u for r in runs], axis=1),
         wall_time=_time.perf_counter() - start,
         steps=runs[0].steps,
-        limits=limits_.Limits.STOP.value,
-        limit_crossings=tuple(r.limit_crossings for r in runs),
+        limits=limit_mode.value,
+        limit_crossings=tuple(r.limit_crossings for r in runs) if stop else (),
     )
 
 
@@ -367,8 +396,9 @@ def _run_rk4_native(
 
 
 def _run_rk4(system: _Ensemble, x: Array, schedule: Schedule) -> tuple[Array, Array]:
-    """RK4 on (B, nq + n) arrays, the same step as :func:`kanedyn.simulate`'s."""
-    nq = system.model.nq
+    """RK4 on (B, nq + n) arrays, the same step as :func:`kanedyn.simulate`'s (with
+    flexible bodies, ``nq + nf`` coordinates: the quaternions are the joints')."""
+    nq = system.model.nq_total
     ts, xs = [0.0], [x.copy()]
     for _, t, h, t_next, output in schedule:
         x = rk4_step(system, t, x, h)

@@ -185,8 +185,8 @@ def run_chunk(run: Run, first: int, stop: int) -> ChunkResult:
     histories = np.full((len(run.output_names), nt, B), np.nan)
     model = spec.model
     keep = run.keep_trajectories
-    q_all = np.full((nt, B, model.nq) if keep else (0, 0, 0), np.nan)
-    u_all = np.full((nt, B, model.n) if keep else (0, 0, 0), np.nan)
+    q_all = np.full((nt, B, model.nq_total) if keep else (0, 0, 0), np.nan)
+    u_all = np.full((nt, B, model.n_total) if keep else (0, 0, 0), np.nan)
     crossings = [""] * B
     how = _simulate_each if run.one_by_one else _simulate
     for sel, ens in how(run, members, np.flatnonzero(status == _OK), errors):
@@ -489,7 +489,7 @@ def monte_carlo(
     pd = require_pandas()
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ModelError(f"monte_carlo: n must be a positive integer, got {n!r}")
-    model.check_state(state)
+    model.check_state(state, flexible=True)
     t_final, dt = check_times(t_final, dt)
     if controller is not None and not isinstance(controller, Controller):
         raise ModelError(
