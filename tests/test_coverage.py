@@ -47,8 +47,9 @@ def test_the_page_names_every_feature_and_engine():
         # a sympy mass has no number to integrate
         ("sympy parameters", "dense Kane", "refused"),
         ("sympy parameters", "symbolic Kane", "yes"),
-        # momentum states do not hold loop constraints (the MSD slides are for trees)
-        ("closed loops", "dense MSD", "refused"),
+        # the tree's momentum states, moved by the loops' constraint forces
+        ("closed loops", "dense MSD", "yes"),
+        ("closed loops", "native MSD", "native"),
         # a controller is a Python function of a sampled state: no symbolic input for it
         ("controllers", "symbolic Kane", "n/a"),
     ],

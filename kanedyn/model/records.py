@@ -920,8 +920,8 @@ class Model:
         """
         if self.is_symbolic:
             raise ModelError(
-                "this model has symbolic parameters: use kanedyn.symbolic, or model.subs({...}) "
-                "to give them values before numeric evaluation"
+                "this model has symbolic parameters, and numeric evaluation needs numbers: "
+                "use kanedyn.symbolic, or model.subs({...}) to give them values first"
             )
         if not isinstance(state, State):
             raise ModelError(f"expected a kanedyn State, got {type(state).__name__}")

@@ -302,8 +302,9 @@ def _charts(model: Model, chart: str | Mapping[str, str]) -> dict[str, str]:
             for x in np.asarray(field, dtype=object).ravel()
         ):
             raise ModelError(
-                f"lagrange: spherical joint {j.name!r} has a spring or damper; in Euler "
-                "angles its generalized force is not supported here (use kd.symbolic.kane)"
+                f"lagrange: spherical joint {j.name!r} has a spring or damper, whose "
+                "rotation-vector potential is 0/0 at zero rotation in closed form; its "
+                "numeric engines take it (kd.simulate, kd.linearize)"
             )
         out[j.name] = str(seq)
     return out
