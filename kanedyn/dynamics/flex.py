@@ -45,8 +45,8 @@ from kanedyn.spatial.modal import (
     modal_central_potential,
     modal_forces,
     modal_inertia,
+    node_frame,
 )
-from kanedyn.spatial.rotation import skew
 
 __all__ = [
     "NodeMotion",
@@ -114,6 +114,10 @@ def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
         T[:3, :n] = R.T @ Om
         T[3:6, :n] = R.T @ V0
         T[6:, n + sl.start : n + sl.stop] = np.eye(nm)
+        if par.Omega_xi is not None and par.V_xi is not None:  # riding on a node
+            Ox = par.Omega_xi[i]
+            T[:3, n:] += R.T @ Ox
+            T[3:6, n:] += R.T @ (par.V_xi[i] - cross(Ox.T, rc).T)
         w = kin.omega[i]
         a0 = par.a_r[i] - np.cross(par.alpha_r[i], rc) - np.cross(w, np.cross(w, rc))
         r = np.concatenate([R.T @ par.alpha_r[i], R.T @ a0, np.zeros(nm)])
@@ -191,9 +195,11 @@ def flex_momentum(
 class NodeMotion:
     """A node of a flexible body at a state (N components): its deflected position
     ``p + R(r_n + Ψ_nη)``, velocity ``v₀ + ω × R(r_n + Ψ_nη) + RΨ_nξ``, attitude
-    ``R_N_node = R exp([Θ_nη]×)`` and angular velocity ``ω + RΘ_nξ`` (small elastic
-    rotations: first order in ``Θ_nη``); ``displacement`` ``RΨ_nη`` and ``rotation``
-    ``RΘ_nη`` are the elastic parts (42's ``BodyStatesToNodeStates``)."""
+    ``R_N_node = R C(Θ_nη)`` and angular velocity ``ω + RWξ`` (the Cayley rotation of
+    :func:`~kanedyn.spatial.modal.node_frame`, first-order equal to 42's ``U + [Θ_nη]×``,
+    and the frame a joint at the node rides on: ``Joint.inner_node``); ``displacement``
+    ``RΨ_nη`` and ``rotation`` ``RΘ_nη`` are the elastic parts (42's
+    ``BodyStatesToNodeStates``)."""
 
     position: Array
     velocity: Array
@@ -213,21 +219,19 @@ def node_motion(model: Model, state: State, body: str, node: str) -> NodeMotion:
     k = md.node(node)
     sl = model.modal_slices()[[j for j, _ in model.modal_slices()].index(i)][1]
     e, x = eta[sl], xi[sl]
-    kin = kinematics_at(model, q, u)
+    kin = kinematics_at(model, q, u, eta=eta, xi=xi)
     par = partials_at(model, kin)
     bf = next(b for b in _bodies(model, kin, par) if b.i == i)
     R = bf.R
+    C, dn, W, _ = node_frame(md, k, e, x)
     d, th = md.Psi[k] @ e, md.Theta[k] @ e
-    rho = R @ (md.node_positions[k] + d)
+    rho = R @ dn
     w = R @ bf.w
-    angle = float(np.linalg.norm(th))
-    K = skew(th / angle) if angle > 0 else np.zeros((3, 3))
-    expm = np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
     return NodeMotion(
         position=bf.p + rho,
         velocity=R @ bf.v0 + np.cross(w, rho) + R @ (md.Psi[k] @ x),
-        R_N_node=R @ expm,
-        omega=w + R @ (md.Theta[k] @ x),
+        R_N_node=R @ C,
+        omega=w + R @ (W @ x),
         displacement=R @ d,
         rotation=R @ th,
     )
