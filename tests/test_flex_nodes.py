@@ -127,3 +127,112 @@ def test_conservation_and_the_rates_fail_without_the_node_rotation_rate(monkeypa
     assert max(dE, dP, dH) > 1e-4
     with pytest.raises(AssertionError):
         test_velocities_and_accelerations_are_the_rates_of_the_positions()
+
+
+def _tip_mass_frequencies(ell, rho, EI, M, J, count):
+    """The cantilever with a tip mass M and tip rotary inertia J: roots of the 2×2
+    determinant of the tip conditions ``EI w'' = ω²J w'`` and ``EI w''' = -ω²M w`` on
+    ``w = A(cos - cosh) + B(sin - sinh)`` (clamped root), as frequencies (rad/s)."""
+
+    def det(lam):
+        b = lam / ell
+        w2 = EI * b**4 / rho
+        c, s, ch, sh = np.cos(lam), np.sin(lam), np.cosh(lam), np.sinh(lam)
+        w = np.array([c - ch, s - sh])
+        w1 = b * np.array([-s - sh, c - ch])
+        w2_ = b**2 * np.array([-c - ch, -s - sh])
+        w3 = b**3 * np.array([s - sh, -c - ch])
+        return np.linalg.det(np.array([EI * w2_ - w2 * J * w1, EI * w3 + w2 * M * w])) / ch**2
+
+    xs = np.linspace(0.3, 15.0, 3000)
+    v = [det(x) for x in xs]
+    roots = [scipy.optimize.brentq(det, a, b, xtol=1e-14)
+             for a, b, fa, fb in zip(xs, xs[1:], v, v[1:], strict=False) if fa * fb < 0]  # fmt: skip
+    return np.array([(r / ell) ** 2 * np.sqrt(EI / rho) for r in roots[:count]])
+
+
+def test_clamped_beam_with_a_tip_body_has_the_tip_mass_frequencies():
+    """A rigid body welded at the tip node of a clamped beam (kd.linearize) converges,
+    as the cantilever modes are added, to the analytic frequencies of a cantilever with
+    that tip mass and tip rotary inertia; the rotary inertia (the node's rotation)
+    lowers the first frequency by 1.9 %."""
+    ell, rho, EI, M, J = 2.0, 1.5, 30.0, 0.9, 0.12
+    exact = _tip_mass_frequencies(ell, rho, EI, M, J, 2)
+    no_rotation = _tip_mass_frequencies(ell, rho, EI, M, 0.0, 1)
+    assert no_rotation[0] > 1.015 * exact[0]
+    errors = []
+    for n_modes in (2, 4, 8):
+        beam = kd.beam_body("beam", ell, rho, EI, n_modes=n_modes, directions=(1,),
+                            stiffening=False)  # fmt: skip
+        tip = kd.Body("tip", M, np.diag([0.05, 0.07, J]))
+        model = kd.Model(
+            [beam, tip],
+            [kd.Joint.weld("clamp", None, "beam"),
+             kd.Joint.weld("w", "beam", "tip", inner_point=(ell, 0, 0), inner_node=1)],
+            gravity=(0.0, 0.0, 0.0),
+        )  # fmt: skip
+        ev = kd.linearize(model, model.initial_state()).eigenvalues
+        freq = np.sort(np.abs(ev.imag))[::2][:2]
+        err = (freq - exact) / exact
+        assert np.all(err > -1e-6)  # assumed modes: from above
+        errors.append(err)
+    errors = np.array(errors)
+    assert np.all(np.diff(errors, axis=0) < 0)  # converging
+    assert errors[-1, 0] < 2e-4 and errors[-1, 1] < 0.03
+
+
+def _with_hinge(**kw):
+    beam = kd.beam_body("beam", 2.0, 1.5, 30.0, n_modes=2, directions=(1,), stiffening=False)
+    hub = kd.Body("hub", 5.0, np.eye(3))
+    tip = kd.Body("tip", 0.5, np.eye(3) * 0.01)
+    inner = kw.pop("inner", "beam")
+    return kd.Model(
+        [hub, beam, tip],
+        [kd.Joint.revolute("spin", None, "hub"), kd.Joint.weld("w", "hub", "beam"),
+         kd.Joint.revolute("hinge", inner, "tip", inner_point=(2.0, 0, 0), **kw)],
+    )  # fmt: skip
+
+
+def test_bad_node_attachments_are_refused_naming_joint_and_body():
+    with pytest.raises(ModelError, match=r"joint 'hinge': inner_node=2 is out of range: "
+                                         r"body 'beam' has 2 nodes"):  # fmt: skip
+        _with_hinge(inner_node=2)
+    with pytest.raises(ModelError, match=r"joint 'hinge'.*no such node.*'root', 'tip'"):
+        _with_hinge(inner_node="middle")
+    with pytest.raises(ModelError, match=r"joint 'hinge'.*inner body 'hub' is rigid"):
+        _with_hinge(inner="hub", inner_node=0)
+    with pytest.raises(ModelError, match=r"joint 'hinge'.*needs a flexible inner body; the inner side is N"):
+        kd.Joint.revolute("hinge", None, "tip", inner_node=0)
+    with pytest.raises(ModelError, match=r"joint 'hinge': inner_node must be a node index"):
+        kd.Joint.revolute("hinge", "beam", "tip", inner_node=-1)
+    with pytest.raises(ModelError, match=r"loop 'l'.*cannot attach at a node"):
+        kd.Loop.revolute("l", "beam", "tip", inner_node=0)
+
+
+def test_a_node_by_name_is_the_node_by_index():
+    a, b = _with_hinge(inner_node="tip"), _with_hinge(inner_node=1)
+    s = a.set_modes(a.initial_state(), "beam", amplitudes=[0.1, -0.05], rates=[0.3, 0.2])
+    np.testing.assert_array_equal(kd.forward_dynamics(a, s), kd.forward_dynamics(b, s))
+
+
+def test_the_compiled_engine_refuses_node_joints_and_auto_runs_dense():
+    model, s0 = _hub_beam_tip()
+    with pytest.raises(ModelError, match=r"\['hinge'\] attach at nodes.*engine='dense'"):
+        kd.simulate(model, s0, 0.01, engine="compiled")
+    traj = kd.simulate(model, s0, 0.05, dt=0.005)
+    dense = kd.simulate(model, s0, 0.05, dt=0.005, engine="dense")
+    np.testing.assert_array_equal(traj.q[-1], dense.q[-1])
+
+
+def test_trajectory_histories_of_a_body_on_a_node():
+    """The trajectory's body history of the tip body is kd.kinematics at its states,
+    and its node history is the tip node's (the hinge's inner point)."""
+    model, s0 = _hub_beam_tip()
+    traj = kd.simulate(model, s0, 0.04, dt=0.01, engine="dense")
+    tip = traj.body("tip")
+    node = traj.node("beam", "tip")
+    for i in (0, len(traj.t) - 1):
+        kin = kd.kinematics(model, traj.state(i))
+        np.testing.assert_allclose(tip.position[i], kin.r[2], atol=1e-12)
+        np.testing.assert_allclose(tip.R_N_B[i], kin.R_N_B[2], atol=1e-12)
+        np.testing.assert_allclose(node.position[i], kin.o[2], atol=1e-12)  # Gi = Go here
