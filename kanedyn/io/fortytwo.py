@@ -49,8 +49,10 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   (:class:`FortyTwoFlex`). 42 leaves out the terms built from L and N without "Include
   2nd Order Flex Terms"; kanedyn keeps them (a warning says so). The body becomes
   ``Body(..., modes=Modes(**fields))`` (:func:`kanedyn.io.modal_fields.flexible_body`);
-  a joint on it is attached rigidly at its joint node, with a warning (joints riding
-  on a node's flexible motion are not modelled yet).
+  a joint whose inner body it is attaches at its joint node (``Joint.inner_node``: the
+  outer body rides on the node's flexible displacement and rotation); a joint whose outer
+  body it is is attached rigidly at its joint node, with a warning (outer nodes are not
+  modelled yet).
 
 Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
@@ -749,12 +751,15 @@ def _read_flex_bodies(
             bodies[i] = flexible_body(body, fields)
         except ModelError as exc:
             raise L.error(f.flex_line, f"body {name}: flex file {f.flex}: {exc}") from None
-        for _, j in mine:
+        for k, j in mine:
+            if j.inner == name:  # the outer body rides on the joint node (Joint.inner_node)
+                joints[1 + k] = attrs.evolve(j, inner_node=j.name)
+                continue
             note(
                 f.flex_line,
-                f"body {name}: joint {j.name} is attached rigidly at its node: it "
-                "does not ride on the node's flexible motion (joints at nodes are not "
-                "modelled yet)",
+                f"body {name}: joint {j.name} is attached rigidly at its node on its outer "
+                f"body {name}: the joint does not move with that node's flexible motion "
+                "(outer nodes are not modelled yet)",
             )
     return bodies, flex
 
