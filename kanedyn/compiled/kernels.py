@@ -78,12 +78,6 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     ``flexible`` they are refused."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
-    nodes = [j.name for j in model.joints if j.inner_node is not None]
-    if nodes:
-        return (
-            f"joints {nodes} attach at nodes of flexible bodies (Joint.inner_node): the "
-            "compiled tree recursion does not condense them yet (the dense engine runs them)"
-        )
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: kd.simulate's run loops and compile_model "

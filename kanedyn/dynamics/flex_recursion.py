@@ -75,6 +75,7 @@ def flexible_run(
     (``Model.nf`` each, in body order). Returns ``(ν̇, q̇)`` over the flexible state:
     ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``."""
     model = rec.model
+    rec.set_modal(eta, xi)  # the joints at nodes ride on them
     geo, c, p, a_N = rec.terms()
     v = rec.velocities(geo)
     g_N = rec.par("gravity") if rec.loads else None
@@ -82,7 +83,7 @@ def flexible_run(
     for b in geo:
         R_N.append(b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E))
     r_field = rec.field_positions(geo)[1] if model.central_gravity is not None else None
-    local: dict[int, tuple[Any, Any, Any, slice]] = {}  # body k: (C M⁻¹, h_ξ, M⁻¹, slice)
+    blocks: dict[int, list[Any]] = {}  # body k: [C, M, h_ξ] (Recursion.aba condenses them)
     for k, sl in model.modal_slices():
         md: Any = model.bodies[k].modes
         e, x = _obj(list(eta[sl])), _obj(list(xi[sl]))
@@ -103,16 +104,12 @@ def flexible_run(
             r = R.T @ _obj(r_field[k])
             h = h - modal_central_forces(rec.ar, md, e, rec.par("mu"), rec.par("com", k), r)
         C = Tx.T @ dM[:6, 6:]  # (6, nm)
-        Minv = np.linalg.inv(np.asarray(md.mass, dtype=float))
-        CM = C @ Minv
-        inertia = _obj(geo[k].inertia) + Tx.T @ dM[:6, :6] @ Tx - CM @ C.T
+        inertia = _obj(geo[k].inertia) + Tx.T @ dM[:6, :6] @ Tx
         geo[k] = attrs.evolve(geo[k], inertia=inertia.tolist())
-        p[k] = (_obj(p[k]) + Tx.T @ h[:6] - CM @ h[6:]).tolist()
-        local[k] = (C, h[6:], Minv, sl)
-    nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N)
-    acc, _ = rec.newton_euler(geo, c, p, a_N, nudot)
+        p[k] = (_obj(p[k]) + Tx.T @ h[:6]).tolist()
+        blocks[k] = [C.tolist(), np.asarray(md.mass, dtype=float).tolist(), list(h[6:])]
+    nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N, flex=blocks)
     xidot: list[Scalar] = [0.0] * model.nf
-    for k, (C, h_xi, Minv, sl) in local.items():
-        rates = -(Minv @ (h_xi + C.T @ _obj(acc[k])))
-        xidot[sl] = list(rates)
+    for k, sl in model.modal_slices():
+        xidot[sl] = rec.xidot[k]
     return [*nudot, *xidot], [*rec.qdot(), *xi]

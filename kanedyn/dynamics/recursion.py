@@ -22,6 +22,15 @@ the joint point), with spatial vectors (ω, v) and forces (n, f) (conventions pa
   by joint k's speed with the column ``S_R = S + (m e, 0)``: pass 2 takes ``U += I_R
   S_R``, ``D += S_Rᵀ I_R S_R``, ``u -= S_Rᵀ p_R`` and hands ``I^A + I_R``, ``p^A + p_R``
   inwards (:mod:`kanedyn.dynamics.rotors`, :meth:`Recursion.rotor_pieces`).
+* a joint k at a node of a flexible inner body P (``Joint.inner_node``, with the modal
+  state set by :meth:`Recursion.set_modal`): Gi rides on the node frame
+  (:func:`kanedyn.spatial.modal.node_frame`), which moves in P with ``ν_n = Φ_n ξ_P``
+  (in Go_P, :meth:`Recursion.node_terms`); pass 1 takes ``v_k = X_k(v_P + ν_n) + v_J``
+  and ``c_k += X_k c_n``, ``c_n = v_P ×ₘ ν_n + (the rate of Φ_n at constant ξ) ξ``;
+  pass 2 adds the child's ``I^a`` and ``p^a`` (in P) to the body's modal blocks,
+  ``C += I^a Φ_n``, ``M += Φ_nᵀ I^a Φ_n``, ``h += Φ_nᵀ p^a``, before they are condensed
+  (:mod:`kanedyn.dynamics.flex_recursion`), and pass 3 takes ``a' = X_k(a_P + Φ_n ξ̇_P)
+  + c_k``.
 
 **The equations are Kane's.** ABA solves ``M ν̇ = Fr + Fr*|_{ν̇=0}`` (Kane_NBody slide
 23) without forming ``M``: eliminating the joints from the leaves inwards is a block
@@ -47,9 +56,10 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import RotorPiece, rotor_piece, rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import Params, params_of
+from kanedyn.model.plan import Params, node_joints, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
+from kanedyn.spatial.modal import node_frame
 
 __all__ = ["BodyTerms", "JointTerms", "Recursion", "aba", "remainder"]
 
@@ -70,6 +80,21 @@ class JointTerms:
     vJ: Vec
     cJ: Vec
     d: Vec  # slide displacement in Gi (Δ d)
+
+
+@attrs.frozen
+class NodeTerms:
+    """A joint at a node of the flexible body ``parent`` (:meth:`Recursion.node_terms`):
+    Gi's placement in Go_parent, the node's motion subspace ``Phi`` (6 × the body's
+    modes, Go_parent), ``nu = Φ ξ`` and ``quad`` (Φ's rate at constant ξ, times ξ)."""
+
+    parent: int
+    modes: slice
+    R_P_Gi: Mat
+    r0: Vec
+    Phi: Mat
+    nu: Vec
+    quad: Vec
 
 
 @attrs.frozen
@@ -133,6 +158,45 @@ class Recursion:
         self.qn = joints.normalize_quaternions(ar, model.layout, np.array(self.q, self.dtype))
         #: the geared rotors at the current speeds, per joint (set by :meth:`terms`)
         self.rotors: dict[int, RotorPiece] = {}
+        #: the modal coordinates and speeds (:meth:`set_modal`), and per joint at a node
+        #: its terms (:meth:`node_terms`)
+        self.modal: tuple[list[Scalar], list[Scalar]] | None = None
+        self.nodes: dict[int, NodeTerms] = {}
+        #: the modal accelerations of the flexible bodies (set by :meth:`aba`)
+        self.xidot: dict[int, list[Scalar]] = {}
+
+    def set_modal(self, eta: Sequence[Scalar], xi: Sequence[Scalar]) -> None:
+        """The flexible bodies' modal coordinates and speeds (``Model.nf`` each): the
+        joints at nodes (``Joint.inner_node``) ride on them (:meth:`node_terms`)."""
+        self.modal = (list(eta), list(xi))
+        self.nodes = {k: self.node_terms(k, p, n) for k, p, n in node_joints(self.model)}
+
+    def node_terms(self, k: int, p: int, n: int) -> NodeTerms:
+        """Joint k at node n of the flexible body p, in Go_p (``R = R_Go_Bo`` of p,
+        ``o`` the outer point of joint p; :func:`~kanedyn.spatial.modal.node_frame`'s
+        ``C``, ``d``, ``W``, ``ẇ_q``): Gi's placement ``R_P_Gi = R C R_Bi_Gi``,
+        ``r_0 = R(d + C(inner_point - r_n) - o)``; the node's motion subspace
+        ``Φ_n = [RW ; RΨ_n + [x_n]× RW]`` with ``x_n = R(d - o)``, so ``ν_n = Φ_n ξ``;
+        and the rate at constant ``ξ`` in P, ``(R ẇ_q, R(Ψ_nξ × Wξ) + x_n × R ẇ_q)``
+        (the dense engine's :class:`~kanedyn.dynamics.kinematics.NodeKinematics`)."""
+        assert self.modal is not None
+        eta, xi = self.modal
+        sl = dict(self.model.modal_slices())[p]
+        md: Any = self.model.bodies[p].modes
+        e, x = np.array(eta[sl], dtype=object), np.array(xi[sl], dtype=object)
+        C, d, W, wq = node_frame(md, n, e, x)
+        R = np.array(self.par("R_Go_Bo", p), dtype=object)
+        o = np.array(self.par("outer_point", p), dtype=object)
+        ip = np.array(self.par("inner_point", k), dtype=object)
+        R_P_Gi = R @ C @ np.array(self.par("R_Bi_Gi", k), dtype=object)
+        r0 = R @ (d + C @ (ip - md.node_positions[n]) - o)
+        x_n = R @ (d - o)
+        RW = R @ W
+        Phi = np.concatenate([RW, R @ md.Psi[n] + np.array(sp.skew(list(x_n)), dtype=object) @ RW])
+        aq = R @ wq
+        quad = [*aq, *(R @ np.array(sp.cross(list(md.Psi[n] @ x), list(W @ x)), dtype=object)
+                       + np.array(sp.cross(list(x_n), list(aq)), dtype=object))]  # fmt: skip
+        return NodeTerms(p, sl, R_P_Gi.tolist(), list(r0), Phi.tolist(), list(Phi @ x), quad)
 
     @classmethod
     def at_state(cls, model: Model, state: State, loads: Any = None, t: float = 0.0) -> Recursion:
@@ -206,6 +270,8 @@ class Recursion:
             R_Bi_Gi = self.par("R_Bi_Gi", k)
             if p < 0:
                 R_P_Gi, r0 = R_Bi_Gi, self.par("inner_point", k)
+            elif k in self.nodes:  # Gi on the node frame
+                R_P_Gi, r0 = self.nodes[k].R_P_Gi, self.nodes[k].r0
             else:
                 R_p = self.par("R_Go_Bo", p)
                 R_P_Gi = sp.mm(R_p, R_Bi_Gi)
@@ -224,9 +290,12 @@ class Recursion:
     def velocities(self, geo: list[BodyTerms]) -> list[Vec]:
         """Pass 1: spatial velocities ``v_k = X_k v_P + v_J`` in Go_k."""
         v: list[Vec] = []
-        for b in geo:
-            v.append(b.J.vJ if b.parent < 0 else
-                     sp.add(sp.motion_to_child(b.E, b.r, v[b.parent]), b.J.vJ))  # fmt: skip
+        for k, b in enumerate(geo):
+            if b.parent < 0:
+                v.append(b.J.vJ)
+                continue
+            vP = v[b.parent] if k not in self.nodes else sp.add(v[b.parent], self.nodes[k].nu)
+            v.append(sp.add(sp.motion_to_child(b.E, b.r, vP), b.J.vJ))
         return v
 
     def load_forces(self, geo: list[BodyTerms]) -> list[Vec]:
@@ -302,6 +371,10 @@ class Recursion:
         v = self.velocities(geo)
         self.rotors = self.rotor_pieces(v)
         c = [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
+        for k, nt in self.nodes.items():  # c_k += X_k c_n
+            b = geo[k]
+            c_n = sp.add(sp.cross_motion(v[b.parent], nt.nu), nt.quad)
+            c[k] = sp.add(c[k], sp.motion_to_child(b.E, b.r, c_n))
         p = [sp.bias_force(b.inertia, vk, b.h if b.has_h else None)
              for b, vk in zip(geo, v, strict=True)]  # fmt: skip
         if self.loads:
@@ -320,12 +393,17 @@ class Recursion:
 
     # ----------------------------------------------------------------------- ABA
     def aba(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], Q: list[Scalar],
-            a_N: Vec, rotors: dict[int, RotorPiece] | None = None) -> list[Scalar]:  # fmt: skip
+            a_N: Vec, rotors: dict[int, RotorPiece] | None = None,
+            flex: dict[int, list[Any]] | None = None) -> list[Scalar]:  # fmt: skip
         """Passes 2 and 3: ``ν̇`` with remainder accelerations ``c``, bias forces ``p``
         (Go_k), joint forces ``Q`` and the acceleration ``a_N`` of N (in N); the free
         speeds only, locked entries 0. With ``c = 0``, ``a_N = 0`` this solves
         ``M x = Q - Σ S_kᵀ (subtree sum of p)``. ``rotors`` (default ``self.rotors``):
-        the geared rotors' pieces (module docstring)."""
+        the geared rotors' pieces (module docstring). ``flex``: per flexible body k its
+        modal blocks ``[C, M, h]`` (6 × nm, nm × nm, nm; Go_k), which the joints at its
+        nodes add to (module docstring) before ``ξ`` is condensed, ``I^A -= C M⁻¹ Cᵀ``,
+        ``p^A -= C M⁻¹ h``; pass 3 then sets ``self.xidot[k] = -M⁻¹(h + Cᵀ a_k)``
+        (:mod:`kanedyn.dynamics.flex_recursion`)."""
         model = self.model
         rotors = self.rotors if rotors is None else rotors
         nb = model.nb
@@ -336,6 +414,16 @@ class Recursion:
         uu: list[list[Scalar]] = [[] for _ in range(nb)]
         for k in reversed(range(nb)):
             b = geo[k]
+            if flex is not None and k in flex:  # condense the modal speeds
+                Cb, Mb, hb = flex[k]
+                CM = sp.solve_spd(Mb, Cb)  # rows M⁻¹ C[i]
+                nm = len(hb)
+                for i in range(6):
+                    for jj in range(i, 6):
+                        corr = sum((CM[i][a] * Cb[jj][a] for a in range(nm)), 0.0)
+                        IA[k][i][jj] = IA[k][jj][i] = IA[k][i][jj] - corr
+                pA[k] = [pA[k][i] - sum((CM[i][a] * hb[a] for a in range(nm)), 0.0)
+                         for i in range(6)]  # fmt: skip
             Ia, pa = IA[k], pA[k]
             cols = [col for col, _ in b.J.cols]
             Uk = [sp.sym_mv(Ia, s) for s in cols]
@@ -371,6 +459,18 @@ class Recursion:
                 pa2 = sp.add(pa, sp.sym_mv(Ia2, c[k]))
             Ip = sp.inertia_to_parent(b.E, b.r, Ia2)
             fp = sp.force_to_parent(b.E, b.r, pa2)
+            if flex is not None and k in self.nodes:  # through the node's Φ_n
+                Phi, (Cb, Mb, hb) = self.nodes[k].Phi, flex[b.parent]
+                nm = len(hb)
+                IP = [[sum((Ip[i][j] * Phi[j][a] for j in range(6)), 0.0) for a in range(nm)]
+                      for i in range(6)]  # fmt: skip
+                for i in range(6):
+                    Cb[i] = [Cb[i][a] + IP[i][a] for a in range(nm)]
+                for a in range(nm):
+                    Mb[a] = [Mb[a][e] + sum((Phi[i][a] * IP[i][e] for i in range(6)), 0.0)
+                             for e in range(nm)]  # fmt: skip
+                flex[b.parent][2] = [hb[a] + sum((Phi[i][a] * fp[i] for i in range(6)), 0.0)
+                                     for a in range(nm)]  # fmt: skip
             P = IA[b.parent]
             for i in range(6):
                 for jj in range(i, 6):
@@ -378,9 +478,14 @@ class Recursion:
             pA[b.parent] = sp.add(pA[b.parent], fp)
         nudot: list[Scalar] = [0.0] * model.n
         acc: list[Vec] = []
+        self.xidot = {}
         for k in range(nb):
             b = geo[k]
             ap = a_N if b.parent < 0 else acc[b.parent]
+            if flex is not None and k in self.nodes:  # a_P + Φ_n ξ̇_P
+                Phi, xd = self.nodes[k].Phi, self.xidot[b.parent]
+                ap = [ap[i] + sum((Phi[i][a] * xd[a] for a in range(len(xd))), 0.0)
+                      for i in range(6)]  # fmt: skip
             a1 = sp.add(sp.motion_to_child(b.E, b.r, ap), c[k])
             if b.J.cols:
                 rhs = [uu[k][a] - sp.sdot(U[k][a], a1) for a in range(len(b.J.cols))]
@@ -389,6 +494,11 @@ class Recursion:
                     nudot[rr] = z
                     a1 = sp.add(a1, sp.scale(z, s))
             acc.append(a1)
+            if flex is not None and k in flex:
+                Cb, Mb, hb = flex[k]
+                rhs = [hb[a] + sum((Cb[i][a] * a1[i] for i in range(6)), 0.0)
+                       for a in range(len(hb))]  # fmt: skip
+                self.xidot[k] = [-x for x in sp.solve_spd(Mb, [rhs])[0]]
         return nudot
 
     # ----------------------------------------------------------------------- RNEA

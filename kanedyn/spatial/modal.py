@@ -304,8 +304,8 @@ def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
     a = Theta @ xi
     den = 1.0 + (g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
     G = _skew(g)
-    C = np.eye(3) + (2.0 / den) * (G + G @ G)
+    C = np.eye(3) + (G + G @ G) * (2.0 / den)  # arrays first: traced scalars broadcast
     W = (Theta + G @ Theta) / den
     w = W @ xi
-    wq = -((g[0] * a[0] + g[1] * a[1] + g[2] * a[2]) / den) * w
+    wq = w * (-(g[0] * a[0] + g[1] * a[1] + g[2] * a[2]) / den)
     return C, md.node_positions[k] + Psi @ eta, W, wq
