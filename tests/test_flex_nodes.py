@@ -151,6 +151,7 @@ def _tip_mass_frequencies(ell, rho, EI, M, J, count):
     return np.array([(r / ell) ** 2 * np.sqrt(EI / rho) for r in roots[:count]])
 
 
+@pytest.mark.slow
 def test_clamped_beam_with_a_tip_body_has_the_tip_mass_frequencies():
     """A rigid body welded at the tip node of a clamped beam (kd.linearize) converges,
     as the cantilever modes are added, to the analytic frequencies of a cantilever with
@@ -201,7 +202,9 @@ def test_bad_node_attachments_are_refused_naming_joint_and_body():
         _with_hinge(inner_node="middle")
     with pytest.raises(ModelError, match=r"joint 'hinge'.*inner body 'hub' is rigid"):
         _with_hinge(inner="hub", inner_node=0)
-    with pytest.raises(ModelError, match=r"joint 'hinge'.*needs a flexible inner body; the inner side is N"):
+    with pytest.raises(
+        ModelError, match=r"joint 'hinge'.*needs a flexible inner body; the inner side is N"
+    ):
         kd.Joint.revolute("hinge", None, "tip", inner_node=0)
     with pytest.raises(ModelError, match=r"joint 'hinge': inner_node must be a node index"):
         kd.Joint.revolute("hinge", "beam", "tip", inner_node=-1)
@@ -283,3 +286,13 @@ def test_trajectory_histories_of_a_body_on_a_node():
         np.testing.assert_allclose(tip.position[i], kin.r[2], atol=1e-12)
         np.testing.assert_allclose(tip.R_N_B[i], kin.R_N_B[2], atol=1e-12)
         np.testing.assert_allclose(node.position[i], kin.o[2], atol=1e-12)  # Gi = Go here
+
+
+def test_animation_frames_place_the_body_on_the_node():
+    from kanedyn.animation.frames import frames
+
+    model, s0 = _hub_beam_tip()
+    traj = kd.simulate(model, s0, 0.02, dt=0.01)
+    fr = frames(traj)
+    np.testing.assert_allclose(fr.p[-1], kd.kinematics(model, traj.state(len(traj.t) - 1)).p,
+                               atol=1e-12)  # fmt: skip

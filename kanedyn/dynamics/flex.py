@@ -3,11 +3,14 @@
 The state of a model with flexible bodies is ``q = [q_joints | η]`` and
 ``u = [u | s | ξ]``: the modal coordinates and speeds of the flexible bodies, in body
 order, follow the joints' (``Model.nf`` of them; ``Model.modal(body)`` gives a body's
-indices into ``η``). Joints attach at the body-frame origins, so the body frames'
-kinematics are the rigid tree's (:mod:`kanedyn.dynamics.kinematics`), and the
-generalized speeds of flexible body i are ``w_i = (ω, v₀, ξ_i) = T_i y`` (body axes),
-``T_i = [R_N_Bᵀ Ω_i ; R_N_Bᵀ V₀,i ; E_i]`` with ``V₀ = V + [R c]_× Ω`` the partials of
-the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
+indices into ``η``). The body frames' kinematics are the tree's
+(:mod:`kanedyn.dynamics.kinematics`): a joint attaches at a body-frame origin, or at a
+node of a flexible inner body (``Joint.inner_node``), whose elastic displacement and
+rotation the outer bodies then ride on (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`;
+their partials gain the node's modal columns ``Ω_ξ``, ``V_ξ``). The generalized speeds
+of flexible body i are ``w_i = (ω, v₀, ξ_i) = T_i y`` (body axes),
+``T_i = [R_N_Bᵀ Ω_i ; R_N_Bᵀ V₀,i ; E_i]`` over all speeds ``y = [u | s | ξ]`` with
+``V₀ = V + [R c]_× Ω`` the partials of the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
 ``Z₁..Z₆`` in body axes, :mod:`kanedyn.spatial.modal`):
 
 .. math::

@@ -1,11 +1,12 @@
 """Flexible bodies in the tree recursion: the modal speeds as body-local speeds of ABA.
 
-A flexible body's modal speeds ``ξ`` couple only to its own body frame (joints attach
-at the body-frame origins, :mod:`kanedyn.dynamics.flex`), and its modal mass ``M_Ψ`` is
-constant. So the articulated-body algorithm (:meth:`Recursion.aba
-<kanedyn.dynamics.recursion.Recursion.aba>`) takes them unchanged once each flexible
-body's own terms are condensed (a block elimination of Kane's mass matrix, as ABA's
-joints are):
+A flexible body's modal speeds ``ξ`` couple to its own body frame and, through the
+joints at its nodes (``Joint.inner_node``), to the subtrees outboard of them. The
+articulated-body algorithm (:meth:`Recursion.aba
+<kanedyn.dynamics.recursion.Recursion.aba>`) condenses them as it does a joint's
+speeds (a block elimination of Kane's mass matrix), once the body's own terms below
+and its node joints' articulated inertias (``C += I^a Φ_n``, ``M += Φ_nᵀ I^a Φ_n``,
+``h += Φ_nᵀ p^a``, :mod:`kanedyn.dynamics.recursion`) are in its modal blocks:
 
 In ``Go_k`` (the recursion's frame: joint point, joint outer axes), the body's speeds
 ``w = (ω, v₀, ξ)`` in body axes are ``[T_x v_k ; ξ]`` with ``T_x = [[Rᵀ, 0],
@@ -24,9 +25,11 @@ With the terms of :mod:`kanedyn.spatial.modal` (``ΔM``, and ``h`` of
     h = \\text{modal\\_forces} + \\Delta\\mathcal M_{:,v}\\,(\\omega\\times v_0),
 
 ``A = ΔM_rr``, ``C = T_xᵀ ΔM_rξ``, and Kane's equations for the modes are ``f_ξ = 0``.
-Eliminating ``ξ̇ = -M_Ψ⁻¹(h_ξ + Cᵀ a_k)`` leaves a rigid body for ABA with inertia
-``I_k + T_xᵀAT_x - C M_Ψ⁻¹ Cᵀ`` (SPD: a Schur complement of the body's kinetic-energy
-matrix) and bias ``p_k + T_xᵀh_r - C M_Ψ⁻¹ h_ξ``; pass 3's ``a_k`` then gives ``ξ̇``.
+With ``M = M_Ψ`` (plus the node joints' terms), eliminating ``ξ̇ = -M⁻¹(h_ξ + Cᵀ a_k)``
+leaves a rigid body for ABA with inertia ``I_k + T_xᵀAT_x - C M⁻¹ Cᵀ`` (SPD: a Schur
+complement of the body's kinetic-energy matrix) and bias ``p_k + T_xᵀh_r - C M⁻¹ h_ξ``;
+pass 3's ``a_k`` then gives ``ξ̇``, before the node joints' children take
+``a_k + Φ_n ξ̇``.
 Gravity is an acceleration of N in the recursion (``a_N = -g``), so ``h`` is taken at
 ``g = 0`` (the same forces, :func:`~kanedyn.spatial.modal.modal_forces`); with the
 loads as inputs (``a_N = 0``) ``h`` takes the gravity in body axes. In a central field

@@ -33,14 +33,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
-from kanedyn.model import Model, State
 from kanedyn.errors import ModelError
+from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, node_joints, params_of, plan_of
 from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import node_frame
 
-__all__ = ["FORCE_CROSS", "MOTION_CROSS", "Kinematics", "NodeKinematics", "bilinear", "cross", "kinematics", "mv"]
+__all__ = [
+    "FORCE_CROSS",
+    "MOTION_CROSS",
+    "Kinematics",
+    "NodeKinematics",
+    "bilinear",
+    "cross",
+    "kinematics",
+    "mv",
+]
 
 Array = NDArray[np.float64]
 
@@ -124,7 +133,7 @@ class NodeKinematics:
 
     .. math::
 
-        S_{\\xi,k} = \\begin{bmatrix} R W \\ R\\Psi_n + [x_n]_\\times R W \\end{bmatrix},
+        S_{\\xi,k} = \\begin{bmatrix} R W \\\\ R\\Psi_n + [x_n]_\\times R W \\end{bmatrix},
         \\qquad x_n = p_i + R d \\ (\\text{the deflected node, from the origin}),
 
     so that ``V_o = V_i + V_node + V_rel`` for the outer body; its bias (the rate at

@@ -99,7 +99,9 @@ def bias_accelerations(model: Model, kin: Kinematics) -> Array:
         \\quad g_k = R_{N G_o} \\dot\\Gamma_k \\sigma_k, \\qquad A_r = P c
 
     (equal to the α_k and a_r terms of the module docstring, with
-    ``a_r = a_O + α_r × r + ω × v``; ``o``, ``r`` relative to the origin).
+    ``a_r = a_O + α_r × r + ω × v``; ``o``, ``r`` relative to the origin). A joint at a
+    node of a flexible body adds ``c_node`` to its ``c_k``
+    (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`).
     """
     pl = plan_of(model)
     Vk = kin.V

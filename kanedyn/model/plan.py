@@ -282,6 +282,7 @@ def derived(model: Model, name: str, build: Any) -> Any:
 def node_joints(model: Model) -> tuple[tuple[int, int, int], ...]:
     """``(joint k, inner body i, node)`` of every joint attached at a node of a flexible
     body (``Joint.inner_node``), in joint order; found once per model."""
+
     def build(m: Model) -> tuple[tuple[int, int, int], ...]:
         return tuple(
             (k, m.body_index(j.inner), node_index(j, m.bodies[m.body_index(j.inner)]))

@@ -382,8 +382,7 @@ class Joint:
                 raise ModelError(f"{what}: a {self._kind} cannot attach at a node (inner_node)")
             if self.inner is None:
                 raise ModelError(
-                    f"{what}: inner_node={node!r} needs a flexible inner body; the inner "
-                    "side is N"
+                    f"{what}: inner_node={node!r} needs a flexible inner body; the inner side is N"
                 )
             if isinstance(node, (bool, np.bool_)) or not (
                 isinstance(node, str) and node or isinstance(node, (int, np.integer)) and node >= 0

@@ -25,8 +25,8 @@ from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.names import coordinate_names, coordinate_units, speed_names, speed_units
 from kanedyn.model.options import Formulation
-from kanedyn.model.plan import node_joints
 from kanedyn.model.orbit import LvlhAttitude, Orbit, lvlh
+from kanedyn.model.plan import node_joints
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as _output
 
