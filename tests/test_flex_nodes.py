@@ -14,6 +14,7 @@ import scipy.optimize
 import kanedyn as kd
 from kanedyn import joints
 from kanedyn.dynamics import kinematics as kinematics_module
+from kanedyn.dynamics.loads import applied_loads
 from kanedyn.dynamics.partials import partials_at
 from kanedyn.errors import ModelError
 
@@ -253,8 +254,13 @@ def test_dense_and_native_accelerations_agree(build):
     rec = Recursion(model, s.q[:nq], s.u[:n])
     native = np.array(flexible_run(rec, s.q[nq:], s.u[n:])[0], dtype=float)
     np.testing.assert_allclose(native, dense, rtol=0, atol=1e-12 * scale)
-    compiled = np.array(kd.compile_model(model).rhs(s.q, s.u))[: n + model.nf]
+    cm = kd.compile_model(model)
+    compiled = np.array(cm.rhs(s.q, s.u))[: n + model.nf]
     np.testing.assert_allclose(compiled, dense, rtol=0, atol=1e-12 * scale)
+    # the loads as inputs (gravity and springs resolved at the deflected kinematics)
+    loads = applied_loads(model, kd.State(s.q[:nq], s.u[:n]), kd.kinematics(model, s))
+    with_loads = np.array(cm.rhs_with_loads(s.q, s.u, loads))[: n + model.nf]
+    np.testing.assert_allclose(with_loads, dense, rtol=0, atol=1e-12 * scale)
 
 
 def test_a_flexible_body_on_a_node_conserves_energy():
