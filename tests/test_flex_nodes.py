@@ -302,3 +302,125 @@ def test_animation_frames_place_the_body_on_the_node():
     fr = frames(traj)
     np.testing.assert_allclose(fr.p[-1], kd.kinematics(model, traj.state(len(traj.t) - 1)).p,
                                atol=1e-12)  # fmt: skip
+
+
+# ------------------------------------------------------------------- outer nodes
+
+
+def _outer_nodes(gravity=(0.0, 0.0, -9.81)):
+    """Two beams hanging at their tip nodes (Joint.outer_node) from a free hub and from
+    the first beam's root node (Joint.inner_node)."""
+    hub = kd.Body("hub", 20.0, kd.inertia_tensor(2.0, 3.0, 4.0))
+    b1 = kd.beam_body("b1", 2.0, 1.5, (30.0, 45.0), n_modes=2, stiffening=False)
+    b2 = kd.beam_body("b2", 1.0, 0.8, (15.0, 20.0), n_modes=1, stiffening=False)
+    model = kd.Model(
+        [hub, b1, b2],
+        [kd.Joint("root", None, "hub", rot_type="gimbal", rot_dof=3, rot_seq="123", trn_dof=3),
+         kd.Joint.revolute("h1", "hub", "b1", axis=2, inner_point=(0.5, 0.1, 0.0),
+                           outer_node="tip", outer_point=(2.0, 0.0, 0.0),
+                           outer_rotation=kd.euler_to_dcm("123", (0.1, 0.2, -0.1))),
+         kd.Joint.revolute("h2", "b1", "b2", axis=3, inner_node="root", outer_node=1,
+                           outer_point=(1.0, 0.0, 0.0))],
+        gravity=gravity,
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    q = np.zeros(model.nq_total)
+    q[:3], q[6], q[7] = (0.1, 0.2, 0.3), 0.3, -0.4
+    q[model.nq :] = rng.normal(size=model.nf) * 0.1
+    return model, kd.State(q, rng.normal(size=model.n_total) * 0.5)
+
+
+def test_outer_node_rates_are_those_of_the_positions():
+    """Bodies whose frames hang from their own nodes: velocities and accelerations
+    against central differences, and Go sits on the deflected node."""
+    model, s = _outer_nodes()
+    q, u = s.q, s.u
+    a = kd.forward_dynamics(model, s)
+    h = 1e-6
+    k0 = kd.kinematics(model, s)
+    kp = kd.kinematics(model, kd.State(q + h * _qdot(model, q, u), u + h * a))
+    km = kd.kinematics(model, kd.State(q - h * _qdot(model, q, u), u - h * a))
+    np.testing.assert_allclose((kp.r - km.r) / (2 * h), k0.v, atol=1e-8)
+    np.testing.assert_allclose(_angular((kp.R_N_B - km.R_N_B) / (2 * h), k0.R_N_B), k0.omega,
+                               atol=1e-8)  # fmt: skip
+    pn = partials_at(model, k0)
+    n = model.n
+    scale = np.abs(a).max()
+    acc = pn.V @ a[:n] + pn.V_xi @ a[n:] + pn.a_r
+    alpha = pn.Omega @ a[:n] + pn.Omega_xi @ a[n:] + pn.alpha_r
+    np.testing.assert_allclose(acc, (kp.v - km.v) / (2 * h), atol=1e-8 * scale)
+    np.testing.assert_allclose(alpha, (kp.omega - km.omega) / (2 * h), atol=1e-8 * scale)
+    from kanedyn.dynamics.flex import node_motion
+
+    tip = node_motion(model, s, "b1", "tip")
+    np.testing.assert_allclose(tip.position, k0.o[1], atol=1e-14)
+
+
+def test_outer_nodes_conserve_energy_and_momenta():
+    """Energy, P and H conserved to RK4's accuracy (falling as dt⁴)."""
+    model, s0 = _outer_nodes(gravity=(0.0, 0.0, 0.0))
+    E0 = kd.kinetic_energy(model, s0) + kd.potential_energy(model, s0)
+    (P0, H0), errors = kd.momentum(model, s0), []
+    for dt, steps in ((2e-3, 30), (1e-3, 60)):
+        s1 = _rk4(model, s0, dt, steps)
+        P1, H1 = kd.momentum(model, s1)
+        E1 = kd.kinetic_energy(model, s1) + kd.potential_energy(model, s1)
+        errors.append((abs(E1 - E0) / E0, np.abs(P1 - P0).max() / np.abs(P0).max(),
+                       np.abs(H1 - H0).max() / np.abs(H0).max()))  # fmt: skip
+    errors = np.array(errors)
+    assert np.all(errors[1] < 3e-6) and np.all(errors[1] < errors[0] / 8)
+
+
+def test_a_beam_welded_at_its_tip_node_has_the_ritz_frequencies():
+    """A cantilever (modes clamped at its root) welded to N at its tip node: its frame
+    then moves with the tip's deflection, and the frequencies are those of the
+    Rayleigh–Ritz model of a beam clamped at the tip with the shape functions
+    ``φ_k(s) - φ_k(ℓ) - φ_k'(ℓ)(s - ℓ)``, computed here from the closed-form modes."""
+    ell, rho, EI, nm = 2.0, 1.5, 30.0, 3
+    f = lambda x: np.cos(x) * np.cosh(x) + 1.0  # noqa: E731
+    roots = [scipy.optimize.brentq(f, (k - 0.5) * np.pi - 0.9, (k - 0.5) * np.pi + 0.9)
+             for k in range(1, nm + 1)]  # fmt: skip
+    x, w = np.polynomial.legendre.leggauss(200)
+    s, w = 0.5 * ell * (x + 1), 0.5 * ell * w
+
+    def phi(bl, x):
+        b = bl / ell
+        sig = (np.cosh(bl) + np.cos(bl)) / (np.sinh(bl) + np.sin(bl))
+        ch, co, sh, si = np.cosh(b * x), np.cos(b * x), np.sinh(b * x), np.sin(b * x)
+        return (ch - co - sig * (sh - si), b * (sh + si - sig * (ch - co)),
+                b * b * (ch + co - sig * (sh + si)))  # fmt: skip
+
+    shapes, curvatures = [], []
+    for bl in roots:
+        f0, _, f2 = phi(bl, s)
+        fl, dfl, _ = phi(bl, ell)
+        shapes.append(f0 - fl - dfl * (s - ell))
+        curvatures.append(f2)
+    Y, C = np.array(shapes), np.array(curvatures)
+    ritz = np.sqrt(scipy.linalg.eigh(EI * (C * w) @ C.T, rho * (Y * w) @ Y.T, eigvals_only=True))
+    beam = kd.beam_body("beam", ell, rho, EI, n_modes=nm, directions=(1,), stiffening=False)
+    model = kd.Model(
+        [beam],
+        [kd.Joint.weld("clamp", None, "beam", outer_node="tip", outer_point=(ell, 0.0, 0.0))],
+        gravity=(0.0, 0.0, 0.0),
+    )
+    ev = kd.linearize(model, model.initial_state()).eigenvalues
+    np.testing.assert_allclose(np.sort(np.abs(ev.imag))[::2], ritz, rtol=1e-6)
+
+
+def test_outer_nodes_run_on_the_dense_engine_and_the_recursion_refuses_them():
+    from kanedyn.dynamics.flex_recursion import flexible_run
+    from kanedyn.dynamics.recursion import Recursion
+
+    model, s0 = _outer_nodes()
+    with pytest.raises(ModelError, match=r"\['h1', 'h2'\] attach at nodes of their flexible outer"):
+        kd.simulate(model, s0, 0.01, engine="compiled")
+    with pytest.raises(ModelError, match=r"Joint.outer_node\): the tree recursion"):
+        flexible_run(Recursion(model, s0.q[: model.nq], s0.u[: model.n]), s0.q[model.nq :],
+                     s0.u[model.n :])  # fmt: skip
+    traj = kd.simulate(model, s0, 0.02, dt=0.01)  # engine="auto": dense
+    assert np.all(np.isfinite(traj.q[-1]))
+    with pytest.raises(ModelError, match=r"joint 'h'.*outer_node=0.*outer body 'hub' is rigid"):
+        kd.Model(
+            [kd.Body("hub", 1.0, np.eye(3))], [kd.Joint.revolute("h", None, "hub", outer_node=0)]
+        )

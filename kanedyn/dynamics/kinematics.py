@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from kanedyn import joints
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import Params, node_joints, params_of, plan_of
+from kanedyn.model.plan import Params, node_joints, outer_node_joints, params_of, plan_of
 from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import node_frame
@@ -249,7 +249,7 @@ def kinematics_at(
     if pa.batch_shape:
         batch = np.broadcast_shapes(batch, pa.batch_shape)
 
-    C_in, frames = _node_placements(model, pa, q, eta, xi)
+    C_in, C_out, frames = _node_placements(model, pa, q, eta, xi)
     J = np.zeros(R_Gi_Go.shape[:-2] + (4, 4))
     J[..., :3, :3] = R_Gi_Go
     J[..., 3, 3] = 1.0
@@ -267,7 +267,7 @@ def kinematics_at(
         at[..., pl.parent_ext == nb, :] -= origin[..., None, :]
     origin = np.broadcast_to(origin, batch + (3,))
     T = np.empty(batch + (nb + 1, 4, 4))
-    T[..., :nb, :, :] = A @ pa.C_out
+    T[..., :nb, :, :] = A @ C_out
     T[..., nb, :, :] = _EYE4
     for a in pl.jumps:
         T = T[..., a, :, :] @ T
@@ -290,10 +290,17 @@ def kinematics_at(
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
     nodes = None
     if frames:
-        nodes = _node_velocities(model, frames, T_N_B, xi)  # type: ignore[arg-type]
+        nodes, V_on = _node_velocities(model, frames, T_N_B, xi)  # type: ignore[arg-type]
         V_ext = pl.path_ext @ (V_rel + nodes.V_node)
         V_in = V_ext[pl.parent_ext]  # the inner bodies' (N's: zero)
-        c_node = nodes.c_node + bilinear(V_in, nodes.V_node, MOTION_CROSS)
+        V_Bo = V_ext[:nb]
+        # V_i ×ₘ V_inner-node - V_o ×ₘ V_outer-node + V_outer-node ×ₘ V_rel
+        c_node = (
+            nodes.c_node
+            + bilinear(V_in, nodes.V_node + V_on, MOTION_CROSS)
+            - bilinear(V_Bo, V_on, MOTION_CROSS)
+            + bilinear(V_on, V_rel, MOTION_CROSS)
+        )
         nodes = attrs.evolve(nodes, c_node=c_node)
     else:
         V_ext = pl.path_ext @ V_rel  # row nb: N at rest
@@ -337,14 +344,16 @@ def kinematics_at(
 
 def _node_placements(
     model: Model, pa: Params, q: Array, eta: Array | None, xi: Array | None
-) -> tuple[Array, dict[int, tuple[Any, ...]]]:
-    """``C_in`` with the node frames of the node joints (:class:`NodeKinematics`):
-    ``T_Bi_Gi = [C R_Bi_Gi, d + C (inner_point - r_n)]``, Gi fixed in the node frame;
-    and per node joint k the terms its velocities need."""
-    nodes = node_joints(model)
-    if not nodes:
-        return pa.C_in, {}
-    names = [model.joints[k].name for k, _, _ in nodes]
+) -> tuple[Array, Array, list[tuple[Any, ...]]]:
+    """``C_in``, ``C_out`` with the node frames of the node joints
+    (:class:`NodeKinematics`): at an inner node, ``T_Bi_Gi = [C R_Bi_Gi, d + C
+    (inner_point - r_n)]`` (Gi fixed in the node frame); at an outer node, ``T_Bo_Go =
+    [C R_Go_Boᵀ, d + C (outer_point - r_n)]`` and ``C_out`` its inverse; and per node
+    ``(joint k, body, sign, modes, d, W, ẇ_q, Ψ_n)`` (sign -1 at an outer node)."""
+    inner, outer = node_joints(model), outer_node_joints(model)
+    if not inner and not outer:
+        return pa.C_in, pa.C_out, []
+    names = [model.joints[k].name for k, _, _ in inner] + [model.joints[k].name for k, _ in outer]
     if eta is None or xi is None:
         raise ModelError(
             f"kinematics: joints {names} attach at nodes of flexible bodies; their "
@@ -357,36 +366,50 @@ def _node_placements(
         )
     slices = dict(model.modal_slices())
     C_in = np.array(pa.C_in, dtype=float)
-    frames: dict[int, tuple[Any, ...]] = {}
-    for k, i, n in nodes:
+    C_out = np.array(pa.C_out, dtype=float)
+    frames: list[tuple[Any, ...]] = []
+    for sign, k, i, n in [(1.0, k, i, n) for k, i, n in inner] + [
+        (-1.0, k, k, n) for k, n in outer
+    ]:
         md: Any = model.bodies[i].modes
         sl = slices[i]
         C, d, W, wq = node_frame(md, n, eta[sl], xi[sl])
-        C_in[k, :3, :3] = C @ pa.C_in[k, :3, :3]
-        C_in[k, :3, 3] = d + C @ (pa.C_in[k, :3, 3] - md.node_positions[n])
-        frames[k] = (i, sl, d, W, wq, md.Psi[n])
-    return C_in, frames
+        if sign > 0:
+            C_in[k, :3, :3] = C @ pa.C_in[k, :3, :3]
+            C_in[k, :3, 3] = d + C @ (pa.C_in[k, :3, 3] - md.node_positions[n])
+        else:
+            R_Go_Bo = pa.C_out[k, :3, :3]
+            outer_point = -R_Go_Bo.T @ pa.C_out[k, :3, 3]
+            R = R_Go_Bo @ C.T  # T_Go_Bo: the inverse of T_Bo_Go
+            C_out[k, :3, :3] = R
+            C_out[k, :3, 3] = -R @ (d + C @ (outer_point - md.node_positions[n]))
+        frames.append((k, i, sign, sl, d, W, wq, md.Psi[n]))
+    return C_in, C_out, frames
 
 
 def _node_velocities(
-    model: Model, frames: dict[int, tuple[Any, ...]], T_N_B: Array, xi: Array
-) -> NodeKinematics:
+    model: Model, frames: list[tuple[Any, ...]], T_N_B: Array, xi: Array
+) -> tuple[NodeKinematics, Array]:
     """``S_ξ``, ``V_node = S_ξ ξ`` of :class:`NodeKinematics`, and in ``c_node`` the
-    rate at constant ``ξ`` in the inner body, ``(α_q, R(Ψ_nξ × Wξ) + x_n × α_q)`` (the
-    ``V_i ×ₘ V_node`` term follows once ``V_i`` is known)."""
+    rates at constant ``ξ`` in the node's body, ``±(α_q, R(Ψ_nξ × Wξ) + x_n × α_q)``
+    (- at an outer node; the velocity products follow once the velocities are known);
+    also ``V_on`` (nj, 6), the outer nodes' motion in their bodies."""
     nb, nf = model.nb, model.nf
     S_xi = np.zeros((nb, 6, nf))
+    V_on = np.zeros((nb, 6))
     c = np.zeros((nb, 6))
-    for k, (i, sl, d, W, wq, Psi) in frames.items():
+    for k, i, sign, sl, d, W, wq, Psi in frames:
         R = T_N_B[i, :3, :3]
         x_n = T_N_B[i, :3, 3] + R @ d
         RW = R @ W
-        S_xi[k, :3, sl] = RW
-        S_xi[k, 3:, sl] = R @ Psi + np.cross(x_n, RW.T).T
+        S = np.concatenate([RW, R @ Psi + np.cross(x_n, RW.T).T])
+        S_xi[k, :, sl] += sign * S
+        if sign < 0:
+            V_on[k] = S @ xi[sl]
         alpha_q = R @ wq
-        c[k, :3] = alpha_q
-        c[k, 3:] = R @ np.cross(Psi @ xi[sl], W @ xi[sl]) + np.cross(x_n, alpha_q)
-    return NodeKinematics(S_xi=S_xi, V_node=S_xi @ xi, c_node=c)
+        c[k, :3] += sign * alpha_q
+        c[k, 3:] += sign * (R @ np.cross(Psi @ xi[sl], W @ xi[sl]) + np.cross(x_n, alpha_q))
+    return NodeKinematics(S_xi=S_xi, V_node=S_xi @ xi, c_node=c), V_on
 
 
 def origin_joint(model: Model) -> int | None:

@@ -168,6 +168,13 @@ class Recursion:
     def set_modal(self, eta: Sequence[Scalar], xi: Sequence[Scalar]) -> None:
         """The flexible bodies' modal coordinates and speeds (``Model.nf`` each): the
         joints at nodes (``Joint.inner_node``) ride on them (:meth:`node_terms`)."""
+        outer = [j.name for j in self.model.joints if j.outer_node is not None]
+        if outer:
+            raise ModelError(
+                f"joints {outer} attach at nodes of their flexible outer bodies "
+                "(Joint.outer_node): the tree recursion does not take them yet (the dense "
+                "engine runs them)"
+            )
         self.modal = (list(eta), list(xi))
         self.nodes = {k: self.node_terms(k, p, n) for k, p, n in node_joints(self.model)}
 

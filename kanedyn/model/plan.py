@@ -31,7 +31,7 @@ from kanedyn.model.records import node_index
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.charts import EulerAxes, euler_axes
 
-__all__ = ["Params", "Plan", "node_joints", "params_of", "plan_of"]
+__all__ = ["Params", "Plan", "node_joints", "outer_node_joints", "params_of", "plan_of"]
 
 Array = NDArray[np.float64]
 Index = NDArray[np.intp]
@@ -291,6 +291,21 @@ def node_joints(model: Model) -> tuple[tuple[int, int, int], ...]:
         )
 
     out: tuple[tuple[int, int, int], ...] = derived(model, "node_joints", build)
+    return out
+
+
+def outer_node_joints(model: Model) -> tuple[tuple[int, int], ...]:
+    """``(joint k, node)`` of every joint whose Go is fixed at a node of its flexible
+    outer body k (``Joint.outer_node``), in joint order; found once per model."""
+
+    def build(m: Model) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            (k, node_index(j, m.bodies[k], "outer_node"))
+            for k, j in enumerate(m.joints)
+            if j.outer_node is not None
+        )
+
+    out: tuple[tuple[int, int], ...] = derived(model, "outer_node_joints", build)
     return out
 
 

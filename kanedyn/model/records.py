@@ -341,6 +341,13 @@ class Joint:
         ``inner_rotation`` place Gi on the undeformed body as before; Gi is fixed in the
         node's frame (usually ``inner_point`` is the node's position). None: Gi is fixed
         in the body frame.
+    outer_node : int or str, optional
+        A node of the flexible outer body: Go is fixed in that node's frame (placed on
+        the undeformed body by ``outer_point`` and ``outer_rotation``), so the outer
+        body's frame moves relative to Go by the node's elastic motion (needed for
+        free-free or FEM modes; unnecessary when the outer body's modes are clamped at
+        its joint, as :func:`kanedyn.beam_body`'s are at its frame origin). The dense
+        engine runs it; the tree recursion (compiled and native engines) refuses it.
     """
 
     name: str = attrs.field()
@@ -362,6 +369,7 @@ class Joint:
     damping_poly: Array = attrs.field(default=0.0, converter=_array_like, kw_only=True)
     rotor: Rotor | None = attrs.field(default=None, kw_only=True)
     inner_node: int | str | None = attrs.field(default=None, kw_only=True)
+    outer_node: int | str | None = attrs.field(default=None, kw_only=True)
 
     _kind = "joint"  # the word in error messages
     _outer_may_be_N = False
@@ -376,11 +384,13 @@ class Joint:
                 raise ModelError(f"{what}: a geared rotor drives a 1-DOF hinge or slide")
         if self.inner is not None:
             _check_name(self.inner, f"{what}: inner body")
-        node = self.inner_node
-        if node is not None:
+        for side in ("inner_node", "outer_node"):
+            node = getattr(self, side)
+            if node is None:
+                continue
             if self._kind != "joint":
-                raise ModelError(f"{what}: a {self._kind} cannot attach at a node (inner_node)")
-            if self.inner is None:
+                raise ModelError(f"{what}: a {self._kind} cannot attach at a node ({side})")
+            if side == "inner_node" and self.inner is None:
                 raise ModelError(
                     f"{what}: inner_node={node!r} needs a flexible inner body; the inner side is N"
                 )
@@ -388,11 +398,10 @@ class Joint:
                 isinstance(node, str) and node or isinstance(node, (int, np.integer)) and node >= 0
             ):
                 raise ModelError(
-                    f"{what}: inner_node must be a node index (0-based) or a node name, "
-                    f"got {node!r}"
+                    f"{what}: {side} must be a node index (0-based) or a node name, got {node!r}"
                 )
             if not isinstance(node, str):
-                object.__setattr__(self, "inner_node", int(node))
+                object.__setattr__(self, side, int(node))
         if self.outer is not None or not self._outer_may_be_N:
             _check_name(self.outer, f"{what}: outer body")
         if self.inner == self.outer:
@@ -1137,22 +1146,25 @@ def _check_frames(frames: tuple[Frame, ...], bodies: tuple[Body, ...]) -> None:
             raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}{hint}")
 
 
-def node_index(joint: Joint, body: Body) -> int:
-    """The 0-based index of ``joint.inner_node`` among the nodes of its inner ``body``
-    (a ModelError naming the joint and the body when there is no such node)."""
-    what = f"joint {joint.name!r}: inner_node={joint.inner_node!r}"
+def node_index(joint: Joint, body: Body, side: str = "inner_node") -> int:
+    """The 0-based index of ``joint.inner_node`` (or ``outer_node``: ``side``) among the
+    nodes of ``body``, the joint's inner (outer) body; a ModelError naming the joint
+    and the body when there is no such node."""
+    node = getattr(joint, side)
+    what = f"joint {joint.name!r}: {side}={node!r}"
     md = body.modes
     if md is None:
+        role = "inner" if side == "inner_node" else "outer"
         raise ModelError(
-            f"{what}: the inner body {body.name!r} is rigid (no modes); a joint attaches at "
-            "a node of a flexible body"
+            f"{what}: the {role} body {body.name!r} is rigid (no modes); a joint attaches "
+            "at a node of a flexible body"
         )
     names = list(md.node_names)
-    if isinstance(joint.inner_node, str):
-        if joint.inner_node not in names:
+    if isinstance(node, str):
+        if node not in names:
             raise ModelError(f"{what}: body {body.name!r} has no such node (nodes: {names})")
-        return names.index(joint.inner_node)
-    k = int(joint.inner_node)  # type: ignore[arg-type]
+        return names.index(node)
+    k = int(node)
     if k >= len(names):
         raise ModelError(
             f"{what} is out of range: body {body.name!r} has {len(names)} nodes "
@@ -1166,6 +1178,8 @@ def _check_nodes(bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> None:
     for j in joints:
         if j.inner_node is not None and j.inner is not None:
             node_index(j, by_name[j.inner])
+        if j.outer_node is not None:
+            node_index(j, by_name[j.outer], "outer_node")
 
 
 def _check_mass_outboard(bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> None:
