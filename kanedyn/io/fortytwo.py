@@ -51,8 +51,9 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   ``Body(..., modes=Modes(**fields))`` (:func:`kanedyn.io.modal_fields.flexible_body`);
   a joint whose inner body it is attaches at its joint node (``Joint.inner_node``: the
   outer body rides on the node's flexible displacement and rotation); a joint whose outer
-  body it is is attached rigidly at its joint node, with a warning (outer nodes are not
-  modelled yet).
+  body it is is attached rigidly at its joint node, with a warning (``Joint.outer_node``
+  models that node's motion, on the dense engine only; the importer keeps the rigid
+  attachment so that the native engine runs the case).
 
 Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
@@ -758,8 +759,8 @@ def _read_flex_bodies(
             note(
                 f.flex_line,
                 f"body {name}: joint {j.name} is attached rigidly at its node on its outer "
-                f"body {name}: the joint does not move with that node's flexible motion "
-                "(outer nodes are not modelled yet)",
+                f"body {name}: the body frame does not move with that node's flexible "
+                f"motion (Joint.outer_node={j.name!r} models it, on the dense engine only)",
             )
     return bodies, flex
 
