@@ -139,7 +139,12 @@ class NodeKinematics:
     so that ``V_o = V_i + V_node + V_rel`` for the outer body; its bias (the rate at
     constant ``ξ``) is ``c_node,k = V_i ×ₘ V_node + (α_q, R(Ψ_nξ × Wξ) + x_n × α_q)``,
     ``α_q = R ẇ_q`` (``ẇ_q`` of ``node_frame``), added to the joint's ``c_k``
-    (:func:`kanedyn.dynamics.partials.bias_accelerations`). Arrays (index k over all
+    (:func:`kanedyn.dynamics.partials.bias_accelerations`). At a node of the flexible
+    outer body k (``Joint.outer_node``; Go fixed in the node frame, ``C_out`` its
+    inverse) the outer body moves by ``V_o = V_Go - V_on`` with ``V_on = S_on ξ_k`` of
+    the same form (``R = R_N_Bo``, the node of body k): ``S_ξ,k`` gains ``-S_on`` and
+    ``c_node,k`` gains ``-(V_o ×ₘ V_on + (α_q, ...)) + V_on ×ₘ V_rel`` (the joint's own
+    term is taken with ``V_o``, its frame moving with ``V_Go``). Arrays (index k over all
     joints, zero for the others): ``S_xi`` (nj, 6, nf) over all modal speeds,
     ``V_node`` (nj, 6), ``c_node`` (nj, 6).
     """
