@@ -232,10 +232,10 @@ def kinematics_at(
 ) -> Kinematics:
     """Kinematics at ``q`` (..., nq), ``u`` (..., n) with ``params`` (default: the model's).
 
-    A model with joints at nodes (``Joint.inner_node``) needs the modal coordinates
-    ``eta`` and speeds ``xi`` (nf each, one state): ``C_in`` of those joints is the node
-    frame's (:func:`kanedyn.spatial.modal.node_frame`) and the velocities gain
-    ``V_node`` (:class:`NodeKinematics`).
+    A model with joints at nodes (``Joint.inner_node``, ``outer_node``) needs the modal
+    coordinates ``eta`` and speeds ``xi`` (nf each, one state): ``C_in`` (``C_out``) of
+    those joints is the node frame's (:func:`kanedyn.spatial.modal.node_frame`) and the
+    velocities gain ``V_node`` (:class:`NodeKinematics`).
 
     Steps (all joints and bodies at once):
 
