@@ -424,3 +424,18 @@ def test_outer_nodes_run_on_the_dense_engine_and_the_recursion_refuses_them():
         kd.Model(
             [kd.Body("hub", 1.0, np.eye(3))], [kd.Joint.revolute("h", None, "hub", outer_node=0)]
         )
+
+
+def test_geared_rotors_with_node_joints_are_refused_on_both_engines():
+    beam = kd.beam_body("beam", 2.0, 1.5, 30.0, n_modes=1, directions=(1,), stiffening=False)
+    tip = kd.Body("tip", 0.5, np.eye(3) * 0.01)
+    model = kd.Model(
+        [beam, tip],
+        [kd.Joint.weld("clamp", None, "beam"),
+         kd.Joint.revolute("hinge", "beam", "tip", inner_point=(2.0, 0, 0), inner_node="tip",
+                           rotor=kd.Rotor(1e-4, ratio=50.0))],
+    )  # fmt: skip
+    s = model.initial_state()
+    for engine in ("dense", "compiled"):
+        with pytest.raises(ModelError, match=r"geared rotors .* are not modelled yet"):
+            kd.simulate(model, s, 0.01, engine=engine)

@@ -175,6 +175,11 @@ class Recursion:
                 "(Joint.outer_node): the tree recursion does not take them yet (the dense "
                 "engine runs them)"
             )
+        if node_joints(self.model) and any(j.rotor is not None for j in self.model.joints):
+            raise ModelError(
+                "geared rotors (Joint.rotor) in a model with joints at nodes of flexible "
+                "bodies (Joint.inner_node) are not modelled yet"
+            )
         self.modal = (list(eta), list(xi))
         self.nodes = {k: self.node_terms(k, p, n) for k, p, n in node_joints(self.model)}
 
