@@ -78,12 +78,6 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     ``flexible`` they are refused."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
-    outer = [j.name for j in model.joints if j.outer_node is not None]
-    if outer:
-        return (
-            f"joints {outer} attach at nodes of their flexible outer bodies (Joint.outer_node): "
-            "the tree recursion does not take them yet (the dense engine runs them)"
-        )
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: kd.simulate's run loops and compile_model "

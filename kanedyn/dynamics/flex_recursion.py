@@ -90,13 +90,13 @@ def flexible_run(
     for k, sl in model.modal_slices():
         md: Any = model.bodies[k].modes
         e, x = _obj(list(eta[sl])), _obj(list(xi[sl]))
-        R = _obj(rec.par("R_Go_Bo", k))
-        o = -(R @ _obj(rec.par("outer_point", k)))
+        R_k, o_k = rec.body_frame(k)  # at an outer node, the node frame's
+        R, o = _obj(R_k), _obj(o_k)
         Tx = _obj(np.zeros((6, 6)))
         Tx[:3, :3] = R.T
         Tx[3:, 3:] = R.T
         Tx[3:, :3] = -(R.T @ _obj(sp.skew(list(o))))
-        w = Tx @ _obj(v[k])  # (ω, v₀) in body axes
+        w = Tx @ _obj(rec.frame_velocity(v, k))  # (ω, v₀) in body axes
         if g_N is None:
             g = _obj([0.0, 0.0, 0.0])
         else:

@@ -31,6 +31,13 @@ the joint point), with spatial vectors (ω, v) and forces (n, f) (conventions pa
   ``C += I^a Φ_n``, ``M += Φ_nᵀ I^a Φ_n``, ``h += Φ_nᵀ p^a``, before they are condensed
   (:mod:`kanedyn.dynamics.flex_recursion`), and pass 3 takes ``a' = X_k(a_P + Φ_n ξ̇_P)
   + c_k``.
+* a joint k at a node of its flexible outer body (``Joint.outer_node``): Go is fixed in
+  the node frame, so body k's axes and origin in Go_k follow the node
+  (:meth:`Recursion.outer_terms`, :meth:`Recursion.body_frame`) and its frame moves with
+  ``v_k - Φ_on ξ_k`` (:meth:`Recursion.frame_velocity`), accelerating with
+  ``a_Bo = a_k - Φ_on ξ̇_k + c_b``; pass 2 takes the body's blocks over ``(a_Bo, ξ̇)``
+  to blocks over ``(a_k, ξ̇)`` before ``ξ`` is condensed, and pass 3 hands ``a_Bo`` to
+  its children.
 
 **The equations are Kane's.** ABA solves ``M ν̇ = Fr + Fr*|_{ν̇=0}`` (Kane_NBody slide
 23) without forming ``M``: eliminating the joints from the leaves inwards is a block
@@ -56,7 +63,7 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import RotorPiece, rotor_piece, rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import Params, node_joints, params_of
+from kanedyn.model.plan import Params, node_joints, outer_node_joints, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
 from kanedyn.spatial.modal import node_frame
@@ -162,53 +169,90 @@ class Recursion:
         #: its terms (:meth:`node_terms`)
         self.modal: tuple[list[Scalar], list[Scalar]] | None = None
         self.nodes: dict[int, NodeTerms] = {}
+        #: per flexible body whose joint is at its node (Joint.outer_node): its terms
+        #: (:meth:`outer_terms`; ``R_P_Gi``, ``r0`` hold its axes and origin in Go_k)
+        self.outer: dict[int, NodeTerms] = {}
+        #: the bias ``c_b`` of those bodies' frames in Go_k (set by :meth:`terms`)
+        self.frame_bias: dict[int, Vec] = {}
         #: the modal accelerations of the flexible bodies (set by :meth:`aba`)
         self.xidot: dict[int, list[Scalar]] = {}
 
     def set_modal(self, eta: Sequence[Scalar], xi: Sequence[Scalar]) -> None:
         """The flexible bodies' modal coordinates and speeds (``Model.nf`` each): the
-        joints at nodes (``Joint.inner_node``) ride on them (:meth:`node_terms`)."""
-        outer = [j.name for j in self.model.joints if j.outer_node is not None]
-        if outer:
-            raise ModelError(
-                f"joints {outer} attach at nodes of their flexible outer bodies "
-                "(Joint.outer_node): the tree recursion does not take them yet (the dense "
-                "engine runs them)"
-            )
-        if node_joints(self.model) and any(j.rotor is not None for j in self.model.joints):
+        joints at nodes (``Joint.inner_node``, ``outer_node``) ride on them
+        (:meth:`node_terms`, :meth:`outer_terms`)."""
+        nodes = node_joints(self.model)
+        outer = outer_node_joints(self.model)
+        if (nodes or outer) and any(j.rotor is not None for j in self.model.joints):
             raise ModelError(
                 "geared rotors (Joint.rotor) in a model with joints at nodes of flexible "
-                "bodies (Joint.inner_node) are not modelled yet"
+                "bodies (Joint.inner_node, outer_node) are not modelled yet"
             )
         self.modal = (list(eta), list(xi))
-        self.nodes = {k: self.node_terms(k, p, n) for k, p, n in node_joints(self.model)}
+        self.outer = {k: self.outer_terms(k, n) for k, n in outer}
+        self.nodes = {k: self.node_terms(k, p, n) for k, p, n in nodes}
 
-    def node_terms(self, k: int, p: int, n: int) -> NodeTerms:
-        """Joint k at node n of the flexible body p, in Go_p (``R = R_Go_Bo`` of p,
-        ``o`` the outer point of joint p; :func:`~kanedyn.spatial.modal.node_frame`'s
-        ``C``, ``d``, ``W``, ``ẇ_q``): Gi's placement ``R_P_Gi = R C R_Bi_Gi``,
-        ``r_0 = R(d + C(inner_point - r_n) - o)``; the node's motion subspace
-        ``Φ_n = [RW ; RΨ_n + [x_n]× RW]`` with ``x_n = R(d - o)``, so ``ν_n = Φ_n ξ``;
-        and the rate at constant ``ξ`` in P, ``(R ẇ_q, R(Ψ_nξ × Wξ) + x_n × R ẇ_q)``
-        (the dense engine's :class:`~kanedyn.dynamics.kinematics.NodeKinematics`)."""
+    def _node(self, body: int, n: int) -> tuple[Any, ...]:
+        """:func:`~kanedyn.spatial.modal.node_frame` of node n of ``body`` at the modal
+        state, and the node's ``Ψ_n`` and ``ξ`` of the body (object arrays)."""
         assert self.modal is not None
         eta, xi = self.modal
-        sl = dict(self.model.modal_slices())[p]
-        md: Any = self.model.bodies[p].modes
+        sl = dict(self.model.modal_slices())[body]
+        md: Any = self.model.bodies[body].modes
         e, x = np.array(eta[sl], dtype=object), np.array(xi[sl], dtype=object)
-        C, d, W, wq = node_frame(md, n, e, x)
-        R = np.array(self.par("R_Go_Bo", p), dtype=object)
-        o = np.array(self.par("outer_point", p), dtype=object)
+        return (*node_frame(md, n, e, x), md.Psi[n], md.node_positions[n], x, sl)
+
+    def body_frame(self, k: int) -> tuple[Mat, Vec]:
+        """``(R_Go_Bo, o)``: body k's axes and frame origin in Go_k (constants, or at an
+        outer node the node frame's: :meth:`outer_terms`)."""
+        if k in self.outer:
+            return self.outer[k].R_P_Gi, self.outer[k].r0
+        R = self.par("R_Go_Bo", k)
+        return R, [-x for x in sp.mv(R, self.par("outer_point", k))]
+
+    def _subspace(self, R: Any, x_n: Any, W: Any, Psi: Any, wq: Any, x: Any) -> tuple[Any, Vec]:
+        """``Φ = [RW ; RΨ + [x_n]× RW]`` and ``Φ``'s rate at constant ``ξ`` times ``ξ``,
+        ``(R ẇ_q, R(Ψξ × Wξ) + x_n × R ẇ_q)``, in the frame of ``R``, ``x_n``."""
+        RW = R @ W
+        Phi = np.concatenate([RW, R @ Psi + np.array(sp.skew(list(x_n)), dtype=object) @ RW])
+        aq = R @ wq
+        quad = [*aq, *(R @ np.array(sp.cross(list(Psi @ x), list(W @ x)), dtype=object)
+                       + np.array(sp.cross(list(x_n), list(aq)), dtype=object))]  # fmt: skip
+        return Phi, quad
+
+    def node_terms(self, k: int, p: int, n: int) -> NodeTerms:
+        """Joint k at node n of the flexible body p, in Go_p (``(R, o)`` of
+        :meth:`body_frame` of p; :func:`~kanedyn.spatial.modal.node_frame`'s ``C``,
+        ``d``, ``W``, ``ẇ_q``): Gi's placement ``R_P_Gi = R C R_Bi_Gi``,
+        ``r_0 = R(d + C(inner_point - r_n)) + o``; the node's motion subspace
+        ``Φ_n = [RW ; RΨ_n + [x_n]× RW]`` with ``x_n = Rd + o``, so ``ν_n = Φ_n ξ``;
+        and the rate at constant ``ξ`` in P, ``(R ẇ_q, R(Ψ_nξ × Wξ) + x_n × R ẇ_q)``
+        (the dense engine's :class:`~kanedyn.dynamics.kinematics.NodeKinematics`)."""
+        C, d, W, wq, Psi, r_n, x, sl = self._node(p, n)
+        Rl, ol = self.body_frame(p)
+        R, o = np.array(Rl, dtype=object), np.array(ol, dtype=object)
         ip = np.array(self.par("inner_point", k), dtype=object)
         R_P_Gi = R @ C @ np.array(self.par("R_Bi_Gi", k), dtype=object)
-        r0 = R @ (d + C @ (ip - md.node_positions[n]) - o)
-        x_n = R @ (d - o)
-        RW = R @ W
-        Phi = np.concatenate([RW, R @ md.Psi[n] + np.array(sp.skew(list(x_n)), dtype=object) @ RW])
-        aq = R @ wq
-        quad = [*aq, *(R @ np.array(sp.cross(list(md.Psi[n] @ x), list(W @ x)), dtype=object)
-                       + np.array(sp.cross(list(x_n), list(aq)), dtype=object))]  # fmt: skip
+        r0 = R @ (d + C @ (ip - r_n)) + o
+        x_n = R @ d + o
+        Phi, quad = self._subspace(R, x_n, W, Psi, wq, x)
         return NodeTerms(p, sl, R_P_Gi.tolist(), list(r0), Phi.tolist(), list(Phi @ x), quad)
+
+    def outer_terms(self, k: int, n: int) -> NodeTerms:
+        """Joint k at node n of its flexible outer body k (``Joint.outer_node``), in
+        Go_k: Go is fixed in the node frame, so body k's axes and origin in Go_k are
+        ``R = R_Go_Bo Cᵀ``, ``o = -R(d + C(outer_point - r_n))`` (``R_P_Gi``, ``r0`` of
+        the record), and the node moves relative to body k with ``ν_on = Φ_on ξ`` (the
+        form of :meth:`node_terms` with this ``R`` and ``x_n = Rd + o``): body k's
+        frame moves with ``v_k - ν_on`` and accelerates with ``a_k - Φ_on ξ̇ + c_b``,
+        ``c_b = -(v_k ×ₘ ν_on + quad)`` (:meth:`terms`)."""
+        C, d, W, wq, Psi, r_n, x, sl = self._node(k, n)
+        R0 = np.array(self.par("R_Go_Bo", k), dtype=object)
+        op = np.array(self.par("outer_point", k), dtype=object)
+        R = R0 @ C.T
+        o = -(R @ (d + C @ (op - r_n)))
+        Phi, quad = self._subspace(R, R @ d + o, W, Psi, wq, x)
+        return NodeTerms(k, sl, R.tolist(), list(o), Phi.tolist(), list(Phi @ x), quad)
 
     @classmethod
     def at_state(cls, model: Model, state: State, loads: Any = None, t: float = 0.0) -> Recursion:
@@ -285,13 +329,13 @@ class Recursion:
             elif k in self.nodes:  # Gi on the node frame
                 R_P_Gi, r0 = self.nodes[k].R_P_Gi, self.nodes[k].r0
             else:
-                R_p = self.par("R_Go_Bo", p)
+                R_p, o_p = self.body_frame(p)
                 R_P_Gi = sp.mm(R_p, R_Bi_Gi)
-                r0 = sp.mv(R_p, sp.sub(self.par("inner_point", k), self.par("outer_point", p)))
+                r0 = sp.add(sp.mv(R_p, self.par("inner_point", k)), o_p)
             E = sp.mm(R_P_Gi, J.R)
             r = sp.add(r0, sp.mv(R_P_Gi, J.d))
-            R_Go_Bo = self.par("R_Go_Bo", k)
-            com = sp.mv(R_Go_Bo, sp.sub(self.par("com", k), self.par("outer_point", k)))
+            R_Go_Bo, o_k = self.body_frame(k)
+            com = sp.add(sp.mv(R_Go_Bo, self.par("com", k)), o_k)
             I_c = sp.rotate_symmetric(R_Go_Bo, self.par("inertia", k))
             inertia = sp.body_inertia(self.par("mass", k), I_c, com)
             h = sp.mv(R_Go_Bo, self.par("h_embedded", k))
@@ -306,9 +350,16 @@ class Recursion:
             if b.parent < 0:
                 v.append(b.J.vJ)
                 continue
-            vP = v[b.parent] if k not in self.nodes else sp.add(v[b.parent], self.nodes[k].nu)
+            vP = self.frame_velocity(v, b.parent)
+            if k in self.nodes:
+                vP = sp.add(vP, self.nodes[k].nu)
             v.append(sp.add(sp.motion_to_child(b.E, b.r, vP), b.J.vJ))
         return v
+
+    def frame_velocity(self, v: list[Vec], k: int) -> Vec:
+        """Body k's frame velocity in Go_k: ``v_k``, or ``v_k - ν_on`` when the joint
+        is at a node of body k (:meth:`outer_terms`)."""
+        return v[k] if k not in self.outer else sp.sub(v[k], self.outer[k].nu)
 
     def load_forces(self, geo: list[BodyTerms]) -> list[Vec]:
         """The loads T, F (N, at the mass centres) as spatial forces in Go_k."""
@@ -385,10 +436,15 @@ class Recursion:
         c = [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
         for k, nt in self.nodes.items():  # c_k += X_k c_n
             b = geo[k]
-            c_n = sp.add(sp.cross_motion(v[b.parent], nt.nu), nt.quad)
+            c_n = sp.add(sp.cross_motion(self.frame_velocity(v, b.parent), nt.nu), nt.quad)
             c[k] = sp.add(c[k], sp.motion_to_child(b.E, b.r, c_n))
+        self.frame_bias = {
+            k: [-x for x in sp.add(sp.cross_motion(v[k], nt.nu), nt.quad)]
+            for k, nt in self.outer.items()
+        }
+        vb = [self.frame_velocity(v, k) for k in range(len(geo))]
         p = [sp.bias_force(b.inertia, vk, b.h if b.has_h else None)
-             for b, vk in zip(geo, v, strict=True)]  # fmt: skip
+             for b, vk in zip(geo, vb, strict=True)]  # fmt: skip
         if self.loads:
             p = [sp.sub(pk, fk) for pk, fk in zip(p, self.load_forces(geo), strict=True)]
         elif self.model.central_gravity is not None:  # with loads, it is in the input F, T
@@ -426,6 +482,8 @@ class Recursion:
         uu: list[list[Scalar]] = [[] for _ in range(nb)]
         for k in reversed(range(nb)):
             b = geo[k]
+            if flex is not None and k in self.outer:  # a_Bo = a_k + S_b ξ̇ + c_b
+                self._frame_blocks(k, IA[k], pA, flex)
             if flex is not None and k in flex:  # condense the modal speeds
                 Cb, Mb, hb = flex[k]
                 CM = sp.solve_spd(Mb, Cb)  # rows M⁻¹ C[i]
@@ -511,7 +569,32 @@ class Recursion:
                 rhs = [hb[a] + sum((Cb[i][a] * a1[i] for i in range(6)), 0.0)
                        for a in range(len(hb))]  # fmt: skip
                 self.xidot[k] = [-x for x in sp.solve_spd(Mb, [rhs])[0]]
+                if k in self.outer:  # the children ride on the body frame
+                    Phi, xd = self.outer[k].Phi, self.xidot[k]
+                    acc[k] = [a1[i] - sum((Phi[i][a] * xd[a] for a in range(len(xd))), 0.0)
+                              + self.frame_bias[k][i] for i in range(6)]  # fmt: skip
         return nudot
+
+    def _frame_blocks(self, k: int, IA: Mat, pA: list[Vec], flex: dict[int, list[Any]]) -> None:
+        """Body k's blocks over ``(a_Bo, ξ̇)`` (its frame's acceleration) to blocks over
+        ``(a_k, ξ̇)`` with ``a_Bo = a_k + S_b ξ̇ + c_b``, ``S_b = -Φ_on``
+        (:meth:`outer_terms`): ``C' = I S_b + C``, ``M' = M + S_bᵀC + CᵀS_b + S_bᵀIS_b``,
+        ``h' = h + S_bᵀp + C'ᵀc_b``, ``p' = p + I c_b`` (``S_bᵀ`` of the frame's wrench
+        is the modes' share of it)."""
+        Phi, cb = self.outer[k].Phi, self.frame_bias[k]
+        Cb, Mb, hb = flex[k]
+        nm = len(hb)
+        Sb = [[-Phi[i][a] for a in range(nm)] for i in range(6)]
+        IS = [[sum((IA[i][j] * Sb[j][a] for j in range(6)), 0.0) for a in range(nm)]
+              for i in range(6)]  # fmt: skip
+        C2 = [[IS[i][a] + Cb[i][a] for a in range(nm)] for i in range(6)]
+        M2 = [[Mb[a][e] + sum((Sb[i][a] * Cb[i][e] + Cb[i][a] * Sb[i][e] + Sb[i][a] * IS[i][e]
+                               for i in range(6)), 0.0) for e in range(nm)]
+              for a in range(nm)]  # fmt: skip
+        h2 = [hb[a] + sum((Sb[i][a] * pA[k][i] + C2[i][a] * cb[i] for i in range(6)), 0.0)
+              for a in range(nm)]  # fmt: skip
+        pA[k] = [pA[k][i] + sum((IA[i][j] * cb[j] for j in range(6)), 0.0) for i in range(6)]
+        flex[k] = [C2, M2, h2]
 
     # ----------------------------------------------------------------------- RNEA
     def newton_euler(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], a_N: Vec,

@@ -49,11 +49,9 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   (:class:`FortyTwoFlex`). 42 leaves out the terms built from L and N without "Include
   2nd Order Flex Terms"; kanedyn keeps them (a warning says so). The body becomes
   ``Body(..., modes=Modes(**fields))`` (:func:`kanedyn.io.modal_fields.flexible_body`);
-  a joint whose inner body it is attaches at its joint node (``Joint.inner_node``: the
-  outer body rides on the node's flexible displacement and rotation); a joint whose outer
-  body it is is attached rigidly at its joint node, with a warning (``Joint.outer_node``
-  models that node's motion, on the dense engine only; the importer keeps the rigid
-  attachment so that the native engine runs the case).
+  a joint on it attaches at its joint node (``Joint.inner_node`` or ``outer_node``: the
+  joint rides on the node's flexible displacement and rotation, 42's
+  ``Θ_ik ξ_i - Θ_ok ξ_o``).
 
 Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
@@ -752,16 +750,11 @@ def _read_flex_bodies(
             bodies[i] = flexible_body(body, fields)
         except ModelError as exc:
             raise L.error(f.flex_line, f"body {name}: flex file {f.flex}: {exc}") from None
-        for k, j in mine:
-            if j.inner == name:  # the outer body rides on the joint node (Joint.inner_node)
-                joints[1 + k] = attrs.evolve(j, inner_node=j.name)
-                continue
-            note(
-                f.flex_line,
-                f"body {name}: joint {j.name} is attached rigidly at its node on its outer "
-                f"body {name}: the body frame does not move with that node's flexible "
-                f"motion (Joint.outer_node={j.name!r} models it, on the dense engine only)",
-            )
+        for k, j in mine:  # at the joint node (42's Θ_ik ξ_i - Θ_ok ξ_o)
+            if j.inner == name:
+                joints[1 + k] = attrs.evolve(joints[1 + k], inner_node=j.name)
+            else:
+                joints[1 + k] = attrs.evolve(joints[1 + k], outer_node=j.name)
     return bodies, flex
 
 

@@ -346,8 +346,7 @@ class Joint:
         the undeformed body by ``outer_point`` and ``outer_rotation``), so the outer
         body's frame moves relative to Go by the node's elastic motion (needed for
         free-free or FEM modes; unnecessary when the outer body's modes are clamped at
-        its joint, as :func:`kanedyn.beam_body`'s are at its frame origin). The dense
-        engine runs it; the tree recursion (compiled and native engines) refuses it.
+        its joint, as :func:`kanedyn.beam_body`'s are at its frame origin).
     """
 
     name: str = attrs.field()
