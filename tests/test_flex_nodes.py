@@ -1,10 +1,13 @@
-"""Joints at nodes of flexible bodies (``Joint.inner_node``; issue 29, item 2).
+"""Joints at nodes of flexible bodies (``Joint.inner_node``, ``outer_node``; issue 29,
+item 2).
 
 Independent oracles: finite differences of the positions and attitudes along the
 motion (velocities and accelerations), the analytic frequency equation of a cantilever
 with a tip mass and tip rotary inertia (kd.linearize), and the conservation of energy
 (strain energy included), linear and angular momentum of a torque-free hub, beam and
-tip body; each conservation check fails when the node's rotation is dropped.
+tip body (which fails when the node's rotation is dropped), the dense engine against
+the tree recursion, and for outer nodes a Rayleigh–Ritz model of a beam clamped at its
+tip.
 """
 
 import numpy as np
