@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.dynamics.kane import momentum
-from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.kinematics import kinematics, kinematics_at
 from kanedyn.errors import KanedynError
 from kanedyn.model import Model, State
 from kanedyn.spatial.rotation import dcm_to_quat
@@ -195,7 +195,8 @@ def frames(
     p, quat, H, c, R_all = [], [], [], [], []
     for i in idx:
         q, u = traj.q[i], traj.u[i]
-        kin = kinematics_at(model, q[: model.nq], u[: model.n])
+        # a flexible model's state holds the modal state (joints at nodes ride on it)
+        kin = kinematics(model, State(q, u)) if model.nf else kinematics_at(model, q, u)
         mass = kin.params.mass
         p.append(kin.p)
         quat.append(dcm_to_quat(kin.R_N_B))

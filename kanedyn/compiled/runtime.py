@@ -726,6 +726,13 @@ def compile_model(
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     reason = supports(base, None if batch is None else batch.params, flexible=True)
+    nodes = [j.name for j in base.joints if j.inner_node is not None or j.outer_node is not None]
+    if reason is None and nodes and form is Formulation.MSD:
+        reason = (
+            f"joints {nodes} attach at nodes of flexible bodies: their momentum states' "
+            "rates do not hold the outboard bodies' reactions at the nodes yet "
+            "(formulation='kane')"
+        )
     if reason is None and base.nf and batch is not None and form is Formulation.MSD:
         reason = (
             "a body is flexible (Body.modes): a ModelBatch of it compiles Kane's equations "

@@ -3,11 +3,14 @@
 The state of a model with flexible bodies is ``q = [q_joints | η]`` and
 ``u = [u | s | ξ]``: the modal coordinates and speeds of the flexible bodies, in body
 order, follow the joints' (``Model.nf`` of them; ``Model.modal(body)`` gives a body's
-indices into ``η``). Joints attach at the body-frame origins, so the body frames'
-kinematics are the rigid tree's (:mod:`kanedyn.dynamics.kinematics`), and the
-generalized speeds of flexible body i are ``w_i = (ω, v₀, ξ_i) = T_i y`` (body axes),
-``T_i = [R_N_Bᵀ Ω_i ; R_N_Bᵀ V₀,i ; E_i]`` with ``V₀ = V + [R c]_× Ω`` the partials of
-the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
+indices into ``η``). The body frames' kinematics are the tree's
+(:mod:`kanedyn.dynamics.kinematics`): a joint attaches at a body-frame origin, or at a
+node of a flexible inner body (``Joint.inner_node``), whose elastic displacement and
+rotation the outer bodies then ride on (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`;
+their partials gain the node's modal columns ``Ω_ξ``, ``V_ξ``). The generalized speeds
+of flexible body i are ``w_i = (ω, v₀, ξ_i) = T_i y`` (body axes),
+``T_i = [R_N_Bᵀ Ω_i ; R_N_Bᵀ V₀,i ; E_i]`` over all speeds ``y = [u | s | ξ]`` with
+``V₀ = V + [R c]_× Ω`` the partials of the body-frame origin. Kane's equations gain, per flexible body (slides 32-33's
 ``Z₁..Z₆`` in body axes, :mod:`kanedyn.spatial.modal`):
 
 .. math::
@@ -47,8 +50,8 @@ from kanedyn.spatial.modal import (
     modal_inertia,
     modal_momentum,
     modal_momentum_rate,
+    node_frame,
 )
-from kanedyn.spatial.rotation import skew
 
 __all__ = [
     "BodyMomenta",
@@ -106,6 +109,10 @@ def _bodies(model: Model, kin: Kinematics, par: Partials) -> list[_BodyFlex]:
         T[:3, :n] = R.T @ Om
         T[3:6, :n] = R.T @ V0
         T[6:, n + sl.start : n + sl.stop] = np.eye(nm)
+        if par.Omega_xi is not None and par.V_xi is not None:  # riding on a node
+            Ox = par.Omega_xi[i]
+            T[:3, n:] += R.T @ Ox
+            T[3:6, n:] += R.T @ (par.V_xi[i] - cross(Ox.T, rc).T)
         w = kin.omega[i]
         a0 = par.a_r[i] - np.cross(par.alpha_r[i], rc) - np.cross(w, np.cross(w, rc))
         r = np.concatenate([R.T @ par.alpha_r[i], R.T @ a0, np.zeros(nm)])
@@ -232,9 +239,11 @@ def body_momenta(
 class NodeMotion:
     """A node of a flexible body at a state (N components): its deflected position
     ``p + R(r_n + Ψ_nη)``, velocity ``v₀ + ω × R(r_n + Ψ_nη) + RΨ_nξ``, attitude
-    ``R_N_node = R exp([Θ_nη]×)`` and angular velocity ``ω + RΘ_nξ`` (small elastic
-    rotations: first order in ``Θ_nη``); ``displacement`` ``RΨ_nη`` and ``rotation``
-    ``RΘ_nη`` are the elastic parts (42's ``BodyStatesToNodeStates``)."""
+    ``R_N_node = R C(Θ_nη)`` and angular velocity ``ω + RWξ`` (the Cayley rotation of
+    :func:`~kanedyn.spatial.modal.node_frame`, first-order equal to 42's ``U + [Θ_nη]×``,
+    and the frame a joint at the node rides on: ``Joint.inner_node``); ``displacement``
+    ``RΨ_nη`` and ``rotation`` ``RΘ_nη`` are the elastic parts (42's
+    ``BodyStatesToNodeStates``)."""
 
     position: Array
     velocity: Array
@@ -254,21 +263,19 @@ def node_motion(model: Model, state: State, body: str, node: str) -> NodeMotion:
     k = md.node(node)
     sl = model.modal_slices()[[j for j, _ in model.modal_slices()].index(i)][1]
     e, x = eta[sl], xi[sl]
-    kin = kinematics_at(model, q, u)
+    kin = kinematics_at(model, q, u, eta=eta, xi=xi)
     par = partials_at(model, kin)
     bf = next(b for b in _bodies(model, kin, par) if b.i == i)
     R = bf.R
+    C, dn, W, _ = node_frame(md, k, e, x)
     d, th = md.Psi[k] @ e, md.Theta[k] @ e
-    rho = R @ (md.node_positions[k] + d)
+    rho = R @ dn
     w = R @ bf.w
-    angle = float(np.linalg.norm(th))
-    K = skew(th / angle) if angle > 0 else np.zeros((3, 3))
-    expm = np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
     return NodeMotion(
         position=bf.p + rho,
         velocity=R @ bf.v0 + np.cross(w, rho) + R @ (md.Psi[k] @ x),
-        R_N_node=R @ expm,
-        omega=w + R @ (md.Theta[k] @ x),
+        R_N_node=R @ C,
+        omega=w + R @ (W @ x),
         displacement=R @ d,
         rotation=R @ th,
     )

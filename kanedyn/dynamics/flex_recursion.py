@@ -1,11 +1,12 @@
 """Flexible bodies in the tree recursion: the modal speeds as body-local speeds of ABA.
 
-A flexible body's modal speeds ``ξ`` couple only to its own body frame (joints attach
-at the body-frame origins, :mod:`kanedyn.dynamics.flex`), and its modal mass ``M_Ψ`` is
-constant. So the articulated-body algorithm (:meth:`Recursion.aba
-<kanedyn.dynamics.recursion.Recursion.aba>`) takes them unchanged once each flexible
-body's own terms are condensed (a block elimination of Kane's mass matrix, as ABA's
-joints are):
+A flexible body's modal speeds ``ξ`` couple to its own body frame and, through the
+joints at its nodes (``Joint.inner_node``), to the subtrees outboard of them. The
+articulated-body algorithm (:meth:`Recursion.aba
+<kanedyn.dynamics.recursion.Recursion.aba>`) condenses them as it does a joint's
+speeds (a block elimination of Kane's mass matrix), once the body's own terms below
+and its node joints' articulated inertias (``C += I^a Φ_n``, ``M += Φ_nᵀ I^a Φ_n``,
+``h += Φ_nᵀ p^a``, :mod:`kanedyn.dynamics.recursion`) are in its modal blocks:
 
 In ``Go_k`` (the recursion's frame: joint point, joint outer axes), the body's speeds
 ``w = (ω, v₀, ξ)`` in body axes are ``[T_x v_k ; ξ]`` with ``T_x = [[Rᵀ, 0],
@@ -24,9 +25,11 @@ With the terms of :mod:`kanedyn.spatial.modal` (``ΔM``, and ``h`` of
     h = \\text{modal\\_forces} + \\Delta\\mathcal M_{:,v}\\,(\\omega\\times v_0),
 
 ``A = ΔM_rr``, ``C = T_xᵀ ΔM_rξ``, and Kane's equations for the modes are ``f_ξ = 0``.
-Eliminating ``ξ̇ = -M_Ψ⁻¹(h_ξ + Cᵀ a_k)`` leaves a rigid body for ABA with inertia
-``I_k + T_xᵀAT_x - C M_Ψ⁻¹ Cᵀ`` (SPD: a Schur complement of the body's kinetic-energy
-matrix) and bias ``p_k + T_xᵀh_r - C M_Ψ⁻¹ h_ξ``; pass 3's ``a_k`` then gives ``ξ̇``.
+With ``M = M_Ψ`` (plus the node joints' terms), eliminating ``ξ̇ = -M⁻¹(h_ξ + Cᵀ a_k)``
+leaves a rigid body for ABA with inertia ``I_k + T_xᵀAT_x - C M⁻¹ Cᵀ`` (SPD: a Schur
+complement of the body's kinetic-energy matrix) and bias ``p_k + T_xᵀh_r - C M⁻¹ h_ξ``;
+pass 3's ``a_k`` then gives ``ξ̇``, before the node joints' children take
+``a_k + Φ_n ξ̇``.
 Gravity is an acceleration of N in the recursion (``a_N = -g``), so ``h`` is taken at
 ``g = 0`` (the same forces, :func:`~kanedyn.spatial.modal.modal_forces`); with the
 loads as inputs (``a_N = 0``) ``h`` takes the gravity in body axes. In a central field
@@ -64,19 +67,22 @@ def flexible_run(
     """Forward dynamics of a tree with flexible bodies by ABA (the module docstring);
     ``rec`` holds the joints' coordinates and speeds, ``eta``, ``xi`` the modal ones
     (``Model.nf`` each, in body order). Returns ``(ν̇, q̇)`` over the flexible state:
-    ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``. The modes are condensed by
-    :meth:`Recursion.condense_modes <kanedyn.dynamics.recursion.Recursion.condense_modes>`
-    (which the momentum states' speeds, :meth:`Recursion.run_msd
-    <kanedyn.dynamics.recursion.Recursion.run_msd>`, share)."""
+    ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``. The modes are condensed inside
+    :meth:`Recursion.aba <kanedyn.dynamics.recursion.Recursion.aba>` (``flex``, with the
+    blocks of :meth:`Recursion.modal_blocks
+    <kanedyn.dynamics.recursion.Recursion.modal_blocks>`, which the momentum states'
+    speeds, :meth:`Recursion.run_msd <kanedyn.dynamics.recursion.Recursion.run_msd>`,
+    share)."""
     model = rec.model
+    rec.set_modal(eta, xi)  # the joints at nodes ride on them
     geo, c, p, a_N = rec.terms()
     v = rec.velocities(geo)
     bodies = rec.modal_bodies(geo, eta)
     r_field = rec.field_positions(geo)[1] if model.central_gravity is not None else None
-    h = []
+    blocks: dict[int, list[Any]] = {}  # body k: [C, M, h_ξ] (Recursion.aba condenses them)
     for mb in bodies:
         x = np.array(list(xi[mb.sl]), dtype=object)
-        w = mb.body_velocity(v[mb.k])  # (ω, v₀) in body axes
+        w = mb.body_velocity(rec.frame_velocity(v, mb.k))  # (ω, v₀) in body axes
         # gravity: an acceleration of N (a_N = -g), or with loads in the body axes
         g = mb.g if rec.loads else np.array([0.0, 0.0, 0.0], dtype=object)
         w_x_v = np.array(sp.cross(list(w[:3]), list(w[3:])), dtype=object)
@@ -86,12 +92,9 @@ def flexible_run(
             hk = hk - modal_central_forces(
                 rec.ar, mb.md, mb.eta, rec.par("mu"), rec.par("com", mb.k), r
             )
-        h.append(hk)
-    local = rec.condense_modes(geo, p, bodies, h)
-    nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N)
-    acc, _ = rec.newton_euler(geo, c, p, a_N, nudot)
+        blocks[mb.k] = rec.modal_blocks(geo, p, mb, hk)
+    nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N, flex=blocks)
     xidot: list[Scalar] = [0.0] * model.nf
-    for mb, hb, (C, Minv) in zip(bodies, h, local, strict=True):
-        rates = -(Minv @ (hb[6:] + C.T @ np.array(acc[mb.k], dtype=object)))
-        xidot[mb.sl] = list(rates)
+    for mb in bodies:
+        xidot[mb.sl] = rec.xidot[mb.k]
     return [*nudot, *xidot], [*rec.qdot(), *xi]

@@ -180,6 +180,15 @@ def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
     return M
 
 
+def body_wrenches(tm: KaneTerms, L: AppliedLoads) -> Array:
+    """Per body, the spatial force about the origin that the joints must supply,
+    ``f_i = I_O A_r + V ×f (I_O V) + (ω × h, 0) - (T + r × F, F)`` (..., nb, 6)."""
+    f = tm.IA + tm.bias
+    f[..., :3] -= L.T + cross(tm.kin.r_rel, L.F)
+    f[..., 3:] -= L.F
+    return f
+
+
 def forcing_at(model: Model, tm: KaneTerms, L: AppliedLoads) -> Array:
     """``Fr + Fr*`` at zero acceleration: the right-hand side of ``M ν̇ = f``.
 
@@ -190,9 +199,7 @@ def forcing_at(model: Model, tm: KaneTerms, L: AppliedLoads) -> Array:
     """
     pl = plan_of(model)
     kin = tm.kin
-    f = tm.IA + tm.bias
-    f[..., :3] -= L.T + cross(kin.r_rel, L.F)
-    f[..., 3:] -= L.F
+    f = body_wrenches(tm, L)
     f_sub = subtree_sum(model, f)[..., pl.dof_joint, :]
     out = L.Q - _vecdot(tm.S, f_sub)
     if has_rotors(model):  # geared rotors (kanedyn.dynamics.rotors)
@@ -206,7 +213,7 @@ def _check(model: Model, state: State) -> State:
 
 def _flexible_state(model: Model, state: State) -> tuple[Kinematics, Partials, Array, Array]:
     q, u, eta, xi = flex.split(model, state)
-    kin = kinematics_at(model, q, u)
+    kin = kinematics_at(model, q, u, eta=eta, xi=xi)
     return kin, partials_at(model, kin), eta, xi
 
 
@@ -217,7 +224,7 @@ def flexible_system(
     (:func:`mass_matrix_at`, :func:`forcing_at`) plus the modal terms of
     :func:`kanedyn.dynamics.flex.flex_terms` (Kane_NBody_Flex slides 32-33)."""
     q, u, eta, xi = flex.split(model, state)  # one State: a batch is refused
-    kin = kinematics_at(model, q, u)
+    kin = kinematics_at(model, q, u, eta=eta, xi=xi)
     tm = kane_terms(model, kin)
     return flexible_system_at(model, tm, applied_loads(model, State(q, u), kin, loads, t), eta, xi)
 
@@ -231,7 +238,34 @@ def flexible_system_at(
     M, f = flex.flex_terms(model, tm.kin, tm.par, eta, xi)
     M[:n, :n] += mass_matrix_at(model, tm)
     f[:n] += forcing_at(model, tm, L)
+    if tm.kin.nodes is not None:
+        _node_terms(model, tm, L, M, f)
     return M, f
+
+
+def _node_terms(model: Model, tm: KaneTerms, L: AppliedLoads, M: Array, f: Array) -> None:
+    """The rigid bodies' terms over the modal speeds of the nodes they ride on
+    (``Joint.inner_node``), added to ``M`` and ``f`` over ``[u | s | ξ]``: with the
+    bodies' spatial partials ``B_ν = P S`` (joint speeds) and ``B_ξ = P S_ξ``
+    (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`), Kane's
+    ``M = Σ_i Bᵀ I_O,i B`` and ``f = -Σ_i Bᵀ f_i`` (:func:`body_wrenches`, the bias
+    ``A_r`` with the node terms) in their ξ rows and columns."""
+    if has_rotors(model):
+        raise ModelError(
+            "geared rotors (Joint.rotor) in a model with joints at nodes of flexible "
+            "bodies (Joint.inner_node) are not modelled yet"
+        )
+    assert tm.kin.nodes is not None
+    pl, n = plan_of(model), model.n
+    P = model.layout.path
+    B = np.einsum("ik,kjf->ijf", P, tm.kin.nodes.S_xi)  # (nb, 6, nf)
+    Bnu = P[:, pl.dof_joint][:, None, :] * tm.S.T[None, :, :]  # (nb, 6, n)
+    IB = tm.I_O @ B
+    M[n:, n:] += np.einsum("ijf,ijg->fg", B, IB)
+    M_nx = np.einsum("ijr,ijf->rf", Bnu, IB)
+    M[:n, n:] += M_nx
+    M[n:, :n] += M_nx.T
+    f[n:] -= np.einsum("ijf,ij->f", B, body_wrenches(tm, L))
 
 
 def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:

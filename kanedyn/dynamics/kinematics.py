@@ -33,12 +33,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
+from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import Params, params_of, plan_of
+from kanedyn.model.plan import Params, node_joints, outer_node_joints, params_of, plan_of
 from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
 from kanedyn.spatial.arithmetic import NUMPY
+from kanedyn.spatial.modal import node_frame
 
-__all__ = ["FORCE_CROSS", "MOTION_CROSS", "Kinematics", "bilinear", "cross", "kinematics", "mv"]
+__all__ = [
+    "FORCE_CROSS",
+    "MOTION_CROSS",
+    "Kinematics",
+    "NodeKinematics",
+    "bilinear",
+    "cross",
+    "kinematics",
+    "mv",
+]
 
 Array = NDArray[np.float64]
 
@@ -81,6 +92,9 @@ class Kinematics:
     round-off at orbital distances).
 
     With a batch of states or parameters every array has the leading batch axes too.
+
+    ``nodes`` (:class:`NodeKinematics`) holds the elastic motion of the joints attached
+    at nodes of flexible bodies (``Joint.inner_node``), None without such joints.
     """
 
     R_N_B: Array
@@ -105,6 +119,39 @@ class Kinematics:
     origin: Array
     r_rel: Array
     o_rel: Array
+    nodes: NodeKinematics | None = None
+
+
+@attrs.frozen(eq=False)
+class NodeKinematics:
+    """The node terms of the joints attached at nodes of flexible bodies (one state).
+
+    Joint k at node n of the flexible inner body i (Kane_NBody_Flex slide 34): Gi rides
+    on the node frame of :func:`kanedyn.spatial.modal.node_frame` (``C``, ``d``, ``W``,
+    body axes of i, ``R = R_N_Bi``), which moves relative to Bi with the spatial
+    velocity (about the origin, N) ``V_node,k = S_ξ,k ξ``,
+
+    .. math::
+
+        S_{\\xi,k} = \\begin{bmatrix} R W \\\\ R\\Psi_n + [x_n]_\\times R W \\end{bmatrix},
+        \\qquad x_n = p_i + R d \\ (\\text{the deflected node, from the origin}),
+
+    so that ``V_o = V_i + V_node + V_rel`` for the outer body; its bias (the rate at
+    constant ``ξ``) is ``c_node,k = V_i ×ₘ V_node + (α_q, R(Ψ_nξ × Wξ) + x_n × α_q)``,
+    ``α_q = R ẇ_q`` (``ẇ_q`` of ``node_frame``), added to the joint's ``c_k``
+    (:func:`kanedyn.dynamics.partials.bias_accelerations`). At a node of the flexible
+    outer body k (``Joint.outer_node``; Go fixed in the node frame, ``C_out`` its
+    inverse) the outer body moves by ``V_o = V_Go - V_on`` with ``V_on = S_on ξ_k`` of
+    the same form (``R = R_N_Bo``, the node of body k): ``S_ξ,k`` gains ``-S_on`` and
+    ``c_node,k`` gains ``-(V_o ×ₘ V_on + (α_q, ...)) + V_on ×ₘ V_rel`` (the joint's own
+    term is taken with ``V_o``, its frame moving with ``V_Go``). Arrays (index k over all
+    joints, zero for the others): ``S_xi`` (nj, 6, nf) over all modal speeds,
+    ``V_node`` (nj, 6), ``c_node`` (nj, 6).
+    """
+
+    S_xi: Array
+    V_node: Array
+    c_node: Array
 
 
 def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array, Array]:
@@ -169,11 +216,26 @@ def kinematics(model: Model, state: State) -> Kinematics:
     gives a node's deflected motion).
     """
     model.check_state(state, flexible=True)
-    return kinematics_at(model, state.q[: model.nq], state.u[: model.n])
+    nq, n = model.nq, model.n
+    if model.nf and len(state.q) > nq:
+        return kinematics_at(model, state.q[:nq], state.u[:n], eta=state.q[nq:], xi=state.u[n:])
+    return kinematics_at(model, state.q[:nq], state.u[:n])
 
 
-def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None) -> Kinematics:
+def kinematics_at(
+    model: Model,
+    q: Array,
+    u: Array,
+    params: Params | None = None,
+    eta: Array | None = None,
+    xi: Array | None = None,
+) -> Kinematics:
     """Kinematics at ``q`` (..., nq), ``u`` (..., n) with ``params`` (default: the model's).
+
+    A model with joints at nodes (``Joint.inner_node``, ``outer_node``) needs the modal
+    coordinates ``eta`` and speeds ``xi`` (nf each, one state): ``C_in`` (``C_out``) of
+    those joints is the node frame's (:func:`kanedyn.spatial.modal.node_frame`) and the
+    velocities gain ``V_node`` (:class:`NodeKinematics`).
 
     Steps (all joints and bodies at once):
 
@@ -192,6 +254,7 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
     if pa.batch_shape:
         batch = np.broadcast_shapes(batch, pa.batch_shape)
 
+    C_in, C_out, frames = _node_placements(model, pa, q, eta, xi)
     J = np.zeros(R_Gi_Go.shape[:-2] + (4, 4))
     J[..., :3, :3] = R_Gi_Go
     J[..., 3, 3] = 1.0
@@ -200,7 +263,7 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
 
     # T_Bi_Go = C_in J; a root's is taken relative to the origin (the first translating
     # root's joint point), so that every position below is formed relative to it
-    A = pa.C_in @ J
+    A = C_in @ J
     origin = np.zeros(A.shape[:-3] + (3,))
     k0 = origin_joint(model)
     if k0 is not None:
@@ -209,7 +272,7 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
         at[..., pl.parent_ext == nb, :] -= origin[..., None, :]
     origin = np.broadcast_to(origin, batch + (3,))
     T = np.empty(batch + (nb + 1, 4, 4))
-    T[..., :nb, :, :] = A @ pa.C_out
+    T[..., :nb, :, :] = A @ C_out
     T[..., nb, :, :] = _EYE4
     for a in pl.jumps:
         T = T[..., a, :, :] @ T
@@ -217,7 +280,7 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
     T_in = T[..., pl.parent_ext, :, :]
     T_N_Go = T_in @ A
     R_N_Go, o_rel = T_N_Go[..., :3, :3], T_N_Go[..., :3, 3]
-    R_N_Gi = T_in[..., :3, :3] @ pa.C_in[..., :3, :3]
+    R_N_Gi = T_in[..., :3, :3] @ C_in[..., :3, :3]
     r_rel = (T_N_B @ pa.com_h)[..., :3, 0]
 
     # motion subspace Φ: the joint's rows S (Go, :func:`kanedyn.joints.subspace`) as
@@ -230,7 +293,22 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
         Phi[..., 3:] += S[..., 3:] @ R_N_Go.swapaxes(-1, -2)
     z = upad[..., pl.slots_u]  # (..., nj, 6) = [σ | ṡ], zero in unused slots
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
-    V_ext = pl.path_ext @ V_rel  # row nb: N at rest
+    nodes = None
+    if frames:
+        nodes, V_on = _node_velocities(model, frames, T_N_B, xi)  # type: ignore[arg-type]
+        V_ext = pl.path_ext @ (V_rel + nodes.V_node)
+        V_in = V_ext[pl.parent_ext]  # the inner bodies' (N's: zero)
+        V_Bo = V_ext[:nb]
+        # V_i ×ₘ V_inner-node - V_o ×ₘ V_outer-node + V_outer-node ×ₘ V_rel
+        c_node = (
+            nodes.c_node
+            + bilinear(V_in, nodes.V_node + V_on, MOTION_CROSS)
+            - bilinear(V_Bo, V_on, MOTION_CROSS)
+            + bilinear(V_on, V_rel, MOTION_CROSS)
+        )
+        nodes = attrs.evolve(nodes, c_node=c_node)
+    else:
+        V_ext = pl.path_ext @ V_rel  # row nb: N at rest
     V = V_ext[..., :nb, :]
     omega_rel = V_rel[..., :3]
     if pl.has_slides:
@@ -265,7 +343,78 @@ def kinematics_at(model: Model, q: Array, u: Array, params: Params | None = None
         origin=origin,
         r_rel=r_rel,
         o_rel=o_rel,
+        nodes=nodes,
     )
+
+
+def _node_placements(
+    model: Model, pa: Params, q: Array, eta: Array | None, xi: Array | None
+) -> tuple[Array, Array, list[tuple[Any, ...]]]:
+    """``C_in``, ``C_out`` with the node frames of the node joints
+    (:class:`NodeKinematics`): at an inner node, ``T_Bi_Gi = [C R_Bi_Gi, d + C
+    (inner_point - r_n)]`` (Gi fixed in the node frame); at an outer node, ``T_Bo_Go =
+    [C R_Go_Boᵀ, d + C (outer_point - r_n)]`` and ``C_out`` its inverse; and per node
+    ``(joint k, body, sign, modes, d, W, ẇ_q, Ψ_n)`` (sign -1 at an outer node)."""
+    inner, outer = node_joints(model), outer_node_joints(model)
+    if not inner and not outer:
+        return pa.C_in, pa.C_out, []
+    names = [model.joints[k].name for k, _, _ in inner] + [model.joints[k].name for k, _ in outer]
+    if eta is None or xi is None:
+        raise ModelError(
+            f"kinematics: joints {names} attach at nodes of flexible bodies; their "
+            "kinematics need the modal coordinates and speeds (pass the model's full State)"
+        )
+    if q.ndim != 1 or pa.batch_shape or np.ndim(eta) != 1:
+        raise ModelError(
+            f"kinematics: joints {names} attach at nodes of flexible bodies; batches of "
+            "states or parameters are not taken with them yet"
+        )
+    slices = dict(model.modal_slices())
+    C_in = np.array(pa.C_in, dtype=float)
+    C_out = np.array(pa.C_out, dtype=float)
+    frames: list[tuple[Any, ...]] = []
+    for sign, k, i, n in [(1.0, k, i, n) for k, i, n in inner] + [
+        (-1.0, k, k, n) for k, n in outer
+    ]:
+        md: Any = model.bodies[i].modes
+        sl = slices[i]
+        C, d, W, wq = node_frame(md, n, eta[sl], xi[sl])
+        if sign > 0:
+            C_in[k, :3, :3] = C @ pa.C_in[k, :3, :3]
+            C_in[k, :3, 3] = d + C @ (pa.C_in[k, :3, 3] - md.node_positions[n])
+        else:
+            R_Go_Bo = pa.C_out[k, :3, :3]
+            outer_point = -R_Go_Bo.T @ pa.C_out[k, :3, 3]
+            R = R_Go_Bo @ C.T  # T_Go_Bo: the inverse of T_Bo_Go
+            C_out[k, :3, :3] = R
+            C_out[k, :3, 3] = -R @ (d + C @ (outer_point - md.node_positions[n]))
+        frames.append((k, i, sign, sl, d, W, wq, md.Psi[n]))
+    return C_in, C_out, frames
+
+
+def _node_velocities(
+    model: Model, frames: list[tuple[Any, ...]], T_N_B: Array, xi: Array
+) -> tuple[NodeKinematics, Array]:
+    """``S_ξ``, ``V_node = S_ξ ξ`` of :class:`NodeKinematics`, and in ``c_node`` the
+    rates at constant ``ξ`` in the node's body, ``±(α_q, R(Ψ_nξ × Wξ) + x_n × α_q)``
+    (- at an outer node; the velocity products follow once the velocities are known);
+    also ``V_on`` (nj, 6), the outer nodes' motion in their bodies."""
+    nb, nf = model.nb, model.nf
+    S_xi = np.zeros((nb, 6, nf))
+    V_on = np.zeros((nb, 6))
+    c = np.zeros((nb, 6))
+    for k, i, sign, sl, d, W, wq, Psi in frames:
+        R = T_N_B[i, :3, :3]
+        x_n = T_N_B[i, :3, 3] + R @ d
+        RW = R @ W
+        S = np.concatenate([RW, R @ Psi + np.cross(x_n, RW.T).T])
+        S_xi[k, :, sl] += sign * S
+        if sign < 0:
+            V_on[k] = S @ xi[sl]
+        alpha_q = R @ wq
+        c[k, :3] += sign * alpha_q
+        c[k, 3:] += sign * (R @ np.cross(Psi @ xi[sl], W @ xi[sl]) + np.cross(x_n, alpha_q))
+    return NodeKinematics(S_xi=S_xi, V_node=S_xi @ xi, c_node=c), V_on
 
 
 def origin_joint(model: Model) -> int | None:

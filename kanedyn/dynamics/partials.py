@@ -46,6 +46,9 @@ class Partials:
 
     ``Omega_u`` (nb, 3, nu), ``V_u`` (nb, 3, nu), ``V_s`` (nb, 3, ns),
     ``alpha_r`` (nb, 3), ``a_r`` (nb, 3). ``kin`` is the Kinematics they were built from.
+    With joints at nodes of flexible bodies (``kin.nodes``), ``Omega_xi``, ``V_xi``
+    (nb, 3, nf) are the partials over the modal speeds of the bodies outboard of a node
+    (``P S_ξ``, :class:`~kanedyn.dynamics.kinematics.NodeKinematics`); None without.
     """
 
     Omega_u: Array
@@ -54,6 +57,8 @@ class Partials:
     alpha_r: Array
     a_r: Array
     kin: Kinematics
+    Omega_xi: Array | None = None
+    V_xi: Array | None = None
 
     @property
     def Omega(self) -> Array:
@@ -94,7 +99,9 @@ def bias_accelerations(model: Model, kin: Kinematics) -> Array:
         \\quad g_k = R_{N G_o} \\dot\\Gamma_k \\sigma_k, \\qquad A_r = P c
 
     (equal to the α_k and a_r terms of the module docstring, with
-    ``a_r = a_O + α_r × r + ω × v``; ``o``, ``r`` relative to the origin).
+    ``a_r = a_O + α_r × r + ω × v``; ``o``, ``r`` relative to the origin). A joint at a
+    node of a flexible body adds ``c_node`` to its ``c_k``
+    (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`).
     """
     pl = plan_of(model)
     Vk = kin.V
@@ -106,6 +113,8 @@ def bias_accelerations(model: Model, kin: Kinematics) -> Array:
         g = mv(kin.R_N_Go, kin.Gds)
         c[..., :3] += g
         c[..., 3:] += cross(kin.o_rel, g)
+    if kin.nodes is not None:  # joints riding on nodes: c_node of NodeKinematics
+        c = c + kin.nodes.c_node
     return model.layout.path @ c
 
 
@@ -140,4 +149,10 @@ def partials_at(model: Model, kin: Kinematics) -> Partials:
     A = bias_accelerations(model, kin)
     alpha_r = A[..., :3]
     a_r = A[..., 3:] + cross(alpha_r, kin.r_rel) + cross(kin.omega, kin.v)
-    return Partials(Omega_u=Omega_u, V_u=V_u, V_s=V_s, alpha_r=alpha_r, a_r=a_r, kin=kin)
+    Omega_xi = V_xi = None
+    if kin.nodes is not None:  # the modal speeds of the bodies that carry nodes
+        B = np.einsum("ik,kjf->ijf", P, kin.nodes.S_xi)
+        Omega_xi = B[:, :3]
+        V_xi = B[:, 3:] + cross(Omega_xi.swapaxes(-1, -2), kin.r_rel[:, None, :]).swapaxes(-1, -2)
+    return Partials(Omega_u=Omega_u, V_u=V_u, V_s=V_s, alpha_r=alpha_r, a_r=a_r, kin=kin,
+                    Omega_xi=Omega_xi, V_xi=V_xi)  # fmt: skip

@@ -22,6 +22,22 @@ the joint point), with spatial vectors (ω, v) and forces (n, f) (conventions pa
   by joint k's speed with the column ``S_R = S + (m e, 0)``: pass 2 takes ``U += I_R
   S_R``, ``D += S_Rᵀ I_R S_R``, ``u -= S_Rᵀ p_R`` and hands ``I^A + I_R``, ``p^A + p_R``
   inwards (:mod:`kanedyn.dynamics.rotors`, :meth:`Recursion.rotor_pieces`).
+* a joint k at a node of a flexible inner body P (``Joint.inner_node``, with the modal
+  state set by :meth:`Recursion.set_modal`): Gi rides on the node frame
+  (:func:`kanedyn.spatial.modal.node_frame`), which moves in P with ``ν_n = Φ_n ξ_P``
+  (in Go_P, :meth:`Recursion.node_terms`); pass 1 takes ``v_k = X_k(v_P + ν_n) + v_J``
+  and ``c_k += X_k c_n``, ``c_n = v_P ×ₘ ν_n + (the rate of Φ_n at constant ξ) ξ``;
+  pass 2 adds the child's ``I^a`` and ``p^a`` (in P) to the body's modal blocks,
+  ``C += I^a Φ_n``, ``M += Φ_nᵀ I^a Φ_n``, ``h += Φ_nᵀ p^a``, before they are condensed
+  (:mod:`kanedyn.dynamics.flex_recursion`), and pass 3 takes ``a' = X_k(a_P + Φ_n ξ̇_P)
+  + c_k``.
+* a joint k at a node of its flexible outer body (``Joint.outer_node``): Go is fixed in
+  the node frame, so body k's axes and origin in Go_k follow the node
+  (:meth:`Recursion.outer_terms`, :meth:`Recursion.body_frame`) and its frame moves with
+  ``v_k - Φ_on ξ_k`` (:meth:`Recursion.frame_velocity`), accelerating with
+  ``a_Bo = a_k - Φ_on ξ̇_k + c_b``; pass 2 takes the body's blocks over ``(a_Bo, ξ̇)``
+  to blocks over ``(a_k, ξ̇)`` before ``ξ`` is condensed, and pass 3 hands ``a_Bo`` to
+  its children.
 
 **The equations are Kane's.** ABA solves ``M ν̇ = Fr + Fr*|_{ν̇=0}`` (Kane_NBody slide
 23) without forming ``M``: eliminating the joints from the leaves inwards is a block
@@ -47,7 +63,7 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import RotorPiece, RotorSpec, rotor_piece, rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import Params, params_of
+from kanedyn.model.plan import Params, node_joints, outer_node_joints, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
 from kanedyn.spatial.modal import (
@@ -56,6 +72,7 @@ from kanedyn.spatial.modal import (
     modal_inertia,
     modal_momentum,
     modal_momentum_rate,
+    node_frame,
 )
 
 __all__ = ["AbaPass", "BodyTerms", "JointTerms", "ModalBody", "Recursion", "aba", "remainder"]
@@ -87,6 +104,21 @@ class AbaPass:
     U: list[list[Vec]]
     D: list[Any]
     u: list[list[Scalar]]
+
+
+@attrs.frozen
+class NodeTerms:
+    """A joint at a node of the flexible body ``parent`` (:meth:`Recursion.node_terms`):
+    Gi's placement in Go_parent, the node's motion subspace ``Phi`` (6 × the body's
+    modes, Go_parent), ``nu = Φ ξ`` and ``quad`` (Φ's rate at constant ξ, times ξ)."""
+
+    parent: int
+    modes: slice
+    R_P_Gi: Mat
+    r0: Vec
+    Phi: Mat
+    nu: Vec
+    quad: Vec
 
 
 @attrs.frozen
@@ -185,6 +217,94 @@ class Recursion:
         self.qn = joints.normalize_quaternions(ar, model.layout, np.array(self.q, self.dtype))
         #: the geared rotors at the current speeds, per joint (set by :meth:`terms`)
         self.rotors: dict[int, RotorPiece] = {}
+        #: the modal coordinates and speeds (:meth:`set_modal`), and per joint at a node
+        #: its terms (:meth:`node_terms`)
+        self.modal: tuple[list[Scalar], list[Scalar]] | None = None
+        self.nodes: dict[int, NodeTerms] = {}
+        #: per flexible body whose joint is at its node (Joint.outer_node): its terms
+        #: (:meth:`outer_terms`; ``R_P_Gi``, ``r0`` hold its axes and origin in Go_k)
+        self.outer: dict[int, NodeTerms] = {}
+        #: the bias ``c_b`` of those bodies' frames in Go_k (set by :meth:`terms`)
+        self.frame_bias: dict[int, Vec] = {}
+        #: the modal accelerations of the flexible bodies (set by :meth:`aba`)
+        self.xidot: dict[int, list[Scalar]] = {}
+
+    def set_modal(self, eta: Sequence[Scalar], xi: Sequence[Scalar]) -> None:
+        """The flexible bodies' modal coordinates and speeds (``Model.nf`` each): the
+        joints at nodes (``Joint.inner_node``, ``outer_node``) ride on them
+        (:meth:`node_terms`, :meth:`outer_terms`)."""
+        nodes = node_joints(self.model)
+        outer = outer_node_joints(self.model)
+        if (nodes or outer) and any(j.rotor is not None for j in self.model.joints):
+            raise ModelError(
+                "geared rotors (Joint.rotor) in a model with joints at nodes of flexible "
+                "bodies (Joint.inner_node, outer_node) are not modelled yet"
+            )
+        self.modal = (list(eta), list(xi))
+        self.outer = {k: self.outer_terms(k, n) for k, n in outer}
+        self.nodes = {k: self.node_terms(k, p, n) for k, p, n in nodes}
+
+    def _node(self, body: int, n: int) -> tuple[Any, ...]:
+        """:func:`~kanedyn.spatial.modal.node_frame` of node n of ``body`` at the modal
+        state, and the node's ``Ψ_n`` and ``ξ`` of the body (object arrays)."""
+        assert self.modal is not None
+        eta, xi = self.modal
+        sl = dict(self.model.modal_slices())[body]
+        md: Any = self.model.bodies[body].modes
+        e, x = np.array(eta[sl], dtype=object), np.array(xi[sl], dtype=object)
+        return (*node_frame(md, n, e, x), md.Psi[n], md.node_positions[n], x, sl)
+
+    def body_frame(self, k: int) -> tuple[Mat, Vec]:
+        """``(R_Go_Bo, o)``: body k's axes and frame origin in Go_k (constants, or at an
+        outer node the node frame's: :meth:`outer_terms`)."""
+        if k in self.outer:
+            return self.outer[k].R_P_Gi, self.outer[k].r0
+        R = self.par("R_Go_Bo", k)
+        return R, [-x for x in sp.mv(R, self.par("outer_point", k))]
+
+    def _subspace(self, R: Any, x_n: Any, W: Any, Psi: Any, wq: Any, x: Any) -> tuple[Any, Vec]:
+        """``Φ = [RW ; RΨ + [x_n]× RW]`` and ``Φ``'s rate at constant ``ξ`` times ``ξ``,
+        ``(R ẇ_q, R(Ψξ × Wξ) + x_n × R ẇ_q)``, in the frame of ``R``, ``x_n``."""
+        RW = R @ W
+        Phi = np.concatenate([RW, R @ Psi + np.array(sp.skew(list(x_n)), dtype=object) @ RW])
+        aq = R @ wq
+        quad = [*aq, *(R @ np.array(sp.cross(list(Psi @ x), list(W @ x)), dtype=object)
+                       + np.array(sp.cross(list(x_n), list(aq)), dtype=object))]  # fmt: skip
+        return Phi, quad
+
+    def node_terms(self, k: int, p: int, n: int) -> NodeTerms:
+        """Joint k at node n of the flexible body p, in Go_p (``(R, o)`` of
+        :meth:`body_frame` of p; :func:`~kanedyn.spatial.modal.node_frame`'s ``C``,
+        ``d``, ``W``, ``ẇ_q``): Gi's placement ``R_P_Gi = R C R_Bi_Gi``,
+        ``r_0 = R(d + C(inner_point - r_n)) + o``; the node's motion subspace
+        ``Φ_n = [RW ; RΨ_n + [x_n]× RW]`` with ``x_n = Rd + o``, so ``ν_n = Φ_n ξ``;
+        and the rate at constant ``ξ`` in P, ``(R ẇ_q, R(Ψ_nξ × Wξ) + x_n × R ẇ_q)``
+        (the dense engine's :class:`~kanedyn.dynamics.kinematics.NodeKinematics`)."""
+        C, d, W, wq, Psi, r_n, x, sl = self._node(p, n)
+        Rl, ol = self.body_frame(p)
+        R, o = np.array(Rl, dtype=object), np.array(ol, dtype=object)
+        ip = np.array(self.par("inner_point", k), dtype=object)
+        R_P_Gi = R @ C @ np.array(self.par("R_Bi_Gi", k), dtype=object)
+        r0 = R @ (d + C @ (ip - r_n)) + o
+        x_n = R @ d + o
+        Phi, quad = self._subspace(R, x_n, W, Psi, wq, x)
+        return NodeTerms(p, sl, R_P_Gi.tolist(), list(r0), Phi.tolist(), list(Phi @ x), quad)
+
+    def outer_terms(self, k: int, n: int) -> NodeTerms:
+        """Joint k at node n of its flexible outer body k (``Joint.outer_node``), in
+        Go_k: Go is fixed in the node frame, so body k's axes and origin in Go_k are
+        ``R = R_Go_Bo Cᵀ``, ``o = -R(d + C(outer_point - r_n))`` (``R_P_Gi``, ``r0`` of
+        the record), and the node moves relative to body k with ``ν_on = Φ_on ξ`` (the
+        form of :meth:`node_terms` with this ``R`` and ``x_n = Rd + o``): body k's
+        frame moves with ``v_k - ν_on`` and accelerates with ``a_k - Φ_on ξ̇ + c_b``,
+        ``c_b = -(v_k ×ₘ ν_on + quad)`` (:meth:`terms`)."""
+        C, d, W, wq, Psi, r_n, x, sl = self._node(k, n)
+        R0 = np.array(self.par("R_Go_Bo", k), dtype=object)
+        op = np.array(self.par("outer_point", k), dtype=object)
+        R = R0 @ C.T
+        o = -(R @ (d + C @ (op - r_n)))
+        Phi, quad = self._subspace(R, R @ d + o, W, Psi, wq, x)
+        return NodeTerms(k, sl, R.tolist(), list(o), Phi.tolist(), list(Phi @ x), quad)
 
     @classmethod
     def at_state(cls, model: Model, state: State, loads: Any = None, t: float = 0.0) -> Recursion:
@@ -258,14 +378,16 @@ class Recursion:
             R_Bi_Gi = self.par("R_Bi_Gi", k)
             if p < 0:
                 R_P_Gi, r0 = R_Bi_Gi, self.par("inner_point", k)
+            elif k in self.nodes:  # Gi on the node frame
+                R_P_Gi, r0 = self.nodes[k].R_P_Gi, self.nodes[k].r0
             else:
-                R_p = self.par("R_Go_Bo", p)
+                R_p, o_p = self.body_frame(p)
                 R_P_Gi = sp.mm(R_p, R_Bi_Gi)
-                r0 = sp.mv(R_p, sp.sub(self.par("inner_point", k), self.par("outer_point", p)))
+                r0 = sp.add(sp.mv(R_p, self.par("inner_point", k)), o_p)
             E = sp.mm(R_P_Gi, J.R)
             r = sp.add(r0, sp.mv(R_P_Gi, J.d))
-            R_Go_Bo = self.par("R_Go_Bo", k)
-            com = sp.mv(R_Go_Bo, sp.sub(self.par("com", k), self.par("outer_point", k)))
+            R_Go_Bo, o_k = self.body_frame(k)
+            com = sp.add(sp.mv(R_Go_Bo, self.par("com", k)), o_k)
             I_c = sp.rotate_symmetric(R_Go_Bo, self.par("inertia", k))
             inertia = sp.body_inertia(self.par("mass", k), I_c, com)
             h = sp.mv(R_Go_Bo, self.par("h_embedded", k))
@@ -276,10 +398,20 @@ class Recursion:
     def velocities(self, geo: list[BodyTerms]) -> list[Vec]:
         """Pass 1: spatial velocities ``v_k = X_k v_P + v_J`` in Go_k."""
         v: list[Vec] = []
-        for b in geo:
-            v.append(b.J.vJ if b.parent < 0 else
-                     sp.add(sp.motion_to_child(b.E, b.r, v[b.parent]), b.J.vJ))  # fmt: skip
+        for k, b in enumerate(geo):
+            if b.parent < 0:
+                v.append(b.J.vJ)
+                continue
+            vP = self.frame_velocity(v, b.parent)
+            if k in self.nodes:
+                vP = sp.add(vP, self.nodes[k].nu)
+            v.append(sp.add(sp.motion_to_child(b.E, b.r, vP), b.J.vJ))
         return v
+
+    def frame_velocity(self, v: list[Vec], k: int) -> Vec:
+        """Body k's frame velocity in Go_k: ``v_k``, or ``v_k - ν_on`` when the joint
+        is at a node of body k (:meth:`outer_terms`)."""
+        return v[k] if k not in self.outer else sp.sub(v[k], self.outer[k].nu)
 
     def load_forces(self, geo: list[BodyTerms]) -> list[Vec]:
         """The loads T, F (N, at the mass centres) as spatial forces in Go_k."""
@@ -361,8 +493,17 @@ class Recursion:
         v = self.velocities(geo)
         self.rotors = self.rotor_pieces(v)
         c = [remainder(b.J, vk) for b, vk in zip(geo, v, strict=True)]
+        for k, nt in self.nodes.items():  # c_k += X_k c_n
+            b = geo[k]
+            c_n = sp.add(sp.cross_motion(self.frame_velocity(v, b.parent), nt.nu), nt.quad)
+            c[k] = sp.add(c[k], sp.motion_to_child(b.E, b.r, c_n))
+        self.frame_bias = {
+            k: [-x for x in sp.add(sp.cross_motion(v[k], nt.nu), nt.quad)]
+            for k, nt in self.outer.items()
+        }
+        vb = [self.frame_velocity(v, k) for k in range(len(geo))]
         p = [sp.bias_force(b.inertia, vk, b.h if b.has_h else None)
-             for b, vk in zip(geo, v, strict=True)]  # fmt: skip
+             for b, vk in zip(geo, vb, strict=True)]  # fmt: skip
         if self.loads:
             p = [sp.sub(pk, fk) for pk, fk in zip(p, self.load_forces(geo), strict=True)]
         elif self.model.central_gravity is not None:  # with loads, it is in the input F, T
@@ -389,8 +530,9 @@ class Recursion:
         for k, sl in self.model.modal_slices():
             md: Any = self.model.bodies[k].modes
             e = np.array(list(eta[sl]), dtype=object)
-            R = np.array(self.par("R_Go_Bo", k), dtype=object)
-            o = -(R @ np.array(self.par("outer_point", k), dtype=object))  # origin, Go
+            R_k, o_k = self.body_frame(k)  # at an outer node, the node frame's
+            R = np.array(R_k, dtype=object)
+            o = np.array(o_k, dtype=object)  # the body-frame origin, Go
             Tx = np.zeros((6, 6), dtype=object)
             Tx[:3, :3] = R.T
             Tx[3:, 3:] = R.T
@@ -399,44 +541,46 @@ class Recursion:
             out.append(ModalBody(k, sl, md, e, Tx, R, g, modal_inertia(md, e)))
         return out
 
-    def condense_modes(self, geo: list[BodyTerms], p: list[Vec], bodies: list[ModalBody],
-                       h: list[Any]) -> list[tuple[Any, Any]]:  # fmt: skip
-        """Condense each flexible body's modes into its rigid body for ABA (the Schur
-        complement of :mod:`kanedyn.dynamics.flex_recursion`): with the body's force
-        ``h`` (6 + n, body axes) beyond ``ΔM [a; ξ̇]``, ``geo[k]``'s inertia becomes
-        ``I_k + T_xᵀAT_x - C M_Ψ⁻¹ Cᵀ`` and ``p[k]`` gains ``T_xᵀh_r - C M_Ψ⁻¹ h_ξ``
-        (in place). Returns ``(C, M_Ψ⁻¹)`` per body: the modes' rows are then
-        ``ξ̇ = -M_Ψ⁻¹(h_ξ + Cᵀ a_k)``."""
-        out = []
-        for mb, hb in zip(bodies, h, strict=True):
-            k, Tx, dM = mb.k, mb.Tx, mb.dM
-            C = Tx.T @ dM[:6, 6:]  # (6, nm)
-            Minv = np.linalg.inv(np.asarray(mb.md.mass, dtype=float))
-            CM = C @ Minv
-            inertia = np.array(geo[k].inertia, dtype=object) + Tx.T @ dM[:6, :6] @ Tx - CM @ C.T
-            geo[k] = attrs.evolve(geo[k], inertia=inertia.tolist())
-            p[k] = (np.array(p[k], dtype=object) + Tx.T @ hb[:6] - CM @ hb[6:]).tolist()
-            out.append((C, Minv))
-        return out
+    def modal_blocks(self, geo: list[BodyTerms], p: list[Vec], mb: ModalBody,
+                     h: Any) -> list[Any]:  # fmt: skip
+        """A flexible body's terms for :meth:`aba`'s ``flex`` (the modal speeds
+        condensed there, :mod:`kanedyn.dynamics.flex_recursion`): with the body's force
+        ``h`` (6 + n, body axes) beyond ``ΔM [a; ξ̇]``, ``geo[k]``'s inertia gains
+        ``T_xᵀAT_x`` and ``p[k]`` gains ``T_xᵀh_r`` (in place); returns the blocks
+        ``[C, M_Ψ, h_ξ]`` (``C = T_xᵀΔM_{:6,6:}``, Go_k), which the joints at the body's
+        nodes add to before ABA condenses them."""
+        k, Tx, dM = mb.k, mb.Tx, mb.dM
+        C = Tx.T @ dM[:6, 6:]  # (6, nm)
+        inertia = np.array(geo[k].inertia, dtype=object) + Tx.T @ dM[:6, :6] @ Tx
+        geo[k] = attrs.evolve(geo[k], inertia=inertia.tolist())
+        p[k] = (np.array(p[k], dtype=object) + Tx.T @ h[:6]).tolist()
+        return [C.tolist(), np.asarray(mb.md.mass, dtype=float).tolist(), list(h[6:])]
 
     # ----------------------------------------------------------------------- ABA
     def aba(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], Q: list[Scalar],
-            a_N: Vec, rotors: dict[int, RotorPiece] | None = None) -> list[Scalar]:  # fmt: skip
+            a_N: Vec, rotors: dict[int, RotorPiece] | None = None,
+            flex: dict[int, list[Any]] | None = None) -> list[Scalar]:  # fmt: skip
         """Passes 2 and 3: ``ν̇`` with remainder accelerations ``c``, bias forces ``p``
         (Go_k), joint forces ``Q`` and the acceleration ``a_N`` of N (in N); the free
         speeds only, locked entries 0. With ``c = 0``, ``a_N = 0`` this solves
         ``M x = Q - Σ S_kᵀ (subtree sum of p)``. ``rotors`` (default ``self.rotors``):
-        the geared rotors' pieces (module docstring)."""
-        return self.aba_forward(geo, c, self.aba_backward(geo, c, p, Q, rotors), a_N)
+        the geared rotors' pieces (module docstring). ``flex``: per flexible body k its
+        modal blocks ``[C, M, h]`` (6 × nm, nm × nm, nm; Go_k), which the joints at its
+        nodes add to (module docstring) before ``ξ`` is condensed, ``I^A -= C M⁻¹ Cᵀ``,
+        ``p^A -= C M⁻¹ h``; pass 3 then sets ``self.xidot[k] = -M⁻¹(h + Cᵀ a_k)``
+        (:mod:`kanedyn.dynamics.flex_recursion`)."""
+        bw = self.aba_backward(geo, c, p, Q, rotors, flex)
+        return self.aba_forward(geo, c, bw, a_N, flex)
 
     def aba_backward(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec],
-                     Q: list[Scalar], rotors: dict[int, RotorPiece] | None = None
-                     ) -> AbaPass:  # fmt: skip
+                     Q: list[Scalar], rotors: dict[int, RotorPiece] | None = None,
+                     flex: dict[int, list[Any]] | None = None) -> AbaPass:  # fmt: skip
         """Pass 2 of :meth:`aba` (leaves to root): per joint ``U = I^A S``, ``D = Sᵀ U``
         and ``u = Q - Sᵀ p^A``. It is linear in ``(c, p, Q)`` at fixed geometry: ABA
         is the factorization ``M = Kᵀ D K`` with pass 2 ``u = K⁻ᵀ Q`` and pass 3
         ``ν̇ = K⁻¹ D⁻¹ u`` (at ``c = 0``, ``a_N = 0``), so ``Q_aᵀ M⁻¹ Q_b = Σ_k u_{a,k}ᵀ
-        D_k⁻¹ u_{b,k}`` (:func:`kanedyn.dynamics.loop_rows.constrained_accelerations`)."""
+        D_k⁻¹ u_{b,k}`` (:func:`kanedyn.dynamics.loop_rows.constrained_accelerations`).
+        ``flex`` (:meth:`aba`): the modal blocks, condensed here in place."""
         model = self.model
         rotors = self.rotors if rotors is None else rotors
         nb = model.nb
@@ -447,6 +591,18 @@ class Recursion:
         uu: list[list[Scalar]] = [[] for _ in range(nb)]
         for k in reversed(range(nb)):
             b = geo[k]
+            if flex is not None and k in self.outer:  # a_Bo = a_k + S_b ξ̇ + c_b
+                self._frame_blocks(k, IA[k], pA, flex)
+            if flex is not None and k in flex:  # condense the modal speeds
+                Cb, Mb, hb = flex[k]
+                CM = sp.solve_spd(Mb, Cb)  # rows M⁻¹ C[i]
+                nm = len(hb)
+                for i in range(6):
+                    for jj in range(i, 6):
+                        corr = sum((CM[i][a] * Cb[jj][a] for a in range(nm)), 0.0)
+                        IA[k][i][jj] = IA[k][jj][i] = IA[k][i][jj] - corr
+                pA[k] = [pA[k][i] - sum((CM[i][a] * hb[a] for a in range(nm)), 0.0)
+                         for i in range(6)]  # fmt: skip
             Ia, pa = IA[k], pA[k]
             cols = [col for col, _ in b.J.cols]
             Uk = [sp.sym_mv(Ia, s) for s in cols]
@@ -482,6 +638,18 @@ class Recursion:
                 pa2 = sp.add(pa, sp.sym_mv(Ia2, c[k]))
             Ip = sp.inertia_to_parent(b.E, b.r, Ia2)
             fp = sp.force_to_parent(b.E, b.r, pa2)
+            if flex is not None and k in self.nodes:  # through the node's Φ_n
+                Phi, (Cb, Mb, hb) = self.nodes[k].Phi, flex[b.parent]
+                nm = len(hb)
+                IP = [[sum((Ip[i][j] * Phi[j][a] for j in range(6)), 0.0) for a in range(nm)]
+                      for i in range(6)]  # fmt: skip
+                for i in range(6):
+                    Cb[i] = [Cb[i][a] + IP[i][a] for a in range(nm)]
+                for a in range(nm):
+                    Mb[a] = [Mb[a][e] + sum((Phi[i][a] * IP[i][e] for i in range(6)), 0.0)
+                             for e in range(nm)]  # fmt: skip
+                flex[b.parent][2] = [hb[a] + sum((Phi[i][a] * fp[i] for i in range(6)), 0.0)
+                                     for a in range(nm)]  # fmt: skip
             P = IA[b.parent]
             for i in range(6):
                 for jj in range(i, 6):
@@ -490,15 +658,22 @@ class Recursion:
         return AbaPass(U, Dk, uu)
 
     def aba_forward(self, geo: list[BodyTerms], c: list[Vec], bw: AbaPass,
-                    a_N: Vec) -> list[Scalar]:  # fmt: skip
+                    a_N: Vec, flex: dict[int, list[Any]] | None = None
+                    ) -> list[Scalar]:  # fmt: skip
         """Pass 3 of :meth:`aba` (root to leaves) on the pass 2 ``bw``: ``a' = X_k a_P +
-        c_k``, ``ν̇_k = D⁻¹ (u - Uᵀ a')``, ``a_k = a' + S ν̇_k``."""
+        c_k``, ``ν̇_k = D⁻¹ (u - Uᵀ a')``, ``a_k = a' + S ν̇_k``; with ``flex`` (the
+        blocks condensed by pass 2) ``self.xidot``."""
         U, Dk, uu = bw.U, bw.D, bw.u
         nudot: list[Scalar] = [0.0] * self.model.n
         acc: list[Vec] = []
+        self.xidot = {}
         for k in range(self.model.nb):
             b = geo[k]
             ap = a_N if b.parent < 0 else acc[b.parent]
+            if flex is not None and k in self.nodes:  # a_P + Φ_n ξ̇_P
+                Phi, xd = self.nodes[k].Phi, self.xidot[b.parent]
+                ap = [ap[i] + sum((Phi[i][a] * xd[a] for a in range(len(xd))), 0.0)
+                      for i in range(6)]  # fmt: skip
             a1 = sp.add(sp.motion_to_child(b.E, b.r, ap), c[k])
             if b.J.cols:
                 rhs = [uu[k][a] - sp.sdot(U[k][a], a1) for a in range(len(b.J.cols))]
@@ -507,7 +682,37 @@ class Recursion:
                     nudot[rr] = z
                     a1 = sp.add(a1, sp.scale(z, s))
             acc.append(a1)
+            if flex is not None and k in flex:
+                Cb, Mb, hb = flex[k]
+                rhs = [hb[a] + sum((Cb[i][a] * a1[i] for i in range(6)), 0.0)
+                       for a in range(len(hb))]  # fmt: skip
+                self.xidot[k] = [-x for x in sp.solve_spd(Mb, [rhs])[0]]
+                if k in self.outer:  # the children ride on the body frame
+                    Phi, xd = self.outer[k].Phi, self.xidot[k]
+                    acc[k] = [a1[i] - sum((Phi[i][a] * xd[a] for a in range(len(xd))), 0.0)
+                              + self.frame_bias[k][i] for i in range(6)]  # fmt: skip
         return nudot
+
+    def _frame_blocks(self, k: int, IA: Mat, pA: list[Vec], flex: dict[int, list[Any]]) -> None:
+        """Body k's blocks over ``(a_Bo, ξ̇)`` (its frame's acceleration) to blocks over
+        ``(a_k, ξ̇)`` with ``a_Bo = a_k + S_b ξ̇ + c_b``, ``S_b = -Φ_on``
+        (:meth:`outer_terms`): ``C' = I S_b + C``, ``M' = M + S_bᵀC + CᵀS_b + S_bᵀIS_b``,
+        ``h' = h + S_bᵀp + C'ᵀc_b``, ``p' = p + I c_b`` (``S_bᵀ`` of the frame's wrench
+        is the modes' share of it)."""
+        Phi, cb = self.outer[k].Phi, self.frame_bias[k]
+        Cb, Mb, hb = flex[k]
+        nm = len(hb)
+        Sb = [[-Phi[i][a] for a in range(nm)] for i in range(6)]
+        IS = [[sum((IA[i][j] * Sb[j][a] for j in range(6)), 0.0) for a in range(nm)]
+              for i in range(6)]  # fmt: skip
+        C2 = [[IS[i][a] + Cb[i][a] for a in range(nm)] for i in range(6)]
+        M2 = [[Mb[a][e] + sum((Sb[i][a] * Cb[i][e] + Cb[i][a] * Sb[i][e] + Sb[i][a] * IS[i][e]
+                               for i in range(6)), 0.0) for e in range(nm)]
+              for a in range(nm)]  # fmt: skip
+        h2 = [hb[a] + sum((Sb[i][a] * pA[k][i] + C2[i][a] * cb[i] for i in range(6)), 0.0)
+              for a in range(nm)]  # fmt: skip
+        pA[k] = [pA[k][i] + sum((IA[i][j] * cb[j] for j in range(6)), 0.0) for i in range(6)]
+        flex[k] = [C2, M2, h2]
 
     # ----------------------------------------------------------------------- RNEA
     def newton_euler(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], a_N: Vec,
@@ -582,7 +787,7 @@ class Recursion:
            root, the total external wrench in N, its moment about c.
 
         A flexible body (:class:`ModalBody`) enters step 1 by the condensation of
-        :meth:`condense_modes` with the force ``h = (0, -y_ξ)``: ``M_Ψξ = y_ξ - Cᵀv_k``;
+        :meth:`modal_blocks` and :meth:`aba` with the force ``h = (0, -y_ξ)``: ``M_Ψξ = y_ξ - Cᵀv_k``;
         step 2 by its momentum beyond the rigid body's (:func:`~kanedyn.spatial.modal.
         modal_momentum`, its elastic motion: ``T_xᵀ(ΔM w)_{ω,v}`` in ``h^c_k``), the
         couple ``T_xᵀ(c_f × g, 0)`` of gravity on its displaced mass in ``f^c_k``, its
@@ -618,18 +823,21 @@ class Recursion:
         zero6 = [0.0] * 6
         bias = [(b.h + [0.0, 0.0, 0.0]) if b.has_h else zero6 for b in geo0]
         rest = self.rotor_pieces([zero6] * nb)  # the rotors' inertias, no bias at rest
-        h0 = [np.array([0.0] * 6 + [-x for x in y_xi[mb.sl]], dtype=object) for mb in bodies]
-        local = self.condense_modes(geo0, bias, bodies, h0)
-        nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6, rotors=rest)
+        blocks = {
+            mb.k: self.modal_blocks(
+                geo0, bias, mb, np.array([0.0] * 6 + [-x for x in y_xi[mb.sl]], dtype=object)
+            )
+            for mb in bodies
+        }  # M_Ψξ = y_ξ - Cᵀv_k: the modes' rows of M ν = y at zero speed
+        nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6, rotors=rest, flex=blocks or None)
+        xi: list[Scalar] = [0.0] * model.nf
+        for mb in bodies:
+            xi[mb.sl] = self.xidot[mb.k]
         if closure is not None:
             nu = closure.speeds(self, geo0, nu)
         self.u = nu
         geo = self.geometry()
         v = self.velocities(geo)
-        xi: list[Scalar] = [0.0] * model.nf
-        for mb, (C, Minv) in zip(bodies, local, strict=True):
-            ym = np.array(list(y_xi[mb.sl]), dtype=object)
-            xi[mb.sl] = list(Minv @ (ym - C.T @ np.array(v[mb.k], dtype=object)))
         self.rotors = self.rotor_pieces(v)
         Q = self.generalized_forces()
         if closure is not None:

@@ -49,8 +49,9 @@ Mapping to kanedyn (refs/notes/42-kane-msd.md §2-§4; ``Source/42init.c``
   (:class:`FortyTwoFlex`). 42 leaves out the terms built from L and N without "Include
   2nd Order Flex Terms"; kanedyn keeps them (a warning says so). The body becomes
   ``Body(..., modes=Modes(**fields))`` (:func:`kanedyn.io.modal_fields.flexible_body`);
-  a joint on it is attached rigidly at its joint node, with a warning (joints riding
-  on a node's flexible motion are not modelled yet).
+  a joint on it attaches at its joint node (``Joint.inner_node`` or ``outer_node``: the
+  joint rides on the node's flexible displacement and rotation, 42's
+  ``Θ_ik ξ_i - Θ_ok ξ_o``).
 
 Wheels are in the model that :func:`read_42` returns; thrusters and locks are not part of
 a model, so :func:`read_42_case` returns them with it (``case.thrusters``,
@@ -749,13 +750,11 @@ def _read_flex_bodies(
             bodies[i] = flexible_body(body, fields)
         except ModelError as exc:
             raise L.error(f.flex_line, f"body {name}: flex file {f.flex}: {exc}") from None
-        for _, j in mine:
-            note(
-                f.flex_line,
-                f"body {name}: joint {j.name} is attached rigidly at its node: it "
-                "does not ride on the node's flexible motion (joints at nodes are not "
-                "modelled yet)",
-            )
+        for k, j in mine:  # at the joint node (42's Θ_ik ξ_i - Θ_ok ξ_o)
+            if j.inner == name:
+                joints[1 + k] = attrs.evolve(joints[1 + k], inner_node=j.name)
+            else:
+                joints[1 + k] = attrs.evolve(joints[1 + k], outer_node=j.name)
     return bodies, flex
 
 

@@ -27,10 +27,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn.model import Model
+from kanedyn.model.records import node_index
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.charts import EulerAxes, euler_axes
 
-__all__ = ["Params", "Plan", "params_of", "plan_of"]
+__all__ = ["Params", "Plan", "node_joints", "outer_node_joints", "params_of", "plan_of"]
 
 Array = NDArray[np.float64]
 Index = NDArray[np.intp]
@@ -276,6 +277,36 @@ class Plan:
 def derived(model: Model, name: str, build: Any) -> Any:
     """``build(model)``, computed once per model and ``name`` (:meth:`kanedyn.Model.derived`)."""
     return model.derived(name, build)
+
+
+def node_joints(model: Model) -> tuple[tuple[int, int, int], ...]:
+    """``(joint k, inner body i, node)`` of every joint attached at a node of a flexible
+    body (``Joint.inner_node``), in joint order; found once per model."""
+
+    def build(m: Model) -> tuple[tuple[int, int, int], ...]:
+        return tuple(
+            (k, m.body_index(j.inner), node_index(j, m.bodies[m.body_index(j.inner)]))
+            for k, j in enumerate(m.joints)
+            if j.inner_node is not None and j.inner is not None
+        )
+
+    out: tuple[tuple[int, int, int], ...] = derived(model, "node_joints", build)
+    return out
+
+
+def outer_node_joints(model: Model) -> tuple[tuple[int, int], ...]:
+    """``(joint k, node)`` of every joint whose Go is fixed at a node of its flexible
+    outer body k (``Joint.outer_node``), in joint order; found once per model."""
+
+    def build(m: Model) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            (k, node_index(j, m.bodies[k], "outer_node"))
+            for k, j in enumerate(m.joints)
+            if j.outer_node is not None
+        )
+
+    out: tuple[tuple[int, int], ...] = derived(model, "outer_node_joints", build)
+    return out
 
 
 def plan_of(model: Model) -> Plan:

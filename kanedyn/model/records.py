@@ -333,6 +333,20 @@ class Joint:
         are recorded only.
     rotor : Rotor or None
         A geared motor rotor driving this joint (1-DOF joints only).
+    inner_node : int or str, optional
+        A node of the flexible inner body (``Body.modes``; its 0-based index into
+        ``Modes.node_positions``, or its name in ``Modes.node_names``): Gi rides on the
+        node's elastic displacement ``Ψ_kη`` and rotation ``Θ_kη``
+        (:func:`kanedyn.spatial.modal.node_frame`). ``inner_point`` and
+        ``inner_rotation`` place Gi on the undeformed body as before; Gi is fixed in the
+        node's frame (usually ``inner_point`` is the node's position). None: Gi is fixed
+        in the body frame.
+    outer_node : int or str, optional
+        A node of the flexible outer body: Go is fixed in that node's frame (placed on
+        the undeformed body by ``outer_point`` and ``outer_rotation``), so the outer
+        body's frame moves relative to Go by the node's elastic motion (needed for
+        free-free or FEM modes; unnecessary when the outer body's modes are clamped at
+        its joint, as :func:`kanedyn.beam_body`'s are at its frame origin).
     """
 
     name: str = attrs.field()
@@ -353,6 +367,8 @@ class Joint:
     stiffness_poly: Array = attrs.field(default=0.0, converter=_array_like, kw_only=True)
     damping_poly: Array = attrs.field(default=0.0, converter=_array_like, kw_only=True)
     rotor: Rotor | None = attrs.field(default=None, kw_only=True)
+    inner_node: int | str | None = attrs.field(default=None, kw_only=True)
+    outer_node: int | str | None = attrs.field(default=None, kw_only=True)
 
     _kind = "joint"  # the word in error messages
     _outer_may_be_N = False
@@ -367,6 +383,24 @@ class Joint:
                 raise ModelError(f"{what}: a geared rotor drives a 1-DOF hinge or slide")
         if self.inner is not None:
             _check_name(self.inner, f"{what}: inner body")
+        for side in ("inner_node", "outer_node"):
+            node = getattr(self, side)
+            if node is None:
+                continue
+            if self._kind != "joint":
+                raise ModelError(f"{what}: a {self._kind} cannot attach at a node ({side})")
+            if side == "inner_node" and self.inner is None:
+                raise ModelError(
+                    f"{what}: inner_node={node!r} needs a flexible inner body; the inner side is N"
+                )
+            if isinstance(node, (bool, np.bool_)) or not (
+                isinstance(node, str) and node or isinstance(node, (int, np.integer)) and node >= 0
+            ):
+                raise ModelError(
+                    f"{what}: {side} must be a node index (0-based) or a node name, got {node!r}"
+                )
+            if not isinstance(node, str):
+                object.__setattr__(self, side, int(node))
         if self.outer is not None or not self._outer_may_be_N:
             _check_name(self.outer, f"{what}: outer body")
         if self.inner == self.outer:
@@ -674,6 +708,7 @@ class Model:
         object.__setattr__(self, "joints", joints)
         _check_frames(self.frames, bodies)
         _check_mass_outboard(bodies, joints)
+        _check_nodes(bodies, joints)
         central = self.central_gravity
         layout = _Layout.build(
             bodies,
@@ -1108,6 +1143,42 @@ def _check_frames(frames: tuple[Frame, ...], bodies: tuple[Body, ...]) -> None:
         if f.body is not None and f.body not in names:
             hint = did_you_mean(f.body, names)
             raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}{hint}")
+
+
+def node_index(joint: Joint, body: Body, side: str = "inner_node") -> int:
+    """The 0-based index of ``joint.inner_node`` (or ``outer_node``: ``side``) among the
+    nodes of ``body``, the joint's inner (outer) body; a ModelError naming the joint
+    and the body when there is no such node."""
+    node = getattr(joint, side)
+    what = f"joint {joint.name!r}: {side}={node!r}"
+    md = body.modes
+    if md is None:
+        role = "inner" if side == "inner_node" else "outer"
+        raise ModelError(
+            f"{what}: the {role} body {body.name!r} is rigid (no modes); a joint attaches "
+            "at a node of a flexible body"
+        )
+    names = list(md.node_names)
+    if isinstance(node, str):
+        if node not in names:
+            raise ModelError(f"{what}: body {body.name!r} has no such node (nodes: {names})")
+        return names.index(node)
+    k = int(node)
+    if k >= len(names):
+        raise ModelError(
+            f"{what} is out of range: body {body.name!r} has {len(names)} nodes "
+            f"(0-based indices 0 to {len(names) - 1}: {names})"
+        )
+    return k
+
+
+def _check_nodes(bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> None:
+    by_name = {b.name: b for b in bodies}
+    for j in joints:
+        if j.inner_node is not None and j.inner is not None:
+            node_index(j, by_name[j.inner])
+        if j.outer_node is not None:
+            node_index(j, by_name[j.outer], "outer_node")
 
 
 def _check_mass_outboard(bodies: tuple[Body, ...], joints: tuple[Joint, ...]) -> None:

@@ -24,7 +24,7 @@ from kanedyn.model import Model, State
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
-from kanedyn.simulation.options import Engine, Formulation, Stabilization
+from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Stabilization
 from kanedyn.simulation.run_options import RunOptions
 from kanedyn.simulation.stops import stop_limits
 from kanedyn.simulation.system import resolve_engine
@@ -134,7 +134,15 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     o = options
     flexible = [b.name for b in model.bodies if b.modes is not None]
     why = None
-    if o.events:
+    nodes = [j.name for j in model.joints if j.inner_node is not None or j.outer_node is not None]
+    if nodes and (o.formulation is not Formulation.KANE or isinstance(o.method, EnergyMomentum)):
+        how = "formulation='msd'" if o.formulation is not Formulation.KANE else "energy-momentum"
+        why = (
+            f"{how} with joints {nodes} at nodes: the joints move with the node's elastic "
+            "motion, and the modes' momentum rates (the conserving scheme's modal "
+            "coordinates) do not hold the outboard bodies' reactions at the nodes yet"
+        )
+    elif o.events:
         why = "lock events: the re-solved speeds (MSD's momenta) do not have the modal terms yet"
     elif o.limits is limits_.Limits.STOP:
         why = "limits='stop': the stops' locks do not have the modal terms yet"

@@ -152,7 +152,10 @@ class System:
         if self.cm is not None and not (self.loads or self.held):
             return self._compiled(self.cm, q, y, None)
         u = self.speeds(q, y)
-        kin = kinematics_at(model, q[:nq], u[:n])
+        if model.nf:  # the modal state too (joints at nodes ride on it)
+            kin = kinematics_at(model, q[:nq], u[:n], eta=q[nq:], xi=u[n:])
+        else:
+            kin = kinematics_at(model, q[:nq], u[:n])
         state = State(q, u) if callable(self.loads) else _LightState(q, u)
         records = self.loads(t, model, state, kin) if callable(self.loads) else self.loads
         if self.held:

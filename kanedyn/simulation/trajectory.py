@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import attrs
@@ -19,12 +20,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics import loops as loops_
-from kanedyn.dynamics.kinematics import kinematics_at
+from kanedyn.dynamics.kinematics import kinematics, kinematics_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.names import coordinate_names, coordinate_units, speed_names, speed_units
 from kanedyn.model.options import Formulation
 from kanedyn.model.orbit import LvlhAttitude, Orbit, lvlh
+from kanedyn.model.plan import node_joints
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as _output
 
@@ -247,8 +249,7 @@ class Trajectory:
         parts = []  # the kinematics of blocks of outputs at once (kinematics_at is batched)
         block = _output.BLOCK
         for a in range(0, len(self.t), block):
-            q, u = self._joints(slice(a, a + block))
-            kin = kinematics_at(self.model, q, u)
+            kin = self._kinematics(slice(a, a + block))
             parts.append((kin.R_N_B[:, i], kin.omega[:, i], kin.r[:, i], kin.v[:, i]))
         R, w_N, r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         hist = BodyHistory(omega=np.einsum("tji,tj->ti", R, w_N), R_N_B=R, position=r, velocity=v)
@@ -282,13 +283,23 @@ class Trajectory:
             R_L_N = lvlh(r - center, v)
         return LvlhAttitude(t=self.t, R_L_B=R_L_N @ R_N_B, seq=seq)
 
+    def _kinematics(self, rows: slice) -> Any:
+        """The kinematics of the outputs ``rows`` (batched); with joints at nodes of
+        flexible bodies (``Joint.inner_node``), output by output with the modal state,
+        the arrays stacked."""
+        if not node_joints(self.model):
+            return kinematics_at(self.model, *self._joints(rows))
+        kins = [kinematics(self.model, self.state(i)) for i in range(len(self.t))[rows]]
+        names = ("R_N_B", "omega", "r", "v")
+        return SimpleNamespace(**{f: np.array([getattr(k, f) for k in kins]) for f in names})
+
     @cached_property
     def _system_centre(self) -> tuple[Array, Array]:
         """Position and velocity of the system mass centre in N, (nt, 3) each."""
         m = np.array([float(b.mass) for b in self.model.bodies])
         parts = []
         for a in range(0, len(self.t), _output.BLOCK):
-            kin = kinematics_at(self.model, *self._joints(slice(a, a + _output.BLOCK)))
+            kin = self._kinematics(slice(a, a + _output.BLOCK))
             parts.append((m @ kin.r / m.sum(), m @ kin.v / m.sum()))
         r, v = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         return r, v

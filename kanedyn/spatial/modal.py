@@ -74,6 +74,7 @@ __all__ = [
     "modal_momentum_rate",
     "modal_central_forces",
     "modal_central_potential",
+    "node_frame",
 ]
 
 #: ε_ijk
@@ -322,3 +323,35 @@ def modal_central_forces(ar: Arithmetic, md: Any, eta: Any, mu: Any, com: Any, r
         Pb = Pb + md.geometric[:3] @ eta  # (3, n): ∂c_f/∂η
     Q = Pb.T @ g0 + (G[:, :, None] * D).sum(axis=(0, 1)) - md.P.T @ (G @ com)
     return np.concatenate([Tc + _cross(com, F), F, Q])
+
+
+def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
+    """The frame that node ``k`` carries, in body axes: ``(C, d, W, wq)``.
+
+    A joint attached at node k (``Joint.inner_node``) rides on the node's elastic
+    displacement ``Ψ_kη`` and rotation ``Θ_kη`` (Kane_NBody_Flex slide 34, 42's
+    ``C(Θη)`` on the joint's inner side). The rotation is the Cayley (Gibbs-vector)
+    rotation of ``g = Θ_kη/2``, first-order equal to 42's ``U + [Θη]×``, rational (no
+    branch, traceable) and exactly orthonormal; its angular velocity is the exact rate:
+
+    .. math::
+
+        C = U + \\frac{2([g]_\\times + [g]_\\times^2)}{1 + g\\cdot g},\\quad
+        d = r_k + \\Psi_k\\eta,\\quad
+        w = \\frac{a + g\\times a}{1 + g\\cdot g},\\quad v = \\Psi_k\\xi,\\quad
+        \\dot w\\big|_{\\dot\\xi = 0} = -\\frac{(g\\cdot a)\\,w}{1 + g\\cdot g}
+
+    with ``a = Θ_kξ`` (``ġ = a/2``, so ``ġ × a = 0``): ``Ċ = [w]×C``, ``ḋ = v``. ``W``
+    (3, n) is the partial ``w = Wξ``, ``W = (Θ_k + [g]×Θ_k)/(1 + g·g)`` (the partial of
+    ``v`` is ``Ψ_k``), ``wq`` the last, the rate of ``w`` at constant ``ξ``. Only
+    ``+ - * /`` are used."""
+    Theta, Psi = md.Theta[k], md.Psi[k]
+    g = 0.5 * (Theta @ eta)
+    a = Theta @ xi
+    den = 1.0 + (g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
+    G = _skew(g)
+    C = np.eye(3) + (G + G @ G) * (2.0 / den)  # arrays first: traced scalars broadcast
+    W = (Theta + G @ Theta) / den
+    w = W @ xi
+    wq = w * (-(g[0] * a[0] + g[1] * a[1] + g[2] * a[2]) / den)
+    return C, md.node_positions[k] + Psi @ eta, W, wq

@@ -47,6 +47,7 @@ import attrs
 import numpy as np
 import sympy as sm
 
+from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.spatial.modal import first_moment, modal_bias, modal_forces, modal_inertia
 from kanedyn.symbolic.arithmetic import exact, exact_array
@@ -54,6 +55,7 @@ from kanedyn.symbolic.intermediates import cross, matmul
 
 __all__ = [
     "ExactModes",
+    "refuse_nodes",
     "FlexBody",
     "exact_modes",
     "kane_flex",
@@ -252,3 +254,17 @@ def lagrange_flex(
         C[r] = sm.Add(*[partial(p_mom[r], qk) * uk for qk, uk in zip(q, u, strict=True)])
         C[r] -= partial(T, q[r])
     return H, C, sm.sympify(U), Q
+
+
+def refuse_nodes(model: Model, who: str) -> None:
+    """A :class:`~kanedyn.ModelError` for a model with joints at nodes of flexible
+    bodies (``Joint.inner_node``, ``outer_node``): the derivations place every joint on
+    its body's undeformed frame, so the node's elastic displacement and rotation, and the
+    outboard bodies' share of the modal partials, are not in them."""
+    nodes = [j.name for j in model.joints if j.inner_node is not None or j.outer_node is not None]
+    if nodes:
+        raise ModelError(
+            f"{who}: joints {nodes} attach at nodes of flexible bodies, whose elastic motion "
+            "the symbolic derivation does not carry to the outboard bodies yet (the "
+            "numeric engines do: kd.forward_dynamics, kd.simulate, kd.linearize)"
+        )

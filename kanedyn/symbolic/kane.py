@@ -102,7 +102,7 @@ from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
-from kanedyn.symbolic.flex import FlexBody, kane_flex, modal_symbols
+from kanedyn.symbolic.flex import FlexBody, kane_flex, modal_symbols, refuse_nodes
 from kanedyn.symbolic.intermediates import Intermediates, cross, dot, is_zero, matmul
 from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
@@ -1175,6 +1175,7 @@ def kane(
     """
     if not isinstance(model, Model):
         raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
+    refuse_nodes(model, "kd.symbolic.kane")
     if model.nf and (reactions or model.loops):
         what = "reactions" if reactions else "closed loops"
         raise ModelError(

@@ -86,7 +86,7 @@ from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
 from kanedyn.symbolic.components import directional
-from kanedyn.symbolic.flex import lagrange_flex, modal_symbols
+from kanedyn.symbolic.flex import lagrange_flex, modal_symbols, refuse_nodes
 from kanedyn.symbolic.kane import central_args
 from kanedyn.symbolic.loads import read_loads
 from kanedyn.symbolic.problem import solve_symmetric
@@ -538,6 +538,7 @@ def lagrange(
     >>> lag.G
     Matrix([[g*l*m*cos(q_j_0)/2]])
     """
+    refuse_nodes(model, "kd.symbolic.lagrange")
     loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
     q, u = generalized_symbols(model)
     charts = _charts(model, chart)

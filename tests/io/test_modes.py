@@ -629,3 +629,29 @@ def test_write_toml_round_trips_a_flexible_model(tmp_path):
     kd.io.write_toml(model, tmp_path / "rest.toml", rest)
     case = kd.io.read_toml_case(tmp_path / "rest.toml")
     np.testing.assert_array_equal(case.state.q, rest.q)
+
+
+def test_42_joints_on_a_flexible_inner_body_ride_on_their_nodes(tmp_path):
+    """B0 is flexible and the inner body of G0..G3: each joint attaches at its joint node
+    (Joint.inner_node), without a warning; B1 (outer of G0) moves with the node's
+    displacement Ψ_G0 η (the flex file's G0 entry: PSI z = -0.2, no THETA)."""
+    case, notes = read_flex(hub_copy(tmp_path))
+    m = case.model
+    assert [m.joint(f"G{k}").inner_node for k in range(4)] == ["G0", "G1", "G2", "G3"]
+    assert not any("attached rigidly" in n for n in notes)
+    s = case.state
+    eta = s.q[m.nq + m.modal("B0")]
+    rest = m.set_modes(s, "B0", amplitudes=[0.0])
+    k, k0 = kd.kinematics(m, s), kd.kinematics(m, rest)
+    i0, i1 = m.body_index("B0"), m.body_index("B1")
+    np.testing.assert_allclose(k.p[i1] - k0.p[i1], k.R_N_B[i0] @ [0.0, 0.0, -0.2 * eta[0]],
+                               atol=1e-15)  # fmt: skip
+
+
+def test_42_joint_with_a_flexible_outer_body_rides_on_its_node(tmp_path):
+    """B1 is flexible and the outer body of G0: G0's Go is on B1's joint node G0
+    (Joint.outer_node), without a warning."""
+    case, notes = read_flex(flex_copy(tmp_path))
+    assert case.model.joint("G0").outer_node == "G0"
+    assert case.model.joint("G0").inner_node is None
+    assert not any("attached rigidly" in n for n in notes)
