@@ -223,6 +223,23 @@ def probe_flexible() -> Probe:
     return Probe(model, model.set_modes(state, "beam", amplitudes=[0.01, 0.02]))
 
 
+def probe_flexible_nodes() -> Probe:
+    """A rigid tip body hinged at the tip node of a flexible appendage
+    (``Joint.inner_node``) on a free hub."""
+    hub = kd.Body("hub", mass=20.0, inertia=kd.inertia_tensor(2.0, 3.0, 4.0))
+    beam = kd.beam_body("beam", 2.0, 1.5, 40.0, n_modes=1)
+    tip = kd.Body("tip", mass=0.5, inertia=kd.inertia_tensor(0.01, 0.02, 0.02))
+    model = kd.Model(
+        [hub, beam, tip],
+        [kd.Joint.free("root", "hub"),
+         kd.Joint.weld("arm", "hub", "beam", inner_point=(0.5, 0, 0)),
+         kd.Joint.revolute("tip", "beam", "tip", axis=3, inner_point=(2.0, 0, 0),
+                           inner_node="tip")],
+    )  # fmt: skip
+    state = model.set_joint(model.initial_state(), "root", rates=[0.1, 0.2, 0.3])
+    return Probe(model, model.set_modes(state, "beam", amplitudes=[0.01, 0.02]))
+
+
 FEATURES: tuple[tuple[str, Callable[[], Probe]], ...] = (
     ("tree joints of every kind", probe_joints),
     ("joint springs and dampers", probe_springs),
@@ -241,6 +258,7 @@ FEATURES: tuple[tuple[str, Callable[[], Probe]], ...] = (
     ("uniform gravity", probe_uniform_gravity),
     ("central gravity", probe_central_gravity),
     ("flexible bodies", probe_flexible),
+    ("joints at nodes of flexible bodies", probe_flexible_nodes),
 )
 
 
