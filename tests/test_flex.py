@@ -209,13 +209,15 @@ def _free_hub_beam(damping=0.0, stiffening=False):
     return model, kd.State(q, u)
 
 
-def _rk4(model, state, dt, steps):
-    """RK4 on x = (q, u); q̇ = u for the gimbal, slides and modes of _free_hub_beam."""
+def _rk4(model, state, dt, steps, qdot=None):
+    """RK4 on x = (q, u); ``qdot(q, u)`` the kinematic equations (default q̇ = u, for the
+    gimbal, slides and modes of _free_hub_beam)."""
     y = np.r_[state.q, state.u]
     m = state.q.size
 
     def f(y):
-        return np.r_[y[m:], kd.forward_dynamics(model, kd.State(y[:m], y[m:]))]
+        q, u = y[:m], y[m:]
+        return np.r_[u if qdot is None else qdot(q, u), kd.forward_dynamics(model, kd.State(q, u))]
 
     for _ in range(steps):
         k1 = f(y)

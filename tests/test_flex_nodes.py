@@ -20,6 +20,7 @@ from kanedyn.dynamics import kinematics as kinematics_module
 from kanedyn.dynamics.loads import applied_loads
 from kanedyn.dynamics.partials import partials_at
 from kanedyn.errors import ModelError
+from tests.test_flex import _rk4 as flex_rk4
 
 
 def _hub_beam_tip(gravity=(0.0, 0.0, 0.0)):
@@ -55,24 +56,31 @@ def _angular(Rdot, R):
     return np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
 
 
-def test_velocities_and_accelerations_are_the_rates_of_the_positions():
-    """The outer body's velocity and angular velocity (and their rates at the forward
-    dynamics' accelerations) against central differences along the motion."""
-    model, s = _hub_beam_tip(gravity=(0.0, 0.0, -9.81))
+def _along_the_motion(model, s, h=1e-6):
+    """The forward dynamics' ``a`` at ``s``, the step ``h``, the kinematics at ``s`` and
+    a step ``±h`` along the motion, and the bodies' accelerations and angular
+    accelerations from the partials and remainders at ``a``."""
     q, u = s.q, s.u
     a = kd.forward_dynamics(model, s)
-    h = 1e-6
     k0 = kd.kinematics(model, s)
     kp = kd.kinematics(model, kd.State(q + h * _qdot(model, q, u), u + h * a))
     km = kd.kinematics(model, kd.State(q - h * _qdot(model, q, u), u - h * a))
-    np.testing.assert_allclose((kp.r - km.r) / (2 * h), k0.v, atol=1e-8)
-    np.testing.assert_allclose(_angular((kp.R_N_B - km.R_N_B) / (2 * h), k0.R_N_B), k0.omega,
-                               atol=1e-8)  # fmt: skip
-    # the tip body's acceleration from the partials and remainders
     pn = partials_at(model, k0)
     n = model.n
     acc = pn.V @ a[:n] + pn.V_xi @ a[n:] + pn.a_r
     alpha = pn.Omega @ a[:n] + pn.Omega_xi @ a[n:] + pn.alpha_r
+    return a, h, k0, kp, km, acc, alpha
+
+
+def test_velocities_and_accelerations_are_the_rates_of_the_positions():
+    """The outer body's velocity and angular velocity (and their rates at the forward
+    dynamics' accelerations) against central differences along the motion."""
+    model, s = _hub_beam_tip(gravity=(0.0, 0.0, -9.81))
+    a, h, k0, kp, km, acc, alpha = _along_the_motion(model, s)
+    np.testing.assert_allclose((kp.r - km.r) / (2 * h), k0.v, atol=1e-8)
+    np.testing.assert_allclose(_angular((kp.R_N_B - km.R_N_B) / (2 * h), k0.R_N_B), k0.omega,
+                               atol=1e-8)  # fmt: skip
+    # the tip body's acceleration from the partials and remainders
     np.testing.assert_allclose(acc, (kp.v - km.v) / (2 * h), atol=1e-7)
     np.testing.assert_allclose(alpha, (kp.omega - km.omega) / (2 * h), atol=1e-7)
 
@@ -84,20 +92,7 @@ def test_partials_refuse_a_joint_state_when_joints_ride_on_nodes():
 
 
 def _rk4(model, state, dt, steps):
-    y = np.r_[state.q, state.u]
-    m = state.q.size
-
-    def f(y):
-        q, u = y[:m], y[m:]
-        return np.r_[_qdot(model, q, u), kd.forward_dynamics(model, kd.State(q, u))]
-
-    for _ in range(steps):
-        k1 = f(y)
-        k2 = f(y + 0.5 * dt * k1)
-        k3 = f(y + 0.5 * dt * k2)
-        k4 = f(y + dt * k3)
-        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return kd.State(y[:m], y[m:])
+    return flex_rk4(model, state, dt, steps, qdot=lambda q, u: _qdot(model, q, u))
 
 
 def _conservation_errors(model, s0):
@@ -338,20 +333,11 @@ def test_outer_node_rates_are_those_of_the_positions():
     """Bodies whose frames hang from their own nodes: velocities and accelerations
     against central differences, and Go sits on the deflected node."""
     model, s = _outer_nodes()
-    q, u = s.q, s.u
-    a = kd.forward_dynamics(model, s)
-    h = 1e-6
-    k0 = kd.kinematics(model, s)
-    kp = kd.kinematics(model, kd.State(q + h * _qdot(model, q, u), u + h * a))
-    km = kd.kinematics(model, kd.State(q - h * _qdot(model, q, u), u - h * a))
+    a, h, k0, kp, km, acc, alpha = _along_the_motion(model, s)
     np.testing.assert_allclose((kp.r - km.r) / (2 * h), k0.v, atol=1e-8)
     np.testing.assert_allclose(_angular((kp.R_N_B - km.R_N_B) / (2 * h), k0.R_N_B), k0.omega,
                                atol=1e-8)  # fmt: skip
-    pn = partials_at(model, k0)
-    n = model.n
     scale = np.abs(a).max()
-    acc = pn.V @ a[:n] + pn.V_xi @ a[n:] + pn.a_r
-    alpha = pn.Omega @ a[:n] + pn.Omega_xi @ a[n:] + pn.alpha_r
     np.testing.assert_allclose(acc, (kp.v - km.v) / (2 * h), atol=1e-8 * scale)
     np.testing.assert_allclose(alpha, (kp.omega - km.omega) / (2 * h), atol=1e-8 * scale)
     from kanedyn.dynamics.flex import node_motion

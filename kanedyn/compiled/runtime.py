@@ -28,7 +28,7 @@ from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.options import Formulation
-from kanedyn.model.plan import Params, params_of
+from kanedyn.model.plan import Params, node_joint_names, params_of
 
 __all__ = ["CompiledModel", "check_finite", "compile_model", "state_sizes"]
 
@@ -726,7 +726,7 @@ def compile_model(
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     reason = supports(base, None if batch is None else batch.params, flexible=True)
-    nodes = [j.name for j in base.joints if j.inner_node is not None or j.outer_node is not None]
+    nodes = node_joint_names(base)
     if reason is None and nodes and form is Formulation.MSD:
         reason = (
             f"joints {nodes} attach at nodes of flexible bodies: their momentum states' "

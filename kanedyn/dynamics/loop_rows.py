@@ -403,15 +403,13 @@ class MomentumClosure:
     plan: RowPlan
     keep: tuple[int, ...]
 
-    def speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar]) -> list[Scalar]:
-        """The speeds of the momentum states: the tree's ``ν₀`` closed, ``A_r ν = 0``."""
+    def speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar],
+               bw: AbaPass) -> list[Scalar]:  # fmt: skip
+        """The speeds of the momentum states: the tree's ``ν₀`` (solved on ABA's pass 2
+        ``bw``, the factors of ``M`` it shares) closed, ``A_r ν = 0``."""
         if not self.keep:
             return nu0
         rows = loop_rows(rec, geo, self.plan)
-        zero6 = [0.0] * 6
-        nb = rec.model.nb
-        rest = rec.rotor_pieces([zero6] * nb)  # M's factors, as for the speeds' ABA
-        bw = rec.aba_backward(geo, [zero6] * nb, [zero6] * nb, [0.0] * rec.model.n, rest)
         return _closed(rec, geo, rows, self.keep, nu0, [0.0] * len(rows.Phi), bw)[0]
 
     def forces(self, rec: Recursion) -> list[Scalar]:

@@ -173,8 +173,10 @@ class Closure(Protocol):
     """Closed loops in :meth:`Recursion.run_msd` (implemented by
     :class:`kanedyn.dynamics.loop_rows.MomentumClosure`, a layer above the tree)."""
 
-    def speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar]) -> list[Scalar]:
-        """The tree's speeds ``nu0`` of the momentum states, closed by the loops."""
+    def speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar],
+               bw: AbaPass) -> list[Scalar]:  # fmt: skip
+        """The tree's speeds ``nu0`` of the momentum states (solved on ABA's pass 2
+        ``bw``), closed by the loops."""
         ...
 
     def forces(self, rec: Recursion) -> list[Scalar]:
@@ -829,12 +831,14 @@ class Recursion:
             )
             for mb in bodies
         }  # M_Ψξ = y_ξ - Cᵀv_k: the modes' rows of M ν = y at zero speed
-        nu = self.aba(geo0, [zero6] * nb, bias, y_gen, zero6, rotors=rest, flex=blocks or None)
+        flex = blocks or None
+        bw = self.aba_backward(geo0, [zero6] * nb, bias, y_gen, rest, flex)
+        nu = self.aba_forward(geo0, [zero6] * nb, bw, zero6, flex)
         xi: list[Scalar] = [0.0] * model.nf
         for mb in bodies:
             xi[mb.sl] = self.xidot[mb.k]
         if closure is not None:
-            nu = closure.speeds(self, geo0, nu)
+            nu = closure.speeds(self, geo0, nu, bw)
         self.u = nu
         geo = self.geometry()
         v = self.velocities(geo)

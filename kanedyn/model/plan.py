@@ -31,7 +31,15 @@ from kanedyn.model.records import node_index
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.charts import EulerAxes, euler_axes
 
-__all__ = ["Params", "Plan", "node_joints", "outer_node_joints", "params_of", "plan_of"]
+__all__ = [
+    "Params",
+    "Plan",
+    "node_joint_names",
+    "node_joints",
+    "outer_node_joints",
+    "params_of",
+    "plan_of",
+]
 
 Array = NDArray[np.float64]
 Index = NDArray[np.intp]
@@ -307,6 +315,13 @@ def outer_node_joints(model: Model) -> tuple[tuple[int, int], ...]:
 
     out: tuple[tuple[int, int], ...] = derived(model, "outer_node_joints", build)
     return out
+
+
+def node_joint_names(model: Model) -> list[str]:
+    """The names of the joints at nodes of flexible bodies (:func:`node_joints` and
+    :func:`outer_node_joints`), in joint order."""
+    ks = {k for k, _, _ in node_joints(model)} | {k for k, _ in outer_node_joints(model)}
+    return [model.joints[k].name for k in sorted(ks)]
 
 
 def plan_of(model: Model) -> Plan:

@@ -21,6 +21,7 @@ from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics.steppers import Schedule
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.model.plan import node_joint_names
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
@@ -134,7 +135,7 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     o = options
     flexible = [b.name for b in model.bodies if b.modes is not None]
     why = None
-    nodes = [j.name for j in model.joints if j.inner_node is not None or j.outer_node is not None]
+    nodes = node_joint_names(model)
     if nodes and (o.formulation is not Formulation.KANE or isinstance(o.method, EnergyMomentum)):
         how = "formulation='msd'" if o.formulation is not Formulation.KANE else "energy-momentum"
         why = (

@@ -171,16 +171,7 @@ class System:
         if self.cm is not None:
             return self._compiled(self.cm, q, u if kane else y, L)
         if kane and model.loops:  # Cᵀ(Fr + Fr*) = 0 with the dependent speeds eliminated
-            eq = loops_.equations_at(
-                model, q, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
-            )
-            if self.part is not None and eq.partition is not self.part:
-                self.repartitions += 1
-            self.part = eq.partition
-            try:
-                ydot = loops_.constrained_accelerations(eq)
-            except ModelError as exc:
-                raise SimulationError(f"t = {t:.6g}: {exc}") from None
+            ydot = self._loop_equations(t, q, kin, L, u)[1]
         elif kane:
             tm = kane_terms(model, kin)
             if model.nf:  # over [u | s | ξ] (kanedyn.dynamics.flex)
@@ -201,14 +192,12 @@ class System:
             ydot[self.locked] = 0.0
         return np.concatenate((qdot(model, q, u), ydot))
 
-    def _loop_forces(self, t: float, q: Array, kin: Kinematics, L: AppliedLoads, u: Array) -> Array:
-        """The generalized forces of the loop constraints (and of the locks) at ``q``,
-        ``u``: ``Aᵀλ = M u̇ - f`` with ``u̇`` from the loop equations
-        (:func:`kanedyn.dynamics.loops.equations_at`, Kane's equations of the closed
-        chain). Under MSD the states are the tree's generalized momenta ``y = ∂T/∂ν``,
-        whose rates :func:`kanedyn.dynamics.msd.rates` gives for the applied loads;
-        the loops act on the tree as these further generalized forces, so
-        ``ẏ = msd.rates(Q + Aᵀλ)`` (Kane: ``Fr + Fr* + (Aᵀλ)_r = 0``)."""
+    def _loop_equations(
+        self, t: float, q: Array, kin: Kinematics, L: AppliedLoads, u: Array
+    ) -> tuple[loops_.LoopEquations, Array]:
+        """Kane's equations of the closed chain at ``q``, ``u``
+        (:func:`kanedyn.dynamics.loops.equations_at`, the partition kept or chosen again)
+        and their accelerations ``u̇``."""
         eq = loops_.equations_at(
             self.model, q, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
         )
@@ -216,9 +205,17 @@ class System:
             self.repartitions += 1
         self.part = eq.partition
         try:
-            acc = loops_.constrained_accelerations(eq)
+            return eq, loops_.constrained_accelerations(eq)
         except ModelError as exc:
             raise SimulationError(f"t = {t:.6g}: {exc}") from None
+
+    def _loop_forces(self, t: float, q: Array, kin: Kinematics, L: AppliedLoads, u: Array) -> Array:
+        """The loops' (and locks') generalized constraint forces ``Aᵀλ = M u̇ - f`` at
+        ``q``, ``u`` (:meth:`_loop_equations`). Under MSD the states are the tree's
+        generalized momenta ``y = ∂T/∂ν``, and the loops act on the tree as these
+        further efforts of :func:`kanedyn.dynamics.msd.rates`
+        (Kane: ``Fr + Fr* + (Aᵀλ)_r = 0``)."""
+        eq, acc = self._loop_equations(t, q, kin, L, u)
         return np.asarray(eq.M @ acc - eq.f)
 
     def _compiled(self, cm: CompiledModel, q: Array, y: Array, L: Any) -> Array:

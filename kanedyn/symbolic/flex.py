@@ -49,6 +49,7 @@ import sympy as sm
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
+from kanedyn.model.plan import node_joint_names
 from kanedyn.spatial.modal import first_moment, modal_bias, modal_forces, modal_inertia
 from kanedyn.symbolic.arithmetic import exact, exact_array
 from kanedyn.symbolic.intermediates import cross, matmul
@@ -261,7 +262,7 @@ def refuse_nodes(model: Model, who: str) -> None:
     bodies (``Joint.inner_node``, ``outer_node``): the derivations place every joint on
     its body's undeformed frame, so the node's elastic displacement and rotation, and the
     outboard bodies' share of the modal partials, are not in them."""
-    nodes = [j.name for j in model.joints if j.inner_node is not None or j.outer_node is not None]
+    nodes = node_joint_names(model)
     if nodes:
         raise ModelError(
             f"{who}: joints {nodes} attach at nodes of flexible bodies, whose elastic motion "
