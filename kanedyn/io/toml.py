@@ -16,6 +16,7 @@ The schema is documented in ``docs/toml-schema.md``. In short::
                     inner or outer may be "N"
     [initial.<joint>]  angles_deg|angles_rad, rates_deg_s|rates_rad_s, quaternion,
                     displacements_m, displacement_rates_m_s
+    [initial.<body>]   modal_coordinates, modal_rates (a flexible body's η and ξ = η̇)
     [[loads]]       type = "force"|"torque"|"joint", body|joint, values, frame, point_m
     [simulation]    t_final_s, dt_s, method, formulation, output_every_s, limits
 
@@ -140,6 +141,9 @@ _INITIAL_KEYS = (
     "displacements_m",
     "displacement_rates_m_s",
 )
+#: a flexible body's initial modal coordinates η and modal speeds ξ = η̇ (one a mode; the
+#: units the modes' scaling gives: ``Psi · η`` is in m)
+_MODAL_INITIAL_KEYS = ("modal_coordinates", "modal_rates")
 _LOAD_KEYS = {
     "force": ("type", "body", "values", "frame", "point_m"),
     "torque": ("type", "body", "values", "frame"),
@@ -518,17 +522,17 @@ def read_document(path: PathLike) -> tuple[str, dict[str, Any]]:
 def read_toml_case(path: PathLike) -> Case:
     """Read a kanedyn TOML file: model, initial state, loads and simulation settings.
 
-    The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied;
-    with ``[[loops]]``, it is then assembled (:meth:`~kanedyn.Model.assemble`) with those
-    joints fixed.
+    The state is ``model.initial_state()`` with the ``[initial.<joint>]`` tables applied,
+    and the ``[initial.<body>]`` tables of flexible bodies (their modal coordinates and
+    speeds, :meth:`~kanedyn.Model.set_modes`); with ``[[loops]]``, it is then assembled
+    (:meth:`~kanedyn.Model.assemble`) with those joints fixed.
     """
     src = _parse(os.fspath(path))
     top = _Table(src, (), src.data, _TOP_KEYS)
     modes: dict[str, dict[str, Any]] = {}
     model = _read_model(src, top, modes)
-    state = _read_initial(src, top, model)
+    state, fixed = _read_initial(src, top, model)
     if model.loops:  # close the loops, keeping the joints the file sets
-        fixed = list(top.get("initial", {})) if top.has("initial") else []
         try:
             state = model.assemble(state, fix=fixed)
         except ModelError as exc:
@@ -830,22 +834,67 @@ def _build_joint(src: _Source, k: int, raw: Any, cls: type[Joint]) -> Joint:
         raise _blame(t, str(exc)) from None
 
 
-def _read_initial(src: _Source, top: _Table, model: Model) -> State:
+def _read_initial(src: _Source, top: _Table, model: Model) -> tuple[State, list[str]]:
+    """The file's initial state and the joints it sets (kept fixed when loops close).
+
+    ``[initial.<name>]`` sets a joint (``_INITIAL_KEYS``) or a flexible body's modal state
+    (``_MODAL_INITIAL_KEYS``); a joint and a flexible body of the same name share it.
+    """
     state = model.initial_state()
     if not top.has("initial"):
-        return state
+        return state, []
     initial = top.get("initial")
     if not isinstance(initial, dict):
-        raise top.error("initial", f"expected tables [initial.<joint>], got {_show(initial)}")
-    for joint, raw in initial.items():
-        t = _Table(src, ("initial", joint), raw, _INITIAL_KEYS)
-        if joint not in model.layout.joint_index:
-            names = list(model.layout.joint_index)
-            raise t.error(
-                None, f"no joint named {joint!r}{did_you_mean(joint, names)}; joints are {names}"
-            )
-        state = _initial_joint(t, model, state, joint)
-    return state
+        raise top.error(
+            "initial",
+            f"expected tables [initial.<joint>] or [initial.<body>], got {_show(initial)}",
+        )
+    fixed: list[str] = []
+    flexible = [b.name for b in model.bodies if b.modes is not None]
+    for name, raw in initial.items():
+        t = _Table(src, ("initial", name), raw, _INITIAL_KEYS + _MODAL_INITIAL_KEYS)
+        modal = any(t.has(k) for k in _MODAL_INITIAL_KEYS)
+        if modal:
+            state = _initial_modes(t, model, state, name, flexible)
+        if any(t.has(k) for k in _INITIAL_KEYS) or not (modal or name in flexible):
+            if name not in model.layout.joint_index:
+                names = list(model.layout.joint_index)
+                more = f"; flexible bodies are {flexible}" if flexible else ""
+                raise t.error(
+                    None,
+                    f"no joint named {name!r}{did_you_mean(name, names)}; joints are {names}"
+                    + more,
+                )
+            state = _initial_joint(t, model, state, name)
+            fixed.append(name)
+    return state, fixed
+
+
+def _initial_modes(t: _Table, model: Model, state: State, name: str, flexible: list[str]) -> State:
+    """``modal_coordinates`` (η) and ``modal_rates`` (ξ = η̇) of the flexible body
+    ``name``: one finite number a mode each (``Model.set_modes``)."""
+    key = next(k for k in _MODAL_INITIAL_KEYS if t.has(k))
+    if name not in flexible:
+        where = (
+            f"body {name!r} is rigid (it has no modes)"
+            if name in model.layout.body_index
+            else f"no body named {name!r}{did_you_mean(name, flexible)}"
+        )
+        others = f"flexible bodies are {flexible}" if flexible else "the model has no flexible body"
+        raise t.error(key, f"{where}, so it has no modal state; {others}")
+    n = len(model.modal(name))
+    values = {}
+    for key, arg in zip(_MODAL_INITIAL_KEYS, ("amplitudes", "rates"), strict=True):
+        if t.has(key):
+            raw = t.get(key)
+            if not isinstance(raw, list) or len(raw) != n:
+                raise t.error(
+                    key,
+                    f"body {name!r} has {n} mode{'s' if n > 1 else ''}: expected a list of "
+                    f"{n} numbers (one a mode), got {_show(raw)}",
+                )
+            values[arg] = t.vector(key, n)
+    return model.set_modes(state, name, **values)
 
 
 def _initial_joint(t: _Table, model: Model, state: State, joint: str) -> State:
@@ -1000,9 +1049,10 @@ def write_toml(
     A flexible body's modes (``Body(..., modes=kd.Modes(...))``, :func:`kanedyn.beam_body`)
     are written as its ``[bodies.modes]`` table, the fields of
     :func:`kanedyn.io.modal_fields.modes_fields` (a damping ratio as the damping matrix
-    it made), so that reading the file gives the same modal data bit for bit. The
-    initial state holds the joints only: a ``state`` with nonzero modal coordinates or
-    speeds is refused.
+    it made), so that reading the file gives the same modal data bit for bit. A full
+    flexible ``state`` (``nq_total`` coordinates, ``n_total`` speeds) writes its nonzero
+    modal coordinates ``η`` and modal speeds ``ξ`` as ``[initial.<body>]`` tables
+    (``modal_coordinates``, ``modal_rates``), read back bit for bit.
     """
     geared = [j.name for j in model.joints if j.rotor is not None]
     if geared:
@@ -1178,17 +1228,24 @@ def _dumps(
 
 
 def _dump_state(model: Model, state: State) -> list[str]:
+    """The ``[initial.<joint>]`` tables of the joints, and with a full flexible state
+    (``q = [q_joints | η]``, ``u = [u | s | ξ]``) the ``[initial.<body>]`` tables of the
+    flexible bodies, where they differ from ``model.initial_state()``."""
+    modal: dict[str, list[str]] = {}
     if model.nf and np.shape(state.q) == (model.nq_total,):
         model.check_state(state, flexible=True)
-        if np.any(state.q[model.nq :]) or np.any(state.u[model.n :]):
-            raise ModelError(
-                "write_toml: the state has nonzero modal coordinates or speeds, which the "
-                "file's [initial] tables (joints only) cannot hold; write the state with "
-                "zero modal parts, or keep it with np.save"
-            )
+        eta_all, xi_all = state.q[model.nq :], state.u[model.n :]
+        for i, sl in model.modal_slices():
+            eta, xi = eta_all[sl], xi_all[sl]
+            entries: list[str] = []
+            modal[model.bodies[i].name] = entries
+            if np.any(eta != 0.0):
+                entries.append(f"modal_coordinates = {_vec(eta)}")
+            if np.any(xi != 0.0):
+                entries.append(f"modal_rates = {_vec(xi)}")
         state = State(state.q[: model.nq], state.u[: model.n])
     model.check_state(state)
-    lines: list[str] = []
+    tables: dict[str, list[str]] = {}
     for k, j in enumerate(model.joints):
         qi, ui = model.layout.q_index[k], model.layout.u_index[k]
         nr = j.n_rot_coordinates
@@ -1206,8 +1263,13 @@ def _dump_state(model: Model, state: State) -> list[str]:
             entries.append(f"displacements_m = {_vec(trn_q)}")
         if np.any(trn_u != 0.0):
             entries.append(f"displacement_rates_m_s = {_vec(trn_u)}")
+        tables[j.name] = entries
+    for name, entries in modal.items():  # a joint named like the body shares its table
+        tables[name] = tables.get(name, []) + entries
+    lines: list[str] = []
+    for name, entries in tables.items():
         if entries:
-            lines += [f"[initial.{_s(j.name)}]", *entries, ""]
+            lines += [f"[initial.{_s(name)}]", *entries, ""]
     return lines
 
 

@@ -13,6 +13,7 @@ damping ratio (0.1 %) its comments state.
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import shutil
 import textwrap
@@ -622,13 +623,158 @@ def test_write_toml_round_trips_a_flexible_model(tmp_path):
     for m in (read, again):
         np.testing.assert_array_equal(kd.mass_matrix(m, state), kd.mass_matrix(model, state))
         np.testing.assert_array_equal(kd.forcing(m, state), kd.forcing(model, state))
-    # a state with modal parts has nowhere to go in the file's [initial] tables
-    with pytest.raises(kd.ModelError, match="nonzero modal coordinates"):
-        kd.io.write_toml(model, tmp_path / "x.toml", state)
+    # a state with modal parts: the [initial.<body>] tables hold them, bit for bit
+    kd.io.write_toml(model, tmp_path / "x.toml", state)
+    case = kd.io.read_toml_case(tmp_path / "x.toml")
+    np.testing.assert_array_equal(case.state.q, state.q)
+    np.testing.assert_array_equal(case.state.u, state.u)
+    kd.io.write_toml(case.model, tmp_path / "y.toml", case.state)
+    assert (tmp_path / "y.toml").read_text() == (tmp_path / "x.toml").read_text()
     rest = kd.State(np.concatenate([q, np.zeros(model.nf)]), np.zeros(model.n_total))
     kd.io.write_toml(model, tmp_path / "rest.toml", rest)
     case = kd.io.read_toml_case(tmp_path / "rest.toml")
     np.testing.assert_array_equal(case.state.q, rest.q)
+
+
+def clamped_beam(tmp_path, initial=""):
+    """A cantilever (kd.beam_body, 2 modes bending along y: L = 2 m, ρ = 1.5 kg/m,
+    EI = 250 N m²) welded to N, written by write_toml, with ``initial`` appended."""
+    beam = kd.beam_body("beam", 2.0, 1.5, 250.0, n_modes=2, directions=(1,))
+    model = kd.Model([beam], [kd.Joint.weld("clamp", None, "beam")])
+    path = tmp_path / "beam.toml"
+    kd.io.write_toml(model, path)
+    path.write_text(path.read_text() + textwrap.dedent(initial))
+    return path
+
+
+def test_initial_modal_state_is_read_and_shares_a_table_with_a_joint(tmp_path):
+    """[initial.<body>] sets η and ξ as written; a joint named like its body shares the
+    table (joint keys and modal keys), and the joint's entry still fixes it on loops."""
+    path = clamped_beam(tmp_path, """
+        [initial.beam]
+        modal_coordinates = [0.005, -1e-3]
+        modal_rates = [0.25, 0]
+        """)  # fmt: skip
+    case = kd.io.read_toml_case(path)
+    m = case.model
+    np.testing.assert_array_equal(case.state.q[m.nq + m.modal("beam")], [0.005, -1e-3])
+    np.testing.assert_array_equal(case.state.u[m.n + m.modal("beam")], [0.25, 0.0])
+    beam = m.body("beam")
+    shared = kd.Model([beam], [kd.Joint.revolute("beam", None, "beam", axis=3)])
+    state = shared.set_joint(shared.initial_state(), "beam", angles=[0.3], rates=[-2.0])
+    state = shared.set_modes(state, "beam", amplitudes=[1e-3, 2e-4], rates=[0.1, -0.2])
+    kd.io.write_toml(shared, tmp_path / "shared.toml", state)
+    text = (tmp_path / "shared.toml").read_text()
+    assert text.count("[initial.") == 1 and "modal_rates" in text and "angles_rad" in text
+    back = kd.io.read_toml_case(tmp_path / "shared.toml").state
+    np.testing.assert_array_equal(back.q, state.q)
+    np.testing.assert_array_equal(back.u, state.u)
+
+
+def test_schema_document_initial_modes_example_reads(tmp_path):
+    """The [initial.<body>] example in docs/toml-schema.md: 1 cm at the beam's tip (its
+    node "tip" deflected by Ψ_tip η), at rest."""
+    text = (Path(__file__).parents[2] / "docs" / "toml-schema.md").read_text()
+    start = text.index("```toml\n", text.index("## `[initial.<body>]`")) + len("```toml\n")
+    case = kd.io.read_toml_case(clamped_beam(tmp_path, text[start : text.index("```", start)]))
+    m, s = case.model, case.state
+    eta = s.q[m.nq + m.modal("beam")]
+    psi, _ = m.body("beam").modes.shapes(["tip"])
+    np.testing.assert_allclose(psi[0] @ eta, [0.0, 0.01, 0.0], rtol=1e-12, atol=1e-15)
+    assert not np.any(s.u)
+
+
+@pytest.mark.parametrize(
+    ("initial", "key", "expected"),
+    [
+        (
+            "[initial.beam]\nmodal_coordinates = [0.01]\n",
+            "modal_coordinates",
+            "modal_coordinates in [initial.beam]: body 'beam' has 2 modes: expected a list of 2 "
+            "numbers (one a mode), got [0.01]",
+        ),
+        (
+            "[initial.beam]\nmodal_rates = [0.0, nan]\n",
+            "modal_rates",
+            "modal_rates in [initial.beam]: expected a finite number, got nan",
+        ),
+        (
+            '[initial.beam]\nmodal_rates = [0.0, "fast"]\n',
+            "modal_rates",
+            'modal_rates in [initial.beam]: expected a number, got "fast"',
+        ),
+        (
+            "[initial.bem]\nmodal_coordinates = [0.01, 0]\n",
+            "modal_coordinates",
+            "modal_coordinates in [initial.bem]: no body named 'bem' (did you mean 'beam'?), so it "
+            "has no modal state; flexible bodies are ['beam']",
+        ),
+        (
+            "[initial.clamp]\nmodal_coordinates = [0.01, 0]\n",
+            "modal_coordinates",
+            "modal_coordinates in [initial.clamp]: no body named 'clamp'",
+        ),
+        (
+            "[initial.beam]\nmodal_coordinate = [0.01, 0]\n",
+            "modal_coordinate",
+            '[initial.beam]: unknown key "modal_coordinate"; allowed keys are angles_deg',
+        ),
+        (
+            "[initial.beam]\nangles_rad = [0.1]\n",
+            None,
+            "[initial.beam]: no joint named 'beam'; joints are ['clamp']; flexible bodies are "
+            "['beam']",
+        ),
+    ],
+)
+def test_bad_initial_modal_state_names_file_line_and_field(tmp_path, initial, key, expected):
+    path = clamped_beam(tmp_path, initial)
+    # the line of the key, or of the table's header for a table that names no joint
+    at = "[initial.beam]" if key is None else next(ln for ln in initial.splitlines()
+                                                   if ln.startswith(key))  # fmt: skip
+    line = path.read_text().splitlines().index(at) + 1
+    with pytest.raises(kd.FileFormatError) as err:
+        kd.io.read_toml_case(path)
+    assert f"beam.toml line {line}: {expected}" in str(err.value)
+
+
+def test_initial_modal_state_of_a_rigid_body_is_refused(tmp_path):
+    path = tmp_path / "rigid.toml"
+    model = kd.Model([kd.Body("hub", 2.0, kd.inertia_tensor(1.0, 1.0, 1.0))],
+                     [kd.Joint.revolute("pin", None, "hub", axis=3)])  # fmt: skip
+    kd.io.write_toml(model, path)
+    path.write_text(path.read_text() + "[initial.hub]\nmodal_rates = [1.0]\n")
+    line = len(path.read_text().splitlines())
+    with pytest.raises(
+        kd.FileFormatError,
+        match=rf"rigid.toml line {line}: modal_rates in \[initial.hub\]: body 'hub' is rigid "
+        r"\(it has no modes\), so it has no modal state; the model has no flexible body",
+    ):
+        kd.io.read_toml_case(path)
+
+
+@pytest.mark.slow
+def test_cli_run_from_an_initial_deflection_rings_at_the_first_bending_frequency(tmp_path):
+    """``kanedyn simulate`` of a clamped beam released from a deflection in its first
+    mode (tip deflection Ψ_tip η = 2 × 5 mm): η₁ oscillates at the Euler–Bernoulli
+    cantilever frequency ω₁ = 1.875104² √(EI / (ρ L⁴)) (the textbook root of
+    1 + cos βL cosh βL = 0), from the file's value, and mode 2 stays at rest."""
+    from kanedyn.cli import main
+
+    path = clamped_beam(tmp_path, "[initial.beam]\nmodal_coordinates = [0.005, 0.0]\n")
+    out = tmp_path / "o"
+    assert main(["simulate", str(path), "--t-final", "2", "--dt", "0.001",
+                 "--output-every", "0.005", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    rows = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
+    header = next(csv.reader(open(out / "trajectory.csv")))
+    t, eta = rows[:, 0], rows[:, header.index("beam.y1 [1]")]
+    assert eta[0] == 0.005 and np.all(rows[:, header.index("beam.y2 [1]")] == 0.0)
+    i = np.nonzero(np.sign(eta[:-1]) != np.sign(eta[1:]))[0]
+    zeros = t[i] - eta[i] * (t[i + 1] - t[i]) / (eta[i + 1] - eta[i])
+    assert len(zeros) >= 6
+    omega = np.pi / np.mean(np.diff(zeros))
+    np.testing.assert_allclose(omega, 1.875104**2 * np.sqrt(250.0 / (1.5 * 2.0**4)), rtol=1e-5)
+    np.testing.assert_allclose(np.abs(eta).max(), 0.005, rtol=1e-6)
 
 
 def test_42_joints_on_a_flexible_inner_body_ride_on_their_nodes(tmp_path):
