@@ -38,18 +38,24 @@ LAYER = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 #: hooks on results: ``Trajectory.plot`` and ``Trajectory.animate`` (and
 #: ``MonteCarloResult.plot``, the same hook on a Monte Carlo result) import the plotting
 #: and animation layers inside the method, so a numeric run never loads them (matplotlib,
-#: meshcat); and the two open items below. Every entry is checked to be function-local,
-#: and these edges are left out of the cycle check.
+#: meshcat); and the two calls of the ``Model`` record into the dynamics layer below.
+#: Every entry is checked to be function-local, and these edges are left out of the cycle
+#: check.
 ALLOWED_UPWARD = {
     ("kanedyn.simulation.trajectory", "kanedyn.plotting"),
     ("kanedyn.simulation.trajectory", "kanedyn.animation"),
     ("kanedyn.simulation.montecarlo.result", "kanedyn.plotting"),
-    # Open (docs/architecture.md, "Layers"): two methods of the Model record run the
+    # Kept (docs/architecture.md, "Layers"): two methods of the Model record run the
     # dynamics layer, inside the method. ``Model.__attrs_post_init__`` refuses a model
     # whose mass matrix is singular in every configuration (particles with nothing to
-    # move; it needs M, hence the joint model and the kinematics), and ``Model.assemble``
-    # (a public name) closes the loops by Newton on the loop kinematics. Removing them
-    # changes the public API (``model.assemble``) or when a bad model is refused.
+    # move). That depends on the geometry, not on the topology alone (a hinge whose axis
+    # passes through every particle it carries), so it needs M, hence the joint model and
+    # the kinematics; and ``Model(...)`` refusing it is the tested behaviour
+    # (tests/test_particles.py). ``Model.assemble`` is a public name of the API contract
+    # (``model.assemble(state, fix=[...])``); it calls kanedyn.dynamics.loops.assemble,
+    # Newton on the loop kinematics. A registry that the dynamics layer fills would hide
+    # the same dependency, and would be empty when a model is built before that layer is
+    # loaded (``kd.Model`` loads the model layer only).
     ("kanedyn.model.records", "kanedyn.dynamics.particles"),
     ("kanedyn.model.records", "kanedyn.dynamics.loops"),
 }
