@@ -41,7 +41,7 @@ def forward_dynamics(
     with loops too).
     """
     if isinstance(model, Model) and model.nf:  # flexible bodies (kanedyn.dynamics.flex)
-        if model.loops:  # over [u | s | ξ], the loop rows' ξ columns zero
+        if model.loops and isinstance(state, State):  # the loop rows: ξ columns zero
             return loops.forward_dynamics(model, state, loads, t)
         return solve_mass_matrix(*flexible_system(model, state, loads, t))
     base, params, q, u = resolve(model, state)

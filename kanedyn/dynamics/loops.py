@@ -58,8 +58,7 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from kanedyn import joints
-from kanedyn.dynamics import loop_rows
-from kanedyn.dynamics import flex
+from kanedyn.dynamics import flex, loop_rows
 from kanedyn.dynamics.kane import (
     KaneTerms,
     flexible_mass_matrix_at,
