@@ -84,16 +84,24 @@ def test_lock_impact_is_the_kkt_impact_over_the_modal_speeds(formulation):
     assert kd.kinetic_energy(model, after) < kd.kinetic_energy(model, s)
 
 
-def test_lock_impact_without_the_modal_speeds_is_not_the_kkt_impact():
-    """The oracle can tell: the rigid speeds' impact with ξ held (the modal rows of M
-    left out) differs from the KKT impact by far more than the tolerance above."""
+def test_an_impact_without_the_modal_coupling_fails_the_kkt_check(monkeypatch):
+    """A deliberate break: with the coupling of the joints' and the modal speeds left out
+    of the impact's mass matrix, the modal speeds do not jump and the speeds after the
+    lock miss the KKT impact by far more than the tolerance above."""
     model, s = _floating()
     N, n, r = model.n_total, model.n, _speed(model, "spin")
-    M = kd.mass_matrix(model, s)
-    full = _kkt_impact(M, np.eye(N)[[r]], s.u)
-    rigid = s.u.copy()
-    rigid[:n] = _kkt_impact(M[:n, :n], np.eye(n)[[r]], s.u[:n])
-    assert np.abs(full - rigid).max() > 1e-2
+    expected = _kkt_impact(kd.mass_matrix(model, s), np.eye(N)[[r]], s.u)
+    real = loops.flexible_mass_matrix_at
+
+    def uncoupled(model, tm, eta):
+        M = real(model, tm, eta)
+        M[:n, n:] = M[n:, :n] = 0.0
+        return M
+
+    monkeypatch.setattr(loops, "flexible_mass_matrix_at", uncoupled)
+    tr = _run(model, s, 0.01, 0.01, events=[kd.Lock(0.0, "spin")], engine="dense")
+    np.testing.assert_allclose(tr.u[0][n:], s.u[n:], rtol=1e-14)
+    assert np.abs(tr.u[0] - expected).max() > 1e-2
 
 
 @pytest.mark.parametrize("formulation", ["kane", "msd"])
