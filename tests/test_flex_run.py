@@ -162,7 +162,10 @@ def test_set_modes_and_set_joint_keep_each_other():
 @pytest.mark.parametrize(
     ("options", "reason"),
     [
-        ({"events": [kd.Lock(0.05, "root")]}, "lock events"),
+        (
+            {"events": [kd.Lock(0.05, "root")], "method": "energy-momentum"},
+            "method='energy-momentum' with lock events",
+        ),
     ],
 )
 def test_what_cannot_run_a_flexible_model_says_why(options, reason):

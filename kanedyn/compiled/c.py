@@ -345,15 +345,8 @@ def refusal(model: Model) -> str | None:
     onto their constraints after each step (:func:`kanedyn.compiled.kernels.projection`).
     Flexible bodies (``Body.modes``) are written with their modal states
     (:func:`kanedyn.dynamics.flex_recursion.flexible_run`), except in a model with
-    closed loops, whose loop rows do not take them."""
-    why = supports(model, flexible=True)
-    if why is None and model.nf and model.loops:
-        names = [b.name for b in model.bodies if b.modes is not None]
-        why = (
-            f"flexible bodies {names} in a model with closed loops (the loops' reduced "
-            "equations do not take the modal states)"
-        )
-    return why
+    closed loops, whose traced loop equations do not take them (:func:`supports`)."""
+    return supports(model, flexible=True)
 
 
 def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,

@@ -75,13 +75,23 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     ``flexible=True``) and run by ``kd.simulate``'s compiled and native run loops and by
     ensembles (:func:`kanedyn.simulation.system.resolve_engine` with ``flexible=True``),
     and written by the C export; the parameter derivatives do not take their states
-    yet, so without ``flexible`` they are refused."""
+    yet, so without ``flexible`` they are refused. Flexible bodies in a model with
+    closed loops are refused: the traced constrained solve and momentum closure
+    (:mod:`kanedyn.dynamics.loop_rows`) close the joints' speeds on ABA's pass 2 without
+    the modes condensed into it (the dense engine runs them, :mod:`kanedyn.dynamics.loops`)."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: kd.simulate's run loops, ensembles, the C "
             "export and compile_model take its states; the parameter derivatives do not yet)"
+        )
+    if model.nf and model.loops:
+        names = [b.name for b in model.bodies if b.modes is not None]
+        return (
+            f"flexible bodies {names} in a model with closed loops (the traced loop "
+            "equations close the joints' speeds on ABA without the modes condensed into "
+            "it; the dense engine runs them)"
         )
     return None
 

@@ -37,9 +37,12 @@ def forward_dynamics(
     :class:`~kanedyn.ModelBatch` (B parameter sets) the result is (B, n); load records
     then apply to every member. For a model with loops, the accelerations of the
     constrained equations ``Cᵀ(Fr + Fr*) = 0`` (:mod:`kanedyn.dynamics.loops`). With
-    flexible bodies, ``d/dt [u | s | ξ]`` (:func:`kanedyn.dynamics.kane.flexible_system`).
+    flexible bodies, ``d/dt [u | s | ξ]`` (:func:`kanedyn.dynamics.kane.flexible_system`;
+    with loops too).
     """
     if isinstance(model, Model) and model.nf:  # flexible bodies (kanedyn.dynamics.flex)
+        if model.loops and isinstance(state, State):  # the loop rows: ξ columns zero
+            return loops.forward_dynamics(model, state, loads, t)
         return solve_mass_matrix(*flexible_system(model, state, loads, t))
     base, params, q, u = resolve(model, state)
     if base.loops:  # Kane's equations with the loops' dependent speeds eliminated

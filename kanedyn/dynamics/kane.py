@@ -243,7 +243,22 @@ def flexible_system_at(
     return M, f
 
 
-def _node_terms(model: Model, tm: KaneTerms, L: AppliedLoads, M: Array, f: Array) -> None:
+def flexible_mass_matrix_at(model: Model, tm: KaneTerms, eta: Array) -> Array:
+    """The mass matrix of :func:`flexible_system_at` alone, over ``[u | s | ξ]``: the
+    rigid tree's, the modal blocks ``T_iᵀ ΔM_i T_i`` at the modal coordinates ``eta``
+    (the speeds do not enter it) and the node terms; the impacts of lock events, stops
+    and loops (:func:`kanedyn.dynamics.loops.plastic_impact`) take it."""
+    n = model.n
+    M, _ = flex.flex_terms(model, tm.kin, tm.par, eta, np.zeros(model.nf))
+    M[:n, :n] += mass_matrix_at(model, tm)
+    if tm.kin.nodes is not None:
+        _node_terms(model, tm, None, M, None)
+    return M
+
+
+def _node_terms(
+    model: Model, tm: KaneTerms, L: AppliedLoads | None, M: Array, f: Array | None
+) -> None:
     """The rigid bodies' terms over the modal speeds of the nodes they ride on
     (``Joint.inner_node``), added to ``M`` and ``f`` over ``[u | s | ξ]``: with the
     bodies' spatial partials ``B_ν = P S`` (joint speeds) and ``B_ξ = P S_ξ``
@@ -265,7 +280,8 @@ def _node_terms(model: Model, tm: KaneTerms, L: AppliedLoads, M: Array, f: Array
     M_nx = np.einsum("ijr,ijf->rf", Bnu, IB)
     M[:n, n:] += M_nx
     M[n:, :n] += M_nx.T
-    f[n:] -= np.einsum("ijf,ij->f", B, body_wrenches(tm, L))
+    if f is not None and L is not None:  # (the mass matrix alone without them)
+        f[n:] -= np.einsum("ijf,ij->f", B, body_wrenches(tm, L))
 
 
 def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:

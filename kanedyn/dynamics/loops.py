@@ -58,9 +58,11 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from kanedyn import joints
-from kanedyn.dynamics import loop_rows
+from kanedyn.dynamics import flex, loop_rows
 from kanedyn.dynamics.kane import (
     KaneTerms,
+    flexible_mass_matrix_at,
+    flexible_system_at,
     forcing_at,
     kane_terms,
     mass_matrix_at,
@@ -72,7 +74,7 @@ from kanedyn.dynamics.loop_rows import RowFrames
 from kanedyn.dynamics.partials import bias_accelerations, joint_subspace
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import derived, params_of, plan_of
+from kanedyn.model.plan import derived, node_joint_names, params_of, plan_of
 from kanedyn.spatial.arithmetic import NUMPY as _NUMPY
 
 __all__ = [
@@ -84,6 +86,7 @@ __all__ = [
     "close",
     "constrained_accelerations",
     "equations_at",
+    "flexible_refusal",
     "independent_rows",
     "loop_equations",
     "loop_forces",
@@ -231,6 +234,34 @@ def loop_plan(model: Model) -> LoopPlan:
     return plan
 
 
+def flexible_refusal(model: Model) -> str | None:
+    """Why the loop equations cannot hold ``model``'s flexible bodies, naming the loop or
+    joints, or None. The loop rows are the rigid bodies' (:func:`loop_terms`): a loop
+    closing on a flexible body would need the deflection and rotation of its closing
+    point (the modes' columns there), and a rigid body riding on a node of a flexible
+    body (``Joint.inner_node``) moves with the modal speeds, which its rows would need
+    as columns too; neither is modelled yet."""
+    if not (model.loops and model.nf):
+        return None
+    flexible = {b.name for b in model.bodies if b.modes is not None}
+    for lp in model.loops:
+        for side in (lp.inner, lp.outer):
+            if side in flexible:
+                return (
+                    f"loop {lp.name!r} closes on flexible body {side!r}: its rows need the "
+                    "deflection and rotation at the closing point, which the loop equations "
+                    "do not have yet (close it on a rigid body, e.g. one welded to the beam)"
+                )
+    nodes = node_joint_names(model)
+    if nodes:
+        return (
+            f"joints {nodes} at nodes of flexible bodies in a model with loops: the bodies "
+            "riding on a node move with the modal speeds, which the loop rows do not have "
+            "as columns yet"
+        )
+    return None
+
+
 # --------------------------------------------------------------------------- terms
 def _ext(a: Array, fill: Array) -> Array:
     """``a`` (nb, ...) with N appended as row nb."""
@@ -265,20 +296,28 @@ def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = Fals
     engine's vectorised kinematics (:func:`row_frames`). Without ``bias``, ``b`` is
     zero. ``kin`` (the kinematics at ``q``, ``u``) and ``tm`` (:func:`kane_terms` at
     ``kin``) are reused when given.
+
+    With flexible bodies (``Model.nf``) ``q`` and ``u`` may be the full states (the
+    joints' entries are read) and ``A`` runs over all the speeds ``[u | s | ξ]``, its ξ
+    columns zero: the loops close on rigid bodies whose motion the modal speeds do not
+    enter (:func:`flexible_refusal` names the loops that do not).
     """
     pl = loop_plan(model)
     if kin is None:
-        u = np.zeros(model.n) if u is None else np.asarray(u, dtype=float)
-        kin = kinematics_at(model, np.asarray(q, dtype=float), u)
+        u = np.zeros(model.n) if u is None else np.asarray(u, dtype=float)[: model.n]
+        kin = kinematics_at(model, np.asarray(q, dtype=float)[: model.nq], u)
     S = joint_subspace(model, kin) if tm is None else tm.S
     A_r = None
     if bias:
         A_r = bias_accelerations(model, kin) if tm is None else tm.A_r
     rows = loop_rows.rows(row_frames(model, kin, S, A_r), pl, model.layout.path, model.n)
     m = pl.m
+    A = np.array(rows.A, dtype=float).reshape(m, model.n)
+    if model.nf:  # the modal speeds' columns: zero on rigid bodies
+        A = np.hstack((A, np.zeros((m, model.nf))))
     return LoopTerms(
         Phi=np.array(rows.Phi, dtype=float).reshape(m),
-        A=np.array(rows.A, dtype=float).reshape(m, model.n),
+        A=A,
         b=np.array(rows.b, dtype=float).reshape(m),
         loop=pl.loop,
         rot=pl.rot,
@@ -484,9 +523,18 @@ def equations_at(
     partition, so each locked speed is dependent, with ``u_r = 0`` and ``u̇_r = 0``
     (its row of C and its entry of c0 are zero), and the reduced equations
     ``Cᵀ(Fr + Fr*) = 0`` are those of the mechanism with the DOF locked. ``part``
-    must then be a partition of the same stacked rows."""
+    must then be a partition of the same stacked rows.
+
+    With flexible bodies (``q = [q | η]``, ``u = [u | s | ξ]``, ``kin`` with the modal
+    state) ``M`` and ``f`` are the full ones over the speeds
+    (:func:`kanedyn.dynamics.kane.flexible_system_at`) and the rows' ξ columns are zero,
+    so the modal speeds are independent ones."""
     tm = kane_terms(model, kin)
     lt = loop_terms(model, q, u, bias=True, kin=kin, tm=tm)
+    if model.nf:
+        M, f = flexible_system_at(model, tm, L, q[model.nq :], u[model.n :])
+    else:
+        M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
     A, Phi, bias = stacked_rows(lt, locked)
     if baumgarte is not None:
         alpha, beta = baumgarte
@@ -498,7 +546,7 @@ def equations_at(
         or np.linalg.cond(A[part.rows]) * SINGULAR_RCOND > 1.0
     ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
         part = partition(A)
-    return _reduce(mass_matrix_at(model, tm), forcing_at(model, tm, L), lt, A, part, bias)
+    return _reduce(M, f, lt, A, part, bias)
 
 
 def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
@@ -542,9 +590,17 @@ def loop_equations(
     >>> eq.mass_matrix.shape
     (1, 1)
     """
-    model.check_state(state)
-    kin = kinematics_at(model, state.q, state.u)
-    L = applied_loads(model, state, kin, loads, t)
+    if model.nf:  # over [u | s | ξ]: the joints' kinematics ride on the modal state
+        why = flexible_refusal(model)
+        if why is not None:
+            raise ModelError(why)
+        q, u, eta, xi = flex.split(model, state)
+        kin = kinematics_at(model, q, u, eta=eta, xi=xi)
+        L = applied_loads(model, State(q, u), kin, loads, t)
+    else:
+        model.check_state(state)
+        kin = kinematics_at(model, state.q, state.u)
+        L = applied_loads(model, state, kin, loads, t)
     ind = None if independent is None else _speed_indices(model, independent)
     return equations_at(model, state.q, kin, L, state.u, independent=ind)
 
@@ -610,12 +666,12 @@ def assemble(
         The mechanism cannot close (naming the loop with the largest residual), or the
         fixed rates are not consistent with the loops.
     """
-    model.check_state(state)
+    model.check_state(state, flexible=True)
     if not model.loops:
         return state
     fixed = _speed_indices(model, fix)
     free = np.setdiff1d(np.arange(model.n), fixed).astype(np.intp)
-    q, lt, ok = _newton(model, state.q, free, tol, max_iter)
+    q, lt, ok = _newton(model, state.q[: model.nq], free, tol, max_iter)
     if not ok or not np.all(np.isfinite(q)):
         fixed_txt = f" with {list(fix)} fixed" if list(fix) else ""
         raise ModelError(
@@ -633,7 +689,7 @@ def assemble(
                 f"loop {_worst(model, lt, r)!r}: the fixed rates of {list(fix)} are not "
                 f"consistent with the loops (velocity residual {np.max(np.abs(r)):.3g})"
             )
-    return State(q, u)
+    return State(np.concatenate((q, state.q[model.nq :])), u)  # η and ξ as given
 
 
 def project(
@@ -648,7 +704,13 @@ def project(
 
     The speeds in ``locked`` are held: their coordinates take no Newton correction and
     their rows ``e_rᵀ`` join A in the velocity projection (:func:`stacked_rows`), so
-    they come out zero and the residual counts them."""
+    they come out zero and the residual counts them.
+
+    With flexible bodies ``q`` may be ``[q | η]`` (``η`` kept) and ``u`` runs over
+    ``[u | s | ξ]``: the rows' ξ columns are zero, so the projection leaves ``ξ``."""
+    if q.size > model.nq:
+        qj, u, before = project(model, q[: model.nq], u, tol, locked)
+        return np.concatenate((qj, q[model.nq :])), u, before
     locked = np.asarray(list(locked), dtype=np.intp)
     free = np.setdiff1d(np.arange(model.n), locked).astype(np.intp)
     lt0 = _constraints(model, q)
@@ -664,7 +726,9 @@ def close(model: Model, q: Array, locked: Iterable[int] = (), tol: float = 1e-13
     """``q`` with its loops closed again (``Φ(q) = 0`` by Newton, minimum-norm
     corrections) while the coordinates of the ``locked`` speeds keep their values; a
     ModelError naming the loop when it cannot close (a stop's bound out of the
-    mechanism's reach)."""
+    mechanism's reach). With flexible bodies ``q`` may be ``[q | η]``: ``η`` is kept."""
+    if q.size > model.nq:  # the modal coordinates ride along
+        return np.concatenate((close(model, q[: model.nq], locked, tol), q[model.nq :]))
     free = np.setdiff1d(np.arange(model.n), np.asarray(list(locked), dtype=np.intp))
     q, lt, ok = _newton(model, q, free.astype(np.intp), tol, 50)
     if not ok and np.max(np.abs(lt.Phi)) > 1e-8:
@@ -689,13 +753,29 @@ def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = ())
 
     the speeds closest to ``u⁻`` in the kinetic-energy metric among those that satisfy
     the constraints (Gauss's principle for impulses), so the kinetic energy cannot
-    rise. Speeds that already satisfy them (an unlock) are kept."""
-    kin = kinematics_at(model, q, np.zeros(model.n))
-    tm = kane_terms(model, kin)
-    M = mass_matrix_at(model, tm)
-    lt = loop_terms(model, q)
+    rise. Speeds that already satisfy them (an unlock) are kept.
+
+    With flexible bodies ``q = [q | η]``, ``u = [u | s | ξ]`` and ``M`` is the full mass
+    matrix over them (:func:`kanedyn.dynamics.kane.flexible_mass_matrix_at`); the rows
+    have zero ξ columns, so the modal speeds are free directions of ``C`` and jump too:
+    this is the KKT impact ``M Δν = Aᵀι``, ``A ν⁺ = 0``. A model without loops takes the
+    lock rows alone."""
+    n = model.n_total
+    if model.nf:
+        eta, xi = q[model.nq :], u[model.n :]
+        kin = kinematics_at(model, q[: model.nq], np.zeros(model.n), eta=eta, xi=xi)
+        M = flexible_mass_matrix_at(model, kane_terms(model, kin), eta)
+    else:
+        kin = kinematics_at(model, q, np.zeros(model.n))
+        M = mass_matrix_at(model, kane_terms(model, kin))
+    if model.loops:
+        lt = loop_terms(model, q, kin=kin)
+    else:
+        z = np.zeros(0)
+        lt = LoopTerms(z, np.zeros((0, n)), z, z.astype(np.intp), z.astype(bool),
+                       np.zeros((0, 3)), np.zeros((0, 3)))  # fmt: skip
     A = stacked_rows(lt, locked)[0]
-    eq = _reduce(M, np.zeros(model.n), lt, A, partition(A), np.zeros(A.shape[0]))
+    eq = _reduce(M, np.zeros(n), lt, A, partition(A), np.zeros(A.shape[0]))
     return eq.C @ solve_mass_matrix(eq.mass_matrix, eq.C.T @ (M @ u))
 
 
@@ -704,7 +784,7 @@ def residuals(model: Model, q: Array, u: Array) -> tuple[float, float]:
     if not model.loops:
         return 0.0, 0.0
     lt = _constraints(model, q)
-    return float(np.max(np.abs(lt.Phi))), float(np.max(np.abs(lt.A @ u)))
+    return float(np.max(np.abs(lt.Phi))), float(np.max(np.abs(lt.A @ u[: lt.A.shape[1]])))
 
 
 # --------------------------------------------------------------------------- loop forces
@@ -761,7 +841,7 @@ def loop_forces(model: Model, state: State, loads: LoadsLike = None, t: float = 
     force, torque = np.zeros((nl, 3)), np.zeros((nl, 3))
     np.add.at(torque, lt.loop[lt.rot], lam[lt.rot, None] * lt.dirs[lt.rot])
     np.add.at(force, lt.loop[~lt.rot], lam[~lt.rot, None] * lt.dirs[~lt.rot])
-    kin = kinematics_at(model, state.q, state.u)
+    kin = kinematics_at(model, state.q[: model.nq], state.u[: model.n])
     R_N_Gi, R_N_Go = _loop_rotations(model, kin)
     return LoopForces(
         loop_names=tuple(lp.name for lp in model.loops),
@@ -835,7 +915,7 @@ def loop_summary(model: Model, state: State | None = None) -> LoopSummary:
         except ModelError:
             pass
     lt = _constraints(model, state.q)
-    part = partition(lt.A)
+    part = partition(lt.A[:, : model.n])  # the joints' speeds (ξ columns are zero)
     names = [""] * model.n
     for k, j in enumerate(model.joints):
         for pos, i in enumerate(model.layout.u_index[k]):

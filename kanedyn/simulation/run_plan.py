@@ -128,8 +128,13 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     ``[u | s | ξ]``, :mod:`kanedyn.dynamics.flex`) or with the momentum states of MSD
     (the modal momenta ``∂T/∂ξ``, :mod:`kanedyn.dynamics.msd`), with RK4 or an adaptive
     method, loads and a controller, and in the energy-momentum scheme
-    (:mod:`kanedyn.simulation.conserving.flexible`, which names what it refuses); lock
-    events, joint-limit stops and loops do not have the modal terms."""
+    (:mod:`kanedyn.simulation.conserving.flexible`, which names what it refuses). Lock
+    events, joint-limit stops and loops run in Kane's and the MSD formulation: their
+    impacts use the full mass matrix over ``[u | s | ξ]``
+    (:func:`kanedyn.dynamics.loops.plastic_impact`) and the loop rows have zero ξ
+    columns, so a loop closing on a flexible body (or on a body riding on one of its
+    nodes) is refused (:func:`kanedyn.dynamics.loops.flexible_refusal`); the
+    energy-momentum scheme's locks and loops do not have the modal coordinates."""
     if not model.nf:
         return
     o = options
@@ -143,12 +148,20 @@ def check_flexible(model: Model, options: RunOptions) -> None:
             "motion, and the modes' momentum rates (the conserving scheme's modal "
             "coordinates) do not hold the outboard bodies' reactions at the nodes yet"
         )
-    elif o.events:
-        why = "lock events: the re-solved speeds (MSD's momenta) do not have the modal terms yet"
-    elif o.limits is limits_.Limits.STOP:
-        why = "limits='stop': the stops' locks do not have the modal terms yet"
+    elif isinstance(o.method, EnergyMomentum) and (
+        o.events or o.limits is limits_.Limits.STOP or model.loops
+    ):
+        what = (
+            "lock events" if o.events
+            else "limits='stop'" if o.limits is limits_.Limits.STOP
+            else "loops"
+        )  # fmt: skip
+        why = (
+            f"method='energy-momentum' with {what}: the scheme's lock and loop rows act on "
+            "the bodies' director coordinates, which do not have the modal coordinates"
+        )
     elif model.loops:
-        why = "the model has loops: the loop equations do not have the modal terms yet"
+        why = loops_.flexible_refusal(model)
     if why is not None:
         raise ModelError(
             f"flexible bodies {flexible}: {why}; a flexible model runs in Kane's or the "

@@ -216,7 +216,7 @@ class System:
         further efforts of :func:`kanedyn.dynamics.msd.rates`
         (Kane: ``Fr + Fr* + (Aᵀλ)_r = 0``)."""
         eq, acc = self._loop_equations(t, q, kin, L, u)
-        return np.asarray(eq.M @ acc - eq.f)
+        return np.asarray(eq.M @ acc - eq.f)[: self.model.n]  # ξ's: zero (A's ξ columns)
 
     def _compiled(self, cm: CompiledModel, q: Array, y: Array, L: Any) -> Array:
         """``[q̇ | ẏ]`` from the compiled equations (locked speeds held at zero); ``y``
@@ -242,17 +242,22 @@ class System:
         is unlocked starts from its generalized momentum with its speed still zero.
         With loops, the free directions are those the loops and the locks leave, ``C``:
         ``u⁺ = C (CᵀMC)⁻¹ CᵀM u⁻`` (:func:`kanedyn.dynamics.loops.plastic_impact`),
-        which keeps ``u`` at an unlock.
+        which keeps ``u`` at an unlock. With flexible bodies the same impact runs over
+        ``[u | s | ξ]`` with the full mass matrix (the modal speeds jump too), and the
+        MSD states after it are the momenta ``M ν⁺`` (the modal ones ``∂T/∂ξ``).
         """
         model = self.model
         u_old = self.speeds(q, y)
-        if model.loops:
+        if model.loops or model.nf:
             self.locked = locked
             u_new = loops_.plastic_impact(model, q, u_old, locked)
             if self.formulation is Formulation.KANE:
                 return u_new
-            kin = kinematics_at(model, q, u_new)
-            return msd.root_to_total(model, kin, msd.generalized_momenta(model, kin, u_new))
+            nq, n = model.nq, model.n
+            kin = kinematics_at(model, q[:nq], u_new[:n])
+            eta = q[nq:] if model.nf else None
+            p = msd.generalized_momenta(model, kin, u_new, eta)
+            return msd.root_to_total(model, kin, p, eta=eta)
         kin = kinematics_at(model, q, u_old)
         p_old = msd.root_to_total(model, kin, msd.generalized_momenta(model, kin, u_old))
         was_locked = self.locked
@@ -306,7 +311,7 @@ class Drift:
         self.system, self.model, self.largest = system, system.model, 0.0
 
     def __call__(self, x: Array) -> Array:
-        nq, system = self.model.nq, self.system
+        nq, system = self.model.nq_total, self.system  # with flexible bodies: [q | η]
         y = x[nq:]
         u = system.speeds(x[:nq], y)
         q, u, before = loops_.project(self.model, x[:nq], u, locked=system.locked)
