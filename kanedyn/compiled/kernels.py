@@ -171,7 +171,8 @@ def parameter_values(
         arr = np.asarray(getattr(params, field), dtype=float)
         core = np.ndim(getattr(nominal, field))
         if arr.ndim > core:
-            flat = arr.reshape((-1,) + arr.shape[arr.ndim - core :])
+            members = int(np.prod(arr.shape[: arr.ndim - core]))  # -1 fails on empty fields
+            flat = arr.reshape((members,) + arr.shape[arr.ndim - core :])
             values[field] = flat[0]
             differs = np.any(flat != flat[0], axis=0).ravel()
             varying += [(field, int(i)) for i in np.flatnonzero(differs)]
