@@ -323,12 +323,14 @@ def parameter_kernel(model: Model, locked: frozenset[int],
     """Kane's equations with effort inputs and the parameters ``names`` (of
     :func:`parameter_symbols`) as inputs ``d0, d1, ...``: outputs ``[ν̇ | q̇]``
     (n + nq) followed by ``∂ν̇/∂p`` row by row (n × len(names)). Returns the traced
-    kernel and the number of value outputs."""
+    kernel and the number of value outputs. With flexible bodies ``ν̇ = [u̇ | ṡ | ξ̇]``
+    and ``q̇ = [q̇_joints | η̇]`` (n + nf, nq + nf), the modal data among the
+    parameters (:func:`modal_symbols`)."""
     table = dict(parameter_symbols(model))
     tr = traced(model, locked, False, False, None, efforts=True,
                 symbols=[table[name] for name in names])  # fmt: skip
-    start = model.nq + 2 * model.n
+    start = model.nq + 2 * model.n + 2 * model.nf  # after q, u (modal ones included), tau
     wrt = tr.inputs[start : start + len(names)]
-    J = jacobian(tr.tape, tr.outputs[: model.n], wrt)
+    J = jacobian(tr.tape, tr.outputs[: model.n + model.nf], wrt)
     outputs = [*tr.outputs, *(d for row in J for d in row)]
     return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)

@@ -74,14 +74,14 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     into Kane's right-hand side (:func:`~kanedyn.compiled.compile_model`, with
     ``flexible=True``) and run by ``kd.simulate``'s compiled and native run loops and by
     ensembles (:func:`kanedyn.simulation.system.resolve_engine` with ``flexible=True``),
-    and written by the C export; the parameter derivatives do not take their states
-    yet, so without ``flexible`` they are refused."""
+    written by the C export and differentiated by ``CompiledModel.parameter_jacobian``;
+    a caller that does not take their states (no ``flexible``) refuses them."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: kd.simulate's run loops, ensembles, the C "
-            "export and compile_model take its states; the parameter derivatives do not yet)"
+            "export, compile_model and the parameter derivatives take its states)"
         )
     return None
 
