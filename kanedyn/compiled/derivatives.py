@@ -33,7 +33,13 @@ from kanedyn.compiled.kernels import Trace, Traced, body_load_names, traced
 from kanedyn.compiled.sweep import Sweep
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.model import Model
-from kanedyn.model.plan import Params, modal_slots, node_joints, outer_node_joints
+from kanedyn.model.plan import (
+    ModalSlot,
+    Params,
+    modal_slots,
+    node_joints,
+    outer_node_joints,
+)
 
 __all__ = [
     "central_symbols",
@@ -262,7 +268,8 @@ def modal_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
         md: Any = model.bodies[slot.body].modes
         name, modes, n = model.bodies[slot.body].name, md.mode_names, slot.n
 
-        def add(label: str, field: str, *index: tuple[int, ...]) -> None:
+        def add(label: str, field: str, *index: tuple[int, ...], slot: ModalSlot = slot,
+                name: str = name) -> None:  # fmt: skip
             shape, at = slot.shape[field], slot.offset[field]
             keys = sorted({(field, at + int(np.ravel_multi_index(ix, shape))) for ix in index})
             out.append((f"{name}.{label}", keys))

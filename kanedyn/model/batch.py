@@ -218,11 +218,12 @@ class ModelBatch:
             for i, body in enumerate(self.model.bodies)
         ]
         for slot in modal_slots(self.model):  # the member's modal data (Params)
-            md = ModalData.of_flat(slot, lambda f: getattr(p, f)[b])
-            numbers = {attr: getattr(md, attr) for attr in MODAL_FIELDS.values()}
+            data = ModalData.of_flat(slot, lambda f: getattr(p, f)[b])
+            numbers = {attr: getattr(data, attr) for attr in MODAL_FIELDS.values()}
+            record: Any = bodies[slot.body].modes
             with warnings.catch_warnings():  # the data as given, warned about once already
                 warnings.simplefilter("ignore", UserWarning)
-                modes = attrs.evolve(bodies[slot.body].modes, **numbers)
+                modes = attrs.evolve(record, **numbers)
             bodies[slot.body] = attrs.evolve(bodies[slot.body], modes=modes)
         joints = []
         for k, j in enumerate(self.model.joints):
