@@ -145,11 +145,12 @@ class BodyTerms:
 
 @attrs.frozen(eq=False)
 class ModalBody:
-    """A flexible body k in Go_k (:mod:`kanedyn.dynamics.flex_recursion`): its modes
-    ``md``, modal coordinates ``eta`` and slice ``sl`` into them, ``Tx`` (6, 6) from
-    the spatial velocity at the joint point (Go) to ``(ω, v₀)`` in body axes, ``R``
-    (``R_Go_Bo``), gravity ``g`` in body axes and ``dM = ΔM(η)``
-    (:func:`~kanedyn.spatial.modal.modal_inertia`); object arrays."""
+    """A flexible body k in Go_k (:mod:`kanedyn.dynamics.flex_recursion`): its modal
+    data ``md`` (:meth:`Recursion.modal_data`, from the parameters), modal coordinates
+    ``eta`` and slice ``sl`` into them, ``Tx`` (6, 6) from the spatial velocity at the
+    joint point (Go) to ``(ω, v₀)`` in body axes, ``R`` (``R_Go_Bo``), gravity ``g`` in
+    body axes and ``dM = ΔM(η)`` (:func:`~kanedyn.spatial.modal.modal_inertia`); object
+    arrays."""
 
     k: int
     sl: slice
