@@ -144,8 +144,8 @@ def test_dropping_the_rotation_mode_coupling_breaks_conservation(monkeypatch):
     drifts."""
     real = flexible._weights
 
-    def broken(body):
-        W = real(body)
+    def broken(body, md):
+        W = real(body, md)
         W[1:4, 4:] = W[4:, 1:4] = 0.0
         return W
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import ctypes
 import re
 
+import attrs
 import numpy as np
 import pytest
 
 import kanedyn as kd
+from kanedyn.compiled.c import runtime_parameters
 from kanedyn.model.names import coordinate_names, speed_names
 from tests.test_to_c import COMPILERS, compile_shared, needs_cc, params_struct
 
@@ -80,7 +82,10 @@ def test_header_documents_the_modal_states(built):
     assert re.search(rf"x\[{model.nq}\]\s+beam\.y1\s+\[1\]", header)
     assert re.search(rf"x\[{nq + model.n}\]\s+beam\.y1_dot\s+\[1/s\]", header)
     assert "tau[5]" in header and f"tau[{model.n}]" not in header  # the joints' efforts
-    assert "Flexible bodies" in header and "constants of the code even with run-time" in header
+    assert "Flexible bodies" in header and "are constants of the code." in header
+    assert "are fields of p (fr_params)" in header  # the run-time parameters' header
+    assert re.search(r"double beam_modal_stiffness_y1_y1; /\* beam\.modal_stiffness\.y1\.y1 "
+                     r"\[N\.m\] \*/", header)  # fmt: skip
 
 
 @needs_cc
@@ -180,6 +185,61 @@ def test_runtime_parameters_of_a_flexible_model(built, monkeypatch):
     for _ in range(10):
         assert lib.fr_step(_p(x), _p(tau), ctypes.addressof(q), 0.01) == 0
     np.testing.assert_allclose(x, np.concatenate((traj.q[-1], traj.u[-1])), rtol=1e-13,
+                               atol=1e-13)  # fmt: skip
+
+
+def with_modes(model: kd.Model, body: str, **changes) -> kd.Model:
+    """``model`` rebuilt with ``body``'s modes changed (``attrs.evolve`` of kd.Modes)."""
+    bodies = [
+        attrs.evolve(b, modes=attrs.evolve(b.modes, **changes)) if b.name == body else b
+        for b in model.bodies
+    ]
+    return kd.Model(bodies, model.joints, gravity=model.gravity)
+
+
+@needs_cc
+@pytest.mark.filterwarnings("ignore:modes. the trace of N")  # the coupled mass, N kept
+def test_runtime_modal_parameters_equal_a_rebuilt_model(built):
+    """A modal frequency (the stiffness of mode y1), a modal damping and an off-diagonal
+    modal mass changed in the struct give the native engine's rates of the model rebuilt
+    with those modes to 1e-14, and its RK4 steps."""
+    model, lib, _ = built
+    nq, n = model.nq_total, model.n_total
+    md = model.body("beam").modes
+    y1, z1 = md.mode_names.index("y1"), md.mode_names.index("z1")
+    K, C, M = md.stiffness.copy(), md.damping.copy(), md.mass.copy()
+    K[y1, y1] *= 1.7  # the frequency of y1 up by √1.7
+    C[z1, z1] += 0.05
+    M[y1, z1] = M[z1, y1] = 0.02 * M[y1, y1]
+    rebuilt = with_modes(model, "beam", stiffness=K, damping=C, mass=M)
+    Params = params_struct(model)
+    p = Params.from_buffer_copy(Params.in_dll(lib, "fr_default_params"))
+    p.beam_modal_stiffness_y1_y1 = K[y1, y1]
+    p.beam_modal_damping_z1_z1 = C[z1, z1]
+    p.beam_modal_mass_y1_z1 = M[y1, z1]
+    assert [getattr(p, f.field) for f in runtime_parameters(model)] == [
+        f.value for f in runtime_parameters(rebuilt)
+    ]  # the fields are the rebuilt model's numbers
+    cm = kd.compile_model(rebuilt)
+    tau = np.zeros(model.n)
+    rng = np.random.default_rng(1)
+    state = start(model)
+    out = np.empty(n + nq)
+    for _ in range(3):
+        q = state.q + np.concatenate((np.zeros(model.nq), 0.01 * rng.normal(size=model.nf)))
+        u = state.u + 0.2 * rng.normal(size=n)
+        x = np.concatenate((q, u))
+        assert lib.fr_rhs(_p(x), _p(tau), ctypes.byref(p), _p(out)) == 0
+        want = cm.forward_dynamics(q, u)
+        np.testing.assert_allclose(out[:n], want, rtol=0, atol=1e-14 * np.max(np.abs(want)))
+        old = kd.compile_model(model).forward_dynamics(q, u)
+        assert np.max(np.abs(want - old)) > 1e-3 * np.max(np.abs(want))  # it changed
+    traj = kd.simulate(rebuilt, state, 0.1, 0.01, progress=False)
+    x = np.concatenate((state.q, state.u))
+    lib.fr_step.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double]
+    for _ in range(10):
+        assert lib.fr_step(_p(x), _p(tau), ctypes.addressof(p), 0.01) == 0
+    np.testing.assert_allclose(x, np.concatenate((traj.q[-1], traj.u[-1])), rtol=0,
                                atol=1e-13)  # fmt: skip
 
 

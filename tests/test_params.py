@@ -265,7 +265,9 @@ def test_layout_keeps_no_parameter():
     assert param_fields == {"mass", "inertia", "com", "h_embedded", "inner_point",
                             "outer_point", "R_Bi_Gi", "R_Go_Bo", "stiffness", "damping",
                             "gravity", "stiffness_poly", "damping_poly", "mu", "J2", "radius",
-                            "center"}  # fmt: skip
+                            "center", "modal_mass", "modal_stiffness", "modal_damping",
+                            "modal_P", "modal_H", "modal_L", "modal_N", "node_positions",
+                            "node_Psi", "node_Theta", "modal_geometric"}  # fmt: skip
     assert not layout_fields & param_fields
     numbers = {
         name: value

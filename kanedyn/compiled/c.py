@@ -32,14 +32,17 @@ modal coordinates named ``body.y1``, ... and modal speeds ``body.y1_dot``, ...; 
 1 and 1/s), ``out = [u̇ | ξ̇ | q̇_joints | η̇ = ξ]``, and ``tau`` stays the joints'
 (``PREFIX_N = n``): the traced :func:`kanedyn.dynamics.flex_recursion.flexible_run`
 (each body's modes condensed into ABA), as the native engine runs it, with ``prefix_step``'s
-RK4 over the full state; ``prefix_derivatives`` is then the forward-mode Jacobian. The
-modal data (:class:`kanedyn.Modes`: modal mass, stiffness, damping, the integrals, the
-geometric stiffness) are constants of the code even with ``parameters="runtime"``:
-:class:`kanedyn.model.plan.Params` does not hold them (nor does a
-:class:`~kanedyn.ModelBatch`), and the modal mass's inverse is folded into the
-condensed inertia; a flexible body's own mass, inertia, mass centre and joint points
-are run-time fields as any body's (they are not tied to its modal integrals, which stay
-the model's).
+RK4 over the full state; ``prefix_derivatives`` is then the forward-mode Jacobian. With
+``parameters="runtime"`` the modal data (:class:`kanedyn.Modes`, held by
+:class:`kanedyn.model.plan.Params`) are fields of ``prefix_params`` as the rigid
+parameters are (:func:`kanedyn.compiled.derivatives.modal_symbols`:
+``beam_modal_mass_y1_y1``, ``beam_modal_stiffness_y1_y2``, ``beam_modal_damping_...``,
+``beam_modal_P_x_y1``, ``beam_modal_H_...``, the integrals ``L``, ``N`` and the geometric
+stiffness when the body has them, and the position and mode shapes of every node a joint
+attaches at); the modal mass is then factored at run time. A flexible body's own mass,
+inertia, mass centre and joint points are fields as any body's; the fields are
+independent (changing a modal integral does not change the rigid body's numbers, nor
+the other way round).
 
 With ``body_loads=True`` every function takes ``const double *loads`` after ``tau``
 (per body a torque then a force at its mass centre, body axes), with
@@ -282,7 +285,15 @@ def finite_check(count: str) -> str:
 _PARAM_UNITS = {"mass": "kg", "inertia": "kg.m^2", "com": "m", "h_embedded": "kg.m^2/s",
                 "inner_point": "m", "outer_point": "m", "gravity": "m/s^2",
                 "mu": "m^3/s^2", "J2": "1", "radius": "m", "center": "m",
-                "rotor_inertia": "kg.m^2", "rotor_transverse": "kg.m^2"}  # fmt: skip
+                "rotor_inertia": "kg.m^2", "rotor_transverse": "kg.m^2",
+                # the modal data: η has unit 1, the mode shapes carry the length
+                "modal_mass": "kg.m^2", "modal_stiffness": "N.m", "modal_damping": "N.m.s",
+                "modal_P": "kg.m", "modal_H": "kg.m^2", "modal_L": "kg.m^2",
+                "modal_N": "kg.m^2", "node_positions": "m", "node_Psi": "m",
+                "node_Theta": "1"}  # fmt: skip
+#: the geometric stiffness per row of Modes.geometric: per unit acceleration (rows 0-2),
+#: per unit angular acceleration or product of rates (rows 3-11)
+_GEOMETRIC_UNITS = ["kg.m"] * 3 + ["kg.m^2"] * 9
 PARAMETERS = ("folded", "runtime")
 
 
@@ -325,6 +336,8 @@ def runtime_parameters(model: Model) -> list[Parameter]:
         if field in ("stiffness", "damping"):
             per = "rad" if torque[index] == "N.m" else "m"
             unit = f"{torque[index]}/{per}" if field == "stiffness" else f"{torque[index]}.s/{per}"
+        elif field == "modal_geometric":
+            unit = _GEOMETRIC_UNITS[int(name.split(".")[-3])]  # body.geometric.k.a.b
         else:
             unit = _PARAM_UNITS[field]
         if field.startswith("rotor_"):  # a rotor's moment: not a Params field
@@ -369,9 +382,9 @@ def to_c(model: Model, out_dir: str | Path, prefix: str = "kd_model", *,
         ``"folded"``: the model's numbers are constants of the code (the smallest and
         fastest code; the results are the engine's to the last bit). ``"runtime"``:
         they are the fields of a ``prefix_params`` struct (:func:`runtime_parameters`:
-        the geared rotors' moments included; a flexible body's modal data stay
-        constants), an argument of every function, and ``prefix_default_params`` holds
-        the model's values.
+        the geared rotors' moments and the flexible bodies' modal data included), an
+        argument of every function, and ``prefix_default_params`` holds the model's
+        values.
     body_loads : bool
         Every function also takes ``loads`` (``PREFIX_NL = 6 nb``, after ``tau``): per
         body, a torque then a force at its mass centre, in its body axes (N.m, N), added
@@ -509,8 +522,12 @@ def _sources(model: Model, prefix: str, tr: Traced, res: Traced | None,
 /* The model's parameters (masses, inertias about the mass centres in body axes, mass
  * centres, embedded momenta, joint points, springs and dampers per speed, gravity in N,
  * a central field's mu, J2, radius and centre in N, the geared rotors' axial and
- * transverse moments), read at run time; {prefix}_default_params holds the model's
- * values. An off-diagonal inertia entry sets both mirrored entries of the tensor. */
+ * transverse moments, the flexible bodies' modal data: modal mass, stiffness and
+ * damping per pair of modes, the modal integrals P, H, L, N and the geometric stiffness
+ * in body axes, the position and mode shapes of each node a joint attaches at), read at
+ * run time; {prefix}_default_params holds the model's values. An off-diagonal inertia
+ * entry sets both mirrored entries of the tensor, as does an off-diagonal entry of a
+ * modal matrix (and N_ijab sets N_jiba). */
 typedef struct {{
 {fields}
 }} {ptype};
@@ -565,7 +582,7 @@ int {prefix}_derivatives(const double *x, const double *tau{pdecl}, double *out)
  * coordinates and their modal speeds xi = d(eta)/dt (x[{nq + ne}] ... x[{nx - 1}], body.mode_dot)
  * follow the joints' speeds; unit 1 and 1/s (the mode shapes carry the length). The
  * modal data (modal mass, stiffness, damping, the integrals, the geometric stiffness)
- * are constants of the code{" even with run-time parameters" if runtime else ""}."""
+ * are {"fields of p (" + prefix + "_params)" if runtime else "constants of the code"}."""
     header = f"""/* {prefix}.h: equations of motion of a {model.nb}-body model, generated by kanedyn
  * (kd.codegen.to_c). C99; no dynamic memory, no recursion, no global mutable state:
  * every function is reentrant. See {prefix}.c.

@@ -25,6 +25,7 @@ to the model's physical parameters (:func:`parameter_symbols`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -32,12 +33,19 @@ from kanedyn.compiled.kernels import Trace, Traced, body_load_names, traced
 from kanedyn.compiled.sweep import Sweep
 from kanedyn.compiled.tape import Scalar, Tape, Value
 from kanedyn.model import Model
-from kanedyn.model.plan import Params
+from kanedyn.model.plan import (
+    ModalSlot,
+    Params,
+    modal_slots,
+    node_joints,
+    outer_node_joints,
+)
 
 __all__ = [
     "central_symbols",
     "derivative_kernel",
     "jacobian",
+    "modal_symbols",
     "parameter_kernel",
     "parameter_symbols",
     "residual_kernel",
@@ -207,9 +215,11 @@ def parameter_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
       ``joint.outer_point.x`` ... (in the inner and outer body's axes); ``joint.stiffness0``
       ... and ``joint.damping0`` ... per speed of the joint (none for the speeds of a
       spherical joint's rotation, whose spring the compiled engine does not take);
-    * ``gravity.x``, ``gravity.y``, ``gravity.z`` (N).
+    * ``gravity.x``, ``gravity.y``, ``gravity.z`` (N);
+    * per flexible body, its modal data (:func:`modal_symbols`).
 
-    The names are those of the keywords of :meth:`kanedyn.ModelBatch.dispersed`.
+    The names of the rigid parameters are those of the keywords of
+    :meth:`kanedyn.ModelBatch.dispersed`.
     """
     lay = model.layout
     out: list[tuple[str, list[tuple[str, int]]]] = []
@@ -231,6 +241,75 @@ def parameter_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
                 if not (field == "stiffness" and int(r) in spherical):
                     out.append((f"{joint.name}.{field}{c}", [(field, int(r))]))
     out += [(f"gravity.{_AXES[c]}", [("gravity", c)]) for c in range(3)]
+    return out + modal_symbols(model)
+
+
+def modal_symbols(model: Model) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The flexible bodies' modal data (:class:`kanedyn.Modes`, held by
+    :class:`~kanedyn.model.plan.Params`: :func:`kanedyn.model.plan.modal_slots`), in the
+    form of :func:`parameter_symbols`, per flexible body in body order, with ``a``,
+    ``b`` the modes' names (``Modes.mode_names``), ``i``, ``j`` the body axes and ``a ≤ b``
+    where the data are symmetric (one name moves both mirrored entries):
+
+    * ``body.modal_mass.a.b``, ``body.modal_stiffness.a.b``, ``body.modal_damping.a.b``;
+    * ``body.modal_P.i.a`` (``∫Ψ dm``) and ``body.modal_H.i.a`` (``∫r×Ψ dm``);
+    * when given (not all zero): ``body.modal_L.i.j.a`` (``L_ija``) and
+      ``body.modal_N.i.j.a.b`` (``N_ijab``, with ``N_jiba``; every ``a``, ``b`` when
+      ``i ≠ j``, else ``a ≤ b``);
+    * for a stiffened body (``Modes.geometric``): ``body.geometric.k.a.b`` (row ``k`` of
+      :data:`kanedyn.model.modes.GEOMETRIC_LOADS`, 0-based);
+    * per node that a joint attaches at (``Joint.inner_node``, ``outer_node``):
+      ``body.node_positions.node.i``, ``body.Psi.node.i.a`` and ``body.Theta.node.i.a``
+      (the other nodes' data do not enter the equations of motion).
+    """
+    used = {(i, n) for _, i, n in node_joints(model)} | set(outer_node_joints(model))
+    out: list[tuple[str, list[tuple[str, int]]]] = []
+    for slot in modal_slots(model):
+        md: Any = model.bodies[slot.body].modes
+        name, modes, n = model.bodies[slot.body].name, md.mode_names, slot.n
+
+        def add(label: str, field: str, *index: tuple[int, ...], slot: ModalSlot = slot,
+                name: str = name) -> None:  # fmt: skip
+            shape, at = slot.shape[field], slot.offset[field]
+            keys = sorted({(field, at + int(np.ravel_multi_index(ix, shape))) for ix in index})
+            out.append((f"{name}.{label}", keys))
+
+        for field in ("modal_mass", "modal_stiffness", "modal_damping"):
+            for a in range(n):
+                for b in range(a, n):
+                    add(f"{field}.{modes[a]}.{modes[b]}", field, (a, b), (b, a))
+        for field in ("modal_P", "modal_H"):
+            for i in range(3):
+                for a in range(n):
+                    add(f"{field}.{_AXES[i]}.{modes[a]}", field, (i, a))
+        if np.any(md.L):
+            for i in range(3):
+                for j in range(3):
+                    for a in range(n):
+                        add(f"modal_L.{_AXES[i]}.{_AXES[j]}.{modes[a]}", "modal_L", (i, j, a))
+        if np.any(md.N):
+            for i in range(3):
+                for j in range(i, 3):
+                    for a in range(n):
+                        for b in range(a, n) if i == j else range(n):
+                            add(f"modal_N.{_AXES[i]}.{_AXES[j]}.{modes[a]}.{modes[b]}",
+                                "modal_N", (i, j, a, b), (j, i, b, a))  # fmt: skip
+        if slot.geometric:
+            for k in range(12):
+                for a in range(n):
+                    for b in range(a, n):
+                        add(f"geometric.{k}.{modes[a]}.{modes[b]}", "modal_geometric",
+                            (k, a, b), (k, b, a))  # fmt: skip
+        for node in range(slot.nodes):
+            if (slot.body, node) not in used:
+                continue
+            label = md.node_names[node]
+            for i in range(3):
+                add(f"node_positions.{label}.{_AXES[i]}", "node_positions", (node, i))
+            for field, what in (("node_Psi", "Psi"), ("node_Theta", "Theta")):
+                for i in range(3):
+                    for a in range(n):
+                        add(f"{what}.{label}.{_AXES[i]}.{modes[a]}", field, (node, i, a))
     return out
 
 
@@ -251,12 +330,14 @@ def parameter_kernel(model: Model, locked: frozenset[int],
     """Kane's equations with effort inputs and the parameters ``names`` (of
     :func:`parameter_symbols`) as inputs ``d0, d1, ...``: outputs ``[ν̇ | q̇]``
     (n + nq) followed by ``∂ν̇/∂p`` row by row (n × len(names)). Returns the traced
-    kernel and the number of value outputs."""
+    kernel and the number of value outputs. With flexible bodies ``ν̇ = [u̇ | ṡ | ξ̇]``
+    and ``q̇ = [q̇_joints | η̇]`` (n + nf, nq + nf), the modal data among the
+    parameters (:func:`modal_symbols`)."""
     table = dict(parameter_symbols(model))
     tr = traced(model, locked, False, False, None, efforts=True,
                 symbols=[table[name] for name in names])  # fmt: skip
-    start = model.nq + 2 * model.n
+    start = model.nq + 2 * model.n + 2 * model.nf  # after q, u (modal ones included), tau
     wrt = tr.inputs[start : start + len(names)]
-    J = jacobian(tr.tape, tr.outputs[: model.n], wrt)
+    J = jacobian(tr.tape, tr.outputs[: model.n + model.nf], wrt)
     outputs = [*tr.outputs, *(d for row in J for d in row)]
     return Traced(tr.tape, outputs, tr.args, tr.param_inputs), len(tr.outputs)

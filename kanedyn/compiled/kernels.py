@@ -74,17 +74,18 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     into Kane's right-hand side (:func:`~kanedyn.compiled.compile_model`, with
     ``flexible=True``) and run by ``kd.simulate``'s compiled and native run loops and by
     ensembles (:func:`kanedyn.simulation.system.resolve_engine` with ``flexible=True``),
-    and written by the C export; the parameter derivatives do not take their states
-    yet, so without ``flexible`` they are refused. Flexible bodies in a model with
-    closed loops are refused: the traced constrained solve and momentum closure
-    (:mod:`kanedyn.dynamics.loop_rows`) close the joints' speeds on ABA's pass 2 without
-    the modes condensed into it (the dense engine runs them, :mod:`kanedyn.dynamics.loops`)."""
+    written by the C export and differentiated by ``CompiledModel.parameter_jacobian``;
+    a caller that does not take their states (no ``flexible``) refuses them. Flexible
+    bodies in a model with closed loops are refused: the traced constrained solve and
+    momentum closure (:mod:`kanedyn.dynamics.loop_rows`) close the joints' speeds on
+    ABA's pass 2 without the modes condensed into it (the dense engine runs them,
+    :mod:`kanedyn.dynamics.loops`)."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: kd.simulate's run loops, ensembles, the C "
-            "export and compile_model take its states; the parameter derivatives do not yet)"
+            "export, compile_model and the parameter derivatives take its states)"
         )
     if model.nf and model.loops:
         names = [b.name for b in model.bodies if b.modes is not None]
@@ -181,7 +182,8 @@ def parameter_values(
         arr = np.asarray(getattr(params, field), dtype=float)
         core = np.ndim(getattr(nominal, field))
         if arr.ndim > core:
-            flat = arr.reshape((-1,) + arr.shape[arr.ndim - core :])
+            members = int(np.prod(arr.shape[: arr.ndim - core]))  # -1 fails on empty fields
+            flat = arr.reshape((members,) + arr.shape[arr.ndim - core :])
             values[field] = flat[0]
             differs = np.any(flat != flat[0], axis=0).ravel()
             varying += [(field, int(i)) for i in np.flatnonzero(differs)]

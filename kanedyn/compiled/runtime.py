@@ -114,10 +114,13 @@ class CompiledModel:
                            parameters: Sequence[str] | None = None) -> tuple[Array, tuple[str, ...]]:  # fmt: skip
         """Exact ``∂ν̇/∂p`` (n, m) at ``q``, ``u`` with generalized efforts ``tau``,
         for the model's physical parameters ``p`` (masses, inertias, mass centres,
-        embedded momenta, joint points, spring and damper constants, gravity), and the
-        names of its m columns (``"link1.mass"``, ``"link1.inertia.xy"``,
-        ``"hinge1.inner_point.x"``, ``"hinge1.stiffness0"``, ``"gravity.y"``, ...; see
-        :func:`kanedyn.compiled.derivatives.parameter_symbols`).
+        embedded momenta, joint points, spring and damper constants, gravity, the
+        flexible bodies' modal data), and the names of its m columns (``"link1.mass"``,
+        ``"link1.inertia.xy"``, ``"hinge1.inner_point.x"``, ``"hinge1.stiffness0"``,
+        ``"gravity.y"``, ``"beam.modal_stiffness.y1.y1"``, ...; see
+        :func:`kanedyn.compiled.derivatives.parameter_symbols`). With flexible bodies
+        ``q``, ``u`` hold the modal coordinates and speeds (:func:`state_sizes`) and the
+        rows are ``[u̇ | ṡ | ξ̇]`` (n + nf).
 
         Forward-mode derivatives on the tape with the chosen parameters as inputs,
         compiled (native when :attr:`backend` is) on first use per selection.
@@ -125,7 +128,8 @@ class CompiledModel:
         Parameters
         ----------
         q, u, tau : array_like
-            Coordinates (nq,), speeds (n,), efforts (n,; default zero).
+            Coordinates (nq,), speeds (n,), efforts (n,; default zero); with flexible
+            bodies ``nq + nf``, ``n + nf`` and the joints' n.
         parameters : sequence of str, optional
             Column names to compute (default: every parameter, in the order above).
 
@@ -152,18 +156,14 @@ class CompiledModel:
                     f"those of kanedyn.compiled.derivatives.parameter_symbols, e.g. "
                     f"{', '.join(list(table)[:3])}"
                 )
-        if model.nf:
-            raise ModelError(
-                "parameter_jacobian: the parameter derivatives do not take flexible bodies yet"
-            )
         x, tau = self._state_args("parameter_jacobian", q, u, tau)
         fn = self._code.parameter_derivatives(model, self.locked, names)
         p = np.array([table[name] for name in names], dtype=float)
         out = np.asarray(fn(x, np.concatenate((tau, p))), dtype=float)
         if not np.all(np.isfinite(out)):
             _raise_not_finite(np.concatenate((x, tau)))
-        m = model.n + model.nq
-        return out[m:].reshape(model.n, len(names)), names
+        nq, n = state_sizes(model)
+        return out[n + nq :].reshape(n, len(names)), names
 
     def _state_args(self, what: str, q: Any, u: Any, tau: Any) -> tuple[Array, Array]:
         """``[q | u]`` and ``tau`` (zeros when None) as float arrays of checked shapes."""

@@ -41,6 +41,7 @@ from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at
 from kanedyn.dynamics.partials import Partials, partials_at
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.model.plan import modal_data
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import (
     first_moment,
@@ -135,7 +136,7 @@ def flex_terms(
     M = np.zeros((n + nf, n + nf))
     f = np.zeros(n + nf)
     for bf in _bodies(model, kin, par):
-        md: Any = model.bodies[bf.i].modes
+        md = modal_data(kin.params, model, bf.i)
         e, x = eta[bf.sl], xi[bf.sl]
         dM = modal_inertia(md, e)
         b = modal_forces(md, e, x, bf.w, bf.g)
@@ -156,7 +157,7 @@ def flex_energy(
     central field :func:`~kanedyn.spatial.modal.modal_central_potential`."""
     T = V = 0.0
     for bf in _bodies(model, kin, par):
-        md: Any = model.bodies[bf.i].modes
+        md = modal_data(kin.params, model, bf.i)
         e, x = eta[bf.sl], xi[bf.sl]
         w = np.concatenate([bf.w, bf.v0, x])
         T += 0.5 * float(w @ modal_inertia(md, e) @ w)
@@ -176,7 +177,7 @@ def flex_momentum(
     ``R c_f``."""
     P, H, mc = np.zeros(3), np.zeros(3), np.zeros(3)
     for bf in _bodies(model, kin, par):
-        md: Any = model.bodies[bf.i].modes
+        md = modal_data(kin.params, model, bf.i)
         e, x = eta[bf.sl], xi[bf.sl]
         h = modal_inertia(md, e) @ np.concatenate([bf.w, bf.v0, x])
         dP = bf.R @ h[3:6]
@@ -218,7 +219,7 @@ def body_momenta(
     (and partials ``par``) and the modal coordinates and speeds ``eta``, ``xi``."""
     out = []
     for bf in _bodies(model, kin, par):
-        md: Any = model.bodies[bf.i].modes
+        md = modal_data(kin.params, model, bf.i)
         e, x = eta[bf.sl], xi[bf.sl]
         h = modal_momentum(md, e, x, bf.w, bf.v0)
         cf = first_moment(md, e)
@@ -257,13 +258,14 @@ def node_motion(model: Model, state: State, body: str, node: str) -> NodeMotion:
     """The motion of ``node`` of the flexible ``body`` at ``state`` (:class:`NodeMotion`)."""
     q, u, eta, xi = split(model, state)
     i = model.body_index(body)
-    md: Any = model.bodies[i].modes
-    if md is None:
+    modes: Any = model.bodies[i].modes
+    if modes is None:
         raise ModelError(f"body {body!r} is not flexible (it has no modes)")
-    k = md.node(node)
+    k = modes.node(node)
     sl = model.modal_slices()[[j for j, _ in model.modal_slices()].index(i)][1]
     e, x = eta[sl], xi[sl]
     kin = kinematics_at(model, q, u, eta=eta, xi=xi)
+    md = modal_data(kin.params, model, i)
     par = partials_at(model, kin)
     bf = next(b for b in _bodies(model, kin, par) if b.i == i)
     R = bf.R

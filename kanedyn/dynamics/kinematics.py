@@ -35,7 +35,14 @@ from numpy.typing import NDArray
 from kanedyn import joints
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import Params, node_joints, outer_node_joints, params_of, plan_of
+from kanedyn.model.plan import (
+    Params,
+    modal_data,
+    node_joints,
+    outer_node_joints,
+    params_of,
+    plan_of,
+)
 from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import node_frame
@@ -376,7 +383,7 @@ def _node_placements(
     for sign, k, i, n in [(1.0, k, i, n) for k, i, n in inner] + [
         (-1.0, k, k, n) for k, n in outer
     ]:
-        md: Any = model.bodies[i].modes
+        md = modal_data(pa, model, i)
         sl = slices[i]
         C, d, W, wq = node_frame(md, n, eta[sl], xi[sl])
         if sign > 0:

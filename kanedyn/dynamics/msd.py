@@ -62,6 +62,7 @@ from kanedyn.dynamics.rotors import carrier, rotor_momentum, rotor_specs
 from kanedyn.dynamics.subtree import subtree_sum, subtree_wrench
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
+from kanedyn.model.plan import modal_data
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.modal import first_moment
 
@@ -117,7 +118,7 @@ def displaced_first_moments(model: Model, kin: Kinematics, eta: Array | None) ->
     out = np.zeros((model.nb, 3))
     for i, sl in model.modal_slices():
         assert eta is not None
-        out[i] = kin.R_N_B[i] @ first_moment(model.bodies[i].modes, eta[sl])
+        out[i] = kin.R_N_B[i] @ first_moment(modal_data(kin.params, model, i), eta[sl])
     return out
 
 

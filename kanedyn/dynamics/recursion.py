@@ -63,7 +63,14 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import RotorPiece, RotorSpec, rotor_piece, rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import Params, node_joints, outer_node_joints, params_of
+from kanedyn.model.plan import (
+    ModalData,
+    Params,
+    modal_slots,
+    node_joints,
+    outer_node_joints,
+    params_of,
+)
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.arithmetic import NUMPY, Arithmetic
 from kanedyn.spatial.modal import (
@@ -138,11 +145,12 @@ class BodyTerms:
 
 @attrs.frozen(eq=False)
 class ModalBody:
-    """A flexible body k in Go_k (:mod:`kanedyn.dynamics.flex_recursion`): its modes
-    ``md``, modal coordinates ``eta`` and slice ``sl`` into them, ``Tx`` (6, 6) from
-    the spatial velocity at the joint point (Go) to ``(ω, v₀)`` in body axes, ``R``
-    (``R_Go_Bo``), gravity ``g`` in body axes and ``dM = ΔM(η)``
-    (:func:`~kanedyn.spatial.modal.modal_inertia`); object arrays."""
+    """A flexible body k in Go_k (:mod:`kanedyn.dynamics.flex_recursion`): its modal
+    data ``md`` (:meth:`Recursion.modal_data`, from the parameters), modal coordinates
+    ``eta`` and slice ``sl`` into them, ``Tx`` (6, 6) from the spatial velocity at the
+    joint point (Go) to ``(ω, v₀)`` in body axes, ``R`` (``R_Go_Bo``), gravity ``g`` in
+    body axes and ``dM = ΔM(η)`` (:func:`~kanedyn.spatial.modal.modal_inertia`); object
+    arrays."""
 
     k: int
     sl: slice
@@ -215,6 +223,7 @@ class Recursion:
         self.body_loads = None if body_loads is None else (list(body_loads[0]), list(body_loads[1]))
         pa = params if params is not None else params_of(model)
         self._params = pa
+        self._modal: dict[int, ModalData] = {}  # per flexible body (modal_data)
         # coordinates with normalized quaternions (as the dense engine normalizes them)
         self.qn = joints.normalize_quaternions(ar, model.layout, np.array(self.q, self.dtype))
         #: the geared rotors at the current speeds, per joint (set by :meth:`terms`)
@@ -252,7 +261,7 @@ class Recursion:
         assert self.modal is not None
         eta, xi = self.modal
         sl = dict(self.model.modal_slices())[body]
-        md: Any = self.model.bodies[body].modes
+        md = self.modal_data(body)
         e, x = np.array(eta[sl], dtype=object), np.array(xi[sl], dtype=object)
         return (*node_frame(md, n, e, x), md.Psi[n], md.node_positions[n], x, sl)
 
@@ -325,6 +334,21 @@ class Recursion:
     def par(self, field: str, *index: int) -> Any:
         """Parameter ``field[index]`` as nested lists of scalars."""
         return np.asarray(getattr(self._params, field), dtype=float)[index].tolist()
+
+    def modal_data(self, body: int) -> ModalData:
+        """The modal data of the flexible ``body`` (index) from :meth:`par` (a traced
+        recursion's parameter inputs included): float arrays, or object arrays where a
+        field holds inputs. Built once per body."""
+        if body not in self._modal:
+
+            def flat(field: str) -> Any:
+                values = self.par(field)
+                floats = all(isinstance(x, float | int) for x in values)
+                return np.array(values, dtype=float if floats else object)
+
+            slot = next(s for s in modal_slots(self.model) if s.body == body)
+            self._modal[body] = ModalData.of_flat(slot, flat)
+        return self._modal[body]
 
     # ----------------------------------------------------------------------- terms
     def joint(self, k: int) -> JointTerms:
@@ -530,7 +554,7 @@ class Recursion:
         g_N = self.par("gravity")
         out = []
         for k, sl in self.model.modal_slices():
-            md: Any = self.model.bodies[k].modes
+            md = self.modal_data(k)
             e = np.array(list(eta[sl]), dtype=object)
             R_k, o_k = self.body_frame(k)  # at an outer node, the node frame's
             R = np.array(R_k, dtype=object)
@@ -556,7 +580,7 @@ class Recursion:
         inertia = np.array(geo[k].inertia, dtype=object) + Tx.T @ dM[:6, :6] @ Tx
         geo[k] = attrs.evolve(geo[k], inertia=inertia.tolist())
         p[k] = (np.array(p[k], dtype=object) + Tx.T @ h[:6]).tolist()
-        return [C.tolist(), np.asarray(mb.md.mass, dtype=float).tolist(), list(h[6:])]
+        return [C.tolist(), np.asarray(mb.md.mass).tolist(), list(h[6:])]
 
     # ----------------------------------------------------------------------- ABA
     def aba(self, geo: list[BodyTerms], c: list[Vec], p: list[Vec], Q: list[Scalar],

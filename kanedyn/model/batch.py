@@ -23,6 +23,7 @@ shape of the states and of the parameters broadcast against each other.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.gravity import CentralGravity
-from kanedyn.model.plan import Params, params_of
+from kanedyn.model.plan import MODAL_FIELDS, ModalData, Params, modal_slots, params_of
 
 __all__ = ["BATCH_FUNCTIONS", "ModelBatch", "NotOneModelError", "States", "resolve"]
 
@@ -216,6 +217,14 @@ class ModelBatch:
             attrs.evolve(body, **{f: getattr(p, name)[b, i] for f, name in _BODY_FIELDS.items()})
             for i, body in enumerate(self.model.bodies)
         ]
+        for slot in modal_slots(self.model):  # the member's modal data (Params)
+            data = ModalData.of_flat(slot, lambda f: getattr(p, f)[b])
+            numbers = {attr: getattr(data, attr) for attr in MODAL_FIELDS.values()}
+            record: Any = bodies[slot.body].modes
+            with warnings.catch_warnings():  # the data as given, warned about once already
+                warnings.simplefilter("ignore", UserWarning)
+                modes = attrs.evolve(record, **numbers)
+            bodies[slot.body] = attrs.evolve(bodies[slot.body], modes=modes)
         joints = []
         for k, j in enumerate(self.model.joints):
             idx = self.model.layout.u_index[k]
@@ -242,10 +251,14 @@ PARAM_FIELDS = [f for f in attrs.fields(Params) if f.init]
 
 
 def _topology(model: Model) -> Any:
-    return tuple(
-        (j.name, j.inner, j.outer, j.rot_type, j.rot_dof, j.rot_seq, j.trn_dof, j.trn_seq)
+    joints = tuple(
+        (j.name, j.inner, j.outer, j.rot_type, j.rot_dof, j.rot_seq, j.trn_dof, j.trn_seq,
+         j.inner_node, j.outer_node)
         for j in model.joints
-    )
+    )  # fmt: skip
+    # the flexible bodies' sizes (their modal data are parameters: Params)
+    modes = tuple((s.body, s.n, s.nodes, s.geometric) for s in modal_slots(model))
+    return joints, modes
 
 
 def _validate(key: str, arr: Array) -> None:

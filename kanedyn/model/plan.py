@@ -26,14 +26,20 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from kanedyn.errors import ModelError
 from kanedyn.model import Model
 from kanedyn.model.records import node_index
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.charts import EulerAxes, euler_axes
 
 __all__ = [
+    "MODAL_FIELDS",
+    "ModalData",
+    "ModalSlot",
     "Params",
     "Plan",
+    "modal_data",
+    "modal_slots",
     "node_joint_names",
     "node_joints",
     "outer_node_joints",
@@ -76,6 +82,15 @@ class Params:
     per speed (:func:`kanedyn.joints.spring_damper`). Derived: ``C_in``, ``C_out`` (...,
     nj, 4, 4) (see the module docstring), ``com_h`` (..., nb, 4, 1) = [com; 1], ``has_h``
     (any embedded momentum), ``has_poly`` (any higher-order coefficient), ``batch_shape``.
+
+    The flexible bodies' modal data (:class:`kanedyn.Modes`) are flat arrays (..., m),
+    each body's entries (C order) one after the other in body order, at the offsets of
+    :func:`modal_slots` (:data:`MODAL_FIELDS`): ``modal_mass``, ``modal_stiffness``,
+    ``modal_damping`` (n × n per body), ``modal_P``, ``modal_H`` (3 × n), ``modal_L``
+    (3 × 3 × n), ``modal_N`` (3 × 3 × n × n), ``node_positions`` (N × 3), ``node_Psi``,
+    ``node_Theta`` (N × 3 × n) and ``modal_geometric`` (12 × n × n, stiffened bodies only);
+    :func:`modal_data` gives one body's as a :class:`ModalData`. Without flexible bodies
+    they are empty.
     """
 
     mass: Array
@@ -95,6 +110,17 @@ class Params:
     center: Array
     stiffness_poly: Array
     damping_poly: Array
+    modal_mass: Array
+    modal_stiffness: Array
+    modal_damping: Array
+    modal_P: Array
+    modal_H: Array
+    modal_L: Array
+    modal_N: Array
+    node_positions: Array
+    node_Psi: Array
+    node_Theta: Array
+    modal_geometric: Array
     C_in: Array = attrs.field(init=False)
     C_out: Array = attrs.field(init=False)
     com_h: Array = attrs.field(init=False)
@@ -121,6 +147,7 @@ class Params:
             self.center.shape[:-1],
             self.stiffness_poly.shape[:-2],
             self.damping_poly.shape[:-2],
+            *(getattr(self, f).shape[:-1] for f in MODAL_FIELDS),
         )
         R_out = self.R_Go_Bo
         p_out = -(R_out @ self.outer_point[..., None])[..., 0]
@@ -175,12 +202,143 @@ class Params:
             center=stack([np.zeros(3) if central is None else central.center], (3,)),
             stiffness_poly=_frozen(stiffness_poly),
             damping_poly=_frozen(damping_poly),
+            **{f: stack(v, (len(v),)) for f, v in _modal_values(model).items()},
         )
 
     @property
     def symbolic(self) -> bool:
         """True when the numbers are sympy expressions (dtype ``object``)."""
         return self.mass.dtype == object
+
+
+# --------------------------------------------------------------------------- modes
+#: the Params fields of the flexible bodies' modal data, and the kanedyn.Modes field each
+#: holds (module docstring of kanedyn.model.modes)
+MODAL_FIELDS = {
+    "modal_mass": "mass",
+    "modal_stiffness": "stiffness",
+    "modal_damping": "damping",
+    "modal_P": "P",
+    "modal_H": "H",
+    "modal_L": "L",
+    "modal_N": "N",
+    "node_positions": "node_positions",
+    "node_Psi": "Psi",
+    "node_Theta": "Theta",
+    "modal_geometric": "geometric",
+}
+
+
+@attrs.frozen
+class ModalSlot:
+    """Where a flexible body's modal data sit in the flat :class:`Params` fields: the
+    ``body`` index, its ``n`` modes and ``nodes`` nodes, whether it is stiffened
+    (``geometric``: ``Modes.geometric`` given) and per field of :data:`MODAL_FIELDS`
+    its ``offset`` and core ``shape``."""
+
+    body: int
+    n: int
+    nodes: int
+    geometric: bool
+    offset: dict[str, int]
+    shape: dict[str, tuple[int, ...]]
+
+    def entries(self, field: str) -> range:
+        """The flat indices of the body's entries of ``field``."""
+        start = self.offset[field]
+        return range(start, start + int(np.prod(self.shape[field], dtype=int)))
+
+
+def _slots(model: Model) -> tuple[ModalSlot, ...]:
+    out = []
+    at = dict.fromkeys(MODAL_FIELDS, 0)
+    for i, b in enumerate(model.bodies):
+        md: Any = b.modes
+        if md is None:
+            continue
+        n, nn = md.n, len(md.node_names)
+        shape = {
+            "modal_mass": (n, n), "modal_stiffness": (n, n), "modal_damping": (n, n),
+            "modal_P": (3, n), "modal_H": (3, n), "modal_L": (3, 3, n),
+            "modal_N": (3, 3, n, n), "node_positions": (nn, 3), "node_Psi": (nn, 3, n),
+            "node_Theta": (nn, 3, n),
+            "modal_geometric": (12, n, n) if md.geometric is not None else (0,),
+        }  # fmt: skip
+        out.append(ModalSlot(i, n, nn, md.geometric is not None, dict(at), shape))
+        for f in MODAL_FIELDS:
+            at[f] += int(np.prod(shape[f], dtype=int))
+    return tuple(out)
+
+
+def modal_slots(model: Model) -> tuple[ModalSlot, ...]:
+    """The :class:`ModalSlot` of each flexible body, in body order (found once per
+    model): the sizes and offsets of its modal data in :class:`Params`."""
+    out: tuple[ModalSlot, ...] = derived(model, "modal_slots", _slots)
+    return out
+
+
+def _modal_values(model: Model) -> dict[str, list[Any]]:
+    """Per field of :data:`MODAL_FIELDS`, the flexible bodies' entries in order."""
+    values: dict[str, list[Any]] = {f: [] for f in MODAL_FIELDS}
+    for slot in modal_slots(model):
+        md: Any = model.bodies[slot.body].modes
+        for f, attr in MODAL_FIELDS.items():
+            if f != "modal_geometric" or slot.geometric:
+                values[f] += np.ravel(getattr(md, attr)).tolist()
+    return values
+
+
+@attrs.frozen(eq=False)
+class ModalData:
+    """One flexible body's modal data as the equations read them (the numbers of
+    :class:`kanedyn.Modes`, taken from :class:`Params`): ``mass``, ``stiffness``,
+    ``damping`` (n, n), ``P``, ``H`` (3, n), ``L`` (3, 3, n), ``N`` (3, 3, n, n),
+    ``node_positions`` (N, 3), ``Psi``, ``Theta`` (N, 3, n), ``geometric`` (12, n, n) or
+    None. Float arrays, or object arrays holding traced values or sympy expressions."""
+
+    mass: Any
+    stiffness: Any
+    damping: Any
+    P: Any
+    H: Any
+    L: Any
+    N: Any
+    node_positions: Any
+    Psi: Any
+    Theta: Any
+    geometric: Any
+
+    @property
+    def n(self) -> int:
+        """Number of modes."""
+        return int(np.shape(self.mass)[0])
+
+    @classmethod
+    def of_flat(cls, slot: ModalSlot, flat: Any) -> ModalData:
+        """The body of ``slot`` from ``flat(field)``, the whole flat array of a field
+        (a float array, or an object array of the arithmetic's scalars)."""
+        parts: dict[str, Any] = {}
+        for f, attr in MODAL_FIELDS.items():
+            if f == "modal_geometric" and not slot.geometric:
+                parts[attr] = None
+                continue
+            r = slot.entries(f)
+            parts[attr] = np.asarray(flat(f))[r.start : r.stop].reshape(slot.shape[f])
+        return cls(**parts)
+
+
+def modal_data(params: Params, model: Model, body: int) -> ModalData:
+    """The modal data (:class:`ModalData`) of the flexible ``body`` (index) from
+    ``params`` (unbatched: a batch's members are evaluated one at a time)."""
+    if params.batch_shape:
+        raise ModelError(
+            "flexible bodies: the dense engine takes one parameter set at a time "
+            f"(got a batch {params.batch_shape}); evaluate ModelBatch.member(b)"
+        )
+    slot = next((s for s in modal_slots(model) if s.body == body), None)
+    if slot is None:
+        raise ModelError(f"body {model.bodies[body].name!r} is not flexible (it has no modes)")
+    return ModalData.of_flat(slot, lambda f: getattr(params, f))
 
 
 # --------------------------------------------------------------------------- Plan

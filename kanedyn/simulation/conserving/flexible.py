@@ -73,6 +73,7 @@ from numpy.typing import NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
+from kanedyn.model.plan import ModalData, modal_data, params_of
 from kanedyn.simulation.conserving.constraints import Affine, Invariants
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.modal import LEVI_CIVITA
@@ -186,9 +187,9 @@ def foreshortening_moments(G: Array) -> tuple[Array, Array]:
     return B, S
 
 
-def _weights(body: Any) -> Array:
-    """``W`` (4 + 3n, 4 + 3n) of the module docstring for a flexible :class:`kanedyn.Body`."""
-    md: Any = body.modes
+def _weights(body: Any, md: ModalData) -> Array:
+    """``W`` (4 + 3n, 4 + 3n) of the module docstring for a flexible :class:`kanedyn.Body`
+    with the modal data ``md`` (:func:`kanedyn.model.plan.modal_data`)."""
     n = md.n
     pairs = _pairs(md)
     I = np.asarray(body.inertia, dtype=float)
@@ -236,7 +237,8 @@ def flex_bodies(model: Model, bodies: Any, start: int, nx: int) -> tuple[FlexBod
         )
         bf = bodies[i]
         vectors = (bf.pos, *bf.dirs, *y, *z)
-        out.append(FlexBody(i, sl, eta, y, vectors, _weights(model.bodies[i]), pairs, z))
+        md = modal_data(params_of(model), model, i)
+        out.append(FlexBody(i, sl, eta, y, vectors, _weights(model.bodies[i], md), pairs, z))
         off += 10 * n + 9 * len(pairs)
     return tuple(out)
 
@@ -288,7 +290,7 @@ def modal_matrices(model: Model, fbs: tuple[FlexBody, ...], nx: int) -> tuple[Ar
     """``K``, ``C`` (nx, nx): the modal stiffness and damping on the ``η`` coordinates."""
     K, C = np.zeros((nx, nx)), np.zeros((nx, nx))
     for fb in fbs:
-        md: Any = model.bodies[fb.body].modes
+        md = modal_data(params_of(model), model, fb.body)
         ix = np.ix_(fb.eta, fb.eta)
         K[ix], C[ix] = md.stiffness, md.damping
     return K, C
