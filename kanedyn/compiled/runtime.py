@@ -726,11 +726,6 @@ def compile_model(
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     reason = supports(base, None if batch is None else batch.params, flexible=True)
-    if reason is None and base.nf and batch is not None and form is Formulation.MSD:
-        reason = (
-            "a body is flexible (Body.modes): a ModelBatch of it compiles Kane's equations "
-            "(formulation='kane')"
-        )
     if reason is not None:
         raise ModelError(f"cannot compile this model: {reason}")
     lock_set = frozenset(int(r) for r in locked)

@@ -72,7 +72,9 @@ from kanedyn.spatial.modal import first_moment
 
 __all__ = [
     "generalized_momenta",
+    "joint_frame_velocities",
     "momenta",
+    "node_momentum_rates",
     "momentum_roots",
     "rates",
     "rest_kinematics",
@@ -249,6 +251,47 @@ def speeds_at(
     return u
 
 
+def joint_frame_velocities(kin: Kinematics) -> tuple[Array, Array, Array]:
+    """Per joint, the angular velocities of its frames Gi and Go and the velocity of Go's
+    origin ``o`` (N), ``(ω_Gi, ω_Go, v_o)`` (nj, 3) each: the inner and outer bodies'
+    (``kin.omega_in``, ``kin.omega``, ``kin.v_o``), and with joints at nodes
+    (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`) the nodes' motion in their
+    bodies: Gi rides on an inner node (``V_Gi = V_i + S_in ξ``), Go on an outer one
+    (``V_Go = V_o + V_on``)."""
+    w_Gi, w_Go, v_o = kin.omega_in, kin.omega, kin.v_o
+    nodes = kin.nodes
+    if nodes is not None:
+        V_on = nodes.V_on
+        w_Gi = w_Gi + nodes.V_node[:, :3] + V_on[:, :3]  # S_in ξ = V_node + V_on
+        w_Go = w_Go + V_on[:, :3]
+        v_o = v_o + V_on[:, 3:] + cross(V_on[:, :3], kin.o_rel)
+    return w_Gi, w_Go, v_o
+
+
+def node_momentum_rates(kin: Kinematics, P_k: Array, H_k: Array, F_k: Array, T_k: Array) -> Array:
+    """The modal momentum rates (nf,) from the subtrees that ride on nodes of flexible
+    bodies, with the subtree momenta ``P_k``, ``H_k`` and external loads ``F_k``, ``T_k``
+    (about the joint points ``o_k``, N; nj × 3 each).
+
+    The subtree of joint k moves with ``S_ξ,k ξ`` besides its joints' speeds
+    (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`), so ``y_ξ = ∂T/∂ξ`` holds
+    ``Σ_k S_ξ,kᵀ L_k`` (``L_k`` its spatial momentum about the origin), whose rate is
+    ``Ṡ_ξ,kᵀ L_k + S_ξ,kᵀ (W_k + W_r,k)`` with ``W_k`` the external wrench and
+    ``W_r,k`` the reaction at the node; the node's body's own modal rate
+    (:func:`~kanedyn.spatial.modal.modal_momentum_rate`) lacks the reaction's
+    ``-S_ξ,kᵀ W_r,k`` on its modes, and the two cancel (a joint's own effort too: it
+    does no work along ``ξ``):
+
+    .. math:: \\dot y_\\xi \\mathrel{+}= \\sum_k \\dot S_{\\xi,k}^T L_k + S_{\\xi,k}^T W_k
+    """
+    assert kin.nodes is not None
+    o = kin.o_rel
+    L_k = np.concatenate([H_k + cross(o, P_k), P_k], axis=-1)
+    W_k = np.concatenate([T_k + cross(o, F_k), F_k], axis=-1)
+    nodes = kin.nodes
+    return np.einsum("kjf,kj->f", nodes.S_xi, W_k) + np.einsum("kjf,kj->f", nodes.S_xi_dot, L_k)
+
+
 def rates(
     model: Model,
     kin: Kinematics,
@@ -286,14 +329,7 @@ def rates(
     F_k, T_k = subtree_wrench(model, F_i, T_i, kin.r_rel, kin.o_rel)
 
     Hw, Hs = joint_axes(model, kin)
-    # the joint frames' angular velocities ω_Gi, ω_Go and Go's origin's velocity v_o
-    w_Gi, w_Go, v_o = kin.omega_in, kin.omega, kin.v_o
-    nodes = kin.nodes
-    if nodes is not None:  # Gi rides on an inner node, Go on an outer one (V_Go = V_o + V_on)
-        V_on = nodes.V_on
-        w_Gi = w_Gi + nodes.V_node[:, :3] + V_on[:, :3]
-        w_Go = w_Go + V_on[:, :3]
-        v_o = v_o + V_on[:, 3:] + cross(V_on[:, :3], kin.o_rel)
+    w_Gi, w_Go, v_o = joint_frame_velocities(kin)
     # d/dt (R_N_Go Γ) = ω_Go × (R_N_Go Γ) + R_N_Go Γ̇, column by column
     RG = np.swapaxes(kin.R_N_Go @ kin.Gamma, -1, -2)  # (nj, col, 3)
     RGd = np.swapaxes(kin.R_N_Go @ kin.Gamma_dot, -1, -2)
@@ -307,12 +343,8 @@ def rates(
     ydot[: model.nu] += np.einsum("ri,ri->r", dHw, H_k[ku])
     ydot[model.nu : model.n] += np.einsum("ci,ci->c", Hs, F_k[ks])
     ydot[model.nu : model.n] += np.einsum("ci,ci->c", cross(w_Gi[ks], Hs), P_k[ks])
-    if nodes is not None:  # the node joints' subtrees: Ṡ_ξᵀ L_k + S_ξᵀ W_k (about the origin)
-        o = kin.o_rel
-        L_k = np.concatenate([H_k + cross(o, P_k), P_k], axis=-1)
-        W_k = np.concatenate([T_k + cross(o, F_k), F_k], axis=-1)
-        ydot[model.n :] += np.einsum("kjf,kj->f", nodes.S_xi, W_k)
-        ydot[model.n :] += np.einsum("kjf,kj->f", nodes.S_xi_dot, L_k)
+    if kin.nodes is not None:  # the subtrees riding on nodes
+        ydot[model.n :] += node_momentum_rates(kin, P_k, H_k, F_k, T_k)
     roots = momentum_roots(model)
     offset = mass_centre_offsets(model, kin, eta) if roots else None
     for k in roots:
