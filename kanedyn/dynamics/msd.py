@@ -39,6 +39,12 @@ springs, dampers and actuators, all other joint efforts cancel inside the subtre
 :func:`kanedyn.spatial.modal.modal_momentum_rate`; ``P_k``, ``H_k`` (and a free root's
 totals) include the elastic motion (:func:`kanedyn.dynamics.flex.body_momenta`),
 ``T_k`` gravity's couple on the displaced mass, the mass centre the displaced mass.
+With joints at nodes (``Joint.inner_node``, ``outer_node``) the subtree of such a joint
+k moves with the node's motion ``S_ξ,k ξ`` too, so ``y_ξ`` holds ``S_ξ,kᵀ L_k`` (the
+subtree's spatial momentum), and its rate ``S_ξ,kᵀ W_k + Ṡ_ξ,kᵀ L_k`` (external wrench
+``W_k``; the reaction at the node cancels against the one on the node's body:
+:func:`node_momentum_rates`); the joints' rates take their frames' velocities
+(:func:`joint_frame_velocities`).
 
 **Geared rotors** (:mod:`kanedyn.dynamics.rotors`): the states stay ``y = ∂T/∂ν =
 M ν + Ωᵀh`` with the rotors' ``M_R`` in ``M``, so joint k's state holds its rotor's spin

@@ -799,7 +799,12 @@ class Recursion:
         first moment ``R c_f`` in the subtree's mass centre, and the modal momentum
         rates ``ẏ_ξ`` of :func:`~kanedyn.spatial.modal.modal_momentum_rate` (the joint
         rows hold unchanged: a joint's partial velocities move its subtree rigidly, so
-        the elastic forces, internal to a body, do no work along them).
+        the elastic forces, internal to a body, do no work along them). Joints at nodes
+        (:meth:`set_modal`): the node frames at rest in step 1 (the node joints'
+        articulated inertias in the modal blocks, as in :meth:`aba`), moving with the
+        recovered ``ξ`` in step 2, where each subtree on a node adds to its body's
+        modal rates (:meth:`node_rates`) and the bodies' momenta move with their
+        frames' velocities (:meth:`frame_velocity`).
         """
         from kanedyn.dynamics.msd import momentum_roots
 
