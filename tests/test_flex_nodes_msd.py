@@ -289,3 +289,36 @@ def test_a_model_batch_compiles_the_momentum_states(build):
         np.testing.assert_allclose(np.r_[out[n : n + nq], out[:n]], want, rtol=0,
                                    atol=1e-12 * np.abs(want).max())  # fmt: skip
         np.testing.assert_allclose(out[n + nq :], s.u, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_model_batchs_momentum_states_run_as_each_member_does():
+    """The members stepped together by RK4 on the batch's MSD kernel (on arrays, as the
+    ensembles step the Kane kernel) are kd.simulate(member, formulation='msd',
+    engine='dense'), five steps, to round-off."""
+    from kanedyn.dynamics.steppers import rk4_step
+
+    model, s = _hub_beam_tip(gravity=GRAVITY)
+    pa = params_of(model)
+    masses = np.stack([pa.mass, pa.mass * np.r_[1.3, 1.0, 0.7]])  # the hub and the tip
+    batch = kd.ModelBatch.dispersed(model, mass=masses)
+    cm = kd.compile_model(batch, formulation="msd")
+    nq, n = model.nq_total, model.n_total
+    members = [batch.member(b) for b in range(2)]
+    X = np.stack([System(m, Formulation.MSD, None).initial(s) for m in members])
+
+    def f(t, X):
+        out = cm.array_fn(*X.T, *cm.parameter_arrays())
+        xdot = np.empty(X.shape)
+        for c, col in enumerate(out[n : n + nq] + out[:n]):
+            xdot[:, c] = col
+        return xdot
+
+    for _ in range(5):
+        X = rk4_step(f, 0.0, X, 2e-3)
+    for b, member in enumerate(members):
+        run = kd.simulate(member, s, 0.01, 2e-3, formulation="msd", engine="dense",
+                          progress=False)  # fmt: skip
+        np.testing.assert_allclose(X[b, :nq], run.q[-1], rtol=0, atol=1e-13)
+        np.testing.assert_allclose(X[b, nq:], run.momenta[-1], rtol=0,
+                                   atol=1e-12 * np.abs(run.momenta[-1]).max())  # fmt: skip
