@@ -80,8 +80,8 @@ __all__ = [
     "generalized_momenta",
     "joint_frame_velocities",
     "momenta",
-    "node_momentum_rates",
     "momentum_roots",
+    "node_momentum_rates",
     "rates",
     "rest_kinematics",
     "root_to_total",
@@ -238,7 +238,8 @@ def speeds_at(
     """The speeds ``ν`` of the momentum states ``y`` at the configuration of ``kin``, with
     the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
     (:func:`speeds` for a state); with flexible bodies over ``[u | s | ξ]`` with the
-    flexible mass matrix at the modal coordinates ``eta``."""
+    flexible mass matrix at the modal coordinates ``eta`` (with joints at nodes, ``kin``
+    holds the node frames: :func:`rest_kinematics`)."""
     tm = kane_terms(model, kin)
     n, N, nb = model.n, model.n_total, model.nb
     if model.nf:
