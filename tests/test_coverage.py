@@ -52,6 +52,9 @@ def test_the_page_names_every_feature_and_engine():
         ("closed loops", "native MSD", "native"),
         # a controller is a Python function of a sampled state: no symbolic input for it
         ("controllers", "symbolic Kane", "n/a"),
+        # the modal momenta hold the subtrees on the nodes (tests/test_flex_nodes_msd.py)
+        ("joints at nodes of flexible bodies", "dense MSD", "yes"),
+        ("joints at nodes of flexible bodies", "native MSD", "native"),
     ],
 )
 def test_cells_that_follow_from_scope(feature, engine, expected):

@@ -146,8 +146,6 @@ def test_compiled_flexible_refusals_name_the_problem():
     model = _hub(False, False)
     assert "flexible" in supports(model)  # the run loops do not take its states yet
     assert supports(model, flexible=True) is None
-    with pytest.raises(kd.ModelError, match="flexible.*ModelBatch of it compiles Kane's"):
-        compile_model(kd.ModelBatch.stack([model, model]), formulation="msd")
     cm = compile_model(model, backend="python")
     with pytest.raises(kd.ModelError, match="nq \\+ nf"):
         cm.forward_dynamics(kd.State(np.zeros(model.nq), np.zeros(model.n)))

@@ -28,7 +28,7 @@ from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
 from kanedyn.model.batch import ModelBatch, States
 from kanedyn.model.options import Formulation
-from kanedyn.model.plan import Params, node_joint_names, params_of
+from kanedyn.model.plan import Params, params_of
 
 __all__ = ["CompiledModel", "check_finite", "compile_model", "state_sizes"]
 
@@ -726,18 +726,6 @@ def compile_model(
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
     reason = supports(base, None if batch is None else batch.params, flexible=True)
-    nodes = node_joint_names(base)
-    if reason is None and nodes and form is Formulation.MSD:
-        reason = (
-            f"joints {nodes} attach at nodes of flexible bodies: their momentum states' "
-            "rates do not hold the outboard bodies' reactions at the nodes yet "
-            "(formulation='kane')"
-        )
-    if reason is None and base.nf and batch is not None and form is Formulation.MSD:
-        reason = (
-            "a body is flexible (Body.modes): a ModelBatch of it compiles Kane's equations "
-            "(formulation='kane')"
-        )
     if reason is not None:
         raise ModelError(f"cannot compile this model: {reason}")
     lock_set = frozenset(int(r) for r in locked)

@@ -239,32 +239,33 @@ def flexible_system_at(
     M[:n, :n] += mass_matrix_at(model, tm)
     f[:n] += forcing_at(model, tm, L)
     if tm.kin.nodes is not None:
-        _node_terms(model, tm, L, M, f)
+        B = _node_inertia(model, tm, M)
+        f[n:] -= np.einsum("ijf,ij->f", B, body_wrenches(tm, L))
     return M, f
 
 
 def flexible_mass_matrix_at(model: Model, tm: KaneTerms, eta: Array) -> Array:
-    """The mass matrix of :func:`flexible_system_at` alone, over ``[u | s | ξ]``: the
-    rigid tree's, the modal blocks ``T_iᵀ ΔM_i T_i`` at the modal coordinates ``eta``
-    (the speeds do not enter it) and the node terms; the impacts of lock events, stops
-    and loops (:func:`kanedyn.dynamics.loops.plastic_impact`) take it."""
+    """Kane's mass matrix over ``[u | s | ξ]`` of a model with flexible bodies
+    (:func:`flexible_system_at`'s ``M``, which holds no speed) at the modal coordinates
+    ``eta``: the rigid tree's, the modal blocks ``T_iᵀ ΔM_i T_i`` and the node terms. The
+    momentum states' ``y = M ν`` (:mod:`kanedyn.dynamics.msd`) and the impacts of lock
+    events, stops and loops (:func:`kanedyn.dynamics.loops.plastic_impact`) take it."""
     n = model.n
     M, _ = flex.flex_terms(model, tm.kin, tm.par, eta, np.zeros(model.nf))
     M[:n, :n] += mass_matrix_at(model, tm)
     if tm.kin.nodes is not None:
-        _node_terms(model, tm, None, M, None)
+        _node_inertia(model, tm, M)
     return M
 
 
-def _node_terms(
-    model: Model, tm: KaneTerms, L: AppliedLoads | None, M: Array, f: Array | None
-) -> None:
+def _node_inertia(model: Model, tm: KaneTerms, M: Array) -> Array:
     """The rigid bodies' terms over the modal speeds of the nodes they ride on
-    (``Joint.inner_node``), added to ``M`` and ``f`` over ``[u | s | ξ]``: with the
-    bodies' spatial partials ``B_ν = P S`` (joint speeds) and ``B_ξ = P S_ξ``
+    (``Joint.inner_node``, ``outer_node``), added to ``M`` over ``[u | s | ξ]``: with
+    the bodies' spatial partials ``B_ν = P S`` (joint speeds) and ``B_ξ = P S_ξ``
     (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`), Kane's
-    ``M = Σ_i Bᵀ I_O,i B`` and ``f = -Σ_i Bᵀ f_i`` (:func:`body_wrenches`, the bias
-    ``A_r`` with the node terms) in their ξ rows and columns."""
+    ``M = Σ_i Bᵀ I_O,i B`` in its ξ rows and columns; returns ``B_ξ`` (nb, 6, nf), with
+    which the forcing's ξ rows are ``f = -Σ_i B_ξᵀ f_i`` (:func:`body_wrenches`, the
+    bias ``A_r`` with the node terms)."""
     if has_rotors(model):
         raise ModelError(
             "geared rotors (Joint.rotor) in a model with joints at nodes of flexible "
@@ -280,8 +281,7 @@ def _node_terms(
     M_nx = np.einsum("ijr,ijf->rf", Bnu, IB)
     M[:n, n:] += M_nx
     M[n:, :n] += M_nx.T
-    if f is not None and L is not None:  # (the mass matrix alone without them)
-        f[n:] -= np.einsum("ijf,ij->f", B, body_wrenches(tm, L))
+    return B
 
 
 def mass_matrix(model: Model | ModelBatch, state: State | States) -> Array:

@@ -45,7 +45,7 @@ from kanedyn.model.plan import (
 )
 from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
 from kanedyn.spatial.arithmetic import NUMPY
-from kanedyn.spatial.modal import node_frame
+from kanedyn.spatial.modal import node_frame, node_subspace
 
 __all__ = [
     "FORCE_CROSS",
@@ -143,22 +143,26 @@ class NodeKinematics:
         S_{\\xi,k} = \\begin{bmatrix} R W \\\\ R\\Psi_n + [x_n]_\\times R W \\end{bmatrix},
         \\qquad x_n = p_i + R d \\ (\\text{the deflected node, from the origin}),
 
-    so that ``V_o = V_i + V_node + V_rel`` for the outer body; its bias (the rate at
-    constant ``ξ``) is ``c_node,k = V_i ×ₘ V_node + (α_q, R(Ψ_nξ × Wξ) + x_n × α_q)``,
-    ``α_q = R ẇ_q`` (``ẇ_q`` of ``node_frame``), added to the joint's ``c_k``
-    (:func:`kanedyn.dynamics.partials.bias_accelerations`). At a node of the flexible
-    outer body k (``Joint.outer_node``; Go fixed in the node frame, ``C_out`` its
-    inverse) the outer body moves by ``V_o = V_Go - V_on`` with ``V_on = S_on ξ_k`` of
-    the same form (``R = R_N_Bo``, the node of body k): ``S_ξ,k`` gains ``-S_on`` and
-    ``c_node,k`` gains ``-(V_o ×ₘ V_on + (α_q, ...)) + V_on ×ₘ V_rel`` (the joint's own
-    term is taken with ``V_o``, its frame moving with ``V_Go``). Arrays (index k over all
-    joints, zero for the others): ``S_xi`` (nj, 6, nf) over all modal speeds,
-    ``V_node`` (nj, 6), ``c_node`` (nj, 6).
+    (:func:`kanedyn.spatial.modal.node_subspace`) so that ``V_o = V_i + V_node + V_rel``
+    for the outer body. At a node of the flexible outer body k (``Joint.outer_node``;
+    Go fixed in the node frame, ``C_out`` its inverse) the outer body moves by
+    ``V_o = V_Go - V_on`` with ``V_on = S_on ξ_k`` of the same form (``R = R_N_Bo``, the
+    node of body k): ``S_ξ,k`` gains ``-S_on``. ``S_xi_dot`` is the rate of ``S_ξ``
+    along the motion, ``V_i ×ₘ S_in + Φ̇_in - V_o ×ₘ S_on - Φ̇_on`` (``Φ̇`` of
+    ``node_subspace``, the rate in the body), and the joint's bias (the rate of
+    ``V_node`` at constant ``ξ``, added to its ``c_k``:
+    :func:`kanedyn.dynamics.partials.bias_accelerations`) is ``c_node = Ṡ_ξ ξ +
+    V_on ×ₘ V_rel`` (the joint's own term taken with ``V_o``, its frame moving with
+    ``V_Go``). Arrays (index k over all joints, zero for the others): ``S_xi``,
+    ``S_xi_dot`` (nj, 6, nf) over all modal speeds, ``V_node`` (nj, 6), ``c_node``
+    (nj, 6), ``V_on`` (nj, 6) (zero but at outer nodes).
     """
 
     S_xi: Array
     V_node: Array
     c_node: Array
+    S_xi_dot: Array
+    V_on: Array
 
 
 def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array, Array]:
@@ -302,18 +306,8 @@ def kinematics_at(
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
     nodes = None
     if frames:
-        nodes, V_on = _node_velocities(model, frames, T_N_B, xi)  # type: ignore[arg-type]
+        nodes = _node_velocities(model, frames, T_N_B, V_rel, xi)  # type: ignore[arg-type]
         V_ext = pl.path_ext @ (V_rel + nodes.V_node)
-        V_in = V_ext[pl.parent_ext]  # the inner bodies' (N's: zero)
-        V_Bo = V_ext[:nb]
-        # V_i ×ₘ V_inner-node - V_o ×ₘ V_outer-node + V_outer-node ×ₘ V_rel
-        c_node = (
-            nodes.c_node
-            + bilinear(V_in, nodes.V_node + V_on, MOTION_CROSS)
-            - bilinear(V_Bo, V_on, MOTION_CROSS)
-            + bilinear(V_on, V_rel, MOTION_CROSS)
-        )
-        nodes = attrs.evolve(nodes, c_node=c_node)
     else:
         V_ext = pl.path_ext @ V_rel  # row nb: N at rest
     V = V_ext[..., :nb, :]
@@ -361,7 +355,7 @@ def _node_placements(
     (:class:`NodeKinematics`): at an inner node, ``T_Bi_Gi = [C R_Bi_Gi, d + C
     (inner_point - r_n)]`` (Gi fixed in the node frame); at an outer node, ``T_Bo_Go =
     [C R_Go_Boᵀ, d + C (outer_point - r_n)]`` and ``C_out`` its inverse; and per node
-    ``(joint k, body, sign, modes, d, W, ẇ_q, Ψ_n)`` (sign -1 at an outer node)."""
+    ``(joint k, body, sign, modes, d, W, Ẇ, Ψ_n)`` (sign -1 at an outer node)."""
     inner, outer = node_joints(model), outer_node_joints(model)
     if not inner and not outer:
         return pa.C_in, pa.C_out, []
@@ -385,7 +379,7 @@ def _node_placements(
     ]:
         md = modal_data(pa, model, i)
         sl = slices[i]
-        C, d, W, wq = node_frame(md, n, eta[sl], xi[sl])
+        C, d, W, W_dot = node_frame(md, n, eta[sl], xi[sl])
         if sign > 0:
             C_in[k, :3, :3] = C @ pa.C_in[k, :3, :3]
             C_in[k, :3, 3] = d + C @ (pa.C_in[k, :3, 3] - md.node_positions[n])
@@ -395,33 +389,38 @@ def _node_placements(
             R = R_Go_Bo @ C.T  # T_Go_Bo: the inverse of T_Bo_Go
             C_out[k, :3, :3] = R
             C_out[k, :3, 3] = -R @ (d + C @ (outer_point - md.node_positions[n]))
-        frames.append((k, i, sign, sl, d, W, wq, md.Psi[n]))
+        frames.append((k, i, sign, sl, d, W, W_dot, md.Psi[n]))
     return C_in, C_out, frames
 
 
 def _node_velocities(
-    model: Model, frames: list[tuple[Any, ...]], T_N_B: Array, xi: Array
-) -> tuple[NodeKinematics, Array]:
-    """``S_ξ``, ``V_node = S_ξ ξ`` of :class:`NodeKinematics`, and in ``c_node`` the
-    rates at constant ``ξ`` in the node's body, ``±(α_q, R(Ψ_nξ × Wξ) + x_n × α_q)``
-    (- at an outer node; the velocity products follow once the velocities are known);
-    also ``V_on`` (nj, 6), the outer nodes' motion in their bodies."""
+    model: Model, frames: list[tuple[Any, ...]], T_N_B: Array, V_rel: Array, xi: Array
+) -> NodeKinematics:
+    """:class:`NodeKinematics` of the node frames ``frames`` (of :func:`_node_placements`)
+    at the bodies' placements ``T_N_B`` and the joints' relative velocities ``V_rel``:
+    ``S_ξ`` and ``V_node = S_ξ ξ`` first, then with the bodies' velocities (the path
+    sums of ``V_rel + V_node``) the rate ``Ṡ_ξ`` and the bias ``c_node``."""
+    pl = plan_of(model)
     nb, nf = model.nb, model.nf
-    S_xi = np.zeros((nb, 6, nf))
-    V_on = np.zeros((nb, 6))
-    c = np.zeros((nb, 6))
-    for k, i, sign, sl, d, W, wq, Psi in frames:
+    S_in = np.zeros((nb, 6, nf))  # the inner nodes' subspaces
+    S_on = np.zeros((nb, 6, nf))  # the outer nodes'
+    S_dot = np.zeros((nb, 6, nf))  # their rates in their bodies, signed
+    for k, i, sign, sl, d, W, W_dot, Psi in frames:
         R = T_N_B[i, :3, :3]
-        x_n = T_N_B[i, :3, 3] + R @ d
-        RW = R @ W
-        S = np.concatenate([RW, R @ Psi + np.cross(x_n, RW.T).T])
-        S_xi[k, :, sl] += sign * S
-        if sign < 0:
-            V_on[k] = S @ xi[sl]
-        alpha_q = R @ wq
-        c[k, :3] += sign * alpha_q
-        c[k, 3:] += sign * (R @ np.cross(Psi @ xi[sl], W @ xi[sl]) + np.cross(x_n, alpha_q))
-    return NodeKinematics(S_xi=S_xi, V_node=S_xi @ xi, c_node=c), V_on
+        Phi, Phi_dot = node_subspace(R, T_N_B[i, :3, 3] + R @ d, W, W_dot, Psi, xi[sl])
+        (S_in if sign > 0 else S_on)[k, :, sl] += Phi
+        S_dot[k, :, sl] += sign * Phi_dot
+    S_xi = S_in - S_on
+    V_node, V_on = S_xi @ xi, S_on @ xi
+    V_ext = pl.path_ext @ (V_rel + V_node)
+    V_in, V_Bo = V_ext[pl.parent_ext], V_ext[:nb]  # the inner bodies' (N's: zero), the outer
+
+    def times(V: Array, S: Array) -> Array:  # V ×ₘ S, column by column
+        return bilinear(V[:, None, :], S.swapaxes(-1, -2), MOTION_CROSS).swapaxes(-1, -2)
+
+    S_xi_dot = S_dot + times(V_in, S_in) - times(V_Bo, S_on)
+    c_node = S_xi_dot @ xi + bilinear(V_on, V_rel, MOTION_CROSS)
+    return NodeKinematics(S_xi=S_xi, V_node=V_node, c_node=c_node, S_xi_dot=S_xi_dot, V_on=V_on)
 
 
 def origin_joint(model: Model) -> int | None:

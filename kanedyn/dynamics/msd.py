@@ -39,6 +39,12 @@ springs, dampers and actuators, all other joint efforts cancel inside the subtre
 :func:`kanedyn.spatial.modal.modal_momentum_rate`; ``P_k``, ``H_k`` (and a free root's
 totals) include the elastic motion (:func:`kanedyn.dynamics.flex.body_momenta`),
 ``T_k`` gravity's couple on the displaced mass, the mass centre the displaced mass.
+With joints at nodes (``Joint.inner_node``, ``outer_node``) the subtree of such a joint
+k moves with the node's motion ``S_ξ,k ξ`` too, so ``y_ξ`` holds ``S_ξ,kᵀ L_k`` (the
+subtree's spatial momentum), and its rate ``S_ξ,kᵀ W_k + Ṡ_ξ,kᵀ L_k`` (external wrench
+``W_k``; the reaction at the node cancels against the one on the node's body:
+:func:`node_momentum_rates`); the joints' rates take their frames' velocities
+(:func:`joint_frame_velocities`).
 
 **Geared rotors** (:mod:`kanedyn.dynamics.rotors`): the states stay ``y = ∂T/∂ν =
 M ν + Ωᵀh`` with the rotors' ``M_R`` in ``M``, so joint k's state holds its rotor's spin
@@ -54,7 +60,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics import flex
-from kanedyn.dynamics.kane import kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kane import (
+    flexible_mass_matrix_at,
+    kane_terms,
+    mass_matrix_at,
+    solve_mass_matrix,
+)
 from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.dynamics.partials import joint_axes, partials_at
@@ -68,9 +79,12 @@ from kanedyn.spatial.modal import first_moment
 
 __all__ = [
     "generalized_momenta",
+    "joint_frame_velocities",
     "momenta",
     "momentum_roots",
+    "node_momentum_rates",
     "rates",
+    "rest_kinematics",
     "root_to_total",
     "speeds",
     "speeds_at",
@@ -98,18 +112,20 @@ def generalized_momenta(model: Model, kin: Kinematics, u: Array, eta: Array | No
     kinematics ``kin`` and speeds ``u`` (MSD slides: the momentum states of the joints
     before :func:`root_to_total`). With flexible bodies, ``u = [u | s | ξ]`` and ``M``
     is the flexible mass matrix at the modal coordinates ``eta``
-    (:func:`kanedyn.dynamics.flex.flex_terms`): the modal rows are ``y_ξ = ∂T/∂ξ``."""
+    (:func:`kanedyn.dynamics.kane.flexible_mass_matrix_at`): the modal rows are
+    ``y_ξ = ∂T/∂ξ``, with joints at nodes (``kin`` then has the modal state) the
+    momenta of the bodies outboard of the nodes included (``Ω_ξᵀ R h`` too)."""
     tm = kane_terms(model, kin)
-    h = mv(kin.R_N_B, kin.params.h_embedded)
-    n = model.n
-    y = mass_matrix_at(model, tm) @ u[:n] + tm.Omega.reshape(3 * model.nb, n).T @ h.ravel()
+    h = mv(kin.R_N_B, kin.params.h_embedded).ravel()
+    n, nb = model.n, model.nb
     if not model.nf:
-        return y
+        return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * nb, n).T @ h
     assert eta is not None
-    dM, _ = flex.flex_terms(model, kin, tm.par, eta, u[n:])
-    out = dM @ u
-    out[:n] += y
-    return out
+    y = flexible_mass_matrix_at(model, tm, eta) @ u
+    y[:n] += tm.Omega.reshape(3 * nb, n).T @ h
+    if tm.par.Omega_xi is not None:
+        y[n:] += tm.par.Omega_xi.reshape(3 * nb, model.nf).T @ h
+    return y
 
 
 def displaced_first_moments(model: Model, kin: Kinematics, eta: Array | None) -> Array:
@@ -180,8 +196,8 @@ def momenta(model: Model, state: State) -> Array:
     (``n_total``, laid out like ``[u | s | ξ]``).
     """
     if model.nf:
-        q, u, eta, _ = flex.split(model, state)
-        kin = kinematics_at(model, q, u)
+        q, u, eta, xi = flex.split(model, state)
+        kin = kinematics_at(model, q, u, eta=eta, xi=xi)
         y = generalized_momenta(model, kin, state.u, eta)
         return root_to_total(model, kin, y, eta=eta)
     model.check_state(state)
@@ -202,9 +218,19 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
         raise ModelError(f"q has length {q.size}; this model has nq = {model.nq_total}")
     if y.shape != (model.n_total,):
         raise ModelError(f"momentum vector has length {y.size}; this model has n = {model.n_total}")
-    kin = kinematics_at(model, q[: model.nq], np.zeros(model.n))
-    eta = q[model.nq :] if model.nf else None
+    kin, eta = rest_kinematics(model, q)
     return speeds_at(model, kin, y, np.asarray(locked, dtype=np.intp), eta)
+
+
+def rest_kinematics(model: Model, q: Array) -> tuple[Kinematics, Array | None]:
+    """The kinematics at the coordinates ``q`` (``[q_joints | η]`` with flexible
+    bodies) and zero speeds, where :func:`speeds_at` takes them, and the modal
+    coordinates ``η`` (None without flexible bodies)."""
+    if not model.nf:
+        return kinematics_at(model, q, np.zeros(model.n)), None
+    eta = q[model.nq :]
+    zero = np.zeros(model.n)
+    return kinematics_at(model, q[: model.nq], zero, eta=eta, xi=np.zeros(model.nf)), eta
 
 
 def speeds_at(
@@ -213,22 +239,65 @@ def speeds_at(
     """The speeds ``ν`` of the momentum states ``y`` at the configuration of ``kin``, with
     the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
     (:func:`speeds` for a state); with flexible bodies over ``[u | s | ξ]`` with the
-    flexible mass matrix at the modal coordinates ``eta``."""
+    flexible mass matrix at the modal coordinates ``eta`` (with joints at nodes, ``kin``
+    holds the node frames: :func:`rest_kinematics`)."""
     tm = kane_terms(model, kin)
-    n, N = model.n, model.n_total
-    M = mass_matrix_at(model, tm)
+    n, N, nb = model.n, model.n_total, model.nb
     if model.nf:
         assert eta is not None
-        dM, _ = flex.flex_terms(model, kin, tm.par, eta, np.zeros(model.nf))
-        dM[:n, :n] += M
-        M = dM
-    h = mv(kin.R_N_B, kin.params.h_embedded)
+        M = flexible_mass_matrix_at(model, tm, eta)
+    else:
+        M = mass_matrix_at(model, tm)
+    h = mv(kin.R_N_B, kin.params.h_embedded).ravel()
     p = root_to_total(model, kin, y, inverse=True, eta=eta)
-    p[:n] -= tm.Omega.reshape(3 * model.nb, n).T @ h.ravel()
+    p[:n] -= tm.Omega.reshape(3 * nb, n).T @ h
+    if tm.par.Omega_xi is not None:
+        p[n:] -= tm.par.Omega_xi.reshape(3 * nb, model.nf).T @ h
     free = np.setdiff1d(np.arange(N), locked)
     u = np.zeros(N)
     u[free] = solve_mass_matrix(M[np.ix_(free, free)], p[free])
     return u
+
+
+def joint_frame_velocities(kin: Kinematics) -> tuple[Array, Array, Array]:
+    """Per joint, the angular velocities of its frames Gi and Go and the velocity of Go's
+    origin ``o`` (N), ``(ω_Gi, ω_Go, v_o)`` (nj, 3) each: the inner and outer bodies'
+    (``kin.omega_in``, ``kin.omega``, ``kin.v_o``), and with joints at nodes
+    (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`) the nodes' motion in their
+    bodies: Gi rides on an inner node (``V_Gi = V_i + S_in ξ``), Go on an outer one
+    (``V_Go = V_o + V_on``)."""
+    w_Gi, w_Go, v_o = kin.omega_in, kin.omega, kin.v_o
+    nodes = kin.nodes
+    if nodes is not None:
+        V_on = nodes.V_on
+        w_Gi = w_Gi + nodes.V_node[:, :3] + V_on[:, :3]  # S_in ξ = V_node + V_on
+        w_Go = w_Go + V_on[:, :3]
+        v_o = v_o + V_on[:, 3:] + cross(V_on[:, :3], kin.o_rel)
+    return w_Gi, w_Go, v_o
+
+
+def node_momentum_rates(kin: Kinematics, P_k: Array, H_k: Array, F_k: Array, T_k: Array) -> Array:
+    """The modal momentum rates (nf,) from the subtrees that ride on nodes of flexible
+    bodies, with the subtree momenta ``P_k``, ``H_k`` and external loads ``F_k``, ``T_k``
+    (about the joint points ``o_k``, N; nj × 3 each).
+
+    The subtree of joint k moves with ``S_ξ,k ξ`` besides its joints' speeds
+    (:class:`~kanedyn.dynamics.kinematics.NodeKinematics`), so ``y_ξ = ∂T/∂ξ`` holds
+    ``Σ_k S_ξ,kᵀ L_k`` (``L_k`` its spatial momentum about the origin), whose rate is
+    ``Ṡ_ξ,kᵀ L_k + S_ξ,kᵀ (W_k + W_r,k)`` with ``W_k`` the external wrench and
+    ``W_r,k`` the reaction at the node; the node's body's own modal rate
+    (:func:`~kanedyn.spatial.modal.modal_momentum_rate`) lacks the reaction's
+    ``-S_ξ,kᵀ W_r,k`` on its modes, and the two cancel (a joint's own effort too: it
+    does no work along ``ξ``):
+
+    .. math:: \\dot y_\\xi \\mathrel{+}= \\sum_k \\dot S_{\\xi,k}^T L_k + S_{\\xi,k}^T W_k
+    """
+    assert kin.nodes is not None
+    o = kin.o_rel
+    L_k = np.concatenate([H_k + cross(o, P_k), P_k], axis=-1)
+    W_k = np.concatenate([T_k + cross(o, F_k), F_k], axis=-1)
+    nodes = kin.nodes
+    return np.einsum("kjf,kj->f", nodes.S_xi, W_k) + np.einsum("kjf,kj->f", nodes.S_xi_dot, L_k)
 
 
 def rates(
@@ -268,19 +337,22 @@ def rates(
     F_k, T_k = subtree_wrench(model, F_i, T_i, kin.r_rel, kin.o_rel)
 
     Hw, Hs = joint_axes(model, kin)
-    # d/dt (R_N_Go Γ) = ω_o × (R_N_Go Γ) + R_N_Go Γ̇, column by column
+    w_Gi, w_Go, v_o = joint_frame_velocities(kin)
+    # d/dt (R_N_Go Γ) = ω_Go × (R_N_Go Γ) + R_N_Go Γ̇, column by column
     RG = np.swapaxes(kin.R_N_Go @ kin.Gamma, -1, -2)  # (nj, col, 3)
     RGd = np.swapaxes(kin.R_N_Go @ kin.Gamma_dot, -1, -2)
-    dHw = (cross(kin.omega[:, None, :], RG) + RGd)[lay.u_joint, lay.u_col]
+    dHw = (cross(w_Go[:, None, :], RG) + RGd)[lay.u_joint, lay.u_col]
     ku, ks = lay.u_joint, lay.s_joint
     ydot = np.zeros(model.n_total)
     ydot[: model.n] = L.Q
     for b in flexible:
         ydot[model.n + b.sl.start : model.n + b.sl.stop] = b.rate
-    ydot[: model.nu] += np.einsum("ri,ri->r", Hw, T_k[ku] - cross(kin.v_o[ku], P_k[ku]))
+    ydot[: model.nu] += np.einsum("ri,ri->r", Hw, T_k[ku] - cross(v_o[ku], P_k[ku]))
     ydot[: model.nu] += np.einsum("ri,ri->r", dHw, H_k[ku])
     ydot[model.nu : model.n] += np.einsum("ci,ci->c", Hs, F_k[ks])
-    ydot[model.nu : model.n] += np.einsum("ci,ci->c", cross(kin.omega_in[ks], Hs), P_k[ks])
+    ydot[model.nu : model.n] += np.einsum("ci,ci->c", cross(w_Gi[ks], Hs), P_k[ks])
+    if kin.nodes is not None:  # the subtrees riding on nodes
+        ydot[model.n :] += node_momentum_rates(kin, P_k, H_k, F_k, T_k)
     roots = momentum_roots(model)
     offset = mass_centre_offsets(model, kin, eta) if roots else None
     for k in roots:

@@ -80,6 +80,7 @@ from kanedyn.spatial.modal import (
     modal_momentum,
     modal_momentum_rate,
     node_frame,
+    node_subspace,
 )
 
 __all__ = ["AbaPass", "BodyTerms", "JointTerms", "ModalBody", "Recursion", "aba", "remainder"]
@@ -117,7 +118,8 @@ class AbaPass:
 class NodeTerms:
     """A joint at a node of the flexible body ``parent`` (:meth:`Recursion.node_terms`):
     Gi's placement in Go_parent, the node's motion subspace ``Phi`` (6 × the body's
-    modes, Go_parent), ``nu = Φ ξ`` and ``quad`` (Φ's rate at constant ξ, times ξ)."""
+    modes, Go_parent), ``nu = Φ ξ``, ``quad`` (Φ's rate at constant ξ, times ξ) and
+    ``Phi_dot`` (Φ's rate in the body, :func:`~kanedyn.spatial.modal.node_subspace`)."""
 
     parent: int
     modes: slice
@@ -126,6 +128,7 @@ class NodeTerms:
     Phi: Mat
     nu: Vec
     quad: Vec
+    Phi_dot: Mat
 
 
 @attrs.frozen
@@ -273,33 +276,32 @@ class Recursion:
         R = self.par("R_Go_Bo", k)
         return R, [-x for x in sp.mv(R, self.par("outer_point", k))]
 
-    def _subspace(self, R: Any, x_n: Any, W: Any, Psi: Any, wq: Any, x: Any) -> tuple[Any, Vec]:
-        """``Φ = [RW ; RΨ + [x_n]× RW]`` and ``Φ``'s rate at constant ``ξ`` times ``ξ``,
-        ``(R ẇ_q, R(Ψξ × Wξ) + x_n × R ẇ_q)``, in the frame of ``R``, ``x_n``."""
-        RW = R @ W
-        Phi = np.concatenate([RW, R @ Psi + np.array(sp.skew(list(x_n)), dtype=object) @ RW])
-        aq = R @ wq
-        quad = [*aq, *(R @ np.array(sp.cross(list(Psi @ x), list(W @ x)), dtype=object)
-                       + np.array(sp.cross(list(x_n), list(aq)), dtype=object))]  # fmt: skip
-        return Phi, quad
+    def _subspace(self, R: Any, x_n: Any, W: Any, W_dot: Any, Psi: Any,
+                  x: Any) -> tuple[Any, Any, Vec]:  # fmt: skip
+        """``Φ = [RW ; RΨ + [x_n]× RW]``, its rate in the body ``Φ̇``
+        (:func:`~kanedyn.spatial.modal.node_subspace`) and ``Φ̇ξ``, in the frame of
+        ``R``, ``x_n``."""
+        Phi, Phi_dot = node_subspace(R, x_n, W, W_dot, Psi, x)
+        return Phi, Phi_dot, list(Phi_dot @ x)
 
     def node_terms(self, k: int, p: int, n: int) -> NodeTerms:
         """Joint k at node n of the flexible body p, in Go_p (``(R, o)`` of
         :meth:`body_frame` of p; :func:`~kanedyn.spatial.modal.node_frame`'s ``C``,
-        ``d``, ``W``, ``ẇ_q``): Gi's placement ``R_P_Gi = R C R_Bi_Gi``,
+        ``d``, ``W``, ``Ẇ``): Gi's placement ``R_P_Gi = R C R_Bi_Gi``,
         ``r_0 = R(d + C(inner_point - r_n)) + o``; the node's motion subspace
         ``Φ_n = [RW ; RΨ_n + [x_n]× RW]`` with ``x_n = Rd + o``, so ``ν_n = Φ_n ξ``;
-        and the rate at constant ``ξ`` in P, ``(R ẇ_q, R(Ψ_nξ × Wξ) + x_n × R ẇ_q)``
+        and the rate at constant ``ξ`` in P, ``Φ̇_n ξ = (R Ẇξ, R(Ψ_nξ × Wξ) + x_n × R Ẇξ)``
         (the dense engine's :class:`~kanedyn.dynamics.kinematics.NodeKinematics`)."""
-        C, d, W, wq, Psi, r_n, x, sl = self._node(p, n)
+        C, d, W, W_dot, Psi, r_n, x, sl = self._node(p, n)
         Rl, ol = self.body_frame(p)
         R, o = np.array(Rl, dtype=object), np.array(ol, dtype=object)
         ip = np.array(self.par("inner_point", k), dtype=object)
         R_P_Gi = R @ C @ np.array(self.par("R_Bi_Gi", k), dtype=object)
         r0 = R @ (d + C @ (ip - r_n)) + o
         x_n = R @ d + o
-        Phi, quad = self._subspace(R, x_n, W, Psi, wq, x)
-        return NodeTerms(p, sl, R_P_Gi.tolist(), list(r0), Phi.tolist(), list(Phi @ x), quad)
+        Phi, Phi_dot, quad = self._subspace(R, x_n, W, W_dot, Psi, x)
+        return NodeTerms(p, sl, R_P_Gi.tolist(), list(r0), Phi.tolist(), list(Phi @ x), quad,
+                         Phi_dot.tolist())  # fmt: skip
 
     def outer_terms(self, k: int, n: int) -> NodeTerms:
         """Joint k at node n of its flexible outer body k (``Joint.outer_node``), in
@@ -309,13 +311,14 @@ class Recursion:
         form of :meth:`node_terms` with this ``R`` and ``x_n = Rd + o``): body k's
         frame moves with ``v_k - ν_on`` and accelerates with ``a_k - Φ_on ξ̇ + c_b``,
         ``c_b = -(v_k ×ₘ ν_on + quad)`` (:meth:`terms`)."""
-        C, d, W, wq, Psi, r_n, x, sl = self._node(k, n)
+        C, d, W, W_dot, Psi, r_n, x, sl = self._node(k, n)
         R0 = np.array(self.par("R_Go_Bo", k), dtype=object)
         op = np.array(self.par("outer_point", k), dtype=object)
         R = R0 @ C.T
         o = -(R @ (d + C @ (op - r_n)))
-        Phi, quad = self._subspace(R, R @ d + o, W, Psi, wq, x)
-        return NodeTerms(k, sl, R.tolist(), list(o), Phi.tolist(), list(Phi @ x), quad)
+        Phi, Phi_dot, quad = self._subspace(R, R @ d + o, W, W_dot, Psi, x)
+        return NodeTerms(k, sl, R.tolist(), list(o), Phi.tolist(), list(Phi @ x), quad,
+                         Phi_dot.tolist())  # fmt: skip
 
     @classmethod
     def at_state(cls, model: Model, state: State, loads: Any = None, t: float = 0.0) -> Recursion:
@@ -820,7 +823,12 @@ class Recursion:
         first moment ``R c_f`` in the subtree's mass centre, and the modal momentum
         rates ``ẏ_ξ`` of :func:`~kanedyn.spatial.modal.modal_momentum_rate` (the joint
         rows hold unchanged: a joint's partial velocities move its subtree rigidly, so
-        the elastic forces, internal to a body, do no work along them).
+        the elastic forces, internal to a body, do no work along them). Joints at nodes
+        (:meth:`set_modal`): the node frames at rest in step 1 (the node joints'
+        articulated inertias in the modal blocks, as in :meth:`aba`), moving with the
+        recovered ``ξ`` in step 2, where each subtree on a node adds to its body's
+        modal rates (:meth:`node_rates`) and the bodies' momenta move with their
+        frames' velocities (:meth:`frame_velocity`).
         """
         from kanedyn.dynamics.msd import momentum_roots
 
@@ -829,6 +837,10 @@ class Recursion:
         y = self.u
         roots = set(momentum_roots(model))
         self.u = [0.0] * n
+        nodes = bool(node_joints(model) or outer_node_joints(model))
+        if nodes:  # the node frames at the modal coordinates, at rest
+            self.set_modal(eta, [0.0] * model.nf)
+            self.frame_bias = {k: [0.0] * 6 for k in self.outer}
         geo0 = self.geometry()
         bodies = self.modal_bodies(geo0, eta)
         first = {mb.k: list(mb.R @ first_moment(mb.md, mb.eta)) for mb in bodies}
@@ -864,8 +876,11 @@ class Recursion:
         if closure is not None:
             nu = closure.speeds(self, geo0, nu, bw)
         self.u = nu
+        if nodes:  # the node frames moving with ξ
+            self.set_modal(eta, xi)
         geo = self.geometry()
         v = self.velocities(geo)
+        vb = [self.frame_velocity(v, k) for k in range(nb)]  # the bodies' frames
         self.rotors = self.rotor_pieces(v)
         Q = self.generalized_forces()
         if closure is not None:
@@ -876,7 +891,7 @@ class Recursion:
         g_go: list[Vec] = []
         hc: list[Vec] = []
         fc: list[Vec] = []
-        for b, vk in zip(geo, v, strict=True):
+        for b, vk in zip(geo, vb, strict=True):
             gk = sp.mtv(b.E, g if b.parent < 0 else g_go[b.parent])
             g_go.append(gk)
             hc.append(sp.momentum(b.inertia, vk, b.h if b.has_h else None))
@@ -887,7 +902,7 @@ class Recursion:
         r_field = self.field_positions(geo)[1] if bodies and model.central_gravity else None
         for mb in bodies:  # the elastic motion's momenta, gravity's couple, the modal rates
             k, x = mb.k, np.array(xi[mb.sl], dtype=object)
-            w = mb.body_velocity(v[k])
+            w = mb.body_velocity(vb[k])
             dh = mb.Tx.T @ modal_momentum(mb.md, mb.eta, x, w[:3], w[3:])[:6]
             hc[k] = sp.add(hc[k], list(dh))
             couple = sp.cross(list(first_moment(mb.md, mb.eta)), list(mb.g))
@@ -912,9 +927,15 @@ class Recursion:
             ]
         for k in reversed(range(nb)):
             b = geo[k]
+            if k in self.outer:  # body k's frame moves with -Φ_on ξ_k in Go_k
+                self.node_rates(ydot_xi, self.outer[k], vb[k], hc[k], fc[k], -1.0)
             if b.parent >= 0:
-                hc[b.parent] = sp.add(hc[b.parent], sp.force_to_parent(b.E, b.r, hc[k]))
-                fc[b.parent] = sp.add(fc[b.parent], sp.force_to_parent(b.E, b.r, fc[k]))
+                h_p = sp.force_to_parent(b.E, b.r, hc[k])
+                f_p = sp.force_to_parent(b.E, b.r, fc[k])
+                if k in self.nodes:  # Gi moves with Φ_n ξ_P in Go_P
+                    self.node_rates(ydot_xi, self.nodes[k], vb[b.parent], h_p, f_p, 1.0)
+                hc[b.parent] = sp.add(hc[b.parent], h_p)
+                fc[b.parent] = sp.add(fc[b.parent], f_p)
         ydot: list[Scalar] = [0.0] * n
         for k, b in enumerate(geo):
             if k in roots:
@@ -939,6 +960,29 @@ class Recursion:
             for i, val in zip(idx[:3], N_o, strict=True):
                 ydot[i] = val
         return [*ydot, *ydot_xi], [*self.qdot(), *xi], [*nu, *xi]
+
+    def node_rates(self, ydot_xi: list[Scalar], nt: NodeTerms, v_b: Vec, h: Vec, f: Vec,
+                   sign: float) -> None:  # fmt: skip
+        """The momentum rates of a node's body's modes from the subtree that rides on
+        the node (:meth:`run_msd`), added to ``ydot_xi``: the subtree's momentum ``h``
+        and external force ``f`` and the node's ``Φ``, ``Φ̇`` (:class:`NodeTerms`) in
+        the frame of the body's joint, which moves with the body's frame at ``v_b``;
+        ``sign`` -1 at the body's own outer node (its frame moves with ``-Φ_on ξ``).
+
+        The momenta ``y_ξ = ∂T/∂ξ`` hold ``±Φᵀh`` for the subtree (its velocity has
+        ``±Φξ``), whose rate is ``±(Φᵀ(f + f_r) + (v_b ×ₘ Φ + Φ̇)ᵀ h)`` with ``f_r`` the
+        reaction at the node; the body's own modal rates
+        (:func:`~kanedyn.spatial.modal.modal_momentum_rate`) lack the reaction's
+        ``∓Φᵀf_r`` on its modes, and the two cancel:
+
+        .. math:: \\dot y_\\xi \\mathrel{+}= \\pm\\left(\\Phi^T(f - v_b \\times_f h)
+            + \\dot\\Phi^T h\\right)
+        """
+        drive = sp.sub(f, sp.cross_force(v_b, h))
+        Phi, Phi_dot, sl = nt.Phi, nt.Phi_dot, nt.modes
+        for a in range(sl.stop - sl.start):
+            term = sum((Phi[i][a] * drive[i] + Phi_dot[i][a] * h[i] for i in range(6)), 0.0)
+            ydot_xi[sl.start + a] = ydot_xi[sl.start + a] + (term if sign > 0 else -term)
 
     def mass_centre_offsets(
         self, geo: list[BodyTerms], extra: dict[int, Vec] | None = None

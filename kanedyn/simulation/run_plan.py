@@ -141,8 +141,8 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     flexible = [b.name for b in model.bodies if b.modes is not None]
     why = None
     nodes = node_joint_names(model)
-    if nodes and (o.formulation is not Formulation.KANE or isinstance(o.method, EnergyMomentum)):
-        how = "formulation='msd'" if o.formulation is not Formulation.KANE else "energy-momentum"
+    if nodes and isinstance(o.method, EnergyMomentum):
+        how = "energy-momentum"
         why = (
             f"{how} with joints {nodes} at nodes: the joints move with the node's elastic "
             "motion, and the modes' momentum rates (the conserving scheme's modal "

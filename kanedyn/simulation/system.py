@@ -129,8 +129,7 @@ class System:
         model = self.model
         if self.cm is not None:  # the last n_total outputs of the MSD kernel
             return np.array(self.cm.rhs(q.tolist(), y.tolist())[model.n_total + model.nq_total :])
-        kin = kinematics_at(model, q[: model.nq], np.zeros(model.n))
-        eta = q[model.nq :] if model.nf else None
+        kin, eta = msd.rest_kinematics(model, q)
         u = msd.speeds_at(model, kin, y, self.locked, eta)
         if model.loops:  # the momenta along the admissible directions C only
             return loops_.plastic_impact(model, q, u, self.locked)

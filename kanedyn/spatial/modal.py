@@ -75,6 +75,7 @@ __all__ = [
     "modal_central_forces",
     "modal_central_potential",
     "node_frame",
+    "node_subspace",
 ]
 
 #: ε_ijk
@@ -326,7 +327,7 @@ def modal_central_forces(ar: Arithmetic, md: Any, eta: Any, mu: Any, com: Any, r
 
 
 def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
-    """The frame that node ``k`` carries, in body axes: ``(C, d, W, wq)``.
+    """The frame that node ``k`` carries, in body axes: ``(C, d, W, Ẇ)``.
 
     A joint attached at node k (``Joint.inner_node``) rides on the node's elastic
     displacement ``Ψ_kη`` and rotation ``Θ_kη`` (Kane_NBody_Flex slide 34, 42's
@@ -338,20 +339,44 @@ def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
 
         C = U + \\frac{2([g]_\\times + [g]_\\times^2)}{1 + g\\cdot g},\\quad
         d = r_k + \\Psi_k\\eta,\\quad
-        w = \\frac{a + g\\times a}{1 + g\\cdot g},\\quad v = \\Psi_k\\xi,\\quad
-        \\dot w\\big|_{\\dot\\xi = 0} = -\\frac{(g\\cdot a)\\,w}{1 + g\\cdot g}
+        w = W\\xi,\\quad W = \\frac{\\Theta_k + [g]_\\times\\Theta_k}{1 + g\\cdot g},\\quad
+        v = \\Psi_k\\xi,\\quad
+        \\dot W = \\frac{[a]_\\times\\Theta_k/2 - (g\\cdot a)\\,W}{1 + g\\cdot g}
 
-    with ``a = Θ_kξ`` (``ġ = a/2``, so ``ġ × a = 0``): ``Ċ = [w]×C``, ``ḋ = v``. ``W``
-    (3, n) is the partial ``w = Wξ``, ``W = (Θ_k + [g]×Θ_k)/(1 + g·g)`` (the partial of
-    ``v`` is ``Ψ_k``), ``wq`` the last, the rate of ``w`` at constant ``ξ``. Only
-    ``+ - * /`` are used."""
-    Theta, Psi = md.Theta[k], md.Psi[k]
+    with ``a = Θ_kξ`` (``ġ = a/2``): ``Ċ = [w]×C``, ``ḋ = v``. ``W`` (3, n) is the
+    partial of ``w`` (the partial of ``v`` is ``Ψ_k``) and ``Ẇ`` (3, n) its rate along
+    the motion, so that ``ẇ = Wξ̇ + Ẇξ`` (``Ẇξ = -(g·a)w/(1 + g·g)``, as ``a × a = 0``).
+    Only ``+ - * /`` are used."""
+    Theta = md.Theta[k]
     g = 0.5 * (Theta @ eta)
     a = Theta @ xi
     den = 1.0 + (g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
     G = _skew(g)
     C = np.eye(3) + (G + G @ G) * (2.0 / den)  # arrays first: traced scalars broadcast
     W = (Theta + G @ Theta) / den
-    w = W @ xi
-    wq = w * (-(g[0] * a[0] + g[1] * a[1] + g[2] * a[2]) / den)
-    return C, md.node_positions[k] + Psi @ eta, W, wq
+    W_dot = (_skew(a) @ Theta * 0.5 - W * (g[0] * a[0] + g[1] * a[1] + g[2] * a[2])) / den
+    return C, md.node_positions[k] + md.Psi[k] @ eta, W, W_dot
+
+
+def node_subspace(R: Any, x_n: Any, W: Any, W_dot: Any, Psi: Any, xi: Any) -> tuple[Any, Any]:
+    """The motion subspace of a node frame over its body's modal speeds and its rate in
+    the body, ``(Φ, Φ̇)`` (6 × n each), in the axes of ``R`` (the body axes' rotation to
+    them) about the origin from which the deflected node is at ``x_n``:
+
+    .. math::
+
+        \\Phi = \\begin{bmatrix} R W \\\\ R\\Psi_n + [x_n]_\\times R W \\end{bmatrix},\\qquad
+        \\dot\\Phi = \\begin{bmatrix} R \\dot W \\\\ R[\\Psi_n\\xi]_\\times W
+            + [x_n]_\\times R \\dot W \\end{bmatrix}
+
+    (``W``, ``Ẇ`` of :func:`node_frame`): the node frame moves in the body with the
+    spatial velocity ``Φξ``, and ``Φ̇`` is the rate of ``Φ`` with the body held still
+    (``ẋ_n = RΨ_nξ`` in it), so that in a body moving at ``V`` the rate of ``Φ`` is
+    ``V ×ₘ Φ + Φ̇``. Both engines take the node's terms from here: the dense
+    kinematics (:class:`kanedyn.dynamics.kinematics.NodeKinematics`, N about the
+    origin) and the recursion (in the inner body's joint frame)."""
+    RW = R @ W
+    RWd = R @ W_dot
+    Phi = np.concatenate([RW, R @ Psi + _skew(x_n) @ RW])
+    Phi_dot = np.concatenate([RWd, R @ (_skew(Psi @ xi) @ W) + _skew(x_n) @ RWd])
+    return Phi, Phi_dot
