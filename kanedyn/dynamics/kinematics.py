@@ -38,7 +38,7 @@ from kanedyn.model import Model, State
 from kanedyn.model.plan import Params, node_joints, outer_node_joints, params_of, plan_of
 from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
 from kanedyn.spatial.arithmetic import NUMPY
-from kanedyn.spatial.modal import node_frame
+from kanedyn.spatial.modal import node_frame, node_motion_terms
 
 __all__ = [
     "FORCE_CROSS",
@@ -397,6 +397,7 @@ def _node_velocities(
 ) -> tuple[NodeKinematics, Array]:
     """``S_ξ``, ``V_node = S_ξ ξ`` of :class:`NodeKinematics`, and in ``c_node`` the
     rates at constant ``ξ`` in the node's body, ``±(α_q, R(Ψ_nξ × Wξ) + x_n × α_q)``
+    (:func:`kanedyn.spatial.modal.node_motion_terms`)
     (- at an outer node; the velocity products follow once the velocities are known);
     also ``V_on`` (nj, 6), the outer nodes' motion in their bodies."""
     nb, nf = model.nb, model.nf
@@ -404,16 +405,11 @@ def _node_velocities(
     V_on = np.zeros((nb, 6))
     c = np.zeros((nb, 6))
     for k, i, sign, sl, d, W, wq, Psi in frames:
-        R = T_N_B[i, :3, :3]
-        x_n = T_N_B[i, :3, 3] + R @ d
-        RW = R @ W
-        S = np.concatenate([RW, R @ Psi + np.cross(x_n, RW.T).T])
+        S, c_k = node_motion_terms(T_N_B[i, :3, :3], T_N_B[i, :3, 3], d, W, wq, Psi, xi[sl])
         S_xi[k, :, sl] += sign * S
         if sign < 0:
             V_on[k] = S @ xi[sl]
-        alpha_q = R @ wq
-        c[k, :3] += sign * alpha_q
-        c[k, 3:] += sign * (R @ np.cross(Psi @ xi[sl], W @ xi[sl]) + np.cross(x_n, alpha_q))
+        c[k] += sign * c_k
     return NodeKinematics(S_xi=S_xi, V_node=S_xi @ xi, c_node=c), V_on
 
 

@@ -75,6 +75,7 @@ __all__ = [
     "modal_central_forces",
     "modal_central_potential",
     "node_frame",
+    "node_motion_terms",
 ]
 
 #: ε_ijk
@@ -355,3 +356,31 @@ def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
     w = W @ xi
     wq = w * (-(g[0] * a[0] + g[1] * a[1] + g[2] * a[2]) / den)
     return C, md.node_positions[k] + Psi @ eta, W, wq
+
+
+def node_motion_terms(R: Any, p: Any, d: Any, W: Any, wq: Any, Psi: Any, xi: Any) -> tuple[Any, Any]:
+    """The motion of a node frame relative to its body, as spatial (Plücker) vectors
+    about the origin in N: ``(S, c)`` with ``S`` (6, n) and ``c`` (6,).
+
+    With :func:`node_frame`'s ``d``, ``W`` and ``ẇ_q`` (``wq``) of node k (body axes),
+    the body's attitude ``R`` and frame origin ``p`` (N, from the origin), the node frame
+    moves relative to the body with the spatial velocity ``V_node = S ξ`` and, at
+    constant ``ξ`` and a body at rest, the spatial acceleration ``c``
+    (Kane_NBody_Flex slide 34):
+
+    .. math::
+
+        S = \\begin{bmatrix} R W \\\\ R\\Psi_k + [x_n]_\\times R W \\end{bmatrix},\\quad
+        c = \\begin{bmatrix} \\alpha_q \\\\ R(\\Psi_k\\xi \\times W\\xi)
+            + x_n \\times \\alpha_q \\end{bmatrix},\\quad
+        x_n = p + R d,\\quad \\alpha_q = R \\dot w_q .
+
+    A body moving with ``V_B`` adds ``V_B \\times_m V_node`` to the node frame's bias
+    (the rate of ``S ξ`` carried by the body). Arrays of any arithmetic (floats, traced
+    values, sympy objects); only ``+ - *`` and ``@`` are used."""
+    x_n = p + R @ d
+    RW = R @ W
+    S = np.concatenate([RW, R @ Psi + _cross(x_n, RW)])
+    alpha_q = R @ wq
+    c = np.concatenate([alpha_q, R @ _cross(Psi @ xi, W @ xi) + _cross(x_n, alpha_q)])
+    return S, c

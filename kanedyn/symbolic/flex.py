@@ -49,8 +49,15 @@ import sympy as sm
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import node_joint_names
-from kanedyn.spatial.modal import first_moment, modal_bias, modal_forces, modal_inertia
+from kanedyn.model.plan import outer_node_joints
+from kanedyn.spatial.modal import (
+    first_moment,
+    modal_bias,
+    modal_forces,
+    modal_inertia,
+    node_frame,
+    node_motion_terms,
+)
 from kanedyn.symbolic.arithmetic import exact, exact_array
 from kanedyn.symbolic.intermediates import cross, matmul
 
@@ -59,6 +66,9 @@ __all__ = [
     "refuse_nodes",
     "FlexBody",
     "exact_modes",
+    "ExactNode",
+    "exact_node_frame",
+    "exact_node_motion",
     "kane_flex",
     "lagrange_flex",
     "modal_symbols",
@@ -92,6 +102,9 @@ class ExactModes:
     L: np.ndarray
     N: np.ndarray
     geometric: np.ndarray | None
+    node_positions: np.ndarray
+    Psi: np.ndarray
+    Theta: np.ndarray
 
 
 def exact_modes(md: Any) -> ExactModes:
@@ -105,6 +118,9 @@ def exact_modes(md: Any) -> ExactModes:
         L=exact_array(md.L),
         N=exact_array(md.N),
         geometric=None if md.geometric is None else exact_array(md.geometric),
+        node_positions=exact_array(md.node_positions),
+        Psi=exact_array(md.Psi),
+        Theta=exact_array(md.Theta),
     )
 
 
@@ -114,6 +130,54 @@ def rational(e: Any) -> Any:
     e = sm.sympify(e)
     floats = e.atoms(sm.Float)
     return e.xreplace({x: exact(float(x)) for x in floats}) if floats else e
+
+
+@attrs.frozen(eq=False)
+class ExactNode:
+    """:func:`kanedyn.spatial.modal.node_frame` of node ``node`` of flexible body ``i``
+    on sympy, its numbers exact (body axes): ``C``, ``d`` (3, 1), ``W`` (3, m), ``wq``
+    (3, 1); with the node's ``Psi`` (3, m) and its undeformed position ``r_n``, the body's
+    modal slice ``sl`` and modal speeds ``xi`` (m, 1)."""
+
+    i: int
+    node: int
+    sl: slice
+    C: sm.Matrix
+    d: sm.Matrix
+    W: sm.Matrix
+    wq: sm.Matrix
+    Psi: sm.Matrix
+    r_n: sm.Matrix
+    xi: sm.Matrix
+
+
+def exact_node_frame(model: Model, i: int, node: int, eta: list, xi: list) -> ExactNode:
+    """The node frame of ``node`` of flexible body ``i`` (:class:`ExactNode`) at the
+    body's modal coordinates and speeds taken from ``eta``, ``xi`` (all the model's)."""
+    sl = dict(model.modal_slices())[i]
+    md = exact_modes(model.bodies[i].modes)
+    e, x = (np.array(list(v[sl]), dtype=object) for v in (eta, xi))
+    C, d, W, wq = (
+        sm.Matrix(np.asarray(a, dtype=object).tolist()).applyfunc(rational)
+        for a in node_frame(md, node, e, x)
+    )
+    return ExactNode(i, node, sl, C, d, W, wq, sm.Matrix(md.Psi[node].tolist()),
+                     sm.Matrix(md.node_positions[node].tolist()), sm.Matrix(list(x)))  # fmt: skip
+
+
+def exact_node_motion(nf: ExactNode, R: sm.Matrix, p: sm.Matrix) -> tuple[sm.Matrix, sm.Matrix]:
+    """``(S, c)`` of :func:`kanedyn.spatial.modal.node_motion_terms` for the node frame
+    ``nf`` on a body with attitude ``R`` and frame origin ``p`` (N), on sympy:
+    ``S`` (6, m) and ``c`` (6, 1)."""
+
+    def arr(a: sm.Matrix) -> np.ndarray:
+        return np.array(a.tolist(), dtype=object)
+
+    S, c = node_motion_terms(
+        arr(R), arr(p)[:, 0], arr(nf.d)[:, 0], arr(nf.W), arr(nf.wq)[:, 0], arr(nf.Psi),
+        arr(nf.xi)[:, 0],
+    )  # fmt: skip
+    return sm.Matrix(S.tolist()), sm.Matrix(c.tolist())
 
 
 def _column(a: Any) -> sm.Matrix:
@@ -156,7 +220,9 @@ def kane_flex(
     """The flexible bodies' terms of Kane's equations (module docstring): the records
     and the additions to ``M`` (N, N), ``F_r`` (N, 1) and ``F*_r`` at zero acceleration
     (N, 1), ``N = n + nf``. ``t`` is the derivation's tape; ``kin`` holds its per-body
-    ``R_N_B``, ``omega``, ``v``, ``alpha_r``, ``a_r``, ``Omega_u``, ``V_u``, ``V_s``."""
+    ``R_N_B``, ``omega``, ``v``, ``alpha_r``, ``a_r``, ``Omega_u``, ``V_u``, ``V_s`` and
+    ``Omega_xi``, ``V_xi`` (the partials over the modal speeds of the nodes the body
+    rides on, ``Joint.inner_node``; empty lists without such joints)."""
     n, nf = model.n, model.nf
     N = n + nf
     M, Fr, F0 = sm.zeros(N, N), sm.zeros(N, 1), sm.zeros(N, 1)
@@ -169,8 +235,12 @@ def kane_flex(
         rc = t.vec(matmul(R, com[i]), f"rc{i}_")
         Om = kin["Omega_u"][i].row_join(sm.zeros(3, model.ns))
         V = kin["V_u"][i].row_join(kin["V_s"][i])
+        if kin["Omega_xi"]:  # riding on a node: its modal columns
+            Om, V = Om.row_join(kin["Omega_xi"][i]), V.row_join(kin["V_xi"][i])
+        else:
+            Om, V = Om.row_join(sm.zeros(3, nf)), V.row_join(sm.zeros(3, nf))
         W = sm.zeros(6 + nm, N)
-        for c in range(n):
+        for c in range(N):
             if any(e != 0 for e in Om[:, c]):
                 W[:3, c] = t.vec(matmul(Rt, Om[:, c]), f"W{i}_w{c}_")
             v0c = V[:, c] - cross(Om[:, c], rc)
@@ -258,14 +328,16 @@ def lagrange_flex(
 
 
 def refuse_nodes(model: Model, who: str) -> None:
-    """A :class:`~kanedyn.ModelError` for a model with joints at nodes of flexible
-    bodies (``Joint.inner_node``, ``outer_node``): the derivations place every joint on
-    its body's undeformed frame, so the node's elastic displacement and rotation, and the
-    outboard bodies' share of the modal partials, are not in them."""
-    nodes = node_joint_names(model)
-    if nodes:
+    """A :class:`~kanedyn.ModelError` for a model with joints whose Go is fixed at a node
+    of their flexible outer body (``Joint.outer_node``): the derivations place the outer
+    body by its undeformed frame, so that node's elastic motion is not in them. Joints at
+    nodes of their flexible inner body (``Joint.inner_node``) are derived."""
+    outer = outer_node_joints(model)
+    if outer:
+        names = [model.joints[k].name for k, _ in outer]
         raise ModelError(
-            f"{who}: joints {nodes} attach at nodes of flexible bodies, whose elastic motion "
-            "the symbolic derivation does not carry to the outboard bodies yet (the "
-            "numeric engines do: kd.forward_dynamics, kd.simulate, kd.linearize)"
+            f"{who}: joints {names} attach at nodes of their flexible outer bodies "
+            "(Joint.outer_node), whose elastic motion the symbolic derivation does not "
+            "carry yet (joints at nodes of the inner body, Joint.inner_node, are derived; "
+            "the numeric engines take both: kd.forward_dynamics, kd.simulate, kd.linearize)"
         )

@@ -96,13 +96,20 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import rotor_specs, rotor_terms
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import params_of
+from kanedyn.model.plan import node_joints, params_of
 from kanedyn.spatial import charts
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
-from kanedyn.symbolic.flex import FlexBody, kane_flex, modal_symbols, refuse_nodes
+from kanedyn.symbolic.flex import (
+    FlexBody,
+    exact_node_frame,
+    exact_node_motion,
+    kane_flex,
+    modal_symbols,
+    refuse_nodes,
+)
 from kanedyn.symbolic.intermediates import Intermediates, cross, dot, is_zero, matmul
 from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
@@ -208,6 +215,10 @@ class _Derivation:
     T_app: list[sm.Matrix]
     Q: list[sm.Expr]  # per speed: joint springs, dampers and actuators (part of Fr)
     flex: list[FlexBody] = attrs.field(factory=list)  # the flexible bodies' modal terms
+    # per body (3, nf): partials over the modal speeds of the nodes it rides on (empty
+    # without joints at nodes)
+    Omega_xi: list[sm.Matrix] = attrs.field(factory=list)
+    V_xi: list[sm.Matrix] = attrs.field(factory=list)
 
 
 # --------------------------------------------------------------------------- symbols
@@ -265,6 +276,8 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
     R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
     transport, alpha_r, C, a_r = (_slots(nb) for _ in range(4))
+    nodes = {k: (i, nd) for k, i, nd in node_joints(model)}  # joints at nodes (inner side)
+    S_node: dict[int, tuple[int, sm.Matrix]] = {}  # joint k: (body i, S (6, nf_i) named)
     for k, j in enumerate(model.joints):
         qi, ui = lay.q_index[k], lay.u_index[k]
         nr = j.n_rot_coordinates
@@ -293,7 +306,16 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
 
         # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
         R_Bi_Gi, R_Go_Bo = (matrix(exact_rotation(R)) for R in (pa.R_Bi_Gi[k], pa.R_Go_Bo[k]))
-        R_Bi_Go = t.product(f"R_Bi_Go{k}_", [("", R_Bi_Gi), (f"R_Gi_Go{k}_", R_Gi_Go)])
+        Gi, ip = ("", R_Bi_Gi), ("", _cmat(pa.inner_point[k]))
+        node = nodes.get(k)
+        if node is not None:  # Gi rides on the node frame (C, d) of the inner body
+            i_n, nd = node
+            nfr = exact_node_frame(model, i_n, nd, eta, xi)
+            C_n = t.mat(nfr.C, f"C_node{k}_")
+            Gi = (f"R_Bi_Gi{k}_", t.product(f"R_Bi_Gi{k}_", [(f"C_node{k}_", C_n), Gi]))
+            ip = (f"ip{k}_", t.vec(nfr.d + matmul(C_n, ip[1] - nfr.r_n), f"ip{k}_"))
+        R_Bi_Gi = Gi[1]
+        R_Bi_Go = t.product(f"R_Bi_Go{k}_", [Gi, (f"R_Gi_Go{k}_", R_Gi_Go)])
         i_in = int(lay.parent[k])
         if i_in < 0:
             R_N_Bi, p_Bi = sm.eye(3), sm.zeros(3, 1)
@@ -303,13 +325,13 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             omega_in, T_in, alpha_in, C_in = omega[i_in], transport[i_in], alpha_r[i_in], C[i_in]
         Bi = f"R_N_B{i_in}_" if i_in >= 0 else ""
         R_N_B[k] = t.product(f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), ("", R_Go_Bo)])
-        R_N_Gi[k] = t.product(f"R_N_Gi{k}_", [(Bi, R_N_Bi), ("", R_Bi_Gi)])
+        R_N_Gi[k] = t.product(f"R_N_Gi{k}_", [(Bi, R_N_Bi), Gi])
         # p_Bo = p_Bi + R_N_Bi inner_point + R_N_Gi Δ d - R_N_Bo outer_point
         p[k] = t.combine(
             f"p{k}_",
             [
                 (1, "", (f"p{i_in}_", p_Bi)),
-                (1, "@", (Bi, R_N_Bi), ("", _cmat(pa.inner_point[k]))),
+                (1, "@", (Bi, R_N_Bi), ip),
                 (1, "@", (f"R_N_Gi{k}_", R_N_Gi[k]), ("", Delta), ("", d)),
                 (-1, "@", (f"R_N_B{k}_", R_N_B[k]), ("", _cmat(pa.outer_point[k]))),
             ],
@@ -332,9 +354,29 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         Ci = (f"C{i_in}_", C_in)
         Wr, Wk = (f"omega_rel{k}_", omega_rel[k]), (f"w{k}_", w[k])
         Ok, Rk = (f"o{k}_", o[k]), (f"r{k}_", r[k])
-        omega[k] = t.combine(f"omega{k}_", [(1, "", Wi), (1, "", Wr)])
+        node_terms: list[tuple[Any, ...]] = []  # the node frame's bias: alpha_r, C
+        node_lin: list[tuple[Any, ...]] = []
+        Wg, Tg = Wi, Ti  # Gi's angular velocity and transport (the inner body's)
+        if node is not None:  # V_node = S ξ; bias V_i x_m V_node + c (node_motion_terms)
+            S_n, c_ = exact_node_motion(nfr, R_N_Bi, p_Bi)
+            S_n = sm.Matrix.hstack(*[
+                sm.Matrix.vstack(t.vec(S_n[:3, c], f"Sw{k}_{c}_"), t.vec(S_n[3:, c], f"Sv{k}_{c}_"))
+                for c in range(S_n.cols)
+            ])  # fmt: skip
+            S_node[k] = (i_n, S_n)
+            Wn = (f"omega_node{k}_", t.vec(matmul(S_n[:3, :], nfr.xi), f"omega_node{k}_"))
+            Vn = (f"v_node{k}_", t.vec(matmul(S_n[3:, :], nfr.xi), f"v_node{k}_"))
+            cw = (f"c_node{k}_w", t.vec(c_[:3, :], f"c_node{k}_w"))
+            cv = (f"c_node{k}_v", t.vec(c_[3:, :], f"c_node{k}_v"))
+            Wg = (f"omega_Gi{k}_", t.combine(f"omega_Gi{k}_", [(1, "", Wi), (1, "", Wn)]))
+            Tg = (f"T_Gi{k}_", t.combine(f"T_Gi{k}_", [(1, "", Ti), (1, "", Vn)]))
+            node_terms = [(1, "", (f"alpha_node{k}_", t.combine(
+                f"alpha_node{k}_", [(1, "x", Wi, Wn), (1, "", cw)])))]  # fmt: skip
+            node_lin = [(1, "", (f"C_node{k}_", t.combine(
+                f"C_node{k}_", [(1, "x", Wi, Vn), (1, "x", Ti, Wn), (1, "", cv)])))]  # fmt: skip
+        omega[k] = t.combine(f"omega{k}_", [(1, "", Wg), (1, "", Wr)])
         W = (f"omega{k}_", omega[k])
-        transport[k] = t.combine(f"T{k}_", [(1, "", Ti), (1, "", Wk), (-1, "x", Wr, Ok)])
+        transport[k] = t.combine(f"T{k}_", [(1, "", Tg), (1, "", Wk), (-1, "x", Wr, Ok)])
         Tk = (f"T{k}_", transport[k])
         v[k] = t.combine(f"v{k}_", [(1, "x", W, Rk), (1, "", Tk)])
         v_o[k] = t.combine(f"v_o{k}_", [(1, "x", W, Ok), (1, "", Tk)])
@@ -345,11 +387,12 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             [(1, "x", W, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))],
         )
         Ak = (f"alpha_k{k}_", alpha_k)
-        alpha_r[k] = t.combine(f"alpha_r{k}_", [(1, "", Ai), (1, "", Ak)])
+        alpha_r[k] = t.combine(f"alpha_r{k}_", [(1, "", Ai), *node_terms, (1, "", Ak)])
         C[k] = t.combine(
             f"C{k}_",
-            [(1, "", Ci), (-1, "x", Ak, Ok), (-1, "x", Wr, (f"v_o{k}_", v_o[k])), (1, "x", Wi, Wk)],
-        )
+            [(1, "", Ci), *node_lin, (-1, "x", Ak, Ok), (-1, "x", Wr, (f"v_o{k}_", v_o[k])),
+             (1, "x", Wg, Wk)],
+        )  # fmt: skip
         a_r[k] = t.combine(
             f"a_r{k}_",
             [
@@ -384,11 +427,32 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         Omega_u.append(Om)
         V_u.append(Vu)
         V_s.append(Vs)
+    # the modal speeds of the nodes a body rides on: Omega_xi = Σ S_w, V_xi = S_v + S_w x r
+    Omega_xi: list[sm.Matrix] = []
+    V_xi: list[sm.Matrix] = []
+    if S_node:
+        slices = dict(model.modal_slices())
+        for i in range(nb):
+            Ox, Vx = sm.zeros(3, model.nf), sm.zeros(3, model.nf)
+            for k, (i_n, S_n) in S_node.items():
+                if P[i, k]:
+                    sl = slices[i_n]
+                    Ox[:, sl] += S_n[:3, :]
+                    Vx[:, sl] += S_n[3:, :]
+            for c in range(model.nf):
+                if not is_zero(Ox[:, c]):
+                    Ox[:, c] = t.vec(Ox[:, c], f"Omega_xi{i}_{c}_")
+                    Vx[:, c] += cross(Ox[:, c], r[i])
+                if not is_zero(Vx[:, c]):
+                    Vx[:, c] = t.vec(Vx[:, c], f"V_xi{i}_{c}_")
+            Omega_xi.append(Ox)
+            V_xi.append(Vx)
 
     # stage 4: Kane's equations, M = sum Omega^T I Omega + m V^T V, and the bias terms
+    N = n + model.nf  # all speeds [u | s | ξ]
     M_terms: dict[tuple[int, int], list] = {}
-    Fr_terms: list[list] = [[] for _ in range(n)]
-    F0_terms: list[list] = [[] for _ in range(n)]
+    Fr_terms: list[list] = [[] for _ in range(N)]
+    F0_terms: list[list] = [[] for _ in range(N)]
     Q = [a + b for a, b in zip(_joint_forces(model, q, u), loads.Q_vector(n), strict=True)]
     F_app, T_app = _applied(model, loads, R_N_B, t, r)
     I_Ns, H_N, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb), _slots(nb)
@@ -414,17 +478,30 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             if not is_zero(V_s[i][:, c]):
                 mV = t.vec(m * V_s[i][:, c], f"mV{i}_{nu + c}_")
                 cols.append((nu + c, _ZERO3, V_s[i][:, c], _ZERO3, mV))
+        for c in range(model.nf if Omega_xi else 0):  # riding on nodes: the ξ columns
+            Om_c, V_c = Omega_xi[i][:, c], V_xi[i][:, c]
+            if is_zero(Om_c) and is_zero(V_c):
+                continue
+            IOm = t.vec(matmul(I_N, Om_c), f"IOm{i}_{n + c}_") if not is_zero(Om_c) else _ZERO3
+            mV = t.vec(m * V_c, f"mV{i}_{n + c}_")
+            cols.append((n + c, Om_c, V_c, IOm, mV))
         for a, (ra, Om_a, V_a, _, _) in enumerate(cols):
             for rb, _, _, IOm_b, mV_b in cols[a:]:
                 M_terms.setdefault((ra, rb), []).extend((dot(Om_a, IOm_b), dot(V_a, mV_b)))
             Fr_terms[ra].extend((dot(V_a, F), dot(Om_a, T)))
             F0_terms[ra].extend((dot(Om_a, Tb), dot(V_a, Fb)))
-    M = sm.zeros(n, n)
+    M = sm.zeros(N, N)
     for (ra, rb), terms in M_terms.items():
         lo, hi = min(ra, rb), max(ra, rb)
         M[lo, hi] = M[hi, lo] = sm.Add(*terms)
-    Fr = sm.Matrix([sm.Add(*Fr_terms[rr]) + Q[rr] for rr in range(n)])
-    Fr_star0 = sm.Matrix([sm.Add(*F0_terms[rr]) for rr in range(n)])
+    Q = Q + [sm.Integer(0)] * model.nf  # no joint force on the modal speeds
+    Fr = sm.Matrix([sm.Add(*Fr_terms[rr]) + Q[rr] for rr in range(N)])
+    Fr_star0 = sm.Matrix([sm.Add(*F0_terms[rr]) for rr in range(N)])
+    if S_node and rotor_specs(model):
+        raise ModelError(
+            "kd.symbolic.kane: geared rotors (Joint.rotor) in a model with joints at nodes "
+            "of flexible bodies (Joint.inner_node) are not modelled yet"
+        )
     for spec in rotor_specs(model):  # geared rotors: the same terms as the dense engine
         carrier: tuple[Any, ...] = (None, None, None, None)
         if spec.c >= 0:
@@ -435,19 +512,17 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             )
             carrier = (carrier[0], carrier[1][:, 0], Om, carrier[2][:, 0])
         M_R, f_R = rotor_terms(spec, n, u[spec.r], *carrier)
-        M += sm.Matrix(M_R.tolist())
-        Fr_star0 += sm.Matrix([f_R[i] for i in range(n)])
+        M[:n, :n] = M[:n, :n] + sm.Matrix(M_R.tolist())
+        Fr_star0[:n, 0] = Fr_star0[:n, 0] + sm.Matrix([f_R[i] for i in range(n)])
     flex: list[FlexBody] = []
     if model.nf:  # the modal terms (kanedyn.symbolic.flex), over [u | s | ξ]
         kin = {"R_N_B": R_N_B, "omega": omega, "v": v, "alpha_r": alpha_r, "a_r": a_r,
-               "Omega_u": Omega_u, "V_u": V_u, "V_s": V_s}  # fmt: skip
+               "Omega_u": Omega_u, "V_u": V_u, "V_s": V_s, "Omega_xi": Omega_xi,
+               "V_xi": V_xi}  # fmt: skip
         com = [_cmat(pa.com[i]) for i in range(nb)]
         xid = modal_symbols(model)[2]
         flex, M_f, Fr_f, F0_f = kane_flex(model, t, eta, xi, xid, kin, com, _cmat(pa.gravity))
-        pad = sm.zeros(n, model.nf)
-        M = sm.Matrix.vstack(M.row_join(pad), pad.T.row_join(sm.zeros(model.nf))) + M_f
-        Fr = Fr.col_join(sm.zeros(model.nf, 1)) + Fr_f
-        Fr_star0 = Fr_star0.col_join(sm.zeros(model.nf, 1)) + F0_f
+        M, Fr, Fr_star0 = M + M_f, Fr + Fr_f, Fr_star0 + F0_f
     return _Derivation(
         tape=t,
         R_N_B=R_N_B,
@@ -472,8 +547,10 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         F_star0=F_star0,
         F_app=F_app,
         T_app=T_app,
-        Q=Q + [sm.Integer(0)] * model.nf,
+        Q=Q,
         flex=flex,
+        Omega_xi=Omega_xi,
+        V_xi=V_xi,
     )
 
 
