@@ -80,13 +80,13 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import params_of
+from kanedyn.model.plan import node_joints, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
 from kanedyn.symbolic.components import directional
-from kanedyn.symbolic.flex import lagrange_flex, modal_symbols, refuse_nodes
+from kanedyn.symbolic.flex import exact_node_frame, lagrange_flex, modal_symbols, refuse_nodes
 from kanedyn.symbolic.kane import central_args
 from kanedyn.symbolic.loads import read_loads
 from kanedyn.symbolic.problem import solve_symmetric
@@ -553,18 +553,30 @@ def lagrange(
     r_c: list[sm.Matrix] = []
     J_A: list[sm.Matrix] = []
     R_N_Gos: list[sm.Matrix] = []
+    nodes = {k: (i, nd) for k, i, nd in node_joints(model)}
+    partial = _Partials()
     for k, j in enumerate(model.joints):
         par = lay.parent[k]
         R_N_Bi = sm.eye(3) if par < 0 else R_N_B[par]
         p_Bi = sm.zeros(3, 1) if par < 0 else p_B[par]
         J_Ai = sm.zeros(3, n) if par < 0 else J_A[par].copy()
-        R_N_Gi = R_N_Bi * matrix(exact_rotation(j.inner_rotation))
+        R_Bi_Gi, inner_point = matrix(exact_rotation(j.inner_rotation)), _matrix(j.inner_point)
+        if k in nodes:  # Gi rides on the node frame (C, d) of the flexible inner body
+            nfr = exact_node_frame(model, *nodes[k], list(q[n - model.nf :]), list(u[n - model.nf :]))
+            R_Bi_Gi = nfr.C * R_Bi_Gi
+            inner_point = nfr.d + nfr.C * (inner_point - nfr.r_n)
+            # its angular velocity from the attitude's rate, [ω]x = Ċ Cᵀ (Bi axes)
+            for eta_c in q[n - model.nf + nfr.sl.start : n - model.nf + nfr.sl.stop]:
+                dC = partial(nfr.C, eta_c)
+                w_c = [((dC[a, :] * nfr.C[b, :].T)[0]) for a, b in ((2, 1), (0, 2), (1, 0))]
+                J_Ai[:, index[eta_c]] += R_N_Bi * sm.Matrix(w_c)
+        R_N_Gi = R_N_Bi * R_Bi_Gi
         # slides along the Gi axes named by trn_seq
         trn_axes = parse_sequence(j.trn_seq)
         slide = sm.zeros(3, 1)
         for c in range(j.trn_dof):
             slide[trn_axes[c] - 1] += sm.Symbol(f"d_{j.name}_{c}", real=True)
-        o = p_Bi + R_N_Bi * _matrix(j.inner_point) + R_N_Gi * slide
+        o = p_Bi + R_N_Bi * inner_point + R_N_Gi * slide
         # gimbal R_Gi_Go = R_i1(θ1) R_i2(θ2) R_i3(θ3); column of J_A = joint axis in N (2-4)
         R_N_Go = R_N_Gi
         rot_axes = parse_sequence(charts.get(j.name, j.rot_seq))
@@ -586,7 +598,6 @@ def lagrange(
         J_A.append(J_Ai)
 
     # link Jacobians and the inertia matrix (2-2 .. 2-8)
-    partial = _Partials()
     J_L = [partial.jacobian(r, q) for r in r_c]
     mass = [exact(m) for m in pa.mass]
     H = sm.zeros(n, n)
@@ -595,6 +606,11 @@ def lagrange(
     # geared rotors (kanedyn.dynamics.rotors): massless bodies turning with their carriers
     # C plus n σ a, J_A = J_A,C + n a e_kᵀ, inertia J a aᵀ + J_t (U - a aᵀ) fixed in C
     bodies = (list(mass), list(J_L), list(J_A), list(R_N_B), list(I_B))
+    if nodes and rotor_specs(model):
+        raise ModelError(
+            "lagrange: geared rotors (Joint.rotor) in a model with joints at nodes of "
+            "flexible bodies (Joint.inner_node) are not modelled yet"
+        )
     for spec in rotor_specs(model):
         col = index[sm.Symbol(f"{'q' if spec.hinge else 'd'}_{model.joints[spec.k].name}_0",
                               real=True)]  # fmt: skip
