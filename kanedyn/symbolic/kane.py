@@ -311,8 +311,8 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         if node is not None:  # Gi rides on the node frame (C, d) of the inner body
             i_n, nd = node
             nfr = exact_node_frame(model, i_n, nd, eta, xi)
-            C_n = t.mat(nfr.C, f"C_node{k}_")
-            Gi = (f"R_Bi_Gi{k}_", t.product(f"R_Bi_Gi{k}_", [(f"C_node{k}_", C_n), Gi]))
+            C_n = t.mat(nfr.C, f"C_n{k}_")
+            Gi = (f"R_Bi_Gi{k}_", t.product(f"R_Bi_Gi{k}_", [(f"C_n{k}_", C_n), Gi]))
             ip = (f"ip{k}_", t.vec(nfr.d + matmul(C_n, ip[1] - nfr.r_n), f"ip{k}_"))
         R_Bi_Gi = Gi[1]
         R_Bi_Go = t.product(f"R_Bi_Go{k}_", [Gi, (f"R_Gi_Go{k}_", R_Gi_Go)])
@@ -366,14 +366,14 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             S_node[k] = (i_n, S_n)
             Wn = (f"omega_node{k}_", t.vec(matmul(S_n[:3, :], nfr.xi), f"omega_node{k}_"))
             Vn = (f"v_node{k}_", t.vec(matmul(S_n[3:, :], nfr.xi), f"v_node{k}_"))
-            cw = (f"c_node{k}_w", t.vec(c_[:3, :], f"c_node{k}_w"))
-            cv = (f"c_node{k}_v", t.vec(c_[3:, :], f"c_node{k}_v"))
+            cw = (f"alpha_q{k}_", t.vec(c_[:3, :], f"alpha_q{k}_"))
+            cv = (f"a_q{k}_", t.vec(c_[3:, :], f"a_q{k}_"))
             Wg = (f"omega_Gi{k}_", t.combine(f"omega_Gi{k}_", [(1, "", Wi), (1, "", Wn)]))
             Tg = (f"T_Gi{k}_", t.combine(f"T_Gi{k}_", [(1, "", Ti), (1, "", Vn)]))
             node_terms = [(1, "", (f"alpha_node{k}_", t.combine(
                 f"alpha_node{k}_", [(1, "x", Wi, Wn), (1, "", cw)])))]  # fmt: skip
-            node_lin = [(1, "", (f"C_node{k}_", t.combine(
-                f"C_node{k}_", [(1, "x", Wi, Vn), (1, "x", Ti, Wn), (1, "", cv)])))]  # fmt: skip
+            node_lin = [(1, "", (f"a_node{k}_", t.combine(
+                f"a_node{k}_", [(1, "x", Wi, Vn), (1, "x", Ti, Wn), (1, "", cv)])))]  # fmt: skip
         omega[k] = t.combine(f"omega{k}_", [(1, "", Wg), (1, "", Wr)])
         W = (f"omega{k}_", omega[k])
         transport[k] = t.combine(f"T{k}_", [(1, "", Tg), (1, "", Wk), (-1, "x", Wr, Ok)])
@@ -804,6 +804,19 @@ class KaneEquations:
         return self._explicit_list(self._der.V_s)
 
     @functools.cached_property
+    def Omega_xi(self) -> list:
+        """Partial angular velocities over the modal speeds, per body a (3, nf) Matrix:
+        non-zero for the bodies outboard of a joint at a node of a flexible body
+        (``Joint.inner_node``); an empty list without such joints."""
+        return self._explicit_list(self._der.Omega_xi)
+
+    @functools.cached_property
+    def V_xi(self) -> list:
+        """Partial velocities of the mass centres over the modal speeds, (3, nf) each
+        (see :attr:`Omega_xi`)."""
+        return self._explicit_list(self._der.V_xi)
+
+    @functools.cached_property
     def alpha_r(self) -> list:
         """Angular-acceleration remainders ``ω̇_i - Ω_u[i] u̇``, (3, 1) each."""
         return self._explicit_list(self._der.alpha_r)
@@ -1113,7 +1126,11 @@ class KaneEquations:
                 elif rr < self.model.n:
                     om, vel = _ZERO3, der.V_s[i][:, rr - nu]
                     w_om, w_v = "", f"V_s[{i}][:, {rr - nu}]"
-                else:  # a modal speed moves no body frame (its terms: flexible_partials)
+                elif der.Omega_xi:  # a modal speed moves the bodies riding on its nodes
+                    c = rr - self.model.n
+                    om, vel = der.Omega_xi[i][:, c], der.V_xi[i][:, c]
+                    w_om, w_v = f"Omega_xi[{i}][:, {c}]", f"V_xi[{i}][:, {c}]"
+                else:  # a modal speed moves no body frame (its terms: the flexible stage)
                     om, vel, w_om, w_v = _ZERO3, _ZERO3, "", ""
                 first = i == 0
                 rows.append(

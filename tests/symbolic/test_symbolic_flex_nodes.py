@@ -268,3 +268,39 @@ def test_the_oracle_checks_fail_when_the_node_rotation_is_dropped(monkeypatch, o
     if dropped == "rate":
         rep = kd.symbolic.compare(eom, kd.symbolic.lagrange(model), time_budget=0.1, samples=2)
         assert not rep.equivalent and rep.differing
+
+
+@pytest.mark.slow
+def test_stages_and_table_show_the_node_partials_and_unfold_to_the_equations(lumped):
+    """The stages name the node frame and the tip body's partials for the modal speed;
+    the rows F_r + F*_r, unfolded, are the dense engine's forcing - M u̇."""
+    model, eom = lumped
+    st = eom.stages()
+    partials = dict(st.stages[1].entries)
+    assert "\\Omega_{3}" in partials  # the modal speed turns the tip body
+    rows = dict(st.stages[4].entries)
+    n = len(eom.u)
+    exprs = [st.unfold(rows[f"F_{{{r + 1}}}"]) + st.unfold(rows[f"F^*_{{{r + 1}}}"])
+             for r in range(n)]  # fmt: skip
+    fn = sp.lambdify([list(eom.q), list(eom.u), list(eom.u_dot)], exprs)
+    rng = np.random.default_rng(25)
+    for state in _states(model, 26, 2):
+        acc = rng.uniform(-1, 1, n)
+        got = np.array(fn(state.q, state.u, acc), dtype=float)
+        want = kd.forcing(model, state) - kd.mass_matrix(model, state) @ acc
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    assert "V_xi[2][:, 0]" in eom.table(max_size=10)
+    Om = eom.Omega_xi
+    assert Om[0] == sp.zeros(3, 1) and Om[1] == sp.zeros(3, 1) and Om[2] != sp.zeros(3, 1)
+
+
+def test_joints_at_nodes_of_the_outer_body_are_refused_by_name():
+    beam = kd.beam_body("beam", 2.0, 1.5, 40.0, n_modes=1, directions=(1,), stiffening=False)
+    hub = kd.Body("hub", 3.0, kd.inertia_tensor(1.0, 1.5, 2.0))
+    model = kd.Model([hub, beam], [kd.Joint.revolute("h", None, "hub", axis=3),
+                                   kd.Joint.revolute("hang", "hub", "beam", axis=2,
+                                                     outer_node="tip", outer_point=(2, 0, 0))])  # fmt: skip
+    for derive, who in ((kd.symbolic.kane, "kd.symbolic.kane"),
+                        (kd.symbolic.lagrange, "kd.symbolic.lagrange")):  # fmt: skip
+        with pytest.raises(kd.ModelError, match=rf"{who}: joints \['hang'\] .*outer_node"):
+            derive(model)
