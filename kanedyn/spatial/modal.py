@@ -358,7 +358,9 @@ def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
     return C, md.node_positions[k] + Psi @ eta, W, wq
 
 
-def node_motion_terms(R: Any, p: Any, d: Any, W: Any, wq: Any, Psi: Any, xi: Any) -> tuple[Any, Any]:
+def node_motion_terms(
+    R: Any, p: Any, d: Any, W: Any, wq: Any, Psi: Any, xi: Any
+) -> tuple[Any, Any]:
     """The motion of a node frame relative to its body, as spatial (Plücker) vectors
     about the origin in N: ``(S, c)`` with ``S`` (6, n) and ``c`` (6,).
 

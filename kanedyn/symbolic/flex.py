@@ -30,6 +30,29 @@ stiffness of the centrifugal and gravity preloads) and the active modal force
 ``F^e = b - modal_forces`` = ``(c_f × g, 0, -K_Ψη - C_Ψξ + P_Ψᵀg)`` (gravity on the
 displaced mass, elastic and damping forces).
 
+**Joints at nodes** (``Joint.inner_node``, ``outer_node``; Kane_NBody_Flex slide 34):
+joint k at node n of flexible body i rides on the node frame of
+:func:`kanedyn.spatial.modal.node_frame`
+(:func:`exact_node_frame`: the Cayley rotation ``C`` of ``Θ_nη/2`` and the displacement
+``d = r_n + Ψ_nη``, exact), ``R_Bi_Gi → C R_Bi_Gi`` and the joint point
+``d + C(inner_point - r_n)``. Kane's chain adds the node frame's spatial velocity
+relative to body i, ``V_node = S ξ_i``, and its bias ``V_i ×_m V_node + c``
+(:func:`kanedyn.spatial.modal.node_motion_terms`, :func:`exact_node_motion`), so that
+the bodies outboard of the joint have the partials over the modal speeds
+
+.. math::
+
+    \\Omega_\\xi = R W, \\qquad V_\\xi = R\\Psi_n + (R W) \\times (r - x_n)
+
+(``x_n = p_i + R d``) in their rows of ``M``, ``F_r`` and ``F*_r``, and a flexible body
+outboard of a node has them in its ``W_i``. Lagrange's chain uses the same ``C`` and
+``d``; its angular velocity is the rate of the attitude, ``[ω]_× = Ċ Cᵀ``
+(differentiated), not ``W``. At a node m of the flexible outer body k
+(``Joint.outer_node``) Go is fixed in the node frame: ``R_Go_Bo → R_Go_Bo Cᵀ``, the
+outer point ``d + C(outer_point - r_m)``, and body k moves by ``V_Go - S_on ξ_k`` with
+the bias ``-(V_k ×_m V_on + c_on)`` (``S_on``, ``c_on`` of ``node_motion_terms`` on
+body k); in Lagrange's chain ``J_A`` loses ``R_N_Bk vee(∂C/∂η Cᵀ)``.
+
 **Lagrange**: the body's kinetic energy gains ``½ wᵀ ΔM(η) w`` with ``w = W(q) q̇``
 built from the Lagrange chain (``W = [Rᵀ J_A ; Rᵀ ∂p_B/∂q ; E]``), the potential energy
 the strain and displaced-mass gravity energy ``½ηᵀK_Ψη - (Rᵀg)·c_f(η)`` (``c_f`` =
@@ -47,9 +70,7 @@ import attrs
 import numpy as np
 import sympy as sm
 
-from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import outer_node_joints
 from kanedyn.spatial.modal import (
     first_moment,
     modal_bias,
@@ -63,7 +84,6 @@ from kanedyn.symbolic.intermediates import cross, matmul
 
 __all__ = [
     "ExactModes",
-    "refuse_nodes",
     "FlexBody",
     "exact_modes",
     "ExactNode",
@@ -325,19 +345,3 @@ def lagrange_flex(
         C[r] = sm.Add(*[partial(p_mom[r], qk) * uk for qk, uk in zip(q, u, strict=True)])
         C[r] -= partial(T, q[r])
     return H, C, sm.sympify(U), Q
-
-
-def refuse_nodes(model: Model, who: str) -> None:
-    """A :class:`~kanedyn.ModelError` for a model with joints whose Go is fixed at a node
-    of their flexible outer body (``Joint.outer_node``): the derivations place the outer
-    body by its undeformed frame, so that node's elastic motion is not in them. Joints at
-    nodes of their flexible inner body (``Joint.inner_node``) are derived."""
-    outer = outer_node_joints(model)
-    if outer:
-        names = [model.joints[k].name for k, _ in outer]
-        raise ModelError(
-            f"{who}: joints {names} attach at nodes of their flexible outer bodies "
-            "(Joint.outer_node), whose elastic motion the symbolic derivation does not "
-            "carry yet (joints at nodes of the inner body, Joint.inner_node, are derived; "
-            "the numeric engines take both: kd.forward_dynamics, kd.simulate, kd.linearize)"
-        )

@@ -48,7 +48,16 @@ speeds ``ξ`` are generalized coordinates and speeds after the joints'
 ``F_r``, ``F*_r`` gain each flexible body's terms over its own speeds
 ``(ω, v₀, ξ_i) = W_i ν`` (:mod:`kanedyn.symbolic.flex`; Kane_NBody_Flex slides 31-37):
 ``W_iᵀ ΔM_i W_i``, ``W_iᵀ F^e_i`` and ``-W_iᵀ(ΔM_i w_{r,i} + b_i)``, with the modal
-terms of :mod:`kanedyn.spatial.modal` evaluated on sympy.
+terms of :mod:`kanedyn.spatial.modal` evaluated on sympy. A joint at a node of its
+flexible inner body (``Joint.inner_node``) rides on the node frame: its chain turns
+``R_Bi_Gi`` by the node's rotation ``C`` and moves its point by the node's
+displacement, Gi's angular velocity and transport gain the node frame's
+``V_node = S ξ`` and the remainders its bias ``V_i ×_m V_node + c``
+(:func:`kanedyn.spatial.modal.node_motion_terms`); the outboard bodies' partials over
+the modal speeds, ``Omega_xi`` and ``V_xi``, enter ``M``, ``F_r`` and ``F*_r`` like the
+joints' (:mod:`kanedyn.symbolic.flex`). At a node of its flexible outer body
+(``Joint.outer_node``) the outer body moves relative to Go by the node's motion, with
+the opposite sign.
 
 **Compact form.** Nothing is expanded. Every non-trivial intermediate (each entry of
 each body's ``R_N_B``, each position, angular velocity, velocity, partial column,
@@ -96,7 +105,7 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import rotor_specs, rotor_terms
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import node_joints, params_of
+from kanedyn.model.plan import node_joints, outer_node_joints, params_of
 from kanedyn.spatial import charts
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import euler_axes
@@ -108,7 +117,6 @@ from kanedyn.symbolic.flex import (
     exact_node_motion,
     kane_flex,
     modal_symbols,
-    refuse_nodes,
 )
 from kanedyn.symbolic.intermediates import Intermediates, cross, dot, is_zero, matmul
 from kanedyn.symbolic.loads import Loads, read_loads
@@ -277,7 +285,17 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
     transport, alpha_r, C, a_r = (_slots(nb) for _ in range(4))
     nodes = {k: (i, nd) for k, i, nd in node_joints(model)}  # joints at nodes (inner side)
-    S_node: dict[int, tuple[int, sm.Matrix]] = {}  # joint k: (body i, S (6, nf_i) named)
+    outer_nodes = dict(outer_node_joints(model))  # joint k: node of its outer body k
+    # (joint k, flexible body, sign, S (6, m) named): the node frames' motion, + at an
+    # inner node, - at an outer node (the outer body moves by V_Go - V_on)
+    S_node: list[tuple[int, int, int, sm.Matrix]] = []
+
+    def named_S(S_: sm.Matrix, label: str) -> sm.Matrix:
+        return sm.Matrix.hstack(*[
+            sm.Matrix.vstack(t.vec(S_[:3, c], f"{label}w{c}_"), t.vec(S_[3:, c], f"{label}v{c}_"))
+            for c in range(S_.cols)
+        ])  # fmt: skip
+
     for k, j in enumerate(model.joints):
         qi, ui = lay.q_index[k], lay.u_index[k]
         nr = j.n_rot_coordinates
@@ -315,6 +333,13 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             Gi = (f"R_Bi_Gi{k}_", t.product(f"R_Bi_Gi{k}_", [(f"C_n{k}_", C_n), Gi]))
             ip = (f"ip{k}_", t.vec(nfr.d + matmul(C_n, ip[1] - nfr.r_n), f"ip{k}_"))
         R_Bi_Gi = Gi[1]
+        Bo, op = ("", R_Go_Bo), ("", _cmat(pa.outer_point[k]))
+        if k in outer_nodes:  # Go is fixed in the node frame (C, d) of the outer body k
+            nfo = exact_node_frame(model, k, outer_nodes[k], eta, xi)
+            C_o = t.mat(nfo.C, f"C_o{k}_")
+            Bo = (f"R_Go_Bo{k}_", t.product(f"R_Go_Bo{k}_", [Bo, (f"C_o{k}_^T", C_o.T)]))
+            op = (f"op{k}_", t.vec(nfo.d + matmul(C_o, op[1] - nfo.r_n), f"op{k}_"))
+        R_Go_Bo = Bo[1]
         R_Bi_Go = t.product(f"R_Bi_Go{k}_", [Gi, (f"R_Gi_Go{k}_", R_Gi_Go)])
         i_in = int(lay.parent[k])
         if i_in < 0:
@@ -324,7 +349,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             R_N_Bi, p_Bi = R_N_B[i_in], p[i_in]
             omega_in, T_in, alpha_in, C_in = omega[i_in], transport[i_in], alpha_r[i_in], C[i_in]
         Bi = f"R_N_B{i_in}_" if i_in >= 0 else ""
-        R_N_B[k] = t.product(f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), ("", R_Go_Bo)])
+        R_N_B[k] = t.product(f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), Bo])
         R_N_Gi[k] = t.product(f"R_N_Gi{k}_", [(Bi, R_N_Bi), Gi])
         # p_Bo = p_Bi + R_N_Bi inner_point + R_N_Gi Δ d - R_N_Bo outer_point
         p[k] = t.combine(
@@ -333,12 +358,12 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
                 (1, "", (f"p{i_in}_", p_Bi)),
                 (1, "@", (Bi, R_N_Bi), ip),
                 (1, "@", (f"R_N_Gi{k}_", R_N_Gi[k]), ("", Delta), ("", d)),
-                (-1, "@", (f"R_N_B{k}_", R_N_B[k]), ("", _cmat(pa.outer_point[k]))),
+                (-1, "@", (f"R_N_B{k}_", R_N_B[k]), op),
             ],
         )
         R_N_Go[k] = t.product(f"R_N_Go{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go)])
         Pk, R = (f"p{k}_", p[k]), (f"R_N_B{k}_", R_N_B[k])
-        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(pa.outer_point[k])))])
+        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, op)])
         r[k] = t.combine(f"r{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(pa.com[k])))])
 
         # stage 3: velocities; omega_rel = R_N_Go Gamma sigma, w = R_N_Gi Delta s
@@ -359,11 +384,8 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         Wg, Tg = Wi, Ti  # Gi's angular velocity and transport (the inner body's)
         if node is not None:  # V_node = S ξ; bias V_i x_m V_node + c (node_motion_terms)
             S_n, c_ = exact_node_motion(nfr, R_N_Bi, p_Bi)
-            S_n = sm.Matrix.hstack(*[
-                sm.Matrix.vstack(t.vec(S_n[:3, c], f"Sw{k}_{c}_"), t.vec(S_n[3:, c], f"Sv{k}_{c}_"))
-                for c in range(S_n.cols)
-            ])  # fmt: skip
-            S_node[k] = (i_n, S_n)
+            S_n = named_S(S_n, f"S{k}_")
+            S_node.append((k, i_n, 1, S_n))
             Wn = (f"omega_node{k}_", t.vec(matmul(S_n[:3, :], nfr.xi), f"omega_node{k}_"))
             Vn = (f"v_node{k}_", t.vec(matmul(S_n[3:, :], nfr.xi), f"v_node{k}_"))
             cw = (f"alpha_q{k}_", t.vec(c_[:3, :], f"alpha_q{k}_"))
@@ -374,24 +396,46 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
                 f"alpha_node{k}_", [(1, "x", Wi, Wn), (1, "", cw)])))]  # fmt: skip
             node_lin = [(1, "", (f"a_node{k}_", t.combine(
                 f"a_node{k}_", [(1, "x", Wi, Vn), (1, "x", Ti, Wn), (1, "", cv)])))]  # fmt: skip
-        omega[k] = t.combine(f"omega{k}_", [(1, "", Wg), (1, "", Wr)])
-        W = (f"omega{k}_", omega[k])
-        transport[k] = t.combine(f"T{k}_", [(1, "", Tg), (1, "", Wk), (-1, "x", Wr, Ok)])
-        Tk = (f"T{k}_", transport[k])
+        if k not in outer_nodes:
+            omega[k] = t.combine(f"omega{k}_", [(1, "", Wg), (1, "", Wr)])
+            W = Wgo = (f"omega{k}_", omega[k])
+            transport[k] = t.combine(f"T{k}_", [(1, "", Tg), (1, "", Wk), (-1, "x", Wr, Ok)])
+            Tk = Tgo = (f"T{k}_", transport[k])
+        else:  # the outer body moves by V_Go - V_on, V_on = S_on ξ_k (node_motion_terms)
+            Wgo = (f"omega_Go{k}_", t.combine(f"omega_Go{k}_", [(1, "", Wg), (1, "", Wr)]))
+            Tgo = (f"T_Go{k}_", t.combine(
+                f"T_Go{k}_", [(1, "", Tg), (1, "", Wk), (-1, "x", Wr, Ok)]))  # fmt: skip
+            S_o, c_o = exact_node_motion(nfo, R_N_B[k], p[k])
+            S_o = named_S(S_o, f"So{k}_")
+            S_node.append((k, k, -1, S_o))
+            Won = (f"omega_on{k}_", t.vec(matmul(S_o[:3, :], nfo.xi), f"omega_on{k}_"))
+            Von = (f"v_on{k}_", t.vec(matmul(S_o[3:, :], nfo.xi), f"v_on{k}_"))
+            omega[k] = t.combine(f"omega{k}_", [(1, "", Wgo), (-1, "", Won)])
+            W = (f"omega{k}_", omega[k])
+            transport[k] = t.combine(f"T{k}_", [(1, "", Tgo), (-1, "", Von)])
+            Tk = (f"T{k}_", transport[k])
+            # its bias: -(V_k x_m V_on + c_on)
+            node_terms = [*node_terms, (-1, "", (f"alpha_on{k}_", t.combine(
+                f"alpha_on{k}_", [(1, "x", W, Won), (1, "", (f"alpha_qo{k}_", t.vec(
+                    c_o[:3, :], f"alpha_qo{k}_")))])))]  # fmt: skip
+            node_out = [(-1, "", (f"a_on{k}_", t.combine(
+                f"a_on{k}_", [(1, "x", W, Von), (1, "x", Tk, Won), (1, "", (f"a_qo{k}_", t.vec(
+                    c_o[3:, :], f"a_qo{k}_")))])))]  # fmt: skip
         v[k] = t.combine(f"v{k}_", [(1, "x", W, Rk), (1, "", Tk)])
-        v_o[k] = t.combine(f"v_o{k}_", [(1, "x", W, Ok), (1, "", Tk)])
+        # the joint point's velocity, moving with Go
+        v_o[k] = t.combine(f"v_o{k}_", [(1, "x", Wgo, Ok), (1, "", Tgo)])
 
-        # remainders: alpha_k = omega x omega_rel + R_N_Go Gds, summed down the path
+        # remainders: alpha_k = omega_Go x omega_rel + R_N_Go Gds, summed down the path
         alpha_k = t.combine(
             f"alpha_k{k}_",
-            [(1, "x", W, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))],
+            [(1, "x", Wgo, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))],
         )
         Ak = (f"alpha_k{k}_", alpha_k)
         alpha_r[k] = t.combine(f"alpha_r{k}_", [(1, "", Ai), *node_terms, (1, "", Ak)])
         C[k] = t.combine(
             f"C{k}_",
             [(1, "", Ci), *node_lin, (-1, "x", Ak, Ok), (-1, "x", Wr, (f"v_o{k}_", v_o[k])),
-             (1, "x", Wg, Wk)],
+             (1, "x", Wg, Wk), *(node_out if k in outer_nodes else ())],
         )  # fmt: skip
         a_r[k] = t.combine(
             f"a_r{k}_",
@@ -434,11 +478,11 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         slices = dict(model.modal_slices())
         for i in range(nb):
             Ox, Vx = sm.zeros(3, model.nf), sm.zeros(3, model.nf)
-            for k, (i_n, S_n) in S_node.items():
+            for k, i_n, sign, S_n in S_node:
                 if P[i, k]:
                     sl = slices[i_n]
-                    Ox[:, sl] += S_n[:3, :]
-                    Vx[:, sl] += S_n[3:, :]
+                    Ox[:, sl] += sign * S_n[:3, :]
+                    Vx[:, sl] += sign * S_n[3:, :]
             for c in range(model.nf):
                 if not is_zero(Ox[:, c]):
                     Ox[:, c] = t.vec(Ox[:, c], f"Omega_xi{i}_{c}_")
@@ -1254,7 +1298,8 @@ def kane(
     ------
     ModelError
         For a spherical joint with a non-zero spring (see the module docstring), and for
-        reactions or closed loops with flexible bodies (not derived symbolically yet).
+        reactions or closed loops with flexible bodies and for geared rotors with joints
+        at nodes of flexible bodies (not derived symbolically yet).
 
     Examples
     --------
@@ -1269,7 +1314,6 @@ def kane(
     """
     if not isinstance(model, Model):
         raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
-    refuse_nodes(model, "kd.symbolic.kane")
     if model.nf and (reactions or model.loops):
         what = "reactions" if reactions else "closed loops"
         raise ModelError(

@@ -294,13 +294,54 @@ def test_stages_and_table_show_the_node_partials_and_unfold_to_the_equations(lum
     assert Om[0] == sp.zeros(3, 1) and Om[1] == sp.zeros(3, 1) and Om[2] != sp.zeros(3, 1)
 
 
-def test_joints_at_nodes_of_the_outer_body_are_refused_by_name():
-    beam = kd.beam_body("beam", 2.0, 1.5, 40.0, n_modes=1, directions=(1,), stiffening=False)
-    hub = kd.Body("hub", 3.0, kd.inertia_tensor(1.0, 1.5, 2.0))
-    model = kd.Model([hub, beam], [kd.Joint.revolute("h", None, "hub", axis=3),
-                                   kd.Joint.revolute("hang", "hub", "beam", axis=2,
-                                                     outer_node="tip", outer_point=(2, 0, 0))])  # fmt: skip
-    for derive, who in ((kd.symbolic.kane, "kd.symbolic.kane"),
-                        (kd.symbolic.lagrange, "kd.symbolic.lagrange")):  # fmt: skip
-        with pytest.raises(kd.ModelError, match=rf"{who}: joints \['hang'\] .*outer_node"):
-            derive(model)
+def lumped_beam_hanging(with_tip=True):
+    """The lumped beam hinged to the hub at its tip node (``outer_node``, the joint
+    frame turned and off the node), a tip body hinged to it at an undeformed point."""
+    hub, beam, tip = lumped_beam_tip().bodies
+    joints = [kd.Joint.revolute("h", None, "hub", axis=3),
+              kd.Joint.revolute("hang", "hub", "beam", axis=2, inner_point=(0.3, 0.1, 0.0),
+                                outer_node="tip", outer_point=_f(INNER_POINT),
+                                outer_rotation=np.array(R_BI_GI, dtype=float)),
+              kd.Joint.revolute("t", "beam", "tip", axis=1, inner_point=(1, 0, 0))]  # fmt: skip
+    if not with_tip:
+        return kd.Model([hub, beam], joints[:2], gravity=_f(GRAVITY))
+    return kd.Model([hub, beam, tip], joints, gravity=_f(GRAVITY))
+
+
+@pytest.fixture(scope="module")
+def hanging():
+    model = lumped_beam_hanging()
+    return model, kd.symbolic.kane(model)
+
+
+def test_a_beam_hanging_at_its_tip_node_equals_the_dense_engine(hanging):
+    """``Joint.outer_node``: the beam moves relative to the joint by minus its tip node's
+    motion; the symbolic mass matrix and forcing are the dense engine's."""
+    model, eom = hanging
+    f = eom.lambdify()
+    for state in _states(model, 27):
+        M, F = f(state.q, state.u)
+        np.testing.assert_allclose(M, kd.mass_matrix(model, state), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(F, kd.forcing(model, state), rtol=1e-9, atol=1e-9)
+    assert eom.Omega_xi[1] != sp.zeros(3, 1)  # the beam's frame turns with its node
+
+
+@pytest.mark.slow
+def test_lagrange_equals_kane_for_the_beam_hanging_at_its_tip_node():
+    model = lumped_beam_hanging(with_tip=False)
+    rep = kd.symbolic.compare(kd.symbolic.kane(model), kd.symbolic.lagrange(model),
+                              time_budget=0.1, samples=2)  # fmt: skip
+    assert rep.equivalent and not rep.differing, str(rep)
+    assert rep.max_numeric_error < 1e-9
+
+
+@pytest.mark.slow
+def test_inner_and_outer_nodes_on_a_free_hub_equal_the_dense_engine():
+    """Two beams hanging at their tip nodes from a free hub and from the first beam's
+    root node (tests/test_flex_nodes.py's model)."""
+    from tests.test_flex_nodes import _outer_nodes
+
+    model, state = _outer_nodes()
+    M, F = kd.symbolic.kane(model).lambdify()(state.q, state.u)
+    np.testing.assert_allclose(M, kd.mass_matrix(model, state), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(F, kd.forcing(model, state), rtol=1e-9, atol=1e-9)
