@@ -544,7 +544,7 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     if S_node and rotor_specs(model):
         raise ModelError(
             "kd.symbolic.kane: geared rotors (Joint.rotor) in a model with joints at nodes "
-            "of flexible bodies (Joint.inner_node) are not modelled yet"
+            "of flexible bodies (Joint.inner_node, outer_node) are not modelled yet"
         )
     for spec in rotor_specs(model):  # geared rotors: the same terms as the dense engine
         carrier: tuple[Any, ...] = (None, None, None, None)

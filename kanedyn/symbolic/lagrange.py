@@ -633,7 +633,7 @@ def lagrange(
     if (nodes or outer_nodes) and rotor_specs(model):
         raise ModelError(
             "lagrange: geared rotors (Joint.rotor) in a model with joints at nodes of "
-            "flexible bodies (Joint.inner_node) are not modelled yet"
+            "flexible bodies (Joint.inner_node, outer_node) are not modelled yet"
         )
     for spec in rotor_specs(model):
         col = index[sm.Symbol(f"{'q' if spec.hinge else 'd'}_{model.joints[spec.k].name}_0",

@@ -345,3 +345,17 @@ def test_inner_and_outer_nodes_on_a_free_hub_equal_the_dense_engine():
     M, F = kd.symbolic.kane(model).lambdify()(state.q, state.u)
     np.testing.assert_allclose(M, kd.mass_matrix(model, state), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(F, kd.forcing(model, state), rtol=1e-9, atol=1e-9)
+
+
+def test_geared_rotors_with_node_joints_are_refused_by_both_derivations():
+    beam = kd.beam_body("beam", 2.0, 1.5, 30.0, n_modes=1, directions=(1,), stiffening=False)
+    tip = kd.Body("tip", 0.5, np.eye(3) * 0.01)
+    model = kd.Model(
+        [beam, tip],
+        [kd.Joint.weld("clamp", None, "beam"),
+         kd.Joint.revolute("hinge", "beam", "tip", inner_point=(2.0, 0, 0), inner_node="tip",
+                           rotor=kd.Rotor(1e-4, ratio=50.0))],
+    )  # fmt: skip
+    for derive in (kd.symbolic.kane, kd.symbolic.lagrange):
+        with pytest.raises(kd.ModelError, match=r"geared rotors .* are not modelled yet"):
+            derive(model)
