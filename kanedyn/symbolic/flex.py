@@ -15,7 +15,8 @@ flexible body i in body axes, ``w_i = (ω, v₀, ξ_i) = W_i ν``, have the part
     W_i = \\begin{bmatrix} R^T \\Omega_i \\\\ R^T (V_i - \\Omega_i \\times R c_i) \\\\ E_i
     \\end{bmatrix}
 
-(``Ω_i``, ``V_i`` the rigid partials of the body, ``v₀ = v - ω × R c`` the body-frame
+(``Ω_i``, ``V_i`` the rigid partials of the body, over the modal speeds too when it
+rides on a node: ``Omega_xi``, ``V_xi`` below, ``v₀ = v - ω × R c`` the body-frame
 origin, ``E_i`` picks ``ξ_i``) and the remainders ``w_r = (Rᵀα_r, Rᵀa₀,r, 0)``,
 ``a₀,r = a_r - α_r × Rc - ω × (ω × Rc)``. Kane's equations gain
 

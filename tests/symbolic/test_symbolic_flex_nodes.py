@@ -1,5 +1,5 @@
-"""Joints at nodes of flexible bodies (``Joint.inner_node``) in the symbolic derivations
-(kd.symbolic.kane, kd.symbolic.lagrange; issue 29).
+"""Joints at nodes of flexible bodies (``Joint.inner_node``, ``outer_node``) in the
+symbolic derivations (kd.symbolic.kane, kd.symbolic.lagrange; issue 29).
 
 Oracles: sympy.physics.mechanics KanesMethod on a hub, a body of particles displaced by
 a mode and a tip body hinged on the node frame written here from the node's mode shape
