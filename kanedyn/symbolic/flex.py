@@ -15,7 +15,8 @@ flexible body i in body axes, ``w_i = (ω, v₀, ξ_i) = W_i ν``, have the part
     W_i = \\begin{bmatrix} R^T \\Omega_i \\\\ R^T (V_i - \\Omega_i \\times R c_i) \\\\ E_i
     \\end{bmatrix}
 
-(``Ω_i``, ``V_i`` the rigid partials of the body, ``v₀ = v - ω × R c`` the body-frame
+(``Ω_i``, ``V_i`` the rigid partials of the body, over the modal speeds too when it
+rides on a node: ``Omega_xi``, ``V_xi`` below, ``v₀ = v - ω × R c`` the body-frame
 origin, ``E_i`` picks ``ξ_i``) and the remainders ``w_r = (Rᵀα_r, Rᵀa₀,r, 0)``,
 ``a₀,r = a_r - α_r × Rc - ω × (ω × Rc)``. Kane's equations gain
 
@@ -29,6 +30,29 @@ with ``ΔM`` = ``modal_inertia``, ``b`` = ``modal_bias`` (velocity terms and geo
 stiffness of the centrifugal and gravity preloads) and the active modal force
 ``F^e = b - modal_forces`` = ``(c_f × g, 0, -K_Ψη - C_Ψξ + P_Ψᵀg)`` (gravity on the
 displaced mass, elastic and damping forces).
+
+**Joints at nodes** (``Joint.inner_node``, ``outer_node``; Kane_NBody_Flex slide 34):
+joint k at node n of flexible body i rides on the node frame of
+:func:`kanedyn.spatial.modal.node_frame`
+(:func:`exact_node_frame`: the Cayley rotation ``C`` of ``Θ_nη/2`` and the displacement
+``d = r_n + Ψ_nη``, exact), ``R_Bi_Gi → C R_Bi_Gi`` and the joint point
+``d + C(inner_point - r_n)``. Kane's chain adds the node frame's spatial velocity
+relative to body i, ``V_node = S ξ_i``, and its bias ``V_i ×_m V_node + c``
+(:func:`kanedyn.spatial.modal.node_subspace`, :func:`exact_node_motion`), so that
+the bodies outboard of the joint have the partials over the modal speeds
+
+.. math::
+
+    \\Omega_\\xi = R W, \\qquad V_\\xi = R\\Psi_n + (R W) \\times (r - x_n)
+
+(``x_n = p_i + R d``) in their rows of ``M``, ``F_r`` and ``F*_r``, and a flexible body
+outboard of a node has them in its ``W_i``. Lagrange's chain uses the same ``C`` and
+``d``; its angular velocity is the rate of the attitude, ``[ω]_× = Ċ Cᵀ``
+(differentiated), not ``W``. At a node m of the flexible outer body k
+(``Joint.outer_node``) Go is fixed in the node frame: ``R_Go_Bo → R_Go_Bo Cᵀ``, the
+outer point ``d + C(outer_point - r_m)``, and body k moves by ``V_Go - S_on ξ_k`` with
+the bias ``-(V_k ×_m V_on + c_on)`` (``S_on``, ``c_on`` of ``node_subspace`` on
+body k); in Lagrange's chain ``J_A`` loses ``R_N_Bk vee(∂C/∂η Cᵀ)``.
 
 **Lagrange**: the body's kinetic energy gains ``½ wᵀ ΔM(η) w`` with ``w = W(q) q̇``
 built from the Lagrange chain (``W = [Rᵀ J_A ; Rᵀ ∂p_B/∂q ; E]``), the potential energy
@@ -47,18 +71,25 @@ import attrs
 import numpy as np
 import sympy as sm
 
-from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import node_joint_names
-from kanedyn.spatial.modal import first_moment, modal_bias, modal_forces, modal_inertia
+from kanedyn.spatial.modal import (
+    first_moment,
+    modal_bias,
+    modal_forces,
+    modal_inertia,
+    node_frame,
+    node_subspace,
+)
 from kanedyn.symbolic.arithmetic import exact, exact_array
 from kanedyn.symbolic.intermediates import cross, matmul
 
 __all__ = [
     "ExactModes",
-    "refuse_nodes",
     "FlexBody",
     "exact_modes",
+    "ExactNode",
+    "exact_node_frame",
+    "exact_node_motion",
     "kane_flex",
     "lagrange_flex",
     "modal_symbols",
@@ -92,6 +123,9 @@ class ExactModes:
     L: np.ndarray
     N: np.ndarray
     geometric: np.ndarray | None
+    node_positions: np.ndarray
+    Psi: np.ndarray
+    Theta: np.ndarray
 
 
 def exact_modes(md: Any) -> ExactModes:
@@ -105,6 +139,9 @@ def exact_modes(md: Any) -> ExactModes:
         L=exact_array(md.L),
         N=exact_array(md.N),
         geometric=None if md.geometric is None else exact_array(md.geometric),
+        node_positions=exact_array(md.node_positions),
+        Psi=exact_array(md.Psi),
+        Theta=exact_array(md.Theta),
     )
 
 
@@ -114,6 +151,54 @@ def rational(e: Any) -> Any:
     e = sm.sympify(e)
     floats = e.atoms(sm.Float)
     return e.xreplace({x: exact(float(x)) for x in floats}) if floats else e
+
+
+@attrs.frozen(eq=False)
+class ExactNode:
+    """:func:`kanedyn.spatial.modal.node_frame` of node ``node`` of flexible body ``i``
+    on sympy, its numbers exact (body axes): ``C``, ``d`` (3, 1), ``W`` and its rate
+    ``W_dot`` (3, m); with the node's ``Psi`` (3, m) and its undeformed position ``r_n``, the body's
+    modal slice ``sl`` and modal speeds ``xi`` (m, 1)."""
+
+    i: int
+    node: int
+    sl: slice
+    C: sm.Matrix
+    d: sm.Matrix
+    W: sm.Matrix
+    W_dot: sm.Matrix
+    Psi: sm.Matrix
+    r_n: sm.Matrix
+    xi: sm.Matrix
+
+
+def exact_node_frame(model: Model, i: int, node: int, eta: list, xi: list) -> ExactNode:
+    """The node frame of ``node`` of flexible body ``i`` (:class:`ExactNode`) at the
+    body's modal coordinates and speeds taken from ``eta``, ``xi`` (all the model's)."""
+    sl = dict(model.modal_slices())[i]
+    md = exact_modes(model.bodies[i].modes)
+    e, x = (np.array(list(v[sl]), dtype=object) for v in (eta, xi))
+    C, d, W, W_dot = (
+        sm.Matrix(np.asarray(a, dtype=object).tolist()).applyfunc(rational)
+        for a in node_frame(md, node, e, x)
+    )
+    return ExactNode(i, node, sl, C, d, W, W_dot, sm.Matrix(md.Psi[node].tolist()),
+                     sm.Matrix(md.node_positions[node].tolist()), sm.Matrix(list(x)))  # fmt: skip
+
+
+def exact_node_motion(nf: ExactNode, R: sm.Matrix, p: sm.Matrix) -> tuple[sm.Matrix, sm.Matrix]:
+    """The node frame ``nf``'s motion relative to a body with attitude ``R`` and frame
+    origin ``p`` (N), on sympy, as spatial vectors about the origin in N: ``S = Φ``
+    (6, m) and the bias at constant ``ξ``, ``c = Φ̇ξ`` (6, 1), of
+    :func:`kanedyn.spatial.modal.node_subspace` (Kane_NBody_Flex slide 34)."""
+
+    def arr(a: sm.Matrix) -> np.ndarray:
+        return np.array(a.tolist(), dtype=object)
+
+    x_n = arr(p)[:, 0] + arr(R) @ arr(nf.d)[:, 0]
+    xi = arr(nf.xi)[:, 0]
+    S, S_dot = node_subspace(arr(R), x_n, arr(nf.W), arr(nf.W_dot), arr(nf.Psi), xi)
+    return sm.Matrix(S.tolist()), sm.Matrix((S_dot @ xi).tolist())
 
 
 def _column(a: Any) -> sm.Matrix:
@@ -156,7 +241,9 @@ def kane_flex(
     """The flexible bodies' terms of Kane's equations (module docstring): the records
     and the additions to ``M`` (N, N), ``F_r`` (N, 1) and ``F*_r`` at zero acceleration
     (N, 1), ``N = n + nf``. ``t`` is the derivation's tape; ``kin`` holds its per-body
-    ``R_N_B``, ``omega``, ``v``, ``alpha_r``, ``a_r``, ``Omega_u``, ``V_u``, ``V_s``."""
+    ``R_N_B``, ``omega``, ``v``, ``alpha_r``, ``a_r``, ``Omega_u``, ``V_u``, ``V_s`` and
+    ``Omega_xi``, ``V_xi`` (the partials over the modal speeds of the nodes the body
+    rides on, ``Joint.inner_node``; empty lists without such joints)."""
     n, nf = model.n, model.nf
     N = n + nf
     M, Fr, F0 = sm.zeros(N, N), sm.zeros(N, 1), sm.zeros(N, 1)
@@ -169,8 +256,12 @@ def kane_flex(
         rc = t.vec(matmul(R, com[i]), f"rc{i}_")
         Om = kin["Omega_u"][i].row_join(sm.zeros(3, model.ns))
         V = kin["V_u"][i].row_join(kin["V_s"][i])
+        if kin["Omega_xi"]:  # riding on a node: its modal columns
+            Om, V = Om.row_join(kin["Omega_xi"][i]), V.row_join(kin["V_xi"][i])
+        else:
+            Om, V = Om.row_join(sm.zeros(3, nf)), V.row_join(sm.zeros(3, nf))
         W = sm.zeros(6 + nm, N)
-        for c in range(n):
+        for c in range(N):
             if any(e != 0 for e in Om[:, c]):
                 W[:3, c] = t.vec(matmul(Rt, Om[:, c]), f"W{i}_w{c}_")
             v0c = V[:, c] - cross(Om[:, c], rc)
@@ -255,17 +346,3 @@ def lagrange_flex(
         C[r] = sm.Add(*[partial(p_mom[r], qk) * uk for qk, uk in zip(q, u, strict=True)])
         C[r] -= partial(T, q[r])
     return H, C, sm.sympify(U), Q
-
-
-def refuse_nodes(model: Model, who: str) -> None:
-    """A :class:`~kanedyn.ModelError` for a model with joints at nodes of flexible
-    bodies (``Joint.inner_node``, ``outer_node``): the derivations place every joint on
-    its body's undeformed frame, so the node's elastic displacement and rotation, and the
-    outboard bodies' share of the modal partials, are not in them."""
-    nodes = node_joint_names(model)
-    if nodes:
-        raise ModelError(
-            f"{who}: joints {nodes} attach at nodes of flexible bodies, whose elastic motion "
-            "the symbolic derivation does not carry to the outboard bodies yet (the "
-            "numeric engines do: kd.forward_dynamics, kd.simulate, kd.linearize)"
-        )

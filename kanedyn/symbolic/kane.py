@@ -48,7 +48,16 @@ speeds ``ξ`` are generalized coordinates and speeds after the joints'
 ``F_r``, ``F*_r`` gain each flexible body's terms over its own speeds
 ``(ω, v₀, ξ_i) = W_i ν`` (:mod:`kanedyn.symbolic.flex`; Kane_NBody_Flex slides 31-37):
 ``W_iᵀ ΔM_i W_i``, ``W_iᵀ F^e_i`` and ``-W_iᵀ(ΔM_i w_{r,i} + b_i)``, with the modal
-terms of :mod:`kanedyn.spatial.modal` evaluated on sympy.
+terms of :mod:`kanedyn.spatial.modal` evaluated on sympy. A joint at a node of its
+flexible inner body (``Joint.inner_node``) rides on the node frame: its chain turns
+``R_Bi_Gi`` by the node's rotation ``C`` and moves its point by the node's
+displacement, Gi's angular velocity and transport gain the node frame's
+``V_node = S ξ`` and the remainders its bias ``V_i ×_m V_node + c``
+(:func:`kanedyn.spatial.modal.node_subspace`); the outboard bodies' partials over
+the modal speeds, ``Omega_xi`` and ``V_xi``, enter ``M``, ``F_r`` and ``F*_r`` like the
+joints' (:mod:`kanedyn.symbolic.flex`). At a node of its flexible outer body
+(``Joint.outer_node``) the outer body moves relative to Go by the node's motion, with
+the opposite sign.
 
 **Compact form.** Nothing is expanded. Every non-trivial intermediate (each entry of
 each body's ``R_N_B``, each position, angular velocity, velocity, partial column,
@@ -96,13 +105,19 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import rotor_specs, rotor_terms
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import params_of
+from kanedyn.model.plan import node_joints, outer_node_joints, params_of
 from kanedyn.spatial import charts
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_rotation, matrix
-from kanedyn.symbolic.flex import FlexBody, kane_flex, modal_symbols, refuse_nodes
+from kanedyn.symbolic.flex import (
+    FlexBody,
+    exact_node_frame,
+    exact_node_motion,
+    kane_flex,
+    modal_symbols,
+)
 from kanedyn.symbolic.intermediates import Intermediates, cross, dot, is_zero, matmul
 from kanedyn.symbolic.loads import Loads, read_loads
 from kanedyn.symbolic.reactions import joint_reactions
@@ -208,6 +223,10 @@ class _Derivation:
     T_app: list[sm.Matrix]
     Q: list[sm.Expr]  # per speed: joint springs, dampers and actuators (part of Fr)
     flex: list[FlexBody] = attrs.field(factory=list)  # the flexible bodies' modal terms
+    # per body (3, nf): partials over the modal speeds of the nodes it rides on (empty
+    # without joints at nodes)
+    Omega_xi: list[sm.Matrix] = attrs.field(factory=list)
+    V_xi: list[sm.Matrix] = attrs.field(factory=list)
 
 
 # --------------------------------------------------------------------------- symbols
@@ -265,6 +284,18 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
     R_N_B, p, r, o, omega, v, v_o = (_slots(nb) for _ in range(7))
     R_N_Gi, R_N_Go, Gamma, omega_rel, w = (_slots(nb) for _ in range(5))
     transport, alpha_r, C, a_r = (_slots(nb) for _ in range(4))
+    nodes = {k: (i, nd) for k, i, nd in node_joints(model)}  # joints at nodes (inner side)
+    outer_nodes = dict(outer_node_joints(model))  # joint k: node of its outer body k
+    # (joint k, flexible body, sign, S (6, m) named): the node frames' motion, + at an
+    # inner node, - at an outer node (the outer body moves by V_Go - V_on)
+    S_node: list[tuple[int, int, int, sm.Matrix]] = []
+
+    def named_S(S_: sm.Matrix, label: str) -> sm.Matrix:
+        return sm.Matrix.hstack(*[
+            sm.Matrix.vstack(t.vec(S_[:3, c], f"{label}w{c}_"), t.vec(S_[3:, c], f"{label}v{c}_"))
+            for c in range(S_.cols)
+        ])  # fmt: skip
+
     for k, j in enumerate(model.joints):
         qi, ui = lay.q_index[k], lay.u_index[k]
         nr = j.n_rot_coordinates
@@ -293,7 +324,23 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
 
         # stage 2: the chain Bi -> Gi -> slide -> rotation -> Go -> Bo
         R_Bi_Gi, R_Go_Bo = (matrix(exact_rotation(R)) for R in (pa.R_Bi_Gi[k], pa.R_Go_Bo[k]))
-        R_Bi_Go = t.product(f"R_Bi_Go{k}_", [("", R_Bi_Gi), (f"R_Gi_Go{k}_", R_Gi_Go)])
+        Gi, ip = ("", R_Bi_Gi), ("", _cmat(pa.inner_point[k]))
+        node = nodes.get(k)
+        if node is not None:  # Gi rides on the node frame (C, d) of the inner body
+            i_n, nd = node
+            nfr = exact_node_frame(model, i_n, nd, eta, xi)
+            C_n = t.mat(nfr.C, f"C_n{k}_")
+            Gi = (f"R_Bi_Gi{k}_", t.product(f"R_Bi_Gi{k}_", [(f"C_n{k}_", C_n), Gi]))
+            ip = (f"ip{k}_", t.vec(nfr.d + matmul(C_n, ip[1] - nfr.r_n), f"ip{k}_"))
+        R_Bi_Gi = Gi[1]
+        Bo, op = ("", R_Go_Bo), ("", _cmat(pa.outer_point[k]))
+        if k in outer_nodes:  # Go is fixed in the node frame (C, d) of the outer body k
+            nfo = exact_node_frame(model, k, outer_nodes[k], eta, xi)
+            C_o = t.mat(nfo.C, f"C_o{k}_")
+            Bo = (f"R_Go_Bo{k}_", t.product(f"R_Go_Bo{k}_", [Bo, (f"C_o{k}_^T", C_o.T)]))
+            op = (f"op{k}_", t.vec(nfo.d + matmul(C_o, op[1] - nfo.r_n), f"op{k}_"))
+        R_Go_Bo = Bo[1]
+        R_Bi_Go = t.product(f"R_Bi_Go{k}_", [Gi, (f"R_Gi_Go{k}_", R_Gi_Go)])
         i_in = int(lay.parent[k])
         if i_in < 0:
             R_N_Bi, p_Bi = sm.eye(3), sm.zeros(3, 1)
@@ -302,21 +349,21 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             R_N_Bi, p_Bi = R_N_B[i_in], p[i_in]
             omega_in, T_in, alpha_in, C_in = omega[i_in], transport[i_in], alpha_r[i_in], C[i_in]
         Bi = f"R_N_B{i_in}_" if i_in >= 0 else ""
-        R_N_B[k] = t.product(f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), ("", R_Go_Bo)])
-        R_N_Gi[k] = t.product(f"R_N_Gi{k}_", [(Bi, R_N_Bi), ("", R_Bi_Gi)])
+        R_N_B[k] = t.product(f"R_N_B{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go), Bo])
+        R_N_Gi[k] = t.product(f"R_N_Gi{k}_", [(Bi, R_N_Bi), Gi])
         # p_Bo = p_Bi + R_N_Bi inner_point + R_N_Gi Δ d - R_N_Bo outer_point
         p[k] = t.combine(
             f"p{k}_",
             [
                 (1, "", (f"p{i_in}_", p_Bi)),
-                (1, "@", (Bi, R_N_Bi), ("", _cmat(pa.inner_point[k]))),
+                (1, "@", (Bi, R_N_Bi), ip),
                 (1, "@", (f"R_N_Gi{k}_", R_N_Gi[k]), ("", Delta), ("", d)),
-                (-1, "@", (f"R_N_B{k}_", R_N_B[k]), ("", _cmat(pa.outer_point[k]))),
+                (-1, "@", (f"R_N_B{k}_", R_N_B[k]), op),
             ],
         )
         R_N_Go[k] = t.product(f"R_N_Go{k}_", [(Bi, R_N_Bi), (f"R_Bi_Go{k}_", R_Bi_Go)])
         Pk, R = (f"p{k}_", p[k]), (f"R_N_B{k}_", R_N_B[k])
-        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(pa.outer_point[k])))])
+        o[k] = t.combine(f"o{k}_", [(1, "", Pk), (1, "@", R, op)])
         r[k] = t.combine(f"r{k}_", [(1, "", Pk), (1, "@", R, ("", _cmat(pa.com[k])))])
 
         # stage 3: velocities; omega_rel = R_N_Go Gamma sigma, w = R_N_Gi Delta s
@@ -332,24 +379,64 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         Ci = (f"C{i_in}_", C_in)
         Wr, Wk = (f"omega_rel{k}_", omega_rel[k]), (f"w{k}_", w[k])
         Ok, Rk = (f"o{k}_", o[k]), (f"r{k}_", r[k])
-        omega[k] = t.combine(f"omega{k}_", [(1, "", Wi), (1, "", Wr)])
-        W = (f"omega{k}_", omega[k])
-        transport[k] = t.combine(f"T{k}_", [(1, "", Ti), (1, "", Wk), (-1, "x", Wr, Ok)])
-        Tk = (f"T{k}_", transport[k])
+        node_terms: list[tuple[Any, ...]] = []  # the node frame's bias: alpha_r, C
+        node_lin: list[tuple[Any, ...]] = []
+        Wg, Tg = Wi, Ti  # Gi's angular velocity and transport (the inner body's)
+        if node is not None:  # V_node = S ξ; bias V_i x_m V_node + c (node_subspace)
+            S_n, c_ = exact_node_motion(nfr, R_N_Bi, p_Bi)
+            S_n = named_S(S_n, f"S{k}_")
+            S_node.append((k, i_n, 1, S_n))
+            Wn = (f"omega_node{k}_", t.vec(matmul(S_n[:3, :], nfr.xi), f"omega_node{k}_"))
+            Vn = (f"v_node{k}_", t.vec(matmul(S_n[3:, :], nfr.xi), f"v_node{k}_"))
+            cw = (f"alpha_q{k}_", t.vec(c_[:3, :], f"alpha_q{k}_"))
+            cv = (f"a_q{k}_", t.vec(c_[3:, :], f"a_q{k}_"))
+            Wg = (f"omega_Gi{k}_", t.combine(f"omega_Gi{k}_", [(1, "", Wi), (1, "", Wn)]))
+            Tg = (f"T_Gi{k}_", t.combine(f"T_Gi{k}_", [(1, "", Ti), (1, "", Vn)]))
+            node_terms = [(1, "", (f"alpha_node{k}_", t.combine(
+                f"alpha_node{k}_", [(1, "x", Wi, Wn), (1, "", cw)])))]  # fmt: skip
+            node_lin = [(1, "", (f"a_node{k}_", t.combine(
+                f"a_node{k}_", [(1, "x", Wi, Vn), (1, "x", Ti, Wn), (1, "", cv)])))]  # fmt: skip
+        if k not in outer_nodes:
+            omega[k] = t.combine(f"omega{k}_", [(1, "", Wg), (1, "", Wr)])
+            W = Wgo = (f"omega{k}_", omega[k])
+            transport[k] = t.combine(f"T{k}_", [(1, "", Tg), (1, "", Wk), (-1, "x", Wr, Ok)])
+            Tk = Tgo = (f"T{k}_", transport[k])
+        else:  # the outer body moves by V_Go - V_on, V_on = S_on ξ_k (node_subspace)
+            Wgo = (f"omega_Go{k}_", t.combine(f"omega_Go{k}_", [(1, "", Wg), (1, "", Wr)]))
+            Tgo = (f"T_Go{k}_", t.combine(
+                f"T_Go{k}_", [(1, "", Tg), (1, "", Wk), (-1, "x", Wr, Ok)]))  # fmt: skip
+            S_o, c_o = exact_node_motion(nfo, R_N_B[k], p[k])
+            S_o = named_S(S_o, f"So{k}_")
+            S_node.append((k, k, -1, S_o))
+            Won = (f"omega_on{k}_", t.vec(matmul(S_o[:3, :], nfo.xi), f"omega_on{k}_"))
+            Von = (f"v_on{k}_", t.vec(matmul(S_o[3:, :], nfo.xi), f"v_on{k}_"))
+            omega[k] = t.combine(f"omega{k}_", [(1, "", Wgo), (-1, "", Won)])
+            W = (f"omega{k}_", omega[k])
+            transport[k] = t.combine(f"T{k}_", [(1, "", Tgo), (-1, "", Von)])
+            Tk = (f"T{k}_", transport[k])
+            # its bias: -(V_k x_m V_on + c_on)
+            node_terms = [*node_terms, (-1, "", (f"alpha_on{k}_", t.combine(
+                f"alpha_on{k}_", [(1, "x", W, Won), (1, "", (f"alpha_qo{k}_", t.vec(
+                    c_o[:3, :], f"alpha_qo{k}_")))])))]  # fmt: skip
+            node_out = [(-1, "", (f"a_on{k}_", t.combine(
+                f"a_on{k}_", [(1, "x", W, Von), (1, "x", Tk, Won), (1, "", (f"a_qo{k}_", t.vec(
+                    c_o[3:, :], f"a_qo{k}_")))])))]  # fmt: skip
         v[k] = t.combine(f"v{k}_", [(1, "x", W, Rk), (1, "", Tk)])
-        v_o[k] = t.combine(f"v_o{k}_", [(1, "x", W, Ok), (1, "", Tk)])
+        # the joint point's velocity, moving with Go
+        v_o[k] = t.combine(f"v_o{k}_", [(1, "x", Wgo, Ok), (1, "", Tgo)])
 
-        # remainders: alpha_k = omega x omega_rel + R_N_Go Gds, summed down the path
+        # remainders: alpha_k = omega_Go x omega_rel + R_N_Go Gds, summed down the path
         alpha_k = t.combine(
             f"alpha_k{k}_",
-            [(1, "x", W, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))],
+            [(1, "x", Wgo, Wr), (1, "@", (f"R_N_Go{k}_", R_N_Go[k]), (f"Gds{k}_", Gds))],
         )
         Ak = (f"alpha_k{k}_", alpha_k)
-        alpha_r[k] = t.combine(f"alpha_r{k}_", [(1, "", Ai), (1, "", Ak)])
+        alpha_r[k] = t.combine(f"alpha_r{k}_", [(1, "", Ai), *node_terms, (1, "", Ak)])
         C[k] = t.combine(
             f"C{k}_",
-            [(1, "", Ci), (-1, "x", Ak, Ok), (-1, "x", Wr, (f"v_o{k}_", v_o[k])), (1, "x", Wi, Wk)],
-        )
+            [(1, "", Ci), *node_lin, (-1, "x", Ak, Ok), (-1, "x", Wr, (f"v_o{k}_", v_o[k])),
+             (1, "x", Wg, Wk), *(node_out if k in outer_nodes else ())],
+        )  # fmt: skip
         a_r[k] = t.combine(
             f"a_r{k}_",
             [
@@ -384,11 +471,32 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         Omega_u.append(Om)
         V_u.append(Vu)
         V_s.append(Vs)
+    # the modal speeds of the nodes a body rides on: Omega_xi = Σ S_w, V_xi = S_v + S_w x r
+    Omega_xi: list[sm.Matrix] = []
+    V_xi: list[sm.Matrix] = []
+    if S_node:
+        slices = dict(model.modal_slices())
+        for i in range(nb):
+            Ox, Vx = sm.zeros(3, model.nf), sm.zeros(3, model.nf)
+            for k, i_n, sign, S_n in S_node:
+                if P[i, k]:
+                    sl = slices[i_n]
+                    Ox[:, sl] += sign * S_n[:3, :]
+                    Vx[:, sl] += sign * S_n[3:, :]
+            for c in range(model.nf):
+                if not is_zero(Ox[:, c]):
+                    Ox[:, c] = t.vec(Ox[:, c], f"Omega_xi{i}_{c}_")
+                    Vx[:, c] += cross(Ox[:, c], r[i])
+                if not is_zero(Vx[:, c]):
+                    Vx[:, c] = t.vec(Vx[:, c], f"V_xi{i}_{c}_")
+            Omega_xi.append(Ox)
+            V_xi.append(Vx)
 
     # stage 4: Kane's equations, M = sum Omega^T I Omega + m V^T V, and the bias terms
+    N = n + model.nf  # all speeds [u | s | ξ]
     M_terms: dict[tuple[int, int], list] = {}
-    Fr_terms: list[list] = [[] for _ in range(n)]
-    F0_terms: list[list] = [[] for _ in range(n)]
+    Fr_terms: list[list] = [[] for _ in range(N)]
+    F0_terms: list[list] = [[] for _ in range(N)]
     Q = [a + b for a, b in zip(_joint_forces(model, q, u), loads.Q_vector(n), strict=True)]
     F_app, T_app = _applied(model, loads, R_N_B, t, r)
     I_Ns, H_N, T_star0, F_star0 = _slots(nb), _slots(nb), _slots(nb), _slots(nb)
@@ -414,17 +522,30 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             if not is_zero(V_s[i][:, c]):
                 mV = t.vec(m * V_s[i][:, c], f"mV{i}_{nu + c}_")
                 cols.append((nu + c, _ZERO3, V_s[i][:, c], _ZERO3, mV))
+        for c in range(model.nf if Omega_xi else 0):  # riding on nodes: the ξ columns
+            Om_c, V_c = Omega_xi[i][:, c], V_xi[i][:, c]
+            if is_zero(Om_c) and is_zero(V_c):
+                continue
+            IOm = t.vec(matmul(I_N, Om_c), f"IOm{i}_{n + c}_") if not is_zero(Om_c) else _ZERO3
+            mV = t.vec(m * V_c, f"mV{i}_{n + c}_")
+            cols.append((n + c, Om_c, V_c, IOm, mV))
         for a, (ra, Om_a, V_a, _, _) in enumerate(cols):
             for rb, _, _, IOm_b, mV_b in cols[a:]:
                 M_terms.setdefault((ra, rb), []).extend((dot(Om_a, IOm_b), dot(V_a, mV_b)))
             Fr_terms[ra].extend((dot(V_a, F), dot(Om_a, T)))
             F0_terms[ra].extend((dot(Om_a, Tb), dot(V_a, Fb)))
-    M = sm.zeros(n, n)
+    M = sm.zeros(N, N)
     for (ra, rb), terms in M_terms.items():
         lo, hi = min(ra, rb), max(ra, rb)
         M[lo, hi] = M[hi, lo] = sm.Add(*terms)
-    Fr = sm.Matrix([sm.Add(*Fr_terms[rr]) + Q[rr] for rr in range(n)])
-    Fr_star0 = sm.Matrix([sm.Add(*F0_terms[rr]) for rr in range(n)])
+    Q = Q + [sm.Integer(0)] * model.nf  # no joint force on the modal speeds
+    Fr = sm.Matrix([sm.Add(*Fr_terms[rr]) + Q[rr] for rr in range(N)])
+    Fr_star0 = sm.Matrix([sm.Add(*F0_terms[rr]) for rr in range(N)])
+    if S_node and rotor_specs(model):
+        raise ModelError(
+            "kd.symbolic.kane: geared rotors (Joint.rotor) in a model with joints at nodes "
+            "of flexible bodies (Joint.inner_node, outer_node) are not modelled yet"
+        )
     for spec in rotor_specs(model):  # geared rotors: the same terms as the dense engine
         carrier: tuple[Any, ...] = (None, None, None, None)
         if spec.c >= 0:
@@ -435,19 +556,17 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
             )
             carrier = (carrier[0], carrier[1][:, 0], Om, carrier[2][:, 0])
         M_R, f_R = rotor_terms(spec, n, u[spec.r], *carrier)
-        M += sm.Matrix(M_R.tolist())
-        Fr_star0 += sm.Matrix([f_R[i] for i in range(n)])
+        M[:n, :n] = M[:n, :n] + sm.Matrix(M_R.tolist())
+        Fr_star0[:n, 0] = Fr_star0[:n, 0] + sm.Matrix([f_R[i] for i in range(n)])
     flex: list[FlexBody] = []
     if model.nf:  # the modal terms (kanedyn.symbolic.flex), over [u | s | ξ]
         kin = {"R_N_B": R_N_B, "omega": omega, "v": v, "alpha_r": alpha_r, "a_r": a_r,
-               "Omega_u": Omega_u, "V_u": V_u, "V_s": V_s}  # fmt: skip
+               "Omega_u": Omega_u, "V_u": V_u, "V_s": V_s, "Omega_xi": Omega_xi,
+               "V_xi": V_xi}  # fmt: skip
         com = [_cmat(pa.com[i]) for i in range(nb)]
         xid = modal_symbols(model)[2]
         flex, M_f, Fr_f, F0_f = kane_flex(model, t, eta, xi, xid, kin, com, _cmat(pa.gravity))
-        pad = sm.zeros(n, model.nf)
-        M = sm.Matrix.vstack(M.row_join(pad), pad.T.row_join(sm.zeros(model.nf))) + M_f
-        Fr = Fr.col_join(sm.zeros(model.nf, 1)) + Fr_f
-        Fr_star0 = Fr_star0.col_join(sm.zeros(model.nf, 1)) + F0_f
+        M, Fr, Fr_star0 = M + M_f, Fr + Fr_f, Fr_star0 + F0_f
     return _Derivation(
         tape=t,
         R_N_B=R_N_B,
@@ -472,8 +591,10 @@ def _derive(model: Model, q: list, u: list, loads: Loads) -> _Derivation:
         F_star0=F_star0,
         F_app=F_app,
         T_app=T_app,
-        Q=Q + [sm.Integer(0)] * model.nf,
+        Q=Q,
         flex=flex,
+        Omega_xi=Omega_xi,
+        V_xi=V_xi,
     )
 
 
@@ -725,6 +846,19 @@ class KaneEquations:
     def V_s(self) -> list:
         """Partial velocities of the mass centres for the slide speeds, (3, ns) each."""
         return self._explicit_list(self._der.V_s)
+
+    @functools.cached_property
+    def Omega_xi(self) -> list:
+        """Partial angular velocities over the modal speeds, per body a (3, nf) Matrix:
+        non-zero for the bodies outboard of a joint at a node of a flexible body
+        (``Joint.inner_node``); an empty list without such joints."""
+        return self._explicit_list(self._der.Omega_xi)
+
+    @functools.cached_property
+    def V_xi(self) -> list:
+        """Partial velocities of the mass centres over the modal speeds, (3, nf) each
+        (see :attr:`Omega_xi`)."""
+        return self._explicit_list(self._der.V_xi)
 
     @functools.cached_property
     def alpha_r(self) -> list:
@@ -1036,7 +1170,11 @@ class KaneEquations:
                 elif rr < self.model.n:
                     om, vel = _ZERO3, der.V_s[i][:, rr - nu]
                     w_om, w_v = "", f"V_s[{i}][:, {rr - nu}]"
-                else:  # a modal speed moves no body frame (its terms: flexible_partials)
+                elif der.Omega_xi:  # a modal speed moves the bodies riding on its nodes
+                    c = rr - self.model.n
+                    om, vel = der.Omega_xi[i][:, c], der.V_xi[i][:, c]
+                    w_om, w_v = f"Omega_xi[{i}][:, {c}]", f"V_xi[{i}][:, {c}]"
+                else:  # a modal speed moves no body frame (its terms: the flexible stage)
                     om, vel, w_om, w_v = _ZERO3, _ZERO3, "", ""
                 first = i == 0
                 rows.append(
@@ -1160,7 +1298,8 @@ def kane(
     ------
     ModelError
         For a spherical joint with a non-zero spring (see the module docstring), and for
-        reactions or closed loops with flexible bodies (not derived symbolically yet).
+        reactions or closed loops with flexible bodies and for geared rotors with joints
+        at nodes of flexible bodies (not derived symbolically yet).
 
     Examples
     --------
@@ -1175,7 +1314,6 @@ def kane(
     """
     if not isinstance(model, Model):
         raise ModelError(f"kane: expected a kanedyn Model, got {type(model).__name__}")
-    refuse_nodes(model, "kd.symbolic.kane")
     if model.nf and (reactions or model.loops):
         what = "reactions" if reactions else "closed loops"
         raise ModelError(

@@ -42,6 +42,13 @@ A flexible body (``kd.Body(..., modes=...)``) adds its modal coordinates ``η`` 
 (``w = (ω, v₀, ξ)`` in body axes, ``ΔM`` = :func:`kanedyn.spatial.modal.modal_inertia`)
 to ``T``, its strain and displaced-mass gravity energy ``½ηᵀK_Ψη - (Rᵀg)·c_f(η)`` to
 ``U`` and the modal damping ``-C_Ψξ`` to ``Q`` (:func:`kanedyn.symbolic.flex.lagrange_flex`).
+A joint at a node of its flexible inner body (``Joint.inner_node``) is placed by the
+node frame (``R_Bi_Gi → C R_Bi_Gi``, point ``d + C(inner_point - r_n)``,
+:func:`kanedyn.symbolic.flex.exact_node_frame`), and its ``J_A`` gains the columns of
+the modal coordinates ``R_N_Bi vee(∂C/∂η_p Cᵀ)``: the angular velocity is the rate of
+the attitude, not Kane's partials. At a node of the flexible outer body
+(``Joint.outer_node``) the outer body is placed by the node frame the other way
+(``R_N_Bo = R_N_Go R_Go_Bo Cᵀ``) and its ``J_A`` loses ``R_N_Bo vee(∂C/∂η_p Cᵀ)``.
 
 The Coriolis and centrifugal terms are formed, not from the Christoffel symbols, but
 by the product rule on the body velocities (:func:`_coriolis`),
@@ -80,13 +87,13 @@ from kanedyn import joints
 from kanedyn.dynamics.rotors import rotor_specs
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import params_of
+from kanedyn.model.plan import node_joints, outer_node_joints, params_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.charts import axis_rotations, euler_axes
 from kanedyn.spatial.rotation import parse_sequence
 from kanedyn.symbolic.arithmetic import SYMPY, exact, exact_array, exact_rotation, matrix
 from kanedyn.symbolic.components import directional
-from kanedyn.symbolic.flex import lagrange_flex, modal_symbols, refuse_nodes
+from kanedyn.symbolic.flex import exact_node_frame, lagrange_flex, modal_symbols
 from kanedyn.symbolic.kane import central_args
 from kanedyn.symbolic.loads import read_loads
 from kanedyn.symbolic.problem import solve_symmetric
@@ -538,7 +545,6 @@ def lagrange(
     >>> lag.G
     Matrix([[g*l*m*cos(q_j_0)/2]])
     """
-    refuse_nodes(model, "kd.symbolic.lagrange")
     loads = read_loads(model, joint_torques, body_forces, body_torques, "lagrange")
     q, u = generalized_symbols(model)
     charts = _charts(model, chart)
@@ -553,18 +559,41 @@ def lagrange(
     r_c: list[sm.Matrix] = []
     J_A: list[sm.Matrix] = []
     R_N_Gos: list[sm.Matrix] = []
+    nodes = {k: (i, nd) for k, i, nd in node_joints(model)}
+    outer_nodes = dict(outer_node_joints(model))
+    partial = _Partials()
+    eta_all, xi_all = list(q[n - model.nf :]), list(u[n - model.nf :])
+
+    def node_rate(nf: Any) -> list[tuple[sm.Symbol, sm.Matrix]]:
+        """``(η_c, vee(∂C/∂η_c Cᵀ))`` of node frame ``nf``: the node's angular velocity
+        per modal speed in its body's axes, from the rate of its attitude
+        (``[ω]× = Ċ Cᵀ``)."""
+        out = []
+        for eta_c in eta_all[nf.sl]:
+            dC = partial(nf.C, eta_c)
+            out.append((eta_c, sm.Matrix([(dC[a, :] * nf.C[b, :].T)[0]
+                                          for a, b in ((2, 1), (0, 2), (1, 0))])))  # fmt: skip
+        return out
+
     for k, j in enumerate(model.joints):
         par = lay.parent[k]
         R_N_Bi = sm.eye(3) if par < 0 else R_N_B[par]
         p_Bi = sm.zeros(3, 1) if par < 0 else p_B[par]
         J_Ai = sm.zeros(3, n) if par < 0 else J_A[par].copy()
-        R_N_Gi = R_N_Bi * matrix(exact_rotation(j.inner_rotation))
+        R_Bi_Gi, inner_point = matrix(exact_rotation(j.inner_rotation)), _matrix(j.inner_point)
+        if k in nodes:  # Gi rides on the node frame (C, d) of the flexible inner body
+            nfr = exact_node_frame(model, *nodes[k], eta_all, xi_all)
+            R_Bi_Gi = nfr.C * R_Bi_Gi
+            inner_point = nfr.d + nfr.C * (inner_point - nfr.r_n)
+            for eta_c, w_c in node_rate(nfr):  # Gi turns with the node
+                J_Ai[:, index[eta_c]] += R_N_Bi * w_c
+        R_N_Gi = R_N_Bi * R_Bi_Gi
         # slides along the Gi axes named by trn_seq
         trn_axes = parse_sequence(j.trn_seq)
         slide = sm.zeros(3, 1)
         for c in range(j.trn_dof):
             slide[trn_axes[c] - 1] += sm.Symbol(f"d_{j.name}_{c}", real=True)
-        o = p_Bi + R_N_Bi * _matrix(j.inner_point) + R_N_Gi * slide
+        o = p_Bi + R_N_Bi * inner_point + R_N_Gi * slide
         # gimbal R_Gi_Go = R_i1(θ1) R_i2(θ2) R_i3(θ3); column of J_A = joint axis in N (2-4)
         R_N_Go = R_N_Gi
         rot_axes = parse_sequence(charts.get(j.name, j.rot_seq))
@@ -579,14 +608,20 @@ def lagrange(
             R_N_Go = (R_N_Go * matrix(factors[c])).applyfunc(tidy)
         R_N_Gos.append(R_N_Go)
         R = (R_N_Go * matrix(exact_rotation(j.outer_rotation))).applyfunc(tidy)
-        p = o - R * _matrix(j.outer_point)
+        outer_point = _matrix(j.outer_point)
+        if k in outer_nodes:  # Go is fixed in the node frame (C, d) of the outer body
+            nfo = exact_node_frame(model, k, outer_nodes[k], eta_all, xi_all)
+            R = (R * nfo.C.T).applyfunc(tidy)
+            outer_point = nfo.d + nfo.C * (outer_point - nfo.r_n)
+            for eta_c, w_c in node_rate(nfo):  # Bo turns back by the node's rotation
+                J_Ai[:, index[eta_c]] -= R * w_c
+        p = o - R * outer_point
         R_N_B.append(R)
         p_B.append(p.applyfunc(tidy))
         r_c.append((p + R * _matrix(pa.com[k])).applyfunc(tidy))
         J_A.append(J_Ai)
 
     # link Jacobians and the inertia matrix (2-2 .. 2-8)
-    partial = _Partials()
     J_L = [partial.jacobian(r, q) for r in r_c]
     mass = [exact(m) for m in pa.mass]
     H = sm.zeros(n, n)
@@ -595,6 +630,11 @@ def lagrange(
     # geared rotors (kanedyn.dynamics.rotors): massless bodies turning with their carriers
     # C plus n σ a, J_A = J_A,C + n a e_kᵀ, inertia J a aᵀ + J_t (U - a aᵀ) fixed in C
     bodies = (list(mass), list(J_L), list(J_A), list(R_N_B), list(I_B))
+    if (nodes or outer_nodes) and rotor_specs(model):
+        raise ModelError(
+            "lagrange: geared rotors (Joint.rotor) in a model with joints at nodes of "
+            "flexible bodies (Joint.inner_node, outer_node) are not modelled yet"
+        )
     for spec in rotor_specs(model):
         col = index[sm.Symbol(f"{'q' if spec.hinge else 'd'}_{model.joints[spec.k].name}_0",
                               real=True)]  # fmt: skip

@@ -892,6 +892,18 @@ _GROUPS = {
     "Gamma": ("\\Gamma", "", True),
     "R_N_B": ("R^{NB}", "", False),
     "p": ("p", "", False),
+    # a joint at a node of its flexible inner body (Joint.inner_node): the node frame
+    "C_n": ("C^{node}", "", True),
+    "R_Bi_Gi": ("R^{B_iG_i}", "", True),
+    "ip": ("p", "G_i,", True),
+    "omega_node": ("\\omega^{node}", "", True),
+    "v_node": ("v^{node}", "", True),
+    "omega_Gi": ("\\omega", "G_i,", True),
+    "T_Gi": ("\\tau", "G_i,", True),
+    "alpha_q": ("\\alpha^{q}", "", True),
+    "a_q": ("a^{q}", "", True),
+    "alpha_node": ("\\alpha^{node}", "", True),
+    "a_node": ("C^{node}", "", True),
 }
 
 
@@ -1071,11 +1083,23 @@ def stages(
     Vn: dict[tuple[int, int], tuple[str, sm.ImmutableMatrix]] = {}
     columns: list[tuple[str, sm.ImmutableMatrix, Any]] = []  # (lhs, name, column)
     seen: dict[tuple, tuple[str, sm.ImmutableMatrix]] = {}
-    for r in range(n):
+    n_all = len(eom.u)
+
+    def partial_columns(i: int, r: int) -> tuple[Any, Any]:
+        """Body i's partial angular velocity and velocity for speed r (a modal speed's
+        when the body rides on a node: ``Omega_xi``, ``V_xi``)."""
+        if r < nu:
+            return der.Omega_u[i][:, r], der.V_u[i][:, r]
+        if r < n:
+            return sm.zeros(3, 1), der.V_s[i][:, r - nu]
+        if der.Omega_xi:
+            return der.Omega_xi[i][:, r - n], der.V_xi[i][:, r - n]
+        return sm.zeros(3, 1), sm.zeros(3, 1)
+
+    for r in range(n_all):
         omega_r = None
         for i in range(nb):
-            w = der.Omega_u[i][:, r] if r < nu else sm.zeros(3, 1)
-            v = der.V_u[i][:, r] if r < nu else der.V_s[i][:, r - nu]
+            w, v = partial_columns(i, r)
             if all(e == 0 for e in w) and all(e == 0 for e in v):
                 continue
             if any(e != 0 for e in w):
@@ -1092,7 +1116,7 @@ def stages(
             lhs = f"V_{{{subs[i]},{r + 1}}}"
             Vn[i, r] = seen[key] = (lhs, nm.vector("V", f"{subs[i]},{r + 1}"))
             # a rotational speed's V_{i,r} = Omega_r x (r_i - o_k), in the names
-            arm = (i, int(model.layout.u_joint[r])) if (i, r) in Om else None
+            arm = (i, int(model.layout.u_joint[r])) if (i, r) in Om and r < nu else None
             columns.append((lhs, Vn[i, r][1], arm or v))
 
     def _v_names(i: int) -> str:
@@ -1105,7 +1129,7 @@ def stages(
         return "; ".join(f"${o},r}}$: {_ranges(rs)}" for o, rs in owners.items())
 
     def moved(i: int) -> list[int]:
-        return [r for r in range(n) if (i, r) in Vn or (i, r) in Om]
+        return [r for r in range(n_all) if (i, r) in Vn or (i, r) in Om]
 
     # stage 1: kinematics; positions, then omega_i = sum_r Omega_r u_r, v likewise,
     # alpha_i = sum_r Omega_r udot_r + alpha_r,i, a likewise
