@@ -77,11 +77,6 @@ class RunPlan:
                     "engine='dense'"
                 )
             compiled = False
-        if compiled and model.loops and o.method.adaptive and o.engine is Engine.AUTO:
-            # the compiled loop kernels keep the rows chosen at assembly; an adaptive
-            # method's error control needs the dense engine's re-chosen rows where a
-            # row set degrades along the motion (Bricard's), or its steps collapse
-            compiled = False
         schedule = None if o.method.adaptive else Schedule.of(o.t_final, o.dt, o.every)
         n_out = (
             math.floor(o.t_final / o.every) + 2
