@@ -36,6 +36,13 @@ r×r system by an unrolled LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`): t
 (:func:`projected`): Newton steps on ``Φ(q) = 0`` with minimum-norm corrections
 ``δu = -A_rᵀ (A_r A_rᵀ)⁻¹ Φ_r``, then ``u ← u - A_rᵀ (A_r A_rᵀ)⁻¹ A_r u``, as
 :func:`kanedyn.dynamics.loops.project` does.
+
+**Redundant rows** (rank ``r`` below the number of rows ``m``: Bricard's linkage): a set
+of ``r`` independent rows chosen at assembly can become dependent along the motion
+while another set is fine, so with ``rank=r`` every row is kept and the semidefinite
+``A M⁻¹ Aᵀ`` (``A Aᵀ`` in the projection) is solved by the LDLᵀ with diagonal pivoting
+of :func:`kanedyn.spatial.plucker.solve_pivoted`, which chooses the ``r`` rows again at
+every evaluation, branch-free (``λ`` is zero on the others, consistent on the manifold).
 """
 
 from __future__ import annotations
