@@ -155,3 +155,107 @@ def test_linearize_on_the_independent_speeds_matches_finite_differences(name):
                                    rtol=1e-6, atol=1e-6)  # fmt: skip
         np.testing.assert_allclose(lin.A[k:, k + i], (acc(i, 0, h) - acc(i, 0, -h)) / (2 * h),
                                    rtol=1e-6, atol=1e-6)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- row choice
+def test_pivoted_solve_chooses_independent_rows():
+    """``plucker.solve_pivoted`` on ``G = A Aᵀ`` whose first rows are dependent (an
+    unpivoted LDLᵀ meets a zero pivot there) solves every row, on ``rank`` rows, as the
+    least-squares solution of numpy does."""
+    from kanedyn.spatial import plucker
+    from kanedyn.spatial.arithmetic import NUMPY
+
+    rng = np.random.default_rng(4)
+    B = rng.normal(size=(3, 7))
+    A = np.vstack((B[0], 2.0 * B[0], B[1], B[1] - 0.5 * B[2], B[2]))  # rank 3 of 5
+    G = A @ A.T
+    b = A @ rng.normal(size=7)
+    with pytest.raises(ZeroDivisionError):
+        plucker.solve_spd([[1.0, 2.0], [2.0, 4.0]], [[1.0, 2.0]])  # exact zero pivot
+    lam = np.array(plucker.solve_pivoted(NUMPY, G.tolist(), [b.tolist()], 3)[0], dtype=float)
+    np.testing.assert_allclose(G @ lam, b, atol=1e-12)
+    assert np.count_nonzero(lam) == 3
+    lsq = np.linalg.lstsq(G, b, rcond=None)[0]
+    np.testing.assert_allclose(A.T @ lam, A.T @ lsq, atol=1e-12)  # the same constraint force
+
+
+@pytest.fixture(scope="module")
+def a04_degenerate():
+    """Bricard's A04 from rest (five rows, rank four): the state at 1.2 s, and the state
+    where the rows chosen at assembly (:func:`loops.independent_rows`) become dependent
+    (the redundant row's weight in the left null vector of A crosses zero near 1.248 s,
+    found by the secant method on native RK4 runs from 1.2 s)."""
+    model = kd.examples.bricard(spec="iftomm")
+    s12 = kd.simulate(model, model.initial_state(), 1.2, 0.005, output_every=1.2).state(-1)
+    rows0 = list(loops.independent_rows(model))
+    (dropped,) = set(range(loops.loop_plan(model).m)) - set(rows0)
+
+    def at(tau):
+        return kd.simulate(model, s12, tau, tau / 20, output_every=tau).state(-1)
+
+    def weight(s):
+        w = np.linalg.svd(loops.loop_terms(model, s.q).A.T)[2][-1]  # wᵀA = 0
+        return w[dropped] / w[np.argmax(np.abs(w))]  # the sign of SVD's w fixed
+
+    (a, fa), (b, fb) = (0.03, weight(at(0.03))), (0.06, weight(at(0.06)))
+    assert fa * fb < 0
+    for _ in range(8):
+        if fb == fa:
+            break
+        a, fa, b = b, fb, b - fb * (b - a) / (fb - fa)
+        fb = weight(at(b))
+    return model, s12, at(b), rows0
+
+
+def test_native_kernel_chooses_the_rows_again_where_the_assembly_rows_degrade(a04_degenerate):
+    """At the state where the rows chosen at assembly are dependent (their condition
+    number above 1e8), the constraint force method on those rows (the native kernel's
+    former fixed choice) is off by order one, while the native kernel, which chooses the
+    rows at every evaluation, agrees with the dense engine's partition (chosen again by
+    its pivoted QR) to round-off."""
+    from kanedyn.dynamics import loop_rows
+    from kanedyn.dynamics.recursion import Recursion
+
+    model, _, s, rows0 = a04_degenerate
+    assert np.linalg.cond(loops.loop_terms(model, s.q).A[rows0]) > 1e8
+    dense = kd.forward_dynamics(model, s)
+    scale = np.abs(dense).max()
+    cm = kd.compile_model(model)
+    np.testing.assert_allclose(cm.forward_dynamics(s), dense, rtol=0, atol=1e-12 * scale)
+    rec = Recursion(model, s.q.tolist(), s.u.tolist())
+    fixed = loop_rows.constrained_accelerations(rec, loops.loop_plan(model), rows0)[0]
+    assert np.abs(np.array(fixed, dtype=float) - dense).max() > 1e-3 * scale
+
+
+def test_adaptive_native_run_through_the_degenerate_rows(a04_degenerate):
+    """DOP853 with ``engine="compiled"`` runs the A04 mechanism natively through the
+    state where the assembly's rows are dependent (with the rows fixed, its steps
+    collapsed there), and matches the dense engine's DOP853 at rtol 1e-12 to 1e-11, the
+    loops closed to 1e-13. With ``engine="auto"`` an adaptive method runs loops on the
+    dense engine (the bias cut at singular configurations of the mechanism)."""
+    model, s12, _, _ = a04_degenerate
+    kw = dict(method="DOP853", output_every=0.01)
+    run = kd.simulate(model, s12, 0.06, rtol=1e-10, atol=1e-12, engine="compiled", **kw)
+    assert run.engine == "native"
+    auto = kd.simulate(model, s12, 0.01, rtol=1e-6, atol=1e-8, **kw)
+    assert auto.engine == "dense"
+    ref = kd.simulate(model, s12, 0.06, rtol=1e-12, atol=1e-14, engine="dense", **kw)
+    np.testing.assert_allclose(run.q, ref.q, atol=1e-11)
+    np.testing.assert_allclose(run.u, ref.u, atol=1e-11)
+    assert run.loop_residual.max() < 1e-13
+
+
+@pytest.mark.slow
+def test_rk4_run_through_the_degenerate_rows_matches_the_dense_run(a04_degenerate):
+    """RK4 at 2 ms from 1.2 s through the degenerate row set: the native run equals the
+    dense run to 1e-12 and both the dense DOP853 run at rtol 1e-12 to 1e-11."""
+    model, s12, _, _ = a04_degenerate
+    nat = kd.simulate(model, s12, 0.1, 0.002, output_every=0.01)
+    den = kd.simulate(model, s12, 0.1, 0.002, output_every=0.01, engine="dense")
+    ref = kd.simulate(model, s12, 0.1, method="DOP853", rtol=1e-12, atol=1e-14,
+                      output_every=0.01, engine="dense")  # fmt: skip
+    assert nat.engine == "native"
+    np.testing.assert_allclose(nat.q, den.q, atol=1e-12)
+    np.testing.assert_allclose(nat.u, den.u, atol=1e-12)
+    np.testing.assert_allclose(nat.q, ref.q, atol=1e-11)
+    assert nat.loop_residual.max() < 1e-13

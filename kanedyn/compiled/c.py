@@ -23,7 +23,8 @@
     engine does. With loops ``PREFIX_rhs`` is the tree closed by the loops' independent
     rows (:func:`kanedyn.dynamics.loop_rows.constrained_accelerations`), the rows chosen
     once at the model's assembled initial state
-    (:func:`kanedyn.dynamics.loops.independent_rows`), and ``PREFIX_derivatives`` is the
+    (:func:`kanedyn.dynamics.loops.independent_rows`; redundant rows, as Bricard's, are
+    chosen again at every evaluation, :func:`kanedyn.spatial.plucker.solve_pivoted`), and ``PREFIX_derivatives`` is the
     forward-mode Jacobian (:func:`kanedyn.compiled.derivatives.derivative_kernel`).
 
 **Flexible bodies** (``Body.modes``): the state is ``x = [q_joints | η | u | ξ]``
@@ -543,17 +544,25 @@ extern const {ptype} {prefix}_default_params;
     loops_doc = project_h = ""
     step_doc = ",\n * then the state projected onto the loops);" if loops else ");"
     if proj is not None:
+        from kanedyn.dynamics.loops import loop_plan as loop_rows_of
         from kanedyn.dynamics.loops import row_partition
 
         part = row_partition(model)
         names = ", ".join(repr(loop.name) for loop in model.loops)
         independent = ", ".join(speeds[int(r)] for r in part.independent)
+        m = len(loop_rows_of(model).rot)
+        chosen = (
+            f"{len(part.rows)} independent\n * loop rows (rows {', '.join(map(str, part.rows))} "
+            "of the loops' constraint rows), chosen once at\n * the model's initial state, "
+            "assembled"
+            if len(part.rows) == m
+            else f"{len(part.rows)} of its {m}\n * loop rows (redundant rows: chosen again at "
+            "every evaluation by a pivoted LDL^T);\n * at the model's initial state, assembled"
+        )
         loops_doc = f"""
  *
- * Closed loops ({names}): {prefix}_rhs is the tree closed by {len(part.rows)} independent
- * loop rows (rows {", ".join(map(str, part.rows))} of the loops' constraint rows), chosen once at
- * the model's initial state, assembled; there the independent speeds are
- * {independent} (the others follow from the loop constraints).
+ * Closed loops ({names}): {prefix}_rhs is the tree closed by {chosen}; there the
+ * independent speeds are {independent} (the others follow from the loop constraints).
  * {prefix}_step projects the state onto the constraint manifold after every step
  * ({prefix}_project). Start from an assembled state (kd.Model.assemble)."""
         project_h = f"""

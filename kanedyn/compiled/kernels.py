@@ -244,7 +244,7 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     tr = Trace(model, locked, loads, params, efforts, symbols, body_loads)
     if msd:
         closure = (
-            loop_rows.MomentumClosure(loop_plan(model), independent_rows(model, locked))
+            loop_rows.MomentumClosure(loop_plan(model), *_row_choice(model, locked))
             if model.loops
             else None
         )
@@ -252,8 +252,8 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         ydot, qd, nu = tr.run_msd(tr.eta, tr.xi, closure=closure)
         outputs = [*ydot, *qd, *nu]
     elif model.loops:  # the tree closed by its loops' independent rows
-        keep = independent_rows(model, locked)
-        nudot, _ = loop_rows.constrained_accelerations(tr, loop_plan(model), keep)
+        keep, rank = _row_choice(model, locked)
+        nudot, _ = loop_rows.constrained_accelerations(tr, loop_plan(model), keep, rank=rank)
         outputs = [*nudot, *tr.qdot()]
     elif model.nf:
         nudot, qd = flexible_run(tr, tr.eta, tr.xi)
@@ -263,6 +263,20 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         outputs = [*nudot, *qd]
     args = _args(model, loads, efforts, symbols, tr, body_loads)
     return Traced(tr.tape, outputs, args, tr.param_inputs)
+
+
+def _row_choice(model: Model, locked: frozenset[int]) -> tuple[tuple[int, ...], int | None]:
+    """The loop rows a kernel closes the tree with, and how many of them it chooses at
+    every evaluation: the independent rows (:func:`kanedyn.dynamics.loops.
+    independent_rows`) and None when every row is independent; else every row and
+    their rank (redundant rows, as Bricard's: a row set chosen at assembly can degrade
+    along the motion while another is fine, so the kernel's pivoted solve chooses the
+    rows again at every evaluation, :func:`kanedyn.spatial.plucker.solve_pivoted`)."""
+    keep = independent_rows(model, locked)
+    m = loop_plan(model).m
+    if len(keep) == m:
+        return keep, None
+    return tuple(range(m)), len(keep)
 
 
 def _args(model: Model, loads: bool, efforts: bool,
@@ -300,7 +314,8 @@ def projection(model: Model, locked: frozenset[int], params: Params | None = Non
     MomentumClosure`)."""
     tr = Trace(model, locked, False, params, efforts, symbols)
     y = list(tr.u)
-    q, u = loop_rows.projected(tr, loop_plan(model), independent_rows(model, locked), newton=1)
+    keep, rank = _row_choice(model, locked)
+    q, u = loop_rows.projected(tr, loop_plan(model), keep, newton=1, rank=rank)
     if msd:
         u = y
     return Traced(tr.tape, [*q, *u], _args(model, False, efforts, symbols, tr), tr.param_inputs)

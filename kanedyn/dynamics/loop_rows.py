@@ -36,6 +36,13 @@ r×r system by an unrolled LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`): t
 (:func:`projected`): Newton steps on ``Φ(q) = 0`` with minimum-norm corrections
 ``δu = -A_rᵀ (A_r A_rᵀ)⁻¹ Φ_r``, then ``u ← u - A_rᵀ (A_r A_rᵀ)⁻¹ A_r u``, as
 :func:`kanedyn.dynamics.loops.project` does.
+
+**Redundant rows** (rank ``r`` below the number of rows ``m``: Bricard's linkage): a set
+of ``r`` independent rows chosen at assembly can become dependent along the motion
+while another set is fine, so with ``rank=r`` every row is kept and the semidefinite
+``A M⁻¹ Aᵀ`` (``A Aᵀ`` in the projection) is solved by the LDLᵀ with diagonal pivoting
+of :func:`kanedyn.spatial.plucker.solve_pivoted`, which chooses the ``r`` rows again at
+every evaluation, branch-free (``λ`` is zero on the others, consistent on the manifold).
 """
 
 from __future__ import annotations
@@ -306,17 +313,19 @@ def _mat_rows(A: list[list[Scalar]], keep: Sequence[int], free: Sequence[int]) -
 
 
 def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int],
-                              baumgarte: tuple[float, float] | None = None
-                              ) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
-    """``u̇`` of the tree closed by the rows ``keep`` of ``plan`` (independent rows),
-    by ABA and the constraint force method (module docstring); locked speeds 0. With
+                              baumgarte: tuple[float, float] | None = None,
+                              rank: int | None = None) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
+    """``u̇`` of the tree closed by the rows ``keep`` of ``plan`` (independent rows;
+    or, with ``rank`` below their number, redundant rows of which ``rank`` independent
+    ones are chosen again at every evaluation: module docstring, "Redundant rows"), by
+    ABA and the constraint force method (module docstring); locked speeds 0. With
     ``baumgarte = (α, β)`` the bias is ``b + 2α A u + β² Φ`` (Baumgarte 1972)."""
-    nudot, rows, _ = _constrained(rec, plan, keep, baumgarte)
+    nudot, rows, _ = _constrained(rec, plan, keep, baumgarte, rank)
     return nudot, rows
 
 
 def _constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
-                 baumgarte: tuple[float, float] | None = None
+                 baumgarte: tuple[float, float] | None = None, rank: int | None = None
                  ) -> tuple[list[Scalar], LoopRows, list[Scalar]]:  # fmt: skip
     """:func:`constrained_accelerations` and the loops' generalized forces ``A_rᵀλ``
     (n, locked entries 0)."""
@@ -337,19 +346,20 @@ def _constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
         for i in keep:
             Au = _dot([rows.A[i][r] for r in free], [rec.u[r] for r in free])
             bias[i] = bias[i] + 2.0 * alpha * Au + beta * beta * rows.Phi[i]
-    out, lam_forces = _closed(rec, geo, rows, keep, nudot0, bias, bw)
+    out, lam_forces = _closed(rec, geo, rows, keep, nudot0, bias, bw, rank)
     return out, rows, lam_forces
 
 
 def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence[int],
-            x0: list[Scalar], bias: Sequence[Scalar], bw: AbaPass
+            x0: list[Scalar], bias: Sequence[Scalar], bw: AbaPass, rank: int | None = None
             ) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
     """``x = x₀ + M⁻¹A_rᵀλ`` with ``A_r x + b_r = 0``: the tree's ``x₀ = M⁻¹ g`` closed by
     the rows ``keep``, on ABA's factorization ``bw`` of ``M`` (its ``U``, ``D``; the
     rotors' inertias included): ``A_r M⁻¹ A_rᵀ`` from pass 2 on each row,
     ``(A_r M⁻¹ A_rᵀ) λ = -(A_r x₀ + b_r)`` by LDLᵀ, ``M⁻¹A_rᵀλ`` by pass 3. Returns ``x`` and the
     generalized forces ``A_rᵀ λ`` (n, locked entries 0): the constraint force method
-    (Featherstone 2008, sec. 8.1)."""
+    (Featherstone 2008, sec. 8.1). With ``rank`` below the number of rows, ``λ`` is
+    :func:`_solve`'s, on ``rank`` rows chosen at this evaluation."""
     model = rec.model
     free = [r for b in geo for _, r in b.J.cols]
     zero6 = [0.0] * 6
@@ -370,7 +380,7 @@ def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence
                 G[a][bb] = G[a][bb] + _dot(ys[a][k], Dinv_y[bb])
     Ar = _mat_rows(rows.A, keep, free)
     rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + bias[i]) for a, i in enumerate(keep)]
-    lam = sp.solve_spd(G, [rhs])[0]
+    lam = _solve(rec, G, rhs, rank)
     # pass 3 on Σ λ_i y_i at c = 0, a_N = 0: M⁻¹ A_rᵀ λ
     uu = [[_dot([y[k][col] for y in ys], lam) for col in range(len(bw.u[k]))] for k in range(nb)]
     dx = rec.aba_forward(geo, [zero6] * nb, attrs.evolve(bw, u=uu), zero6)
@@ -402,6 +412,7 @@ class MomentumClosure:
 
     plan: RowPlan
     keep: tuple[int, ...]
+    rank: int | None = None  # below len(keep): redundant rows, chosen at every evaluation
 
     def speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar],
                bw: AbaPass) -> list[Scalar]:  # fmt: skip
@@ -410,11 +421,11 @@ class MomentumClosure:
         if not self.keep:
             return nu0
         rows = loop_rows(rec, geo, self.plan)
-        return _closed(rec, geo, rows, self.keep, nu0, [0.0] * len(rows.Phi), bw)[0]
+        return _closed(rec, geo, rows, self.keep, nu0, [0.0] * len(rows.Phi), bw, self.rank)[0]
 
     def forces(self, rec: Recursion) -> list[Scalar]:
         """The loops' generalized forces ``A_rᵀλ`` at ``rec``'s state."""
-        return _constrained(rec, self.plan, self.keep)[2]
+        return _constrained(rec, self.plan, self.keep, rank=self.rank)[2]
 
 
 def _dot(a: Sequence[Scalar], b: Sequence[Scalar]) -> Scalar:
@@ -424,19 +435,33 @@ def _dot(a: Sequence[Scalar], b: Sequence[Scalar]) -> Scalar:
     return acc
 
 
-def _min_norm(Ar: Mat, rhs: Vec) -> Vec:
-    """``A_rᵀ (A_r A_rᵀ)⁻¹ rhs`` (the minimum-norm solution of ``A_r x = rhs``)."""
+def _solve(rec: Recursion, G: Mat, rhs: Vec, rank: int | None) -> Vec:
+    """``λ`` with ``G λ = rhs`` (lower triangle of ``G`` read): ``G`` positive definite
+    by LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`); or, with ``rank`` below its
+    size, ``G = A_r W A_rᵀ`` of redundant rows, semidefinite of that rank, by the
+    diagonal-pivoted LDLᵀ of :func:`kanedyn.spatial.plucker.solve_pivoted`, whose pivots
+    choose ``rank`` independent rows at this evaluation (``λ`` is zero on the others)."""
+    if rank is None or rank >= len(G):
+        return sp.solve_spd(G, [rhs])[0]
+    return sp.solve_pivoted(rec.ar, G, [rhs], rank)[0]
+
+
+def _min_norm(rec: Recursion, Ar: Mat, rhs: Vec, rank: int | None = None) -> Vec:
+    """``A_rᵀ (A_r A_rᵀ)⁻¹ rhs`` (the minimum-norm solution of ``A_r x = rhs``; with
+    ``rank`` below the number of rows, on the rows :func:`_solve` chooses)."""
     m = len(Ar)
     if not m:
         return [0.0] * (len(Ar[0]) if Ar else 0)
     G = [[_dot(Ar[a], Ar[bb]) for bb in range(m)] for a in range(m)]
-    mu = sp.solve_spd(G, [rhs])[0]
+    mu = _solve(rec, G, rhs, rank)
     return [_dot([Ar[a][k] for a in range(m)], mu) for k in range(len(Ar[0]))]
 
 
-def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int],
-              newton: int = 2) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
-    """``(q, u)`` of ``rec`` projected onto the constraint manifold of the rows ``keep``:
+def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 2,
+              rank: int | None = None) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
+    """``(q, u)`` of ``rec`` projected onto the constraint manifold of the rows ``keep``
+    (with ``rank`` below their number, ``rank`` of them chosen at every evaluation, as
+    :func:`constrained_accelerations` does):
     ``newton`` Newton steps on ``Φ_r(q) = 0`` in the free speeds' directions (minimum
     norm: ``q ← q + q̇(q, δu)``, ``δu = -A_rᵀ(A_r A_rᵀ)⁻¹ Φ_r``, quaternions normalized),
     then ``u ← u - A_rᵀ(A_r A_rᵀ)⁻¹ A_r u`` at the new ``q``. ``rec`` is moved to the new
@@ -451,11 +476,11 @@ def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int],
         free = [r for b in geo for _, r in b.J.cols]
         Ar = _mat_rows(rows.A, keep, free)
         if it == newton:
-            corr = _min_norm(Ar, [_dot(a, [u[r] for r in free]) for a in Ar])
+            corr = _min_norm(rec, Ar, [_dot(a, [u[r] for r in free]) for a in Ar], rank)
             for k, r in enumerate(free):
                 u[r] = u[r] - corr[k]
             return list(rec.q), u
-        dx = _min_norm(Ar, [rows.Phi[i] for i in keep])
+        dx = _min_norm(rec, Ar, [rows.Phi[i] for i in keep], rank)
         du = np.zeros(model.n, dtype=object)
         du[:] = 0.0
         for k, r in enumerate(free):

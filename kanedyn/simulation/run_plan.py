@@ -78,9 +78,11 @@ class RunPlan:
                 )
             compiled = False
         if compiled and model.loops and o.method.adaptive and o.engine is Engine.AUTO:
-            # the compiled loop kernels keep the rows chosen at assembly; an adaptive
-            # method's error control needs the dense engine's re-chosen rows where a
-            # row set degrades along the motion (Bricard's), or its steps collapse
+            # at a singular configuration of the mechanism (the N-four-bar's horizontal
+            # rods: A loses rank) the dense engine leaves out the bias along A's singular
+            # values below SINGULAR_RCOND; the native kernel does not, and an adaptive
+            # method's error control collapses there. (Redundant rows that degrade, as
+            # Bricard's, the native kernel chooses again at every evaluation.)
             compiled = False
         schedule = None if o.method.adaptive else Schedule.of(o.t_final, o.dt, o.every)
         n_out = (

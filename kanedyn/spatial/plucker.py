@@ -61,6 +61,7 @@ __all__ = [
     "scale",
     "sdot",
     "skew",
+    "solve_pivoted",
     "solve_spd",
     "sub",
     "sym_mv",
@@ -407,5 +408,88 @@ def solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
             for k in range(i + 1, d):
                 if not (is_zero(L[k][i]) or is_zero(x[k])):
                     x[i] = x[i] - L[k][i] * x[k]
+        out.append(x)
+    return out
+
+
+def _vdot(a: Vec, b: Vec) -> Scalar:
+    """``a · b`` of vectors of any length, term by term."""
+    acc: Scalar = 0.0
+    for x, y in zip(a, b, strict=True):
+        acc = acc + x * y
+    return acc
+
+
+def _step(ar: Arithmetic, x: Scalar) -> Scalar:
+    """``[x ≥ 0]`` as 0 or 1, branch-free: ``(1 + sign(x)) / 2`` (``sign`` is
+    ``copysign(1, x)``, so ``x - x = +0`` counts as ``≥ 0``)."""
+    return (1.0 + ar.sign(x)[()]) * 0.5
+
+
+def solve_pivoted(ar: Arithmetic, D: Mat, B: list[Vec], rank: int) -> list[Vec]:
+    """A solution ``x`` of ``D x = b`` for each ``b`` in ``B``, ``D`` (m × m) symmetric
+    positive semidefinite of rank ``rank`` and each ``b`` in its range: the
+    :math:`LDL^T` factorization with diagonal (symmetric) pivoting, the rank-revealing
+    Cholesky of a semidefinite matrix (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., 2002, sec. 10.3). Stage k takes as pivot the largest diagonal
+    entry of the Schur complement ``S`` among the rows not yet taken, ``p_k``, and
+    updates ``S ← S - g gᵀ / δ`` with ``g = S e_p``, ``δ = g_p``; after ``rank`` stages the
+    rows ``p_0 … p_{r-1}`` are independent and the best conditioned the greedy choice
+    finds, and ``x`` is supported on them: ``D_PP x_P = b_P`` by the factors
+    ``W_ak = g_k[p_a]``, ``δ_k`` (as :func:`solve_spd`), which solves every row since the
+    others depend on them.
+
+    Branch-free on every arithmetic with ``sign``: the pivot is a one-hot weight
+    vector, ``e_i = Π_{j<i} [s_j < s_i] Π_{j>i} [s_i ≥ s_j]`` on the scores ``s_i`` (the
+    diagonal, minus ``|S_ii| + tr D`` for the rows already taken; ``[·]`` by
+    :func:`_step`), so the choice is made again at every evaluation, from the values.
+    Only the lower triangle of ``D`` is read."""
+    m = len(D)
+    S: Mat = [[D[i][j] if i >= j else D[j][i] for j in range(m)] for i in range(m)]
+    trace: Scalar = 0.0
+    for i in range(m):
+        trace = trace + ar.abs(D[i][i])[()]
+    taken: Vec = [0.0] * m
+    pivots: list[Vec] = []  # e_k, one-hot
+    cols: list[Vec] = []  # g_k
+    inv: list[Scalar] = []  # 1 / δ_k
+    for stage in range(rank):
+        s = [S[i][i] - taken[i] * (ar.abs(S[i][i])[()] + trace) for i in range(m)]
+        ge = {(i, j): _step(ar, s[i] - s[j]) for i in range(m) for j in range(i + 1, m)}
+        e: Vec = []
+        for i in range(m):
+            w: Scalar = 1.0
+            for j in range(m):
+                if j < i:
+                    w = w * (1.0 - ge[j, i])
+                elif j > i:
+                    w = w * ge[i, j]
+            e.append(w)
+        g = [_vdot(S[i], e) for i in range(m)]
+        d_inv = 1 / _vdot(e, g)
+        if stage + 1 < rank:  # the Schur complement (symmetric: lower triangle, mirrored)
+            gd = [x * d_inv for x in g]
+            for i in range(m):
+                for j in range(i + 1):
+                    S[i][j] = S[i][j] - g[i] * gd[j]
+                    S[j][i] = S[i][j]
+        taken = add(taken, e)
+        pivots.append(e)
+        cols.append(g)
+        inv.append(d_inv)
+    W = [[_vdot(pivots[a], cols[k]) for k in range(a)] for a in range(rank)]
+    out = []
+    for b in B:
+        y = [_vdot(e, b) for e in pivots]
+        for a in range(rank):
+            for k in range(a):
+                y[a] = y[a] - W[a][k] * inv[k] * y[k]
+        mu = [y[a] * inv[a] for a in range(rank)]
+        for a in reversed(range(rank)):
+            for k in range(a + 1, rank):
+                mu[a] = mu[a] - W[k][a] * inv[a] * mu[k]
+        x: Vec = [0.0] * m
+        for a in range(rank):
+            x = add(x, scale(mu[a], pivots[a]))
         out.append(x)
     return out
