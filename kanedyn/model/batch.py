@@ -5,7 +5,8 @@ with leading batch axes, so a batch costs about as many NumPy calls as one state
 
 * :class:`States` — ``q`` (B, nq) and ``u`` (B, n): B states of one model.
 * :class:`ModelBatch` — one topology with B parameter sets (masses, inertias, mass
-  centres, joint placements, springs, dampers, gravity), for Monte Carlo dispersions.
+  centres, joint placements, springs, dampers, gravity, the flexible bodies' modal
+  data), for Monte Carlo dispersions.
   Build it from B models (:meth:`ModelBatch.stack`) or from a nominal model and
   dispersed arrays (:meth:`ModelBatch.dispersed`).
 
@@ -24,17 +25,26 @@ shape of the states and of the parameters broadcast against each other.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from kanedyn.errors import ModelError
+from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model import Model, State
 from kanedyn.model.gravity import CentralGravity
-from kanedyn.model.plan import MODAL_FIELDS, ModalData, Params, modal_slots, params_of
+from kanedyn.model.modes import modal_matrix, normal_modes
+from kanedyn.model.plan import (
+    MODAL_FIELDS,
+    ModalData,
+    ModalSlot,
+    Params,
+    modal_data,
+    modal_slots,
+    params_of,
+)
 
 __all__ = ["BATCH_FUNCTIONS", "ModelBatch", "NotOneModelError", "States", "resolve"]
 
@@ -152,7 +162,7 @@ class ModelBatch:
         return cls(base, Params(**fields))
 
     @classmethod
-    def dispersed(cls, model: Model, **arrays: ArrayLike) -> ModelBatch:
+    def dispersed(cls, model: Model, **arrays: Any) -> ModelBatch:
         """``model`` with some parameters given per member, each with a leading batch axis.
 
         Keywords: ``mass`` (B, nb), ``inertia`` (B, nb, 3, 3) about the mass centres in
@@ -164,6 +174,19 @@ class ModelBatch:
         (:class:`kanedyn.CentralGravity`) its ``mu``, ``J2``, ``radius`` (B,) and ``center``
         (B, 3). Bodies and joints are in model order (``model.body_index``). Masses must
         be positive, inertias valid, rotations orthonormal, springs non-negative.
+
+        The flexible bodies' modes, by body name: ``modal_frequency={"array": w}`` with
+        ``w`` (B, n) the natural frequencies [rad/s] of the body's n modes (positive), and
+        ``modal_damping_ratio={"array": zeta}`` with ``zeta`` (B, n) their damping ratios
+        (non-negative). Mode p is that of :func:`kanedyn.model.modes.normal_modes`: the
+        modal coordinate p when the body's modal mass and stiffness are diagonal,
+        otherwise its p-th normal mode (``K φ = ω² M φ``, ascending nominal frequency,
+        as ``kd.Modes(damping_ratio=...)``). The member's modal stiffness and damping are
+        ``K = M Φ diag(ω²) Φᵀ M`` and ``C = M Φ diag(2ζω) Φᵀ M`` on the nominal
+        mass-normalised modes Φ (``k = ω² m``, ``c = 2ζ√(k m)`` for a diagonal modal
+        mass; the mode shapes and the modal mass stay the nominal ones). A body given
+        frequencies but no damping ratios keeps its nominal damping matrix (its ratios
+        then scale as ω_nominal/ω); damping ratios use the member's frequencies.
         """
         if model.is_symbolic:
             raise ModelError("ModelBatch.dispersed: the model has symbolic parameters")
@@ -180,7 +203,8 @@ class ModelBatch:
             )
         base = params_of(model)
         fields = {f.name: getattr(base, f.name) for f in PARAM_FIELDS}
-        B = None
+        given_modes = {key: arrays.pop(key) for key in _MODAL_KEYS if key in arrays}
+        modes, B = _modal_arrays(model, given_modes)
         for key, value in arrays.items():
             if key not in names:
                 raise ModelError(
@@ -199,6 +223,8 @@ class ModelBatch:
             fields[names[key]] = arr
         if B is None:
             raise ModelError("ModelBatch.dispersed: give at least one parameter array")
+        if modes:
+            fields.update(_modal_matrices(model, base, modes, B))
         for f in PARAM_FIELDS:
             value = fields[f.name]
             if value.ndim == np.ndim(getattr(base, f.name)):
@@ -248,6 +274,86 @@ class ModelBatch:
 
 
 PARAM_FIELDS = [f for f in attrs.fields(Params) if f.init]
+
+# ModelBatch.dispersed's keywords for the flexible bodies' modes (dicts by body name)
+_MODAL_KEYS = ("modal_frequency", "modal_damping_ratio")
+
+
+def _modal_arrays(
+    model: Model, given: dict[str, Any]
+) -> tuple[dict[int, dict[str, Array]], int | None]:
+    """The ``modal_frequency`` and ``modal_damping_ratio`` keywords, checked: per
+    flexible body index, its (B, n) arrays; and B (None when nothing is given)."""
+    slots = {s.body: s for s in modal_slots(model)}
+    out: dict[int, dict[str, Array]] = {}
+    B: int | None = None
+    for key, by_body in given.items():
+        if not isinstance(by_body, Mapping):
+            raise ModelError(
+                f"{key}: expected a dict of flexible body name -> (B, number of modes) "
+                f"array, e.g. {key}={{'beam': ...}}, got {type(by_body).__name__}"
+            )
+        for name, value in by_body.items():
+            what = f"{key}[{name!r}]"
+            i = model.layout.body_index.get(name)
+            if i is None:
+                hint = did_you_mean(str(name), list(model.layout.body_index))
+                raise ModelError(f"{what}: {name!r} is not a body of the model{hint}")
+            slot: ModalSlot | None = slots.get(i)
+            if slot is None:
+                raise ModelError(f"{what}: body {name!r} is not flexible (it has no modes)")
+            try:
+                arr = np.array(value, dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"{what}: cannot be read as numbers ({exc})") from None
+            if arr.ndim != 2 or arr.shape[1] != slot.n:
+                raise ModelError(
+                    f"{what}: expected shape (B, {slot.n}) (one column per mode of body "
+                    f"{name!r}), got {arr.shape}"
+                )
+            if B is not None and arr.shape[0] != B:
+                raise ModelError(f"{what}: batch size {arr.shape[0]} differs from {B}")
+            B = arr.shape[0]
+            frequency = key == "modal_frequency"
+            bad = ~np.isfinite(arr) | ((arr <= 0.0) if frequency else (arr < 0.0))
+            if np.any(bad):
+                b, p = (int(v) for v in np.argwhere(bad)[0])
+                names: Any = model.bodies[i].modes
+                raise ModelError(
+                    f"{what}: member {b}, mode {p + 1} ({names.mode_names[p]!r}) of body "
+                    f"{name!r}: must be {'positive' if frequency else 'non-negative'} and "
+                    f"finite, got {arr[b, p]:g}"
+                )
+            out.setdefault(i, {})[key] = arr
+    return out, B
+
+
+def _modal_matrices(
+    model: Model, base: Params, modes: dict[int, dict[str, Array]], B: int
+) -> dict[str, Array]:
+    """The flat ``modal_stiffness`` and ``modal_damping`` (B, m) with the bodies of
+    ``modes`` set from their frequencies and damping ratios (:func:`modal_matrix` on
+    the nominal modes of :func:`normal_modes`)."""
+    out = {f: np.tile(np.asarray(getattr(base, f), dtype=float), (B, 1))
+           for f in ("modal_stiffness", "modal_damping")}  # fmt: skip
+    slots = {s.body: s for s in modal_slots(model)}
+    for i, given in modes.items():
+        data = modal_data(base, model, i)
+        w0, Phi = normal_modes(data.stiffness, data.mass)
+        w = given.get("modal_frequency")
+        if w is not None:
+            r = slots[i].entries("modal_stiffness")
+            out["modal_stiffness"][:, r.start : r.stop] = modal_matrix(
+                data.mass, Phi, w**2
+            ).reshape(B, -1)
+        zeta = given.get("modal_damping_ratio")
+        if zeta is not None:
+            r = slots[i].entries("modal_damping")
+            omega = np.broadcast_to(w0, zeta.shape) if w is None else w
+            out["modal_damping"][:, r.start : r.stop] = modal_matrix(
+                data.mass, Phi, 2.0 * zeta * omega
+            ).reshape(B, -1)
+    return out
 
 
 def _topology(model: Model) -> Any:

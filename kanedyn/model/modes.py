@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.errors import ModelError
 
-__all__ = ["GEOMETRIC_LOADS", "Modes"]
+__all__ = ["GEOMETRIC_LOADS", "Modes", "modal_matrix", "normal_modes"]
 
 Array = NDArray[np.float64]
 
@@ -172,17 +172,8 @@ class Modes:
             zeta = np.broadcast_to(np.asarray(self.damping_ratio, dtype=float), (n,))
             if not np.all(np.isfinite(zeta)) or np.any(zeta < 0):
                 raise ModelError(f"modes: damping_ratio must be finite and >= 0, got {zeta}")
-            if not any(np.any(A - np.diag(np.diag(A))) for A in (K, M)):
-                C = np.diag(2.0 * zeta * np.sqrt(np.diag(K) * np.diag(M)))
-            else:
-                # coupled K, M: ζ_i of the i-th normal mode (ascending frequency),
-                # K φ = ω² M φ with Φᵀ M Φ = 1, so C = M Φ diag(2ζω) Φᵀ M
-                import scipy.linalg
-
-                w2, Phi = scipy.linalg.eigh(K, M)
-                MPhi = M @ Phi
-                C = (MPhi * (2.0 * zeta * np.sqrt(np.clip(w2, 0.0, None)))) @ MPhi.T
-                C = 0.5 * (C + C.T)
+            w, Phi = normal_modes(K, M)
+            C = modal_matrix(M, Phi, 2.0 * zeta * w)
             C.setflags(write=False)
         elif self.damping is not None:
             C = _square(self.damping, n, "damping")
@@ -285,6 +276,36 @@ class Modes:
         """``(Psi, Theta)`` at the named nodes (all by default), (N, 3, n) each."""
         idx = list(range(len(self.node_names))) if nodes is None else [self.node(s) for s in nodes]
         return self.Psi[idx], self.Theta[idx]
+
+
+def normal_modes(stiffness: ArrayLike, mass: ArrayLike) -> tuple[Array, Array]:
+    """``(ω, Φ)``: a flexible body's modes as :class:`Modes` numbers them for
+    ``damping_ratio`` and :meth:`kanedyn.ModelBatch.dispersed` for its frequencies.
+
+    When the modal mass ``M`` and stiffness ``K`` are both diagonal, mode p is the modal
+    coordinate p: ``ω_p = √(K_pp / M_pp)``, ``Φ = diag(1/√M_pp)``. Otherwise the normal
+    modes ``K φ = ω² M φ`` in ascending frequency, mass-normalised (``ΦᵀMΦ = 1``).
+    Either way ``ΦᵀMΦ = 1`` and ``ΦᵀKΦ = diag(ω²)``.
+    """
+    K, M = np.asarray(stiffness, dtype=float), np.asarray(mass, dtype=float)
+    if not any(np.any(A - np.diag(np.diag(A))) for A in (K, M)):
+        m = np.diag(M)
+        return np.sqrt(np.clip(np.diag(K), 0.0, None) / m), np.diag(1.0 / np.sqrt(m))
+    import scipy.linalg
+
+    w2, Phi = scipy.linalg.eigh(K, M)
+    return np.sqrt(np.clip(w2, 0.0, None)), Phi
+
+
+def modal_matrix(mass: ArrayLike, Phi: ArrayLike, values: ArrayLike) -> Array:
+    """``M Φ diag(values) Φᵀ M`` (symmetrised), ``values`` (..., n): the modal matrix whose
+    projection on the modes ``Φ`` of :func:`normal_modes` is ``diag(values)``
+    (``ΦᵀMΦ = 1``). The stiffness of frequencies ω is ``values = ω²`` (``k = ω² m`` for a
+    diagonal mass), the damping of ratios ζ ``values = 2ζω`` (``c = 2ζ√(k m)``)."""
+    MPhi = np.asarray(mass, dtype=float) @ np.asarray(Phi, dtype=float)
+    A = (MPhi * np.asarray(values, dtype=float)[..., None, :]) @ MPhi.T
+    out: Array = 0.5 * (A + np.swapaxes(A, -1, -2))
+    return out
 
 
 def as_modes(value: ArrayLike | Modes | None) -> Modes | None:

@@ -13,6 +13,15 @@ is drawn from, about its nominal value:
 * ``<body>.inertia.rotation.i``: a rotation [rad] of the body's mass distribution about
   body axis i, ``I ← R_i I R_iᵀ`` (nominal 0); with the principal moments, the
   orientation of the principal axes. Not together with the components on one body.
+* ``<body>.modal_frequency.p``: the natural frequency [rad/s] of mode p (1-based, or
+  the mode's name, ``eta1``, ...) of a flexible body; ``<body>.modal_damping_ratio.p``:
+  its damping ratio. Mode p is that of :func:`kanedyn.model.modes.normal_modes` (the
+  modal coordinate p when the modal mass and stiffness are diagonal, otherwise the p-th
+  normal mode in ascending frequency); the member's modal stiffness and damping are
+  those of :meth:`kanedyn.ModelBatch.dispersed` (``k = ω² m``, ``c = 2ζ√(k m)`` for a
+  diagonal modal mass), the other modes keeping their nominal values. The nominal
+  damping ratio needs a modal nominal damping (``ΦᵀCΦ`` diagonal); a body whose
+  frequencies are dispersed and its damping ratios not keeps its damping matrix.
 * ``<joint>.stiffness``: the spring of every DOF of the joint (one value); with a suffix
   ``.i`` (0-based, rotational first), one DOF only. ``<joint>.damping``: the same for
   the damper.
@@ -65,8 +74,9 @@ from numpy.typing import NDArray
 from kanedyn.dynamics.kinematics import kinematics
 from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model import Model, State
+from kanedyn.model.modes import normal_modes
 from kanedyn.model.orbit import Orbit
-from kanedyn.model.plan import params_of
+from kanedyn.model.plan import modal_data, params_of
 from kanedyn.simulation.control import Controller
 from kanedyn.simulation.montecarlo import inputs
 from kanedyn.spatial.inertia import principal_axes, validate_inertia
@@ -74,12 +84,14 @@ from kanedyn.spatial.rotation import dcm_to_quat, elementary_rotation, quat_to_d
 
 __all__ = [
     "DISTRIBUTIONS",
+    "MODAL_KINDS",
     "ORBIT_ELEMENTS",
     "Dispersion",
     "DispersionSpec",
     "Members",
     "Target",
     "apply",
+    "nominal_modes",
     "sample",
 ]
 
@@ -98,6 +110,30 @@ _INERTIA = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2)
 #: orbit.<name> -> the kd.Orbit element it sets ("radius" is the semi-major axis)
 ORBIT_ELEMENTS = {"radius": "a", "a": "a", "e": "e", "i": "i", "raan": "raan", "argp": "argp",
                   "nu": "nu"}  # fmt: skip
+
+#: the dispersions of a flexible body's modes (``<body>.<kind>.p``), which are also
+#: :meth:`kanedyn.ModelBatch.dispersed`'s keywords
+MODAL_KINDS = ("modal_frequency", "modal_damping_ratio")
+
+
+def nominal_modes(model: Model, body: int, what: str) -> tuple[Array, Array | None]:
+    """The nominal frequencies ω [rad/s] and damping ratios ζ of the flexible ``body``'s
+    modes (:func:`kanedyn.model.modes.normal_modes`): ``ζ_p = (ΦᵀCΦ)_pp / (2 ω_p)``.
+    ζ is None when the nominal damping is not modal (``ΦᵀCΦ`` not diagonal, or a mode of
+    zero frequency damped); ``what`` names the parameter in errors."""
+    md: Any = model.bodies[body].modes
+    if md is None:
+        raise ModelError(
+            f"{what}: body {model.bodies[body].name!r} is not flexible (it has no modes)"
+        )
+    data = modal_data(params_of(model), model, body)
+    w, Phi = normal_modes(data.stiffness, data.mass)
+    Cm = Phi.T @ np.asarray(data.damping, dtype=float) @ Phi
+    scale = max(float(np.abs(Cm).max()), 1e-300)
+    c = np.diag(Cm)
+    if np.any(np.abs(Cm - np.diag(c)) > 1e-9 * scale) or np.any((w == 0.0) & (c != 0.0)):
+        return w, None
+    return w, np.divide(c, 2.0 * w, out=np.zeros_like(c), where=w > 0.0)
 
 
 @attrs.frozen(eq=False)
@@ -290,7 +326,7 @@ class Target:
         if (name in given and not in_model) or inputs.is_wheel_parameter(parameter, controller):
             kind, path = inputs.resolve(parameter, controller, loads)
             return cls(parameter, kind, (), path=path)
-        body_field = rest and rest[0] in ("mass", "com", "inertia")
+        body_field = rest and rest[0] in ("mass", "com", "inertia", *MODAL_KINDS)
         if name in lay.body_index and rest and (body_field or name not in lay.joint_index):
             # a name that is a body's and a joint's (a link and its joint) is the body's
             # for mass, com and inertia, the joint's otherwise
@@ -305,9 +341,24 @@ class Target:
                 return cls(parameter, "principal", (i, int(rest[2]) - 1), body=i)
             if len(rest) == 3 and rest[:2] == ["inertia", "rotation"] and rest[2] in _AXES:
                 return cls(parameter, "principal_axes", (i, _AXES[rest[2]]), body=i)
+            if len(rest) == 2 and rest[0] in MODAL_KINDS:
+                md: Any = model.bodies[i].modes
+                if md is None:
+                    raise ModelError(f"{bad}: body {name!r} is not flexible (it has no modes)")
+                names = list(md.mode_names)
+                p = names.index(rest[1]) if rest[1] in names else -1
+                if p < 0 and rest[1].isdigit() and 1 <= int(rest[1]) <= md.n:
+                    p = int(rest[1]) - 1
+                if p < 0:
+                    raise ModelError(
+                        f"{bad}: body {name!r} has no mode {rest[1]!r} (modes 1 to {md.n}, "
+                        f"or by name {names})"
+                    )
+                return cls(parameter, rest[0], (i, p), body=i)
             raise ModelError(
                 f"{bad}: a body takes mass, com.x|y|z, inertia.xx|yy|zz|xy|xz|yz, "
-                "inertia.principal.1|2|3 or inertia.rotation.x|y|z"
+                "inertia.principal.1|2|3, inertia.rotation.x|y|z, or for a flexible body "
+                "modal_frequency.p or modal_damping_ratio.p (mode p = 1, 2, ...)"
             )
         if name in lay.joint_index and rest:
             k = lay.joint_index[name]
@@ -373,6 +424,19 @@ class Target:
                     f"({self.parameter}.0, ...)"
                 )
             return float(arr[0])
+        if self.kind in MODAL_KINDS:
+            i, p = self.index
+            w, zeta = nominal_modes(model, i, f"parameter {self.parameter!r}")
+            if self.kind == "modal_frequency":
+                return float(w[p])
+            if zeta is None:
+                raise ModelError(
+                    f"parameter {self.parameter!r}: body {model.bodies[i].name!r}'s nominal "
+                    "damping is not modal (ΦᵀCΦ is not diagonal on its mass-normalised "
+                    "modes), so its modes have no damping ratios to disperse about; give "
+                    "the body kd.Modes(damping_ratio=...)"
+                )
+            return float(zeta[p])
         if self.kind == "orbit":
             return float(getattr(_osculating(model, state, self.parameter).orbit, self.path[0]))
         if self.kind == "q":
@@ -482,11 +546,12 @@ def sample(spec: DispersionSpec, members: Sequence[int] | NDArray[np.intp]) -> A
 @attrs.frozen(eq=False)
 class Members:
     """Dispersed values applied to B members: parameter arrays for
-    :meth:`kanedyn.ModelBatch.dispersed`, initial states, per member the reason it
+    :meth:`kanedyn.ModelBatch.dispersed` (``modal_frequency`` and
+    ``modal_damping_ratio`` as dicts by body name of (B, n) arrays), initial states, per member the reason it
     is invalid (``""`` when it is valid), and, when they are dispersed, each member's
     controller and loads (None otherwise: every member has the run's)."""
 
-    arrays: dict[str, Array]
+    arrays: dict[str, Any]
     q: Array
     u: Array
     invalid: list[str]
@@ -498,12 +563,23 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
     """Put ``values`` (B, number of dispersions) into parameter arrays and states, and
     validate each member as a model would be (positive masses, physical inertias: the
     triangle inequality where the body asks for it, non-negative springs and dampers,
+    positive modal frequencies and non-negative modal damping ratios,
     non-negative wheel torque limits)."""
     model, state = spec.model, spec.state
     lay, pa = model.layout, params_of(model)
     B = values.shape[0]
     kinds = {t.kind for t in spec.targets}
-    arrays: dict[str, Array] = {}
+    arrays: dict[str, Any] = {}
+    for c, t in enumerate(spec.targets):
+        if t.kind in MODAL_KINDS:  # the body's every mode, nominal where not dispersed
+            i, p = t.index
+            by_body = arrays.setdefault(t.kind, {})
+            name = model.bodies[i].name
+            if name not in by_body:
+                w, zeta = nominal_modes(model, i, f"parameter {t.parameter!r}")
+                nominal = w if t.kind == "modal_frequency" else zeta
+                by_body[name] = np.tile(np.asarray(nominal, dtype=float), (B, 1))
+            by_body[name][:, p] = values[:, c]
     if "mass" in kinds:
         arrays["mass"] = np.tile(np.asarray(pa.mass, dtype=float), (B, 1))
     if "com" in kinds:
@@ -553,8 +629,8 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
             q[:, t.index[0]] = col
         elif t.kind == "u":
             u[:, t.index[0]] = col
-        elif t.kind in inputs.INPUT_KINDS or t.kind == "orbit":
-            continue  # inputs.member_inputs, below; the orbit, above
+        elif t.kind in inputs.INPUT_KINDS or t.kind in ("orbit", *MODAL_KINDS):
+            continue  # inputs.member_inputs, below; the orbit and the modes, above
         else:  # attitude: R_Gi_Go <- R_Gi_Go · R_i(angle), in the order given
             k, i = t.index
             R = attitude.get(k)
@@ -578,7 +654,7 @@ def apply(spec: DispersionSpec, values: Array) -> Members:
                    loads=loads)  # fmt: skip
 
 
-def _why_invalid(spec: DispersionSpec, arrays: dict[str, Array], b: int) -> str:
+def _why_invalid(spec: DispersionSpec, arrays: dict[str, Any], b: int) -> str:
     model = spec.model
     bodies = {t.body for t in spec.targets if t.body is not None}
     for i in sorted(bodies):
@@ -591,6 +667,13 @@ def _why_invalid(spec: DispersionSpec, arrays: dict[str, Array], b: int) -> str:
                                  check_triangle=body.check_triangle)  # fmt: skip
             except ModelError as exc:
                 return " ".join(str(exc).split())
+    for kind in MODAL_KINDS:
+        for name, arr in arrays.get(kind, {}).items():
+            bad = (arr[b] <= 0.0) if kind == "modal_frequency" else (arr[b] < 0.0)
+            if np.any(bad):
+                p = int(np.flatnonzero(bad)[0])
+                sign = "positive" if kind == "modal_frequency" else "non-negative"
+                return f"body {name!r}: {kind} of mode {p + 1} must be {sign}, got {arr[b, p]:.6g}"
     for kind in ("stiffness", "damping"):
         if kind in arrays and np.any(arrays[kind][b] < 0.0):
             r = int(np.flatnonzero(arrays[kind][b] < 0.0)[0])

@@ -215,6 +215,13 @@ def _output_times(run: Run) -> Array:
     return np.array(ts)
 
 
+def _rows(arrays: dict[str, Any], sel: NDArray[np.intp]) -> dict[str, Any]:
+    """The members ``sel`` of :attr:`Members.arrays` (arrays, or dicts by body name of
+    arrays: the modal keywords of :meth:`kanedyn.ModelBatch.dispersed`)."""
+    return {k: ({name: a[sel] for name, a in v.items()} if isinstance(v, dict) else v[sel])
+            for k, v in arrays.items()}  # fmt: skip
+
+
 def _simulate(
     run: Run, members: Any, sel: NDArray[np.intp], errors: list[str]
 ) -> Iterator[tuple[NDArray[np.intp], Any]]:
@@ -224,7 +231,7 @@ def _simulate(
     if sel.size == 0:
         return
     model = run.model
-    sub = {k: v[sel] for k, v in members.arrays.items()}
+    sub = _rows(members.arrays, sel)
     target: Model | ModelBatch = ModelBatch.dispersed(model, **sub) if sub else model
     try:
         with warnings.catch_warnings():  # the crossings go to the result's members
@@ -254,7 +261,7 @@ def _simulate_each(
     member b's model, initial state, controller and loads (the run's, or the member's
     own when they are dispersed), as an ensemble of one."""
     model = run.model
-    sub = {k: v[sel] for k, v in members.arrays.items()}
+    sub = _rows(members.arrays, sel)
     batch = ModelBatch.dispersed(model, **sub) if sub else None
     for j, b in enumerate(sel.tolist()):
         member = model if batch is None else batch.member(j)
