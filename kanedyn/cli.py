@@ -691,7 +691,9 @@ def _cmd_montecarlo(args: argparse.Namespace) -> int:
     import tempfile
 
     model, state, settings, label = _load(args.model)
-    dispersions, file_seed, file_outputs = kd.io.read_dispersions(args.dispersions)
+    dispersions, file_seed, file_outputs = kd.io.read_dispersions(
+        args.dispersions, model, state, loads=settings.get("loads") or None
+    )
     seed = args.seed if args.seed is not None else (file_seed or 0)
     outputs = args.output or file_outputs or None
     t_final = args.t_final if args.t_final is not None else settings.get("t_final", 10.0)

@@ -70,7 +70,10 @@ def test_montecarlo_bad_input_is_one_line_exit_2(files, capsys):
             str(tmp / "o"), "--quiet"]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "kanedyn montecarlo: error: parameter 'rotor.mass': 'rotor' is not a body" in err
+    assert (
+        "kanedyn montecarlo: error: " + str(disp)
+        + ": line 5: dispersion[1]: parameter 'rotor.mass': 'rotor' is not a body"
+    ) in err  # fmt: skip
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     disp.write_text(SPEC_TOML.replace("sigma = 20.0", "sigma = -1"))
     assert main(argv) == 2
@@ -85,5 +88,18 @@ def test_montecarlo_bad_input_is_one_line_exit_2(files, capsys):
     disp.write_text(SPEC_TOML.replace('"hub.mass"', '"hbu.mass"'))
     assert main(argv) == 2
     assert "'hbu' is not a body or joint of the model (did you mean 'hub'?" in (
+        capsys.readouterr().err
+    )
+    # a parameter the model has not, or a relative dispersion of a zero nominal value:
+    # the line of the table in the dispersion file
+    disp.write_text(SPEC_TOML.replace('"hinge0.stiffness"', '"hinge0.stiffness.7"'))
+    assert main(argv) == 2
+    assert "disp.toml: line 16: dispersion[3]: parameter 'hinge0.stiffness.7'" in (
+        capsys.readouterr().err
+    )
+    disp.write_text(SPEC_TOML.replace('"root.rates.z"\ndistribution = "uniform"',
+                                      '"hub.com.x"\ndistribution = "uniform"\nrelative = true'))  # fmt: skip
+    assert main(argv) == 2
+    assert "disp.toml: line 10: dispersion[2]: parameter 'hub.com.x': relative = true" in (
         capsys.readouterr().err
     )

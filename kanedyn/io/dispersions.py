@@ -16,22 +16,32 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from kanedyn.errors import FileFormatError, ModelError
 from kanedyn.io.toml import read_document
-from kanedyn.simulation.montecarlo.dispersion import Dispersion
+from kanedyn.model import Model, State
+from kanedyn.simulation.montecarlo.dispersion import Dispersion, Target
 
 __all__ = ["read_dispersions"]
 
 
 def read_dispersions(
     path: str | os.PathLike[str],
+    model: Model | None = None,
+    state: State | None = None,
+    *,
+    loads: Any = None,
 ) -> tuple[list[Dispersion], int | None, list[str]]:
     """Read ``seed``, ``outputs`` and the ``[[dispersion]]`` tables of a TOML file (a
     model file or a separate one).
 
     Returns ``(dispersions, seed, outputs)``; ``seed`` is None and ``outputs`` empty when
-    the file does not give them.
+    the file does not give them. Given the ``model`` (and the ``state`` and ``loads`` the
+    members run from), each ``parameter`` is also resolved against it
+    (:meth:`kanedyn.simulation.montecarlo.dispersion.Target.of`: a body, joint, mode or
+    input that exists, and a non-zero nominal value for ``relative = true``), so that a
+    name the model does not have is named with its line in the file.
 
     Raises
     ------
@@ -80,7 +90,27 @@ def read_dispersions(
             named = [(m.start(), k) for k in table if (m := re.search(rf"\b{k}\b", text))]
             line = lines.key(i, min(named)[1]) if named else head
             raise FileFormatError(f"{fname}: line {line}: {where}: {exc}") from None
+        if model is not None:
+            _resolve(
+                out[-1], model, state, loads, f"{fname}: line {lines.key(i, 'parameter')}: {where}"
+            )
     return out, seed, list(outputs)
+
+
+def _resolve(d: Dispersion, model: Model, state: State | None, loads: Any, where: str) -> None:
+    """Resolve ``d``'s parameter against ``model`` (its nominal value at ``state``, which
+    ``relative = true`` needs non-zero), as the Monte Carlo run will; a FileFormatError
+    at ``where`` (the file, the line of ``parameter``, the table) if it cannot."""
+    try:
+        target = Target.of(model, d.parameter, None, loads)
+        if state is not None:
+            nominal = target.nominal(model, state, None, loads)
+            if d.relative and nominal == 0.0:
+                raise ModelError(
+                    f"parameter {d.parameter!r}: relative = true needs a non-zero nominal value"
+                )
+    except ModelError as exc:
+        raise FileFormatError(f"{where}: {exc}") from None
 
 
 class _Lines:
