@@ -472,9 +472,10 @@ def equations_at(
     independent: Iterable[int] | None = None,
     baumgarte: tuple[float, float] | None = None,
     locked: Iterable[int] = (),
+    M: Array | None = None,
 ) -> LoopEquations:
     """:class:`LoopEquations` at ``kin`` (coordinates ``q``, speeds ``u``) with the loads
-    ``L``; a new
+    ``L`` (``M``: the tree's mass matrix at ``q`` when already formed); a new
     partition when ``part`` is None or its block has become ill-conditioned
     (:data:`REPARTITION_COND`) or its rows nearly dependent (condition above
     ``1 / SINGULAR_RCOND``: a row set chosen where it was well conditioned can degrade,
@@ -498,7 +499,8 @@ def equations_at(
         or np.linalg.cond(A[part.rows]) * SINGULAR_RCOND > 1.0
     ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
         part = partition(A)
-    return _reduce(mass_matrix_at(model, tm), forcing_at(model, tm, L), lt, A, part, bias)
+    M = mass_matrix_at(model, tm) if M is None else M
+    return _reduce(M, forcing_at(model, tm, L), lt, A, part, bias)
 
 
 def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
@@ -675,7 +677,8 @@ def close(model: Model, q: Array, locked: Iterable[int] = (), tol: float = 1e-13
     return q
 
 
-def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = ()) -> Array:
+def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = (), *,
+                   M: Array | None = None, terms: LoopTerms | None = None) -> Array:  # fmt: skip
     """The speeds just after the loops and the locks ``locked`` act as a plastic impact
     on the speeds ``u`` (a lock engaged: its speed stopped, the loops kept closed).
 
@@ -689,11 +692,12 @@ def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = ())
 
     the speeds closest to ``u⁻`` in the kinetic-energy metric among those that satisfy
     the constraints (Gauss's principle for impulses), so the kinetic energy cannot
-    rise. Speeds that already satisfy them (an unlock) are kept."""
-    kin = kinematics_at(model, q, np.zeros(model.n))
-    tm = kane_terms(model, kin)
-    M = mass_matrix_at(model, tm)
-    lt = loop_terms(model, q)
+    rise. Speeds that already satisfy them (an unlock) are kept. ``M`` (the tree's
+    mass matrix at ``q``) and ``terms`` (:func:`loop_terms` at ``q``) are reused when
+    given (the dense MSD engine forms ``M`` once per right-hand side)."""
+    if M is None:
+        M = mass_matrix_at(model, kane_terms(model, kinematics_at(model, q, np.zeros(model.n))))
+    lt = loop_terms(model, q) if terms is None else terms
     A = stacked_rows(lt, locked)[0]
     eq = _reduce(M, np.zeros(model.n), lt, A, partition(A), np.zeros(A.shape[0]))
     return eq.C @ solve_mass_matrix(eq.mass_matrix, eq.C.T @ (M @ u))

@@ -54,7 +54,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics import flex
-from kanedyn.dynamics.kane import kane_terms, mass_matrix_at, solve_mass_matrix
+from kanedyn.dynamics.kane import KaneTerms, kane_terms, mass_matrix_at, solve_mass_matrix
 from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.dynamics.partials import joint_axes, partials_at
@@ -207,15 +207,24 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
 
 
 def speeds_at(
-    model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp], eta: Array | None = None
+    model: Model,
+    kin: Kinematics,
+    y: Array,
+    locked: NDArray[np.intp],
+    eta: Array | None = None,
+    *,
+    tm: KaneTerms | None = None,
+    M: Array | None = None,
 ) -> Array:
     """The speeds ``ν`` of the momentum states ``y`` at the configuration of ``kin``, with
     the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
     (:func:`speeds` for a state); with flexible bodies over ``[u | s | ξ]`` with the
-    flexible mass matrix at the modal coordinates ``eta``."""
-    tm = kane_terms(model, kin)
+    flexible mass matrix at the modal coordinates ``eta``. ``tm`` (:func:`kane_terms` at
+    ``kin``) and ``M`` (the tree's mass matrix :func:`mass_matrix_at` of ``tm``) are
+    reused when given."""
+    tm = kane_terms(model, kin) if tm is None else tm
     n, N = model.n, model.n_total
-    M = mass_matrix_at(model, tm)
+    M = mass_matrix_at(model, tm) if M is None else M
     if model.nf:
         assert eta is not None
         dM, _ = flex.flex_terms(model, kin, tm.par, eta, np.zeros(model.nf))
