@@ -416,25 +416,47 @@ class LoopEquations:
 
 
 def _reduce(
-    M: Array, f: Array, lt: LoopTerms, A: Array, part: Partition, bias: Array
-) -> LoopEquations:
+    M: Array, f: Array, lt: LoopTerms, A: Array, part: Partition, bias: Array,
+    svd: tuple[Array, Array, Array] | None = None,
+) -> LoopEquations:  # fmt: skip
     """:class:`LoopEquations` from the constraint rows ``A`` (the loops' rows of ``lt``,
-    then any lock rows) and their bias, with the speeds of ``part``."""
+    then any lock rows) and their bias, with the speeds of ``part``; ``svd``: the
+    thin SVD of ``A[part.rows]`` when the caller has it (then, when none of its singular
+    values is below :data:`SINGULAR_RCOND` of the largest, ``c0 = -A_d⁻¹ b`` by the
+    LU of ``A_d`` that gives ``C``)."""
     n = M.shape[0]
     Ar = A[part.rows]
     Ad, Ai = Ar[:, part.dependent], Ar[:, part.independent]
     C = np.zeros((n, part.independent.size))
     C[part.independent, np.arange(part.independent.size)] = 1.0
     c0 = np.zeros(n)
-    if part.rank:
+    b_r = bias[part.rows]
+    if part.rank and svd is not None and svd[1][-1] > SINGULAR_RCOND * svd[1][0]:
+        # nothing to leave out: c0 = -A_d⁻¹ b (below), one LU of A_d for C and c0
+        X = np.linalg.solve(Ad, np.column_stack((Ai, b_r)))
+        C[part.dependent] = -X[:, :-1]
+        c0[part.dependent] = -X[:, -1]
+    elif part.rank:
         C[part.dependent] = -np.linalg.solve(Ad, Ai)
         # c0: the minimum-norm solution of A_r c = -b without the directions of A's
         # singular values below SINGULAR_RCOND (near a singular configuration, b's part
         # along them is round-off divided by σ), moved into the partition's form
         # (c0_i = 0) by a null-space term; the same as -A_d⁻¹ b when nothing is cut
-        p = -np.linalg.lstsq(Ar, bias[part.rows], rcond=SINGULAR_RCOND)[0]
-        c0[:] = p - C @ p[part.independent]
+        if np.any(b_r):  # (a zero bias, as in plastic_impact, gives c0 = 0)
+            p = -_truncated_solve(np.linalg.svd(Ar, full_matrices=False) if svd is None
+                                  else svd, b_r)  # fmt: skip
+            c0[:] = p - C @ p[part.independent]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
+
+
+def _truncated_solve(svd: tuple[Array, Array, Array], rhs: Array) -> Array:
+    """The minimum-norm least-squares solution of ``A x = rhs`` from the thin SVD
+    ``A = U diag(s) Vᵀ``, the singular values up to :data:`SINGULAR_RCOND` of the
+    largest left out (``numpy.linalg.lstsq(A, rhs, rcond=SINGULAR_RCOND)``):
+    ``x = Σ_{s_k > rcond s_0} v_k (u_kᵀ rhs) / s_k``."""
+    U, s, Vt = svd
+    keep = s > SINGULAR_RCOND * s[0]
+    return Vt[keep].T @ ((U[:, keep].T @ rhs) / s[keep])
 
 
 def lock_rows(n: int, locked: Iterable[int]) -> Array:
@@ -492,15 +514,19 @@ def equations_at(
     if baumgarte is not None:
         alpha, beta = baumgarte
         bias = bias + 2.0 * alpha * (A @ u) + beta**2 * Phi
+    svd = None
     if part is None or independent is not None:
         part = partition(A, independent)
-    elif part.rank and (
-        np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
-        or np.linalg.cond(A[part.rows]) * SINGULAR_RCOND > 1.0
-    ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
-        part = partition(A)
+    elif part.rank:
+        svd = np.linalg.svd(A[part.rows], full_matrices=False)  # cond(A_r) and c0 share it
+        s = svd[1]
+        if (
+            np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
+            or s[0] > s[-1] / SINGULAR_RCOND  # cond(A_r) above 1 / SINGULAR_RCOND
+        ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
+            part, svd = partition(A), None
     M = mass_matrix_at(model, tm) if M is None else M
-    return _reduce(M, forcing_at(model, tm, L), lt, A, part, bias)
+    return _reduce(M, forcing_at(model, tm, L), lt, A, part, bias, svd)
 
 
 def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
@@ -569,13 +595,15 @@ def _constraints(model: Model, q: Array) -> LoopTerms:
 
 
 def _newton(
-    model: Model, q: Array, free: Index, tol: float, max_iter: int
-) -> tuple[Array, LoopTerms, bool]:
+    model: Model, q: Array, free: Index, tol: float, max_iter: int,
+    lt: LoopTerms | None = None,
+) -> tuple[Array, LoopTerms, bool]:  # fmt: skip
     """Gauss-Newton on ``Φ(q) = 0`` in the free speeds' directions (minimum norm).
 
     ``Φ̇ = A u`` holds exactly, so ``A`` is the Jacobian of ``Φ`` in speed space and
-    the iteration is Newton's (quadratic near a regular closure)."""
-    lt = _constraints(model, q)
+    the iteration is Newton's (quadratic near a regular closure). ``lt``: the
+    constraints at ``q`` when the caller has them."""
+    lt = _constraints(model, q) if lt is None else lt
     for _ in range(max_iter):
         if not lt.Phi.size or np.max(np.abs(lt.Phi)) <= tol:
             return q, lt, True
@@ -656,8 +684,8 @@ def project(
     lt0 = _constraints(model, q)
     A0 = stacked_rows(lt0, locked)[0]
     before = max(float(np.max(np.abs(lt0.Phi), initial=0.0)), float(np.max(np.abs(A0 @ u))))
-    q, lt, _ = _newton(model, q, free, tol, 5)
-    A = stacked_rows(lt, locked)[0]
+    q, lt, _ = _newton(model, q, free, tol, 5, lt0)
+    A = A0 if lt is lt0 else stacked_rows(lt, locked)[0]
     u = u - np.linalg.lstsq(A, A @ u, rcond=SINGULAR_RCOND)[0]  # see the docstring
     return q, u, before
 
