@@ -297,22 +297,20 @@ def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None
     partial velocity of ``Go_j``'s origin is ``S_r^v - o_j × S_r^ω`` and its bias
     acceleration ``a_O + α × o``."""
     dof_joint = plan_of(model).dof_joint
-    zero = np.zeros((1, 3))
     o_rel = kin.o_rel
-
-    def ext(x: Array) -> list[Any]:
-        return np.concatenate((x, zero)).tolist()
-
     sw = S[:, :3]
     sv = S[:, 3:] - cross(o_rel[dof_joint], sw)
-    cols = [(int(j), r, a, b) for r, (j, a, b) in
-            enumerate(zip(dof_joint, sw.tolist(), sv.tolist(), strict=True))]  # fmt: skip
+    n = len(dof_joint)
+    cols = list(zip(dof_joint.tolist(), range(n), sw.tolist(), sv.tolist(), strict=True))
+    # the frames' vectors in one array (N's row zero), made lists at once
+    vecs = [kin.o, kin.params.outer_point, kin.omega, kin.v_o]
+    if A_r is not None:
+        vecs += [A_r[:, :3], A_r[:, 3:] + cross(A_r[:, :3], o_rel)]
+    V = np.zeros((len(vecs), model.nb + 1, 3))
+    V[:, : model.nb] = vecs
     RB = np.concatenate((kin.R_N_B, np.eye(3)[None])).tolist()
-    fr = RowFrames(ext(kin.o), RB, ext(kin.params.outer_point), cols,
-                   ext(kin.omega), ext(kin.v_o))  # fmt: skip
-    if A_r is None:
-        return fr
-    return attrs.evolve(fr, al=ext(A_r[:, :3]), ao=ext(A_r[:, 3:] + cross(A_r[:, :3], o_rel)))
+    o, op, w, vo, *bias = V.tolist()
+    return RowFrames(o, RB, op, cols, w, vo, *bias)
 
 
 # --------------------------------------------------------------------------- partition
