@@ -137,25 +137,37 @@ def spatial_inertia(I_N: Array, m: Array, r: Array) -> Array:
     return I_O
 
 
+BIAS_PER_BODY = 8
+"""Up to this many bodies, :func:`kane_terms` evaluates the bias forces of one state body
+by body on floats; above it (or for a batch of states), with arrays of bodies as the
+scalars of :func:`kanedyn.spatial.plucker.bias_force` (the same formula and the same
+floating-point operations either way; only the number of NumPy calls differs)."""
+
+
 def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
     """Inertias, bias accelerations and bias forces at ``kin`` (the parameters are
     ``kin.params``); spatial quantities about ``kin.origin``.
 
-    The bias forces are :func:`kanedyn.spatial.plucker.bias_force` run with arrays of
-    bodies as its scalars: it leaves out the exactly zero ``v × m v``, whose round-off
-    at orbital speeds is of the size of a gravity-gradient torque."""
+    The bias forces are :func:`kanedyn.spatial.plucker.bias_force` run body by body on
+    floats (one state of at most :data:`BIAS_PER_BODY` bodies) or with arrays of bodies
+    as its scalars: it leaves out the exactly zero ``v × m v``, whose round-off at
+    orbital speeds is of the size of a gravity-gradient torque."""
     pa = kin.params
     R = kin.R_N_B
     I_N = R @ pa.inertia @ R.swapaxes(-1, -2)
     I_O = spatial_inertia(I_N, pa.mass, kin.r_rel)
     A_r = bias_accelerations(model, kin)
-    I = [[I_O[..., i, j] for j in range(6)] for i in range(6)]
-    V = [kin.V[..., i] for i in range(6)]
-    h = None
-    if pa.has_h:
-        h_N = mv(R, pa.h_embedded)
-        h = [h_N[..., i] for i in range(3)]
-    bias = np.stack(sp.bias_force(I, V, h), axis=-1)
+    h_N = mv(R, pa.h_embedded) if pa.has_h else None
+    if I_O.ndim == 3 and I_O.shape[0] <= BIAS_PER_BODY:
+        # one state of a small tree: each body's scalars as floats (fewer NumPy calls)
+        hs = [None] * I_O.shape[0] if h_N is None else h_N.tolist()
+        bias = np.array([sp.bias_force(I, v, h) for I, v, h in
+                         zip(I_O.tolist(), kin.V.tolist(), hs, strict=True)])  # fmt: skip
+    else:  # the bodies (and states) as arrays in each scalar
+        I = [[I_O[..., i, j] for j in range(6)] for i in range(6)]
+        V = [kin.V[..., i] for i in range(6)]
+        h = None if h_N is None else [h_N[..., i] for i in range(3)]
+        bias = np.stack(sp.bias_force(I, V, h), axis=-1)
     S = joint_subspace(model, kin)
     return KaneTerms(model, kin, pa, S, I_N, I_O, A_r, mv(I_O, A_r), bias)
 

@@ -336,22 +336,20 @@ def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None
     partial velocity of ``Go_j``'s origin is ``S_r^v - o_j × S_r^ω`` and its bias
     acceleration ``a_O + α × o``."""
     dof_joint = plan_of(model).dof_joint
-    zero = np.zeros((1, 3))
     o_rel = kin.o_rel
-
-    def ext(x: Array) -> list[Any]:
-        return np.concatenate((x, zero)).tolist()
-
     sw = S[:, :3]
     sv = S[:, 3:] - cross(o_rel[dof_joint], sw)
-    cols = [(int(j), r, a, b) for r, (j, a, b) in
-            enumerate(zip(dof_joint, sw.tolist(), sv.tolist(), strict=True))]  # fmt: skip
+    n = len(dof_joint)
+    cols = list(zip(dof_joint.tolist(), range(n), sw.tolist(), sv.tolist(), strict=True))
+    # the frames' vectors in one array (N's row zero), made lists at once
+    vecs = [kin.o, kin.params.outer_point, kin.omega, kin.v_o]
+    if A_r is not None:
+        vecs += [A_r[:, :3], A_r[:, 3:] + cross(A_r[:, :3], o_rel)]
+    V = np.zeros((len(vecs), model.nb + 1, 3))
+    V[:, : model.nb] = vecs
     RB = np.concatenate((kin.R_N_B, np.eye(3)[None])).tolist()
-    fr = RowFrames(ext(kin.o), RB, ext(kin.params.outer_point), cols,
-                   ext(kin.omega), ext(kin.v_o))  # fmt: skip
-    if A_r is None:
-        return fr
-    return attrs.evolve(fr, al=ext(A_r[:, :3]), ao=ext(A_r[:, 3:] + cross(A_r[:, :3], o_rel)))
+    o, op, w, vo, *bias = V.tolist()
+    return RowFrames(o, RB, op, cols, w, vo, *bias)
 
 
 # --------------------------------------------------------------------------- partition
@@ -455,25 +453,47 @@ class LoopEquations:
 
 
 def _reduce(
-    M: Array, f: Array, lt: LoopTerms, A: Array, part: Partition, bias: Array
-) -> LoopEquations:
+    M: Array, f: Array, lt: LoopTerms, A: Array, part: Partition, bias: Array,
+    svd: tuple[Array, Array, Array] | None = None,
+) -> LoopEquations:  # fmt: skip
     """:class:`LoopEquations` from the constraint rows ``A`` (the loops' rows of ``lt``,
-    then any lock rows) and their bias, with the speeds of ``part``."""
+    then any lock rows) and their bias, with the speeds of ``part``; ``svd``: the
+    thin SVD of ``A[part.rows]`` when the caller has it (then, when none of its singular
+    values is below :data:`SINGULAR_RCOND` of the largest, ``c0 = -A_d⁻¹ b`` by the
+    LU of ``A_d`` that gives ``C``)."""
     n = M.shape[0]
     Ar = A[part.rows]
     Ad, Ai = Ar[:, part.dependent], Ar[:, part.independent]
     C = np.zeros((n, part.independent.size))
     C[part.independent, np.arange(part.independent.size)] = 1.0
     c0 = np.zeros(n)
-    if part.rank:
+    b_r = bias[part.rows]
+    if part.rank and svd is not None and svd[1][-1] > SINGULAR_RCOND * svd[1][0]:
+        # nothing to leave out: c0 = -A_d⁻¹ b (below), one LU of A_d for C and c0
+        X = np.linalg.solve(Ad, np.column_stack((Ai, b_r)))
+        C[part.dependent] = -X[:, :-1]
+        c0[part.dependent] = -X[:, -1]
+    elif part.rank:
         C[part.dependent] = -np.linalg.solve(Ad, Ai)
         # c0: the minimum-norm solution of A_r c = -b without the directions of A's
         # singular values below SINGULAR_RCOND (near a singular configuration, b's part
         # along them is round-off divided by σ), moved into the partition's form
         # (c0_i = 0) by a null-space term; the same as -A_d⁻¹ b when nothing is cut
-        p = -np.linalg.lstsq(Ar, bias[part.rows], rcond=SINGULAR_RCOND)[0]
-        c0[:] = p - C @ p[part.independent]
+        if np.any(b_r):  # (a zero bias, as in plastic_impact, gives c0 = 0)
+            p = -_truncated_solve(np.linalg.svd(Ar, full_matrices=False) if svd is None
+                                  else svd, b_r)  # fmt: skip
+            c0[:] = p - C @ p[part.independent]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
+
+
+def _truncated_solve(svd: tuple[Array, Array, Array], rhs: Array) -> Array:
+    """The minimum-norm least-squares solution of ``A x = rhs`` from the thin SVD
+    ``A = U diag(s) Vᵀ``, the singular values up to :data:`SINGULAR_RCOND` of the
+    largest left out (``numpy.linalg.lstsq(A, rhs, rcond=SINGULAR_RCOND)``):
+    ``x = Σ_{s_k > rcond s_0} v_k (u_kᵀ rhs) / s_k``."""
+    U, s, Vt = svd
+    keep = s > SINGULAR_RCOND * s[0]
+    return Vt[keep].T @ ((U[:, keep].T @ rhs) / s[keep])
 
 
 def lock_rows(n: int, locked: Iterable[int]) -> Array:
@@ -511,9 +531,11 @@ def equations_at(
     independent: Iterable[int] | None = None,
     baumgarte: tuple[float, float] | None = None,
     locked: Iterable[int] = (),
+    M: Array | None = None,
 ) -> LoopEquations:
     """:class:`LoopEquations` at ``kin`` (coordinates ``q``, speeds ``u``) with the loads
-    ``L``; a new
+    ``L`` (``M``: the tree's mass matrix at ``q`` when already formed; with flexible
+    bodies the full one is formed with the forcing); a new
     partition when ``part`` is None or its block has become ill-conditioned
     (:data:`REPARTITION_COND`) or its rows nearly dependent (condition above
     ``1 / SINGULAR_RCOND``: a row set chosen where it was well conditioned can degrade,
@@ -534,19 +556,24 @@ def equations_at(
     if model.nf:
         M, f = flexible_system_at(model, tm, L, q[model.nq :], u[model.n :])
     else:
-        M, f = mass_matrix_at(model, tm), forcing_at(model, tm, L)
+        M = mass_matrix_at(model, tm) if M is None else M
+        f = forcing_at(model, tm, L)
     A, Phi, bias = stacked_rows(lt, locked)
     if baumgarte is not None:
         alpha, beta = baumgarte
         bias = bias + 2.0 * alpha * (A @ u) + beta**2 * Phi
+    svd = None
     if part is None or independent is not None:
         part = partition(A, independent)
-    elif part.rank and (
-        np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
-        or np.linalg.cond(A[part.rows]) * SINGULAR_RCOND > 1.0
-    ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
-        part = partition(A)
-    return _reduce(M, f, lt, A, part, bias)
+    elif part.rank:
+        svd = np.linalg.svd(A[part.rows], full_matrices=False)  # cond(A_r) and c0 share it
+        s = svd[1]
+        if (
+            np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
+            or s[0] > s[-1] / SINGULAR_RCOND  # cond(A_r) above 1 / SINGULAR_RCOND
+        ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
+            part, svd = partition(A), None
+    return _reduce(M, f, lt, A, part, bias, svd)
 
 
 def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
@@ -623,13 +650,15 @@ def _constraints(model: Model, q: Array) -> LoopTerms:
 
 
 def _newton(
-    model: Model, q: Array, free: Index, tol: float, max_iter: int
-) -> tuple[Array, LoopTerms, bool]:
+    model: Model, q: Array, free: Index, tol: float, max_iter: int,
+    lt: LoopTerms | None = None,
+) -> tuple[Array, LoopTerms, bool]:  # fmt: skip
     """Gauss-Newton on ``Φ(q) = 0`` in the free speeds' directions (minimum norm).
 
     ``Φ̇ = A u`` holds exactly, so ``A`` is the Jacobian of ``Φ`` in speed space and
-    the iteration is Newton's (quadratic near a regular closure)."""
-    lt = _constraints(model, q)
+    the iteration is Newton's (quadratic near a regular closure). ``lt``: the
+    constraints at ``q`` when the caller has them."""
+    lt = _constraints(model, q) if lt is None else lt
     for _ in range(max_iter):
         if not lt.Phi.size or np.max(np.abs(lt.Phi)) <= tol:
             return q, lt, True
@@ -716,8 +745,8 @@ def project(
     lt0 = _constraints(model, q)
     A0 = stacked_rows(lt0, locked)[0]
     before = max(float(np.max(np.abs(lt0.Phi), initial=0.0)), float(np.max(np.abs(A0 @ u))))
-    q, lt, _ = _newton(model, q, free, tol, 5)
-    A = stacked_rows(lt, locked)[0]
+    q, lt, _ = _newton(model, q, free, tol, 5, lt0)
+    A = A0 if lt is lt0 else stacked_rows(lt, locked)[0]
     u = u - np.linalg.lstsq(A, A @ u, rcond=SINGULAR_RCOND)[0]  # see the docstring
     return q, u, before
 
@@ -739,7 +768,8 @@ def close(model: Model, q: Array, locked: Iterable[int] = (), tol: float = 1e-13
     return q
 
 
-def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = ()) -> Array:
+def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = (), *,
+                   M: Array | None = None, terms: LoopTerms | None = None) -> Array:  # fmt: skip
     """The speeds just after the loops and the locks ``locked`` act as a plastic impact
     on the speeds ``u`` (a lock engaged: its speed stopped, the loops kept closed).
 
@@ -759,16 +789,21 @@ def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = ())
     matrix over them (:func:`kanedyn.dynamics.kane.flexible_mass_matrix_at`); the rows
     have zero ξ columns, so the modal speeds are free directions of ``C`` and jump too:
     this is the KKT impact ``M Δν = Aᵀι``, ``A ν⁺ = 0``. A model without loops takes the
-    lock rows alone."""
+    lock rows alone. ``M`` (the mass matrix over all the speeds at ``q``) and ``terms``
+    (:func:`loop_terms` at ``q``) are reused when given (the dense MSD engine forms ``M``
+    once per right-hand side)."""
     n = model.n_total
-    if model.nf:
+    kin = None
+    if M is None and model.nf:
         eta, xi = q[model.nq :], u[model.n :]
         kin = kinematics_at(model, q[: model.nq], np.zeros(model.n), eta=eta, xi=xi)
         M = flexible_mass_matrix_at(model, kane_terms(model, kin), eta)
-    else:
+    elif M is None:
         kin = kinematics_at(model, q, np.zeros(model.n))
         M = mass_matrix_at(model, kane_terms(model, kin))
-    if model.loops:
+    if terms is not None:
+        lt = terms
+    elif model.loops:
         lt = loop_terms(model, q, kin=kin)
     else:
         z = np.zeros(0)

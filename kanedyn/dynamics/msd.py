@@ -61,6 +61,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from kanedyn.dynamics import flex
 from kanedyn.dynamics.kane import (
+    KaneTerms,
     flexible_mass_matrix_at,
     kane_terms,
     mass_matrix_at,
@@ -234,16 +235,28 @@ def rest_kinematics(model: Model, q: Array) -> tuple[Kinematics, Array | None]:
 
 
 def speeds_at(
-    model: Model, kin: Kinematics, y: Array, locked: NDArray[np.intp], eta: Array | None = None
+    model: Model,
+    kin: Kinematics,
+    y: Array,
+    locked: NDArray[np.intp],
+    eta: Array | None = None,
+    *,
+    tm: KaneTerms | None = None,
+    M: Array | None = None,
 ) -> Array:
     """The speeds ``ν`` of the momentum states ``y`` at the configuration of ``kin``, with
     the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
     (:func:`speeds` for a state); with flexible bodies over ``[u | s | ξ]`` with the
     flexible mass matrix at the modal coordinates ``eta`` (with joints at nodes, ``kin``
-    holds the node frames: :func:`rest_kinematics`)."""
-    tm = kane_terms(model, kin)
+    holds the node frames: :func:`rest_kinematics`). ``tm`` (:func:`kane_terms` at
+    ``kin``) and ``M`` (the mass matrix over all the speeds at ``kin``: the tree's
+    :func:`mass_matrix_at`, or with flexible bodies
+    :func:`~kanedyn.dynamics.kane.flexible_mass_matrix_at`) are reused when given."""
+    tm = kane_terms(model, kin) if tm is None else tm
     n, N, nb = model.n, model.n_total, model.nb
-    if model.nf:
+    if M is not None:
+        pass
+    elif model.nf:
         assert eta is not None
         M = flexible_mass_matrix_at(model, tm, eta)
     else:

@@ -26,6 +26,7 @@ from kanedyn.compiled import CompiledModel, check_finite, compile_model, support
 from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics import msd
 from kanedyn.dynamics.kane import (
+    flexible_mass_matrix_at,
     flexible_system_at,
     forcing_at,
     kane_terms,
@@ -104,6 +105,9 @@ class System:
     baumgarte: tuple[float, float] | None = None  # loops: Baumgarte's (α, β), or None
     part: loops_.Partition | None = attrs.field(init=False, default=None)  # loops: speeds
     repartitions: int = attrs.field(init=False, default=0)
+    # dense MSD with loops: the mass matrix at this right-hand side's q, formed once for
+    # the speeds (_speeds) and read by the loop equations while __call__ runs
+    _speeds_M: Array | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self.locked = self._locked
@@ -124,16 +128,28 @@ class System:
 
     def speeds(self, q: Array, y: Array) -> Array:
         """The speeds ``ν`` at ``[q | y]`` (``y`` itself under Kane)."""
+        return self._speeds(q, y)[0]
+
+    def _speeds(self, q: Array, y: Array) -> tuple[Array, Array | None]:
+        """:meth:`speeds` and, on the dense MSD engine with loops, the tree's mass matrix
+        ``M`` at ``q`` that gave them (formed once per right-hand side: the speeds'
+        solve, their closure :func:`kanedyn.dynamics.loops.plastic_impact` and the loop
+        forces of :meth:`_loop_forces` share it); otherwise None."""
         if self.formulation is Formulation.KANE:
-            return y
+            return y, None
         model = self.model
         if self.cm is not None:  # the last n_total outputs of the MSD kernel
-            return np.array(self.cm.rhs(q.tolist(), y.tolist())[model.n_total + model.nq_total :])
+            nu = self.cm.rhs(q.tolist(), y.tolist())[model.n_total + model.nq_total :]
+            return np.array(nu), None
         kin, eta = msd.rest_kinematics(model, q)
-        u = msd.speeds_at(model, kin, y, self.locked, eta)
-        if model.loops:  # the momenta along the admissible directions C only
-            return loops_.plastic_impact(model, q, u, self.locked)
-        return u
+        if not model.loops:
+            return msd.speeds_at(model, kin, y, self.locked, eta), None
+        tm = kane_terms(model, kin)
+        M = mass_matrix_at(model, tm) if eta is None else flexible_mass_matrix_at(model, tm, eta)
+        u = msd.speeds_at(model, kin, y, self.locked, eta, tm=tm, M=M)
+        # the momenta along the admissible directions C only
+        lt = loops_.loop_terms(model, q, kin=kin, tm=tm)
+        return loops_.plastic_impact(model, q, u, self.locked, M=M, terms=lt), M
 
     def __call__(self, t: float, x: Array) -> Array:
         model = self.model
@@ -150,7 +166,7 @@ class System:
         y = x[model.nq_total :]
         if self.cm is not None and not (self.loads or self.held):
             return self._compiled(self.cm, q, y, None)
-        u = self.speeds(q, y)
+        u, M_speeds = self._speeds(q, y)
         if model.nf:  # the modal state too (joints at nodes ride on it)
             kin = kinematics_at(model, q[:nq], u[:n], eta=q[nq:], xi=u[n:])
         else:
@@ -186,7 +202,11 @@ class System:
                 ydot = solve_mass_matrix(M, f)
         else:
             if model.loops:  # the loops' generalized constraint forces Aᵀλ are efforts
-                L = attrs.evolve(L, Q=L.Q + self._loop_forces(t, q, kin, L, u))
+                self._speeds_M = M_speeds  # shared with the loop equations
+                try:
+                    L = attrs.evolve(L, Q=L.Q + self._loop_forces(t, q, kin, L, u))
+                finally:
+                    self._speeds_M = None
             ydot = msd.rates(model, kin, L, q[nq:], u[n:]) if model.nf else msd.rates(model, kin, L)
             ydot[self.locked] = 0.0
         return np.concatenate((qdot(model, q, u), ydot))
@@ -195,11 +215,13 @@ class System:
         self, t: float, q: Array, kin: Kinematics, L: AppliedLoads, u: Array
     ) -> tuple[loops_.LoopEquations, Array]:
         """Kane's equations of the closed chain at ``q``, ``u``
-        (:func:`kanedyn.dynamics.loops.equations_at`, the partition kept or chosen again)
+        (:func:`kanedyn.dynamics.loops.equations_at`, the partition kept or chosen again;
+        the mass matrix of this right-hand side's speeds when :meth:`_speeds` formed it)
         and their accelerations ``u̇``."""
         eq = loops_.equations_at(
-            self.model, q, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked
-        )
+            self.model, q, kin, L, u, self.part, baumgarte=self.baumgarte, locked=self.locked,
+            M=self._speeds_M,
+        )  # fmt: skip
         if self.part is not None and eq.partition is not self.part:
             self.repartitions += 1
         self.part = eq.partition
