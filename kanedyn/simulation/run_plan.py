@@ -25,7 +25,7 @@ from kanedyn.model.plan import node_joint_names
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
-from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Stabilization
+from kanedyn.simulation.options import Engine, Formulation, Stabilization
 from kanedyn.simulation.run_options import RunOptions
 from kanedyn.simulation.stops import stop_limits
 from kanedyn.simulation.system import resolve_engine
@@ -136,8 +136,10 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     flexible = [b.name for b in model.bodies if b.modes is not None]
     why = None
     nodes = node_joint_names(model)
-    if nodes and (o.formulation is not Formulation.KANE or isinstance(o.method, EnergyMomentum)):
-        how = "formulation='msd'" if o.formulation is not Formulation.KANE else "energy-momentum"
+    # method='energy-momentum' holds them: the node's frame is a massless triad of its
+    # coordinates (kanedyn.simulation.conserving.flexible.NodeFrame)
+    if nodes and o.formulation is not Formulation.KANE:
+        how = "formulation='msd'"
         why = (
             f"{how} with joints {nodes} at nodes: the joints move with the node's elastic "
             "motion, and the modes' momentum rates (the conserving scheme's modal "
