@@ -461,7 +461,6 @@ def test_c_export_of_node_joints_equals_the_dense_engine(build, tmp_path):
     ("call", "match"),
     [
         (lambda m, s: kd.simulate(m, s, 0.01, 1e-3, formulation="msd"), "formulation='msd'"),
-        (lambda m, s: kd.simulate(m, s, 0.01, 1e-3, method="energy-momentum"), "energy-moment"),
         (lambda m, s: kd.compile_model(m, formulation="msd"), "momentum states"),
         (lambda m, s: kd.symbolic.kane(m), "kd.symbolic.kane: joints"),
         (lambda m, s: kd.symbolic.lagrange(m), "kd.symbolic.lagrange: joints"),

@@ -56,11 +56,20 @@ from the rows of ``Modes.geometric`` (:func:`foreshortening_moments`), and the r
 ``z_pqa·d_b - δ_ab η_pη_q = 0`` (quadratic and invariant, like the others). The
 foreshortening's own inertia and its products with the elastic velocities are left out,
 as in :mod:`kanedyn.spatial.modal`, so the mass matrix is **indefinite** on the ``z``:
-the balance laws still hold to the Newton tolerance, but the nodal rates of the ``z``
-leave the tangent space by more than those of the other coordinates, and the energy of
-the joint-space readout is off by a larger O(h²), bounded in the runs: up to 8 % at
-``h = 0.1`` s over 300 steps and 1.7 % at 0.05 s on the hub and beam of
-``tests/test_conserving_flex.py``, against 0.13 % and 0.04 % without stiffening.
+the balance laws still hold to the Newton tolerance, but the nodal rates
+``2Δx/h - v_n`` may leave the tangent space of the constraints with kinetic energy of
+either sign, which no joint state has (up to 8 % of the energy at ``h = 0.1`` s on the
+hub and beam of ``tests/test_conserving_flex.py``, 1.7 % at 0.05 s, falling as ``h⁴``
+once the step resolves the fastest mode). The step of a stiffened model therefore
+moves its nodal rates onto the tangent space with the same energy, ``P`` and ``H``
+(:func:`~.formulation.tangent_rates`, a change of ``O(h²)``): the joint-space readout
+then carries the scheme's energy to round-off, and the run stays second order.
+
+**Joints at nodes** (``Joint.inner_node``, ``outer_node``): the node's frame is a
+:class:`NodeFrame`, the deflected node (affine in the coordinates) and three massless
+axes ``n_c`` tied to the body by rigidity rows and the Cayley rotation rows
+``axial(C(η)ᵀ Π) = 0``, ``Π_ac = d_a·n_c`` (:class:`~.constraints.NodeRows`); the
+joint's rows are those of any joint on that frame.
 """
 
 from __future__ import annotations
@@ -444,7 +453,12 @@ def node_frames(
 
 
 def add_node_constraints(
-    inv: Invariants, lin: list[int], Ca: list[Array], owners: list[str], nodes: Any, model: Model,
+    inv: Invariants,
+    lin: list[int],
+    Ca: list[Array],
+    owners: list[str],
+    nodes: Any,
+    model: Model,
     bodies: Any,
 ) -> list[NodeRows]:
     """The rigidity rows ``½(n_a·n_b - δ_ab) = 0`` of every node frame (appended in

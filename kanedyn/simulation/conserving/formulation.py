@@ -78,6 +78,7 @@ __all__ = [
     "node_partials",
     "redundant",
     "speed_jacobian",
+    "tangent_rates",
     "to_joint_coordinates",
     "to_redundant",
 ]
@@ -143,6 +144,13 @@ class Redundant:
     @property
     def nc(self) -> int:
         return self.constraints.nc
+
+    @property
+    def stiffened(self) -> bool:
+        """Whether a flexible body has foreshortening vectors (an indefinite mass
+        matrix: the step moves its nodal rates onto the tangent space,
+        :func:`tangent_rates`)."""
+        return any(fb.pairs for fb in self.flex)
 
     def D(self, x: Array, i: int) -> Array:
         """``[d_1 d_2 d_3]`` of body i (≈ R_N_B), (3, 3)."""
@@ -613,8 +621,10 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
     eta, xi = q_all[model.nq :], u_all[model.n :]
     if xi.size < eta.size:
         xi = np.zeros(eta.size)
-    kin = kinematics_at(model, q_all[: model.nq], u_all[: model.n],
-                        **({"eta": eta, "xi": xi} if red.nodes else {}))  # fmt: skip
+    if red.nodes:  # the outboard bodies ride on the nodes' elastic motion
+        kin = kinematics_at(model, q_all[: model.nq], u_all[: model.n], eta=eta, xi=xi)
+    else:
+        kin = kinematics_at(model, q_all[: model.nq], u_all[: model.n])
     x, v = np.zeros(red.nx), np.zeros(red.nx)
     for i, bf in enumerate(red.bodies):
         R = np.asarray(kin.R_N_B[i], dtype=float)
@@ -723,11 +733,10 @@ def to_joint_coordinates(
     mass = params_of(model).mass
     q = joint_positions(red, x, q_prev)
     state = State(q[: model.nq], np.zeros(model.n))
-    par = node_partials(red, q) if red.nodes else partials(model, state)
     if red.flex:  # Kane's mass matrix with the modal terms (kanedyn.dynamics.flex)
-        p = speed_jacobian(red, x, par).T @ (red.M @ v)
-        M = mass_matrix(model, State(q, np.zeros(model.n_total)))
-        return q, np.asarray(np.linalg.solve(M, p), dtype=np.float64)
+        _, u, _, _ = _flexible_speeds(red, x, v, q)
+        return q, u
+    par = partials(model, state)
     p = np.zeros(model.n)
     for i in range(model.nb):
         D, Dd = red.D(x, i), red.D_rate(v, i)
@@ -768,6 +777,69 @@ def _loop_speeds(red: Redundant, x: Array, par: Any, M: Array, p: Array) -> Arra
     rhs = np.concatenate((p, np.zeros(A.shape[0] - n)))
     w = scipy.linalg.lstsq(A, rhs, check_finite=False, lapack_driver="gelsy")[0]
     return np.asarray(w[:n], dtype=np.float64)
+
+
+def _flexible_speeds(
+    red: Redundant, x: Array, v: Array, q: Array | None = None
+) -> tuple[Array, Array, Array, Array]:
+    """``J`` (:func:`speed_jacobian`), the speeds ``u = M(q)⁻¹ Jᵀ𝐌 v`` of a model with
+    flexible bodies, Kane's ``M(q)`` and ``q`` (:func:`joint_positions` unless given)."""
+    model = red.model
+    q = joint_positions(red, x) if q is None else q
+    if red.nodes:
+        par = node_partials(red, q)
+    else:
+        par = partials(model, State(q[: model.nq], np.zeros(model.n)))
+    J = speed_jacobian(red, x, par)
+    M = mass_matrix(model, State(q, np.zeros(model.n_total)))
+    u = np.asarray(np.linalg.solve(M, J.T @ (red.M @ v)), dtype=np.float64)
+    return J, u, M, q
+
+
+def _rigid_motions(red: Redundant, x: Array) -> Array:
+    """``T`` (nx, 6): the rates of the whole system's translations along N's axes and
+    rotations about them through N's origin (``ẋ_I = e_b × x_I`` for every vector),
+    so that ``Tᵀ𝐌v`` is its ``P`` and ``H`` about the origin (spatial formulation)."""
+    T = np.zeros((red.nx, 6))
+    vectors = [b.pos for b in red.bodies] + [d for b in red.bodies for d in b.dirs]
+    vectors += [y for fb in red.flex for y in fb.vectors[4:]]
+    vectors += [n for nf in red.nodes for n in nf.dirs]
+    eye = np.eye(3)
+    for b in red.bodies:
+        T[:, :3] += b.pos.L.T
+    for vec in vectors:
+        T[:, 3:] += vec.L.T @ cross(eye, vec(x)).T
+    return T
+
+
+def tangent_rates(red: Redundant, x: Array, v: Array) -> Array:
+    """The nodal rates ``v`` of a stiffened model moved onto the tangent space of the
+    constraints at ``x``, with the same energy, ``P`` and ``H``.
+
+    The foreshortening vectors make the mass matrix indefinite (:mod:`.flexible`), so
+    the part ``e = v - J u`` of the nodal rates off the tangent space (``u`` the speeds
+    of :func:`to_joint_coordinates`, ``Jᵀ𝐌e = 0``) carries the energy
+    ``½ eᵀ𝐌e = ½ vᵀ𝐌v - ½ uᵀM(q)u`` of either sign, which the joint-space state does
+    not have. The rates become ``J u⁺`` with
+
+    .. math:: u^+ = u + \\alpha w, \\quad w = u - M^{-1}A^T(AM^{-1}A^T)^{+}Au, \\quad
+              (1 + \\alpha)^2 = 1 + \\frac{e^T \\mathbf M e}{w^T M w}
+
+    (``A u`` the total ``P`` and ``H`` of ``J u``, which ``u`` keeps; ``w`` the motion
+    relative to them, M-orthogonal to the rigid motions, whose kinetic energy takes
+    ``½ eᵀ𝐌e``): ``P``, ``H`` and the energy are those of ``v``, and the readout holds
+    the scheme's energy to round-off. ``e`` is ``O(h²)``, so the step stays second
+    order. When ``w`` cannot give up that much energy, ``v`` is returned unchanged."""
+    J, u, M, _ = _flexible_speeds(red, x, v)
+    A = _rigid_motions(red, x).T @ red.M @ J  # P and H (about N's origin) of J u
+    MiAt = np.linalg.solve(M, A.T)
+    w = u - MiAt @ np.linalg.lstsq(A @ MiAt, A @ u, rcond=None)[0]
+    ww = float(w @ M @ w)
+    gap = float(v @ red.M @ v - u @ M @ u)  # eᵀ𝐌e
+    if ww <= 0.0 or 1.0 + gap / ww < 0.0:
+        return v
+    alpha = np.sqrt(1.0 + gap / ww) - 1.0
+    return np.asarray(J @ (u + alpha * w), dtype=np.float64)
 
 
 def node_partials(red: Redundant, q: Array) -> Any:
