@@ -133,6 +133,20 @@ def test_torque_free_hub_beam_and_tip_body_conserve_energy_and_momenta():
     assert np.ptp(tr.q[:, 6]) > 0.3  # the hinge at the node turns
 
 
+def test_stiffened_beam_with_a_tip_body_keeps_its_readout_energy():
+    """The same hub, beam and tip body with the beam's geometric stiffening: E, P and H
+    conserved to round-off, and the joint states read out carry the scheme's energy as
+    Kane's equations measure it (the stiffened step's tangent rates, on a node too)."""
+    model, s = _hub_beam_tip()
+    beam = kd.beam_body("beam", 2.0, 1.5, (30.0, 45.0), n_modes=2, stiffening=True)
+    model = kd.Model([model.bodies[0], beam, model.bodies[2]], list(model.joints))
+    dE, dP, dH, tr = _drifts(model, s, steps=6)
+    assert dE < 1e-12 and dP < 1e-12 and dH < 1e-12
+    E_k = [kd.kinetic_energy(model, tr.state(i)) + kd.potential_energy(model, tr.state(i))
+           for i in range(len(tr.t))]  # fmt: skip
+    np.testing.assert_allclose(E_k, tr.run.energy, rtol=1e-12)
+
+
 def test_outer_nodes_conserve_energy_and_momenta():
     """Two beams hanging at their tip nodes (Joint.outer_node), the second from the
     first's root node: energy, P and H conserved to round-off."""
