@@ -455,15 +455,3 @@ def test_c_export_of_node_joints_equals_the_dense_engine(build, tmp_path):
     assert lib.fn_rhs(ptr(x), ptr(np.zeros(model.n)), ptr(out)) == 0
     dense = kd.forward_dynamics(model, s)
     np.testing.assert_allclose(out[:n], dense, rtol=0, atol=1e-10 * np.abs(dense).max())
-
-
-@pytest.mark.parametrize(
-    ("call", "match"),
-    [
-        (lambda m, s: kd.simulate(m, s, 0.01, 1e-3, method="energy-momentum"), "energy-moment"),
-    ],
-)
-def test_what_does_not_take_node_joints_yet_says_so(call, match):
-    model, s = _hub_beam_tip()
-    with pytest.raises(kd.ModelError, match=match):
-        call(model, s)

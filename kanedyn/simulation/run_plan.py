@@ -21,7 +21,6 @@ from kanedyn.dynamics import loops as loops_
 from kanedyn.dynamics.steppers import Schedule
 from kanedyn.errors import ModelError
 from kanedyn.model import Model, State
-from kanedyn.model.plan import node_joint_names
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation import output as output_
 from kanedyn.simulation.events import LockEvent, lock_indices
@@ -142,15 +141,10 @@ def check_flexible(model: Model, options: RunOptions) -> None:
     o = options
     flexible = [b.name for b in model.bodies if b.modes is not None]
     why = None
-    nodes = node_joint_names(model)
-    if nodes and isinstance(o.method, EnergyMomentum):
-        how = "energy-momentum"
-        why = (
-            f"{how} with joints {nodes} at nodes: the joints move with the node's elastic "
-            "motion, and the modes' momentum rates (the conserving scheme's modal "
-            "coordinates) do not hold the outboard bodies' reactions at the nodes yet"
-        )
-    elif isinstance(o.method, EnergyMomentum) and (
+    # joints at nodes run in every formulation and in the energy-momentum scheme (the
+    # node's frame a massless triad of its coordinates,
+    # kanedyn.simulation.conserving.flexible.NodeFrame)
+    if isinstance(o.method, EnergyMomentum) and (
         o.events or o.limits is limits_.Limits.STOP or model.loops
     ):
         what = (

@@ -75,6 +75,7 @@ __all__ = [
     "modal_central_forces",
     "modal_central_potential",
     "node_frame",
+    "node_rotation_derivatives",
     "node_subspace",
 ]
 
@@ -326,6 +327,49 @@ def modal_central_forces(ar: Arithmetic, md: Any, eta: Any, mu: Any, com: Any, r
     return np.concatenate([Tc + _cross(com, F), F, Q])
 
 
+def _cayley(G: Any, den: Any) -> Any:
+    """``C = U + 2([g]× + [g]×²)/(1 + g·g)`` of ``G = [g]×`` and ``den = 1 + g·g``."""
+    return np.eye(3) + (G + G @ G) * (2.0 / den)  # arrays first: traced scalars broadcast
+
+
+def node_rotation_derivatives(Theta: Any, eta: Any) -> tuple[Any, Any, Any]:
+    """The node rotation ``C(η)`` of :func:`node_frame` (the Cayley rotation of
+    ``g = Θη/2``) with its first and second derivatives in the amplitudes ``η`` (NumPy;
+    the energy-momentum scheme's discrete gradient of a node joint's rotation,
+    :mod:`kanedyn.simulation.conserving.constraints`). With ``s = 1 + g·g``,
+    ``N = [g]× + [g]×²``, ``E_i = [e_i]×``:
+
+    .. math::
+
+        \\partial_i C = \\frac{2 N_i}{s} - \\frac{4 g_i N}{s^2},\\quad
+        N_i = E_i + E_i [g]_\\times + [g]_\\times E_i, \\\\
+        \\partial_{ij} C = \\frac{2 (E_iE_j + E_jE_i)}{s}
+            - \\frac{4 (g_j N_i + g_i N_j + \\delta_{ij} N)}{s^2}
+            + \\frac{16 g_i g_j N}{s^3}
+
+    in ``g``, and ``∂C/∂η = ½ Θ`` (chain rule). Returns ``C`` (3, 3), ``dC`` (n, 3, 3),
+    ``d2C`` (n, n, 3, 3)."""
+    Theta = np.asarray(Theta, dtype=float)
+    A = 0.5 * Theta
+    g = A @ np.asarray(eta, dtype=float)
+    s = 1.0 + float(g @ g)
+    G = _skew(g)
+    N = G + G @ G
+    E = np.array([_skew(e) for e in np.eye(3)])
+    Ni = E + E @ G + G @ E  # (3, 3, 3): ∂N/∂g_i
+    dCg = 2.0 * Ni / s - 4.0 * g[:, None, None] * N / s**2
+    EE = np.einsum("iab,jbc->ijac", E, E)
+    d2Cg = (
+        2.0 * (EE + EE.transpose(1, 0, 2, 3)) / s
+        - 4.0 * (g[None, :, None, None] * Ni[:, None] + g[:, None, None, None] * Ni[None, :]) / s**2
+        - 4.0 * np.eye(3)[:, :, None, None] * N / s**2
+        + 16.0 * np.outer(g, g)[:, :, None, None] * N / s**3
+    )
+    dC = np.einsum("ik,iab->kab", A, dCg)
+    d2C = np.einsum("ik,jl,ijab->klab", A, A, d2Cg)
+    return _cayley(G, s), dC, d2C
+
+
 def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
     """The frame that node ``k`` carries, in body axes: ``(C, d, W, Ẇ)``.
 
@@ -352,7 +396,7 @@ def node_frame(md: Any, k: int, eta: Any, xi: Any) -> tuple[Any, Any, Any, Any]:
     a = Theta @ xi
     den = 1.0 + (g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
     G = _skew(g)
-    C = np.eye(3) + (G + G @ G) * (2.0 / den)  # arrays first: traced scalars broadcast
+    C = _cayley(G, den)
     W = (Theta + G @ Theta) / den
     W_dot = (_skew(a) @ Theta * 0.5 - W * (g[0] * a[0] + g[1] * a[1] + g[2] * a[2])) / den
     return C, md.node_positions[k] + md.Psi[k] @ eta, W, W_dot

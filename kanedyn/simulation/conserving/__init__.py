@@ -14,6 +14,8 @@ linear and angular momentum are conserved to the Newton tolerance.
 * :mod:`.step`: the time step (Newton on the full system with multipliers) and the run;
 * :mod:`.spherical`: springs and dampers of spherical joints (discrete gradient in the
   joint's invariants);
+* :mod:`.flexible`: flexible bodies (modal vectors as coordinates) and the frames of
+  joints at their nodes;
 * :mod:`.servo`: servo constraints (inverse dynamics);
 * :mod:`.trajectory`: ``ConservingTrajectory``, the run's result.
 

@@ -16,7 +16,13 @@ coordinates ``a`` (Betsch & Leyendecker 2006, §4; Betsch & Uhlar 2007, §3):
   ``Π_ec = g_e^i·g_c^o`` (= :math:`R_{G_iG_o}` on the manifold) equals the joint's
   Euler rotation ``R(θ)`` of its augmented angles,
   ``c = axial(R(θ)ᵀ Π) = 0`` (3 per gimbal joint, weld included; none for a spherical
-  joint).
+  joint);
+* **node** constraints (a joint at a node of a flexible body): the node's frame is a
+  massless triad ``n_c`` (rigidity rows as a body's), its origin the deflected node
+  ``φ + Σ_a (r_k - c)_a d_a + Σ_pa Ψ_k,ap y_pa`` (affine, :mod:`.flexible`), and its
+  rotation rows ``axial(C(η)ᵀ Π) = 0`` with ``Π_ac = d_a·n_c`` and ``C(η)`` the Cayley
+  rotation of :func:`kanedyn.spatial.modal.node_frame`: a gimbal whose angles are the
+  body's modal amplitudes (:class:`NodeRows`).
 
 Because ``π`` is quadratic, ``π(x') - π(x) = ∇π(z)(x' - x)`` exactly at the midpoint
 ``z``. The discrete gradient of a constraint ``c = F(π, a)`` is therefore the chain rule
@@ -48,6 +54,7 @@ from numpy.typing import NDArray
 
 from kanedyn.spatial import charts
 from kanedyn.spatial.arithmetic import NUMPY
+from kanedyn.spatial.modal import node_rotation_derivatives
 from kanedyn.spatial.rotation import parse_sequence
 
 __all__ = [
@@ -56,6 +63,7 @@ __all__ = [
     "HiddenConstraints",
     "Invariants",
     "JointRows",
+    "NodeRows",
     "hidden_rows",
     "joint_constraints",
 ]
@@ -239,48 +247,78 @@ def joint_constraints(
 
 @attrs.frozen(eq=False)
 class _Rot:
-    """The rotational rows of all gimbal joints, stacked (nr joints, padded to 3 angles)."""
+    """The rotational rows of all gimbal joints, then of the nodes' frames, stacked
+    (nr = ne + nn, their angles padded to the widest; the nodes' angles are the modal
+    amplitudes of their body)."""
 
     rows: Array  # (nr, 3) constraint row indices
     Pi: Array  # (nr, 3, 3) invariant indices
-    theta: Array  # (nr, 3) coordinate indices of the angles (padded with 0)
-    mask: Array  # (nr, 3) True for a real angle
-    axes: charts.EulerAxes
+    theta: Array  # (nr, width) coordinate indices of the angles (padded with 0)
+    mask: Array  # (nr, width) True for a real angle
+    axes: charts.EulerAxes | None  # of the ne gimbal rows
+    ne: int
+    Theta: tuple[Array, ...]  # (3, n) per node: the rotational mode shapes Θ_k
+
+
+@attrs.frozen(eq=False)
+class NodeRows:
+    """The rotation rows of a node's frame (a joint at a node of a flexible body):
+    ``Pi`` (3, 3) the invariants ``d_a·n_c``, ``eta`` (n,) the coordinate indices of
+    the body's modal amplitudes, ``Theta`` (3, n) the node's rotational mode shapes;
+    ``axial(C(η)ᵀ Π) = 0`` with ``C`` of :func:`kanedyn.spatial.modal.node_frame`."""
+
+    name: str
+    Pi: Array
+    eta: Array
+    Theta: Array
 
 
 class ConstraintSet:
     """All constraints ``c(x) = 0`` of a system, in two groups of rows.
 
     * linear rows: ``c = π[lin] + C_a x`` (internal and translational constraints);
-    * rotational rows: ``c = axial(R(θ)ᵀ Π)`` per gimbal joint.
+    * rotational rows: ``c = axial(R(θ)ᵀ Π)`` per gimbal joint, then per node frame
+      (:class:`NodeRows`, ``R = C(η)``).
 
     Methods give the values, the Jacobian, the discrete gradient ``G_d(x, x')`` and
     the derivative of ``G_d(x, x')ᵀλ`` in ``x'`` (the Newton tangent).
     """
 
-    def __init__(self, inv: Invariants, lin: list[int], Ca: list[Array], rot: list[JointRows]):
+    def __init__(
+        self,
+        inv: Invariants,
+        lin: list[int],
+        Ca: list[Array],
+        rot: list[JointRows],
+        nodes: Sequence[NodeRows] = (),
+    ):
         inv.freeze()
         self.inv = inv
         self.nx = inv.nx
         self.lin = np.array(lin, dtype=np.intp)
         self.Ca = np.array(Ca).reshape(len(lin), inv.nx)
         nl = len(lin)
-        self.n_all = nl + 3 * len(rot)
+        nr = len(rot) + len(nodes)
+        self.n_all = nl + 3 * nr
         self.keep: NDArray[np.intp] | None = None
         self.nc = self.n_all
-        if rot:
-            theta = np.zeros((len(rot), 3), dtype=np.intp)
-            mask = np.zeros((len(rot), 3), dtype=bool)
-            for r, j in enumerate(rot):
-                theta[r, : j.a_rot.size] = j.a_rot
-                mask[r, : j.a_rot.size] = True
+        if nr:
+            angles = [np.asarray(j.a_rot) for j in rot] + [np.asarray(nd.eta) for nd in nodes]
+            width = max(3, *(a.size for a in angles))
+            theta = np.zeros((nr, width), dtype=np.intp)
+            mask = np.zeros((nr, width), dtype=bool)
+            for r, a in enumerate(angles):
+                theta[r, : a.size] = a
+                mask[r, : a.size] = True
             self.dof = max(1, int(mask.sum(axis=1).max()))
             self.rot: _Rot | None = _Rot(
-                rows=nl + np.arange(3 * len(rot)).reshape(-1, 3),
-                Pi=np.array([j.rot for j in rot]),
+                rows=nl + np.arange(3 * nr).reshape(-1, 3),
+                Pi=np.array([j.rot for j in rot] + [nd.Pi for nd in nodes]),
                 theta=theta,
                 mask=mask,
-                axes=charts.euler_axes(NUMPY, np.array([j.axes for j in rot])),
+                axes=charts.euler_axes(NUMPY, np.array([j.axes for j in rot])) if rot else None,
+                ne=len(rot),
+                Theta=tuple(np.asarray(nd.Theta, dtype=float) for nd in nodes),
             )
         else:
             self.rot = None
@@ -298,10 +336,29 @@ class ConstraintSet:
     # ----------------------------------------------------------------- rotations
     def _euler(self, x: Array) -> tuple[Array, Array, Array]:
         """R(θ) (nr, 3, 3), dR (nr, dof, 3, 3), d2R (nr, dof, dof, 3, 3), with ``dof``
-        the most angles of any joint; unused angles are zero."""
-        assert self.rot is not None
-        theta = np.where(self.rot.mask, x[self.rot.theta], 0.0)
-        return charts.euler_derivatives(NUMPY, self.rot.axes, theta, self.dof)
+        the most angles of any joint or node; unused angles are zero. The gimbals' ``R``
+        is their Euler rotation (:func:`kanedyn.spatial.charts.euler_derivatives`), the
+        nodes' the Cayley rotation ``C(η)``
+        (:func:`kanedyn.spatial.modal.node_rotation_derivatives`)."""
+        rot = self.rot
+        assert rot is not None
+        theta = np.where(rot.mask, x[rot.theta], 0.0)
+        dof, ne = self.dof, rot.ne
+        nr = theta.shape[0]
+        R, dR = np.zeros((nr, 3, 3)), np.zeros((nr, dof, 3, 3))
+        d2R = np.zeros((nr, dof, dof, 3, 3))
+        if ne:
+            assert rot.axes is not None
+            k = min(dof, 3)
+            R[:ne], dR[:ne, :k], d2R[:ne, :k, :k] = charts.euler_derivatives(
+                NUMPY, rot.axes, theta[:ne, :3], k
+            )
+        for r, Theta in enumerate(rot.Theta):
+            n = Theta.shape[1]
+            R[ne + r], dR[ne + r, :n], d2R[ne + r, :n, :n] = node_rotation_derivatives(
+                Theta, theta[ne + r, :n]
+            )
+        return R, dR, d2R
 
     def _dtheta(self, x0: Array, x1: Array) -> Array:
         assert self.rot is not None

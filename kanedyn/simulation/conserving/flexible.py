@@ -56,11 +56,20 @@ from the rows of ``Modes.geometric`` (:func:`foreshortening_moments`), and the r
 ``z_pqa·d_b - δ_ab η_pη_q = 0`` (quadratic and invariant, like the others). The
 foreshortening's own inertia and its products with the elastic velocities are left out,
 as in :mod:`kanedyn.spatial.modal`, so the mass matrix is **indefinite** on the ``z``:
-the balance laws still hold to the Newton tolerance, but the nodal rates of the ``z``
-leave the tangent space by more than those of the other coordinates, and the energy of
-the joint-space readout is off by a larger O(h²), bounded in the runs: up to 8 % at
-``h = 0.1`` s over 300 steps and 1.7 % at 0.05 s on the hub and beam of
-``tests/test_conserving_flex.py``, against 0.13 % and 0.04 % without stiffening.
+the balance laws still hold to the Newton tolerance, but the nodal rates
+``2Δx/h - v_n`` may leave the tangent space of the constraints with kinetic energy of
+either sign, which no joint state has (up to 8 % of the energy at ``h = 0.1`` s on the
+hub and beam of ``tests/test_conserving_flex.py``, 1.7 % at 0.05 s, falling as ``h⁴``
+once the step resolves the fastest mode). The step of a stiffened model therefore
+moves its nodal rates onto the tangent space with the same energy, ``P`` and ``H``
+(:func:`~.formulation.tangent_rates`, a change of ``O(h²)``): the joint-space readout
+then carries the scheme's energy to round-off, and the run stays second order.
+
+**Joints at nodes** (``Joint.inner_node``, ``outer_node``): the node's frame is a
+:class:`NodeFrame`, the deflected node (affine in the coordinates) and three massless
+axes ``n_c`` tied to the body by rigidity rows and the Cayley rotation rows
+``axial(C(η)ᵀ Π) = 0``, ``Π_ac = d_a·n_c`` (:class:`~.constraints.NodeRows`); the
+joint's rows are those of any joint on that frame.
 """
 
 from __future__ import annotations
@@ -73,12 +82,22 @@ from numpy.typing import NDArray
 
 from kanedyn.errors import ModelError
 from kanedyn.model import Model
-from kanedyn.model.plan import ModalData, modal_data, params_of
-from kanedyn.simulation.conserving.constraints import Affine, Invariants
+from kanedyn.model.plan import ModalData, modal_data, node_joints, outer_node_joints, params_of
+from kanedyn.simulation.conserving.constraints import Affine, Invariants, NodeRows
 from kanedyn.spatial.algebra import cross
-from kanedyn.spatial.modal import LEVI_CIVITA
+from kanedyn.spatial.modal import LEVI_CIVITA, node_frame
 
-__all__ = ["FlexBody", "check_flexible", "flex_bodies", "flex_size", "foreshortening_moments"]
+__all__ = [
+    "FlexBody",
+    "NodeFrame",
+    "check_flexible",
+    "flex_bodies",
+    "flex_size",
+    "foreshortening_moments",
+    "node_frames",
+    "node_sides",
+    "node_size",
+]
 
 Array = NDArray[np.float64]
 
@@ -348,7 +367,8 @@ def lift(fb: FlexBody, x: Array, v: Array, eta: Array, xi: Array, D: Array, Dd: 
 def jacobian(fb: FlexBody, x: Array, J: Array, n: int) -> None:
     """The rows of ``J = ∂ẋ/∂[u | s | ξ]`` (nx, n + nf) of the modal coordinates (in
     place, after the bodies' rows): ``∂ẏ_pa/∂u = η_p ∂ḋ_a/∂u``, ``∂ẏ_pa/∂ξ_p = d_a``,
-    ``∂η̇/∂ξ = U``, and ``∂ż_pqa/∂u = η_pη_q ∂ḋ_a/∂u``, ``∂ż_pqa/∂ξ_p ∋ η_q d_a``,
+    ``∂η̇/∂ξ = U`` (``∂ẏ_pa/∂ξ`` also gains ``η_p ∂ḋ_a/∂ξ`` when the body rides on a
+    node, :class:`NodeFrame`), and ``∂ż_pqa/∂u = η_pη_q ∂ḋ_a/∂u``, ``∂ż_pqa/∂ξ_p ∋ η_q d_a``,
     ``∂ż_pqa/∂ξ_q ∋ η_p d_a``; ``n`` the number of joint speeds ``[u | s]``."""
     for p, e in enumerate(fb.eta):
         col = n + fb.modal.start + p
@@ -357,7 +377,7 @@ def jacobian(fb: FlexBody, x: Array, J: Array, n: int) -> None:
             rows = np.nonzero(fb.y[3 * p + a].L.any(axis=0))[0]
             d = fb.vectors[1 + a]
             J[rows] = x[e] * (d.L @ J)
-            J[rows, col] = d(x)
+            J[rows, col] += d(x)
     for j, (p, q) in enumerate(fb.pairs):
         ep, eq = fb.eta[p], fb.eta[q]
         cp, cq = n + fb.modal.start + p, n + fb.modal.start + q
@@ -367,3 +387,120 @@ def jacobian(fb: FlexBody, x: Array, J: Array, n: int) -> None:
             J[rows] = x[ep] * x[eq] * (d.L @ J)
             J[rows, cp] += x[eq] * d(x)
             J[rows, cq] += x[ep] * d(x)
+
+
+@attrs.frozen(eq=False)
+class NodeFrame:
+    """The frame a joint rides on at node ``node`` of the flexible body ``body`` (its
+    :class:`FlexBody` ``fb``; ``Joint.inner_node`` or ``outer_node`` of joint ``joint``):
+    ``pos`` the deflected node ``φ + Σ_a (r_k - c)_a d_a + Σ_pa Ψ_k,ap y_pa`` (affine in
+    the coordinates, ``= p + R(r_k + Ψ_kη)`` of :func:`kanedyn.spatial.modal.node_frame`),
+    ``dirs`` its axes ``n_c``, three massless coordinate vectors (``cols``, 9) tied to
+    the body by the rigidity rows ``½(n_a·n_b - δ_ab)`` and the rotation rows
+    ``axial(C(η)ᵀ Π) = 0``, ``Π_ac = d_a·n_c`` (:class:`~.constraints.NodeRows`), so that
+    ``n_c = Σ_a C_ac(η) d_a`` (``D C``, the node frame in N); ``com`` the undeformed node
+    ``r_k`` in body axes, so that a joint point ``X`` of the body is
+    ``pos + Σ_c (X - r_k)_c n_c`` (Kane's ``d + C (X - r_k)``)."""
+
+    joint: int
+    body: int
+    node: int
+    fb: FlexBody
+    pos: Affine
+    dirs: tuple[Affine, Affine, Affine]
+    cols: NDArray[np.intp]
+    com: Array
+
+
+def node_sides(model: Model) -> tuple[tuple[int, int, int, str], ...]:
+    """``(joint k, body, node, side)`` of every joint side at a node (``side`` the
+    joint's ``"inner"`` or ``"outer"``), in joint order."""
+    out = [(k, i, n, "inner") for k, i, n in node_joints(model)]
+    out += [(k, k, n, "outer") for k, n in outer_node_joints(model)]
+    return tuple(sorted(out))
+
+
+def node_size(model: Model) -> int:
+    """The coordinates the node frames add: 9 per joint side at a node."""
+    return 9 * len(node_sides(model))
+
+
+def node_frames(
+    model: Model, bodies: Any, fbs: tuple[FlexBody, ...], start: int, nx: int
+) -> tuple[NodeFrame, ...]:
+    """The :class:`NodeFrame` of every joint side at a node, their axes' coordinates
+    from ``start`` (9 each: ``n_1, n_2, n_3``)."""
+    eye = np.eye(nx)
+    by_body = {fb.body: fb for fb in fbs}
+    out = []
+    for j, (k, i, node, _) in enumerate(node_sides(model)):
+        fb = by_body[i]
+        md = modal_data(params_of(model), model, i)
+        bf = bodies[i]
+        rk = np.asarray(md.node_positions[node], dtype=float)
+        c = np.asarray(model.bodies[i].com, dtype=float)
+        Psi = np.asarray(md.Psi[node], dtype=float)  # (3, n)
+        pos = bf.pos
+        for a in range(3):
+            pos = pos + bf.dirs[a].scale(rk[a] - c[a])
+            for p in range(md.n):
+                if Psi[a, p]:
+                    pos = pos + fb.y[3 * p + a].scale(Psi[a, p])
+        c0 = start + 9 * j
+        dirs = tuple(Affine(eye[c0 + 3 * a : c0 + 3 * a + 3].copy(), np.zeros(3)) for a in range(3))
+        cols = np.arange(c0, c0 + 9, dtype=np.intp)
+        out.append(NodeFrame(k, i, node, fb, pos, dirs, cols, rk))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def add_node_constraints(
+    inv: Invariants,
+    lin: list[int],
+    Ca: list[Array],
+    owners: list[str],
+    nodes: Any,
+    model: Model,
+    bodies: Any,
+) -> list[NodeRows]:
+    """The rigidity rows ``½(n_a·n_b - δ_ab) = 0`` of every node frame (appended in
+    place) and its rotation rows (:class:`~.constraints.NodeRows`, returned)."""
+    out = []
+    for nf in nodes:
+        name = f"joint {model.joints[nf.joint].name!r}"
+        for a in range(3):
+            for b in range(a, 3):
+                lin.append(inv.dot(nf.dirs[a], nf.dirs[b], 0.5, -0.5 * (a == b)))
+                Ca.append(np.zeros(inv.nx))
+                owners.append(name)
+        d = bodies[nf.body].dirs
+        Pi = np.array([[inv.dot(d[a], nf.dirs[c]) for c in range(3)] for a in range(3)])
+        md = modal_data(params_of(model), model, nf.body)
+        out.append(NodeRows(name, Pi, nf.fb.eta, np.asarray(md.Theta[nf.node], dtype=float)))
+    return out
+
+
+def lift_node(nf: NodeFrame, model: Model, x: Array, v: Array, eta: Array, xi: Array,
+              D: Array, Dd: Array) -> None:  # fmt: skip
+    """Set a node frame's axes ``n_c = D C e_c`` and their rates ``Ḋ C + D [w]× C``
+    (``C``, ``w = Wξ`` of :func:`kanedyn.spatial.modal.node_frame`) in place."""
+    C, _, W, _ = node_frame(modal_data(params_of(model), model, nf.body), nf.node, eta, xi)
+    x[nf.cols] = (D @ C).T.ravel()
+    v[nf.cols] = (Dd @ C + D @ cross(W @ xi, C.T).T).T.ravel()
+
+
+def node_jacobian(nf: NodeFrame, model: Model, x: Array, J: Array, n: int) -> None:
+    """The rows of a node frame's axes in ``J = ∂ẋ/∂[u | s | ξ]`` (in place, after the
+    body's and the modal rows): ``∂ṅ_c/∂· = Σ_a C_ac ∂ḋ_a/∂·`` and
+    ``∂ṅ_c/∂ξ_p ∋ D (W_p × C e_c)``."""
+    eta = x[nf.fb.eta]
+    C, _, W, _ = node_frame(
+        modal_data(params_of(model), model, nf.body), nf.node, eta, np.zeros(eta.size)
+    )
+    dirs = nf.fb.vectors[1:4]
+    D = np.column_stack([d(x) for d in dirs])
+    dD = np.array([d.L @ J for d in dirs])  # (3 a, 3, ncol)
+    for c in range(3):
+        rows = nf.cols[3 * c : 3 * c + 3]
+        J[rows] = np.einsum("a,aij->ij", C[:, c], dD)
+        for p in range(eta.size):
+            J[rows, n + nf.fb.modal.start + p] += D @ cross(W[:, p], C[:, c])

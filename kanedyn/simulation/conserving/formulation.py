@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 
 from kanedyn.dynamics.kane import mass_matrix
 from kanedyn.dynamics.kinematics import kinematics_at
-from kanedyn.dynamics.partials import partials
+from kanedyn.dynamics.partials import partials, partials_at
 from kanedyn.errors import ModelError
 from kanedyn.joints import spring_energy
 from kanedyn.model import Model, State
@@ -75,8 +75,10 @@ __all__ = [
     "indefinite_bodies",
     "planar_reference",
     "joint_positions",
+    "node_partials",
     "redundant",
     "speed_jacobian",
+    "tangent_rates",
     "to_joint_coordinates",
     "to_redundant",
 ]
@@ -107,7 +109,8 @@ class Redundant:
     None in uniform gravity; ``flex`` the flexible bodies
     (:class:`~.flexible.FlexBody`, their coordinates after the augmented ones),
     ``modal_stiffness``, ``modal_damping`` (nx, nx) their ``K_Ψ``, ``C_Ψ`` on the modal
-    amplitudes (None without flexible bodies).
+    amplitudes (None without flexible bodies); ``nodes`` the frames of the joints at
+    nodes of flexible bodies (:class:`~.flexible.NodeFrame`, their massless axes last).
     """
 
     model: Model
@@ -132,6 +135,7 @@ class Redundant:
     flex: tuple[flexible.FlexBody, ...] = ()
     modal_stiffness: Array | None = None
     modal_damping: Array | None = None
+    nodes: tuple[flexible.NodeFrame, ...] = ()
 
     @property
     def nb(self) -> int:
@@ -140,6 +144,13 @@ class Redundant:
     @property
     def nc(self) -> int:
         return self.constraints.nc
+
+    @property
+    def stiffened(self) -> bool:
+        """Whether a flexible body has foreshortening vectors (an indefinite mass
+        matrix: the step moves its nodal rates onto the tangent space,
+        :func:`tangent_rates`)."""
+        return any(fb.pairs for fb in self.flex)
 
     def D(self, x: Array, i: int) -> Array:
         """``[d_1 d_2 d_3]`` of body i (≈ R_N_B), (3, 3)."""
@@ -411,9 +422,11 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
             (np.arange(na, na + n_rot), np.arange(na + n_rot, na + n_rot + j.trn_dof))
         )
         na += n_rot + j.trn_dof
-    nx = na + flexible.flex_size(model)  # the flexible bodies' η and y_pa last
+    nf_start = na + flexible.flex_size(model)  # the flexible bodies' η and y_pa, then
+    nx = nf_start + flexible.node_size(model)  # the node frames' axes, last
     bodies, free_dirs, M = _body_frames(model, nx, R0)
     flex = flexible.flex_bodies(model, bodies, na, nx)
+    nodes = flexible.node_frames(model, bodies, flex, nf_start, nx)
     flexible.add_mass(M, flex)
     for k, i in _armatures(model, aug):  # a reflected-only rotor: ½ n²J ȧ² (its joint's)
         M[i, i] += armature(model.joints[k])
@@ -438,8 +451,17 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
         I = np.asarray(b.inertia, dtype=float)
         E[i] = _euler_tensor(I)
     rows, rot = [], []
-    for j, (a_rot, a_trn) in zip([*model.joints, *closures], [*aug, *closure_aug], strict=True):
-        jr = joint_constraints(j, frames, inv, a_rot, a_trn)
+    node_of = {(nf.joint, nf.body): nf for nf in nodes}
+    for k, (j, (a_rot, a_trn)) in enumerate(
+        zip([*model.joints, *closures], [*aug, *closure_aug], strict=True)
+    ):
+        at = frames
+        for side in ("inner", "outer"):  # a joint at a node rides on the node's frame
+            name = getattr(j, side)
+            nf = None if name is None else node_of.get((k, model.body_index(name)))
+            if nf is not None:
+                at = {**at, name: (nf.pos, nf.dirs, nf.com)}
+        jr = joint_constraints(j, at, inv, a_rot, a_trn)
         rows.append(jr)
         if jr.trn is not None:
             for e in range(3):
@@ -458,8 +480,10 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
         Ca.append(row)
         owners.append("a geared rotor's gear")
     flexible.add_constraints(inv, lin, Ca, owners, flex, model)  # y_pa·d_b = δ_ab η_p
+    node_rows = flexible.add_node_constraints(inv, lin, Ca, owners, nodes, model, bodies)
     owners += [f"joint {jr.name!r}" for jr in rot for _ in range(3)]
-    constraints = ConstraintSet(inv, lin, Ca, rot)
+    owners += [nr.name for nr in node_rows for _ in range(3)]
+    constraints = ConstraintSet(inv, lin, Ca, rot, node_rows)
     if R0 is not None:
         constraints.keep_rows(_planar_rows(constraints, owners))
     stiffness, damping = np.zeros(nx), np.zeros(nx)
@@ -505,7 +529,8 @@ def _build(model: Model, closures: Sequence[Any] = (), planar: bool | None = Non
                      stiffness_poly if pa.has_poly else None,
                      damping_poly if pa.has_poly else None,
                      None if model.central_gravity is None
-                     else CentralField(model, bodies, nx), flex, K_flex, C_flex)  # fmt: skip
+                     else CentralField(model, bodies, nx), flex, K_flex, C_flex,
+                     nodes)  # fmt: skip
 
 
 def armature(joint: Any) -> float:
@@ -593,7 +618,13 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
     ``u = [u | s | ξ]``."""
     model = red.model
     q_all, u_all = np.asarray(state.q, float), np.asarray(state.u, float)
-    kin = kinematics_at(model, q_all[: model.nq], u_all[: model.n])
+    eta, xi = q_all[model.nq :], u_all[model.n :]
+    if xi.size < eta.size:
+        xi = np.zeros(eta.size)
+    if red.nodes:  # the outboard bodies ride on the nodes' elastic motion
+        kin = kinematics_at(model, q_all[: model.nq], u_all[: model.n], eta=eta, xi=xi)
+    else:
+        kin = kinematics_at(model, q_all[: model.nq], u_all[: model.n])
     x, v = np.zeros(red.nx), np.zeros(red.nx)
     for i, bf in enumerate(red.bodies):
         R = np.asarray(kin.R_N_B[i], dtype=float)
@@ -614,11 +645,13 @@ def to_redundant(red: Redundant, state: State) -> tuple[Array, Array]:
         qpos = np.concatenate((np.arange(j.rot_dof), j.n_rot_coordinates + np.arange(j.trn_dof)))
         x[idx[have]] = q_all[qk[qpos[have]]]
         v[idx[have]] = u_all[uk[have]]
-    eta, xi = q_all[model.nq :], u_all[model.n :]
     for fb in red.flex:
         sl = fb.modal
-        xi_b = xi[sl] if xi.size else np.zeros(sl.stop - sl.start)
-        flexible.lift(fb, x, v, eta[sl], xi_b, red.D(x, fb.body), red.D_rate(v, fb.body))
+        flexible.lift(fb, x, v, eta[sl], xi[sl], red.D(x, fb.body), red.D_rate(v, fb.body))
+    for nf in red.nodes:
+        sl = nf.fb.modal
+        flexible.lift_node(nf, model, x, v, eta[sl], xi[sl], red.D(x, nf.body),
+                           red.D_rate(v, nf.body))  # fmt: skip
     if red.closures:
         _closure_coordinates(red, x, v)
     return x, v
@@ -700,11 +733,10 @@ def to_joint_coordinates(
     mass = params_of(model).mass
     q = joint_positions(red, x, q_prev)
     state = State(q[: model.nq], np.zeros(model.n))
-    par = partials(model, state)
     if red.flex:  # Kane's mass matrix with the modal terms (kanedyn.dynamics.flex)
-        p = speed_jacobian(red, x, par).T @ (red.M @ v)
-        M = mass_matrix(model, State(q, np.zeros(model.n_total)))
-        return q, np.asarray(np.linalg.solve(M, p), dtype=np.float64)
+        _, u, _, _ = _flexible_speeds(red, x, v, q)
+        return q, u
+    par = partials(model, state)
     p = np.zeros(model.n)
     for i in range(model.nb):
         D, Dd = red.D(x, i), red.D_rate(v, i)
@@ -747,6 +779,78 @@ def _loop_speeds(red: Redundant, x: Array, par: Any, M: Array, p: Array) -> Arra
     return np.asarray(w[:n], dtype=np.float64)
 
 
+def _flexible_speeds(
+    red: Redundant, x: Array, v: Array, q: Array | None = None
+) -> tuple[Array, Array, Array, Array]:
+    """``J`` (:func:`speed_jacobian`), the speeds ``u = M(q)⁻¹ Jᵀ𝐌 v`` of a model with
+    flexible bodies, Kane's ``M(q)`` and ``q`` (:func:`joint_positions` unless given)."""
+    model = red.model
+    q = joint_positions(red, x) if q is None else q
+    if red.nodes:
+        par = node_partials(red, q)
+    else:
+        par = partials(model, State(q[: model.nq], np.zeros(model.n)))
+    J = speed_jacobian(red, x, par)
+    M = mass_matrix(model, State(q, np.zeros(model.n_total)))
+    u = np.asarray(np.linalg.solve(M, J.T @ (red.M @ v)), dtype=np.float64)
+    return J, u, M, q
+
+
+def _rigid_motions(red: Redundant, x: Array) -> Array:
+    """``T`` (nx, 6): the rates of the whole system's translations along N's axes and
+    rotations about them through N's origin (``ẋ_I = e_b × x_I`` for every vector),
+    so that ``Tᵀ𝐌v`` is its ``P`` and ``H`` about the origin (spatial formulation)."""
+    T = np.zeros((red.nx, 6))
+    vectors = [b.pos for b in red.bodies] + [d for b in red.bodies for d in b.dirs]
+    vectors += [y for fb in red.flex for y in fb.vectors[4:]]
+    vectors += [n for nf in red.nodes for n in nf.dirs]
+    eye = np.eye(3)
+    for b in red.bodies:
+        T[:, :3] += b.pos.L.T
+    for vec in vectors:
+        T[:, 3:] += vec.L.T @ cross(eye, vec(x)).T
+    return T
+
+
+def tangent_rates(red: Redundant, x: Array, v: Array) -> Array:
+    """The nodal rates ``v`` of a stiffened model moved onto the tangent space of the
+    constraints at ``x``, with the same energy, ``P`` and ``H``.
+
+    The foreshortening vectors make the mass matrix indefinite (:mod:`.flexible`), so
+    the part ``e = v - J u`` of the nodal rates off the tangent space (``u`` the speeds
+    of :func:`to_joint_coordinates`, ``Jᵀ𝐌e = 0``) carries the energy
+    ``½ eᵀ𝐌e = ½ vᵀ𝐌v - ½ uᵀM(q)u`` of either sign, which the joint-space state does
+    not have. The rates become ``J u⁺`` with
+
+    .. math:: u^+ = u + \\alpha w, \\quad w = u - M^{-1}A^T(AM^{-1}A^T)^{+}Au, \\quad
+              (1 + \\alpha)^2 = 1 + \\frac{e^T \\mathbf M e}{w^T M w}
+
+    (``A u`` the total ``P`` and ``H`` of ``J u``, which ``u`` keeps; ``w`` the motion
+    relative to them, M-orthogonal to the rigid motions, whose kinetic energy takes
+    ``½ eᵀ𝐌e``): ``P``, ``H`` and the energy are those of ``v``, and the readout holds
+    the scheme's energy to round-off. ``e`` is ``O(h²)``, so the step stays second
+    order. When ``w`` cannot give up that much energy, ``v`` is returned unchanged."""
+    J, u, M, _ = _flexible_speeds(red, x, v)
+    A = _rigid_motions(red, x).T @ red.M @ J  # P and H (about N's origin) of J u
+    MiAt = np.linalg.solve(M, A.T)
+    w = u - MiAt @ np.linalg.lstsq(A @ MiAt, A @ u, rcond=None)[0]
+    ww = float(w @ M @ w)
+    gap = float(v @ red.M @ v - u @ M @ u)  # eᵀ𝐌e
+    if ww <= 0.0 or 1.0 + gap / ww < 0.0:
+        return v
+    alpha = np.sqrt(1.0 + gap / ww) - 1.0
+    return np.asarray(J @ (u + alpha * w), dtype=np.float64)
+
+
+def node_partials(red: Redundant, q: Array) -> Any:
+    """The partials at ``q = [q_joints | η]`` of a model with joints at nodes (their
+    ``Omega_xi``, ``V_xi``: the bodies that ride on a node move with its ``ξ``)."""
+    model = red.model
+    kin = kinematics_at(model, q[: model.nq], np.zeros(model.n), eta=q[model.nq :],
+                        xi=np.zeros(model.nf))  # fmt: skip
+    return partials_at(model, kin)
+
+
 def speed_jacobian(red: Redundant, x: Array, par: Any) -> Array:
     """``J = ∂ẋ/∂u`` (nx, n) of a tree at ``x`` (with ``par = kd.partials`` there):
     ``φ̇ = V u``, ``ḋ_a = (Ω u) × d_a``, and the augmented rates are their speeds. With
@@ -754,15 +858,21 @@ def speed_jacobian(red: Redundant, x: Array, par: Any) -> Array:
     :func:`.flexible.jacobian`."""
     model = red.model
     J = np.zeros((red.nx, model.n_total))
+    nodal = getattr(par, "V_xi", None) is not None  # bodies riding on nodes move with ξ
     for i, bf in enumerate(red.bodies):
         D = red.D(x, i)
-        rates = [par.V[i]] + [-cross(D[:, a][None, :], par.Omega[i].T).T for a in range(3)]
-        J[bf.cols, : model.n] = bf.solve(np.vstack(rates), True)
+        V, W = par.V[i], par.Omega[i]
+        if nodal:
+            V, W = np.hstack((V, par.V_xi[i])), np.hstack((W, par.Omega_xi[i]))
+        rates = [V] + [-cross(D[:, a][None, :], W.T).T for a in range(3)]
+        J[bf.cols, : V.shape[1]] = bf.solve(np.vstack(rates), True)
     for k, idx in enumerate(red.aug):
         have = idx >= 0
         J[idx[have], model.layout.u_index[k][have]] = 1.0
     for fb in red.flex:
         flexible.jacobian(fb, x, J, model.n)
+    for nf in red.nodes:
+        flexible.node_jacobian(nf, model, x, J, model.n)
     return J
 
 

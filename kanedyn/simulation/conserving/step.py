@@ -39,7 +39,10 @@ because every invariant is (:mod:`.constraints`).
 When a body's directors' mass matrix is indefinite (principal moments that violate the
 triangle inequality), the step also enforces the hidden velocity constraints at the step
 points, with a second multiplier (Gonzalez 1999; :func:`hidden_terms`): the same balance
-laws hold exactly.
+laws hold exactly. With geometric stiffening (an indefinite mass matrix on the
+foreshortening vectors, :mod:`.flexible`), the nodal rates ``v_{n+1}`` are moved onto
+the tangent space of the constraints with the same energy, ``P`` and ``H``
+(:func:`~.formulation.tangent_rates`).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from kanedyn.simulation.conserving.formulation import (
     joint_positions,
     redundant,
     speed_jacobian,
+    tangent_rates,
     to_joint_coordinates,
     to_redundant,
 )
@@ -480,7 +484,10 @@ class Stepper:
                 if nh:
                     v1 = hidden_rates(red, x0, v0, dx, lam[nc + ns + nl :], h)
                     return StepResult(x1, _augmented_rates(red, x1, v1), lam, it, dx)
-                return StepResult(x1, 2.0 * dx / h - v0, lam, it, dx)
+                v1 = 2.0 * dx / h - v0
+                if red.stiffened:  # an indefinite mass matrix: tangent rates, same E, P, H
+                    v1 = tangent_rates(red, x1, v1)
+                return StepResult(x1, v1, lam, it, dx)
         raise NewtonFailure(
             f"t = {t + h:.6g}: Newton did not converge in {self.max_iter} iterations "
             f"(tol {self.tol:g}); try a smaller dt"
