@@ -55,6 +55,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
+from kanedyn.dynamics.flex_recursion import flexible_terms, modal_accelerations
 from kanedyn.dynamics.recursion import AbaPass, BodyTerms, Recursion
 from kanedyn.spatial import plucker as sp
 
@@ -64,6 +65,7 @@ __all__ = [
     "RowFrames",
     "RowPlan",
     "constrained_accelerations",
+    "flexible_accelerations",
     "frames",
     "loop_rows",
     "projected",
@@ -390,6 +392,61 @@ def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence
         out[r] = x0[r] + dx[r]
         forces[r] = _dot([Ar[a][k] for a in range(m)], lam)
     return out, forces
+
+
+def flexible_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int],
+                           eta: Sequence[Scalar], xi: Sequence[Scalar],
+                           rank: int | None = None) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
+    """``[u̇ | ṡ | ξ̇]`` of a tree with flexible bodies (modal coordinates ``eta``, speeds
+    ``xi``) closed by the rows ``keep`` of ``plan`` (``rank``: as in
+    :func:`constrained_accelerations`), and the rows. The loops close on rigid bodies
+    off the flexible bodies' nodes (:func:`kanedyn.dynamics.loops.flexible_refusal`), so
+    the rows over ``[u | s | ξ]`` have zero ``ξ`` columns, ``Ā = [A 0]``, and the
+    constraint force method (module docstring) runs on the flexible mass matrix
+    ``M̄`` (joints and modes):
+
+    .. math::
+
+        \\dot{\\bar\\nu} = \\dot{\\bar\\nu}_0 + \\bar Y \\lambda, \\quad
+        \\bar Y = \\bar M^{-1} \\bar A_r^T, \\qquad
+        (A_r \\bar Y_u)\\,\\lambda = -(A_r \\dot u_0 + b_r)
+
+    ``M̄⁻¹`` applied by ABA with the modes condensed
+    (:func:`kanedyn.dynamics.flex_recursion.flexible_run`): ``ν̄̇₀`` the tree's, each
+    column of ``Ȳ`` one ABA at rest on the joint forces ``A_iᵀ`` (no bias, ``h_ξ = 0``,
+    the rotors at rest), whose joint part ``Ȳ_u`` closes the rows and whose modal part
+    carries ``ξ̇`` with the constrained joints' accelerations."""
+    model = rec.model
+    geo, c, p, a_N, blocks, _ = flexible_terms(rec, eta, xi)
+    v = rec.velocities(geo)
+
+    def fresh(h: bool) -> dict[int, list[Any]]:  # ABA condenses the blocks in place
+        return {
+            k: [[list(r) for r in C], [list(r) for r in M], list(hb) if h else [0.0] * len(hb)]
+            for k, (C, M, hb) in blocks.items()
+        }
+
+    nudot0 = rec.aba(geo, c, p, rec.generalized_forces(), a_N, flex=fresh(True))
+    x0 = [*nudot0, *modal_accelerations(rec)]
+    rows = loop_rows(rec, geo, plan, v, c)
+    keep = list(keep)
+    if not keep:
+        return x0, rows
+    free = [r for b in geo for _, r in b.J.cols]
+    nb = model.nb
+    zero6 = [0.0] * 6
+    rest = rec.rotor_pieces([zero6] * nb)
+    Y = []
+    for i in keep:
+        yu = rec.aba(geo, [zero6] * nb, [zero6] * nb, rows.A[i], zero6, rest, fresh(False))
+        Y.append([*yu, *modal_accelerations(rec)])
+    Ar = _mat_rows(rows.A, keep, free)
+    m = len(keep)
+    G = [[_dot(Ar[a], [Y[bb][r] for r in free]) for bb in range(m)] for a in range(m)]
+    rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + rows.b[i]) for a, i in enumerate(keep)]
+    lam = _solve(rec, G, rhs, rank)
+    out = [x0[j] + _dot([Y[a][j] for a in range(m)], lam) for j in range(len(x0))]
+    return out, rows
 
 
 @attrs.frozen(eq=False)
