@@ -29,7 +29,8 @@ then uses the dense engine. Flexible bodies (``Body.modes``) enter the Kane kern
 through :func:`kanedyn.dynamics.flex_recursion.flexible_run`; its inputs ``q``, ``u``
 then hold the modal coordinates and speeds after the joints' (``nq + nf``, ``n + nf``),
 and its outputs are ``[u̇ | ṡ | ξ̇ | q̇_joints | η̇]`` (for MSD the momentum states
-``u = [y | y_ξ]``, outputs ``[ẏ | ẏ_ξ | q̇_joints | η̇ | ν | ξ]``). External loads enter the Kane kernel as per-body force and
+``u = [y | y_ξ]``, outputs ``[ẏ | ẏ_ξ | q̇_joints | η̇ | ν | ξ]``); with closed loops,
+through :func:`kanedyn.dynamics.loop_rows.flexible_accelerations` (Kane only). External loads enter the Kane kernel as per-body force and
 torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); for MSD, whose loads may
 depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 """
