@@ -13,11 +13,12 @@ from __future__ import annotations
 import ctypes
 import warnings
 
+import attrs
 import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.dynamics import loops
+from kanedyn.dynamics import loops, msd
 from kanedyn.errors import ModelError
 from kanedyn.simulation.diagnose import StepSizeWarning
 from tests.test_flex_events import _four_bar_with_beam
@@ -88,13 +89,32 @@ def test_an_ensemble_of_flexible_closed_chains_runs_compiled(four_bar):
         np.testing.assert_allclose(ens.u[:, b], dense.u, rtol=0, atol=1e-11)
 
 
-def test_msd_of_a_flexible_closed_chain_is_refused_on_the_compiled_engine(four_bar):
+def test_native_msd_equals_the_dense_msd(four_bar):
+    """The speeds of the momentum states at assembled states are the state's speeds
+    (joints and modes, the loop closed with the modes condensed), and a native MSD run
+    equals the dense MSD run, with the loop closed."""
+    pytest.importorskip("llvmlite")
     model, s = four_bar
-    with pytest.raises(ModelError, match=r"flexible bodies \['beam'\] .* MSD formulation"):
-        kd.compile_model(model, formulation="msd")
-    with pytest.raises(ModelError, match="MSD formulation"):
-        _run(model, s, engine="compiled", formulation="msd")
-    assert _run(model, s, formulation="msd").engine.startswith("dense")
+    cm = kd.compile_model(model, formulation="msd", backend="native")
+    nq, n = model.nq_total, model.n_total
+    for state in _states(model, s, 3, seed=3):
+        out = np.asarray(cm.rhs(state.q.tolist(), msd.momenta(model, state).tolist()))
+        np.testing.assert_allclose(out[n + nq :], state.u, rtol=0, atol=1e-12)
+    native = _run(model, s, engine="compiled", formulation="msd")
+    dense = _run(model, s, engine="dense", formulation="msd")
+    assert native.engine.startswith("native")
+    np.testing.assert_allclose(native.q, dense.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(native.u, dense.u, rtol=0, atol=1e-12)
+    for q, u in zip(native.q, native.u, strict=True):
+        assert max(loops.residuals(model, q, u)) < 1e-12
+
+
+def test_a_loop_closing_on_the_beam_is_refused_by_name(four_bar):
+    model, _ = four_bar
+    loop = attrs.evolve(model.loops[0], name="tip", inner="beam")
+    bent = kd.Model(model.bodies, model.joints, loops=[loop], gravity=(0.0, 0.0, 0.0))
+    with pytest.raises(ModelError, match="loop 'tip' closes on flexible body 'beam'"):
+        kd.compile_model(bent)
 
 
 @needs_cc

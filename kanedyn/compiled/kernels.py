@@ -30,7 +30,8 @@ through :func:`kanedyn.dynamics.flex_recursion.flexible_run`; its inputs ``q``, 
 then hold the modal coordinates and speeds after the joints' (``nq + nf``, ``n + nf``),
 and its outputs are ``[u̇ | ṡ | ξ̇ | q̇_joints | η̇]`` (for MSD the momentum states
 ``u = [y | y_ξ]``, outputs ``[ẏ | ẏ_ξ | q̇_joints | η̇ | ν | ξ]``); with closed loops,
-through :func:`kanedyn.dynamics.loop_rows.flexible_accelerations` (Kane only). External loads enter the Kane kernel as per-body force and
+through :func:`kanedyn.dynamics.loop_rows.flexible_accelerations` (MSD: the
+closure's ``flexible_speeds`` and ``flexible_forces``). External loads enter the Kane kernel as per-body force and
 torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); for MSD, whose loads may
 depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 """
@@ -69,8 +70,7 @@ __all__ = [
 Array = NDArray[np.float64]
 
 
-def supports(model: Model, params: Params | None = None, *, flexible: bool = False,
-             msd: bool = False) -> str | None:  # fmt: skip
+def supports(model: Model, params: Params | None = None, *, flexible: bool = False) -> str | None:
     """``None`` if ``model`` (with the parameters ``params`` of a batch, if given) can be
     compiled, else the reason it cannot. Flexible bodies (``Body.modes``) are compiled
     into Kane's right-hand side (:func:`~kanedyn.compiled.compile_model`, with
@@ -79,25 +79,16 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     written by the C export and differentiated by ``CompiledModel.parameter_jacobian``;
     a caller that does not take their states (no ``flexible``) refuses them. With closed
     loops, Kane's equations close the tree on ABA with the modes condensed
-    (:func:`kanedyn.dynamics.loop_rows.flexible_accelerations`); the loops that the
-    loop equations refuse with flexible bodies (:func:`kanedyn.dynamics.loops.
-    flexible_refusal`) are refused here too, and so is the momentum formulation
-    (``msd``) of a flexible model with loops: the traced momentum closure
-    (:class:`kanedyn.dynamics.loop_rows.MomentumClosure`) closes the joints' speeds
-    without the modes (the dense engine runs it)."""
+    (:func:`kanedyn.dynamics.loop_rows.flexible_accelerations`), and so do the momentum
+    states' speeds and loop forces (:class:`kanedyn.dynamics.loop_rows.
+    MomentumClosure`); the loops that the loop equations refuse with flexible bodies
+    (:func:`kanedyn.dynamics.loops.flexible_refusal`) are refused here too."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     if model.nf and not flexible:
         return (
             "a body is flexible (Body.modes: kd.simulate's run loops, ensembles, the C "
             "export, compile_model and the parameter derivatives take its states)"
-        )
-    if msd and model.nf and model.loops:
-        names = [b.name for b in model.bodies if b.modes is not None]
-        return (
-            f"flexible bodies {names} in a model with closed loops in the MSD formulation "
-            "(the traced momentum closure closes the joints' speeds without the modes; "
-            "formulation='kane' compiles it, the dense engine runs MSD)"
         )
     return flexible_refusal(model)
 

@@ -725,8 +725,7 @@ def compile_model(
             why = f"{why}; {why_tcc}"
     batch = model if isinstance(model, ModelBatch) else None
     base: Model = model.model if isinstance(model, ModelBatch) else model
-    reason = supports(base, None if batch is None else batch.params, flexible=True,
-                      msd=form is Formulation.MSD)  # fmt: skip
+    reason = supports(base, None if batch is None else batch.params, flexible=True)
     if reason is not None:
         raise ModelError(f"cannot compile this model: {reason}")
     lock_set = frozenset(int(r) for r in locked)

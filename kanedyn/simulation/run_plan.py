@@ -67,8 +67,7 @@ class RunPlan:
         ModelError for a run that cannot be done."""
         o = options
         limited = stop_limits(model, state, o.limits, o.method, o.events)
-        compiled = resolve_engine(model, o.engine, flexible=True,
-                                  msd=o.formulation is Formulation.MSD)  # fmt: skip
+        compiled = resolve_engine(model, o.engine, flexible=True)
         if compiled and model.loops and o.stabilization is not Stabilization.PROJECTION:
             # the compiled loop kernels project after every step (kernels.projection)
             if o.engine is Engine.COMPILED:

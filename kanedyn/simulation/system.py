@@ -52,18 +52,17 @@ __all__ = [
 Array = NDArray[np.float64]
 
 
-def resolve_engine(model: Model, engine: Engine, *, flexible: bool = False,
-                   msd: bool = False) -> bool:  # fmt: skip
+def resolve_engine(model: Model, engine: Engine, *, flexible: bool = False) -> bool:
     """Whether to use the compiled engine (:mod:`kanedyn.compiled`) for ``engine``.
 
     ``AUTO``: compiled when the model can be compiled;
     ``COMPILED``: compiled, or a ModelError saying why not; ``DENSE``: never.
     ``flexible``: the caller's run loops take flexible states (``kd.simulate``'s do;
-    the ensembles' do not yet); ``msd``: the run is in the MSD formulation.
+    the ensembles' do not yet).
     """
     if engine is Engine.DENSE:
         return False
-    why = supports(model, flexible=flexible, msd=msd)
+    why = supports(model, flexible=flexible)
     if why is not None and engine is Engine.COMPILED:
         raise ModelError(f"engine='compiled': {why}; use engine='dense'")
     return why is None
