@@ -243,20 +243,20 @@ def test_runtime_modal_parameters_equal_a_rebuilt_model(built):
                                atol=1e-13)  # fmt: skip
 
 
-def test_c_refuses_a_flexible_model_with_loops(tmp_path):
+def test_c_refuses_a_loop_closing_on_a_flexible_body(tmp_path):
+    """A flexible model with loops on rigid bodies is written
+    (tests/test_flex_loops_compiled.py); a loop closing on the beam is refused, by
+    name, as the loop equations refuse it."""
     from kanedyn.compiled.c import refusal
+    from tests.test_flex_events import _four_bar_with_beam
 
     assert refusal(hub_and_beam()) is None
-    four = kd.examples.four_bar()
-    beam = kd.beam_body("beam", 1.0, 1.0, 10.0, n_modes=1)
-    bodies = [*four.bodies, beam]
-    joints = [*four.joints, kd.Joint.weld("w", four.bodies[0].name, "beam")]
-    try:
-        model = kd.Model(bodies, joints, loops=four.loops, gravity=four.gravity)
-    except kd.ModelError:
-        pytest.skip("the model refuses flexible bodies with loops itself")
-    with pytest.raises(kd.ModelError, match=r"flexible bodies \['beam'\] in a model with closed"):
-        kd.codegen.to_c(model, tmp_path)
+    model, _ = _four_bar_with_beam()
+    assert refusal(model) is None
+    loop = attrs.evolve(model.loops[0], name="tip", inner="beam")
+    bent = kd.Model(model.bodies, model.joints, loops=[loop], gravity=(0.0, 0.0, 0.0))
+    with pytest.raises(kd.ModelError, match="loop 'tip' closes on flexible body 'beam'"):
+        kd.codegen.to_c(bent, tmp_path)
 
 
 def test_fmu_of_a_flexible_model_equals_kd_simulate(tmp_path, monkeypatch):

@@ -249,8 +249,6 @@ def test_four_bar_with_a_beam_kane_equals_msd_closed_and_conserving():
 
 def test_what_the_loops_of_a_flexible_model_refuse_say_why():
     model, s = _four_bar_with_beam()
-    with pytest.raises(ModelError, match=r"flexible bodies \['beam'\] in a model with closed"):
-        _run(model, s, 0.01, 0.005, engine="compiled")
     loop = attrs.evolve(model.loops[0], name="tip", inner="beam")
     bent = kd.Model(model.bodies, model.joints, loops=[loop], gravity=(0.0, 0.0, 0.0))
     with pytest.raises(ModelError, match="loop 'tip' closes on flexible body 'beam'"):

@@ -358,8 +358,9 @@ def refusal(model: Model) -> str | None:
     says which models it traces), an RK4 step and, with closed loops, the projection
     onto their constraints after each step (:func:`kanedyn.compiled.kernels.projection`).
     Flexible bodies (``Body.modes``) are written with their modal states
-    (:func:`kanedyn.dynamics.flex_recursion.flexible_run`), except in a model with
-    closed loops, whose traced loop equations do not take them (:func:`supports`)."""
+    (:func:`kanedyn.dynamics.flex_recursion.flexible_run`; with closed loops
+    :func:`kanedyn.dynamics.loop_rows.flexible_accelerations`), except with a loop that
+    closes on a flexible body (:func:`supports`)."""
     return supports(model, flexible=True)
 
 

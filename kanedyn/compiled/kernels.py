@@ -29,7 +29,9 @@ then uses the dense engine. Flexible bodies (``Body.modes``) enter the Kane kern
 through :func:`kanedyn.dynamics.flex_recursion.flexible_run`; its inputs ``q``, ``u``
 then hold the modal coordinates and speeds after the joints' (``nq + nf``, ``n + nf``),
 and its outputs are ``[u̇ | ṡ | ξ̇ | q̇_joints | η̇]`` (for MSD the momentum states
-``u = [y | y_ξ]``, outputs ``[ẏ | ẏ_ξ | q̇_joints | η̇ | ν | ξ]``). External loads enter the Kane kernel as per-body force and
+``u = [y | y_ξ]``, outputs ``[ẏ | ẏ_ξ | q̇_joints | η̇ | ν | ξ]``); with closed loops,
+through :func:`kanedyn.dynamics.loop_rows.flexible_accelerations` (MSD: the
+closure's ``flexible_speeds`` and ``flexible_forces``). External loads enter the Kane kernel as per-body force and
 torque inputs in N (:meth:`CompiledModel.rhs_with_loads`); for MSD, whose loads may
 depend on the speeds, the speeds come first from :meth:`CompiledModel.rhs`.
 """
@@ -46,7 +48,7 @@ from numpy.typing import NDArray
 from kanedyn.compiled.tape import TRACE, Scalar, Tape, Value
 from kanedyn.dynamics import loop_rows
 from kanedyn.dynamics.flex_recursion import flexible_run
-from kanedyn.dynamics.loops import independent_rows, loop_plan
+from kanedyn.dynamics.loops import flexible_refusal, independent_rows, loop_plan
 from kanedyn.dynamics.recursion import Recursion
 from kanedyn.model import Model
 from kanedyn.model.batch import PARAM_FIELDS
@@ -75,11 +77,12 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
     ``flexible=True``) and run by ``kd.simulate``'s compiled and native run loops and by
     ensembles (:func:`kanedyn.simulation.system.resolve_engine` with ``flexible=True``),
     written by the C export and differentiated by ``CompiledModel.parameter_jacobian``;
-    a caller that does not take their states (no ``flexible``) refuses them. Flexible
-    bodies in a model with closed loops are refused: the traced constrained solve and
-    momentum closure (:mod:`kanedyn.dynamics.loop_rows`) close the joints' speeds on
-    ABA's pass 2 without the modes condensed into it (the dense engine runs them,
-    :mod:`kanedyn.dynamics.loops`)."""
+    a caller that does not take their states (no ``flexible``) refuses them. With closed
+    loops, Kane's equations close the tree on ABA with the modes condensed
+    (:func:`kanedyn.dynamics.loop_rows.flexible_accelerations`), and so do the momentum
+    states' speeds and loop forces (:class:`kanedyn.dynamics.loop_rows.
+    MomentumClosure`); the loops that the loop equations refuse with flexible bodies
+    (:func:`kanedyn.dynamics.loops.flexible_refusal`) are refused here too."""
     if model.is_symbolic:
         return "the model has symbolic parameters (use model.subs first)"
     if model.nf and not flexible:
@@ -87,14 +90,7 @@ def supports(model: Model, params: Params | None = None, *, flexible: bool = Fal
             "a body is flexible (Body.modes: kd.simulate's run loops, ensembles, the C "
             "export, compile_model and the parameter derivatives take its states)"
         )
-    if model.nf and model.loops:
-        names = [b.name for b in model.bodies if b.modes is not None]
-        return (
-            f"flexible bodies {names} in a model with closed loops (the traced loop "
-            "equations close the joints' speeds on ABA without the modes condensed into "
-            "it; the dense engine runs them)"
-        )
-    return None
+    return flexible_refusal(model)
 
 
 # --------------------------------------------------------------------------- tracing
@@ -251,6 +247,11 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
         # u = [y | y_ξ] with flexible bodies
         ydot, qd, nu = tr.run_msd(tr.eta, tr.xi, closure=closure)
         outputs = [*ydot, *qd, *nu]
+    elif model.loops and model.nf:  # closed by the rows, the modes condensed in ABA
+        keep, rank = _row_choice(model, locked)
+        nudot, _ = loop_rows.flexible_accelerations(tr, loop_plan(model), keep, tr.eta, tr.xi,
+                                                    rank=rank)  # fmt: skip
+        outputs = [*nudot, *tr.qdot(), *tr.xi]
     elif model.loops:  # the tree closed by its loops' independent rows
         keep, rank = _row_choice(model, locked)
         nudot, _ = loop_rows.constrained_accelerations(tr, loop_plan(model), keep, rank=rank)
@@ -318,7 +319,9 @@ def projection(model: Model, locked: frozenset[int], params: Params | None = Non
     q, u = loop_rows.projected(tr, loop_plan(model), keep, newton=1, rank=rank)
     if msd:
         u = y
-    return Traced(tr.tape, [*q, *u], _args(model, False, efforts, symbols, tr), tr.param_inputs)
+    # the modal coordinates and speeds ride along (the rows' ξ columns are zero)
+    out = [*q, *tr.eta, *u, *tr.xi]
+    return Traced(tr.tape, out, _args(model, False, efforts, symbols, tr), tr.param_inputs)
 
 
 @attrs.frozen(eq=False)

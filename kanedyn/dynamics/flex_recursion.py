@@ -56,23 +56,21 @@ from kanedyn.dynamics.recursion import Recursion
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial.modal import modal_central_forces, modal_forces
 
-__all__ = ["flexible_run"]
+__all__ = ["flexible_run", "flexible_terms", "modal_accelerations"]
 
 Scalar = Any
 
 
-def flexible_run(
+def flexible_terms(
     rec: Recursion, eta: Sequence[Scalar], xi: Sequence[Scalar]
-) -> tuple[list[Scalar], list[Scalar]]:
-    """Forward dynamics of a tree with flexible bodies by ABA (the module docstring);
-    ``rec`` holds the joints' coordinates and speeds, ``eta``, ``xi`` the modal ones
-    (``Model.nf`` each, in body order). Returns ``(ν̇, q̇)`` over the flexible state:
-    ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``. The modes are condensed inside
-    :meth:`Recursion.aba <kanedyn.dynamics.recursion.Recursion.aba>` (``flex``, with the
-    blocks of :meth:`Recursion.modal_blocks
-    <kanedyn.dynamics.recursion.Recursion.modal_blocks>`, which the momentum states'
-    speeds, :meth:`Recursion.run_msd <kanedyn.dynamics.recursion.Recursion.run_msd>`,
-    share)."""
+) -> tuple[list[Any], list[Any], list[Any], Any, dict[int, list[Any]], list[Any]]:
+    """The terms of :meth:`Recursion.aba <kanedyn.dynamics.recursion.Recursion.aba>` for
+    a tree with flexible bodies (the module docstring): ``(geo, c, p, a_N, blocks,
+    bodies)``, the geometry and bias forces with the flexible bodies' rigid-body terms
+    ``T_xᵀAT_x``, ``T_xᵀh_r`` in them, the modal blocks ``[C, M_Ψ, h_ξ]`` per flexible
+    body for ``flex`` (:meth:`Recursion.modal_blocks
+    <kanedyn.dynamics.recursion.Recursion.modal_blocks>`) and the :class:`ModalBody`
+    list. ``rec`` is moved to the modal state (its node joints ride on it)."""
     model = rec.model
     rec.set_modal(eta, xi)  # the joints at nodes ride on them
     geo, c, p, a_N = rec.terms()
@@ -93,8 +91,30 @@ def flexible_run(
                 rec.ar, mb.md, mb.eta, rec.par("mu"), rec.par("com", mb.k), r
             )
         blocks[mb.k] = rec.modal_blocks(geo, p, mb, hk)
+    return geo, c, p, a_N, blocks, bodies
+
+
+def flexible_run(
+    rec: Recursion, eta: Sequence[Scalar], xi: Sequence[Scalar]
+) -> tuple[list[Scalar], list[Scalar]]:
+    """Forward dynamics of a tree with flexible bodies by ABA (the module docstring);
+    ``rec`` holds the joints' coordinates and speeds, ``eta``, ``xi`` the modal ones
+    (``Model.nf`` each, in body order). Returns ``(ν̇, q̇)`` over the flexible state:
+    ``[u̇ | ṡ | ξ̇]`` and ``[q̇_joints | η̇ = ξ]``. The modes are condensed inside
+    :meth:`Recursion.aba <kanedyn.dynamics.recursion.Recursion.aba>` (``flex``, with the
+    blocks of :meth:`Recursion.modal_blocks
+    <kanedyn.dynamics.recursion.Recursion.modal_blocks>`, which the momentum states'
+    speeds, :meth:`Recursion.run_msd <kanedyn.dynamics.recursion.Recursion.run_msd>`,
+    share)."""
+    geo, c, p, a_N, blocks, bodies = flexible_terms(rec, eta, xi)
     nudot = rec.aba(geo, c, p, rec.generalized_forces(), a_N, flex=blocks)
-    xidot: list[Scalar] = [0.0] * model.nf
-    for mb in bodies:
-        xidot[mb.sl] = rec.xidot[mb.k]
-    return [*nudot, *xidot], [*rec.qdot(), *xi]
+    return [*nudot, *modal_accelerations(rec)], [*rec.qdot(), *xi]
+
+
+def modal_accelerations(rec: Recursion) -> list[Scalar]:
+    """``ξ̇`` (``Model.nf``, in body order) of the last pass 3 of :meth:`Recursion.aba
+    <kanedyn.dynamics.recursion.Recursion.aba>` with ``flex`` (``rec.xidot``)."""
+    xidot: list[Scalar] = [0.0] * rec.model.nf
+    for k, sl in rec.model.modal_slices():
+        xidot[sl] = rec.xidot[k]
+    return xidot

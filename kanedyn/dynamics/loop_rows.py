@@ -55,6 +55,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from kanedyn import joints
+from kanedyn.dynamics.flex_recursion import flexible_terms, modal_accelerations
 from kanedyn.dynamics.recursion import AbaPass, BodyTerms, Recursion
 from kanedyn.spatial import plucker as sp
 
@@ -64,6 +65,7 @@ __all__ = [
     "RowFrames",
     "RowPlan",
     "constrained_accelerations",
+    "flexible_accelerations",
     "frames",
     "loop_rows",
     "projected",
@@ -392,6 +394,85 @@ def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence
     return out, forces
 
 
+def flexible_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int],
+                           eta: Sequence[Scalar], xi: Sequence[Scalar],
+                           rank: int | None = None) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
+    """``[u̇ | ṡ | ξ̇]`` of a tree with flexible bodies (modal coordinates ``eta``, speeds
+    ``xi``) closed by the rows ``keep`` of ``plan`` (``rank``: as in
+    :func:`constrained_accelerations`), and the rows. The loops close on rigid bodies
+    off the flexible bodies' nodes (:func:`kanedyn.dynamics.loops.flexible_refusal`), so
+    the rows over ``[u | s | ξ]`` have zero ``ξ`` columns, ``Ā = [A 0]``, and the
+    constraint force method (module docstring) runs on the flexible mass matrix
+    ``M̄`` (joints and modes):
+
+    .. math::
+
+        \\dot{\\bar\\nu} = \\dot{\\bar\\nu}_0 + \\bar Y \\lambda, \\quad
+        \\bar Y = \\bar M^{-1} \\bar A_r^T, \\qquad
+        (A_r \\bar Y_u)\\,\\lambda = -(A_r \\dot u_0 + b_r)
+
+    ``M̄⁻¹`` applied by ABA with the modes condensed
+    (:func:`kanedyn.dynamics.flex_recursion.flexible_run`): ``ν̄̇₀`` the tree's, each
+    column of ``Ȳ`` one ABA at rest on the joint forces ``A_iᵀ`` (no bias, ``h_ξ = 0``,
+    the rotors at rest), whose joint part ``Ȳ_u`` closes the rows and whose modal part
+    carries ``ξ̇`` with the constrained joints' accelerations."""
+    out, rows, _ = _flexible_constrained(rec, plan, keep, eta, xi, rank)
+    return out, rows
+
+
+def _flexible_constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
+                          eta: Sequence[Scalar], xi: Sequence[Scalar], rank: int | None
+                          ) -> tuple[list[Scalar], LoopRows, list[Scalar]]:  # fmt: skip
+    """:func:`flexible_accelerations` and the loops' generalized forces ``A_rᵀλ`` (n)."""
+    geo, c, p, a_N, blocks, _ = flexible_terms(rec, eta, xi)
+    v = rec.velocities(geo)
+    nudot0 = rec.aba(geo, c, p, rec.generalized_forces(), a_N, flex=_fresh(blocks, True))
+    x0 = [*nudot0, *modal_accelerations(rec)]
+    rows = loop_rows(rec, geo, plan, v, c)
+    if not keep:
+        return x0, rows, [0.0] * rec.model.n
+    out, forces = _flexible_closed(rec, geo, rows, list(keep), x0, rows.b, blocks, rank)
+    return out, rows, forces
+
+
+def _fresh(blocks: dict[int, list[Any]], h: bool) -> dict[int, list[Any]]:
+    """A copy of the modal blocks ``[C, M_Ψ, h_ξ]`` (ABA condenses them in place), with
+    ``h_ξ`` zero unless ``h``."""
+    return {
+        k: [[list(r) for r in C], [list(r) for r in M], list(hb) if h else [0.0] * len(hb)]
+        for k, (C, M, hb) in blocks.items()
+    }
+
+
+def _flexible_closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows,
+                     keep: Sequence[int], x0: list[Scalar], bias: Sequence[Scalar],
+                     blocks: dict[int, list[Any]], rank: int | None
+                     ) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
+    """``x̄ = x̄₀ + M̄⁻¹Āᵀ_rλ`` with ``A_r x + b_r = 0`` over ``[u | s | ξ]``
+    (:func:`flexible_accelerations`): each column of ``M̄⁻¹Āᵀ_r`` one ABA at rest on
+    the joint forces ``A_iᵀ`` with the modal ``blocks`` condensed (``h_ξ = 0``, no
+    bias, the rotors at rest). Returns ``x̄`` and ``A_rᵀλ`` (n, locked entries 0)."""
+    model = rec.model
+    free = [r for b in geo for _, r in b.J.cols]
+    nb = model.nb
+    zero6 = [0.0] * 6
+    rest = rec.rotor_pieces([zero6] * nb)
+    Y = []
+    for i in keep:
+        yu = rec.aba(geo, [zero6] * nb, [zero6] * nb, rows.A[i], zero6, rest, _fresh(blocks, False))
+        Y.append([*yu, *modal_accelerations(rec)])
+    Ar = _mat_rows(rows.A, keep, free)
+    m = len(keep)
+    G = [[_dot(Ar[a], [Y[bb][r] for r in free]) for bb in range(m)] for a in range(m)]
+    rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + bias[i]) for a, i in enumerate(keep)]
+    lam = _solve(rec, G, rhs, rank)
+    out = [x0[j] + _dot([Y[a][j] for a in range(m)], lam) for j in range(len(x0))]
+    forces: list[Scalar] = [0.0] * model.n
+    for k, r in enumerate(free):
+        forces[r] = _dot([Ar[a][k] for a in range(m)], lam)
+    return out, forces
+
+
 @attrs.frozen(eq=False)
 class MomentumClosure:
     """The loops in momentum-state dynamics (:meth:`Recursion.run_msd
@@ -408,7 +489,10 @@ class MomentumClosure:
     constraint manifold whose momenta along the admissible directions are ``y``'s,
     ``u = C (CᵀMC)⁻¹ Cᵀ p`` of the dense engine) and ``λ`` the multipliers of Kane's
     constrained equations at ``ν`` (:meth:`forces`, the λ of
-    :func:`constrained_accelerations`)."""
+    :func:`constrained_accelerations`). With flexible bodies the same on the flexible
+    mass matrix, over ``[ν | ξ]`` (:meth:`flexible_speeds`, :meth:`flexible_forces`:
+    the rows' ``ξ`` columns zero, ``M̄⁻¹`` by ABA with the modes condensed, as in
+    :func:`flexible_accelerations`)."""
 
     plan: RowPlan
     keep: tuple[int, ...]
@@ -426,6 +510,23 @@ class MomentumClosure:
     def forces(self, rec: Recursion) -> list[Scalar]:
         """The loops' generalized forces ``A_rᵀλ`` at ``rec``'s state."""
         return _constrained(rec, self.plan, self.keep, rank=self.rank)[2]
+
+    def flexible_speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar],
+                        blocks: dict[int, list[Any]]) -> list[Scalar]:  # fmt: skip
+        """:meth:`speeds` with flexible bodies: the tree's ``ν̄₀ = [ν₀ | ξ₀]`` (the
+        modal ``blocks`` of the momentum states, condensed in ABA) closed, ``A_r ν = 0``,
+        by ``M̄⁻¹Āᵀ_r`` with the modes condensed (:func:`flexible_accelerations`)."""
+        if not self.keep:
+            return nu0
+        rows = loop_rows(rec, geo, self.plan)
+        zero = [0.0] * len(rows.Phi)
+        return _flexible_closed(rec, geo, rows, self.keep, nu0, zero, blocks, self.rank)[0]
+
+    def flexible_forces(self, rec: Recursion, eta: Sequence[Scalar],
+                        xi: Sequence[Scalar]) -> list[Scalar]:  # fmt: skip
+        """:meth:`forces` with flexible bodies (modal coordinates ``eta``, speeds
+        ``xi``): the ``λ`` of :func:`flexible_accelerations`."""
+        return _flexible_constrained(rec, self.plan, self.keep, eta, xi, self.rank)[2]
 
 
 def _dot(a: Sequence[Scalar], b: Sequence[Scalar]) -> Scalar:

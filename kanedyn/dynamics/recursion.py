@@ -194,6 +194,18 @@ class Closure(Protocol):
         """The loops' generalized constraint forces at ``rec``'s state."""
         ...
 
+    def flexible_speeds(self, rec: Recursion, geo: list[BodyTerms], nu0: list[Scalar],
+                        blocks: dict[int, list[Any]]) -> list[Scalar]:  # fmt: skip
+        """With flexible bodies: the tree's ``[ν₀ | ξ₀]`` of the momentum states (the
+        modal ``blocks`` of :meth:`Recursion.modal_blocks`), closed by the loops."""
+        ...
+
+    def flexible_forces(self, rec: Recursion, eta: Sequence[Scalar],
+                        xi: Sequence[Scalar]) -> list[Scalar]:  # fmt: skip
+        """With flexible bodies: the loops' generalized constraint forces at ``rec``'s
+        state and the modal state ``eta``, ``xi``."""
+        ...
+
 
 class Recursion:
     """The tree recursions of one model at the coordinates ``q`` and speeds ``u`` (lists
@@ -803,7 +815,8 @@ class Recursion:
         (``Model.nf`` each), and the three outputs run over the full state
         (``[ẏ | ẏ_ξ]``, ``[q̇ | η̇ = ξ]``, ``[ν | ξ]``). ``closure``: a model's closed
         loops (:class:`kanedyn.dynamics.loop_rows.MomentumClosure`): the speeds of step 1
-        are closed, and the loops' generalized forces join ``Q`` in step 2.
+        are closed (with flexible bodies ``[ν | ξ]`` together, on the flexible mass
+        matrix), and the loops' generalized forces join ``Q`` in step 2.
 
         1. Speeds: ``M ν = y_gen - Ωᵀ h`` by ABA at zero speed (``c = 0``, ``a_N = 0``,
            bias ``(h, 0)``), where ``y_gen`` converts a momentum root's total ``H``
@@ -873,7 +886,10 @@ class Recursion:
         xi: list[Scalar] = [0.0] * model.nf
         for mb in bodies:
             xi[mb.sl] = self.xidot[mb.k]
-        if closure is not None:
+        if closure is not None and bodies:  # the modes too take the loops' impulses
+            full = closure.flexible_speeds(self, geo0, [*nu, *xi], blocks)
+            nu, xi = full[:n], full[n:]
+        elif closure is not None:
             nu = closure.speeds(self, geo0, nu, bw)
         self.u = nu
         if nodes:  # the node frames moving with ξ
@@ -884,7 +900,8 @@ class Recursion:
         self.rotors = self.rotor_pieces(v)
         Q = self.generalized_forces()
         if closure is not None:
-            Q = [a + b for a, b in zip(Q, closure.forces(self), strict=True)]
+            lam = closure.flexible_forces(self, eta, xi) if bodies else closure.forces(self)
+            Q = [a + b for a, b in zip(Q, lam, strict=True)]
         # with loads, gravity is in the input F (as in AppliedLoads)
         g = [0.0, 0.0, 0.0] if self.loads else self.par("gravity")
         # gravity in each Go_k, and the subtree momenta and external forces

@@ -274,7 +274,8 @@ def _check_loops(model: Model, x: Array, native: bool) -> None:
         )
     X = x.reshape(-1, x.shape[-1])
     for b in range(X.shape[0]):
-        phi, vel = loops_.residuals(model, X[b, : model.nq], X[b, model.nq :])
+        # with flexible bodies [q | η | u | s | ξ] (the rows' η, ξ columns are zero)
+        phi, vel = loops_.residuals(model, X[b, : model.nq_total], X[b, model.nq_total :])
         if max(phi, vel) > 1e-8:
             raise ModelError(
                 f"member {b}: the initial state does not close the loops (max |Φ| = "
