@@ -409,15 +409,20 @@ def test_outer_nodes_on_the_native_engine_and_a_rigid_outer_body_refused():
         )
 
 
-def test_geared_rotors_with_node_joints_are_refused_on_both_engines():
+def geared_tip_model():
+    """A clamped one-mode beam with a tip body hinged at its tip node by a geared rotor."""
     beam = kd.beam_body("beam", 2.0, 1.5, 30.0, n_modes=1, directions=(1,), stiffening=False)
     tip = kd.Body("tip", 0.5, np.eye(3) * 0.01)
-    model = kd.Model(
+    return kd.Model(
         [beam, tip],
         [kd.Joint.weld("clamp", None, "beam"),
          kd.Joint.revolute("hinge", "beam", "tip", inner_point=(2.0, 0, 0), inner_node="tip",
                            rotor=kd.Rotor(1e-4, ratio=50.0))],
     )  # fmt: skip
+
+
+def test_geared_rotors_with_node_joints_are_refused_on_both_engines():
+    model = geared_tip_model()
     s = model.initial_state()
     for engine in ("dense", "compiled"):
         with pytest.raises(ModelError, match=r"geared rotors .* are not modelled yet"):

@@ -24,6 +24,7 @@ from kanedyn.dynamics.recursion import Recursion
 from kanedyn.model.plan import params_of
 from kanedyn.simulation.options import Formulation
 from kanedyn.simulation.system import System
+from tests.test_flex_msd import energy_gradient, native_msd_equals_dense, rate_error, runs_equal
 from tests.test_flex_nodes import _hub_beam_tip, _outer_nodes, _two_beams
 
 
@@ -71,42 +72,16 @@ def test_momenta_are_the_gradient_of_the_kinetic_energy(case):
     nq, n = model.nq, model.n
     kin = kd.kinematics(model, s)
     y = msd.generalized_momenta(model, kin, s.u, s.q[nq:])
-    h = 1e-3
-    grad = np.zeros(model.n_total)
-    for r in range(model.n_total):
-        up, um = s.u.copy(), s.u.copy()
-        up[r] += h
-        um[r] -= h
-        grad[r] = (kd.kinetic_energy(model, kd.State(s.q, up))
-                   - kd.kinetic_energy(model, kd.State(s.q, um))) / (2 * h)  # fmt: skip
+    grad = energy_gradient(model, s)
     np.testing.assert_allclose(y, grad, rtol=0, atol=1e-10 * np.abs(grad).max())
     assert np.abs(y[n:] - grad[n:]).max() < 1e-10 * np.abs(grad[n:]).max()
     np.testing.assert_allclose(msd.speeds(model, s.q, msd.momenta(model, s)), s.u, atol=1e-13)
 
 
-def _rate_error(model, s, h=1e-5, loads=None):
-    """Largest ``|ẏ_MSD - d/dt y|`` relative to ``|d/dt y|``, ``d/dt y`` by central
-    differences of the momentum states along Kane's dense right-hand side (O(h²):
-    1e-9 at h = 1e-5 on these models, falling 100 times per tenfold smaller h)."""
-    kane = System(model, Formulation.KANE, loads)
-    moms = System(model, Formulation.MSD, loads)
-    x = np.r_[s.q, s.u]
-    xdot = kane(0.0, x)
-    nq = model.nq_total
-
-    def y(x):
-        return msd.momenta(model, kd.State(x[:nq], x[nq:]))
-
-    fd = (y(x + h * xdot) - y(x - h * xdot)) / (2 * h)
-    rates = moms(0.0, moms.initial(s))
-    np.testing.assert_allclose(rates[:nq], xdot[:nq], atol=1e-13)  # q̇ from the speeds
-    return np.abs(rates[nq:] - fd).max() / np.abs(fd).max()
-
-
 @pytest.mark.parametrize("case", BUILDS)
 def test_momentum_rates_are_the_rates_of_the_momenta_along_kanes_motion(case):
     model, s = BUILDS[case](gravity=GRAVITY)
-    assert _rate_error(model, s) < 5e-9
+    assert rate_error(model, s) < 5e-9
 
 
 LOADS = [kd.Force("tip", (0.3, -0.2, 0.5), point=(0.05, 0.0, 0.0)),
@@ -119,7 +94,7 @@ def test_loads_on_the_body_at_the_node_and_the_joints_effort():
     external wrench, the joint's effort does not (it acts on both sides of the joint);
     the native kernel takes the loads as inputs and agrees."""
     model, s = _free_tip(gravity=GRAVITY)
-    assert _rate_error(model, s, loads=LOADS) < 5e-9
+    assert rate_error(model, s, loads=LOADS) < 5e-9
     dense = System(model, Formulation.MSD, LOADS)
     native = System(model, Formulation.MSD, LOADS, compiled=True)
     x = dense.initial(s)
@@ -131,7 +106,7 @@ def test_the_rate_check_is_second_order_in_the_step():
     """The check's residual is the central differences' error, not a missing term: it
     falls 100 times when the step falls 10 times."""
     model, s = _two_beams()
-    coarse, fine = _rate_error(model, s, 1e-3), _rate_error(model, s, 1e-4)
+    coarse, fine = rate_error(model, s, 1e-3), rate_error(model, s, 1e-4)
     assert 80 < coarse / fine < 120
 
 
@@ -164,7 +139,7 @@ def test_rate_check_fails_when_a_node_term_is_broken(monkeypatch, name):
     broken, build = BREAKS[name]
     monkeypatch.setattr(msd, name.split(",")[0], broken)
     model, s = build(gravity=GRAVITY)
-    assert _rate_error(model, s) > 1e-4
+    assert rate_error(model, s) > 1e-4
 
 
 def _run(model, s, formulation, engine="dense", t_final=0.01, dt=5e-4):
@@ -230,24 +205,14 @@ def test_native_msd_equals_dense_msd(case):
     """The native kernel traces Recursion.run_msd (the node frames at rest for the
     speeds, then the subtrees on the nodes in the modal rates: Recursion.node_rates);
     the dense code sums over the joints in N: rates and speeds agree to round-off."""
-    model, s = BUILDS[case](gravity=GRAVITY)
-    dense = System(model, Formulation.MSD, None)
-    native = System(model, Formulation.MSD, None, compiled=True)
-    assert native.cm is not None and native.cm.native is not None
-    x = dense.initial(s)
-    nq = model.nq_total
-    a, b = dense(0.0, x), native(0.0, x)
-    np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * np.abs(a).max())
-    np.testing.assert_allclose(native.speeds(x[:nq], x[nq:]), s.u, atol=1e-12)
+    native_msd_equals_dense(*BUILDS[case](gravity=GRAVITY), speeds_atol=1e-12)
 
 
 def test_native_msd_run_equals_the_dense_run():
     model, s = _free_tip(gravity=GRAVITY)
-    a, b = _run(model, s, "msd", "dense", 0.04, 4e-3), _run(model, s, "msd", "auto", 0.04, 4e-3)
-    assert b.engine != a.engine
-    np.testing.assert_allclose(b.q, a.q, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(b.u, a.u, rtol=0, atol=1e-11)
-    np.testing.assert_allclose(b.momenta, a.momenta, rtol=0, atol=1e-11)
+    runs_equal(
+        _run(model, s, "msd", "dense", 0.04, 4e-3), _run(model, s, "msd", "auto", 0.04, 4e-3)
+    )
 
 
 def test_native_check_fails_without_the_recursions_node_term(monkeypatch):

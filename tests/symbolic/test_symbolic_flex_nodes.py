@@ -20,6 +20,7 @@ from sympy.physics import mechanics as me
 import kanedyn as kd
 from kanedyn.symbolic import flex as symflex
 from tests.sympy_oracle import particle_modes
+from tests.test_flex_nodes import geared_tip_model
 
 R = sp.Rational
 # the lumped beam: particles near the x axis, one mode φ(x) = (x/2)² displacing along (0, 1, 1/3)
@@ -348,14 +349,7 @@ def test_inner_and_outer_nodes_on_a_free_hub_equal_the_dense_engine():
 
 
 def test_geared_rotors_with_node_joints_are_refused_by_both_derivations():
-    beam = kd.beam_body("beam", 2.0, 1.5, 30.0, n_modes=1, directions=(1,), stiffening=False)
-    tip = kd.Body("tip", 0.5, np.eye(3) * 0.01)
-    model = kd.Model(
-        [beam, tip],
-        [kd.Joint.weld("clamp", None, "beam"),
-         kd.Joint.revolute("hinge", "beam", "tip", inner_point=(2.0, 0, 0), inner_node="tip",
-                           rotor=kd.Rotor(1e-4, ratio=50.0))],
-    )  # fmt: skip
+    model = geared_tip_model()
     for derive in (kd.symbolic.kane, kd.symbolic.lagrange):
         with pytest.raises(kd.ModelError, match=r"geared rotors .* are not modelled yet"):
             derive(model)
