@@ -288,5 +288,7 @@ def test_cli_disperses_file_loads_and_rejects_controller_gains(tmp_path, capsys)
                     "sigma = 0.1\n")  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "kanedyn montecarlo: error: parameter 'controller.Kp': no controller was given" in err
+    assert (
+        "disp.toml: line 2: dispersion[1]: parameter 'controller.Kp': no controller was given"
+    ) in err
     assert "Python-only" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
