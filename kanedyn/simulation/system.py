@@ -274,9 +274,7 @@ class System:
             u_new = loops_.plastic_impact(model, q, u_old, locked)
             if self.formulation is Formulation.KANE:
                 return u_new
-            nq, n = model.nq, model.n
-            kin = kinematics_at(model, q[:nq], u_new[:n])
-            eta = q[nq:] if model.nf else None
+            kin, eta = msd.rest_kinematics(model, q)  # M ν⁺ needs the positions only
             p = msd.generalized_momenta(model, kin, u_new, eta)
             return msd.root_to_total(model, kin, p, eta=eta)
         kin = kinematics_at(model, q, u_old)
