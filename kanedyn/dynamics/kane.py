@@ -256,12 +256,15 @@ def flexible_system_at(
     return M, f
 
 
-def flexible_mass_matrix_at(model: Model, tm: KaneTerms, eta: Array) -> Array:
+def flexible_mass_matrix_at(model: Model, tm: KaneTerms, eta: Array | None) -> Array:
     """Kane's mass matrix over ``[u | s | ξ]`` of a model with flexible bodies
     (:func:`flexible_system_at`'s ``M``, which holds no speed) at the modal coordinates
     ``eta``: the rigid tree's, the modal blocks ``T_iᵀ ΔM_i T_i`` and the node terms. The
     momentum states' ``y = M ν`` (:mod:`kanedyn.dynamics.msd`) and the impacts of lock
-    events, stops and loops (:func:`kanedyn.dynamics.loops.plastic_impact`) take it."""
+    events, stops and loops (:func:`kanedyn.dynamics.loops.plastic_impact`) take it.
+    Without flexible bodies (``eta`` None) it is :func:`mass_matrix_at`."""
+    if eta is None:
+        return mass_matrix_at(model, tm)
     n = model.n
     M, _ = flex.flex_terms(model, tm.kin, tm.par, eta, np.zeros(model.nf))
     M[:n, :n] += mass_matrix_at(model, tm)

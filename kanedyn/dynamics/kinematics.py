@@ -48,6 +48,7 @@ from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import node_frame, node_subspace
 
 __all__ = [
+    "rest_kinematics",
     "FORCE_CROSS",
     "MOTION_CROSS",
     "Kinematics",
@@ -421,6 +422,17 @@ def _node_velocities(
     S_xi_dot = S_dot + times(V_in, S_in) - times(V_Bo, S_on)
     c_node = S_xi_dot @ xi + bilinear(V_on, V_rel, MOTION_CROSS)
     return NodeKinematics(S_xi=S_xi, V_node=V_node, c_node=c_node, S_xi_dot=S_xi_dot, V_on=V_on)
+
+
+def rest_kinematics(model: Model, q: Array) -> tuple[Kinematics, Array | None]:
+    """The kinematics at the coordinates ``q`` (``[q_joints | η]`` with flexible
+    bodies) and zero speeds, where the mass matrix and the momentum states' speeds take them (:func:`kanedyn.dynamics.msd.speeds_at`), and the modal
+    coordinates ``η`` (None without flexible bodies)."""
+    if not model.nf:
+        return kinematics_at(model, q, np.zeros(model.n)), None
+    eta = q[model.nq :]
+    zero = np.zeros(model.n)
+    return kinematics_at(model, q[: model.nq], zero, eta=eta, xi=np.zeros(model.nf)), eta
 
 
 def origin_joint(model: Model) -> int | None:

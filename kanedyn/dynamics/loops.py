@@ -68,7 +68,7 @@ from kanedyn.dynamics.kane import (
     mass_matrix_at,
     solve_mass_matrix,
 )
-from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
+from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv, rest_kinematics
 from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads
 from kanedyn.dynamics.loop_rows import RowFrames
 from kanedyn.dynamics.partials import bias_accelerations, joint_subspace
@@ -794,13 +794,9 @@ def plastic_impact(model: Model, q: Array, u: Array, locked: Iterable[int] = (),
     once per right-hand side)."""
     n = model.n_total
     kin = None
-    if M is None and model.nf:
-        eta, xi = q[model.nq :], u[model.n :]
-        kin = kinematics_at(model, q[: model.nq], np.zeros(model.n), eta=eta, xi=xi)
+    if M is None:
+        kin, eta = rest_kinematics(model, q)
         M = flexible_mass_matrix_at(model, kane_terms(model, kin), eta)
-    elif M is None:
-        kin = kinematics_at(model, q, np.zeros(model.n))
-        M = mass_matrix_at(model, kane_terms(model, kin))
     if terms is not None:
         lt = terms
     elif model.loops:

@@ -64,10 +64,9 @@ from kanedyn.dynamics.kane import (
     KaneTerms,
     flexible_mass_matrix_at,
     kane_terms,
-    mass_matrix_at,
     solve_mass_matrix,
 )
-from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv
+from kanedyn.dynamics.kinematics import Kinematics, cross, kinematics_at, mv, rest_kinematics
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.dynamics.partials import joint_axes, partials_at
 from kanedyn.dynamics.rotors import carrier, rotor_momentum, rotor_specs
@@ -85,7 +84,6 @@ __all__ = [
     "momentum_roots",
     "node_momentum_rates",
     "rates",
-    "rest_kinematics",
     "root_to_total",
     "speeds",
     "speeds_at",
@@ -119,9 +117,6 @@ def generalized_momenta(model: Model, kin: Kinematics, u: Array, eta: Array | No
     tm = kane_terms(model, kin)
     h = mv(kin.R_N_B, kin.params.h_embedded).ravel()
     n, nb = model.n, model.nb
-    if not model.nf:
-        return mass_matrix_at(model, tm) @ u + tm.Omega.reshape(3 * nb, n).T @ h
-    assert eta is not None
     y = flexible_mass_matrix_at(model, tm, eta) @ u
     y[:n] += tm.Omega.reshape(3 * nb, n).T @ h
     if tm.par.Omega_xi is not None:
@@ -223,17 +218,6 @@ def speeds(model: Model, q: ArrayLike, momenta: ArrayLike, locked: ArrayLike = (
     return speeds_at(model, kin, y, np.asarray(locked, dtype=np.intp), eta)
 
 
-def rest_kinematics(model: Model, q: Array) -> tuple[Kinematics, Array | None]:
-    """The kinematics at the coordinates ``q`` (``[q_joints | η]`` with flexible
-    bodies) and zero speeds, where :func:`speeds_at` takes them, and the modal
-    coordinates ``η`` (None without flexible bodies)."""
-    if not model.nf:
-        return kinematics_at(model, q, np.zeros(model.n)), None
-    eta = q[model.nq :]
-    zero = np.zeros(model.n)
-    return kinematics_at(model, q[: model.nq], zero, eta=eta, xi=np.zeros(model.nf)), eta
-
-
 def speeds_at(
     model: Model,
     kin: Kinematics,
@@ -248,19 +232,13 @@ def speeds_at(
     the speeds ``locked`` held at zero: ``M ν = p - Ωᵀ R h`` solved on the free speeds
     (:func:`speeds` for a state); with flexible bodies over ``[u | s | ξ]`` with the
     flexible mass matrix at the modal coordinates ``eta`` (with joints at nodes, ``kin``
-    holds the node frames: :func:`rest_kinematics`). ``tm`` (:func:`kane_terms` at
+    holds the node frames: :func:`~kanedyn.dynamics.kinematics.rest_kinematics`). ``tm`` (:func:`kane_terms` at
     ``kin``) and ``M`` (the mass matrix over all the speeds at ``kin``: the tree's
     :func:`mass_matrix_at`, or with flexible bodies
     :func:`~kanedyn.dynamics.kane.flexible_mass_matrix_at`) are reused when given."""
     tm = kane_terms(model, kin) if tm is None else tm
     n, N, nb = model.n, model.n_total, model.nb
-    if M is not None:
-        pass
-    elif model.nf:
-        assert eta is not None
-        M = flexible_mass_matrix_at(model, tm, eta)
-    else:
-        M = mass_matrix_at(model, tm)
+    M = flexible_mass_matrix_at(model, tm, eta) if M is None else M
     h = mv(kin.R_N_B, kin.params.h_embedded).ravel()
     p = root_to_total(model, kin, y, inverse=True, eta=eta)
     p[:n] -= tm.Omega.reshape(3 * nb, n).T @ h

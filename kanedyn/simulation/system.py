@@ -33,7 +33,7 @@ from kanedyn.dynamics.kane import (
     mass_matrix_at,
     solve_mass_matrix,
 )
-from kanedyn.dynamics.kinematics import Kinematics, kinematics_at
+from kanedyn.dynamics.kinematics import Kinematics, kinematics_at, rest_kinematics
 from kanedyn.dynamics.loads import AppliedLoads, LoadsLike, applied_loads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError, SimulationError
 from kanedyn.model import Model, State
@@ -141,11 +141,11 @@ class System:
         if self.cm is not None:  # the last n_total outputs of the MSD kernel
             nu = self.cm.rhs(q.tolist(), y.tolist())[model.n_total + model.nq_total :]
             return np.array(nu), None
-        kin, eta = msd.rest_kinematics(model, q)
+        kin, eta = rest_kinematics(model, q)
         if not model.loops:
             return msd.speeds_at(model, kin, y, self.locked, eta), None
         tm = kane_terms(model, kin)
-        M = mass_matrix_at(model, tm) if eta is None else flexible_mass_matrix_at(model, tm, eta)
+        M = flexible_mass_matrix_at(model, tm, eta)
         u = msd.speeds_at(model, kin, y, self.locked, eta, tm=tm, M=M)
         # the momenta along the admissible directions C only
         lt = loops_.loop_terms(model, q, kin=kin, tm=tm)
@@ -274,7 +274,7 @@ class System:
             u_new = loops_.plastic_impact(model, q, u_old, locked)
             if self.formulation is Formulation.KANE:
                 return u_new
-            kin, eta = msd.rest_kinematics(model, q)  # M ν⁺ needs the positions only
+            kin, eta = rest_kinematics(model, q)  # M ν⁺ needs the positions only
             p = msd.generalized_momenta(model, kin, u_new, eta)
             return msd.root_to_total(model, kin, p, eta=eta)
         kin = kinematics_at(model, q, u_old)
