@@ -158,7 +158,7 @@ def test_msd_and_kane_trajectories_agree():
     assert a.momenta is not None and a.momenta.shape == (len(a.t), model.n_total)
 
 
-def _conservation(model, tr):
+def drifts(model, tr):
     """Relative drifts of H, P (kd.momentum: from q and u, elastic motion included) and
     of the energy with strain energy, over the run ``tr``."""
     s0, s1 = tr.state(0), tr.state(-1)
@@ -178,7 +178,7 @@ def test_torque_free_hub_and_beam_keeps_H_and_P_to_round_off(stiffening):
     here: 30 steps of 4 ms)."""
     model, s = _hub_beam(stiffening=stiffening)
     tr = _run(model, s, "msd", "dense")
-    dH, dP, dE = _conservation(model, tr)
+    dH, dP, dE = drifts(model, tr)
     assert dH < 1e-12 and dP < 1e-12
     assert dE < 1e-6
     idx = model.speeds("root")
@@ -189,13 +189,13 @@ def test_energy_check_fails_when_the_modal_rate_is_broken(monkeypatch):
     model, s = _hub_beam()
     monkeypatch.setattr(flex, "modal_momentum_rate", _drop_frame_term(flex.modal_momentum_rate))
     tr = _run(model, s, "msd", "dense")
-    assert _conservation(model, tr)[2] > 1e-5  # 5e-5: 500 times the sound run's
+    assert drifts(model, tr)[2] > 1e-5  # 5e-5: 500 times the sound run's
 
 
 def test_modal_damping_lowers_the_energy_in_msd():
     model, s = _hub_beam(damping=0.05)
     tr = _run(model, s, "msd", "dense")
-    dH, dP, _ = _conservation(model, tr)
+    dH, dP, _ = drifts(model, tr)
     s0, s1 = tr.state(0), tr.state(-1)
     E0 = kd.kinetic_energy(model, s0) + kd.potential_energy(model, s0)
     E1 = kd.kinetic_energy(model, s1) + kd.potential_energy(model, s1)
@@ -243,7 +243,7 @@ def test_momentum_check_fails_when_the_displaced_mass_is_left_out(monkeypatch):
     model, s = _hub_beam()
     monkeypatch.setattr(msd, "displaced_first_moments", lambda m, kin, eta: np.zeros((m.nb, 3)))
     tr = _run(model, s, "msd", "dense")
-    assert _conservation(model, tr)[0] > 1e-6
+    assert drifts(model, tr)[0] > 1e-6
 
 
 def test_momentum_states_in_a_central_field_hold_the_displaced_mass(monkeypatch):

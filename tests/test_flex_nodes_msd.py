@@ -24,7 +24,13 @@ from kanedyn.dynamics.recursion import Recursion
 from kanedyn.model.plan import params_of
 from kanedyn.simulation.options import Formulation
 from kanedyn.simulation.system import System
-from tests.test_flex_msd import energy_gradient, native_msd_equals_dense, rate_error, runs_equal
+from tests.test_flex_msd import (
+    drifts,
+    energy_gradient,
+    native_msd_equals_dense,
+    rate_error,
+    runs_equal,
+)
 from tests.test_flex_nodes import _hub_beam_tip, _outer_nodes, _two_beams
 
 
@@ -166,25 +172,13 @@ def test_msd_and_kane_runs_agree(case):
     np.testing.assert_allclose(a.u, b.u, rtol=0, atol=1e-8 * np.abs(b.u).max())
 
 
-def _drifts(model, tr):
-    """Relative drifts of H, P (kd.momentum: from q and u, elastic motion and the tip
-    body on the node included) and of the energy with strain energy."""
-    s0, s1 = tr.state(0), tr.state(-1)
-    (P0, H0), (P1, H1) = kd.momentum(model, s0), kd.momentum(model, s1)
-    E0 = kd.kinetic_energy(model, s0) + kd.potential_energy(model, s0)
-    E1 = kd.kinetic_energy(model, s1) + kd.potential_energy(model, s1)
-    dH = np.abs(H1 - H0).max() / np.abs(H0).max()
-    dP = np.abs(P1 - P0).max() / np.abs(P0).max()
-    return dH, dP, abs(E1 - E0) / abs(E0)
-
-
 def test_torque_free_hub_beam_and_tip_keep_H_and_P_to_round_off():
     """The free root's states are total H and P: the speeds recovered from them keep
     kd.momentum's H and P to round-off; the energy with strain energy to RK4's accuracy
     (1.4e-7 here: 30 steps of 4 ms; 5e-9 at 2 ms)."""
     model, s = _free_tip()
     tr = _run(model, s, "msd", t_final=0.12, dt=4e-3)
-    dH, dP, dE = _drifts(model, tr)
+    dH, dP, dE = drifts(model, tr)
     assert dH < 1e-13 and dP < 1e-13
     assert dE < 1e-6
     assert np.ptp(tr.momenta[:, model.speeds("root")], axis=0).max() == 0.0
@@ -197,7 +191,7 @@ def test_energy_check_fails_without_the_node_term(monkeypatch):
     model, s = _free_tip()
     monkeypatch.setattr(msd, "node_momentum_rates", _without_node_rates)
     tr = _run(model, s, "msd", t_final=0.12, dt=4e-3)
-    assert _drifts(model, tr)[2] > 1e-3
+    assert drifts(model, tr)[2] > 1e-3
 
 
 @pytest.mark.parametrize("case", BUILDS)
