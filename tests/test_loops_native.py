@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.integrate
+import scipy.linalg
 
 import kanedyn as kd
 from kanedyn.compiled import native
@@ -231,14 +233,13 @@ def test_adaptive_native_run_through_the_degenerate_rows(a04_degenerate):
     """DOP853 with ``engine="compiled"`` runs the A04 mechanism natively through the
     state where the assembly's rows are dependent (with the rows fixed, its steps
     collapsed there), and matches the dense engine's DOP853 at rtol 1e-12 to 1e-11, the
-    loops closed to 1e-13. With ``engine="auto"`` an adaptive method runs loops on the
-    dense engine (the bias cut at singular configurations of the mechanism)."""
+    loops closed to 1e-13. ``engine="auto"`` runs adaptive methods with loops natively."""
     model, s12, _, _ = a04_degenerate
     kw = dict(method="DOP853", output_every=0.01)
     run = kd.simulate(model, s12, 0.06, rtol=1e-10, atol=1e-12, engine="compiled", **kw)
     assert run.engine == "native"
     auto = kd.simulate(model, s12, 0.01, rtol=1e-6, atol=1e-8, **kw)
-    assert auto.engine == "dense"
+    assert auto.engine == "native"
     ref = kd.simulate(model, s12, 0.06, rtol=1e-12, atol=1e-14, engine="dense", **kw)
     np.testing.assert_allclose(run.q, ref.q, atol=1e-11)
     np.testing.assert_allclose(run.u, ref.u, atol=1e-11)
@@ -259,3 +260,134 @@ def test_rk4_run_through_the_degenerate_rows_matches_the_dense_run(a04_degenerat
     np.testing.assert_allclose(nat.u, den.u, atol=1e-12)
     np.testing.assert_allclose(nat.q, ref.q, atol=1e-11)
     assert nat.loop_residual.max() < 1e-13
+
+
+# --------------------------------------------------------------------------- singular
+@pytest.mark.parametrize(
+    ("case", "kept"),
+    [("dependent 1e-3", [0, 1, 2, 3]), ("dependent 1e-5", [0, 1, 2]),
+     ("small first row", [1, 2, 3]), ("small middle row 2e-4", [0, 1, 2, 3])],
+)  # fmt: skip
+def test_truncated_solve_keeps_the_rows_the_gram_schmidt_keeps(case, kept):
+    """``plucker.solve_spd_truncated`` on ``D = A Aᵀ`` of four rows, one of them nearly
+    dependent on the rows before it or itself short: the rows kept are those whose part
+    independent of the rows before them (``|R_jj|`` of numpy's unpivoted QR of ``Aᵀ``)
+    is at least ``SINGULAR_RCOND`` (1e-4) of the longest row, and ``Aᵀx`` is the
+    minimum-norm solution of the kept rows (``numpy.linalg.lstsq`` on them). Through
+    ``loop_rows.cut_bias`` the bias of a kept row is unchanged and a row left out takes
+    the bias the kept rows imply, ``A x``."""
+    from kanedyn.dynamics import loop_rows
+    from kanedyn.dynamics.recursion import Recursion
+    from kanedyn.spatial import plucker
+    from kanedyn.spatial.arithmetic import NUMPY
+
+    rng = np.random.default_rng(7)
+    B = np.linalg.qr(rng.normal(size=(6, 4)))[0].T  # orthonormal rows
+    A = {
+        "dependent 1e-3": np.vstack((B[0], B[1], B[2], 0.8 * B[0] + 0.6 * B[1] + 1e-3 * B[3])),
+        "dependent 1e-5": np.vstack((B[0], B[1], B[2], 0.8 * B[0] + 0.6 * B[1] + 1e-5 * B[3])),
+        "small first row": np.vstack((1e-5 * (B[0] + B[1]), 2 * B[1], B[2], B[3])),
+        "small middle row 2e-4": np.vstack((B[0], 2e-4 * (B[1] + B[2]), B[2], B[3] + B[0])),
+    }[case]
+    b = rng.normal(size=4)
+    R = np.linalg.qr(A.T, mode="r")
+    longest = np.linalg.norm(A, axis=1).max()
+    assert list(np.nonzero(np.abs(np.diag(R)) >= 1e-4 * longest)[0]) == kept
+    mu = plucker.solve_spd_truncated(NUMPY, (A @ A.T).tolist(), b.tolist(), 1e-4)
+    x = A.T @ np.array(mu, dtype=float)
+    ref = np.linalg.lstsq(A[kept], b[kept], rcond=None)[0]
+    cond = np.linalg.cond(A[kept] @ A[kept].T)  # the normal equations' round-off
+    np.testing.assert_allclose(x, ref, rtol=0, atol=1e-14 * cond * np.abs(ref).max())
+    rec = Recursion(kd.examples.four_bar(), [0.0] * 3, [0.0] * 3)  # its arithmetic only
+    cut = np.array(loop_rows.cut_bias(rec, A.tolist(), b.tolist()), dtype=float)
+    tol = 1e-14 * cond * np.abs(b).max()
+    np.testing.assert_allclose(cut[kept], b[kept], rtol=0, atol=tol)
+    left = [i for i in range(4) if i not in kept]
+    np.testing.assert_allclose(cut[left], (A @ ref)[left], rtol=0, atol=tol)
+    if left:
+        assert np.abs(cut[left] - b[left]).max() > 0.1  # the bias of those rows was cut
+
+
+@pytest.fixture(scope="module")
+def n_four_bar_near_singular():
+    """The 3-parallelogram N-four-bar (A02) started at -1 rad/s from its rods vertical,
+    run to 5 ms before its rods are horizontal (the singular configuration, where three
+    of the loop rows shrink to zero, at ``t*`` of the 1-DOF closed form: a pendulum with
+    ``I = (N+1)/3 + N``, ``V ∝ ((N+1)/2 + N) g sin θ``): (model, state, ``t*`` - t0,
+    the closed form's right-hand side)."""
+    N = 3
+    model = n_four_bar(N)
+    I_eff, k_g = (N + 1) / 3 + N, 9.81 * ((N + 1) / 2 + N)
+
+    def pendulum(t, x):
+        return [x[1], -k_g * np.cos(x[0]) / I_eff]
+
+    def horizontal(t, x):
+        return x[0]
+
+    horizontal.terminal = True  # type: ignore[attr-defined]
+    sol = scipy.integrate.solve_ivp(pendulum, (0, 2), [np.pi / 2, -1.0], events=horizontal,
+                                    method="DOP853", rtol=1e-13, atol=1e-13)  # fmt: skip
+    t_star = float(sol.t_events[0][0])
+    s0 = model.assemble(model.set_joint(model.initial_state(), "p0", rates=[-1.0]), fix=["p0"])
+    t0 = t_star - 0.005
+    pre = kd.simulate(model, s0, t0, method="DOP853", rtol=1e-12, atol=1e-12, output_every=t0,
+                      engine="dense")  # fmt: skip
+    return model, kd.State(pre.q[-1], pre.u[-1]), t_star - t0, pendulum
+
+
+def test_native_accelerations_match_the_dense_engine_at_the_singular_configuration(
+    n_four_bar_near_singular,
+):
+    """At states ever closer to the N-four-bar's singular configuration (the smallest
+    singular value of A from 1e-3 to 1e-9 of the largest, before and after it: on both
+    sides of the cut that leaves out the bias of rows nearly dependent or short,
+    ``loop_rows.cut_bias``), the native kernel's accelerations equal the dense engine's
+    (its speed partition and truncated SVD) to 1e-10 of the largest, and 3 ms away the
+    rods' angular acceleration is the closed form's pendulum, ``θ̈ = -k_g cos θ / I``.
+    Without the cut, at 2e-5 the native kernel was 1e-3 from the dense one, and 1e1 at
+    2e-9."""
+    model, s, dt_star, pendulum = n_four_bar_near_singular
+    cm = kd.compile_model(model)
+    assert cm.backend == "native"
+    p0, w0 = model.coordinates("p0")[0], model.speeds("p0")[0]
+    ratios = []
+    for before in (3e-3, 3e-4, 3e-5, 3e-6, 3e-7, 3e-8, 3e-9, -3e-9, -3e-6, -3e-4):
+        run = kd.simulate(model, s, dt_star - before, method="DOP853", rtol=1e-13, atol=1e-13,
+                          output_every=dt_star - before, engine="dense")  # fmt: skip
+        st = kd.State(run.q[-1], run.u[-1])
+        sv = np.linalg.svd(loops.loop_terms(model, st.q).A, compute_uv=False)
+        ratios.append(sv[-1] / sv[0])
+        dense = kd.forward_dynamics(model, st)
+        np.testing.assert_allclose(cm.forward_dynamics(st), dense, rtol=0,
+                                   atol=1e-10 * np.abs(dense).max())  # fmt: skip
+        if ratios[-1] > 1e-3:  # nearer, the state's round-off off the branch is amplified
+            theta = np.pi / 2 + st.q[p0]
+            assert dense[w0] == pytest.approx(pendulum(0, [theta, st.u[w0]])[1], abs=1e-7)
+    assert min(ratios) < 1e-8 < 1e-3 < max(ratios)  # both sides of the cut were visited
+
+
+def test_adaptive_run_through_the_singular_configuration_is_native(n_four_bar_near_singular):
+    """DOP853 at rtol = atol = 1e-12 from 5 ms before the N-four-bar's rods are horizontal
+    to 5 ms after: ``engine="auto"`` runs it natively, it completes, its rod angle is within 1e-10 rad of the closed form's, the
+    loops stay closed to 1e-12, and it equals the dense engine's run to 1e-10 in q (past
+    t* the rods' angles spread by about 5e-11 in either engine: the round-off of the
+    state at the bifurcation, amplified by 1/σ). (Without the native kernel's cut, this
+    run's steps collapsed near t*.)"""
+    model, s, dt_star, pendulum = n_four_bar_near_singular
+    T = 2 * dt_star
+    # no output at t* itself: a state there is the bifurcation, where the round-off of
+    # the state (of either engine) is amplified by 1/σ
+    kw = dict(method="DOP853", rtol=1e-12, atol=1e-12, output_every=T / 7)
+    nat = kd.simulate(model, s, T, **kw)
+    den = kd.simulate(model, s, T, engine="dense", **kw)
+    assert nat.engine == "native" and den.engine == "dense"
+    assert nat.status == den.status == "completed"
+    np.testing.assert_allclose(nat.q, den.q, rtol=0, atol=1e-10)
+    p0, w0 = model.coordinates("p0")[0], model.speeds("p0")[0]
+    x0 = [np.pi / 2 + s.q[p0], s.u[w0]]
+    ref = scipy.integrate.solve_ivp(pendulum, (0, T), x0, t_eval=nat.t, method="DOP853",
+                                    rtol=1e-13, atol=1e-13).y[0]  # fmt: skip
+    for tr in (nat, den):
+        np.testing.assert_allclose(np.pi / 2 + tr.q[:, p0], ref, rtol=0, atol=1e-10)
+        assert tr.loop_residual.max() < 1e-12

@@ -43,6 +43,22 @@ while another set is fine, so with ``rank=r`` every row is kept and the semidefi
 ``A M⁻¹ Aᵀ`` (``A Aᵀ`` in the projection) is solved by the LDLᵀ with diagonal pivoting
 of :func:`kanedyn.spatial.plucker.solve_pivoted`, which chooses the ``r`` rows again at
 every evaluation, branch-free (``λ`` is zero on the others, consistent on the manifold).
+
+**Near a singular configuration** (the IFToMM A02 N-four-bar with its rods horizontal,
+where ``A`` loses rank and the mechanism can branch) a row's part independent of the
+rows before it, ``δ``, falls with the distance from it, and the part of the bias
+``b`` along it is round-off of the closure divided by ``|δ|``. The LDLᵀ of
+``A_r M⁻¹ A_rᵀ`` has that part at hand: its pivot ``d_j`` over the diagonal ``G_jj`` is
+``|δ|²`` relative to the row's own size in M⁻¹'s metric. A stage with
+``d_j < SINGULAR_RCOND² G_jj`` keeps its row (the acceleration stays on the admissible
+motions) but not its bias (:func:`kanedyn.spatial.plucker.solve_spd_cut`: the bias the
+earlier rows imply for it), and one with ``d_j < RANK_TOL² G_jj`` (dependent to
+round-off) is left out; the velocity projection leaves ``A u`` alone along the same
+rows (of ``A_r A_rᵀ``). The dense engine makes the same two decisions in its own
+algorithm's terms, on the singular values of ``A_r``
+(:func:`kanedyn.dynamics.loops.equations_at`): the two agree to round-off wherever no
+row is cut, and near the singular configuration both follow the mechanism's closed form
+(``tests/test_loops_ladder.py``, ``tests/test_loops_native.py``).
 """
 
 from __future__ import annotations
@@ -63,8 +79,12 @@ __all__ = [
     "LoopRows",
     "MomentumClosure",
     "RowFrames",
+    "CLOSED_TOL",
+    "RANK_TOL",
     "RowPlan",
+    "SINGULAR_RCOND",
     "constrained_accelerations",
+    "cut_bias",
     "flexible_accelerations",
     "frames",
     "loop_rows",
@@ -75,6 +95,21 @@ __all__ = [
 Scalar = Any
 Vec = list  # of Scalar
 Mat = list  # of rows of Scalar
+
+RANK_TOL = 1e-9
+"""Relative tolerance of the rank decision: a row whose independent part is below it,
+relative to the row (a pivot of the QR of ``Aᵀ``; of the LDLᵀ of ``A W Aᵀ``, squared), is
+dependent on the others and left out."""
+SINGULAR_RCOND = 1e-4
+"""Relative cut-off near a singular configuration: a row whose independent part is
+below it, relative to the row (:func:`kanedyn.spatial.plucker.solve_spd_cut`; for the
+dense engine, the singular values of ``A`` relative to the largest), keeps its row but
+not its bias, and the velocity projection leaves ``A u`` along it alone."""
+CLOSED_TOL = 1e-13
+"""Absolute closure below which the projection moves no coordinate: ``max |Φ| ≤`` it ends
+Newton's iteration (:func:`projected`, :func:`kanedyn.dynamics.loops.project`). Near a
+singular configuration a Newton step on a closure already at round-off would move the
+state along the branching mode by ``Φ/σ``, and turn its admissible velocities."""
 
 
 class RowPlan(Protocol):
@@ -381,7 +416,8 @@ def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence
             for bb in range(a + 1):
                 G[a][bb] = G[a][bb] + _dot(ys[a][k], Dinv_y[bb])
     Ar = _mat_rows(rows.A, keep, free)
-    rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + bias[i]) for a, i in enumerate(keep)]
+    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank)
+    rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + b[a]) for a in range(m)]
     lam = _solve(rec, G, rhs, rank)
     # pass 3 on Σ λ_i y_i at c = 0, a_N = 0: M⁻¹ A_rᵀ λ
     uu = [[_dot([y[k][col] for y in ys], lam) for col in range(len(bw.u[k]))] for k in range(nb)]
@@ -464,7 +500,8 @@ def _flexible_closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows,
     Ar = _mat_rows(rows.A, keep, free)
     m = len(keep)
     G = [[_dot(Ar[a], [Y[bb][r] for r in free]) for bb in range(m)] for a in range(m)]
-    rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + bias[i]) for a, i in enumerate(keep)]
+    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank)
+    rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + b[a]) for a in range(m)]
     lam = _solve(rec, G, rhs, rank)
     out = [x0[j] + _dot([Y[a][j] for a in range(m)], lam) for j in range(len(x0))]
     forces: list[Scalar] = [0.0] * model.n
@@ -537,25 +574,49 @@ def _dot(a: Sequence[Scalar], b: Sequence[Scalar]) -> Scalar:
 
 
 def _solve(rec: Recursion, G: Mat, rhs: Vec, rank: int | None) -> Vec:
-    """``λ`` with ``G λ = rhs`` (lower triangle of ``G`` read): ``G`` positive definite
-    by LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`); or, with ``rank`` below its
-    size, ``G = A_r W A_rᵀ`` of redundant rows, semidefinite of that rank, by the
-    diagonal-pivoted LDLᵀ of :func:`kanedyn.spatial.plucker.solve_pivoted`, whose pivots
-    choose ``rank`` independent rows at this evaluation (``λ`` is zero on the others)."""
+    """``λ`` with ``G λ = rhs`` (lower triangle of ``G`` read), ``G = A_r W A_rᵀ``.
+    Without redundant rows by the LDLᵀ of
+    :func:`kanedyn.spatial.plucker.solve_spd_truncated`, which leaves out a row dependent
+    on the others to round-off (:data:`RANK_TOL`: ``λ`` zero on it, as at a singular
+    configuration itself). With ``rank`` below its size (redundant rows, ``G``
+    semidefinite of that rank) by the diagonal-pivoted LDLᵀ of
+    :func:`kanedyn.spatial.plucker.solve_pivoted`, whose pivots choose ``rank``
+    independent rows at this evaluation (``λ`` is zero on the others)."""
     if rank is None or rank >= len(G):
-        return sp.solve_spd(G, [rhs])[0]
+        return sp.solve_spd_truncated(rec.ar, G, rhs, RANK_TOL)
     return sp.solve_pivoted(rec.ar, G, [rhs], rank)[0]
 
 
-def _min_norm(rec: Recursion, Ar: Mat, rhs: Vec, rank: int | None = None) -> Vec:
-    """``A_rᵀ (A_r A_rᵀ)⁻¹ rhs`` (the minimum-norm solution of ``A_r x = rhs``; with
-    ``rank`` below the number of rows, on the rows :func:`_solve` chooses)."""
+def _min_norm(rec: Recursion, Ar: Mat, rhs: Vec, rank: int | None = None,
+              tol: float = RANK_TOL) -> Vec:  # fmt: skip
+    """``x = A_rᵀ μ`` with ``(A_r A_rᵀ) μ = rhs``, the minimum-norm solution of
+    ``A_r x = rhs`` on the rows whose part independent of the rows before them is at
+    least ``tol`` of the longest row (:func:`kanedyn.spatial.plucker.solve_spd_truncated`;
+    ``tol``: :data:`RANK_TOL` for the rank, :data:`SINGULAR_RCOND` near a singular
+    configuration); with ``rank`` below the number of rows, on the rows
+    :func:`kanedyn.spatial.plucker.solve_pivoted` chooses."""
     m = len(Ar)
     if not m:
         return [0.0] * (len(Ar[0]) if Ar else 0)
     G = [[_dot(Ar[a], Ar[bb]) for bb in range(m)] for a in range(m)]
-    mu = _solve(rec, G, rhs, rank)
+    if rank is None or rank >= m:
+        mu = sp.solve_spd_truncated(rec.ar, G, rhs, tol)
+    else:
+        mu = sp.solve_pivoted(rec.ar, G, [rhs], rank)[0]
     return [_dot([Ar[a][k] for a in range(m)], mu) for k in range(len(Ar[0]))]
+
+
+def cut_bias(rec: Recursion, Ar: Mat, b: Vec, rank: int | None = None) -> Vec:
+    """The bias ``b`` of the rows ``A_r`` near a singular configuration (module
+    docstring): ``b̃ = A_r x`` with ``x`` the minimum-norm solution of the rows that
+    :data:`SINGULAR_RCOND` keeps (:func:`_min_norm`), so ``b̃`` is ``b`` on the kept rows
+    and, on a row left out, the bias the kept rows imply for it; ``b`` itself wherever
+    every row is kept. With redundant rows (``rank``) ``b``: their pivoted solve
+    chooses independent rows, and no singular configuration is cut."""
+    if not Ar or all(sp.is_zero(x) for x in b) or (rank is not None and rank < len(Ar)):
+        return list(b)
+    x = _min_norm(rec, Ar, list(b), tol=SINGULAR_RCOND)
+    return [_dot(row, x) for row in Ar]
 
 
 def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 2,
@@ -564,9 +625,13 @@ def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 
     (with ``rank`` below their number, ``rank`` of them chosen at every evaluation, as
     :func:`constrained_accelerations` does):
     ``newton`` Newton steps on ``Φ_r(q) = 0`` in the free speeds' directions (minimum
-    norm: ``q ← q + q̇(q, δu)``, ``δu = -A_rᵀ(A_r A_rᵀ)⁻¹ Φ_r``, quaternions normalized),
-    then ``u ← u - A_rᵀ(A_r A_rᵀ)⁻¹ A_r u`` at the new ``q``. ``rec`` is moved to the new
-    coordinates (its ``q``, ``qn``)."""
+    norm: ``q ← q + q̇(q, δu)``, ``δu = -A_rᵀ(A_r A_rᵀ)⁻¹ Φ_r``, quaternions normalized;
+    none once ``max |Φ_r| ≤`` :data:`CLOSED_TOL`, branch-free), then
+    ``u ← u - A_rᵀ(A_r A_rᵀ)⁻¹ A_r u`` at the new ``q`` (``A u`` left alone along rows
+    :data:`SINGULAR_RCOND` leaves out, near a singular configuration). The dense
+    engine's :func:`kanedyn.dynamics.loops.project` is the same projection with Newton
+    iterated to :data:`CLOSED_TOL`. ``rec`` is moved to the new coordinates (its ``q``,
+    ``qn``)."""
     model = rec.model
     lay = model.layout
     keep = list(keep)
@@ -576,16 +641,21 @@ def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 
         rows = loop_rows(rec, geo, plan)
         free = [r for b in geo for _, r in b.J.cols]
         Ar = _mat_rows(rows.A, keep, free)
-        if it == newton:
-            corr = _min_norm(rec, Ar, [_dot(a, [u[r] for r in free]) for a in Ar], rank)
+        if it == newton:  # A u left alone along nearly dependent rows (module docstring)
+            Au = [_dot(a, [u[r] for r in free]) for a in Ar]
+            corr = _min_norm(rec, Ar, Au, rank, SINGULAR_RCOND)
             for k, r in enumerate(free):
                 u[r] = u[r] - corr[k]
             return list(rec.q), u
-        dx = _min_norm(rec, Ar, [rows.Phi[i] for i in keep], rank)
+        Phi = [rows.Phi[i] for i in keep]
+        dx = _min_norm(rec, Ar, Phi, rank)
+        closed: Scalar = 1.0  # Π_i [|Φ_i| ≤ CLOSED_TOL]
+        for x in Phi:
+            closed = closed * sp.at_least_zero(rec.ar, CLOSED_TOL - rec.ar.abs(x)[()])
         du = np.zeros(model.n, dtype=object)
         du[:] = 0.0
         for k, r in enumerate(free):
-            du[r] = -dx[k]
+            du[r] = -dx[k] * (1.0 - closed)
         qn = np.array(rec.qn, dtype=object)
         q = qn + joints.qdot(lay, qn, du)
         rec.q = list(q)

@@ -103,12 +103,14 @@ __all__ = [
 Array = NDArray[np.float64]
 Index = NDArray[np.intp]
 
-RANK_TOL = 1e-9
-"""Relative tolerance of the rank decision (pivots of the QR below it are zero)."""
-SINGULAR_RCOND = 1e-4
+RANK_TOL = loop_rows.RANK_TOL
+"""Relative tolerance of the rank decision (pivots of the QR below it are zero;
+:data:`kanedyn.dynamics.loop_rows.RANK_TOL`, the compiled kernels' too)."""
+SINGULAR_RCOND = loop_rows.SINGULAR_RCOND
 """Relative cut-off of the singular values of A below which the bias and the velocity
 projection leave a direction alone (near a singular configuration, see
-:func:`project` and the module docstring)."""
+:func:`project` and the module docstring; :data:`kanedyn.dynamics.loop_rows.SINGULAR_RCOND`,
+which the compiled kernels apply to the pivots of their own factorization)."""
 REPARTITION_COND = 1e6
 """A partition is chosen again when the condition number of its block ``A_d`` exceeds this."""
 
@@ -722,7 +724,11 @@ def assemble(
 
 
 def project(
-    model: Model, q: Array, u: Array, tol: float = 1e-13, locked: Iterable[int] = ()
+    model: Model,
+    q: Array,
+    u: Array,
+    tol: float = loop_rows.CLOSED_TOL,
+    locked: Iterable[int] = (),
 ) -> tuple[Array, Array, float]:
     """Project ``(q, u)`` back onto the constraint manifold: a few Newton steps on
     ``Φ(q) = 0`` (minimum-norm corrections), then ``u ← u - A⁺ A u`` with the

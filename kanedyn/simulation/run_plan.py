@@ -76,13 +76,6 @@ class RunPlan:
                     "engine='dense'"
                 )
             compiled = False
-        if compiled and model.loops and o.method.adaptive and o.engine is Engine.AUTO:
-            # at a singular configuration of the mechanism (the N-four-bar's horizontal
-            # rods: A loses rank) the dense engine leaves out the bias along A's singular
-            # values below SINGULAR_RCOND; the native kernel does not, and an adaptive
-            # method's error control collapses there. (Redundant rows that degrade, as
-            # Bricard's, the native kernel chooses again at every evaluation.)
-            compiled = False
         schedule = None if o.method.adaptive else Schedule.of(o.t_final, o.dt, o.every)
         n_out = (
             math.floor(o.t_final / o.every) + 2

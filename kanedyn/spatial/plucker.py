@@ -61,8 +61,10 @@ __all__ = [
     "scale",
     "sdot",
     "skew",
+    "at_least_zero",
     "solve_pivoted",
     "solve_spd",
+    "solve_spd_truncated",
     "sub",
     "sym_mv",
 ]
@@ -412,6 +414,53 @@ def solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
     return out
 
 
+def solve_spd_truncated(ar: Arithmetic, D: Mat, b: Vec, tol: float) -> Vec:
+    """``x`` with ``D x = b`` on the rows ``D`` keeps, ``D`` (m × m) symmetric positive
+    semidefinite, by the unrolled :math:`LDL^T` of :func:`solve_spd` truncated: a stage
+    whose pivot ``d_j`` is below ``tol² δ``, ``δ = max_i D_ii``, is left out (its
+    ``1/d_j`` and its column of ``L`` are zero), so ``x_j = 0`` and the later stages are
+    those of the other rows. With ``D = A Aᵀ`` the pivot ``d_j`` is the squared length of
+    row j's part independent of the rows kept before it (Gram-Schmidt) and ``δ`` the
+    squared length of the longest row, so a row nearly dependent on the kept ones, or
+    itself nearly zero, is left out, and ``Aᵀx`` is the basic minimum-norm solution of
+    the kept rows (the truncated QR of ``Aᵀ`` in the rows' order, Golub & Van Loan 2013,
+    sec. 5.4.2, without the column pivoting, which would lose the zeros of ``D``).
+
+    Branch-free (``[d_j ≥ tol² δ]`` by :func:`at_least_zero` on ``ar``), so the rows are kept or
+    left out again at every evaluation, from the values; the structural zeros of ``D``
+    are kept as :func:`solve_spd` keeps them. Only the lower triangle of ``D`` is read."""
+    d = len(D)
+    W: Mat = [[None] * d for _ in range(d)]
+    L: Mat = [[None] * d for _ in range(d)]
+    inv: list[Scalar] = [None] * d
+    big: Scalar = D[0][0] if d else 0.0  # max_i D_ii, branch-free
+    for i in range(1, d):
+        big = big + (D[i][i] - big) * at_least_zero(ar, D[i][i] - big)
+    floor = (tol * tol) * big
+    for j in range(d):
+        for i in range(j, d):
+            s = D[i][j]
+            for k in range(j):
+                if not (is_zero(W[i][k]) or is_zero(L[j][k])):
+                    s = s - W[i][k] * L[j][k]
+            W[i][j] = s
+        kept = at_least_zero(ar, W[j][j] - floor)
+        inv[j] = kept / (kept * W[j][j] + (1.0 - kept))
+        for i in range(j + 1, d):
+            L[i][j] = W[i][j] if is_zero(W[i][j]) else W[i][j] * inv[j]
+    y = list(b)
+    for i in range(d):
+        for k in range(i):
+            if not (is_zero(L[i][k]) or is_zero(y[k])):
+                y[i] = y[i] - L[i][k] * y[k]
+    x = [y[i] * inv[i] for i in range(d)]
+    for i in reversed(range(d)):
+        for k in range(i + 1, d):
+            if not (is_zero(L[k][i]) or is_zero(x[k])):
+                x[i] = x[i] - L[k][i] * x[k]
+    return x
+
+
 def _vdot(a: Vec, b: Vec) -> Scalar:
     """``a · b`` of vectors of any length, term by term."""
     acc: Scalar = 0.0
@@ -420,7 +469,7 @@ def _vdot(a: Vec, b: Vec) -> Scalar:
     return acc
 
 
-def _step(ar: Arithmetic, x: Scalar) -> Scalar:
+def at_least_zero(ar: Arithmetic, x: Scalar) -> Scalar:
     """``[x ≥ 0]`` as 0 or 1, branch-free: ``(1 + sign(x)) / 2`` (``sign`` is
     ``copysign(1, x)``, so ``x - x = +0`` counts as ``≥ 0``)."""
     return (1.0 + ar.sign(x)[()]) * 0.5
@@ -442,7 +491,7 @@ def solve_pivoted(ar: Arithmetic, D: Mat, B: list[Vec], rank: int) -> list[Vec]:
     Branch-free on every arithmetic with ``sign``: the pivot is a one-hot weight
     vector, ``e_i = Π_{j<i} [s_j < s_i] Π_{j>i} [s_i ≥ s_j]`` on the scores ``s_i`` (the
     diagonal, minus ``|S_ii| + tr D`` for the rows already taken; ``[·]`` by
-    :func:`_step`), so the choice is made again at every evaluation, from the values.
+    :func:`at_least_zero`), so the choice is made again at every evaluation, from the values.
     Only the lower triangle of ``D`` is read."""
     m = len(D)
     S: Mat = [[D[i][j] if i >= j else D[j][i] for j in range(m)] for i in range(m)]
@@ -455,7 +504,7 @@ def solve_pivoted(ar: Arithmetic, D: Mat, B: list[Vec], rank: int) -> list[Vec]:
     inv: list[Scalar] = []  # 1 / δ_k
     for stage in range(rank):
         s = [S[i][i] - taken[i] * (ar.abs(S[i][i])[()] + trace) for i in range(m)]
-        ge = {(i, j): _step(ar, s[i] - s[j]) for i in range(m) for j in range(i + 1, m)}
+        ge = {(i, j): at_least_zero(ar, s[i] - s[j]) for i in range(m) for j in range(i + 1, m)}
         e: Vec = []
         for i in range(m):
             w: Scalar = 1.0
