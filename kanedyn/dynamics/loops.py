@@ -49,6 +49,7 @@ singular configuration").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -400,7 +401,17 @@ def partition(A: Array, independent: Iterable[int] | None = None) -> Partition:
                 f"{ind.size} independent speeds given, but the loops leave {n - r} DOF"
             )
     ind = np.setdiff1d(np.arange(n), dep).astype(np.intp)
-    return Partition(rows, dep, ind, float(np.linalg.cond(Ar[:, dep])))
+    return Partition(rows, dep, ind, _cond(Ar[:, dep]))
+
+
+def _cond(B: Array) -> float:
+    """``numpy.linalg.cond(B)`` (2-norm, ``σ_max / σ_min``; inf for a singular ``B``)
+    from the same singular values, without its wrapper's cost (this runs at every
+    right-hand side)."""
+    s = np.linalg.svd(B, compute_uv=False)
+    if s[-1] > 0.0:
+        return float(s[0] / s[-1])
+    return math.nan if math.isnan(s[0]) else math.inf
 
 
 def independent_rows(model: Model, locked: Iterable[int] = ()) -> tuple[int, ...]:
@@ -566,11 +577,12 @@ def equations_at(
     if part is None or independent is not None:
         part = partition(A, independent)
     elif part.rank:
-        svd = np.linalg.svd(A[part.rows], full_matrices=False)  # cond(A_r) and c0 share it
+        Ar = A[part.rows]
+        svd = np.linalg.svd(Ar, full_matrices=False)  # cond(A_r) and c0 share it
         s = svd[1]
         if (
-            np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
-            or s[0] > s[-1] / SINGULAR_RCOND  # cond(A_r) above 1 / SINGULAR_RCOND
+            s[0] > s[-1] / SINGULAR_RCOND  # cond(A_r) above 1 / SINGULAR_RCOND
+            or _cond(Ar[:, part.dependent]) > REPARTITION_COND
         ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
             part, svd = partition(A), None
     return _reduce(M, f, lt, A, part, bias, svd)
