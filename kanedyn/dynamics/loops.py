@@ -311,7 +311,9 @@ def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = Fals
     A_r = None
     if bias:
         A_r = bias_accelerations(model, kin) if tm is None else tm.A_r
-    rows = loop_rows.rows(row_frames(model, kin, S, A_r), pl, model.layout.path, model.n)
+    # Φ and A are of the positions alone: the speeds enter the frames with the bias
+    fr = row_frames(model, kin, S, A_r, speeds=bias)
+    rows = loop_rows.rows(fr, pl, model.layout.path, model.n)
     m = pl.m
     A = np.array(rows.A, dtype=float).reshape(m, model.n)
     if model.nf:  # the modal speeds' columns: zero on rigid bodies
@@ -327,15 +329,17 @@ def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = Fals
     )
 
 
-def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None) -> RowFrames:
+def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None,
+               speeds: bool = True) -> RowFrames:  # fmt: skip
     """The loop rows' frames (:class:`kanedyn.dynamics.loop_rows.RowFrames`) from the
     dense kinematics ``kin`` (one state), the motion subspace ``S`` (n, 6) of
     :func:`kanedyn.dynamics.partials.joint_subspace` and, for the bias, the spatial bias
     accelerations ``A_r`` (nb, 6) of :func:`kanedyn.dynamics.partials.bias_accelerations`
-    (both about ``kin.origin``). A Plücker vector ``(ω, v_O)`` about the origin has the
-    linear part ``v_O + ω × o`` at the point ``o`` (relative to the origin): so the
-    partial velocity of ``Go_j``'s origin is ``S_r^v - o_j × S_r^ω`` and its bias
-    acceleration ``a_O + α × o``."""
+    (both about ``kin.origin``); without ``speeds`` (and ``A_r``), the frames of the
+    positions alone (``Φ`` and ``A`` do not depend on the speeds). A Plücker vector
+    ``(ω, v_O)`` about the origin has the linear part ``v_O + ω × o`` at the point ``o``
+    (relative to the origin): so the partial velocity of ``Go_j``'s origin is
+    ``S_r^v - o_j × S_r^ω`` and its bias acceleration ``a_O + α × o``."""
     dof_joint = plan_of(model).dof_joint
     o_rel = kin.o_rel
     sw = S[:, :3]
@@ -343,14 +347,16 @@ def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None
     n = len(dof_joint)
     cols = list(zip(dof_joint.tolist(), range(n), sw.tolist(), sv.tolist(), strict=True))
     # the frames' vectors in one array (N's row zero), made lists at once
-    vecs = [kin.o, kin.params.outer_point, kin.omega, kin.v_o]
+    vecs = [kin.o, kin.params.outer_point]
+    if speeds or A_r is not None:
+        vecs += [kin.omega, kin.v_o]
     if A_r is not None:
         vecs += [A_r[:, :3], A_r[:, 3:] + cross(A_r[:, :3], o_rel)]
     V = np.zeros((len(vecs), model.nb + 1, 3))
     V[:, : model.nb] = vecs
     RB = np.concatenate((kin.R_N_B, np.eye(3)[None])).tolist()
-    o, op, w, vo, *bias = V.tolist()
-    return RowFrames(o, RB, op, cols, w, vo, *bias)
+    o, op, *motion = V.tolist()
+    return RowFrames(o, RB, op, cols, *motion)
 
 
 # --------------------------------------------------------------------------- partition
@@ -481,7 +487,7 @@ def _reduce(
     b_r = bias[part.rows]
     if part.rank and svd is not None and svd[1][-1] > SINGULAR_RCOND * svd[1][0]:
         # nothing to leave out: c0 = -A_d⁻¹ b (below), one LU of A_d for C and c0
-        X = np.linalg.solve(Ad, np.column_stack((Ai, b_r)))
+        X = np.linalg.solve(Ad, np.concatenate((Ai, b_r[:, None]), axis=1))
         C[part.dependent] = -X[:, :-1]
         c0[part.dependent] = -X[:, -1]
     elif part.rank:
@@ -520,6 +526,8 @@ def lock_rows(n: int, locked: Iterable[int]) -> Array:
 def stacked_rows(lt: LoopTerms, locked: Iterable[int]) -> tuple[Array, Array, Array]:
     """``A``, ``Φ`` and ``b`` of the loops with the lock rows appended:
     ``[A; E]``, ``[Φ; 0]``, ``[b; 0]`` (:func:`lock_rows`)."""
+    if isinstance(locked, np.ndarray) and not locked.size:  # nothing locked (each step)
+        return lt.A, lt.Phi, lt.b
     E = lock_rows(lt.A.shape[1], locked)
     if not E.size:
         return lt.A, lt.Phi, lt.b
@@ -752,8 +760,10 @@ def project(
     if q.size > model.nq:
         qj, u, before = project(model, q[: model.nq], u, tol, locked)
         return np.concatenate((qj, q[model.nq :])), u, before
-    locked = np.asarray(list(locked), dtype=np.intp)
-    free = np.setdiff1d(np.arange(model.n), locked).astype(np.intp)
+    locked = np.asarray(locked if isinstance(locked, np.ndarray) else list(locked), dtype=np.intp)
+    free = np.arange(model.n)
+    if locked.size:
+        free = np.setdiff1d(free, locked).astype(np.intp)
     lt0 = _constraints(model, q)
     A0 = stacked_rows(lt0, locked)[0]
     before = max(float(np.max(np.abs(lt0.Phi), initial=0.0)), float(np.max(np.abs(A0 @ u))))
