@@ -285,7 +285,8 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
     for kind, formula in ((True, joints.loop_rotation), (False, joints.loop_translation)):
         idx = [row for row in range(m) if rot[row] == kind]
         if idx:
-            phi, dv, bias = formula(*(_arr([args[row][k] for row in idx]) for k in range(6)))
+            vecs = _arr([args[row] for row in idx])  # (rows, 6, 3): one array, six views
+            phi, dv, bias = formula(*(vecs[:, k] for k in range(6)))
             for row, ph, d, bs in zip(idx, _values(phi), dv.tolist(), _values(bias), strict=True):
                 out[row] = (ph, d, bs)
 
@@ -311,9 +312,7 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
                     continue
                 # the partial velocity of the moving point (the other is fixed in it)
                 pv = _add3(sv, cross(sw, _sub3(p_o if o_on else p_i, o[j])))
-                Arow[r] = (dot(dv, sw) if i_on else 0.0) + (
-                    dot(y_i, pv) if o_on else -dot(y_i, pv)
-                )
+                Arow[r] = (dot(dv, sw) if i_on else 0.0) + (dot(y_i, pv) if o_on else -dot(y_i, pv))
             dirs.append(y_i)
         out_phi.append(phi)
         out_A.append(Arow)

@@ -407,14 +407,12 @@ def partition(A: Array, independent: Iterable[int] | None = None) -> Partition:
                 f"{ind.size} independent speeds given, but the loops leave {n - r} DOF"
             )
     ind = np.setdiff1d(np.arange(n), dep).astype(np.intp)
-    return Partition(rows, dep, ind, _cond(Ar[:, dep]))
+    return Partition(rows, dep, ind, _ratio(np.linalg.svd(Ar[:, dep], compute_uv=False)))
 
 
-def _cond(B: Array) -> float:
-    """``numpy.linalg.cond(B)`` (2-norm, ``σ_max / σ_min``; inf for a singular ``B``)
-    from the same singular values, without its wrapper's cost (this runs at every
-    right-hand side)."""
-    s = np.linalg.svd(B, compute_uv=False)
+def _ratio(s: Array) -> float:
+    """The condition number ``σ_max / σ_min`` of the singular values ``s`` (descending),
+    as :func:`numpy.linalg.cond` gives it (inf for a singular matrix)."""
     if s[-1] > 0.0:
         return float(s[0] / s[-1])
     return math.nan if math.isnan(s[0]) else math.inf
@@ -471,13 +469,13 @@ class LoopEquations:
 
 def _reduce(
     M: Array, f: Array, lt: LoopTerms, A: Array, part: Partition, bias: Array,
-    svd: tuple[Array, Array, Array] | None = None,
+    s: Array | None = None,
 ) -> LoopEquations:  # fmt: skip
     """:class:`LoopEquations` from the constraint rows ``A`` (the loops' rows of ``lt``,
-    then any lock rows) and their bias, with the speeds of ``part``; ``svd``: the
-    thin SVD of ``A[part.rows]`` when the caller has it (then, when none of its singular
-    values is below :data:`SINGULAR_RCOND` of the largest, ``c0 = -A_d⁻¹ b`` by the
-    LU of ``A_d`` that gives ``C``)."""
+    then any lock rows) and their bias, with the speeds of ``part``; ``s``: the
+    singular values of ``A[part.rows]`` when the caller has them (then, when none is
+    below :data:`SINGULAR_RCOND` of the largest, ``c0 = -A_d⁻¹ b`` by the LU of ``A_d``
+    that gives ``C``)."""
     n = M.shape[0]
     Ar = A[part.rows]
     Ad, Ai = Ar[:, part.dependent], Ar[:, part.independent]
@@ -485,7 +483,7 @@ def _reduce(
     C[part.independent, np.arange(part.independent.size)] = 1.0
     c0 = np.zeros(n)
     b_r = bias[part.rows]
-    if part.rank and svd is not None and svd[1][-1] > SINGULAR_RCOND * svd[1][0]:
+    if part.rank and s is not None and s[-1] > SINGULAR_RCOND * s[0]:
         # nothing to leave out: c0 = -A_d⁻¹ b (below), one LU of A_d for C and c0
         X = np.linalg.solve(Ad, np.concatenate((Ai, b_r[:, None]), axis=1))
         C[part.dependent] = -X[:, :-1]
@@ -497,8 +495,7 @@ def _reduce(
         # along them is round-off divided by σ), moved into the partition's form
         # (c0_i = 0) by a null-space term; the same as -A_d⁻¹ b when nothing is cut
         if np.any(b_r):  # (a zero bias, as in plastic_impact, gives c0 = 0)
-            p = -_truncated_solve(np.linalg.svd(Ar, full_matrices=False) if svd is None
-                                  else svd, b_r)  # fmt: skip
+            p = -_truncated_solve(np.linalg.svd(Ar, full_matrices=False), b_r)
             c0[:] = p - C @ p[part.independent]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
 
@@ -581,19 +578,28 @@ def equations_at(
     if baumgarte is not None:
         alpha, beta = baumgarte
         bias = bias + 2.0 * alpha * (A @ u) + beta**2 * Phi
-    svd = None
+    s = None
     if part is None or independent is not None:
         part = partition(A, independent)
     elif part.rank:
-        Ar = A[part.rows]
-        svd = np.linalg.svd(Ar, full_matrices=False)  # cond(A_r) and c0 share it
-        s = svd[1]
+        s, s_d = _singular_values(A[part.rows], part.dependent)  # c0 shares s
         if (
             s[0] > s[-1] / SINGULAR_RCOND  # cond(A_r) above 1 / SINGULAR_RCOND
-            or _cond(Ar[:, part.dependent]) > REPARTITION_COND
+            or _ratio(s_d) > REPARTITION_COND  # cond(A_d)
         ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
-            part, svd = partition(A), None
-    return _reduce(M, f, lt, A, part, bias, svd)
+            part, s = partition(A), None
+    return _reduce(M, f, lt, A, part, bias, s)
+
+
+def _singular_values(Ar: Array, dependent: Index) -> tuple[Array, Array]:
+    """The singular values of ``A_r`` (r, n) and of its block ``A_d = A_r[:, dependent]``
+    (r, r), in one LAPACK call: ``A_d`` padded with zero columns to ``A_r``'s shape has
+    the same r singular values."""
+    pair = np.zeros((2,) + Ar.shape)
+    pair[0] = Ar
+    pair[1, :, : dependent.size] = Ar[:, dependent]
+    s = np.linalg.svd(pair, compute_uv=False)
+    return s[0], s[1]
 
 
 def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
