@@ -286,7 +286,8 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
         idx = [row for row in range(m) if rot[row] == kind]
         if idx:
             vecs = _arr([args[row] for row in idx])  # (rows, 6, 3): one array, six views
-            phi, dv, bias = formula(*(vecs[:, k] for k in range(6)), rates=has_b)
+            a = [vecs[:, k] for k in range(6)]
+            phi, dv, bias = formula(a[0], a[1], a[2], a[3], a[4], a[5], rates=has_b)
             for row, ph, d, bs in zip(idx, _values(phi), dv.tolist(), _values(bias), strict=True):
                 out[row] = (ph, d, bs)
 

@@ -410,7 +410,7 @@ def partition(A: Array, independent: Iterable[int] | None = None) -> Partition:
     return Partition(rows, dep, ind, _ratio(np.linalg.svd(Ar[:, dep], compute_uv=False)))
 
 
-def _ratio(s: Array) -> float:
+def _ratio(s: NDArray[Any]) -> float:
     """The condition number ``σ_max / σ_min`` of the singular values ``s`` (descending),
     as :func:`numpy.linalg.cond` gives it (inf for a singular matrix)."""
     if s[-1] > 0.0:
