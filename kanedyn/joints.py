@@ -146,7 +146,8 @@ def subspace(GammaT: Array, R: Array, Delta: Array) -> Array:
     """
     slide_rows = Delta.swapaxes(-1, -2) @ R  # rows (R_Gi_Goᵀ Δ_c)ᵀ
     batch = np.broadcast_shapes(GammaT.shape[:-2], slide_rows.shape[:-2])
-    GammaT, slide_rows = (np.broadcast_to(a, batch + (3, 3)) for a in (GammaT, slide_rows))
+    GammaT, slide_rows = (a if a.shape == batch + (3, 3) else np.broadcast_to(a, batch + (3, 3))
+                          for a in (GammaT, slide_rows))  # fmt: skip
     rot = np.concatenate((GammaT, GammaT * 0), axis=-1)  # (γ_j, 0)
     trn = np.concatenate((slide_rows * 0, slide_rows), axis=-1)
     return np.concatenate((rot, trn), axis=-2)
@@ -591,8 +592,9 @@ def loop_constraint_axes(
 
 
 def loop_rotation(
-    x_o: Array, y_i: Array, w_i: Array, w_o: Array, al_i: Array, al_o: Array
-) -> tuple[Array, Array, Array]:
+    x_o: Array, y_i: Array, w_i: Array, w_o: Array, al_i: Array, al_o: Array,
+    rates: bool = True,
+) -> tuple[Array, Array, Array]:  # fmt: skip
     """A rotational loop constraint ``Φ = x_o · y_i`` and its rates (all in N).
 
     ``x_o`` is an axis fixed in the outer body, ``y_i`` one fixed in the inner body;
@@ -607,18 +609,22 @@ def loop_rotation(
         \\dot n = (\\omega_o \\times x_o) \\times y_i + x_o \\times (\\omega_i \\times y_i)
 
     Returns ``Φ`` (...,), ``n`` (..., 3) (the velocity row is ``n·(Ω_o - Ω_i)``) and the
-    bias ``b`` (...,) = ``Φ̈`` at zero generalized accelerations.
+    bias ``b`` (...,) = ``Φ̈`` at zero generalized accelerations; without ``rates``, ``Φ``
+    and ``n`` alone (``b`` zero: a projection needs no bias).
     """
     phi = (x_o * y_i).sum(-1)
     n = cross(x_o, y_i)
+    if not rates:
+        return phi, n, 0 * phi
     n_dot = cross(cross(w_o, x_o), y_i) + cross(x_o, cross(w_i, y_i))
     bias = (n_dot * (w_o - w_i)).sum(-1) + (n * (al_o - al_i)).sum(-1)
     return phi, n, bias
 
 
 def loop_translation(
-    d: Array, rho: Array, rho_dot: Array, w_i: Array, al_i: Array, a_rel: Array
-) -> tuple[Array, Array, Array]:
+    d: Array, rho: Array, rho_dot: Array, w_i: Array, al_i: Array, a_rel: Array,
+    rates: bool = True,
+) -> tuple[Array, Array, Array]:  # fmt: skip
     """A translational loop constraint ``Φ = d · ρ`` and its rates (all in N).
 
     ``d`` is a constrained Gi axis (fixed in the inner body), ``ρ = o_Go - o_Gi`` the
@@ -633,10 +639,13 @@ def loop_translation(
             + 2\\, \\dot d \\cdot \\dot\\rho + d \\cdot \\ddot\\rho
 
     Returns ``Φ`` (...,), ``m = d × ρ`` (..., 3) (the velocity row is
-    ``m·Ω_i + d·(V_o - V_i)``) and the bias ``b`` (...,).
+    ``m·Ω_i + d·(V_o - V_i)``) and the bias ``b`` (...,); without ``rates``, ``Φ`` and
+    ``m`` alone (``b`` zero).
     """
     phi = (d * rho).sum(-1)
     m = cross(d, rho)
+    if not rates:
+        return phi, m, 0 * phi
     d_dot = cross(w_i, d)
     d_ddot = cross(al_i, d) + cross(w_i, d_dot)
     bias = (d_ddot * rho).sum(-1) + 2 * (d_dot * rho_dot).sum(-1) + (d * a_rel).sum(-1)

@@ -282,7 +282,8 @@ def kinematics_at(
         origin = A[..., k0, :3, 3].copy()
         at = A[..., :3, 3]  # a view
         at[..., pl.parent_ext == nb, :] -= origin[..., None, :]
-    origin = np.broadcast_to(origin, batch + (3,))
+    if origin.shape != batch + (3,):
+        origin = np.broadcast_to(origin, batch + (3,))
     T = np.empty(batch + (nb + 1, 4, 4))
     T[..., :nb, :, :] = A @ C_out
     T[..., nb, :, :] = _EYE4

@@ -237,12 +237,29 @@ def loop_rows(rec: Recursion, geo: list[BodyTerms], plan: RowPlan,
     return rows(frames(rec, geo, v, c), plan, model.layout.path, model.n)
 
 
+def _add3(a: Vec, b: Vec) -> Vec:
+    """``a + b`` of 3-vectors (:func:`kanedyn.spatial.plucker.add`'s operations, unrolled)."""
+    return [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+
+
+def _sub3(a: Vec, b: Vec) -> Vec:
+    """``a - b`` of 3-vectors (:func:`kanedyn.spatial.plucker.sub`'s operations, unrolled)."""
+    return [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+
+
+def _values(x: NDArray[Any]) -> list[Scalar]:
+    """A formula's result (k,) as a list of scalars (floats, or the traced values)."""
+    return x.tolist() if x.dtype.kind == "f" else [_scalar(v) for v in x]
+
+
 def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
     """``Φ``, ``A`` and (with ``fr``'s speeds and bias) ``b`` of the rows of ``plan``
     on the frames ``fr`` (module docstring): the rows of
     :func:`kanedyn.joints.loop_rotation` and :func:`kanedyn.joints.loop_translation`,
     ``A``'s entries from the partial velocities ``fr.cols``. ``path[b, j]``: joint j is
-    on the path from N to body b; ``n`` speeds."""
+    on the path from N to body b; ``n`` speeds. A joint on the paths of both bodies of a
+    row, or of neither, adds nothing to it: its entries are left zero without being
+    formed."""
     o, RB, op, cols = fr.o, fr.RB, fr.op, fr.cols
     nb = len(o) - 1
     zero3 = [0.0, 0.0, 0.0]
@@ -250,41 +267,36 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
     has_b = fr.al is not None
     w, vo = fr.w or [], fr.vo or []
     al, ao = fr.al or [], fr.ao or []
+    mv, cross, dot = sp.mv, sp.cross, sp.dot
 
-    memo: dict[tuple[Any, ...], Vec] = {}
+    points: dict[tuple[Any, ...], Vec] = {}
+    motions: dict[tuple[Any, ...], list[Vec]] = {}
 
-    def point(b: int, p_B: Any) -> Vec:
-        key = ("p", b, *p_B)
-        if key not in memo:
-            memo[key] = sp.add(o[b], sp.mv(RB[b], sp.sub(list(p_B), op[b])))
-        return memo[key]
+    def point(b: int, p_B: list[Any]) -> Vec:
+        key = (b, *p_B)
+        x = points.get(key)
+        if x is None:
+            x = points[key] = _add3(o[b], mv(RB[b], _sub3(p_B, op[b])))
+        return x
 
-    def velocity(b: int, x: Vec) -> Vec:
-        if b == nb:
-            return zero3
-        return sp.add(vo[b], sp.cross(w[b], sp.sub(x, o[b])))
-
-    def acceleration(b: int, x: Vec, vx: Vec) -> Vec:
-        if b == nb:
-            return zero3
-        lin = sp.add(ao[b], sp.cross(al[b], sp.sub(x, o[b])))
-        return sp.add(lin, sp.cross(w[b], vx))
-
-    def motion(b: int, p_B: Any) -> tuple[Vec, Vec, Vec]:
+    def motion(b: int, p_B: list[Any]) -> list[Vec]:
         """A body point's position, velocity and bias acceleration (N)."""
-        key = ("m", b, *p_B)
-        if key not in memo:
+        key = (b, *p_B)
+        out = motions.get(key)
+        if out is None:
             x = point(b, p_B)
-            vx = velocity(b, x) if has_v else zero3
-            ax = acceleration(b, x, vx) if has_b else zero3
-            memo[key] = [x, vx, ax]
-        return memo[key]  # type: ignore[return-value]
+            vx = ax = zero3
+            if b < nb and has_v:  # N's points are at rest
+                d = _sub3(x, o[b])
+                vx = _add3(vo[b], cross(w[b], d))
+                if has_b:
+                    lin = _add3(ao[b], cross(al[b], d))
+                    ax = _add3(lin, cross(w[b], vx))
+            out = motions[key] = [x, vx, ax]
+        return out
 
-    on_path = path.tolist()
-
-    def on(b: int, j: int) -> bool:
-        return b < nb and bool(on_path[b][j])
-
+    # the joints on the path of each body (N's: none)
+    on_path = [[bool(x) for x in r] for r in path.tolist()] + [[False] * path.shape[1]]
     m = len(plan.rot)
     rot = [bool(x) for x in plan.rot]
     bis, bos = [int(x) for x in plan.bi], [int(x) for x in plan.bo]
@@ -294,23 +306,25 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
     args: list[tuple[Vec, ...]] = []
     for row in range(m):
         bi, bo = bis[row], bos[row]
-        y_i = sp.mv(RB[bi], y_B[row])
+        y_i = mv(RB[bi], y_B[row])
         w_i, w_o = (w[bi], w[bo]) if has_v else (zero3, zero3)
         al_i, al_o = (al[bi], al[bo]) if has_b else (zero3, zero3)
         if rot[row]:
-            x_o = sp.mv(RB[bo], x_B[row])
+            x_o = mv(RB[bo], x_B[row])
             args.append((x_o, y_i, w_i, w_o, al_i, al_o))
         else:
             p_i, v_i, a_i = motion(bi, pi_B[row])
             p_o, v_o, a_o = motion(bo, po_B[row])
-            args.append((y_i, sp.sub(p_o, p_i), sp.sub(v_o, v_i), w_i, al_i, sp.sub(a_o, a_i)))
+            args.append((y_i, _sub3(p_o, p_i), _sub3(v_o, v_i), w_i, al_i, _sub3(a_o, a_i)))
     out: list[Any] = [None] * m
     for kind, formula in ((True, joints.loop_rotation), (False, joints.loop_translation)):
         idx = [row for row in range(m) if rot[row] == kind]
         if idx:
-            phi, dv, bias = formula(*(_arr([args[row][k] for row in idx]) for k in range(6)))
-            for a, row in enumerate(idx):
-                out[row] = (phi[a], dv[a].tolist(), bias[a])
+            vecs = _arr([args[row] for row in idx])  # (rows, 6, 3): one array, six views
+            a = [vecs[:, k] for k in range(6)]
+            phi, dv, bias = formula(a[0], a[1], a[2], a[3], a[4], a[5], rates=has_b)
+            for row, ph, d, bs in zip(idx, _values(phi), dv.tolist(), _values(bias), strict=True):
+                out[row] = (ph, d, bs)
 
     out_phi, out_A, out_b, dirs, p_os = [], [], [], [], []
     for row in range(m):
@@ -318,29 +332,27 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
         phi, dv, bias = out[row]
         p_o = point(bo, po_B[row])
         Arow: list[Scalar] = [0.0] * n
+        path_i, path_o = on_path[bi], on_path[bo]
         if rot[row]:
             for j, r, sw, _ in cols:
-                i_on, o_on = on(bi, j), on(bo, j)
-                if i_on != o_on:
-                    Arow[r] = sp.dot(dv, sw) if o_on else -sp.dot(dv, sw)
+                o_on = path_o[j]
+                if path_i[j] != o_on:
+                    Arow[r] = dot(dv, sw) if o_on else -dot(dv, sw)
             dirs.append(dv)
         else:
             y_i = args[row][0]
             p_i = point(bi, pi_B[row])
             for j, r, sw, sv in cols:
-                i_on, o_on = on(bi, j), on(bo, j)
+                i_on, o_on = path_i[j], path_o[j]
                 if i_on == o_on:
                     continue
                 # the partial velocity of the moving point (the other is fixed in it)
-                x = p_o if o_on else p_i
-                pv = sp.add(sv, sp.cross(sw, sp.sub(x, o[j])))
-                Arow[r] = (sp.dot(dv, sw) if i_on else 0.0) + (
-                    sp.dot(y_i, pv) if o_on else -sp.dot(y_i, pv)
-                )
+                pv = _add3(sv, cross(sw, _sub3(p_o if o_on else p_i, o[j])))
+                Arow[r] = (dot(dv, sw) if i_on else 0.0) + (dot(y_i, pv) if o_on else -dot(y_i, pv))
             dirs.append(y_i)
-        out_phi.append(_scalar(phi))
+        out_phi.append(phi)
         out_A.append(Arow)
-        out_b.append(_scalar(bias) if has_b else 0.0)
+        out_b.append(bias if has_b else 0.0)
         p_os.append(p_o)
     return LoopRows(out_phi, out_A, out_b, dirs, p_os)
 

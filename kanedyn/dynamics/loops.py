@@ -49,6 +49,7 @@ singular configuration").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -312,7 +313,9 @@ def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = Fals
     A_r = None
     if bias:
         A_r = bias_accelerations(model, kin) if tm is None else tm.A_r
-    rows = loop_rows.rows(row_frames(model, kin, S, A_r), pl, model.layout.path, model.n)
+    # Φ and A are of the positions alone: the speeds enter the frames with the bias
+    fr = row_frames(model, kin, S, A_r, speeds=bias)
+    rows = loop_rows.rows(fr, pl, model.layout.path, model.n)
     m = pl.m
     A = np.array(rows.A, dtype=float).reshape(m, model.n)
     if model.nf:  # the modal speeds' columns: zero on rigid bodies
@@ -328,15 +331,17 @@ def loop_terms(model: Model, q: Array, u: Array | None = None, bias: bool = Fals
     )
 
 
-def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None) -> RowFrames:
+def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None,
+               speeds: bool = True) -> RowFrames:  # fmt: skip
     """The loop rows' frames (:class:`kanedyn.dynamics.loop_rows.RowFrames`) from the
     dense kinematics ``kin`` (one state), the motion subspace ``S`` (n, 6) of
     :func:`kanedyn.dynamics.partials.joint_subspace` and, for the bias, the spatial bias
     accelerations ``A_r`` (nb, 6) of :func:`kanedyn.dynamics.partials.bias_accelerations`
-    (both about ``kin.origin``). A Plücker vector ``(ω, v_O)`` about the origin has the
-    linear part ``v_O + ω × o`` at the point ``o`` (relative to the origin): so the
-    partial velocity of ``Go_j``'s origin is ``S_r^v - o_j × S_r^ω`` and its bias
-    acceleration ``a_O + α × o``."""
+    (both about ``kin.origin``); without ``speeds`` (and ``A_r``), the frames of the
+    positions alone (``Φ`` and ``A`` do not depend on the speeds). A Plücker vector
+    ``(ω, v_O)`` about the origin has the linear part ``v_O + ω × o`` at the point ``o``
+    (relative to the origin): so the partial velocity of ``Go_j``'s origin is
+    ``S_r^v - o_j × S_r^ω`` and its bias acceleration ``a_O + α × o``."""
     dof_joint = plan_of(model).dof_joint
     o_rel = kin.o_rel
     sw = S[:, :3]
@@ -344,14 +349,16 @@ def row_frames(model: Model, kin: Kinematics, S: Array, A_r: Array | None = None
     n = len(dof_joint)
     cols = list(zip(dof_joint.tolist(), range(n), sw.tolist(), sv.tolist(), strict=True))
     # the frames' vectors in one array (N's row zero), made lists at once
-    vecs = [kin.o, kin.params.outer_point, kin.omega, kin.v_o]
+    vecs = [kin.o, kin.params.outer_point]
+    if speeds or A_r is not None:
+        vecs += [kin.omega, kin.v_o]
     if A_r is not None:
         vecs += [A_r[:, :3], A_r[:, 3:] + cross(A_r[:, :3], o_rel)]
     V = np.zeros((len(vecs), model.nb + 1, 3))
     V[:, : model.nb] = vecs
     RB = np.concatenate((kin.R_N_B, np.eye(3)[None])).tolist()
-    o, op, w, vo, *bias = V.tolist()
-    return RowFrames(o, RB, op, cols, w, vo, *bias)
+    o, op, *motion = V.tolist()
+    return RowFrames(o, RB, op, cols, *motion)
 
 
 # --------------------------------------------------------------------------- partition
@@ -402,7 +409,15 @@ def partition(A: Array, independent: Iterable[int] | None = None) -> Partition:
                 f"{ind.size} independent speeds given, but the loops leave {n - r} DOF"
             )
     ind = np.setdiff1d(np.arange(n), dep).astype(np.intp)
-    return Partition(rows, dep, ind, float(np.linalg.cond(Ar[:, dep])))
+    return Partition(rows, dep, ind, _ratio(np.linalg.svd(Ar[:, dep], compute_uv=False)))
+
+
+def _ratio(s: NDArray[Any]) -> float:
+    """The condition number ``σ_max / σ_min`` of the singular values ``s`` (descending),
+    as :func:`numpy.linalg.cond` gives it (inf for a singular matrix)."""
+    if s[-1] > 0.0:
+        return float(s[0] / s[-1])
+    return math.nan if math.isnan(s[0]) else math.inf
 
 
 def independent_rows(model: Model, locked: Iterable[int] = ()) -> tuple[int, ...]:
@@ -456,13 +471,13 @@ class LoopEquations:
 
 def _reduce(
     M: Array, f: Array, lt: LoopTerms, A: Array, part: Partition, bias: Array,
-    svd: tuple[Array, Array, Array] | None = None,
+    s: Array | None = None,
 ) -> LoopEquations:  # fmt: skip
     """:class:`LoopEquations` from the constraint rows ``A`` (the loops' rows of ``lt``,
-    then any lock rows) and their bias, with the speeds of ``part``; ``svd``: the
-    thin SVD of ``A[part.rows]`` when the caller has it (then, when none of its singular
-    values is below :data:`SINGULAR_RCOND` of the largest, ``c0 = -A_d⁻¹ b`` by the
-    LU of ``A_d`` that gives ``C``)."""
+    then any lock rows) and their bias, with the speeds of ``part``; ``s``: the
+    singular values of ``A[part.rows]`` when the caller has them (then, when none is
+    below :data:`SINGULAR_RCOND` of the largest, ``c0 = -A_d⁻¹ b`` by the LU of ``A_d``
+    that gives ``C``)."""
     n = M.shape[0]
     Ar = A[part.rows]
     Ad, Ai = Ar[:, part.dependent], Ar[:, part.independent]
@@ -470,9 +485,9 @@ def _reduce(
     C[part.independent, np.arange(part.independent.size)] = 1.0
     c0 = np.zeros(n)
     b_r = bias[part.rows]
-    if part.rank and svd is not None and svd[1][-1] > SINGULAR_RCOND * svd[1][0]:
+    if part.rank and s is not None and s[-1] > SINGULAR_RCOND * s[0]:
         # nothing to leave out: c0 = -A_d⁻¹ b (below), one LU of A_d for C and c0
-        X = np.linalg.solve(Ad, np.column_stack((Ai, b_r)))
+        X = np.linalg.solve(Ad, np.concatenate((Ai, b_r[:, None]), axis=1))
         C[part.dependent] = -X[:, :-1]
         c0[part.dependent] = -X[:, -1]
     elif part.rank:
@@ -482,8 +497,7 @@ def _reduce(
         # along them is round-off divided by σ), moved into the partition's form
         # (c0_i = 0) by a null-space term; the same as -A_d⁻¹ b when nothing is cut
         if np.any(b_r):  # (a zero bias, as in plastic_impact, gives c0 = 0)
-            p = -_truncated_solve(np.linalg.svd(Ar, full_matrices=False) if svd is None
-                                  else svd, b_r)  # fmt: skip
+            p = -_truncated_solve(np.linalg.svd(Ar, full_matrices=False), b_r)
             c0[:] = p - C @ p[part.independent]
     return LoopEquations(C, c0, C.T @ M @ C, C.T @ (f - M @ c0), part, M, f, lt)
 
@@ -511,6 +525,8 @@ def lock_rows(n: int, locked: Iterable[int]) -> Array:
 def stacked_rows(lt: LoopTerms, locked: Iterable[int]) -> tuple[Array, Array, Array]:
     """``A``, ``Φ`` and ``b`` of the loops with the lock rows appended:
     ``[A; E]``, ``[Φ; 0]``, ``[b; 0]`` (:func:`lock_rows`)."""
+    if isinstance(locked, np.ndarray) and not locked.size:  # nothing locked (each step)
+        return lt.A, lt.Phi, lt.b
     E = lock_rows(lt.A.shape[1], locked)
     if not E.size:
         return lt.A, lt.Phi, lt.b
@@ -564,18 +580,28 @@ def equations_at(
     if baumgarte is not None:
         alpha, beta = baumgarte
         bias = bias + 2.0 * alpha * (A @ u) + beta**2 * Phi
-    svd = None
+    s = None
     if part is None or independent is not None:
         part = partition(A, independent)
     elif part.rank:
-        svd = np.linalg.svd(A[part.rows], full_matrices=False)  # cond(A_r) and c0 share it
-        s = svd[1]
+        s, s_d = _singular_values(A[part.rows], part.dependent)  # c0 shares s
         if (
-            np.linalg.cond(A[part.rows][:, part.dependent]) > REPARTITION_COND
-            or s[0] > s[-1] / SINGULAR_RCOND  # cond(A_r) above 1 / SINGULAR_RCOND
+            s[0] > s[-1] / SINGULAR_RCOND  # cond(A_r) above 1 / SINGULAR_RCOND
+            or _ratio(s_d) > REPARTITION_COND  # cond(A_d)
         ):  # the kept rows nearly dependent: chosen again before c0 leaves a direction out
-            part, svd = partition(A), None
-    return _reduce(M, f, lt, A, part, bias, svd)
+            part, s = partition(A), None
+    return _reduce(M, f, lt, A, part, bias, s)
+
+
+def _singular_values(Ar: Array, dependent: Index) -> tuple[Array, Array]:
+    """The singular values of ``A_r`` (r, n) and of its block ``A_d = A_r[:, dependent]``
+    (r, r), in one LAPACK call: ``A_d`` padded with zero columns to ``A_r``'s shape has
+    the same r singular values."""
+    pair = np.zeros((2,) + Ar.shape)
+    pair[0] = Ar
+    pair[1, :, : dependent.size] = Ar[:, dependent]
+    s = np.linalg.svd(pair, compute_uv=False)
+    return s[0], s[1]
 
 
 def _speed_indices(model: Model, items: Iterable[int | str]) -> Index:
@@ -746,8 +772,10 @@ def project(
     if q.size > model.nq:
         qj, u, before = project(model, q[: model.nq], u, tol, locked)
         return np.concatenate((qj, q[model.nq :])), u, before
-    locked = np.asarray(list(locked), dtype=np.intp)
-    free = np.setdiff1d(np.arange(model.n), locked).astype(np.intp)
+    locked = np.asarray(locked if isinstance(locked, np.ndarray) else list(locked), dtype=np.intp)
+    free = np.arange(model.n)
+    if locked.size:
+        free = np.setdiff1d(free, locked).astype(np.intp)
     lt0 = _constraints(model, q)
     A0 = stacked_rows(lt0, locked)[0]
     before = max(float(np.max(np.abs(lt0.Phi), initial=0.0)), float(np.max(np.abs(A0 @ u))))

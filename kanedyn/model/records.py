@@ -787,8 +787,12 @@ class Model:
     @property
     def nf(self) -> int:
         """Number of modal coordinates of the flexible bodies (``Body.modes``); the
-        state is ``q = [q_joints | η]``, ``u = [u | s | ξ]``."""
-        return sum(b.modes.n for b in self.bodies if b.modes is not None)
+        state is ``q = [q_joints | η]``, ``u = [u | s | ξ]``. Counted once per model
+        (every right-hand side asks)."""
+        nf: int = self.derived(
+            "nf", lambda m: sum(b.modes.n for b in m.bodies if b.modes is not None)
+        )
+        return nf
 
     @property
     def nq_total(self) -> int:

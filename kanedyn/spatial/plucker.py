@@ -244,8 +244,11 @@ def bias_force(I: Mat, v: Vec, h: Vec | None = None) -> Vec:
     orbital speeds (``|v|`` ≈ 7.5 km/s) its round-off, ``m |v|² ε``, would be of the
     order of a gravity-gradient torque."""
     w, lin = v[:3], v[3:]
-    n = [sum((I[i][j] * v[j] for j in range(6)), 0.0) for i in range(3)]
-    f_w = [sum((I[3 + i][j] * w[j] for j in range(3)), 0.0) for i in range(3)]
+    # the sums unrolled (the same operations as a sum from 0 on every arithmetic)
+    v0, v1, v2, v3, v4, v5 = v
+    n = [I[i][0] * v0 + I[i][1] * v1 + I[i][2] * v2 + I[i][3] * v3 + I[i][4] * v4
+         + I[i][5] * v5 for i in range(3)]  # fmt: skip
+    f_w = [I[3 + i][0] * v0 + I[3 + i][1] * v1 + I[3 + i][2] * v2 for i in range(3)]
     f = [f_w[i] + I[3 + i][3 + i] * lin[i] for i in range(3)]
     p = add(cross(w, n), cross(lin, f_w)) + cross(w, f)
     return p if h is None else add(p[:3], cross(w, h)) + p[3:]
