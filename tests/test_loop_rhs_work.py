@@ -43,7 +43,11 @@ def formations(monkeypatch):
             patched.add(name)
     # the callers on the right-hand side (msd's speeds go through
     # kane.flexible_mass_matrix_at, which calls kane's own, patched, name)
-    assert {"kanedyn.dynamics.kane", "kanedyn.dynamics.loops", "kanedyn.simulation.system"} <= patched
+    assert {
+        "kanedyn.dynamics.kane",
+        "kanedyn.dynamics.loops",
+        "kanedyn.simulation.system",
+    } <= patched
     return calls
 
 
