@@ -45,20 +45,21 @@ of :func:`kanedyn.spatial.plucker.solve_pivoted`, which chooses the ``r`` rows a
 every evaluation, branch-free (``λ`` is zero on the others, consistent on the manifold).
 
 **Near a singular configuration** (the IFToMM A02 N-four-bar with its rods horizontal,
-where ``A`` loses rank and the mechanism can branch) a row's part independent of the
-rows before it, ``δ``, falls with the distance from it, and the part of the bias
-``b`` along it is round-off of the closure divided by ``|δ|``. The LDLᵀ of
-``A_r M⁻¹ A_rᵀ`` has that part at hand: its pivot ``d_j`` over the diagonal ``G_jj`` is
-``|δ|²`` relative to the row's own size in M⁻¹'s metric. A stage with
-``d_j < SINGULAR_RCOND² G_jj`` keeps its row (the acceleration stays on the admissible
-motions) but not its bias (:func:`kanedyn.spatial.plucker.solve_spd_cut`: the bias the
-earlier rows imply for it), and one with ``d_j < RANK_TOL² G_jj`` (dependent to
-round-off) is left out; the velocity projection leaves ``A u`` alone along the same
-rows (of ``A_r A_rᵀ``). The dense engine makes the same two decisions in its own
-algorithm's terms, on the singular values of ``A_r``
-(:func:`kanedyn.dynamics.loops.equations_at`): the two agree to round-off wherever no
-row is cut, and near the singular configuration both follow the mechanism's closed form
-(``tests/test_loops_ladder.py``, ``tests/test_loops_native.py``).
+where rows of ``A`` shrink to zero and the mechanism can branch) the part of the bias
+``b`` along the small singular direction of ``A`` is round-off of the closure divided
+by the small singular value σ. The dense engine leaves it out by a truncated SVD
+(:func:`kanedyn.dynamics.loops.equations_at`); the kernel, which has no SVD, makes the
+same cut on the unpivoted LDLᵀ of ``A_r A_rᵀ`` (:func:`cut_bias`,
+:func:`kanedyn.spatial.plucker.solve_spd_truncated`): a row whose part independent of
+the rows kept before it is below :data:`SINGULAR_RCOND` of the longest row (nearly
+dependent, or itself nearly zero) keeps its row, so the acceleration stays on the
+admissible motions, but takes the bias the kept rows imply, ``b̃ = A_r x`` with ``x``
+the kept rows' minimum-norm solution of ``A_r x = b``. The Gram-Schmidt vector of such
+a row is the SVD's singular vector to ``O(σ²)``, so the two engines agree to round-off
+on both sides of the cut (``tests/test_loops_native.py``). The velocity projection
+leaves ``A u`` alone along the same rows, and the projection moves no coordinate once
+``max |Φ| ≤`` :data:`CLOSED_TOL` (a Newton step on a closure at round-off moves the
+state along the branching mode by ``Φ/σ``; ``tests/test_loops_ladder.py``).
 """
 
 from __future__ import annotations
@@ -80,7 +81,6 @@ __all__ = [
     "MomentumClosure",
     "RowFrames",
     "CLOSED_TOL",
-    "RANK_TOL",
     "RowPlan",
     "SINGULAR_RCOND",
     "constrained_accelerations",
@@ -96,15 +96,12 @@ Scalar = Any
 Vec = list  # of Scalar
 Mat = list  # of rows of Scalar
 
-RANK_TOL = 1e-9
-"""Relative tolerance of the rank decision: a row whose independent part is below it,
-relative to the row (a pivot of the QR of ``Aᵀ``; of the LDLᵀ of ``A W Aᵀ``, squared), is
-dependent on the others and left out."""
 SINGULAR_RCOND = 1e-4
-"""Relative cut-off near a singular configuration: a row whose independent part is
-below it, relative to the row (:func:`kanedyn.spatial.plucker.solve_spd_cut`; for the
-dense engine, the singular values of ``A`` relative to the largest), keeps its row but
-not its bias, and the velocity projection leaves ``A u`` along it alone."""
+"""Relative cut-off near a singular configuration: a row whose part independent of the
+rows kept before it is below it, relative to the longest row
+(:func:`kanedyn.spatial.plucker.solve_spd_truncated`; for the dense engine, the singular
+values of ``A`` relative to the largest), keeps its row but not its bias
+(:func:`cut_bias`), and the velocity projection leaves ``A u`` along it alone."""
 CLOSED_TOL = 1e-13
 """Absolute closure below which the projection moves no coordinate: ``max |Φ| ≤`` it ends
 Newton's iteration (:func:`projected`, :func:`kanedyn.dynamics.loops.project`). Near a
@@ -586,36 +583,47 @@ def _dot(a: Sequence[Scalar], b: Sequence[Scalar]) -> Scalar:
 
 
 def _solve(rec: Recursion, G: Mat, rhs: Vec, rank: int | None) -> Vec:
-    """``λ`` with ``G λ = rhs`` (lower triangle of ``G`` read), ``G = A_r W A_rᵀ``.
-    Without redundant rows by the LDLᵀ of
-    :func:`kanedyn.spatial.plucker.solve_spd_truncated`, which leaves out a row dependent
-    on the others to round-off (:data:`RANK_TOL`: ``λ`` zero on it, as at a singular
-    configuration itself). With ``rank`` below its size (redundant rows, ``G``
-    semidefinite of that rank) by the diagonal-pivoted LDLᵀ of
-    :func:`kanedyn.spatial.plucker.solve_pivoted`, whose pivots choose ``rank``
-    independent rows at this evaluation (``λ`` is zero on the others)."""
+    """``λ`` with ``G λ = rhs`` (lower triangle of ``G`` read): ``G`` positive definite
+    by LDLᵀ (:func:`kanedyn.spatial.plucker.solve_spd`); or, with ``rank`` below its
+    size, ``G = A_r W A_rᵀ`` of redundant rows, semidefinite of that rank, by the
+    diagonal-pivoted LDLᵀ of :func:`kanedyn.spatial.plucker.solve_pivoted`, whose pivots
+    choose ``rank`` independent rows at this evaluation (``λ`` is zero on the others).
+    (Near a singular configuration ``rhs`` is consistent, its bias cut by
+    :func:`cut_bias`.)"""
     if rank is None or rank >= len(G):
-        return sp.solve_spd_truncated(rec.ar, G, rhs, RANK_TOL)
+        return sp.solve_spd(G, [rhs])[0]
     return sp.solve_pivoted(rec.ar, G, [rhs], rank)[0]
 
 
 def _min_norm(rec: Recursion, Ar: Mat, rhs: Vec, rank: int | None = None,
-              tol: float = RANK_TOL) -> Vec:  # fmt: skip
+              tol: float | None = None) -> Vec:  # fmt: skip
     """``x = A_rᵀ μ`` with ``(A_r A_rᵀ) μ = rhs``, the minimum-norm solution of
-    ``A_r x = rhs`` on the rows whose part independent of the rows before them is at
-    least ``tol`` of the longest row (:func:`kanedyn.spatial.plucker.solve_spd_truncated`;
-    ``tol``: :data:`RANK_TOL` for the rank, :data:`SINGULAR_RCOND` near a singular
-    configuration); with ``rank`` below the number of rows, on the rows
-    :func:`kanedyn.spatial.plucker.solve_pivoted` chooses."""
+    ``A_r x = rhs`` (with ``rank`` below the number of rows, on the rows
+    :func:`kanedyn.spatial.plucker.solve_pivoted` chooses); with ``tol``
+    (:data:`SINGULAR_RCOND`), on the rows whose part independent of the rows before them
+    is at least ``tol`` of the longest row
+    (:func:`kanedyn.spatial.plucker.solve_spd_truncated`)."""
     m = len(Ar)
     if not m:
         return [0.0] * (len(Ar[0]) if Ar else 0)
-    G = [[_dot(Ar[a], Ar[bb]) for bb in range(m)] for a in range(m)]
-    if rank is None or rank >= m:
-        mu = sp.solve_spd_truncated(rec.ar, G, rhs, tol)
-    else:
-        mu = sp.solve_pivoted(rec.ar, G, [rhs], rank)[0]
+    mu = _gram_solve(rec, _gram(Ar), rhs, rank, tol)
     return [_dot([Ar[a][k] for a in range(m)], mu) for k in range(len(Ar[0]))]
+
+
+def _gram(Ar: Mat) -> Mat:
+    """``A_r A_rᵀ``, its lower triangle (the upper entries None, not read)."""
+    m = len(Ar)
+    return [[_dot(Ar[a], Ar[bb]) if bb <= a else None for bb in range(m)] for a in range(m)]
+
+
+def _gram_solve(rec: Recursion, G: Mat, rhs: Vec, rank: int | None,
+                tol: float | None) -> Vec:  # fmt: skip
+    """``μ`` of :func:`_min_norm` from the lower triangle ``G`` of ``A_r A_rᵀ``."""
+    if rank is not None and rank < len(G):
+        return sp.solve_pivoted(rec.ar, G, [rhs], rank)[0]
+    if tol is None:
+        return sp.solve_spd(G, [rhs])[0]
+    return sp.solve_spd_truncated(rec.ar, G, rhs, tol)
 
 
 def cut_bias(rec: Recursion, Ar: Mat, b: Vec, rank: int | None = None) -> Vec:
@@ -627,8 +635,10 @@ def cut_bias(rec: Recursion, Ar: Mat, b: Vec, rank: int | None = None) -> Vec:
     chooses independent rows, and no singular configuration is cut."""
     if not Ar or all(sp.is_zero(x) for x in b) or (rank is not None and rank < len(Ar)):
         return list(b)
-    x = _min_norm(rec, Ar, list(b), tol=SINGULAR_RCOND)
-    return [_dot(row, x) for row in Ar]
+    G = _gram(Ar)
+    mu = _gram_solve(rec, G, list(b), None, SINGULAR_RCOND)
+    m = len(Ar)  # b̃ = A_r A_rᵀ μ, G symmetric
+    return [_dot([G[a][c] if c <= a else G[c][a] for c in range(m)], mu) for a in range(m)]
 
 
 def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 2,

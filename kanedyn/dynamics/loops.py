@@ -104,9 +104,8 @@ __all__ = [
 Array = NDArray[np.float64]
 Index = NDArray[np.intp]
 
-RANK_TOL = loop_rows.RANK_TOL
-"""Relative tolerance of the rank decision (pivots of the QR below it are zero;
-:data:`kanedyn.dynamics.loop_rows.RANK_TOL`, the compiled kernels' too)."""
+RANK_TOL = 1e-9
+"""Relative tolerance of the rank decision (pivots of the QR below it are zero)."""
 SINGULAR_RCOND = loop_rows.SINGULAR_RCOND
 """Relative cut-off of the singular values of A below which the bias and the velocity
 projection leave a direction alone (near a singular configuration, see
