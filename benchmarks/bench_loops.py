@@ -1,6 +1,6 @@
 """Closed loops on the native engine: per-step cost of RK4 runs against peers.
 
-``python -m benchmarks.bench_loops [--quick] [--t-final T]``
+``python -m benchmarks.bench_loops [--quick] [--t-final T] [--repeats R] [--ops]``
 
 For the planar four-bar, the spatial slider-crank and the planar 3-RRR platform
 (:mod:`kanedyn.examples`), RK4 at 1 ms for ``T`` s (default 10 s), end to end through
@@ -153,12 +153,35 @@ def mujoco_per_step(name: str, model: kd.Model, state: kd.State, t_final: float)
     return (time.process_time() - t0) / steps
 
 
+def operations(m: kd.Model) -> tuple[int, int, int]:
+    """The traced kernels' operation counts (those the outputs need): the constrained
+    accelerations, the open chain's accelerations and the projection. A native RK4 step
+    makes four kernel calls and one projection."""
+    from kanedyn.compiled import kernels
+
+    rhs = kernels.traced(m, frozenset(), False, False)
+    tree = kernels.traced(open_chain(m), frozenset(), False, False)
+    proj = kernels.projection(m, frozenset())
+    return tuple(t.tape.count(t.outputs) for t in (rhs, tree, proj))  # type: ignore[return-value]
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 s runs")
     ap.add_argument("--t-final", type=float, default=10.0)
     ap.add_argument("--repeats", type=int, default=5, help="runs per engine (median)")
+    ap.add_argument("--ops", action="store_true",
+                    help="print the traced kernels' operation counts instead")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.ops:
+        print(f"{'mechanism':24s} {'constrained':>11s} {'open chain':>11s} {'projection':>11s} "
+              f"{'per step':>9s} {'ratio':>6s}")  # fmt: skip
+        counts = {}
+        for name, (m, _) in mechanisms().items():
+            rhs, tree, proj = counts[name] = operations(m)
+            print(f"{name:24s} {rhs:11d} {tree:11d} {proj:11d} {4 * rhs + proj:9d} "
+                  f"{(4 * rhs + proj) / (4 * tree):6.2f}")  # fmt: skip
+        return counts
     t_final = 1.0 if args.quick else args.t_final
     rows: dict[str, Any] = {}
     print(f"RK4 at {DT * 1e3:g} ms for {t_final:g} s; CPU time per step (µs), median of "
