@@ -385,6 +385,21 @@ def solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
     ZeroDivisionError
         If a pivot is a structural zero (for sympy, zero for every value of its symbols).
     """
+
+    def reciprocal(j: int, pivot: Scalar) -> Scalar:
+        if is_zero(pivot):
+            raise ZeroDivisionError(f"pivot {j + 1} of the LDLᵀ factorization is zero")
+        return 1 / pivot
+
+    L, inv = _ldl(D, reciprocal)
+    return [_substitute(L, inv, b) for b in B]
+
+
+def _ldl(D: Mat, reciprocal: Any) -> tuple[Mat, list[Scalar]]:
+    """The unrolled :math:`D = L\\,\\mathrm{diag}(d)\\,L^\\top` of :func:`solve_spd`
+    (lower triangle of ``D`` read; products with a structural zero skipped): ``L`` and
+    ``reciprocal(j, d_j)`` for each stage, the pivot's reciprocal as the caller forms it
+    (zero for a stage left out, whose column of ``L`` is then zero)."""
     d = len(D)
     W: Mat = [[None] * d for _ in range(d)]
     L: Mat = [[None] * d for _ in range(d)]
@@ -396,25 +411,27 @@ def solve_spd(D: Mat, B: list[Vec]) -> list[Vec]:
                 if not (is_zero(W[i][k]) or is_zero(L[j][k])):
                     s = s - W[i][k] * L[j][k]
             W[i][j] = s
-        if is_zero(W[j][j]):
-            raise ZeroDivisionError(f"pivot {j + 1} of the LDLᵀ factorization is zero")
-        inv[j] = 1 / W[j][j]
+        inv[j] = reciprocal(j, W[j][j])
         for i in range(j + 1, d):
             L[i][j] = W[i][j] if is_zero(W[i][j]) else W[i][j] * inv[j]
-    out = []
-    for b in B:
-        y = list(b)
-        for i in range(d):
-            for k in range(i):
-                if not (is_zero(L[i][k]) or is_zero(y[k])):
-                    y[i] = y[i] - L[i][k] * y[k]
-        x = [y[i] * inv[i] for i in range(d)]
-        for i in reversed(range(d)):
-            for k in range(i + 1, d):
-                if not (is_zero(L[k][i]) or is_zero(x[k])):
-                    x[i] = x[i] - L[k][i] * x[k]
-        out.append(x)
-    return out
+    return L, inv
+
+
+def _substitute(L: Mat, inv: list[Scalar], b: Vec) -> Vec:
+    """``x = L⁻ᵀ diag(inv) L⁻¹ b``: the forward and back substitutions of :func:`_ldl`'s
+    factors."""
+    d = len(L)
+    y = list(b)
+    for i in range(d):
+        for k in range(i):
+            if not (is_zero(L[i][k]) or is_zero(y[k])):
+                y[i] = y[i] - L[i][k] * y[k]
+    x = [y[i] * inv[i] for i in range(d)]
+    for i in reversed(range(d)):
+        for k in range(i + 1, d):
+            if not (is_zero(L[k][i]) or is_zero(x[k])):
+                x[i] = x[i] - L[k][i] * x[k]
+    return x
 
 
 def solve_spd_truncated(ar: Arithmetic, D: Mat, b: Vec, tol: float) -> Vec:
@@ -433,35 +450,17 @@ def solve_spd_truncated(ar: Arithmetic, D: Mat, b: Vec, tol: float) -> Vec:
     left out again at every evaluation, from the values; the structural zeros of ``D``
     are kept as :func:`solve_spd` keeps them. Only the lower triangle of ``D`` is read."""
     d = len(D)
-    W: Mat = [[None] * d for _ in range(d)]
-    L: Mat = [[None] * d for _ in range(d)]
-    inv: list[Scalar] = [None] * d
     big: Scalar = D[0][0] if d else 0.0  # max_i D_ii, branch-free
     for i in range(1, d):
         big = big + (D[i][i] - big) * at_least_zero(ar, D[i][i] - big)
     floor = (tol * tol) * big
-    for j in range(d):
-        for i in range(j, d):
-            s = D[i][j]
-            for k in range(j):
-                if not (is_zero(W[i][k]) or is_zero(L[j][k])):
-                    s = s - W[i][k] * L[j][k]
-            W[i][j] = s
-        kept = at_least_zero(ar, W[j][j] - floor)
-        inv[j] = kept / (kept * W[j][j] + (1.0 - kept))
-        for i in range(j + 1, d):
-            L[i][j] = W[i][j] if is_zero(W[i][j]) else W[i][j] * inv[j]
-    y = list(b)
-    for i in range(d):
-        for k in range(i):
-            if not (is_zero(L[i][k]) or is_zero(y[k])):
-                y[i] = y[i] - L[i][k] * y[k]
-    x = [y[i] * inv[i] for i in range(d)]
-    for i in reversed(range(d)):
-        for k in range(i + 1, d):
-            if not (is_zero(L[k][i]) or is_zero(x[k])):
-                x[i] = x[i] - L[k][i] * x[k]
-    return x
+
+    def reciprocal(j: int, pivot: Scalar) -> Scalar:  # 0 for a stage left out
+        kept = at_least_zero(ar, pivot - floor)
+        return kept / (kept * pivot + (1.0 - kept))
+
+    L, inv = _ldl(D, reciprocal)
+    return _substitute(L, inv, b)
 
 
 def _vdot(a: Vec, b: Vec) -> Scalar:
