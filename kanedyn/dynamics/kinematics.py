@@ -48,7 +48,6 @@ from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import node_frame, node_subspace
 
 __all__ = [
-    "rest_kinematics",
     "FORCE_CROSS",
     "MOTION_CROSS",
     "Kinematics",
@@ -57,6 +56,7 @@ __all__ = [
     "cross",
     "kinematics",
     "mv",
+    "rest_kinematics",
 ]
 
 Array = NDArray[np.float64]

@@ -79,8 +79,8 @@ from kanedyn.spatial import plucker as sp
 __all__ = [
     "LoopRows",
     "MomentumClosure",
-    "RowFrames",
     "CLOSED_TOL",
+    "RowFrames",
     "RowPlan",
     "SINGULAR_RCOND",
     "constrained_accelerations",
@@ -234,16 +234,6 @@ def loop_rows(rec: Recursion, geo: list[BodyTerms], plan: RowPlan,
     return rows(frames(rec, geo, v, c), plan, model.layout.path, model.n)
 
 
-def _add3(a: Vec, b: Vec) -> Vec:
-    """``a + b`` of 3-vectors (:func:`kanedyn.spatial.plucker.add`'s operations, unrolled)."""
-    return [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-
-
-def _sub3(a: Vec, b: Vec) -> Vec:
-    """``a - b`` of 3-vectors (:func:`kanedyn.spatial.plucker.sub`'s operations, unrolled)."""
-    return [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-
-
 def _values(x: NDArray[Any]) -> list[Scalar]:
     """A formula's result (k,) as a list of scalars (floats, or the traced values)."""
     return x.tolist() if x.dtype.kind == "f" else [_scalar(v) for v in x]
@@ -264,7 +254,7 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
     has_b = fr.al is not None
     w, vo = fr.w or [], fr.vo or []
     al, ao = fr.al or [], fr.ao or []
-    mv, cross, dot = sp.mv, sp.cross, sp.dot
+    mv, cross, dot, add3, sub3 = sp.mv, sp.cross, sp.dot, sp.add3, sp.sub3
 
     points: dict[tuple[Any, ...], Vec] = {}
     motions: dict[tuple[Any, ...], list[Vec]] = {}
@@ -273,7 +263,7 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
         key = (b, *p_B)
         x = points.get(key)
         if x is None:
-            x = points[key] = _add3(o[b], mv(RB[b], _sub3(p_B, op[b])))
+            x = points[key] = add3(o[b], mv(RB[b], sub3(p_B, op[b])))
         return x
 
     def motion(b: int, p_B: list[Any]) -> list[Vec]:
@@ -284,11 +274,11 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
             x = point(b, p_B)
             vx = ax = zero3
             if b < nb and has_v:  # N's points are at rest
-                d = _sub3(x, o[b])
-                vx = _add3(vo[b], cross(w[b], d))
+                d = sub3(x, o[b])
+                vx = add3(vo[b], cross(w[b], d))
                 if has_b:
-                    lin = _add3(ao[b], cross(al[b], d))
-                    ax = _add3(lin, cross(w[b], vx))
+                    lin = add3(ao[b], cross(al[b], d))
+                    ax = add3(lin, cross(w[b], vx))
             out = motions[key] = [x, vx, ax]
         return out
 
@@ -312,7 +302,7 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
         else:
             p_i, v_i, a_i = motion(bi, pi_B[row])
             p_o, v_o, a_o = motion(bo, po_B[row])
-            args.append((y_i, _sub3(p_o, p_i), _sub3(v_o, v_i), w_i, al_i, _sub3(a_o, a_i)))
+            args.append((y_i, sub3(p_o, p_i), sub3(v_o, v_i), w_i, al_i, sub3(a_o, a_i)))
     out: list[Any] = [None] * m
     for kind, formula in ((True, joints.loop_rotation), (False, joints.loop_translation)):
         idx = [row for row in range(m) if rot[row] == kind]
@@ -344,7 +334,7 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
                 if i_on == o_on:
                     continue
                 # the partial velocity of the moving point (the other is fixed in it)
-                pv = _add3(sv, cross(sw, _sub3(p_o if o_on else p_i, o[j])))
+                pv = add3(sv, cross(sw, sub3(p_o if o_on else p_i, o[j])))
                 Arow[r] = (dot(dv, sw) if i_on else 0.0) + (dot(y_i, pv) if o_on else -dot(y_i, pv))
             dirs.append(y_i)
         out_phi.append(phi)

@@ -515,20 +515,24 @@ def lock_rows(n: int, locked: Iterable[int]) -> Array:
     """The velocity constraints of locked speeds, ``E`` (k, n): one row ``e_rᵀ`` per
     locked speed ``r`` (``e_rᵀ u = 0``, ``e_rᵀ u̇ = 0``: bias zero, and no position row,
     the coordinate stays where it was locked)."""
-    idx = np.asarray(list(locked), dtype=np.intp)
+    idx = _indices(locked)
     E = np.zeros((idx.size, n))
     E[np.arange(idx.size), idx] = 1.0
     return E
 
 
+def _indices(locked: Iterable[int]) -> Index:
+    """The speed indices ``locked`` as an index array (an index array as it is)."""
+    return np.asarray(locked if isinstance(locked, np.ndarray) else list(locked), dtype=np.intp)
+
+
 def stacked_rows(lt: LoopTerms, locked: Iterable[int]) -> tuple[Array, Array, Array]:
     """``A``, ``Φ`` and ``b`` of the loops with the lock rows appended:
     ``[A; E]``, ``[Φ; 0]``, ``[b; 0]`` (:func:`lock_rows`)."""
-    if isinstance(locked, np.ndarray) and not locked.size:  # nothing locked (each step)
+    idx = _indices(locked)
+    if not idx.size:  # nothing locked (every step of most runs)
         return lt.A, lt.Phi, lt.b
-    E = lock_rows(lt.A.shape[1], locked)
-    if not E.size:
-        return lt.A, lt.Phi, lt.b
+    E = lock_rows(lt.A.shape[1], idx)
     zero = np.zeros(E.shape[0])
     return np.vstack((lt.A, E)), np.concatenate((lt.Phi, zero)), np.concatenate((lt.b, zero))
 
@@ -771,7 +775,7 @@ def project(
     if q.size > model.nq:
         qj, u, before = project(model, q[: model.nq], u, tol, locked)
         return np.concatenate((qj, q[model.nq :])), u, before
-    locked = np.asarray(locked if isinstance(locked, np.ndarray) else list(locked), dtype=np.intp)
+    locked = _indices(locked)
     free = np.arange(model.n)
     if locked.size:
         free = np.setdiff1d(free, locked).astype(np.intp)

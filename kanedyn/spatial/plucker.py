@@ -36,6 +36,7 @@ from kanedyn.spatial.arithmetic import Arithmetic
 
 __all__ = [
     "add",
+    "add3",
     "bias_force",
     "body_inertia",
     "central_gravity",
@@ -66,6 +67,7 @@ __all__ = [
     "solve_spd",
     "solve_spd_truncated",
     "sub",
+    "sub3",
     "sym_mv",
 ]
 
@@ -83,6 +85,16 @@ def dot(a: Vec, b: Vec) -> Scalar:
 def cross(a: Vec, b: Vec) -> Vec:
     """``a × b``."""
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def add3(a: Vec, b: Vec) -> Vec:
+    """``a + b`` of 3-vectors (:func:`add`'s operations, unrolled)."""
+    return [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+
+
+def sub3(a: Vec, b: Vec) -> Vec:
+    """``a - b`` of 3-vectors (:func:`sub`'s operations, unrolled)."""
+    return [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 
 
 def add(a: Vec, b: Vec) -> Vec:
