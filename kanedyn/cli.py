@@ -243,7 +243,8 @@ def _summary(
 
 
 def _loop_summary(traj: kd.Trajectory) -> dict[str, Any]:
-    """Loops: the DOF after their constraints, the residuals, the engine."""
+    """Loops: the DOF after their constraints and the residuals (the engine is the
+    run's, in the summary's ``engine``)."""
     if not traj.model.loops:
         return {}
     from kanedyn.dynamics.loops import loop_summary
@@ -252,7 +253,6 @@ def _loop_summary(traj: kd.Trajectory) -> dict[str, Any]:
         "dof_after_loops": loop_summary(traj.model, traj.state(0)).dof,
         "loop_drift_before_projection": traj.loop_drift,
         "loop_residual_max": float(traj.loop_residual.max()),
-        "engine": f"dense ({kd.compiled.supports(traj.model)})",
     }
 
 
@@ -610,7 +610,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         summary = loop_summary(model, state)
         print(f"  {summary}")
         print(f"  dependent speeds: {', '.join(summary.dependent) or '(none)'}")
-        print(f"  engine: dense ({kd.compiled.supports(model)})")
+        reason = kd.compiled.supports(model)
+        print(f"  engine: {'compiled' if reason is None else f'dense ({reason})'}")
     print(f"  total mass {m:.6g} kg, mass centre {np.array2string(c, precision=6)} m (N)")
     print(f"  inertia about the mass centre (N axes):\n{np.array2string(I, precision=6)}")
     print(f"  energy: kinetic T = {T:.6g} J, potential V = {V:.6g} J, total E = {T + V:.6g} J")

@@ -655,6 +655,9 @@ def test_cli_simulate_reports_the_loops(tmp_path):
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["dof_after_loops"] == 1 and summary["loop_residual_max"] < 1e-12
     assert "loops: 1 DOF after the constraints" in out.getvalue()
+    # the engine reported is the run's (loops run compiled, natively with llvmlite)
+    assert summary["engine"] in ("native", "compiled")
+    assert f"engine {summary['engine']}" in out.getvalue()
     csv = np.loadtxt(tmp_path / "o" / "trajectory.csv", delimiter=",", skiprows=1)
     assert csv.shape[0] == 21
 
