@@ -638,6 +638,16 @@ def loop_translation(
         \\ddot\\Phi = (\\dot\\omega_i \\times d + \\omega_i \\times \\dot d) \\cdot \\rho
             + 2\\, \\dot d \\cdot \\dot\\rho + d \\cdot \\ddot\\rho
 
+    The bias is evaluated as ``b = d · β``, with, by the scalar triple product,
+
+    .. math::
+
+        \\beta = \\rho \\times \\dot\\omega_i + (\\rho \\times \\omega_i) \\times \\omega_i
+            + 2\\, \\dot\\rho \\times \\omega_i + \\ddot\\rho
+
+    (``ḋ = ω_i × d``, ``d̈ = ω̇_i × d + ω_i × ḋ``), which does not depend on ``d``: the
+    rows of one loop joint share it.
+
     Returns ``Φ`` (...,), ``m = d × ρ`` (..., 3) (the velocity row is
     ``m·Ω_i + d·(V_o - V_i)``) and the bias ``b`` (...,); without ``rates``, ``Φ`` and
     ``m`` alone (``b`` zero).
@@ -646,7 +656,5 @@ def loop_translation(
     m = cross(d, rho)
     if not rates:
         return phi, m, 0 * phi
-    d_dot = cross(w_i, d)
-    d_ddot = cross(al_i, d) + cross(w_i, d_dot)
-    bias = (d_ddot * rho).sum(-1) + 2 * (d_dot * rho_dot).sum(-1) + (d * a_rel).sum(-1)
-    return phi, m, bias
+    beta = cross(rho, al_i) + cross(cross(rho, w_i), w_i) + 2 * cross(rho_dot, w_i) + a_rel
+    return phi, m, (d * beta).sum(-1)

@@ -391,3 +391,55 @@ def test_adaptive_run_through_the_singular_configuration_is_native(n_four_bar_ne
     for tr in (nat, den):
         np.testing.assert_allclose(np.pi / 2 + tr.q[:, p0], ref, rtol=0, atol=1e-10)
         assert tr.loop_residual.max() < 1e-12
+
+
+def _evaluate(tr, model, q, u):
+    """A traced kernel of :mod:`kanedyn.compiled.kernels` on one state (its Python
+    form; efforts zero)."""
+    from kanedyn.compiled import python
+
+    fn = python.build(python.source(tr.tape, "f", tr.args, tr.outputs), "f",
+                      python.SCALAR_NAMESPACE)  # fmt: skip
+    return np.array(fn(*q, *u, *np.zeros(len(tr.args) - q.size - u.size)), dtype=float)
+
+
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank_spatial", "parallel_3rrr", "bricard"])
+@pytest.mark.parametrize("drift", [0.0, 1e-6])
+def test_settle_kernel_is_the_dense_projection_then_the_accelerations(name, drift):
+    """The native RK4 loop's step end (kernels.settled): on a closed state with speeds off
+    the manifold, the dense engine's projection and then its accelerations at the
+    projected state; on a state whose loops are open by about ``drift``, the flag says so
+    and its q' is one Newton step (the dense projection's coordinates to Newton's
+    quadratic convergence; Bricard's redundant rows, of which each engine solves its
+    own independent ones, close at another point of the manifold), from which a second
+    call gives the dense projection's speeds and accelerations."""
+    from kanedyn.compiled import kernels
+
+    model = MODELS[name]()
+    tr = kernels.settled(model, frozenset())
+    nq, n = model.nq, model.n
+    rng = np.random.default_rng(3)
+    for seed in range(2):
+        s = random_assembled(model, seed)
+        q = s.q + drift * rng.normal(size=nq)
+        u = s.u + 1e-3 * rng.normal(size=n)  # off the velocity constraint
+        out = _evaluate(tr, model, q, u)
+        closed, q1 = out[0], out[1 : 1 + nq]
+        phi = loops.residuals(model, q, np.zeros(n))[0]
+        assert closed == (1.0 if phi <= 1e-13 else 0.0)
+        if closed == 0.0:
+            assert drift > 0.0
+            if name == "bricard":
+                assert loops.residuals(model, q1, np.zeros(n))[0] < 1e-10
+            else:
+                np.testing.assert_allclose(q1, loops.project(model, q, u)[0], rtol=0, atol=1e-10)
+            out = _evaluate(tr, model, q1, u)  # the second call, at q'
+        else:  # no coordinate moves (the quaternions normalized again)
+            np.testing.assert_allclose(q1, q, rtol=0, atol=1e-15)
+        u1, rates = out[1 + nq : 1 + nq + n], out[1 + nq + n :]
+        _, up, _ = loops.project(model, q1, u)
+        np.testing.assert_allclose(u1, up, rtol=0, atol=1e-10)
+        dense = kd.forward_dynamics(model, kd.State(q1, u1))
+        np.testing.assert_allclose(
+            rates[:n], dense, rtol=0, atol=1e-9 * max(1.0, np.abs(dense).max())
+        )

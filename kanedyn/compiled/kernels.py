@@ -63,6 +63,7 @@ __all__ = [
     "parameter_values",
     "projection",
     "rk4_step",
+    "settled",
     "supports",
     "traced",
 ]
@@ -238,6 +239,13 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     inputs ``bT0_0 ... bF0_0 ...`` added to the model's loads, between the efforts and
     ``d0``."""
     tr = Trace(model, locked, loads, params, efforts, symbols, body_loads)
+    outputs = _rates(tr, model, locked, msd)
+    args = _args(model, loads, efforts, symbols, tr, body_loads)
+    return Traced(tr.tape, outputs, args, tr.param_inputs)
+
+
+def _rates(tr: Trace, model: Model, locked: frozenset[int], msd: bool) -> list[Scalar]:
+    """The outputs of :func:`traced` on ``tr``, at its coordinates and speeds."""
     if msd:
         closure = (
             loop_rows.MomentumClosure(loop_plan(model), *_row_choice(model, locked))
@@ -262,8 +270,7 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     else:
         nudot, qd = tr.run()
         outputs = [*nudot, *qd]
-    args = _args(model, loads, efforts, symbols, tr, body_loads)
-    return Traced(tr.tape, outputs, args, tr.param_inputs)
+    return outputs
 
 
 def _row_choice(model: Model, locked: frozenset[int]) -> tuple[tuple[int, ...], int | None]:
@@ -322,6 +329,32 @@ def projection(model: Model, locked: frozenset[int], params: Params | None = Non
     # the modal coordinates and speeds ride along (the rows' ξ columns are zero)
     out = [*q, *tr.eta, *u, *tr.xi]
     return Traced(tr.tape, out, _args(model, False, efforts, symbols, tr), tr.param_inputs)
+
+
+def settled(model: Model, locked: frozenset[int], params: Params | None = None,
+            efforts: bool = True, msd: bool = False) -> Traced:  # fmt: skip
+    """The state after an RK4 step of a model with loops, projected, and the next step's
+    first rates, in one kernel (inputs those of :func:`traced`): outputs
+    ``[closed | q' | u' | rates]`` of :func:`kanedyn.dynamics.loop_rows.settled`
+    (``q'`` with the modal coordinates, ``u'`` with the modal speeds; with ``msd`` the
+    momentum states as they are: they are closed at any ``q``), and ``rates`` the
+    outputs of :func:`traced` at ``(q, u')``.
+
+    Where ``closed`` is 1.0, ``[q' | u']`` is :func:`projection`'s result and ``rates``
+    its rates; elsewhere the projection is ``q'`` with the ``u'`` of this kernel at
+    ``(q', u)``, which also gives the rates there. The native RK4 loop
+    (:func:`kanedyn.compiled.llvm.module`) calls it after each step, a second time only
+    where ``closed`` is 0.0: the loop rows at ``q``, their Gram matrix and its
+    factorization are evaluated once for the projection and the rates."""
+    tr = Trace(model, locked, False, params, efforts)
+    keep, rank = _row_choice(model, locked)
+    q, u, closed = loop_rows.settled(tr, loop_plan(model), keep, rank=rank)
+    if msd:  # only q moves (projection)
+        u = list(tr.u)
+    tr.u = u  # the rates at the projected speeds
+    rates = _rates(tr, model, locked, msd)
+    out = [closed, *q, *tr.eta, *u, *tr.xi, *rates]
+    return Traced(tr.tape, out, _args(model, False, efforts, (), tr), tr.param_inputs)
 
 
 @attrs.frozen(eq=False)

@@ -365,14 +365,16 @@ def inline(b: _Block, tape: Tape, outputs: Sequence[Scalar], env: dict[str, str]
 
 
 def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
-           quats: Sequence[Sequence[int]], project: str | None = None) -> str:  # fmt: skip
+           quats: Sequence[Sequence[int]], settle: str | None = None,
+           nq: int = 0) -> str:  # fmt: skip
     """The whole module around ``kernel`` (from :func:`kernel_function`, named
     ``kernel``): ``nx`` state entries, ``n_out`` kernel outputs, ``perm[i]`` the output
     holding the rate of state entry i, ``quats`` the state indices (x, y, z, w) of each
-    quaternion. ``project`` (a :func:`kernel_function` named ``project``, writing the
-    ``nx`` entries of a new state) is applied after every RK4 step: a model with loops
-    projects its state onto the constraint manifold there
-    (:func:`kanedyn.compiled.kernels.projection`)."""
+    quaternion. ``settle`` (a :func:`kernel_function` named ``settle``, the outputs of
+    :func:`kanedyn.compiled.kernels.settled`) projects the state of a model with loops
+    onto the constraint manifold after every RK4 step and gives the next step's first
+    rates; ``nq`` the state's coordinates (its first entries), which a second call
+    starts from where the first found the loops open (:func:`_rk4`)."""
     parts = [
         "declare double @llvm.sin.f64(double)",
         "declare double @llvm.cos.f64(double)",
@@ -384,11 +386,11 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         "declare void @free(ptr) nounwind",
         _NOT_FINITE,
         kernel,
-        *([project] if project else []),
+        *([settle] if settle else []),
         _rhs(n_out),
         _RHS_BOUND,
         _rhs_batch(nx, n_out),
-        _rk4(nx, n_out, perm, quats, project is not None),
+        _rk4(nx, n_out, perm, quats, nq if settle else None),
         _rk4_batch(nx),
     ]
     return "\n\n".join(parts) + "\n"
@@ -508,8 +510,18 @@ def _rhs_batch(nx: int, n_out: int) -> str:
 
 
 def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]],
-         project: bool = False) -> str:  # fmt: skip
+         settle_nq: int | None = None) -> str:  # fmt: skip
+    """``@rk4``: ``steps`` RK4 steps on ``x``. With ``settle_nq`` (a model with loops,
+    ``@settle`` in the module, ``settle_nq`` coordinates), each step ends with the state
+    projected onto the constraint manifold by ``@settle``, whose rates at the projected
+    state are the next step's first (computed once before the first step): where it
+    reports the loops open, the state takes its Newton step on the coordinates and
+    ``@settle`` runs again there for the speeds and the rates, which is
+    :func:`kanedyn.compiled.kernels.projection` followed by the kernel
+    (:func:`kanedyn.dynamics.loop_rows.settled`)."""
     step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
+    settle = settle_nq is not None
+    nq = settle_nq or 0
     b = _Block()
     x0 = [b.load("%x", i) for i in range(nx)]
 
@@ -518,7 +530,8 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
             env = {"x": x0[i], "a": a, "k": b.load(k, perm[i])}
             b.store(inline(b, step.tape, [step.stage], env)[0], "%xs", i)
 
-    b.raw("  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %k1)")
+    if not settle:  # with @settle, k1 is the last step's (or the first, in entry)
+        b.raw("  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %k1)")
     stage("%k1", "%half")
     b.raw("  call void @kernel(ptr %xs, ptr %e, ptr %p, ptr %k2)")
     stage("%k2", "%half")
@@ -536,11 +549,21 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
             new[i] = v
     for i in range(nx):
         b.store(new[i], "%x", i)
-    if project:  # the state projected after the step, in place
-        b.raw("  call void @project(ptr %x, ptr %e, ptr %p, ptr %xs)")
-        new = [b.load("%xs", i) for i in range(nx)]
-        for i in range(nx):
-            b.store(new[i], "%x", i)
+    if settle:  # the state projected after the step, in place; the next k1
+        b.raw("  call void @settle(ptr %x, ptr %e, ptr %p, ptr %sb)")
+        closed = b(f"fcmp ogt double {b.load('%sb', 0)}, 0.5")
+        for i in range(nq):  # q': the coordinates after Newton's step
+            b.store(b.load("%sb", 1 + i), "%x", i)
+        b.raw(f"  br i1 {closed}, label %settled, label %open")
+        b.raw("open:")  # the speeds and rates at q'
+        b.raw("  call void @settle(ptr %x, ptr %e, ptr %p, ptr %sb)")
+        b.raw("  br label %settled")
+        b.raw("settled:")
+        for i in range(nq, nx):
+            b.store(b.load("%sb", 1 + i), "%x", i)
+        for j in range(n_out):
+            b.store(b.load("%sb", 1 + nx + j), "%k1", j)
+        new = [b.load("%x", i) for i in range(nx)]
     bad = b.not_finite(new)
     body = b.lines
     w = _Block()
@@ -558,6 +581,14 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
             f"  %k3 = alloca [{max(n_out, 1)} x double]",
             f"  %k4 = alloca [{max(n_out, 1)} x double]",
             f"  %xs = alloca [{max(nx, 1)} x double]",
+            *(
+                [
+                    f"  %sb = alloca [{1 + nx + n_out} x double]",
+                    "  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %k1)",
+                ]
+                if settle
+                else []
+            ),  # fmt: skip
             f"  %half = fmul double {constant(0.5)}, %h",
             f"  %h6 = fdiv double %h, {constant(6.0)}",
             "  br label %head",

@@ -310,11 +310,11 @@ class NativeCode(KernelCalls):
         # level 2 for the sweeps' loops; long straight-line code at the fastest level
         fast = self.n_ops > LARGE
         kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs, plans, fast)
-        proj = None
-        if project is not None:  # the same inputs (x, e, p); outputs the new state
-            proj = llvm.kernel_function(project.tape, "project", project.outputs, inputs,
-                                        fast=fast)  # fmt: skip
-        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats, proj)
+        settle = None
+        if project is not None:  # the same inputs (x, e, p); kernels.settled's outputs
+            settle = llvm.kernel_function(project.tape, "settle", project.outputs, inputs,
+                                          fast=fast)  # fmt: skip
+        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats, settle, nq)
         self.engine, self.from_cache = _compile(self.ir, 0 if fast and not plans else 2)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))
@@ -401,5 +401,6 @@ def build(traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[in
     """Compile ``traced`` (state inputs first, then ``n_e`` effort or load inputs, then
     parameters ``params`` (B, n_p)) to a :class:`NativeCode`, at LLVM's code-generation
     level 2 up to :data:`LARGE` operations and level 0 beyond; ``project`` (same
-    inputs, the new state as outputs) runs after every RK4 step."""
+    inputs, the outputs of :func:`kanedyn.compiled.kernels.settled`) projects the state
+    after every RK4 step and gives the next step's first rates."""
     return NativeCode(traced, nq, n, n_e, quats, params, project)

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from kanedyn.compiled import native as native_backend
 from kanedyn.compiled import python
 from kanedyn.compiled import tcc as tcc_backend
-from kanedyn.compiled.kernels import parameter_values, projection, supports, traced
+from kanedyn.compiled.kernels import parameter_values, settled, supports, traced
 from kanedyn.dynamics.loads import AppliedLoads
 from kanedyn.errors import SINGULAR_MASS_MATRIX, ModelError
 from kanedyn.model import Model, State
@@ -463,7 +463,7 @@ class _Code:
             nq, n = state_sizes(model)
             code: Any
             if native and model.loops:  # the state projected after every RK4 step
-                proj = projection(model, locked, params, msd=msd)
+                proj = settled(model, locked, params, msd=msd)
                 code = native_backend.build(tr, nq, n, model.n, quats, pv, proj)
             else:
                 build = native_backend.build if native else tcc_backend.build

@@ -90,6 +90,7 @@ __all__ = [
     "loop_rows",
     "projected",
     "rows",
+    "settled",
 ]
 
 Scalar = Any
@@ -342,6 +343,66 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
         out_b.append(bias if has_b else 0.0)
         p_os.append(p_o)
     return LoopRows(out_phi, out_A, out_b, dirs, p_os)
+
+
+def settled(rec: Recursion, plan: RowPlan, keep: Sequence[int], rank: int | None = None
+            ) -> tuple[list[Scalar], list[Scalar], Scalar]:  # fmt: skip
+    """``(q', u', closed)`` from the rows ``keep`` at the coordinates of ``rec``, one
+    evaluation of them: ``q'`` after one step of :func:`projected`'s Newton iteration
+    (``q`` itself, its quaternions normalized, where ``closed``), ``u'`` the speeds
+    projected at ``q`` (the last step of :func:`projected`), and ``closed`` 1.0 when
+    ``max |Φ_r| ≤`` :data:`CLOSED_TOL`, 0.0 otherwise (branch-free). ``rec`` is left
+    at its state.
+
+    Where ``closed``, ``(q', u')`` is :func:`projected`'s result with ``newton=1``;
+    elsewhere that result is ``q'`` and the ``u'`` of this function at ``(q', u)``. The
+    native RK4 loop evaluates it with the next step's first rates, in one kernel on the
+    speeds it returns (:func:`kanedyn.compiled.kernels.settled`), so that the rows at
+    ``q``, their Gram matrix and its factorization serve the projection and the rates."""
+    geo = rec.geometry()
+    rows = loop_rows(rec, geo, plan)
+    free = [r for b in geo for _, r in b.J.cols]
+    Ar = _mat_rows(rows.A, list(keep), free)
+    Phi = [rows.Phi[i] for i in keep]
+    closed = _closed_flag(rec, Phi)
+    q = _newton_step(rec, Ar, free, Phi, closed, rank)
+    return q, _speeds_projected(rec, Ar, free, list(rec.u), rank), closed
+
+
+def _newton_step(rec: Recursion, Ar: Mat, free: Sequence[int], Phi: Sequence[Scalar],
+                 closed: Scalar, rank: int | None) -> list[Scalar]:  # fmt: skip
+    """``q + q̇(q, δu)`` with ``δu = -A_rᵀ(A_r A_rᵀ)⁻¹ Φ_r`` on the free speeds, at the
+    normalized coordinates of ``rec``; no move where ``closed`` is 1.0 (module
+    docstring)."""
+    model = rec.model
+    dx = _min_norm(rec, Ar, list(Phi), rank)
+    du = np.zeros(model.n, dtype=object)
+    du[:] = 0.0
+    for k, r in enumerate(free):
+        du[r] = -dx[k] * (1.0 - closed)
+    qn = np.array(rec.qn, dtype=object)
+    return list(qn + joints.qdot(model.layout, qn, du))
+
+
+def _speeds_projected(rec: Recursion, Ar: Mat, free: Sequence[int], u: list[Scalar],
+                      rank: int | None) -> list[Scalar]:  # fmt: skip
+    """``u - A_rᵀ(A_r A_rᵀ)⁻¹ A_r u`` on the free speeds (``A_r``'s columns), ``A u``
+    left alone along the rows :data:`SINGULAR_RCOND` leaves out (module docstring)."""
+    Au = [_dot(a, [u[r] for r in free]) for a in Ar]
+    corr = _min_norm(rec, Ar, Au, rank, SINGULAR_RCOND)
+    u = list(u)
+    for k, r in enumerate(free):
+        u[r] = u[r] - corr[k]
+    return u
+
+
+def _closed_flag(rec: Recursion, Phi: Sequence[Scalar]) -> Scalar:
+    """``Π_i [|Φ_i| ≤ CLOSED_TOL]``, branch-free: 1.0 when every residual is within
+    :data:`CLOSED_TOL`, else 0.0."""
+    closed: Scalar = 1.0
+    for x in Phi:
+        closed = closed * sp.at_least_zero(rec.ar, CLOSED_TOL - rec.ar.abs(x)[()])
+    return closed
 
 
 def _mat_rows(A: list[list[Scalar]], keep: Sequence[int], free: Sequence[int]) -> Mat:
@@ -644,8 +705,7 @@ def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 
     engine's :func:`kanedyn.dynamics.loops.project` is the same projection with Newton
     iterated to :data:`CLOSED_TOL`. ``rec`` is moved to the new coordinates (its ``q``,
     ``qn``)."""
-    model = rec.model
-    lay = model.layout
+    lay = rec.model.layout
     keep = list(keep)
     u = list(rec.u)
     for it in range(newton + 1):
@@ -653,23 +713,10 @@ def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 
         rows = loop_rows(rec, geo, plan)
         free = [r for b in geo for _, r in b.J.cols]
         Ar = _mat_rows(rows.A, keep, free)
-        if it == newton:  # A u left alone along nearly dependent rows (module docstring)
-            Au = [_dot(a, [u[r] for r in free]) for a in Ar]
-            corr = _min_norm(rec, Ar, Au, rank, SINGULAR_RCOND)
-            for k, r in enumerate(free):
-                u[r] = u[r] - corr[k]
-            return list(rec.q), u
+        if it == newton:
+            return list(rec.q), _speeds_projected(rec, Ar, free, u, rank)
         Phi = [rows.Phi[i] for i in keep]
-        dx = _min_norm(rec, Ar, Phi, rank)
-        closed: Scalar = 1.0  # Π_i [|Φ_i| ≤ CLOSED_TOL]
-        for x in Phi:
-            closed = closed * sp.at_least_zero(rec.ar, CLOSED_TOL - rec.ar.abs(x)[()])
-        du = np.zeros(model.n, dtype=object)
-        du[:] = 0.0
-        for k, r in enumerate(free):
-            du[r] = -dx[k] * (1.0 - closed)
-        qn = np.array(rec.qn, dtype=object)
-        q = qn + joints.qdot(lay, qn, du)
-        rec.q = list(q)
-        rec.qn = joints.normalize_quaternions(rec.ar, lay, q)
+        q = _newton_step(rec, Ar, free, Phi, _closed_flag(rec, Phi), rank)
+        rec.q = q
+        rec.qn = joints.normalize_quaternions(rec.ar, lay, np.array(q, dtype=object))
     return list(rec.q), u  # pragma: no cover - the loop returns
