@@ -424,7 +424,7 @@ def test_settle_kernel_is_the_dense_projection_then_the_accelerations(name, drif
         q = s.q + drift * rng.normal(size=nq)
         u = s.u + 1e-3 * rng.normal(size=n)  # off the velocity constraint
         out = _evaluate(tr, model, q, u)
-        closed, q1 = out[0], out[1 : 1 + nq]
+        closed, q1 = out[0], out[2 : 2 + nq]
         phi = loops.residuals(model, q, np.zeros(n))[0]
         assert closed == (1.0 if phi <= 1e-13 else 0.0)
         if closed == 0.0:
@@ -436,10 +436,54 @@ def test_settle_kernel_is_the_dense_projection_then_the_accelerations(name, drif
             out = _evaluate(tr, model, q1, u)  # the second call, at q'
         else:  # no coordinate moves (the quaternions normalized again)
             np.testing.assert_allclose(q1, q, rtol=0, atol=1e-15)
-        u1, rates = out[1 + nq : 1 + nq + n], out[1 + nq + n :]
+        u1, rates = out[2 + nq : 2 + nq + n], out[2 + nq + n :]
         _, up, _ = loops.project(model, q1, u)
         np.testing.assert_allclose(u1, up, rtol=0, atol=1e-10)
         dense = kd.forward_dynamics(model, kd.State(q1, u1))
         np.testing.assert_allclose(
             rates[:n], dense, rtol=0, atol=1e-9 * max(1.0, np.abs(dense).max())
         )
+
+
+def test_step_into_a_singular_configuration_is_taken_again_with_the_cut(
+    n_four_bar_near_singular,
+):
+    """The native RK4 loop takes a step's later stages without the cut of the bias
+    (``kernel_uncut``) where the step starts clear of a singular configuration
+    (loop_rows.CUT_MARGIN), and takes the step again with the cut where it ends within
+    the margin. Two steps of 6 ms, the second from 6 ms before the rods are horizontal
+    (clear: its rows' Gram-Schmidt lengths, from numpy's QR, are all above 1e-2 of the
+    longest) to just past it (within the cut): they must be those of a loop that cuts at
+    every stage, to the bit."""
+    from kanedyn.compiled import kernels
+    from kanedyn.dynamics import loop_rows
+
+    model, s, t_left, _ = n_four_bar_near_singular
+    keep = list(loops.independent_rows(model))
+
+    def independent_lengths(q):
+        Ar = loops.loop_terms(model, q).A[keep]
+        r = np.abs(np.diag(np.linalg.qr(Ar.T, mode="r")))
+        return r / np.linalg.norm(Ar, axis=1).max()
+
+    h = 6e-3
+    back = 2 * h - 2e-7 - t_left  # the mechanism is conservative: run back in time by
+    rev = kd.simulate(model, kd.State(s.q, -s.u), back, method="DOP853", rtol=1e-12,
+                      atol=1e-12, output_every=back, engine="dense")  # fmt: skip
+    x = np.concatenate([rev.q[-1], -rev.u[-1]])  # 2h - 2e-7 before the rods are horizontal
+
+    tr = kernels.traced(model, frozenset(), False, False, efforts=True)
+    settle = kernels.settled(model, frozenset())
+    uncut = kernels.traced(model, frozenset(), False, False, efforts=True, cut=False)
+    quats = model.layout.quat_q.tolist()
+    ends = []
+    for extra in ((), (uncut,)):
+        code = native.build(tr, model.nq, model.n, model.n, quats, None, settle, *extra)
+        y, out = x.copy(), np.empty((3, x.size))
+        assert code.rk4(y, 2, h, 0, 1, out) == 0
+        ends.append(out[:2])
+    middle, end = ends[0]
+    margin = loop_rows.CUT_MARGIN * loop_rows.SINGULAR_RCOND
+    assert independent_lengths(middle[: model.nq]).min() > margin
+    assert independent_lengths(end[: model.nq]).min() < loop_rows.SINGULAR_RCOND
+    np.testing.assert_array_equal(ends[1], ends[0])

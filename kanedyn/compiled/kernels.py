@@ -228,7 +228,7 @@ class Traced:
 def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
            params: Params | None = None, efforts: bool = False,
            symbols: Sequence[Sequence[tuple[str, int]]] = (),
-           body_loads: bool = False) -> Traced:  # fmt: skip
+           body_loads: bool = False, cut: bool = True) -> Traced:  # fmt: skip
     """Trace Kane's equations (ABA: :meth:`Trace.run`), or with ``msd`` the
     momentum-state rates (:meth:`Trace.run_msd`), of ``model`` with the speeds ``locked``
     held at zero; with ``loads`` the per-body loads are inputs, with ``efforts``
@@ -237,14 +237,17 @@ def traced(model: Model, locked: frozenset[int], loads: bool, msd: bool,
     field, flat index)) are parameter inputs ``d0, d1, ...`` after the efforts; with
     ``body_loads`` a torque and a force per body (at its mass centre, body axes) are
     inputs ``bT0_0 ... bF0_0 ...`` added to the model's loads, between the efforts and
-    ``d0``."""
+    ``d0``. With ``cut=False`` a model with loops takes its rows' bias without the cut
+    near singular configurations (:func:`kanedyn.dynamics.loop_rows.
+    constrained_accelerations`), for the native RK4 loop's stages clear of one."""
     tr = Trace(model, locked, loads, params, efforts, symbols, body_loads)
-    outputs = _rates(tr, model, locked, msd)
+    outputs = _rates(tr, model, locked, msd, cut)
     args = _args(model, loads, efforts, symbols, tr, body_loads)
     return Traced(tr.tape, outputs, args, tr.param_inputs)
 
 
-def _rates(tr: Trace, model: Model, locked: frozenset[int], msd: bool) -> list[Scalar]:
+def _rates(tr: Trace, model: Model, locked: frozenset[int], msd: bool,
+           cut: bool = True) -> list[Scalar]:  # fmt: skip
     """The outputs of :func:`traced` on ``tr``, at its coordinates and speeds."""
     if msd:
         closure = (
@@ -258,11 +261,12 @@ def _rates(tr: Trace, model: Model, locked: frozenset[int], msd: bool) -> list[S
     elif model.loops and model.nf:  # closed by the rows, the modes condensed in ABA
         keep, rank = _row_choice(model, locked)
         nudot, _ = loop_rows.flexible_accelerations(tr, loop_plan(model), keep, tr.eta, tr.xi,
-                                                    rank=rank)  # fmt: skip
+                                                    rank=rank, cut=cut)  # fmt: skip
         outputs = [*nudot, *tr.qdot(), *tr.xi]
     elif model.loops:  # the tree closed by its loops' independent rows
         keep, rank = _row_choice(model, locked)
-        nudot, _ = loop_rows.constrained_accelerations(tr, loop_plan(model), keep, rank=rank)
+        nudot, _ = loop_rows.constrained_accelerations(tr, loop_plan(model), keep, rank=rank,
+                                                       cut=cut)  # fmt: skip
         outputs = [*nudot, *tr.qdot()]
     elif model.nf:
         nudot, qd = flexible_run(tr, tr.eta, tr.xi)
@@ -335,7 +339,7 @@ def settled(model: Model, locked: frozenset[int], params: Params | None = None,
             efforts: bool = True, msd: bool = False) -> Traced:  # fmt: skip
     """The state after an RK4 step of a model with loops, projected, and the next step's
     first rates, in one kernel (inputs those of :func:`traced`): outputs
-    ``[closed | q' | u' | rates]`` of :func:`kanedyn.dynamics.loop_rows.settled`
+    ``[closed | clear | q' | u' | rates]`` of :func:`kanedyn.dynamics.loop_rows.settled`
     (``q'`` with the modal coordinates, ``u'`` with the modal speeds; with ``msd`` the
     momentum states as they are: they are closed at any ``q``), and ``rates`` the
     outputs of :func:`traced` at ``(q, u')``.
@@ -345,15 +349,17 @@ def settled(model: Model, locked: frozenset[int], params: Params | None = None,
     ``(q', u)``, which also gives the rates there. The native RK4 loop
     (:func:`kanedyn.compiled.llvm.module`) calls it after each step, a second time only
     where ``closed`` is 0.0: the loop rows at ``q``, their Gram matrix and its
-    factorization are evaluated once for the projection and the rates."""
+    factorization are evaluated once for the projection and the rates. Where ``clear``
+    is 1.0 (:data:`~kanedyn.dynamics.loop_rows.CUT_MARGIN`) the loop takes the next
+    step's later stages on :func:`traced` with ``cut=False``."""
     tr = Trace(model, locked, False, params, efforts)
     keep, rank = _row_choice(model, locked)
-    q, u, closed = loop_rows.settled(tr, loop_plan(model), keep, rank=rank)
+    q, u, closed, clear = loop_rows.settled(tr, loop_plan(model), keep, rank=rank)
     if msd:  # only q moves (projection)
         u = list(tr.u)
     tr.u = u  # the rates at the projected speeds
     rates = _rates(tr, model, locked, msd)
-    out = [closed, *q, *tr.eta, *u, *tr.xi, *rates]
+    out = [closed, clear, *q, *tr.eta, *u, *tr.xi, *rates]
     return Traced(tr.tape, out, _args(model, False, efforts, (), tr), tr.param_inputs)
 
 

@@ -464,7 +464,12 @@ class _Code:
             code: Any
             if native and model.loops:  # the state projected after every RK4 step
                 proj = settled(model, locked, params, msd=msd)
-                code = native_backend.build(tr, nq, n, model.n, quats, pv, proj)
+                uncut = (  # the stages clear of a singular configuration (no bias to cut in MSD)
+                    None
+                    if msd
+                    else traced(model, locked, False, msd, params, efforts=True, cut=False)
+                )
+                code = native_backend.build(tr, nq, n, model.n, quats, pv, proj, uncut)
             else:
                 build = native_backend.build if native else tcc_backend.build
                 code = build(tr, nq, n, model.n, quats, pv)

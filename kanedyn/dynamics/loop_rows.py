@@ -80,6 +80,7 @@ __all__ = [
     "LoopRows",
     "MomentumClosure",
     "CLOSED_TOL",
+    "CUT_MARGIN",
     "RowFrames",
     "RowPlan",
     "SINGULAR_RCOND",
@@ -103,6 +104,13 @@ rows kept before it is below it, relative to the longest row
 (:func:`kanedyn.spatial.plucker.solve_spd_truncated`; for the dense engine, the singular
 values of ``A`` relative to the largest), keeps its row but not its bias
 (:func:`cut_bias`), and the velocity projection leaves ``A u`` along it alone."""
+CUT_MARGIN = 100.0
+"""How far a state is from the cut of :data:`SINGULAR_RCOND` for the native RK4 loop to
+take a step's later stages without it (:func:`settled`): every row's part independent
+of the rows before it at least ``CUT_MARGIN · SINGULAR_RCOND`` (1e-2) of the longest
+row, at the step's start and at its end (the step is taken again with the cut
+otherwise). No row is near the cut there, and :func:`cut_bias` leaves the bias as it is
+up to round-off."""
 CLOSED_TOL = 1e-13
 """Absolute closure below which the projection moves no coordinate: ``max |Φ| ≤`` it ends
 Newton's iteration (:func:`projected`, :func:`kanedyn.dynamics.loops.project`). Near a
@@ -346,13 +354,15 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
 
 
 def settled(rec: Recursion, plan: RowPlan, keep: Sequence[int], rank: int | None = None
-            ) -> tuple[list[Scalar], list[Scalar], Scalar]:  # fmt: skip
-    """``(q', u', closed)`` from the rows ``keep`` at the coordinates of ``rec``, one
-    evaluation of them: ``q'`` after one step of :func:`projected`'s Newton iteration
-    (``q`` itself, its quaternions normalized, where ``closed``), ``u'`` the speeds
-    projected at ``q`` (the last step of :func:`projected`), and ``closed`` 1.0 when
-    ``max |Φ_r| ≤`` :data:`CLOSED_TOL`, 0.0 otherwise (branch-free). ``rec`` is left
-    at its state.
+            ) -> tuple[list[Scalar], list[Scalar], Scalar, Scalar]:  # fmt: skip
+    """``(q', u', closed, clear)`` from the rows ``keep`` at the coordinates of ``rec``,
+    one evaluation of them: ``q'`` after one step of :func:`projected`'s Newton
+    iteration (``q`` itself, its quaternions normalized, where ``closed``), ``u'`` the
+    speeds projected at ``q`` (the last step of :func:`projected`), ``closed`` 1.0 when
+    ``max |Φ_r| ≤`` :data:`CLOSED_TOL`, and ``clear`` 1.0 when the state is
+    :data:`CUT_MARGIN` clear of a singular configuration (0.0 otherwise; branch-free;
+    with redundant rows, which :func:`cut_bias` never cuts, 1.0). ``rec`` is left at its
+    state.
 
     Where ``closed``, ``(q', u')`` is :func:`projected`'s result with ``newton=1``;
     elsewhere that result is ``q'`` and the ``u'`` of this function at ``(q', u)``. The
@@ -366,7 +376,10 @@ def settled(rec: Recursion, plan: RowPlan, keep: Sequence[int], rank: int | None
     Phi = [rows.Phi[i] for i in keep]
     closed = _closed_flag(rec, Phi)
     q = _newton_step(rec, Ar, free, Phi, closed, rank)
-    return q, _speeds_projected(rec, Ar, free, list(rec.u), rank), closed
+    clear: Scalar = 1.0
+    if Ar and (rank is None or rank >= len(Ar)):
+        clear = sp.truncation_clear(rec.ar, _gram(Ar), SINGULAR_RCOND, CUT_MARGIN)
+    return q, _speeds_projected(rec, Ar, free, list(rec.u), rank), closed, clear
 
 
 def _newton_step(rec: Recursion, Ar: Mat, free: Sequence[int], Phi: Sequence[Scalar],
@@ -411,19 +424,23 @@ def _mat_rows(A: list[list[Scalar]], keep: Sequence[int], free: Sequence[int]) -
 
 def constrained_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int],
                               baumgarte: tuple[float, float] | None = None,
-                              rank: int | None = None) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
+                              rank: int | None = None, cut: bool = True
+                              ) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
     """``u̇`` of the tree closed by the rows ``keep`` of ``plan`` (independent rows;
     or, with ``rank`` below their number, redundant rows of which ``rank`` independent
     ones are chosen again at every evaluation: module docstring, "Redundant rows"), by
     ABA and the constraint force method (module docstring); locked speeds 0. With
-    ``baumgarte = (α, β)`` the bias is ``b + 2α A u + β² Φ`` (Baumgarte 1972)."""
-    nudot, rows, _ = _constrained(rec, plan, keep, baumgarte, rank)
+    ``baumgarte = (α, β)`` the bias is ``b + 2α A u + β² Φ`` (Baumgarte 1972). With
+    ``cut=False`` the bias is taken as it is, without :func:`cut_bias`: for states clear
+    of a singular configuration (:data:`CUT_MARGIN`), where the cut leaves it unchanged
+    up to round-off."""
+    nudot, rows, _ = _constrained(rec, plan, keep, baumgarte, rank, cut)
     return nudot, rows
 
 
 def _constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
-                 baumgarte: tuple[float, float] | None = None, rank: int | None = None
-                 ) -> tuple[list[Scalar], LoopRows, list[Scalar]]:  # fmt: skip
+                 baumgarte: tuple[float, float] | None = None, rank: int | None = None,
+                 cut: bool = True) -> tuple[list[Scalar], LoopRows, list[Scalar]]:  # fmt: skip
     """:func:`constrained_accelerations` and the loops' generalized forces ``A_rᵀλ``
     (n, locked entries 0)."""
     model = rec.model
@@ -443,13 +460,13 @@ def _constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
         for i in keep:
             Au = _dot([rows.A[i][r] for r in free], [rec.u[r] for r in free])
             bias[i] = bias[i] + 2.0 * alpha * Au + beta * beta * rows.Phi[i]
-    out, lam_forces = _closed(rec, geo, rows, keep, nudot0, bias, bw, rank)
+    out, lam_forces = _closed(rec, geo, rows, keep, nudot0, bias, bw, rank, cut)
     return out, rows, lam_forces
 
 
 def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence[int],
-            x0: list[Scalar], bias: Sequence[Scalar], bw: AbaPass, rank: int | None = None
-            ) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
+            x0: list[Scalar], bias: Sequence[Scalar], bw: AbaPass, rank: int | None = None,
+            cut: bool = True) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
     """``x = x₀ + M⁻¹A_rᵀλ`` with ``A_r x + b_r = 0``: the tree's ``x₀ = M⁻¹ g`` closed by
     the rows ``keep``, on ABA's factorization ``bw`` of ``M`` (its ``U``, ``D``; the
     rotors' inertias included): ``A_r M⁻¹ A_rᵀ`` from pass 2 on each row,
@@ -476,7 +493,7 @@ def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence
             for bb in range(a + 1):
                 G[a][bb] = G[a][bb] + _dot(ys[a][k], Dinv_y[bb])
     Ar = _mat_rows(rows.A, keep, free)
-    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank)
+    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank) if cut else [bias[i] for i in keep]
     rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + b[a]) for a in range(m)]
     lam = _solve(rec, G, rhs, rank)
     # pass 3 on Σ λ_i y_i at c = 0, a_N = 0: M⁻¹ A_rᵀ λ
@@ -492,7 +509,8 @@ def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence
 
 def flexible_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int],
                            eta: Sequence[Scalar], xi: Sequence[Scalar],
-                           rank: int | None = None) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
+                           rank: int | None = None, cut: bool = True
+                           ) -> tuple[list[Scalar], LoopRows]:  # fmt: skip
     """``[u̇ | ṡ | ξ̇]`` of a tree with flexible bodies (modal coordinates ``eta``, speeds
     ``xi``) closed by the rows ``keep`` of ``plan`` (``rank``: as in
     :func:`constrained_accelerations`), and the rows. The loops close on rigid bodies
@@ -511,14 +529,15 @@ def flexible_accelerations(rec: Recursion, plan: RowPlan, keep: Sequence[int],
     (:func:`kanedyn.dynamics.flex_recursion.flexible_run`): ``ν̄̇₀`` the tree's, each
     column of ``Ȳ`` one ABA at rest on the joint forces ``A_iᵀ`` (no bias, ``h_ξ = 0``,
     the rotors at rest), whose joint part ``Ȳ_u`` closes the rows and whose modal part
-    carries ``ξ̇`` with the constrained joints' accelerations."""
-    out, rows, _ = _flexible_constrained(rec, plan, keep, eta, xi, rank)
+    carries ``ξ̇`` with the constrained joints' accelerations. ``cut``: as in
+    :func:`constrained_accelerations`."""
+    out, rows, _ = _flexible_constrained(rec, plan, keep, eta, xi, rank, cut)
     return out, rows
 
 
 def _flexible_constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
-                          eta: Sequence[Scalar], xi: Sequence[Scalar], rank: int | None
-                          ) -> tuple[list[Scalar], LoopRows, list[Scalar]]:  # fmt: skip
+                          eta: Sequence[Scalar], xi: Sequence[Scalar], rank: int | None,
+                          cut: bool = True) -> tuple[list[Scalar], LoopRows, list[Scalar]]:  # fmt: skip
     """:func:`flexible_accelerations` and the loops' generalized forces ``A_rᵀλ`` (n)."""
     geo, c, p, a_N, blocks, _ = flexible_terms(rec, eta, xi)
     v = rec.velocities(geo)
@@ -527,7 +546,7 @@ def _flexible_constrained(rec: Recursion, plan: RowPlan, keep: Sequence[int],
     rows = loop_rows(rec, geo, plan, v, c)
     if not keep:
         return x0, rows, [0.0] * rec.model.n
-    out, forces = _flexible_closed(rec, geo, rows, list(keep), x0, rows.b, blocks, rank)
+    out, forces = _flexible_closed(rec, geo, rows, list(keep), x0, rows.b, blocks, rank, cut)
     return out, rows, forces
 
 
@@ -542,7 +561,7 @@ def _fresh(blocks: dict[int, list[Any]], h: bool) -> dict[int, list[Any]]:
 
 def _flexible_closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows,
                      keep: Sequence[int], x0: list[Scalar], bias: Sequence[Scalar],
-                     blocks: dict[int, list[Any]], rank: int | None
+                     blocks: dict[int, list[Any]], rank: int | None, cut: bool = True
                      ) -> tuple[list[Scalar], list[Scalar]]:  # fmt: skip
     """``x̄ = x̄₀ + M̄⁻¹Āᵀ_rλ`` with ``A_r x + b_r = 0`` over ``[u | s | ξ]``
     (:func:`flexible_accelerations`): each column of ``M̄⁻¹Āᵀ_r`` one ABA at rest on
@@ -560,7 +579,7 @@ def _flexible_closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows,
     Ar = _mat_rows(rows.A, keep, free)
     m = len(keep)
     G = [[_dot(Ar[a], [Y[bb][r] for r in free]) for bb in range(m)] for a in range(m)]
-    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank)
+    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank) if cut else [bias[i] for i in keep]
     rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + b[a]) for a in range(m)]
     lam = _solve(rec, G, rhs, rank)
     out = [x0[j] + _dot([Y[a][j] for a in range(m)], lam) for j in range(len(x0))]

@@ -69,6 +69,7 @@ __all__ = [
     "sub",
     "sub3",
     "sym_mv",
+    "truncation_clear",
 ]
 
 Scalar = Any
@@ -461,18 +462,42 @@ def solve_spd_truncated(ar: Arithmetic, D: Mat, b: Vec, tol: float) -> Vec:
     Branch-free (``[d_j ≥ tol² δ]`` by :func:`at_least_zero` on ``ar``), so the rows are kept or
     left out again at every evaluation, from the values; the structural zeros of ``D``
     are kept as :func:`solve_spd` keeps them. Only the lower triangle of ``D`` is read."""
+    L, inv, _, _ = _truncated_ldl(ar, D, tol)
+    return _substitute(L, inv, b)
+
+
+def truncation_clear(ar: Arithmetic, D: Mat, tol: float, margin: float) -> Scalar:
+    """1.0 when every pivot of :func:`solve_spd_truncated`'s factorization of ``D`` at
+    ``tol`` is at least ``(margin·tol)² δ``, so that no stage is near being left out
+    (with ``D = A Aᵀ``: every row's part independent of the rows before it is at least
+    ``margin·tol`` of the longest row); 0.0 otherwise. Branch-free, and on the same
+    factorization (on a tape, the operations are shared with the solve)."""
+    _, _, pivots, big = _truncated_ldl(ar, D, tol)
+    floor = (margin * tol) ** 2 * big
+    clear: Scalar = 1.0
+    for pivot in pivots:
+        clear = clear * at_least_zero(ar, pivot - floor)
+    return clear
+
+
+def _truncated_ldl(ar: Arithmetic, D: Mat, tol: float
+                   ) -> tuple[Mat, list[Scalar], list[Scalar], Scalar]:  # fmt: skip
+    """:func:`solve_spd_truncated`'s factorization: ``L``, the pivots' reciprocals (0
+    for a stage left out), the pivots and ``δ = max_i D_ii``."""
     d = len(D)
     big: Scalar = D[0][0] if d else 0.0  # max_i D_ii, branch-free
     for i in range(1, d):
         big = big + (D[i][i] - big) * at_least_zero(ar, D[i][i] - big)
     floor = (tol * tol) * big
+    pivots: list[Scalar] = []
 
     def reciprocal(j: int, pivot: Scalar) -> Scalar:  # 0 for a stage left out
+        pivots.append(pivot)
         kept = at_least_zero(ar, pivot - floor)
         return kept / (kept * pivot + (1.0 - kept))
 
     L, inv = _ldl(D, reciprocal)
-    return _substitute(L, inv, b)
+    return L, inv, pivots, big
 
 
 def _vdot(a: Vec, b: Vec) -> Scalar:
