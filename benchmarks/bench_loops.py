@@ -154,18 +154,50 @@ def mujoco_per_step(name: str, model: kd.Model, state: kd.State, t_final: float)
     return (time.process_time() - t0) / steps
 
 
-def operations(m: kd.Model) -> tuple[int, int, int]:
+def operations(m: kd.Model) -> tuple[int, int, int, int]:
     """The traced kernels' operation counts (those the outputs need): the constrained
-    accelerations, the open chain's accelerations, and the step end
+    accelerations, the same without the cut of the bias near a singular configuration
+    (``cut=False``), the open chain's accelerations, and the step end
     (:func:`kanedyn.compiled.kernels.settled`: the projection and the next step's first
-    accelerations). A native RK4 step makes three kernel calls and one step-end call,
-    and a second step-end call where the step left the loops open."""
+    accelerations). A native RK4 step makes three evaluations of the accelerations
+    (without the cut where the step starts and ends clear of a singular configuration)
+    and one step-end call."""
     from kanedyn.compiled import kernels
 
     rhs = kernels.traced(m, frozenset(), False, False)
+    uncut = kernels.traced(m, frozenset(), False, False, cut=False)
     tree = kernels.traced(open_chain(m), frozenset(), False, False)
     settle = kernels.settled(m, frozenset())
-    return tuple(t.tape.count(t.outputs) for t in (rhs, tree, settle))  # type: ignore[return-value]
+    return tuple(t.tape.count(t.outputs) for t in (rhs, uncut, tree, settle))  # type: ignore[return-value]
+
+
+def open_steps(m: kd.Model, s: kd.State, steps: int = 1000) -> float:
+    """The fraction of ``steps`` RK4 steps at :data:`DT` after which the loops are open
+    (``max |Φ| > loop_rows.CLOSED_TOL``), so that the projection's Newton step moves the
+    coordinates and the rows are evaluated again at the new ones: RK4 on the native
+    accelerations (``cm.forward_dynamics``), each step projected by the dense engine
+    (``loops.project``)."""
+    from kanedyn import joints
+    from kanedyn.dynamics import loop_rows, loops
+
+    cm = kd.compile_model(m)
+    lay = m.layout
+
+    def rates(q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return joints.qdot(lay, q, u), cm.forward_dynamics(kd.State(q, u))
+
+    q, u, n_open = s.q.copy(), s.u.copy(), 0
+    for _ in range(steps):
+        k1 = rates(q, u)
+        k2 = rates(q + DT / 2 * k1[0], u + DT / 2 * k1[1])
+        k3 = rates(q + DT / 2 * k2[0], u + DT / 2 * k2[1])
+        k4 = rates(q + DT * k3[0], u + DT * k3[1])
+        q = q + DT / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
+        u = u + DT / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+        q = joints.normalize_quaternions(kd.spatial.arithmetic.NUMPY, lay, q)
+        n_open += loops.residuals(m, q, np.zeros(m.n))[0] > loop_rows.CLOSED_TOL
+        q, u, _ = loops.project(m, q, u)
+    return n_open / steps
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -177,14 +209,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="print the traced kernels' operation counts instead")  # fmt: skip
     args = ap.parse_args(argv)
     if args.ops:
-        print(f"{'mechanism':24s} {'constrained':>11s} {'open chain':>11s} {'step end':>9s} "
-              f"{'per step':>9s} {'ratio':>6s} {'loops open':>10s} {'ratio':>6s}")  # fmt: skip
+        print("operations per kernel call, and per RK4 step (clear of a singular "
+              "configuration, and near one); the share of the steps after which the "
+              "loops are open, Newton's step moving the coordinates (RK4 at 1 ms for 1 s)")  # fmt: skip
+        print(f"{'mechanism':24s} {'constrained':>11s} {'uncut':>6s} {'open chain':>10s} "
+              f"{'step end':>8s} {'per step':>8s} {'ratio':>5s} {'near':>5s} "
+              f"{'steps open':>10s}")  # fmt: skip
         counts = {}
-        for name, (m, _) in mechanisms().items():
-            rhs, tree, settle = counts[name] = operations(m)
-            closed, opened = 3 * rhs + settle, 3 * rhs + 2 * settle
-            print(f"{name:24s} {rhs:11d} {tree:11d} {settle:9d} {closed:9d} "
-                  f"{closed / (4 * tree):6.2f} {opened:10d} {opened / (4 * tree):6.2f}")  # fmt: skip
+        for name, (m, s) in mechanisms().items():
+            rhs, uncut, tree, settle = counts[name] = operations(m)
+            clear, near = 3 * uncut + settle, 3 * rhs + settle
+            print(f"{name:24s} {rhs:11d} {uncut:6d} {tree:10d} {settle:8d} {clear:8d} "
+                  f"{clear / (4 * tree):5.2f} {near:5d} {open_steps(m, s):10.1%}")  # fmt: skip
         return counts
     t_final = 1.0 if args.quick else args.t_final
     rows: dict[str, Any] = {}

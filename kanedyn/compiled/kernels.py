@@ -337,29 +337,26 @@ def projection(model: Model, locked: frozenset[int], params: Params | None = Non
 
 def settled(model: Model, locked: frozenset[int], params: Params | None = None,
             efforts: bool = True, msd: bool = False) -> Traced:  # fmt: skip
-    """The state after an RK4 step of a model with loops, projected, and the next step's
-    first rates, in one kernel (inputs those of :func:`traced`): outputs
-    ``[closed | clear | q' | u' | rates]`` of :func:`kanedyn.dynamics.loop_rows.settled`
-    (``q'`` with the modal coordinates, ``u'`` with the modal speeds; with ``msd`` the
-    momentum states as they are: they are closed at any ``q``), and ``rates`` the
-    outputs of :func:`traced` at ``(q, u')``.
-
-    Where ``closed`` is 1.0, ``[q' | u']`` is :func:`projection`'s result and ``rates``
-    its rates; elsewhere the projection is ``q'`` with the ``u'`` of this kernel at
-    ``(q', u)``, which also gives the rates there. The native RK4 loop
-    (:func:`kanedyn.compiled.llvm.module`) calls it after each step, a second time only
-    where ``closed`` is 0.0: the loop rows at ``q``, their Gram matrix and its
-    factorization are evaluated once for the projection and the rates. Where ``clear``
-    is 1.0 (:data:`~kanedyn.dynamics.loop_rows.CUT_MARGIN`) the loop takes the next
-    step's later stages on :func:`traced` with ``cut=False``."""
+    """The end of a native RK4 step of a model with loops: :func:`projection` and the
+    next step's first rates at the projected state, in one kernel (inputs those of
+    :func:`traced`), so that the rows at the projected coordinates, their Gram matrix
+    and its factorization serve the velocity projection and the rates. Outputs
+    ``[clear | q' | u' | rates]``: ``clear`` of
+    :func:`kanedyn.dynamics.loop_rows.settled` (1.0 where the next step's later stages
+    may take :func:`traced` with ``cut=False``, :data:`~kanedyn.dynamics.loop_rows.
+    CUT_MARGIN`), the projected state (``q'`` with the modal coordinates, ``u'`` with
+    the modal speeds; with ``msd`` the momentum states as they are: they are closed at
+    any ``q``), and the outputs of :func:`traced` there. The native RK4 loop
+    (:func:`kanedyn.compiled.llvm.module`) calls it after each step."""
     tr = Trace(model, locked, False, params, efforts)
     keep, rank = _row_choice(model, locked)
-    q, u, closed, clear = loop_rows.settled(tr, loop_plan(model), keep, rank=rank)
+    y = list(tr.u)
+    q, u, clear = loop_rows.settled(tr, loop_plan(model), keep, rank=rank)
     if msd:  # only q moves (projection)
-        u = list(tr.u)
-    tr.u = u  # the rates at the projected speeds
+        u = y
+    tr.u = u  # the rates at the projected state (tr is at q')
     rates = _rates(tr, model, locked, msd)
-    out = [closed, clear, *q, *tr.eta, *u, *tr.xi, *rates]
+    out = [clear, *q, *tr.eta, *u, *tr.xi, *rates]
     return Traced(tr.tape, out, _args(model, False, efforts, (), tr), tr.param_inputs)
 
 

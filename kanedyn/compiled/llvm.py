@@ -365,7 +365,7 @@ def inline(b: _Block, tape: Tape, outputs: Sequence[Scalar], env: dict[str, str]
 
 
 def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
-           quats: Sequence[Sequence[int]], settle: str | None = None, nq: int = 0,
+           quats: Sequence[Sequence[int]], settle: str | None = None,
            uncut: str | None = None) -> str:  # fmt: skip
     """The whole module around ``kernel`` (from :func:`kernel_function`, named
     ``kernel``): ``nx`` state entries, ``n_out`` kernel outputs, ``perm[i]`` the output
@@ -373,10 +373,8 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
     quaternion. ``settle`` (a :func:`kernel_function` named ``settle``, the outputs of
     :func:`kanedyn.compiled.kernels.settled`) projects the state of a model with loops
     onto the constraint manifold after every RK4 step and gives the next step's first
-    rates; ``nq`` the state's coordinates (its first entries), which a second call
-    starts from where the first found the loops open; ``uncut`` (named
-    ``kernel_uncut``, the kernel traced with ``cut=False``) takes the stages of the
-    steps clear of a singular configuration (:func:`_rk4`)."""
+    rates; ``uncut`` (named ``kernel_uncut``, the kernel traced with ``cut=False``)
+    takes the stages of the steps clear of a singular configuration (:func:`_rk4`)."""
     parts = [
         "declare double @llvm.sin.f64(double)",
         "declare double @llvm.cos.f64(double)",
@@ -393,7 +391,7 @@ def module(kernel: str, nx: int, n_out: int, perm: Sequence[int],
         _rhs(n_out),
         _RHS_BOUND,
         _rhs_batch(nx, n_out),
-        _rk4(nx, n_out, perm, quats, nq if settle else None, bool(settle and uncut)),
+        _rk4(nx, n_out, perm, quats, settle is not None, bool(settle and uncut)),
         _rk4_batch(nx),
     ]
     return "\n\n".join(parts) + "\n"
@@ -513,22 +511,17 @@ def _rhs_batch(nx: int, n_out: int) -> str:
 
 
 def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]],
-         settle_nq: int | None = None, uncut: bool = False) -> str:  # fmt: skip
-    """``@rk4``: ``steps`` RK4 steps on ``x``. With ``settle_nq`` (a model with loops,
-    ``@settle`` in the module, ``settle_nq`` coordinates), each step ends with the state
-    projected onto the constraint manifold by ``@settle``, whose rates at the projected
-    state are the next step's first (computed once before the first step): where it
-    reports the loops open, the state takes its Newton step on the coordinates and
-    ``@settle`` runs again there for the speeds and the rates, which is
-    :func:`kanedyn.compiled.kernels.projection` followed by the kernel
-    (:func:`kanedyn.dynamics.loop_rows.settled`). With ``uncut`` the stages after the
+         settle: bool = False, uncut: bool = False) -> str:  # fmt: skip
+    """``@rk4``: ``steps`` RK4 steps on ``x``. With ``settle`` (a model with loops,
+    ``@settle`` in the module), each step ends with the state projected onto the
+    constraint manifold by ``@settle``, whose rates at the projected state are the next
+    step's first (the kernel's, before the first step):
+    :func:`kanedyn.compiled.kernels.settled`. With ``uncut`` the stages after the
     first take ``@kernel_uncut`` (no cut of the bias near a singular configuration)
     where ``@settle`` found the step's start clear of one
     (:data:`kanedyn.dynamics.loop_rows.CUT_MARGIN`), and a step whose end it finds not
     clear is taken again from its start with ``@kernel``."""
     step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
-    settle = settle_nq is not None
-    nq = settle_nq or 0
     b = _Block()
     fn = fast = "@kernel"
     if uncut:  # the stages' kernel, from the last step end; k1 kept for a retake
@@ -564,20 +557,12 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
         b.store(new[i], "%x", i)
     if settle:  # the state projected after the step, in place; the next k1
         b.raw("  call void @settle(ptr %x, ptr %e, ptr %p, ptr %sb)")
-        closed = b(f"fcmp ogt double {b.load('%sb', 0)}, 0.5")
-        for i in range(nq):  # q': the coordinates after Newton's step
-            b.store(b.load("%sb", 2 + i), "%x", i)
-        b.raw(f"  br i1 {closed}, label %settled, label %open")
-        b.raw("open:")  # the speeds and rates at q'
-        b.raw("  call void @settle(ptr %x, ptr %e, ptr %p, ptr %sb)")
-        b.raw("  br label %settled")
-        b.raw("settled:")
-        for i in range(nq, nx):
-            b.store(b.load("%sb", 2 + i), "%x", i)
+        for i in range(nx):
+            b.store(b.load("%sb", 1 + i), "%x", i)
         for j in range(n_out):
-            b.store(b.load("%sb", 2 + nx + j), "%k1", j)
+            b.store(b.load("%sb", 1 + nx + j), "%k1", j)
         if uncut:  # the next step's stages; this one again if its end is not clear
-            clear = b.load("%sb", 1)
+            clear = b.load("%sb", 0)
             b.store(clear, "%clearp", 0)
             ended = b(f"fcmp ogt double {clear}, 0.5")
             retake = b(f"and i1 {fast}, {b(f'xor i1 {ended}, true')}")
@@ -610,7 +595,7 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
             f"  %xs = alloca [{max(nx, 1)} x double]",
             *(
                 [
-                    f"  %sb = alloca [{2 + nx + n_out} x double]",
+                    f"  %sb = alloca [{1 + nx + n_out} x double]",
                     "  call void @kernel(ptr %x, ptr %e, ptr %p, ptr %k1)",
                 ]
                 if settle

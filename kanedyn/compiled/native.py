@@ -318,7 +318,7 @@ class NativeCode(KernelCalls):
         if uncut is not None:  # the same inputs and outputs as the kernel
             fast_kernel = llvm.kernel_function(uncut.tape, "kernel_uncut", uncut.outputs,
                                                inputs, fast=fast)  # fmt: skip
-        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats, settle, nq, fast_kernel)
+        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats, settle, fast_kernel)
         self.engine, self.from_cache = _compile(self.ir, 0 if fast and not plans else 2)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))

@@ -354,32 +354,14 @@ def rows(fr: RowFrames, plan: RowPlan, path: NDArray[Any], n: int) -> LoopRows:
 
 
 def settled(rec: Recursion, plan: RowPlan, keep: Sequence[int], rank: int | None = None
-            ) -> tuple[list[Scalar], list[Scalar], Scalar, Scalar]:  # fmt: skip
-    """``(q', u', closed, clear)`` from the rows ``keep`` at the coordinates of ``rec``,
-    one evaluation of them: ``q'`` after one step of :func:`projected`'s Newton
-    iteration (``q`` itself, its quaternions normalized, where ``closed``), ``u'`` the
-    speeds projected at ``q`` (the last step of :func:`projected`), ``closed`` 1.0 when
-    ``max |Φ_r| ≤`` :data:`CLOSED_TOL`, and ``clear`` 1.0 when the state is
-    :data:`CUT_MARGIN` clear of a singular configuration (0.0 otherwise; branch-free;
-    with redundant rows, which :func:`cut_bias` never cuts, 1.0). ``rec`` is left at its
-    state.
-
-    Where ``closed``, ``(q', u')`` is :func:`projected`'s result with ``newton=1``;
-    elsewhere that result is ``q'`` and the ``u'`` of this function at ``(q', u)``. The
-    native RK4 loop evaluates it with the next step's first rates, in one kernel on the
-    speeds it returns (:func:`kanedyn.compiled.kernels.settled`), so that the rows at
-    ``q``, their Gram matrix and its factorization serve the projection and the rates."""
-    geo = rec.geometry()
-    rows = loop_rows(rec, geo, plan)
-    free = [r for b in geo for _, r in b.J.cols]
-    Ar = _mat_rows(rows.A, list(keep), free)
-    Phi = [rows.Phi[i] for i in keep]
-    closed = _closed_flag(rec, Phi)
-    q = _newton_step(rec, Ar, free, Phi, closed, rank)
-    clear: Scalar = 1.0
-    if Ar and (rank is None or rank >= len(Ar)):
-        clear = sp.truncation_clear(rec.ar, _gram(Ar), SINGULAR_RCOND, CUT_MARGIN)
-    return q, _speeds_projected(rec, Ar, free, list(rec.u), rank), closed, clear
+            ) -> tuple[list[Scalar], list[Scalar], Scalar]:  # fmt: skip
+    """``(q', u', clear)``: :func:`projected` with one Newton step, and ``clear`` 1.0
+    where the projected state is :data:`CUT_MARGIN` clear of a singular configuration
+    (0.0 otherwise, branch-free; 1.0 with redundant rows, which :func:`cut_bias` never
+    cuts), from the Gram matrix of the rows at ``q'`` that the velocity projection
+    factors. ``rec`` is moved to ``q'``, so that the next step's first rates follow on
+    the same rows (:func:`kanedyn.compiled.kernels.settled`)."""
+    return _projected(rec, plan, keep, 1, rank, True)
 
 
 def _newton_step(rec: Recursion, Ar: Mat, free: Sequence[int], Phi: Sequence[Scalar],
@@ -724,6 +706,15 @@ def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 
     engine's :func:`kanedyn.dynamics.loops.project` is the same projection with Newton
     iterated to :data:`CLOSED_TOL`. ``rec`` is moved to the new coordinates (its ``q``,
     ``qn``)."""
+    q, u, _ = _projected(rec, plan, keep, newton, rank, False)
+    return q, u
+
+
+def _projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int,
+               rank: int | None, clearance: bool
+               ) -> tuple[list[Scalar], list[Scalar], Scalar]:  # fmt: skip
+    """:func:`projected`, and with ``clearance`` the ``clear`` flag of :func:`settled`
+    (else 1.0)."""
     lay = rec.model.layout
     keep = list(keep)
     u = list(rec.u)
@@ -733,9 +724,12 @@ def projected(rec: Recursion, plan: RowPlan, keep: Sequence[int], newton: int = 
         free = [r for b in geo for _, r in b.J.cols]
         Ar = _mat_rows(rows.A, keep, free)
         if it == newton:
-            return list(rec.q), _speeds_projected(rec, Ar, free, u, rank)
+            clear: Scalar = 1.0
+            if clearance and Ar and (rank is None or rank >= len(Ar)):
+                clear = sp.truncation_clear(rec.ar, _gram(Ar), SINGULAR_RCOND, CUT_MARGIN)
+            return list(rec.q), _speeds_projected(rec, Ar, free, u, rank), clear
         Phi = [rows.Phi[i] for i in keep]
         q = _newton_step(rec, Ar, free, Phi, _closed_flag(rec, Phi), rank)
         rec.q = q
         rec.qn = joints.normalize_quaternions(rec.ar, lay, np.array(q, dtype=object))
-    return list(rec.q), u  # pragma: no cover - the loop returns
+    return list(rec.q), u, 1.0  # pragma: no cover - the loop returns
