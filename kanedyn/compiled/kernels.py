@@ -344,17 +344,19 @@ def settled(model: Model, locked: frozenset[int], params: Params | None = None,
     ``[clear | q' | u' | rates]``: ``clear`` of
     :func:`kanedyn.dynamics.loop_rows.settled` (1.0 where the next step's later stages
     may take :func:`traced` with ``cut=False``, :data:`~kanedyn.dynamics.loop_rows.
-    CUT_MARGIN`), the projected state (``q'`` with the modal coordinates, ``u'`` with
+    CUT_MARGIN`; with ``msd`` 1.0, there being no bias to cut), the projected state (``q'`` with the modal coordinates, ``u'`` with
     the modal speeds; with ``msd`` the momentum states as they are: they are closed at
     any ``q``), and the outputs of :func:`traced` there. The native RK4 loop
     (:func:`kanedyn.compiled.llvm.module`) calls it after each step."""
     tr = Trace(model, locked, False, params, efforts)
     keep, rank = _row_choice(model, locked)
-    y = list(tr.u)
-    q, u, clear = loop_rows.settled(tr, loop_plan(model), keep, rank=rank)
-    if msd:  # only q moves (projection)
-        u = y
-    tr.u = u  # the rates at the projected state (tr is at q')
+    clear: Scalar = 1.0
+    if msd:  # only q moves (projection); no bias to cut, so no clearance to compute
+        q = loop_rows.projected(tr, loop_plan(model), keep, newton=1, rank=rank)[0]
+        u = list(tr.u)
+    else:
+        q, u, clear = loop_rows.settled(tr, loop_plan(model), keep, rank=rank)
+    tr.u = list(u)  # the rates at the projected state (tr is at q')
     rates = _rates(tr, model, locked, msd)
     out = [clear, *q, *tr.eta, *u, *tr.xi, *rates]
     return Traced(tr.tape, out, _args(model, False, efforts, (), tr), tr.param_inputs)

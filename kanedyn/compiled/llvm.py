@@ -523,7 +523,7 @@ def _rk4(nx: int, n_out: int, perm: Sequence[int], quats: Sequence[Sequence[int]
     clear is taken again from its start with ``@kernel``."""
     step = rk4_step()  # the step's arithmetic, traced from kanedyn.dynamics.steppers
     b = _Block()
-    fn = fast = "@kernel"
+    fn, fast = "@kernel", "false"  # the stages' kernel; whether it is the uncut one
     if uncut:  # the stages' kernel, from the last step end; k1 kept for a retake
         fast = b(f"fcmp ogt double {b.load('%clearp', 0)}, 0.5")
         fn = b(f"select i1 {fast}, ptr @kernel_uncut, ptr @kernel")

@@ -296,7 +296,7 @@ class NativeCode(KernelCalls):
     """
 
     def __init__(self, traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-                 params: Array | None, project: Traced | None = None,
+                 params: Array | None, settle: Traced | None = None,
                  uncut: Traced | None = None):  # fmt: skip
         self._sizes(traced, nq, n, n_e)
         inputs = self._slots(traced)
@@ -311,14 +311,14 @@ class NativeCode(KernelCalls):
         # level 2 for the sweeps' loops; long straight-line code at the fastest level
         fast = self.n_ops > LARGE
         kernel = llvm.kernel_function(traced.tape, "kernel", traced.outputs, inputs, plans, fast)
-        settle = fast_kernel = None
-        if project is not None:  # the same inputs (x, e, p); kernels.settled's outputs
-            settle = llvm.kernel_function(project.tape, "settle", project.outputs, inputs,
-                                          fast=fast)  # fmt: skip
+        settle_fn = uncut_fn = None
+        if settle is not None:  # the same inputs (x, e, p); kernels.settled's outputs
+            settle_fn = llvm.kernel_function(settle.tape, "settle", settle.outputs, inputs,
+                                             fast=fast)  # fmt: skip
         if uncut is not None:  # the same inputs and outputs as the kernel
-            fast_kernel = llvm.kernel_function(uncut.tape, "kernel_uncut", uncut.outputs,
-                                               inputs, fast=fast)  # fmt: skip
-        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats, settle, fast_kernel)
+            uncut_fn = llvm.kernel_function(uncut.tape, "kernel_uncut", uncut.outputs,
+                                            inputs, fast=fast)  # fmt: skip
+        self.ir = llvm.module(kernel, self.nx, self.n_out, perm, quats, settle_fn, uncut_fn)
         self.engine, self.from_cache = _compile(self.ir, 0 if fast and not plans else 2)
         get = self.engine.get_function_address
         self._rhs = _RHS(get("rhs"))
@@ -401,13 +401,13 @@ def default_threads() -> int:
 
 
 def build(traced: Traced, nq: int, n: int, n_e: int, quats: Sequence[Sequence[int]],
-          params: Array | None = None, project: Traced | None = None,
+          params: Array | None = None, settle: Traced | None = None,
           uncut: Traced | None = None) -> NativeCode:  # fmt: skip
     """Compile ``traced`` (state inputs first, then ``n_e`` effort or load inputs, then
     parameters ``params`` (B, n_p)) to a :class:`NativeCode`, at LLVM's code-generation
-    level 2 up to :data:`LARGE` operations and level 0 beyond; ``project`` (same
+    level 2 up to :data:`LARGE` operations and level 0 beyond; ``settle`` (same
     inputs, the outputs of :func:`kanedyn.compiled.kernels.settled`) projects the state
     after every RK4 step and gives the next step's first rates; ``uncut`` (``traced``
     with ``cut=False``) takes the later stages of the steps clear of a singular
     configuration."""
-    return NativeCode(traced, nq, n, n_e, quats, params, project, uncut)
+    return NativeCode(traced, nq, n, n_e, quats, params, settle, uncut)

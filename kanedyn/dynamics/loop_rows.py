@@ -475,7 +475,7 @@ def _closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows, keep: Sequence
             for bb in range(a + 1):
                 G[a][bb] = G[a][bb] + _dot(ys[a][k], Dinv_y[bb])
     Ar = _mat_rows(rows.A, keep, free)
-    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank) if cut else [bias[i] for i in keep]
+    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank, cut)
     rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + b[a]) for a in range(m)]
     lam = _solve(rec, G, rhs, rank)
     # pass 3 on Σ λ_i y_i at c = 0, a_N = 0: M⁻¹ A_rᵀ λ
@@ -561,7 +561,7 @@ def _flexible_closed(rec: Recursion, geo: list[BodyTerms], rows: LoopRows,
     Ar = _mat_rows(rows.A, keep, free)
     m = len(keep)
     G = [[_dot(Ar[a], [Y[bb][r] for r in free]) for bb in range(m)] for a in range(m)]
-    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank) if cut else [bias[i] for i in keep]
+    b = cut_bias(rec, Ar, [bias[i] for i in keep], rank, cut)
     rhs = [-(_dot(Ar[a], [x0[r] for r in free]) + b[a]) for a in range(m)]
     lam = _solve(rec, G, rhs, rank)
     out = [x0[j] + _dot([Y[a][j] for a in range(m)], lam) for j in range(len(x0))]
@@ -678,14 +678,17 @@ def _gram_solve(rec: Recursion, G: Mat, rhs: Vec, rank: int | None,
     return sp.solve_spd_truncated(rec.ar, G, rhs, tol)
 
 
-def cut_bias(rec: Recursion, Ar: Mat, b: Vec, rank: int | None = None) -> Vec:
+def cut_bias(rec: Recursion, Ar: Mat, b: Vec, rank: int | None = None,
+             cut: bool = True) -> Vec:  # fmt: skip
     """The bias ``b`` of the rows ``A_r`` near a singular configuration (module
     docstring): ``b̃ = A_r x`` with ``x`` the minimum-norm solution of the rows that
     :data:`SINGULAR_RCOND` keeps (:func:`_min_norm`), so ``b̃`` is ``b`` on the kept rows
     and, on a row left out, the bias the kept rows imply for it; ``b`` itself wherever
     every row is kept. With redundant rows (``rank``) ``b``: their pivoted solve
-    chooses independent rows, and no singular configuration is cut."""
-    if not Ar or all(sp.is_zero(x) for x in b) or (rank is not None and rank < len(Ar)):
+    chooses independent rows, and no singular configuration is cut. With ``cut=False``
+    ``b`` (a state clear of a singular configuration, :data:`CUT_MARGIN`, where the cut
+    leaves it as it is up to round-off)."""
+    if not cut or not Ar or all(sp.is_zero(x) for x in b) or (rank is not None and rank < len(Ar)):
         return list(b)
     G = _gram(Ar)
     mu = _gram_solve(rec, G, list(b), None, SINGULAR_RCOND)
