@@ -20,6 +20,7 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kanedyn import hooks as _hooks
 from kanedyn.errors import MovedModule, deprecated_attribute
 
 if TYPE_CHECKING:
@@ -107,6 +108,25 @@ if TYPE_CHECKING:
         quat_to_dcm,
         skew,
     )
+
+# The composition root: the Model record (model layer) calls the dynamics layer above it
+# through kanedyn.hooks, set here, before any submodule runs (kanedyn/hooks.py).
+
+
+def _check_mass_matrix(model: Any) -> None:
+    from kanedyn.dynamics.particles import check_mass_matrix
+
+    check_mass_matrix(model)
+
+
+def _assemble(model: Any, state: Any, fix: Any = (), **kw: Any) -> Any:
+    from kanedyn.dynamics.loops import assemble
+
+    return assemble(model, state, fix, **kw)
+
+
+_hooks.check_mass_matrix = _check_mass_matrix
+_hooks.assemble = _assemble
 
 # Modules that moved into the layered packages stay importable under their old names
 # (``import kanedyn.kinematics``, ``from kanedyn.integrate import ...``), deprecated: on

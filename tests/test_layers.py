@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -21,7 +24,7 @@ PACKAGE = pathlib.Path(kanedyn.__file__).parent
 #: ``kanedyn`` itself (the public facade, ``__init__.py``) sits in the top layer and may
 #: import anything; ``kanedyn.codegen`` is the compiled layer's facade.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",),
+    ("errors", "hooks"),
     ("spatial",),
     ("model",),
     ("joints",),
@@ -34,30 +37,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 LAYER = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 
-#: Upward imports that are allowed, each (importer, imported). The lazy plot and animate
-#: hooks on results: ``Trajectory.plot`` and ``Trajectory.animate`` (and
+#: Upward imports that are allowed, each (importer, imported): the lazy plot and animate
+#: hooks on results. ``Trajectory.plot`` and ``Trajectory.animate`` (and
 #: ``MonteCarloResult.plot``, the same hook on a Monte Carlo result) import the plotting
 #: and animation layers inside the method, so a numeric run never loads them (matplotlib,
-#: meshcat); and the two calls of the ``Model`` record into the dynamics layer below.
-#: Every entry is checked to be function-local, and these edges are left out of the cycle
-#: check.
+#: meshcat). Every entry is checked to be function-local, and these edges are left out of
+#: the cycle check. (The ``Model`` record's two calls into the dynamics go through
+#: ``kanedyn.hooks``, set by the package root: no import.)
 ALLOWED_UPWARD = {
     ("kanedyn.simulation.trajectory", "kanedyn.plotting"),
     ("kanedyn.simulation.trajectory", "kanedyn.animation"),
     ("kanedyn.simulation.montecarlo.result", "kanedyn.plotting"),
-    # Kept (docs/architecture.md, "Layers"): two methods of the Model record run the
-    # dynamics layer, inside the method. ``Model.__attrs_post_init__`` refuses a model
-    # whose mass matrix is singular in every configuration (particles with nothing to
-    # move). That depends on the geometry, not on the topology alone (a hinge whose axis
-    # passes through every particle it carries), so it needs M, hence the joint model and
-    # the kinematics; and ``Model(...)`` refusing it is the tested behaviour
-    # (tests/test_particles.py). ``Model.assemble`` is a public name of the API contract
-    # (``model.assemble(state, fix=[...])``); it calls kanedyn.dynamics.loops.assemble,
-    # Newton on the loop kinematics. A registry that the dynamics layer fills would hide
-    # the same dependency, and would be empty when a model is built before that layer is
-    # loaded (``kd.Model`` loads the model layer only).
-    ("kanedyn.model.records", "kanedyn.dynamics.particles"),
-    ("kanedyn.model.records", "kanedyn.dynamics.loops"),
 }
 
 
@@ -316,3 +306,40 @@ def test_the_walker_sees_function_local_and_typing_only_imports():
     assert any(i.imported == "kanedyn.plotting" and not i.typing_only for i in local)
     typing = [i for i in IMPORTS if i.importer == "kanedyn.plotting" and i.typing_only]
     assert {i.imported for i in typing} >= {"kanedyn.simulation.trajectory"}
+
+
+def test_the_model_hooks_are_set_however_the_model_layer_is_imported():
+    """``kanedyn.hooks`` is set by the package root, which Python runs before any
+    submodule: a fresh interpreter that imports only ``kanedyn.model`` still refuses a
+    particle with nothing to move and closes a loop with ``Model.assemble``; and until
+    then no dynamics module is loaded."""
+    code = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        from kanedyn.errors import ModelError
+        from kanedyn.model import Body, Joint, Model, State
+
+        assert not [m for m in sys.modules if m.startswith("kanedyn.dynamics")]
+        bob = Body("bob", mass=1.0, inertia=0, com=(0, 0, 0.5))
+        try:
+            Model([bob], [Joint.revolute("hinge", None, "bob", axis=3)])
+        except ModelError as e:
+            assert "joint 'hinge' has nothing to move" in str(e), e
+        else:
+            raise AssertionError("a particle on its hinge's axis was accepted")
+
+        from kanedyn.examples import four_bar
+        from kanedyn.dynamics.loops import loop_terms
+
+        model = four_bar()
+        state = State([0.3, 0.0, 0.0], [1.0, 0.0, 0.0])
+        closed = model.assemble(state, fix=["crank"])
+        assert closed.q[0] == 0.3
+        rows = loop_terms(model, closed.q)
+        assert np.max(np.abs(rows.Phi)) < 1e-10 and np.max(np.abs(rows.A @ closed.u)) < 1e-10
+        print("ok")
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr

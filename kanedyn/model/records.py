@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from kanedyn import hooks
 from kanedyn.errors import ModelError, did_you_mean
 from kanedyn.model.gravity import CentralGravity
 from kanedyn.model.modes import Modes, as_modes
@@ -721,9 +722,7 @@ class Model:
         object.__setattr__(self, "nu", layout.nu)
         object.__setattr__(self, "ns", layout.ns)
         if any(b.is_particle for b in bodies):
-            from kanedyn.dynamics.particles import check_mass_matrix
-
-            check_mass_matrix(self)
+            hooks.check_mass_matrix(self)  # needs M: the dynamics layer (kanedyn.hooks)
 
     def __str__(self) -> str:
         """A short summary: bodies, joints and their kinds, DOF, loops, gravity (the full
@@ -945,10 +944,9 @@ class Model:
     def assemble(self, state: State, fix: Iterable[int | str] = (), **kw: Any) -> State:
         """``state`` with every loop closed: ``Φ(q) = 0`` by Newton for the coordinates
         not in ``fix`` (joint names, or indices of angles and slides), then ``A u = 0``
-        for their speeds; see :func:`kanedyn.dynamics.loops.assemble`."""
-        from kanedyn.dynamics.loops import assemble
-
-        return assemble(self, state, fix, **kw)
+        for their speeds; see :func:`kanedyn.dynamics.loops.assemble` (called through
+        :mod:`kanedyn.hooks`, as it is in the dynamics layer above this one)."""
+        return hooks.assemble(self, state, fix, **kw)
 
     def check_state(self, state: State, *, flexible: bool = False) -> State:
         """Return ``state`` if its sizes fit this model and it is finite, else raise.
