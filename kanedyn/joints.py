@@ -146,11 +146,10 @@ def subspace(GammaT: Array, R: Array, Delta: Array) -> Array:
     """
     slide_rows = Delta.swapaxes(-1, -2) @ R  # rows (R_Gi_Goᵀ Δ_c)ᵀ
     batch = np.broadcast_shapes(GammaT.shape[:-2], slide_rows.shape[:-2])
-    GammaT, slide_rows = (a if a.shape == batch + (3, 3) else np.broadcast_to(a, batch + (3, 3))
-                          for a in (GammaT, slide_rows))  # fmt: skip
-    rot = np.concatenate((GammaT, GammaT * 0), axis=-1)  # (γ_j, 0)
-    trn = np.concatenate((slide_rows * 0, slide_rows), axis=-1)
-    return np.concatenate((rot, trn), axis=-2)
+    S = np.zeros(batch + (6, 6), dtype=np.result_type(GammaT, slide_rows))
+    S[..., :3, :3] = GammaT  # (γ_j, 0)
+    S[..., 3:, 3:] = slide_rows  # (0, R_Gi_Goᵀ Δ_c)
+    return S
 
 
 @attrs.frozen(eq=False)

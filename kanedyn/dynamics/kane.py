@@ -80,10 +80,11 @@ class KaneTerms:
     ``S`` (..., n, 6) the motion subspace per speed (:func:`kanedyn.dynamics.partials.joint_subspace`);
     ``I_N`` (..., nb, 3, 3) inertias about the mass centres, N axes; ``I_O`` (..., nb, 6, 6)
     spatial inertias about the origin of the spatial quantities (``kin.origin``: N's
-    origin, or a free root's joint point); ``A_r`` (..., nb, 6) spatial bias
-    accelerations; ``bias`` (..., nb, 6) the free-body wrenches ``V ×f (I_O V) + (ω × h,
-    0)`` (:func:`kanedyn.spatial.plucker.bias_force`, embedded rotor momentum h included).
-    ``par``, ``Omega``, ``V``, ``H`` are built on first use.
+    origin, or a free root's joint point). Built on first use (the momentum states'
+    speeds need only ``M``): ``A_r`` (..., nb, 6) spatial bias accelerations, ``IA``
+    ``= I_O A_r``, ``bias`` (..., nb, 6) the free-body wrenches ``V ×f (I_O V) + (ω × h,
+    0)`` (:func:`kanedyn.spatial.plucker.bias_force`, embedded rotor momentum h
+    included), and ``par``, ``Omega``, ``V``, ``H``.
     """
 
     model: Model
@@ -92,9 +93,32 @@ class KaneTerms:
     S: Array
     I_N: Array
     I_O: Array
-    A_r: Array
-    IA: Array  # (..., nb, 6) I_O A_r
-    bias: Array
+
+    @cached_property
+    def A_r(self) -> Array:
+        return bias_accelerations(self.model, self.kin)
+
+    @cached_property
+    def IA(self) -> Array:  # (..., nb, 6) I_O A_r
+        return mv(self.I_O, self.A_r)
+
+    @cached_property
+    def bias(self) -> Array:
+        """The free-body wrenches: :func:`kanedyn.spatial.plucker.bias_force` run body
+        by body on floats (one state of at most :data:`BIAS_PER_BODY` bodies) or with
+        arrays of bodies as its scalars."""
+        I_O, V, pa = self.I_O, self.kin.V, self.params
+        h_N = mv(self.kin.R_N_B, pa.h_embedded) if pa.has_h else None
+        if I_O.ndim == 3 and I_O.shape[0] <= BIAS_PER_BODY:
+            # one state of a small tree: each body's scalars as floats (fewer NumPy calls)
+            hs = [None] * I_O.shape[0] if h_N is None else h_N.tolist()
+            return np.array([sp.bias_force(I, v, h) for I, v, h in
+                             zip(I_O.tolist(), V.tolist(), hs, strict=True)])  # fmt: skip
+        # the bodies (and states) as arrays in each scalar
+        I = [[I_O[..., i, j] for j in range(6)] for i in range(6)]
+        Vs = [V[..., i] for i in range(6)]
+        h = None if h_N is None else [h_N[..., i] for i in range(3)]
+        return np.stack(sp.bias_force(I, Vs, h), axis=-1)
 
     @cached_property
     def par(self) -> Partials:
@@ -145,8 +169,9 @@ floating-point operations either way; only the number of NumPy calls differs).""
 
 
 def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
-    """Inertias, bias accelerations and bias forces at ``kin`` (the parameters are
-    ``kin.params``); spatial quantities about ``kin.origin``.
+    """Inertias at ``kin`` (the parameters are ``kin.params``), and on first use the bias
+    accelerations and bias forces (:class:`KaneTerms`); spatial quantities about
+    ``kin.origin``.
 
     The bias forces are :func:`kanedyn.spatial.plucker.bias_force` run body by body on
     floats (one state of at most :data:`BIAS_PER_BODY` bodies) or with arrays of bodies
@@ -156,20 +181,7 @@ def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
     R = kin.R_N_B
     I_N = R @ pa.inertia @ R.swapaxes(-1, -2)
     I_O = spatial_inertia(I_N, pa.mass, kin.r_rel)
-    A_r = bias_accelerations(model, kin)
-    h_N = mv(R, pa.h_embedded) if pa.has_h else None
-    if I_O.ndim == 3 and I_O.shape[0] <= BIAS_PER_BODY:
-        # one state of a small tree: each body's scalars as floats (fewer NumPy calls)
-        hs = [None] * I_O.shape[0] if h_N is None else h_N.tolist()
-        bias = np.array([sp.bias_force(I, v, h) for I, v, h in
-                         zip(I_O.tolist(), kin.V.tolist(), hs, strict=True)])  # fmt: skip
-    else:  # the bodies (and states) as arrays in each scalar
-        I = [[I_O[..., i, j] for j in range(6)] for i in range(6)]
-        V = [kin.V[..., i] for i in range(6)]
-        h = None if h_N is None else [h_N[..., i] for i in range(3)]
-        bias = np.stack(sp.bias_force(I, V, h), axis=-1)
-    S = joint_subspace(model, kin)
-    return KaneTerms(model, kin, pa, S, I_N, I_O, A_r, mv(I_O, A_r), bias)
+    return KaneTerms(model, kin, pa, joint_subspace(model, kin), I_N, I_O)
 
 
 def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:

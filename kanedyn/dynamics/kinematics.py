@@ -277,11 +277,11 @@ def kinematics_at(
     # root's joint point), so that every position below is formed relative to it
     A = C_in @ J
     origin = np.zeros(A.shape[:-3] + (3,))
-    k0 = origin_joint(model)
+    k0 = pl.origin_joint
     if k0 is not None:
         origin = A[..., k0, :3, 3].copy()
         at = A[..., :3, 3]  # a view
-        at[..., pl.parent_ext == nb, :] -= origin[..., None, :]
+        at[..., pl.roots, :] -= origin[..., None, :]
     if origin.shape != batch + (3,):
         origin = np.broadcast_to(origin, batch + (3,))
     T = np.empty(batch + (nb + 1, 4, 4))
@@ -297,13 +297,15 @@ def kinematics_at(
     r_rel = (T_N_B @ pa.com_h)[..., :3, 0]
 
     # motion subspace Φ: the joint's rows S (Go, :func:`kanedyn.joints.subspace`) as
-    # motion vectors about the origin in N, (ω, v) -> (R_N_Go ω, R_N_Go v + o × R_N_Go ω)
+    # motion vectors about the origin in N, (ω, v) -> (R_N_Go ω, R_N_Go v + o × R_N_Go ω),
+    # block by block (S's rotational rows are (γ_j, 0), its slide rows (0, δ_c))
     S = joints.subspace(GammaT, R_Gi_Go, model.layout.Delta)
-    Phi = np.empty(batch + (nb, 6, 6))
-    Phi[..., :3] = S[..., :3] @ R_N_Go.swapaxes(-1, -2)
-    Phi[..., 3:] = cross(o_rel[..., None, :], Phi[..., :3])
+    R_T = R_N_Go.swapaxes(-1, -2)
+    Phi = np.zeros(batch + (nb, 6, 6))
+    Phi[..., :3, :3] = S[..., :3, :3] @ R_T  # rows h_j = R_N_Go γ_j
+    Phi[..., :3, 3:] = cross(o_rel[..., None, :], Phi[..., :3, :3])
     if pl.has_slides:
-        Phi[..., 3:] += S[..., 3:] @ R_N_Go.swapaxes(-1, -2)
+        Phi[..., 3:, 3:] = S[..., 3:, 3:] @ R_T  # rows d_c = R_N_Go δ_c
     z = upad[..., pl.slots_u]  # (..., nj, 6) = [σ | ṡ], zero in unused slots
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
     nodes = None
@@ -358,9 +360,9 @@ def _node_placements(
     (inner_point - r_n)]`` (Gi fixed in the node frame); at an outer node, ``T_Bo_Go =
     [C R_Go_Boᵀ, d + C (outer_point - r_n)]`` and ``C_out`` its inverse; and per node
     ``(joint k, body, sign, modes, d, W, Ẇ, Ψ_n)`` (sign -1 at an outer node)."""
-    inner, outer = node_joints(model), outer_node_joints(model)
-    if not inner and not outer:
+    if not plan_of(model).has_nodes:
         return pa.C_in, pa.C_out, []
+    inner, outer = node_joints(model), outer_node_joints(model)
     names = [model.joints[k].name for k, _, _ in inner] + [model.joints[k].name for k, _ in outer]
     if eta is None or xi is None:
         raise ModelError(
@@ -440,8 +442,4 @@ def origin_joint(model: Model) -> int | None:
     """The joint whose joint point is the origin of the spatial quantities
     (:class:`Kinematics`): the first root with slides (a free root: a spacecraft's orbit),
     or None for N's origin. Found once per model."""
-    from kanedyn.model.plan import derived
-
-    return derived(model, "origin_joint", lambda m: next(
-        (k for k, j in enumerate(m.joints) if j.inner is None and j.trn_dof > 0), None
-    ))  # fmt: skip
+    return plan_of(model).origin_joint

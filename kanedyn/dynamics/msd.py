@@ -244,6 +244,8 @@ def speeds_at(
     p[:n] -= tm.Omega.reshape(3 * nb, n).T @ h
     if tm.par.Omega_xi is not None:
         p[n:] -= tm.par.Omega_xi.reshape(3 * nb, model.nf).T @ h
+    if not locked.size:
+        return solve_mass_matrix(M, p)
     free = np.setdiff1d(np.arange(N), locked)
     u = np.zeros(N)
     u[free] = solve_mass_matrix(M[np.ix_(free, free)], p[free])

@@ -360,7 +360,12 @@ class Plan:
     ``path_ext`` (nb + 1, nj) the path matrix with a zero row for N.
     ``joint_order`` (nj,) gathers the per-joint arrays from [gimbals | spherical | others].
     Flags, decided once here: ``gimbal_all`` (every joint is a gimbal with rotation),
-    ``gimbal_dof`` (largest gimbal ``rot_dof``), ``has_slides``, ``has_spherical``.
+    ``gimbal_dof`` (largest gimbal ``rot_dof``), ``has_slides``, ``has_spherical``,
+    ``has_nodes`` (a joint at a node of a flexible body).
+    ``origin_joint``: the joint whose joint point is the origin of the dense engine's
+    spatial quantities (the first root with slides: a spacecraft's orbit), or None for
+    N's origin (:class:`kanedyn.dynamics.kinematics.Kinematics`); ``roots`` (…,) the
+    joints whose inner body is N.
     """
 
     nb: int
@@ -384,6 +389,9 @@ class Plan:
     has_spherical: bool
     Delta_T: Array  # (nj, 3, 3) Δᵀ: rows are slide axes in Gi
     gimbal_axes: EulerAxes  # (ng, 3, 3) the gimbals' axis constants (joints.gimbal)
+    has_nodes: bool
+    origin_joint: int | None
+    roots: Index
 
     @classmethod
     def build(cls, model: Model) -> Plan:
@@ -437,6 +445,15 @@ class Plan:
             has_spherical=lay.spherical.size > 0,
             Delta_T=_frozen(np.swapaxes(lay.Delta, -1, -2)),
             gimbal_axes=euler_axes(NUMPY, lay.gimbal_e),
+            has_nodes=any(
+                (j.inner_node is not None and j.inner is not None) or j.outer_node is not None
+                for j in model.joints
+            ),
+            origin_joint=next(
+                (k for k, j in enumerate(model.joints) if j.inner is None and j.trn_dof > 0),
+                None,
+            ),
+            roots=_frozen(np.flatnonzero(parent_ext == nb).astype(np.intp)),
         )
 
 
