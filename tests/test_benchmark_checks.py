@@ -133,3 +133,30 @@ def test_mujoco_loop_peer_is_the_same_mechanism(name):
         errors.append(np.max(np.abs(np.array(q_mj) - q_kd)))
     assert np.ptp(q_kd) > 0.1  # the driven joint moves
     assert errors[1] < 1e-3 and errors[1] < errors[0] / 3.0, errors
+
+
+def test_compare_gives_medians_and_ratios_of_two_result_sets(tmp_path, capsys):
+    """``python -m benchmarks.compare``: per quantity, the median of each side's runs and
+    now / before (values chosen so the medians are 2 and 3 µs, a ratio of 1.50)."""
+    import json
+
+    from benchmarks import compare
+
+    def write(folder: str, run: int, seconds: float, rate: float) -> None:
+        (tmp_path / folder).mkdir(exist_ok=True)
+        result = {
+            "single_state": [{"workload": "chain n = 1", "seconds": {"kanedyn": seconds}}],
+            "batched": [{"workload": "B = 10", "states_per_second": {"compiled": rate}}],
+        }
+        (tmp_path / folder / f"bench-{run}.json").write_text(json.dumps(result))
+
+    for run, (s, r) in enumerate([(1e-6, 10.0), (2e-6, 20.0), (9e-6, 30.0)]):
+        write("before", run, s, r)
+    for run, (s, r) in enumerate([(3e-6, 40.0), (3e-6, 40.0)]):
+        write("now", run, s, r)
+    assert compare.main([str(tmp_path / "before"), "--now", str(tmp_path / "now")]) == 0
+    rows = {line.split(" | ")[2]: line for line in capsys.readouterr().out.splitlines()[2:]}
+    assert rows["kanedyn"].endswith("| µs | 2 | 3 | 1.50 |")
+    assert rows["compiled"].endswith("| states/s | 20 | 40 | 2.00 |")
+    with pytest.raises(SystemExit, match="no results"):
+        compare.main([str(tmp_path / "missing"), "--now", str(tmp_path / "now")])
