@@ -171,12 +171,9 @@ floating-point operations either way; only the number of NumPy calls differs).""
 def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
     """Inertias at ``kin`` (the parameters are ``kin.params``), and on first use the bias
     accelerations and bias forces (:class:`KaneTerms`); spatial quantities about
-    ``kin.origin``.
-
-    The bias forces are :func:`kanedyn.spatial.plucker.bias_force` run body by body on
-    floats (one state of at most :data:`BIAS_PER_BODY` bodies) or with arrays of bodies
-    as its scalars: it leaves out the exactly zero ``v × m v``, whose round-off at
-    orbital speeds is of the size of a gravity-gradient torque."""
+    ``kin.origin``. The bias forces (:attr:`KaneTerms.bias`) leave out the exactly zero
+    ``v × m v``, whose round-off at orbital speeds is of the size of a gravity-gradient
+    torque."""
     pa = kin.params
     R = kin.R_N_B
     I_N = R @ pa.inertia @ R.swapaxes(-1, -2)

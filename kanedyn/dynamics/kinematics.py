@@ -89,7 +89,7 @@ class Kinematics:
     body's angular velocity (zero for roots).
 
     Spatial (Plücker) quantities about the point ``origin`` (..., 3) (N's origin, or the
-    joint point of the first root with slides: :func:`origin_joint`), in N: ``V`` (nb, 6)
+    joint point of the first root with slides: ``Plan.origin_joint``), in N: ``V`` (nb, 6)
     = (ω_i, v_O) the body's spatial velocity (v_O: velocity of the body point at the
     origin); ``Phi`` (nj, 6, 6) the joint's motion subspace, row j < 3 = (h_j, o × h_j)
     for the rotational axis ``h_j = R_N_Go Γ[:, j]``, row 3 + j = (0, R_N_Gi Δ[:, j]);
@@ -436,10 +436,3 @@ def rest_kinematics(model: Model, q: Array) -> tuple[Kinematics, Array | None]:
     eta = q[model.nq :]
     zero = np.zeros(model.n)
     return kinematics_at(model, q[: model.nq], zero, eta=eta, xi=np.zeros(model.nf)), eta
-
-
-def origin_joint(model: Model) -> int | None:
-    """The joint whose joint point is the origin of the spatial quantities
-    (:class:`Kinematics`): the first root with slides (a free root: a spacecraft's orbit),
-    or None for N's origin. Found once per model."""
-    return plan_of(model).origin_joint

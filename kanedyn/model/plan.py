@@ -445,10 +445,7 @@ class Plan:
             has_spherical=lay.spherical.size > 0,
             Delta_T=_frozen(np.swapaxes(lay.Delta, -1, -2)),
             gimbal_axes=euler_axes(NUMPY, lay.gimbal_e),
-            has_nodes=any(
-                (j.inner_node is not None and j.inner is not None) or j.outer_node is not None
-                for j in model.joints
-            ),
+            has_nodes=bool(node_joints(model) or outer_node_joints(model)),
             origin_joint=next(
                 (k for k, j in enumerate(model.joints) if j.inner is None and j.trn_dof > 0),
                 None,
