@@ -145,8 +145,12 @@ def subspace(GammaT: Array, R: Array, Delta: Array) -> Array:
     3, 3)).
     """
     slide_rows = Delta.swapaxes(-1, -2) @ R  # rows (R_Gi_Goᵀ Δ_c)ᵀ
-    batch = np.broadcast_shapes(GammaT.shape[:-2], slide_rows.shape[:-2])
-    S = np.zeros(batch + (6, 6), dtype=np.result_type(GammaT, slide_rows))
+    shape, dtype = slide_rows.shape, slide_rows.dtype
+    if GammaT.shape != shape:  # (the checks cost more than the work on one state)
+        shape = np.broadcast_shapes(GammaT.shape, shape)
+    if GammaT.dtype != dtype:
+        dtype = np.result_type(GammaT, slide_rows)
+    S = np.zeros(shape[:-2] + (6, 6), dtype=dtype)
     S[..., :3, :3] = GammaT  # (γ_j, 0)
     S[..., 3:, 3:] = slide_rows  # (0, R_Gi_Goᵀ Δ_c)
     return S

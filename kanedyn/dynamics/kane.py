@@ -19,6 +19,7 @@ actuators. Every sum is one ``matmul`` over the stacked (nb, 3, n) partials.
 
 from __future__ import annotations
 
+import functools
 from functools import cached_property
 from typing import Any
 
@@ -51,6 +52,7 @@ from kanedyn.model.batch import ModelBatch, States, resolve
 from kanedyn.model.plan import Params, plan_of
 from kanedyn.spatial import plucker as sp
 from kanedyn.spatial import rotation as rot
+from kanedyn.spatial.algebra import Bilinear, Trilinear, bilinear, trilinear
 
 __all__ = [
     "forcing",
@@ -81,10 +83,10 @@ class KaneTerms:
     ``I_N`` (..., nb, 3, 3) inertias about the mass centres, N axes; ``I_O`` (..., nb, 6, 6)
     spatial inertias about the origin of the spatial quantities (``kin.origin``: N's
     origin, or a free root's joint point). Built on first use (the momentum states'
-    speeds need only ``M``): ``A_r`` (..., nb, 6) spatial bias accelerations, ``IA``
-    ``= I_O A_r``, ``bias`` (..., nb, 6) the free-body wrenches ``V ×f (I_O V) + (ω × h,
-    0)`` (:func:`kanedyn.spatial.plucker.bias_force`, embedded rotor momentum h
-    included), and ``par``, ``Omega``, ``V``, ``H``.
+    speeds need only ``M``): ``A_r`` (..., nb, 6) spatial bias accelerations, ``bias``
+    (..., nb, 6) the free-body wrenches ``V ×f (I_O V) + (ω × h, 0)``
+    (:func:`kanedyn.spatial.plucker.bias_force`, embedded rotor momentum h included),
+    and ``par``, ``Omega``, ``V``, ``H``.
     """
 
     model: Model
@@ -99,26 +101,15 @@ class KaneTerms:
         return bias_accelerations(self.model, self.kin)
 
     @cached_property
-    def IA(self) -> Array:  # (..., nb, 6) I_O A_r
-        return mv(self.I_O, self.A_r)
-
-    @cached_property
     def bias(self) -> Array:
-        """The free-body wrenches: :func:`kanedyn.spatial.plucker.bias_force` run body
-        by body on floats (one state of at most :data:`BIAS_PER_BODY` bodies) or with
-        arrays of bodies as its scalars."""
+        """The free-body wrenches :func:`kanedyn.spatial.plucker.bias_force`, evaluated
+        for all bodies (and states) at once as its table of terms (:func:`bias_forms`)."""
         I_O, V, pa = self.I_O, self.kin.V, self.params
-        h_N = mv(self.kin.R_N_B, pa.h_embedded) if pa.has_h else None
-        if I_O.ndim == 3 and I_O.shape[0] <= BIAS_PER_BODY:
-            # one state of a small tree: each body's scalars as floats (fewer NumPy calls)
-            hs = [None] * I_O.shape[0] if h_N is None else h_N.tolist()
-            return np.array([sp.bias_force(I, v, h) for I, v, h in
-                             zip(I_O.tolist(), V.tolist(), hs, strict=True)])  # fmt: skip
-        # the bodies (and states) as arrays in each scalar
-        I = [[I_O[..., i, j] for j in range(6)] for i in range(6)]
-        Vs = [V[..., i] for i in range(6)]
-        h = None if h_N is None else [h_N[..., i] for i in range(3)]
-        return np.stack(sp.bias_force(I, Vs, h), axis=-1)
+        in_v, in_h = bias_forms()
+        p = trilinear(I_O.reshape(I_O.shape[:-2] + (36,)), V, V, in_v)
+        if pa.has_h:
+            p = p + bilinear(V, mv(self.kin.R_N_B, pa.h_embedded), in_h)
+        return p
 
     @cached_property
     def par(self) -> Partials:
@@ -161,11 +152,21 @@ def spatial_inertia(I_N: Array, m: Array, r: Array) -> Array:
     return I_O
 
 
-BIAS_PER_BODY = 8
-"""Up to this many bodies, :func:`kane_terms` evaluates the bias forces of one state body
-by body on floats; above it (or for a batch of states), with arrays of bodies as the
-scalars of :func:`kanedyn.spatial.plucker.bias_force` (the same formula and the same
-floating-point operations either way; only the number of NumPy calls differs)."""
+@functools.cache
+def bias_forms() -> tuple[Trilinear, Bilinear]:
+    """:func:`kanedyn.spatial.plucker.bias_force` as tables of terms: in ``(I_O, V, V)``
+    (``I_O`` flattened to 36; :meth:`~kanedyn.spatial.algebra.Trilinear.of_quadratic`)
+    and in ``(V, h)`` (:meth:`~kanedyn.spatial.algebra.Bilinear.of_function`), read off the
+    one definition. Its monomials are the definition's, so the exactly zero ``v × m v`` is
+    not among them."""
+
+    def in_v(x: list, v: list) -> list:
+        return sp.bias_force([x[6 * i : 6 * i + 6] for i in range(6)], v)
+
+    def in_h(v: list, h: list) -> list:
+        return sp.bias_force([[0.0] * 6] * 6, v, h)
+
+    return Trilinear.of_quadratic(in_v, 36, 6, 6), Bilinear.of_function(in_h, 6, 3, 6)
 
 
 def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
@@ -193,7 +194,7 @@ def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
     I_O = tm.I_O
     Ic = (model.layout.path.T @ I_O.reshape(I_O.shape[:-2] + (36,))).reshape(I_O.shape)
     S = tm.S
-    Y = Ic[..., pl.dof_joint, :, :] @ S[..., None]  # (..., n, 6, 1): I^c_{k(s)} S_s
+    Y = Ic.take(pl.dof_joint, axis=-3) @ S[..., None]  # (..., n, 6, 1): I^c_{k(s)} S_s
     G = S @ Y[..., 0].swapaxes(-1, -2)  # G[r, s] = S_r · I^c_{k(s)} S_s
     M = pl.A_up * G + pl.A_low * G.swapaxes(-1, -2)
     if has_rotors(model):  # geared rotors (kanedyn.dynamics.rotors)
@@ -204,7 +205,7 @@ def mass_matrix_at(model: Model, tm: KaneTerms) -> Array:
 def body_wrenches(tm: KaneTerms, L: AppliedLoads) -> Array:
     """Per body, the spatial force about the origin that the joints must supply,
     ``f_i = I_O A_r + V ×f (I_O V) + (ω × h, 0) - (T + r × F, F)`` (..., nb, 6)."""
-    f = tm.IA + tm.bias
+    f = mv(tm.I_O, tm.A_r) + tm.bias
     f[..., :3] -= L.T + cross(tm.kin.r_rel, L.F)
     f[..., 3:] -= L.F
     return f
@@ -221,7 +222,7 @@ def forcing_at(model: Model, tm: KaneTerms, L: AppliedLoads) -> Array:
     pl = plan_of(model)
     kin = tm.kin
     f = body_wrenches(tm, L)
-    f_sub = subtree_sum(model, f)[..., pl.dof_joint, :]
+    f_sub = subtree_sum(model, f).take(pl.dof_joint, axis=-2)
     out = L.Q - _vecdot(tm.S, f_sub)
     if has_rotors(model):  # geared rotors (kanedyn.dynamics.rotors)
         out = out + rotor_sums(model, kin, tm.par)[1]

@@ -26,6 +26,7 @@ single-state path is the batched path with an empty batch shape.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import attrs
@@ -73,7 +74,7 @@ def _pad(x: Array) -> Array:
     return out
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class Kinematics:
     """Positions and velocities of every body, plus the per-joint quantities behind them.
 
@@ -94,8 +95,9 @@ class Kinematics:
     origin); ``Phi`` (nj, 6, 6) the joint's motion subspace, row j < 3 = (h_j, o × h_j)
     for the rotational axis ``h_j = R_N_Go Γ[:, j]``, row 3 + j = (0, R_N_Gi Δ[:, j]);
     ``V_rel`` (nj, 6) = Φᵀ [σ | ṡ] the joint's relative spatial velocity. ``r_rel``
-    (nb, 3) and ``o_rel`` (nj, 3) are the mass centres and joint points relative to the
-    origin, composed down the tree from it (``r = origin + r_rel``): a spacecraft 7e6 m
+    (nb, 3), ``p_rel`` (nb, 3) and ``o_rel`` (nj, 3) are the mass centres, body-frame
+    origins and joint points relative to the origin, composed down the tree from it
+    (``r = origin + r_rel``, formed on first use, as ``p`` and ``o``): a spacecraft 7e6 m
     from N's origin keeps its lever arms and moments exact (docs/howto/central-gravity.md,
     round-off at orbital distances).
 
@@ -106,14 +108,9 @@ class Kinematics:
     """
 
     R_N_B: Array
-    p: Array
-    r: Array
     omega: Array
-    v: Array
     R_N_Gi: Array
     R_N_Go: Array
-    o: Array
-    v_o: Array
     Gamma: Array
     Gamma_dot: Array
     Gds: Array
@@ -126,8 +123,34 @@ class Kinematics:
     params: Params
     origin: Array
     r_rel: Array
+    p_rel: Array
     o_rel: Array
     nodes: NodeKinematics | None = None
+
+    @cached_property
+    def r(self) -> Array:
+        """(nb, 3) the mass centres, ``origin + r_rel``."""
+        return self.r_rel + self.origin[..., None, :]
+
+    @cached_property
+    def p(self) -> Array:
+        """(nb, 3) the body-frame origins, ``origin + p_rel``."""
+        return self.p_rel + self.origin[..., None, :]
+
+    @cached_property
+    def o(self) -> Array:
+        """(nj, 3) the joint points, ``origin + o_rel``."""
+        return self.o_rel + self.origin[..., None, :]
+
+    @cached_property
+    def v(self) -> Array:
+        """(nb, 3) the mass centres' velocities, ``v_O + ω × r_rel`` (``V = (ω, v_O)``)."""
+        return self.V[..., 3:] + cross(self.omega, self.r_rel)
+
+    @cached_property
+    def v_o(self) -> Array:
+        """(nj, 3) the joint points' velocities (the outer bodies'), ``v_O + ω × o_rel``."""
+        return self.V[..., 3:] + cross(self.omega, self.o_rel)
 
 
 @attrs.frozen(eq=False)
@@ -180,7 +203,7 @@ def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Arra
     if lay.gimbal.size:
         parts.append(_gimbal(model, qpad, upad))
     if pl.has_spherical:
-        parts.append(joints.spherical(qpad[..., lay.quat_q]))
+        parts.append(joints.spherical(qpad.take(lay.quat_q, axis=-1)))
     if pl.n_other:
         zeros = np.zeros(batch + (pl.n_other, 3, 3))
         parts.append((zeros + _EYE3, zeros, zeros, zeros[..., 0]))
@@ -204,7 +227,7 @@ def _gimbal(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array
     """All gimbal joints at once (:func:`kanedyn.joints.gimbal` on float arrays, with the
     axis constants of the model's plan)."""
     lay, pl = model.layout, plan_of(model)
-    theta, sigma = qpad[..., lay.gimbal_q], upad[..., lay.gimbal_u]
+    theta, sigma = qpad.take(lay.gimbal_q, axis=-1), upad.take(lay.gimbal_u, axis=-1)
     R, GammaT, Gamma_dot, Gds = joints.gimbal(NUMPY, pl.gimbal_axes, theta, sigma, pl.gimbal_dof)
     if GammaT.ndim < R.ndim:  # one-axis gimbals: Γ is constant, give it the batch axes
         GammaT, Gamma_dot = (np.broadcast_to(a, R.shape) for a in (GammaT, Gamma_dot))
@@ -266,31 +289,38 @@ def kinematics_at(
     if pa.batch_shape:
         batch = np.broadcast_shapes(batch, pa.batch_shape)
 
-    C_in, C_out, frames = _node_placements(model, pa, q, eta, xi)
+    frames: list[tuple[Any, ...]] = []
+    C_in, C_out = pa.C_in, pa.C_out
+    if pl.has_nodes:
+        C_in, C_out, frames = _node_placements(model, pa, q, eta, xi)
     J = np.zeros(R_Gi_Go.shape[:-2] + (4, 4))
     J[..., :3, :3] = R_Gi_Go
     J[..., 3, 3] = 1.0
     if pl.has_slides:
-        J[..., :3, 3] = (qpad[..., model.layout.trn_q][..., None, :] @ pl.Delta_T)[..., 0, :]
+        J[..., :3, 3] = (qpad.take(model.layout.trn_q, axis=-1)[..., None, :] @ pl.Delta_T)[
+            ..., 0, :
+        ]
 
     # T_Bi_Go = C_in J; a root's is taken relative to the origin (the first translating
     # root's joint point), so that every position below is formed relative to it
     A = C_in @ J
-    origin = np.zeros(A.shape[:-3] + (3,))
     k0 = pl.origin_joint
     if k0 is not None:
         origin = A[..., k0, :3, 3].copy()
-        at = A[..., :3, 3]  # a view
-        at[..., pl.roots, :] -= origin[..., None, :]
-    if origin.shape != batch + (3,):
-        origin = np.broadcast_to(origin, batch + (3,))
+        if pl.roots.size == 1:  # the only root: its point is the origin (x - x = 0)
+            A[..., k0, :3, 3] = 0.0
+        else:
+            at = A[..., :3, 3]  # a view
+            at[..., pl.roots, :] -= origin[..., None, :]
+        if origin.shape != batch + (3,):
+            origin = np.broadcast_to(origin, batch + (3,))
     T = np.empty(batch + (nb + 1, 4, 4))
     T[..., :nb, :, :] = A @ C_out
     T[..., nb, :, :] = _EYE4
     for a in pl.jumps:
-        T = T[..., a, :, :] @ T
+        T = T.take(a, axis=-3) @ T
     T_N_B = T[..., :nb, :, :]
-    T_in = T[..., pl.parent_ext, :, :]
+    T_in = T.take(pl.parent_ext, axis=-3)  # (take: cheaper than T[..., idx, :, :])
     T_N_Go = T_in @ A
     R_N_Go, o_rel = T_N_Go[..., :3, :3], T_N_Go[..., :3, 3]
     R_N_Gi = T_in[..., :3, :3] @ C_in[..., :3, :3]
@@ -306,7 +336,7 @@ def kinematics_at(
     Phi[..., :3, 3:] = cross(o_rel[..., None, :], Phi[..., :3, :3])
     if pl.has_slides:
         Phi[..., 3:, 3:] = S[..., 3:, 3:] @ R_T  # rows d_c = R_N_Go δ_c
-    z = upad[..., pl.slots_u]  # (..., nj, 6) = [σ | ṡ], zero in unused slots
+    z = upad.take(pl.slots_u, axis=-1)  # (..., nj, 6) = [σ | ṡ], zero in unused slots
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
     nodes = None
     if frames:
@@ -320,21 +350,14 @@ def kinematics_at(
         w = (z[..., None, 3:] @ Phi[..., 3:, 3:])[..., 0, :]
     else:
         w = np.zeros(V_rel.shape[:-1] + (3,))
-    omega, v_O = V[..., :3], V[..., 3:]
-    v = v_O + cross(omega, r_rel)
-    v_o = v_O + cross(omega, o_rel)
-    omega_in = V_ext[..., pl.parent_ext, :3]
-    at = origin[..., None, :]
+    omega_in = V_ext.take(pl.parent_ext, axis=-2)[..., :3]
+    if k0 is None:  # the origin is N's
+        origin = np.zeros(batch + (3,))
     return Kinematics(
         R_N_B=T_N_B[..., :3, :3],
-        p=T_N_B[..., :3, 3] + at,
-        r=r_rel + at,
-        omega=omega,
-        v=v,
+        omega=V[..., :3],
         R_N_Gi=R_N_Gi,
         R_N_Go=R_N_Go,
-        o=o_rel + at,
-        v_o=v_o,
         Gamma=GammaT.swapaxes(-1, -2),
         Gamma_dot=Gamma_dot,
         Gds=Gds,
@@ -347,6 +370,7 @@ def kinematics_at(
         params=pa,
         origin=origin,
         r_rel=r_rel,
+        p_rel=T_N_B[..., :3, 3],
         o_rel=o_rel,
         nodes=nodes,
     )
@@ -359,9 +383,8 @@ def _node_placements(
     (:class:`NodeKinematics`): at an inner node, ``T_Bi_Gi = [C R_Bi_Gi, d + C
     (inner_point - r_n)]`` (Gi fixed in the node frame); at an outer node, ``T_Bo_Go =
     [C R_Go_Boᵀ, d + C (outer_point - r_n)]`` and ``C_out`` its inverse; and per node
-    ``(joint k, body, sign, modes, d, W, Ẇ, Ψ_n)`` (sign -1 at an outer node)."""
-    if not plan_of(model).has_nodes:
-        return pa.C_in, pa.C_out, []
+    ``(joint k, body, sign, modes, d, W, Ẇ, Ψ_n)`` (sign -1 at an outer node). For a
+    model with such joints (``Plan.has_nodes``)."""
     inner, outer = node_joints(model), outer_node_joints(model)
     names = [model.joints[k].name for k, _, _ in inner] + [model.joints[k].name for k, _ in outer]
     if eta is None or xi is None:

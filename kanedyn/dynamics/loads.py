@@ -195,7 +195,7 @@ def applied_loads(
     each record applies to every member.
     """
     pa = kin.params
-    batch = kin.r.shape[:-2]
+    batch = kin.r_rel.shape[:-2]
     if model.central_gravity is not None:
         F, T = central_gravity_loads(kin)
     else:

@@ -85,7 +85,7 @@ def joint_subspace(model: Model, kin: Kinematics) -> Array:
     rotational speed and (0, d_r) for a slide (Plücker, about ``kin.origin``, in N)."""
     pl = plan_of(model)
     Phi = kin.Phi
-    return Phi.reshape(Phi.shape[:-3] + (6 * pl.nb, 6))[..., pl.dof_flat, :]
+    return Phi.reshape(Phi.shape[:-3] + (6 * pl.nb, 6)).take(pl.dof_flat, axis=-2)
 
 
 def bias_accelerations(model: Model, kin: Kinematics) -> Array:
