@@ -305,7 +305,9 @@ def kinematics_at(
     # root's joint point), so that every position below is formed relative to it
     A = C_in @ J
     k0 = pl.origin_joint
-    if k0 is not None:
+    if k0 is None:  # the origin is N's
+        origin = np.zeros(batch + (3,))
+    else:
         origin = A[..., k0, :3, 3].copy()
         if pl.roots.size == 1:  # the only root: its point is the origin (x - x = 0)
             A[..., k0, :3, 3] = 0.0
@@ -351,8 +353,6 @@ def kinematics_at(
     else:
         w = np.zeros(V_rel.shape[:-1] + (3,))
     omega_in = V_ext.take(pl.parent_ext, axis=-2)[..., :3]
-    if k0 is None:  # the origin is N's
-        origin = np.zeros(batch + (3,))
     return Kinematics(
         R_N_B=T_N_B[..., :3, :3],
         omega=V[..., :3],
