@@ -285,7 +285,14 @@ def test_free_floating_spatial_tree_over_1e4_steps(case):
     translating: 10⁴ steps at ten times the RK4 step of 1e-6 accuracy (over 400 s and
     20 s; checked here against a step 8 times smaller). No Newton matrix on the way is
     reported ill-conditioned (the hub's 10³ kg m² against unit constraint rows, unscaled,
-    was)."""
+    was).
+
+    The scheme conserves P and H exactly; in floating point the hub with panels' ``H``
+    read out step by step moves by round-off (about 80 ε|H| a step, 500 ε at most), and
+    over the 10⁴ steps runs from nearby hinge angles (0.29 to 0.31 rad), or from the same
+    start with sums taken in another order, end between 4e-13 and 1.3e-12: ``H`` is held
+    to 1e-11. Taking the constraints' gradient at ``x_{n+1}`` instead of their discrete
+    gradient moves ``H`` by 0.9 of itself over the same run."""
     if case == "explorer":
         m, dt_rk4, T = explorer(damped=False), 0.125, 400.0
         s = explorer_state(m, fast=False)
@@ -301,7 +308,7 @@ def test_free_floating_spatial_tree_over_1e4_steps(case):
     assert tr.steps == 10_000
     assert _rel_spread(tr.total_energy) < 1e-10
     assert _rel_spread(tr.linear_momentum) < 1e-12
-    assert _rel_spread(tr.angular_momentum) < 1e-12
+    assert _rel_spread(tr.angular_momentum) < 1e-11
     assert np.max(tr.run.constraint_residual) < 1e-10
 
 
