@@ -6,9 +6,10 @@ Valgrind (cachegrind), for trees side by side.
 Wall-clock times of one small state (a few hundred µs) move by 10–30 % between runs on a
 shared machine; the number of instructions executed does not. For each benchmark model of
 ``--quick`` (the chains of 1, 2, 5 and 10 links, the spacecraft with 3 appendages,
-Explorer-1) and each tree (this one, then every ``TREE_DIR``, e.g. a ``git worktree``
+Explorer-1, and the two batches of 1000 states: the 10-link chain and Explorer-1 with
+dispersed parameters) and each tree (this one, then every ``TREE_DIR``, e.g. a ``git worktree``
 of an older commit), it runs ``kd.forward_dynamics`` at the benchmark's random state 0
-and ``N`` times under ``valgrind --tool=cachegrind`` and prints the difference over
+(or its 1000 states) and ``N`` times under ``valgrind --tool=cachegrind`` and prints the difference over
 ``N``: the instructions of one call, Python's start-up and imports left out. Needs
 ``valgrind`` on PATH (Debian: ``apt-get install valgrind``).
 """
@@ -23,13 +24,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+ONE = "models.random_state(model, np.random.default_rng(1))"
+
+#: label: (model, state, calls per count relative to ``--calls``)
 MODELS = {
-    "chain n = 1": "models.chain(1)",
-    "chain n = 2": "models.chain(2)",
-    "chain n = 5": "models.chain(5)",
-    "chain n = 10": "models.chain(10)",
-    "spacecraft k = 3": "models.spacecraft(3)",
-    "Explorer-1": "kd.examples.explorer1()",
+    "chain n = 1": ("models.chain(1)", ONE, 1.0),
+    "chain n = 2": ("models.chain(2)", ONE, 1.0),
+    "chain n = 5": ("models.chain(5)", ONE, 1.0),
+    "chain n = 10": ("models.chain(10)", ONE, 1.0),
+    "spacecraft k = 3": ("models.spacecraft(3)", ONE, 1.0),
+    "Explorer-1": ("kd.examples.explorer1()", ONE, 1.0),
+    # the two batches of --quick (benchmarks.run: batched, dispersed), per call of B states
+    "chain n = 10, B = 1000": (
+        "models.chain(10)",
+        "models.random_states(model, 1000, np.random.default_rng(0))",
+        0.05,
+    ),
+    "Explorer-1, B = 1000, dispersed parameters": (
+        "dispersed(kd.examples.explorer1(), 1000)",
+        "models.random_states(model.model, 1000, np.random.default_rng(3))",
+        0.05,
+    ),
 }
 
 CHILD = """
@@ -37,17 +52,29 @@ import sys
 import numpy as np
 import kanedyn as kd
 from benchmarks import models
+
+def dispersed(model, B):  # as benchmarks.run.dispersed
+    rng = np.random.default_rng(3)
+    mass = np.array([b.mass for b in model.bodies], dtype=float)
+    inertia = np.array([b.inertia for b in model.bodies], dtype=float)
+    com = np.array([b.com for b in model.bodies], dtype=float)
+    return kd.ModelBatch.dispersed(
+        model, mass=mass * rng.uniform(0.9, 1.1, (B, model.nb)),
+        inertia=inertia * rng.uniform(0.9, 1.1, (B, model.nb, 1, 1)),
+        com=com + rng.normal(0.0, 0.01, (B, model.nb, 3)),
+    )
+
 model = {model}
-state = models.random_state(model, np.random.default_rng(1))
+state = {state}
 for _ in range(5 + {calls}):
     kd.forward_dynamics(model, state)
 """
 
 
-def count(tree: Path, model: str, calls: int) -> int:
+def count(tree: Path, model: str, state: str, calls: int) -> int:
     """Instructions of a child process in ``tree`` that makes ``5 + calls`` calls."""
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
-    code = CHILD.format(model=model, calls=calls)
+    code = CHILD.format(model=model, state=state, calls=calls)
     out = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", code],
@@ -59,14 +86,25 @@ def count(tree: Path, model: str, calls: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_call(tree: Path, model: str, calls: int) -> float:
-    return (count(tree, model, calls) - count(tree, model, 0)) / calls
+def per_call(tree: Path, model: str, state: str, calls: int) -> float:
+    return (count(tree, model, state, calls) - count(tree, model, state, 0)) / calls
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("trees", nargs="*", type=Path, help="other trees (with benchmarks/models.py)")
-    p.add_argument("--calls", type=int, default=100, help="calls counted (default 100)")
+    p.add_argument(
+        "--calls",
+        type=int,
+        default=100,
+        help="calls counted (default 100; 5 for the batches of 1000 states)",
+    )
+    p.add_argument(
+        "--only",
+        nargs="+",
+        default=[],
+        help="only the models whose label contains one of these words",
+    )
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("benchmarks.instructions needs valgrind (apt-get install valgrind)")
@@ -75,8 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     head += [f"{trees[0].name} / {t.name}" for t in trees[1:]]
     print("| " + " | ".join(head) + " |")
     print("|---" + "|---:" * (len(head) - 1) + "|")
-    for label, model in MODELS.items():
-        counts = [per_call(t, model, args.calls) for t in trees]
+    for label, (model, state, share) in MODELS.items():
+        if args.only and not any(w.lower() in label.lower() for w in args.only):
+            continue
+        calls = max(1, round(share * args.calls))
+        counts = [per_call(t, model, state, calls) for t in trees]
         cells = [f"{c / 1e3:.0f}" for c in counts] + [f"{counts[0] / c:.2f}" for c in counts[1:]]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     return 0

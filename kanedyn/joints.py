@@ -70,6 +70,7 @@ __all__ = [
     "spherical_spring_gradient",
     "quat_log",
     "subspace",
+    "subspace_rows",
 ]
 
 _EYE_INT = np.eye(3, dtype=int)  # exact on every arithmetic
@@ -133,25 +134,35 @@ def slide(Delta: Array, d: Array) -> Array:
     return (Delta @ d[..., None])[..., 0]
 
 
+def subspace_rows(
+    GammaT: Array, R: Array, Delta: Array, slides: bool = True
+) -> tuple[Array, Array | None]:
+    """The two blocks of the motion subspace of joints in Go (:func:`subspace`): the
+    rotational rows ``γ_j`` (``γ_j = Γ[:, j]``, the rows of ``GammaT``) and the slide rows
+    ``R_Gi_Goᵀ Δ_c`` (``Δ_c = Delta[:, c]``, the slide axis in Gi seen in Go), each
+    (..., 3, 3); the second is ``None`` when ``slides`` says that no joint slides (42
+    Joints slides 10-17, Translational Joints slides 3-8). Any arithmetic."""
+    return GammaT, (Delta.swapaxes(-1, -2) @ R if slides else None)  # rows (R_Gi_Goᵀ Δ_c)ᵀ
+
+
 def subspace(GammaT: Array, R: Array, Delta: Array) -> Array:
     """The motion subspace of joints in Go, one row per speed slot, shape (..., 6, 6):
-    row ``j < 3`` is ``(γ_j, 0)`` (``γ_j = Γ[:, j]``, the rows of ``GammaT``), row
-    ``3 + c`` is ``(0, R_Gi_Goᵀ Δ_c)`` (``Δ_c = Delta[:, c]``, the slide axis in Gi seen
-    in Go): the columns of :attr:`JointMotion.S` over all six slots (42 Joints slides
-    10-17, Translational Joints slides 3-8).
+    row ``j < 3`` is ``(γ_j, 0)``, row ``3 + c`` is ``(0, R_Gi_Goᵀ Δ_c)``
+    (:func:`subspace_rows`): the columns of :attr:`JointMotion.S` over all six slots.
 
     A slot the joint does not use holds whatever ``Γ`` or ``Δ`` hold there (the
     constraint axes, or zero); its speed is zero. Any arithmetic (``R``, ``Δ`` (...,
     3, 3)).
     """
-    slide_rows = Delta.swapaxes(-1, -2) @ R  # rows (R_Gi_Goᵀ Δ_c)ᵀ
+    rot_rows, slide_rows = subspace_rows(GammaT, R, Delta)
+    assert slide_rows is not None
     shape, dtype = slide_rows.shape, slide_rows.dtype
-    if GammaT.shape != shape:  # (the checks cost more than the work on one state)
-        shape = np.broadcast_shapes(GammaT.shape, shape)
-    if GammaT.dtype != dtype:
-        dtype = np.result_type(GammaT, slide_rows)
+    if rot_rows.shape != shape:  # (the checks cost more than the work on one state)
+        shape = np.broadcast_shapes(rot_rows.shape, shape)
+    if rot_rows.dtype != dtype:
+        dtype = np.result_type(rot_rows, slide_rows)
     S = np.zeros(shape[:-2] + (6, 6), dtype=dtype)
-    S[..., :3, :3] = GammaT  # (γ_j, 0)
+    S[..., :3, :3] = rot_rows  # (γ_j, 0)
     S[..., 3:, 3:] = slide_rows  # (0, R_Gi_Goᵀ Δ_c)
     return S
 
@@ -354,7 +365,10 @@ def spring_damper(
 def _is_zero(arr: Any) -> bool:
     """Whether every element is a number equal to 0 (a structural zero; a traced or
     symbolic value is not)."""
-    return all(bool(x == 0) for x in np.ravel(arr))
+    arr = np.asarray(arr)
+    if arr.dtype != object:  # numbers: one comparison over the array
+        return not np.any(arr)
+    return all(bool(x == 0) for x in arr.ravel())
 
 
 #: ``asin(s)/s = Σ aₙ s²ⁿ``, ``aₙ = (2n)! / (4ⁿ (n!)² (2n+1))`` (Abramowitz & Stegun

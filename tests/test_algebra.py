@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kanedyn.dynamics.kane import bias_forms, kane_terms
+from kanedyn.dynamics.kane import BIAS_TABLE_BODIES, bias_forms, kane_terms
 from kanedyn.dynamics.kinematics import kinematics_at
 from kanedyn.errors import ModelError
 from kanedyn.spatial import plucker as sp
@@ -49,17 +49,19 @@ def test_a_table_refuses_a_coefficient_that_is_not_an_integer():
         Trilinear.of_quadratic(lambda x, y: [0.5 * x[0] * y[0] * y[0]], 1, 1, 1)
 
 
-@pytest.mark.parametrize("batch", [False, True])
-def test_the_bias_table_is_plucker_bias_force(batch):
-    """The dense engine's bias forces (``KaneTerms.bias``, the table of terms) equal
-    ``plucker.bias_force`` run body by body on floats, embedded momentum included, for
-    one state and for a batch of states."""
+@pytest.mark.parametrize("states", [1, 3, 60])
+def test_the_bias_forces_are_plucker_bias_force(states):
+    """The dense engine's bias forces (``KaneTerms.bias``) equal ``plucker.bias_force``
+    run body by body on floats, embedded momentum included: for one state and a batch of
+    3 (the table of terms), and for 60 states of 4 bodies (above
+    ``kane.BIAS_TABLE_BODIES``: the definition with arrays as its scalars)."""
     model = tree([0, 1, 0], ["free", "gimbal3", "spherical", "gimbal_slider"],
                  ["123", "321", "123", "212"], seed=0, embedded=True)  # fmt: skip
     rng = np.random.default_rng(2)
-    states = [random_state(model, rng) for _ in range(3 if batch else 1)]
-    q = np.array([s.q for s in states]) if batch else states[0].q
-    u = np.array([s.u for s in states]) if batch else states[0].u
+    batch = [random_state(model, rng) for _ in range(states)]
+    q = np.array([s.q for s in batch]) if states > 1 else batch[0].q
+    u = np.array([s.u for s in batch]) if states > 1 else batch[0].u
+    assert (states * model.nb > BIAS_TABLE_BODIES) == (states == 60)
     kin = kinematics_at(model, q, u)
     tm = kane_terms(model, kin)
     pa = kin.params

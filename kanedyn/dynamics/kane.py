@@ -103,13 +103,24 @@ class KaneTerms:
     @cached_property
     def bias(self) -> Array:
         """The free-body wrenches :func:`kanedyn.spatial.plucker.bias_force`, evaluated
-        for all bodies (and states) at once as its table of terms (:func:`bias_forms`)."""
+        for all bodies (and states) at once. Up to :data:`BIAS_TABLE_BODIES` bodies (summed
+        over the states) as its table of terms (:func:`bias_forms`: a few NumPy calls on
+        78 products per body); above, the definition itself runs with one array per
+        component as its scalars (about 100 NumPy calls, each over every body, and a
+        fifth of the table's arithmetic per body)."""
         I_O, V, pa = self.I_O, self.kin.V, self.params
+        h = mv(self.kin.R_N_B, pa.h_embedded) if pa.has_h else None
+        if V[..., 0].size > BIAS_TABLE_BODIES and V.dtype != object:
+            rows = np.moveaxis(I_O, (-2, -1), (0, 1))
+            comps = sp.bias_force(
+                [list(r) for r in rows],
+                list(np.moveaxis(V, -1, 0)),
+                None if h is None else list(np.moveaxis(h, -1, 0)),
+            )
+            return np.stack(comps, axis=-1)
         in_v, in_h = bias_forms()
         p = trilinear(I_O.reshape(I_O.shape[:-2] + (36,)), V, V, in_v)
-        if pa.has_h:
-            p = p + bilinear(V, mv(self.kin.R_N_B, pa.h_embedded), in_h)
-        return p
+        return p if h is None else p + bilinear(V, h, in_h)
 
     @cached_property
     def par(self) -> Partials:
@@ -150,6 +161,12 @@ def spatial_inertia(I_N: Array, m: Array, r: Array) -> Array:
     I_O[..., 3:, :3] = mrx.swapaxes(-1, -2)
     I_O[..., 3:, 3:] = m_ * _EYE
     return I_O
+
+
+#: above this many bodies in one call (bodies times states), :attr:`KaneTerms.bias`
+#: evaluates the definition with arrays as its scalars rather than its table of terms
+#: (the two meet near 200 bodies: ``python -m benchmarks.bias_crossover``)
+BIAS_TABLE_BODIES = 200
 
 
 @functools.cache

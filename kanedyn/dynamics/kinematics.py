@@ -44,7 +44,7 @@ from kanedyn.model.plan import (
     params_of,
     plan_of,
 )
-from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv
+from kanedyn.spatial.algebra import FORCE_CROSS, MOTION_CROSS, bilinear, cross, mv, take_last
 from kanedyn.spatial.arithmetic import NUMPY
 from kanedyn.spatial.modal import node_frame, node_subspace
 
@@ -203,7 +203,7 @@ def joint_rotations(model: Model, qpad: Array, upad: Array) -> tuple[Array, Arra
     if lay.gimbal.size:
         parts.append(_gimbal(model, qpad, upad))
     if pl.has_spherical:
-        parts.append(joints.spherical(qpad.take(lay.quat_q, axis=-1)))
+        parts.append(joints.spherical(take_last(qpad, lay.quat_q)))
     if pl.n_other:
         zeros = np.zeros(batch + (pl.n_other, 3, 3))
         parts.append((zeros + _EYE3, zeros, zeros, zeros[..., 0]))
@@ -227,7 +227,7 @@ def _gimbal(model: Model, qpad: Array, upad: Array) -> tuple[Array, Array, Array
     """All gimbal joints at once (:func:`kanedyn.joints.gimbal` on float arrays, with the
     axis constants of the model's plan)."""
     lay, pl = model.layout, plan_of(model)
-    theta, sigma = qpad.take(lay.gimbal_q, axis=-1), upad.take(lay.gimbal_u, axis=-1)
+    theta, sigma = take_last(qpad, lay.gimbal_q), take_last(upad, lay.gimbal_u)
     R, GammaT, Gamma_dot, Gds = joints.gimbal(NUMPY, pl.gimbal_axes, theta, sigma, pl.gimbal_dof)
     if GammaT.ndim < R.ndim:  # one-axis gimbals: Γ is constant, give it the batch axes
         GammaT, Gamma_dot = (np.broadcast_to(a, R.shape) for a in (GammaT, Gamma_dot))
@@ -297,9 +297,7 @@ def kinematics_at(
     J[..., :3, :3] = R_Gi_Go
     J[..., 3, 3] = 1.0
     if pl.has_slides:
-        J[..., :3, 3] = (qpad.take(model.layout.trn_q, axis=-1)[..., None, :] @ pl.Delta_T)[
-            ..., 0, :
-        ]
+        J[..., :3, 3] = (take_last(qpad, model.layout.trn_q)[..., None, :] @ pl.Delta_T)[..., 0, :]
 
     # T_Bi_Go = C_in J; a root's is taken relative to the origin (the first translating
     # root's joint point), so that every position below is formed relative to it
@@ -328,17 +326,17 @@ def kinematics_at(
     R_N_Gi = T_in[..., :3, :3] @ C_in[..., :3, :3]
     r_rel = (T_N_B @ pa.com_h)[..., :3, 0]
 
-    # motion subspace Φ: the joint's rows S (Go, :func:`kanedyn.joints.subspace`) as
+    # motion subspace Φ: the joint's rows S (Go, :func:`kanedyn.joints.subspace_rows`) as
     # motion vectors about the origin in N, (ω, v) -> (R_N_Go ω, R_N_Go v + o × R_N_Go ω),
     # block by block (S's rotational rows are (γ_j, 0), its slide rows (0, δ_c))
-    S = joints.subspace(GammaT, R_Gi_Go, model.layout.Delta)
+    rot_rows, slide_rows = joints.subspace_rows(GammaT, R_Gi_Go, model.layout.Delta, pl.has_slides)
     R_T = R_N_Go.swapaxes(-1, -2)
     Phi = np.zeros(batch + (nb, 6, 6))
-    Phi[..., :3, :3] = S[..., :3, :3] @ R_T  # rows h_j = R_N_Go γ_j
+    Phi[..., :3, :3] = rot_rows @ R_T  # rows h_j = R_N_Go γ_j
     Phi[..., :3, 3:] = cross(o_rel[..., None, :], Phi[..., :3, :3])
-    if pl.has_slides:
-        Phi[..., 3:, 3:] = S[..., 3:, 3:] @ R_T  # rows d_c = R_N_Go δ_c
-    z = upad.take(pl.slots_u, axis=-1)  # (..., nj, 6) = [σ | ṡ], zero in unused slots
+    if slide_rows is not None:
+        Phi[..., 3:, 3:] = slide_rows @ R_T  # rows d_c = R_N_Go δ_c
+    z = take_last(upad, pl.slots_u)  # (..., nj, 6) = [σ | ṡ], zero in unused slots
     V_rel = (z[..., None, :] @ Phi)[..., 0, :]
     nodes = None
     if frames:

@@ -38,6 +38,7 @@ __all__ = [
     "cross_terms",
     "mv",
     "skew",
+    "take_last",
     "trilinear",
 ]
 
@@ -135,17 +136,28 @@ def _scatter(
     return K, exact
 
 
+#: up to this many entries, :func:`take_last` gathers by ``ndarray.take`` (half the cost
+#: of ``x[..., idx]`` on one state); above, by indexing (``take`` along the last axis
+#: copies element by element, and costs more than indexing on batches of states)
+TAKE_LAST_SIZE = 300
+
+
+def take_last(x: Array, idx: NDArray[np.intp]) -> Array:
+    """``x[..., idx]``, the cheaper way for ``x``'s size (:data:`TAKE_LAST_SIZE`)."""
+    return x.take(idx, axis=-1) if x.size <= TAKE_LAST_SIZE else x[..., idx]
+
+
 def bilinear(x: Array, y: Array, form: Bilinear) -> Array:
     """``(x[..., I] * y[..., J]) @ K``: the bilinear map ``form`` over the last axis,
     broadcasting the leading axes (``x``, ``y`` NumPy arrays, of floats or objects)."""
-    prod = x.take(form.I, axis=-1) * y.take(form.J, axis=-1)  # (cheaper than x[..., I])
+    prod = take_last(x, form.I) * take_last(y, form.J)
     return prod @ (form.K_exact if prod.dtype == object else form.K)
 
 
 def trilinear(x: Array, y: Array, w: Array, form: Trilinear) -> Array:
     """``(x[..., I] * y[..., J] * w[..., L]) @ K``: the trilinear map ``form`` over the
     last axis, broadcasting the leading axes."""
-    prod = x.take(form.I, axis=-1) * y.take(form.J, axis=-1) * w.take(form.L, axis=-1)
+    prod = take_last(x, form.I) * take_last(y, form.J) * take_last(w, form.L)
     return prod @ (form.K_exact if prod.dtype == object else form.K)
 
 
