@@ -1,7 +1,8 @@
-"""Machine instructions per call of the dense engine's forward dynamics, counted by
-Valgrind (cachegrind), for trees side by side.
+"""Machine instructions per call of the dense engine's forward dynamics (or of the
+compiled model's generated Python, ``--engine python``), counted by Valgrind
+(cachegrind), for trees side by side.
 
-``python -m benchmarks.instructions [TREE_DIR ...]``
+``python -m benchmarks.instructions [TREE_DIR ...] [--engine python] [--only WORD ...]``
 
 Wall-clock times of one small state (a few hundred µs) move by 10–30 % between runs on a
 shared machine; the number of instructions executed does not. For each benchmark model of
@@ -66,15 +67,22 @@ def dispersed(model, B):  # as benchmarks.run.dispersed
 
 model = {model}
 state = {state}
+fd = {call}
 for _ in range(5 + {calls}):
-    kd.forward_dynamics(model, state)
+    fd(state)
 """
 
+#: how a child calls the forward dynamics, per engine
+CALLS = {
+    "dense": "lambda s: kd.forward_dynamics(model, s)",
+    "python": "kd.compile_model(model, backend='python').forward_dynamics",
+}
 
-def count(tree: Path, model: str, state: str, calls: int) -> int:
+
+def count(tree: Path, model: str, state: str, calls: int, engine: str = "dense") -> int:
     """Instructions of a child process in ``tree`` that makes ``5 + calls`` calls."""
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
-    code = CHILD.format(model=model, state=state, calls=calls)
+    code = CHILD.format(model=model, state=state, calls=calls, call=CALLS[engine])
     out = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", code],
@@ -86,8 +94,8 @@ def count(tree: Path, model: str, state: str, calls: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_call(tree: Path, model: str, state: str, calls: int) -> float:
-    return (count(tree, model, state, calls) - count(tree, model, state, 0)) / calls
+def per_call(tree: Path, model: str, state: str, calls: int, engine: str = "dense") -> float:
+    return (count(tree, model, state, calls, engine) - count(tree, model, state, 0, engine)) / calls
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=100,
         help="calls counted (default 100; 5 for the batches of 1000 states)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=sorted(CALLS),
+        default="dense",
+        help="the dense engine (default) or the compiled model's generated Python",
     )
     p.add_argument(
         "--only",
@@ -117,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and not any(w.lower() in label.lower() for w in args.only):
             continue
         calls = max(1, round(share * args.calls))
-        counts = [per_call(t, model, state, calls) for t in trees]
+        counts = [per_call(t, model, state, calls, args.engine) for t in trees]
         cells = [f"{c / 1e3:.0f}" for c in counts] + [f"{counts[0] / c:.2f}" for c in counts[1:]]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     return 0

@@ -126,9 +126,13 @@ def test_batch_threads_give_the_same_rows():
 
 
 # --------------------------------------------------------------------------- public call
-def test_forward_dynamics_takes_arrays_and_checks_them_once():
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_forward_dynamics_takes_arrays_and_checks_them_once(backend):
+    """The public one-state call of the native kernel and of the generated Python (each
+    with its one-state path) against the dense engine, and the errors it names."""
     model = kd.examples.chain(3, spatial=True)
-    cm = kd.compile_model(model)
+    cm = kd.compile_model(model, backend=backend)
+    assert cm.backend == backend
     state = draw_state(model, 3, 1.0)
     want = kd.forward_dynamics(model, state)
     np.testing.assert_allclose(cm.forward_dynamics(state), want, rtol=1e-12, atol=1e-12)
@@ -152,12 +156,14 @@ def test_forward_dynamics_takes_arrays_and_checks_them_once():
         cm.forward_dynamics("state")
 
 
-def test_one_state_fast_path_returns_fresh_arrays_and_defers_other_inputs():
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_one_state_fast_path_returns_fresh_arrays_and_defers_other_inputs(backend):
     """The one-state path writes into buffers of the compiled code: each call must return
     its own array, and inputs it does not take (other dtypes, a State of the wrong size)
     go to the general path, which converts or names the error."""
     model = kd.examples.chain(3, spatial=True)
-    cm = kd.compile_model(model)
+    cm = kd.compile_model(model, backend=backend)
+    assert cm._code.single is not None
     s1, s2 = draw_state(model, 3, 1.0), draw_state(model, 4, 1.0)
     a1 = cm.forward_dynamics(s1)
     a2 = cm.forward_dynamics(s2.q, s2.u)

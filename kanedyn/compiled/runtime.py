@@ -11,6 +11,7 @@ checking its inputs once per call: shapes in Python, finiteness in the kernel.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -285,6 +286,8 @@ class CompiledModel:
             if not nc.rhs_qu(state.q, state.u):
                 _raise_not_finite(np.concatenate((state.q, state.u)))
             return nc.out[:n].copy()
+        if isinstance(state, _Arrays):  # sizes checked above; finiteness by State's check
+            state = State(state.q, state.u)
         _check_state(model, state)
         acc = np.array(_evaluate(self.scalar_fn, *state.q.tolist(), *state.u.tolist())[:n])
         check_finite(acc)
@@ -409,6 +412,39 @@ def _single_state(
     return single
 
 
+def _single_python(code: _Code, nq: int, n: int) -> Callable[[Any, Any], Array | None]:
+    """``single(state, u)`` of the generated Python on floats (no native code), as
+    :func:`_single_state`: a :class:`~kanedyn.State` of the kernel's sizes, or ``q``,
+    ``u`` as float64 arrays of them, is evaluated without the general path's checks; a
+    non-finite input shows as a non-finite output (or a math domain error), and the error
+    then says which; None for anything else."""
+    shape_q, shape_u = (nq,), (n,)
+    f8, ndarray = np.dtype(np.float64), np.ndarray
+    isfinite = math.isfinite
+
+    def single(state: Any, u: Any) -> Array | None:
+        if u is None:
+            if type(state) is not State:
+                return None
+            q, u = state.q, state.u  # float64 arrays by construction
+            if q.shape != shape_q or u.shape != shape_u:
+                return None
+        else:
+            q = state
+            if (type(q) is not ndarray or type(u) is not ndarray or q.shape != shape_q
+                    or u.shape != shape_u or q.dtype is not f8 or u.dtype is not f8):  # fmt: skip
+                return None
+        try:
+            out = code.scalar(*q.tolist(), *u.tolist())[:n]
+        except (ZeroDivisionError, ValueError, OverflowError):
+            out = [math.nan]
+        if not all(map(isfinite, out)):
+            _raise_not_finite(np.concatenate((q, u)))
+        return np.array(out)
+
+    return single
+
+
 def _threads(B: int) -> int:
     """Threads for a batch of B single evaluations: one below 64 members."""
     return 1 if B < 64 else native_backend.default_threads()
@@ -479,6 +515,8 @@ class _Code:
                 self.tcc = code  # type: ignore[assignment]
             if not msd and params is None:
                 self.single = _single_state(code)
+        elif not msd and params is None:
+            self.single = _single_python(self, *state_sizes(model))
 
     @property
     def kernel(self) -> native_backend.NativeCode | tcc_backend.TccCode | None:
