@@ -371,7 +371,7 @@ def _raise_not_finite(x: Array) -> None:
 
 
 def _single_state(
-    nc: native_backend.NativeCode | tcc_backend.TccCode,
+    nc: native_backend.NativeCode | tcc_backend.TccCode | _PythonOneState,
 ) -> Callable[[Any, Any], Array | None]:
     """``single(state, u)``: Kane's ``ν̇`` (n,) for a :class:`~kanedyn.State`
     (``u`` None) or for ``q``, ``u`` given as float64 arrays of shapes (nq,), (n,);
@@ -412,37 +412,29 @@ def _single_state(
     return single
 
 
-def _single_python(code: _Code, nq: int, n: int) -> Callable[[Any, Any], Array | None]:
-    """``single(state, u)`` of the generated Python on floats (no native code), as
-    :func:`_single_state`: a :class:`~kanedyn.State` of the kernel's sizes, or ``q``,
-    ``u`` as float64 arrays of them, is evaluated without the general path's checks; a
-    non-finite input shows as a non-finite output (or a math domain error), and the error
-    then says which; None for anything else."""
-    shape_q, shape_u = (nq,), (n,)
-    f8, ndarray = np.dtype(np.float64), np.ndarray
-    isfinite = math.isfinite
+class _PythonOneState:
+    """The generated Python on floats (no native code) behind the native kernel's
+    one-state interface, for :func:`_single_state`: the input buffer ``_x`` (``[q | u]``),
+    the output buffer ``_out`` and ``_rhs_bound()``, which evaluates the generated Python
+    at ``_x`` and returns a nonzero status for a non-finite output (or a math domain
+    error, from a non-finite input or a zero pivot), as the kernel does."""
 
-    def single(state: Any, u: Any) -> Array | None:
-        if u is None:
-            if type(state) is not State:
-                return None
-            q, u = state.q, state.u  # float64 arrays by construction
-            if q.shape != shape_q or u.shape != shape_u:
-                return None
-        else:
-            q = state
-            if (type(q) is not ndarray or type(u) is not ndarray or q.shape != shape_q
-                    or u.shape != shape_u or q.dtype is not f8 or u.dtype is not f8):  # fmt: skip
-                return None
-        try:
-            out = code.scalar(*q.tolist(), *u.tolist())[:n]
-        except (ZeroDivisionError, ValueError, OverflowError):
-            out = [math.nan]
-        if not all(map(isfinite, out)):
-            _raise_not_finite(np.concatenate((q, u)))
-        return np.array(out)
+    def __init__(self, code: _Code, nq: int, n: int):
+        self.nq, self.n = nq, n
+        self._x, self._out = np.zeros(nq + n), np.zeros(n)
+        x, out, isfinite = self._x, self._out, math.isfinite
 
-    return single
+        def rhs_bound() -> int:
+            try:
+                values = code.scalar(*x.tolist())[:n]  # its arguments are q..., u...
+            except (ZeroDivisionError, ValueError, OverflowError):
+                return 1
+            if not all(map(isfinite, values)):
+                return 1
+            out[:] = values
+            return 0
+
+        self._rhs_bound = rhs_bound
 
 
 def _threads(B: int) -> int:
@@ -516,7 +508,7 @@ class _Code:
             if not msd and params is None:
                 self.single = _single_state(code)
         elif not msd and params is None:
-            self.single = _single_python(self, *state_sizes(model))
+            self.single = _single_state(_PythonOneState(self, *state_sizes(model)))
 
     @property
     def kernel(self) -> native_backend.NativeCode | tcc_backend.TccCode | None:
