@@ -16,19 +16,8 @@ import timeit
 
 import numpy as np
 
-from kanedyn.dynamics.kane import bias_forms
-from kanedyn.spatial import plucker as sp
-from kanedyn.spatial.algebra import trilinear
-
-
-def table(I_O: np.ndarray, V: np.ndarray) -> np.ndarray:
-    return trilinear(I_O.reshape(I_O.shape[:-2] + (36,)), V, V, bias_forms()[0])
-
-
-def scalars(I_O: np.ndarray, V: np.ndarray) -> np.ndarray:
-    rows = np.moveaxis(I_O, (-2, -1), (0, 1))
-    comps = sp.bias_force([list(r) for r in rows], list(np.moveaxis(V, -1, 0)))
-    return np.stack(comps, axis=-1)
+from kanedyn.dynamics.kane import bias_by_scalars as scalars
+from kanedyn.dynamics.kane import bias_by_table as table
 
 
 def least(fn, *args, repeat: int = 7) -> float:  # type: ignore[no-untyped-def]

@@ -247,7 +247,7 @@ class CompiledModel:
                     f"{q.shape} and {u.shape}"
                 )
             else:
-                state = _Arrays(q, u)
+                state = State(q, u)  # sizes checked here
         elif not isinstance(state, (State, States)):
             raise ModelError(f"expected a kanedyn State or States, got {type(state).__name__}")
         if isinstance(state, States) or self.batch is not None:
@@ -286,8 +286,6 @@ class CompiledModel:
             if not nc.rhs_qu(state.q, state.u):
                 _raise_not_finite(np.concatenate((state.q, state.u)))
             return nc.out[:n].copy()
-        if isinstance(state, _Arrays):  # sizes checked above; finiteness by State's check
-            state = State(state.q, state.u)
         _check_state(model, state)
         acc = np.array(_evaluate(self.scalar_fn, *state.q.tolist(), *state.u.tolist())[:n])
         check_finite(acc)
@@ -353,14 +351,6 @@ def _check_batch(model: Model, q: Array, u: Array) -> None:
         raise ModelError(
             f"States: expected q (B, {nq}) and u (B, {n}), got {q.shape} and {u.shape}"
         )
-
-
-@attrs.frozen(eq=False)
-class _Arrays:
-    """Plain arrays ``q``, ``u`` of the right shapes, checked by the kernel."""
-
-    q: Array
-    u: Array
 
 
 def _raise_not_finite(x: Array) -> None:

@@ -111,16 +111,8 @@ class KaneTerms:
         I_O, V, pa = self.I_O, self.kin.V, self.params
         h = mv(self.kin.R_N_B, pa.h_embedded) if pa.has_h else None
         if V[..., 0].size > BIAS_TABLE_BODIES and V.dtype != object:
-            rows = np.moveaxis(I_O, (-2, -1), (0, 1))
-            comps = sp.bias_force(
-                [list(r) for r in rows],
-                list(np.moveaxis(V, -1, 0)),
-                None if h is None else list(np.moveaxis(h, -1, 0)),
-            )
-            return np.stack(comps, axis=-1)
-        in_v, in_h = bias_forms()
-        p = trilinear(I_O.reshape(I_O.shape[:-2] + (36,)), V, V, in_v)
-        return p if h is None else p + bilinear(V, h, in_h)
+            return bias_by_scalars(I_O, V, h)
+        return bias_by_table(I_O, V, h)
 
     @cached_property
     def par(self) -> Partials:
@@ -184,6 +176,27 @@ def bias_forms() -> tuple[Trilinear, Bilinear]:
         return sp.bias_force([[0.0] * 6] * 6, v, h)
 
     return Trilinear.of_quadratic(in_v, 36, 6, 6), Bilinear.of_function(in_h, 6, 3, 6)
+
+
+def bias_by_table(I_O: Array, V: Array, h: Array | None = None) -> Array:
+    """:func:`kanedyn.spatial.plucker.bias_force` for every body by its table of terms
+    (:func:`bias_forms`): ``I_O`` (..., 6, 6), ``V`` (..., 6), ``h`` (..., 3) or None."""
+    in_v, in_h = bias_forms()
+    p = trilinear(I_O.reshape(I_O.shape[:-2] + (36,)), V, V, in_v)
+    return p if h is None else p + bilinear(V, h, in_h)
+
+
+def bias_by_scalars(I_O: Array, V: Array, h: Array | None = None) -> Array:
+    """:func:`kanedyn.spatial.plucker.bias_force` itself, with one float array per
+    component (over every body and state) as its scalars; arguments as
+    :func:`bias_by_table`."""
+    rows = np.moveaxis(I_O, (-2, -1), (0, 1))
+    comps = sp.bias_force(
+        [list(r) for r in rows],
+        list(np.moveaxis(V, -1, 0)),
+        None if h is None else list(np.moveaxis(h, -1, 0)),
+    )
+    return np.stack(comps, axis=-1)
 
 
 def kane_terms(model: Model, kin: Kinematics) -> KaneTerms:
