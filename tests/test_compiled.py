@@ -147,6 +147,13 @@ def test_msd_compiled_model_has_no_forward_dynamics():
         compile_model(model, formulation="lagrange")
 
 
+def test_compile_model_names_what_it_was_given_instead_of_a_model():
+    case = kd.examples.wheel_slew()  # a case holding a model, not a model
+    with pytest.raises(ModelError, match="expected a kanedyn Model or ModelBatch, got SlewCase"):
+        compile_model(case)
+    assert compile_model(case.model).model is case.model
+
+
 @COMPILED
 @given(model=compilable_trees(), seed=SEEDS, speed=SPEEDS)
 def test_compiled_equals_dense_on_random_trees(model, seed, speed):

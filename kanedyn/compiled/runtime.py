@@ -719,8 +719,8 @@ def compile_model(
     Raises
     ------
     ModelError
-        When the model cannot be compiled (:func:`supports` gives the reason), or for an
-        unknown formulation.
+        When ``model`` is not a Model or ModelBatch, when it cannot be compiled
+        (:func:`supports` gives the reason), or for an unknown formulation.
 
     Notes
     -----
@@ -729,6 +729,10 @@ def compile_model(
     """
     from kanedyn.dynamics.msd import momentum_roots
 
+    if not isinstance(model, (Model, ModelBatch)):
+        raise ModelError(
+            f"compile_model: expected a kanedyn Model or ModelBatch, got {type(model).__name__}"
+        )
     form = Formulation.parse(formulation)
     if backend not in ("auto", "native", "tcc", "python"):
         raise ModelError(

@@ -563,12 +563,15 @@ class Recursion:
     def modal_bodies(self, geo: list[BodyTerms], eta: Sequence[Scalar]) -> list[ModalBody]:
         """The flexible bodies (:class:`ModalBody`) at the modal coordinates ``eta``
         (``Model.nf``, in body order), with the gravity of the model in body axes."""
+        slices = self.model.modal_slices()
+        if not slices:
+            return []
         R_N: list[Mat] = []  # R_N_Go per joint
         for b in geo:
             R_N.append(b.E if b.parent < 0 else sp.mm(R_N[b.parent], b.E))
         g_N = self.par("gravity")
         out = []
-        for k, sl in self.model.modal_slices():
+        for k, sl in slices:
             md = self.modal_data(k)
             e = np.array(list(eta[sl]), dtype=object)
             R_k, o_k = self.body_frame(k)  # at an outer node, the node frame's
