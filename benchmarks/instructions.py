@@ -3,6 +3,7 @@ compiled model's generated Python, ``--engine python``), counted by Valgrind
 (cachegrind), for trees side by side.
 
 ``python -m benchmarks.instructions [TREE_DIR ...] [--engine python] [--only WORD ...]``
+``python -m benchmarks.instructions [TREE_DIR ...] --runs``
 
 Wall-clock times of one small state (a few hundred µs) move by 10–30 % between runs on a
 shared machine; the number of instructions executed does not. For each benchmark model of
@@ -13,6 +14,14 @@ of an older commit), it runs ``kd.forward_dynamics`` at the benchmark's random s
 (or its 1000 states) and ``N`` times under ``valgrind --tool=cachegrind`` and prints the difference over
 ``N``: the instructions of one call, Python's start-up and imports left out. Needs
 ``valgrind`` on PATH (Debian: ``apt-get install valgrind``).
+
+``--runs`` counts instead the long Explorer-1 runs of ``--quick`` on the native engine
+(:func:`benchmarks.run.explorer_run`: 200 s at dt = 0.1, RK4, Kane and MSD, a new model
+each run, its tracing and compile included) per run. The child first makes one such run
+(which fills the object cache, as the benchmark's runs find it), then freezes the
+objects alive (``gc.freeze``): a full collection of the imports' objects falls inside the
+counted runs or not depending on the allocations before them, and would move the count
+by more than the difference between trees.
 """
 
 from __future__ import annotations
@@ -72,6 +81,34 @@ for _ in range(5 + {calls}):
     fd(state)
 """
 
+#: label: formulation of the long Explorer-1 run (``--runs``)
+RUNS = {
+    "Explorer-1, 200 s, kane, native": "kane",
+    "Explorer-1, 200 s, msd, native": "msd",
+}
+
+RUN_CHILD = """
+import gc
+import numpy as np
+import kanedyn as kd
+
+def run():  # as benchmarks.run.explorer_run
+    model = kd.examples.explorer1()
+    state = kd.examples.explorer1_state(model)
+    kd.simulate(model, state, 200.0, 0.1, progress=False, output_every=10.0,
+                engine="compiled", formulation="{form}")
+
+pendulum = kd.Model([kd.Body("bob", 1.0, np.eye(3), com=(0.0, -1.0, 0.0))],
+                    [kd.Joint.revolute("pivot", None, "bob", axis=3)], gravity=(0.0, -9.81, 0.0))
+kd.simulate(pendulum, kd.State([0.1], [0.0]), 0.2, 0.1, progress=False, engine="compiled",
+            formulation="{form}")
+run()
+gc.collect()
+gc.freeze()
+for _ in range({calls}):
+    run()
+"""
+
 #: how a child calls the forward dynamics, per engine
 CALLS = {
     "dense": "lambda s: kd.forward_dynamics(model, s)",
@@ -80,9 +117,13 @@ CALLS = {
 
 
 def count(tree: Path, model: str, state: str, calls: int, engine: str = "dense") -> int:
-    """Instructions of a child process in ``tree`` that makes ``5 + calls`` calls."""
+    """Instructions of a child process in ``tree`` that makes ``5 + calls`` calls (with
+    ``engine="run"``: ``model`` the formulation, 1 + ``calls`` long runs)."""
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
-    code = CHILD.format(model=model, state=state, calls=calls, call=CALLS[engine])
+    if engine == "run":
+        code = RUN_CHILD.format(form=model, calls=calls)
+    else:
+        code = CHILD.format(model=model, state=state, calls=calls, call=CALLS[engine])
     out = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", code],
@@ -119,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="only the models whose label contains one of these words",
     )
+    p.add_argument(
+        "--runs",
+        action="store_true",
+        help="the long native Explorer-1 runs of --quick, compile included, per run",
+    )
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("benchmarks.instructions needs valgrind (apt-get install valgrind)")
@@ -127,11 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     head += [f"{trees[0].name} / {t.name}" for t in trees[1:]]
     print("| " + " | ".join(head) + " |")
     print("|---" + "|---:" * (len(head) - 1) + "|")
-    for label, (model, state, share) in MODELS.items():
+    if args.runs:  # 3 runs counted, each against none
+        rows = [(label, form, "", 3, "run") for label, form in RUNS.items()]
+    else:
+        rows = [(label, model, state, max(1, round(share * args.calls)), args.engine)
+                for label, (model, state, share) in MODELS.items()]  # fmt: skip
+    for label, model, state, calls, engine in rows:
         if args.only and not any(w.lower() in label.lower() for w in args.only):
             continue
-        calls = max(1, round(share * args.calls))
-        counts = [per_call(t, model, state, calls, args.engine) for t in trees]
+        counts = [per_call(t, model, state, calls, engine) for t in trees]
         cells = [f"{c / 1e3:.0f}" for c in counts] + [f"{counts[0] / c:.2f}" for c in counts[1:]]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     return 0

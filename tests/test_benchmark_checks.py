@@ -69,6 +69,7 @@ def test_the_check_fails_on_a_different_model():
     assert relative_error(model, make(other)) > 1e-3
 
 
+@pytest.mark.slow
 def test_suite_runs_without_peers(monkeypatch, tmp_path, capsys):
     """A missing peer is reported and skipped; the suite still produces its results."""
     from benchmarks import run

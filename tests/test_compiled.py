@@ -28,7 +28,7 @@ from kanedyn.model.plan import params_of
 from tests.strategies import SETTINGS, random_inertia, random_loads, random_state, tree, trees
 
 SEEDS = st.integers(0, 2**32 - 1)
-COMPILED = settings(SETTINGS, max_examples=40)
+COMPILED = settings(SETTINGS, max_examples=20)
 
 
 # --------------------------------------------------------------------------- helpers

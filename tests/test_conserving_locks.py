@@ -175,6 +175,7 @@ def test_falling_slider_is_held_at_the_stop():
     assert crossing.t == pytest.approx(tr.t[on[0]])
 
 
+@pytest.mark.slow
 def test_stop_releases_when_the_spring_pulls_back():
     """No gravity, a spring k = 4 N/m about 0, thrown down at 1 m/s onto the stop at
     -0.2 m: held plastically, released at once (the spring pulls the block back), and

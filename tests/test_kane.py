@@ -16,7 +16,7 @@ import weakref
 import attrs
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kanedyn as kd
@@ -119,7 +119,7 @@ def _slider2_hinge():
     ("key", "make"),
     [
         ("double_pendulum", kd.examples.double_pendulum),
-        ("two_spherical", _two_spherical),
+        pytest.param("two_spherical", _two_spherical, marks=pytest.mark.slow),
         ("slider2_hinge", _slider2_hinge),
         ("hub_with_panels", kd.examples.hub_with_panels),
     ],
@@ -283,7 +283,7 @@ def _momentum_rate_fd(model, state, loads, h=2e-3, substeps=20):
     return traj.state(2), _fd5([p for p, _ in PH], h), _fd5([H for _, H in PH], h)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=10)
 @given(model=trees(roots=("free",), gravity=False), seed=SEEDS)
 def test_momentum_rate_equals_external_wrench(model, seed):
     """dP/dt = ΣF and dH/dt = Σ T + (x - c) × F about the system mass centre c, on free

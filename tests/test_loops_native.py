@@ -343,6 +343,7 @@ def n_four_bar_near_singular():
     return model, kd.State(pre.q[-1], pre.u[-1]), t_star - t0, pendulum
 
 
+@pytest.mark.slow
 def test_native_accelerations_match_the_dense_engine_at_the_singular_configuration(
     n_four_bar_near_singular,
 ):

@@ -133,6 +133,7 @@ def test_a02_reference_is_the_one_dof_closed_form_for_n_40():
         assert (err < 1e-5) if close else (err > A02_HIGH_PRECISION)
 
 
+@pytest.mark.slow
 def test_a02_first_second_matches_the_published_solution():
     """The first 1.2 s (through the first singular, horizontal configuration near
     0.72 s and down to B0's lowest point): every published output within the high

@@ -14,7 +14,7 @@ import importlib
 import attrs
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kanedyn as kd
@@ -79,7 +79,7 @@ def remainder_errors(model, state, loads=None, h=2e-3, substeps=20):
     return e_w / scale, e_a / scale
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=10)
 @given(model=trees(), seed=SEEDS)
 def test_remainder_accelerations_match_finite_differences(model, seed):
     rng = np.random.default_rng(seed)

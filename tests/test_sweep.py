@@ -120,7 +120,7 @@ def test_residual_route_equals_forward_mode_on_the_aba(seed, model):
 @pytest.mark.parametrize(
     "model",
     [
-        pytest.param(kd.examples.chain(50), id="planar"),
+        pytest.param(kd.examples.chain(50), id="planar", marks=pytest.mark.slow),
         pytest.param(revolute_chain(50, 50), id="random", marks=pytest.mark.slow),
     ],
 )

@@ -277,7 +277,8 @@ def test_random_trees_match_numeric(seed):
 @pytest.mark.parametrize(
     "model",
     [kd.examples.chain(3), kd.examples.chain(2, spatial=True), kd.examples.hub_with_panels()]
-    + [slider_hinge(), spherical_chain(2, damping=1.0), gimbal3("231")],
+    + [slider_hinge(), spherical_chain(2, damping=1.0)]
+    + [pytest.param(gimbal3("231"), marks=pytest.mark.slow)],
     ids=["planar3", "spatial2", "hub", "slider", "spherical2", "gimbal231"],
 )
 def test_explicit_partials_and_forces_match_numeric(model):
