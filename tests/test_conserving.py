@@ -277,6 +277,32 @@ def test_energy_over_1e4_steps_at_ten_times_the_rk4_step():
     assert np.max(r.constraint_residual) < 1e-10
 
 
+@pytest.mark.parametrize("flexible", [False, True])
+def test_momentum_readout_is_galilean_invariant_far_from_the_origin(flexible):
+    """``H`` about the system mass centre does not change when every body is moved
+    1.5 km and given 560 m/s more (a Galilean change of frame), to 1e-13 of itself:
+    the readout takes the bodies' velocities relative to the mass centre's, so the
+    round-off of positions far from N's origin (an ulp of 1.5 km) is not multiplied
+    by the drift. Read with the absolute velocities, it moved by 3e-10; with the
+    flexible bodies' displaced mass left out of that correction, by 0.35."""
+    if flexible:
+        case = kd.examples.flexible_spacecraft()
+        m = case.model
+        q, u = case.state.q.copy(), case.state.u.copy()
+        q[m.nq :], u[m.n :] = [0.02, -0.01, 0.015, 0.005], [0.1, -0.05, 0.02, 0.03]
+        s = kd.State(q, u)
+    else:
+        m = kd.examples.hub_with_panels()
+        s = m.set_joint(m.initial_state(), "hinge_left", angles=(0.3,), rates=(0.1,))
+    s = m.set_joint(s, "root", rates=(0.05, 0.2, 0.1), displacement_rates=(0.2, -0.1, 0.3))
+    far = m.set_joint(s, "root", displacements=(1234.5, -987.6, 1500.25),
+                      displacement_rates=(300.2, -250.1, 400.3))  # fmt: skip
+    red = redundant(m)
+    _, H_near = red.momentum(*to_redundant(red, s))
+    _, H_far = red.momentum(*to_redundant(red, far))
+    assert np.abs(H_far - H_near).max() < 1e-13 * np.abs(H_near).max()
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("error::scipy.linalg.LinAlgWarning")
 @pytest.mark.parametrize("case", ["explorer", "panels"])
@@ -290,10 +316,10 @@ def test_free_floating_spatial_tree_over_1e4_steps(case):
     The scheme conserves P and H exactly; in floating point the hub with panels, which
     drifts 1.2 km from N's origin over the run, has its positions rounded to about 2e-13 m
     at every step, and ``H``'s error walks at random as they grow. Over the 10⁴ steps, runs
-    from ten hinge angles from 0.28 to 0.32 rad end between 3.6e-13 and 1.35e-12 (on
-    ``39eff4b``, before the one recursion: 5.0e-13 to 7.8e-13), also with ``H`` read out
-    about body 0's mass centre rather than N's origin, so it is the state's round-off, not
-    the readout's: ``H`` is held to 1e-11. Taking the constraints' gradient at
+    from ten hinge angles from 0.28 to 0.32 rad end between 2.3e-13 and 1.22e-12 (on
+    ``39eff4b``, before the one recursion: 5.0e-13 to 7.8e-13). The readout is Galilean
+    invariant to 1e-13 (the test above), so it is the state's round-off, not the
+    readout's: ``H`` is held to 1e-11. Taking the constraints' gradient at
     ``x_{n+1}`` instead of their discrete gradient moves ``H`` by 0.9 of itself over the
     same run."""
     if case == "explorer":

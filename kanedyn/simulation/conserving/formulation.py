@@ -182,10 +182,15 @@ class Redundant:
         mass = params_of(self.model).mass
         phi = np.array([b.pos(x) for b in self.bodies])
         phid = np.array([b.pos.L @ v for b in self.bodies])
-        c = (mass @ phi + flexible.first_moment(self.flex, x)) / mass.sum()
+        F = flexible.first_moment(self.flex, x)
+        c = (mass @ phi + F) / mass.sum()
         P_f, H = flexible.momentum(self.flex, x, v, c)
         P = mass @ phid + P_f
-        H = H + np.sum(cross(phi - c, mass[:, None] * phid), axis=0)
+        # Σ m (φ - c) = -F exactly, so Σ (φ - c) × m φ̇ = Σ (φ - c) × m (φ̇ - V) - F × V for
+        # any V. With V = P/M, the round-off of φ - c (an ulp of |φ|, for a system far
+        # from N's origin) multiplies the velocities relative to V, not V itself.
+        V = P / mass.sum()
+        H = H + np.sum(cross(phi - c, mass[:, None] * (phid - V)), axis=0) - cross(F, V)
         for i in range(self.nb):
             D, Dd = self.D(x, i), self.D_rate(v, i)
             H += cross(D.T, (Dd @ self.E[i]).T).sum(axis=0)
