@@ -32,6 +32,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ONE = "models.random_state(model, np.random.default_rng(1))"
@@ -116,14 +118,9 @@ CALLS = {
 }
 
 
-def count(tree: Path, model: str, state: str, calls: int, engine: str = "dense") -> int:
-    """Instructions of a child process in ``tree`` that makes ``5 + calls`` calls (with
-    ``engine="run"``: ``model`` the formulation, 1 + ``calls`` long runs)."""
+def count(tree: Path, code: str) -> int:
+    """Instructions of a child process in ``tree`` that runs ``code``."""
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
-    if engine == "run":
-        code = RUN_CHILD.format(form=model, calls=calls)
-    else:
-        code = CHILD.format(model=model, state=state, calls=calls, call=CALLS[engine])
     out = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", code],
@@ -135,8 +132,9 @@ def count(tree: Path, model: str, state: str, calls: int, engine: str = "dense")
     return int(found.group(1).replace(",", ""))
 
 
-def per_call(tree: Path, model: str, state: str, calls: int, engine: str = "dense") -> float:
-    return (count(tree, model, state, calls, engine) - count(tree, model, state, 0, engine)) / calls
+def per_call(tree: Path, child: Callable[..., str], calls: int) -> float:
+    """Instructions of one call: the child ``child(calls=calls)`` against ``calls=0``."""
+    return (count(tree, child(calls=calls)) - count(tree, child(calls=0))) / calls
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,15 +171,18 @@ def main(argv: list[str] | None = None) -> int:
     head += [f"{trees[0].name} / {t.name}" for t in trees[1:]]
     print("| " + " | ".join(head) + " |")
     print("|---" + "|---:" * (len(head) - 1) + "|")
-    if args.runs:  # 3 runs counted, each against none
-        rows = [(label, form, "", 3, "run") for label, form in RUNS.items()]
+    rows: list[tuple[str, Callable[..., str], int]]
+    if args.runs:  # 3 runs counted
+        rows = [(label, partial(RUN_CHILD.format, form=form), 3) for label, form in RUNS.items()]
     else:
-        rows = [(label, model, state, max(1, round(share * args.calls)), args.engine)
+        call = CALLS[args.engine]
+        rows = [(label, partial(CHILD.format, model=model, state=state, call=call),
+                 max(1, round(share * args.calls)))
                 for label, (model, state, share) in MODELS.items()]  # fmt: skip
-    for label, model, state, calls, engine in rows:
+    for label, child, calls in rows:
         if args.only and not any(w.lower() in label.lower() for w in args.only):
             continue
-        counts = [per_call(t, model, state, calls, engine) for t in trees]
+        counts = [per_call(t, child, calls) for t in trees]
         cells = [f"{c / 1e3:.0f}" for c in counts] + [f"{counts[0] / c:.2f}" for c in counts[1:]]
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     return 0
