@@ -12,6 +12,7 @@ linear and angular momentum are conserved to the Newton tolerance.
 * :mod:`.formulation`: a kd.Model in director coordinates, and the maps to and from
   joint coordinates;
 * :mod:`.step`: the time step (Newton on the full system with multipliers) and the run;
+* :mod:`.origin`: a drifting free system's state held near the origin that follows it;
 * :mod:`.spherical`: springs and dampers of spherical joints (discrete gradient in the
   joint's invariants);
 * :mod:`.flexible`: flexible bodies (modal vectors as coordinates) and the frames of

@@ -76,6 +76,7 @@ from kanedyn.simulation.conserving.formulation import (
 )
 from kanedyn.simulation.conserving.geared import with_rotor_bodies
 from kanedyn.simulation.conserving.locks import LockedScheme
+from kanedyn.simulation.conserving.origin import origin_of
 from kanedyn.simulation.conserving.trajectory import ConservingTrajectory
 from kanedyn.simulation.control import Sampler
 from kanedyn.simulation.events import locked_at, n_due
@@ -786,17 +787,23 @@ def run(
         q1 = _unit_quaternions(model, q1)
         return to_redundant(red, State(q1, np.zeros(model.n_total)))[0]
 
+    # a free system drifting from N's origin: its state held relative to a moving origin
+    # (.origin), the absolute state formed for the outputs, the controller and the loads
+    origin = None if servo is not None or events or stops is not None else origin_of(red, x)
+    absolute = (lambda z: z) if origin is None else origin.absolute
+
     f: Callable[[Array], Array] | None
     ts, xs, vs, dis, its, eff, wk = [0.0], [x], [v], [0.0], [], [], [0.0]
+    PH = [red.momentum(x, v)]
     dissipated = work = 0.0
     for _, t, h, t_next, output in schedule:
         qu = None  # the joint coordinates of (x, v), computed once per step
         if sampler.due(t):
-            qu = to_joint_coordinates(red, x, v)
+            qu = to_joint_coordinates(red, absolute(x), v)
             held = list(controller.law(t, model, State(*qu)))
             sampler.advance(t)
         if callable(loads):
-            q, u = to_joint_coordinates(red, x, v) if qu is None else qu
+            q, u = to_joint_coordinates(red, absolute(x), v) if qu is None else qu
             st = State(q, u)
             recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q[: model.nq], u[: model.n]))
             f = generalized_loads(red, [*(recs or ()), *held])
@@ -817,6 +824,8 @@ def run(
         res = parts[-1][2]
         v_mid = np.sum([p.dx for _, _, p in parts], axis=0) / h
         x, v, lam = res.x, res.v, res.lam
+        if origin is not None:
+            x = origin.follow(x)
         its.append(sum(p.iterations for _, _, p in parts))
         if servo is not None:
             eff.append(lam[red.nc : red.nc + servo.n].copy())
@@ -838,12 +847,12 @@ def run(
             locks = scheme.rows
         if output:
             ts.append(t_next)
-            xs.append(x)
+            xs.append(absolute(x))
             vs.append(v)
+            PH.append(red.momentum(x, v))  # about the mass centre: the relative state's
             dis.append(dissipated)
             wk.append(work)
     X, V = np.array(xs), np.array(vs)
-    PH = [red.momentum(a, b) for a, b in zip(X, V, strict=True)]
     return Run(
         t=np.array(ts),
         x=X,
