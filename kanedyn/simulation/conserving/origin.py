@@ -4,7 +4,7 @@ A spacecraft that translates at 0.4 m/s is 1.5 km from N's origin after an hour.
 mass-centre positions ``φ`` are then rounded to an ulp of 1.5 km (2.3e-13 m) at every
 step, independently per body: the next step's Newton iteration takes the misfit out of
 the constraints, and ``v_{n+1} = 2Δx/h - v_n`` turns it into a velocity error of order
-``2 ulp/h``. ``P`` and ``H`` then walk at random, by 1e-12 of themselves over 10⁴ steps.
+``2 ulp/h``. ``P`` and ``H`` then walk at random, by up to 1e-12 of themselves over 10⁴ steps.
 
 When nothing in the step depends on where the system is (no joint to N, no central
 field, no servo, loads and springs that are functions of the relative configuration),
