@@ -689,3 +689,45 @@ def test_polynomial_dampers_dissipate_what_the_energy_loses():
     E = em.run.energy
     assert np.all(np.diff(E) < 0.0)
     np.testing.assert_allclose(E[0] - E, em.run.dissipated, rtol=0, atol=1e-11 * abs(E[0]))
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "failed step"])
+def test_a_stopped_run_keeps_its_outputs(stop):
+    """Ctrl-C during a run (raised here by a callable load, at the step from t = 1 s)
+    and a step that fails at every halving (a body-axis torque of 10⁹ N m from t = 1 s)
+    end the run with the outputs so far: the same outputs, to t = 1 s, as the run that
+    stops at 1 s (to round-off: the two runs' schedules differ), in a trajectory whose
+    status says why."""
+    m = mixed_tree()
+    s = mixed_state(m)
+
+    def loads(t, model, state, kin):
+        if t < 1.0:
+            return []
+        if stop == "ctrl-c":
+            raise KeyboardInterrupt
+        return [kd.Torque("b", (1e9, 2e9, 0.0), frame="body")]
+
+    ref = kd.simulate(m, s, 1.0, 0.05, method="energy-momentum", loads=lambda *a: [])
+    expected = kd.SimulationInterrupted if stop == "ctrl-c" else kd.SimulationError
+    with pytest.raises(expected, match=r"t = 1\b|t = 1\.00") as info:
+        kd.simulate(m, s, 3.0, 0.05, method="energy-momentum", loads=loads)
+    tr = info.value.trajectory
+    assert tr.status == ("interrupted" if stop == "ctrl-c" else "diverged")
+    assert tr.t[-1] == 1.0 and tr.t.size == ref.t.size == 21
+    np.testing.assert_allclose(tr.q, ref.q, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(tr.u, ref.u, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(tr.run.angular_momentum, ref.run.angular_momentum, atol=1e-14)
+    assert tr.formulation == "directors" and tr.engine == "dense"
+
+
+def test_the_compiled_engine_is_refused_by_name():
+    """The scheme runs on NumPy: ``engine="compiled"`` is refused with the reason, not
+    ignored; ``"auto"`` and ``"dense"`` run it."""
+    m = mixed_tree()
+    s = mixed_state(m)
+    with pytest.raises(kd.ModelError, match="energy-momentum.*engine='compiled' does not apply"):
+        kd.simulate(m, s, 0.1, 0.05, method="energy-momentum", engine="compiled")
+    for engine in ("auto", "dense"):
+        tr = kd.simulate(m, s, 0.1, 0.05, method="energy-momentum", engine=engine)
+        assert tr.engine == "dense" and tr.status == "completed"

@@ -62,7 +62,7 @@ from kanedyn.dynamics.loads import Force, JointLoad, LoadsLike, Torque
 from kanedyn.dynamics.partials import partials
 from kanedyn.dynamics.rotors import has_rotors
 from kanedyn.dynamics.steppers import Schedule
-from kanedyn.errors import ModelError, SimulationError
+from kanedyn.errors import ModelError, SimulationError, SimulationInterrupted
 from kanedyn.model import Model, State
 from kanedyn.model.plan import params_of
 from kanedyn.simulation.conserving.formulation import (
@@ -175,6 +175,16 @@ def generalized_loads(red: Redundant, records: Any) -> Callable[[Array], Array]:
 
 class NewtonFailure(SimulationError):
     """Newton's method failed on one step (the run then halves that step)."""
+
+
+class RunStopped(Exception):
+    """A run stopped before ``t_final``: ``run`` the :class:`Run` of the outputs so far,
+    ``cause`` the KeyboardInterrupt (Ctrl-C) or SimulationError (a step that failed at
+    every halving) that stopped it."""
+
+    def __init__(self, run: Run, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.run, self.cause = run, cause
 
 
 def balance(
@@ -796,64 +806,74 @@ def run(
     ts, xs, vs, dis, its, eff, wk = [0.0], [x], [v], [0.0], [], [], [0.0]
     PH = [red.momentum(x, v)]
     dissipated = work = 0.0
-    for _, t, h, t_next, output in schedule:
-        qu = None  # the joint coordinates of (x, v), computed once per step
-        if sampler.due(t):
-            qu = to_joint_coordinates(red, absolute(x), v)
-            held = list(controller.law(t, model, State(*qu)))
-            sampler.advance(t)
-        if callable(loads):
-            q, u = to_joint_coordinates(red, absolute(x), v) if qu is None else qu
-            st = State(q, u)
-            recs = loads(t + 0.5 * h, model, st, kinematics_at(model, q[: model.nq], u[: model.n]))
-            f = generalized_loads(red, [*(recs or ()), *held])
-        elif held:
-            f = generalized_loads(red, [*(loads or ()), *held])  # type: ignore[misc]
-        else:
-            f = f_static
-        parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
-        for x_start, hh, part in parts:
-            rate = part.dx / hh  # the dampers' work: Δa · f(Δa/h)
-            dissipated += float(part.dx @ joints.damper_force(red.damping, red.damping_poly, rate))
-            if red.spherical is not None:
-                dissipated += red.spherical.force(x_start, part.x, hh)[1]
-            if red.modal_damping is not None:  # the modal damping's Δηᵀ C_Ψ Δη / h
-                dissipated += float(part.dx @ red.modal_damping @ rate)
-            if f is not None:
-                work += float(f(x_start + 0.5 * part.dx) @ part.dx)
-        res = parts[-1][2]
-        v_mid = np.sum([p.dx for _, _, p in parts], axis=0) / h
-        x, v, lam = res.x, res.v, res.lam
-        if origin is not None:
-            x = origin.follow(x)
-        its.append(sum(p.iterations for _, _, p in parts))
-        if servo is not None:
-            eff.append(lam[red.nc : red.nc + servo.n].copy())
-        if scheme.locked.size or stops is not None or applied < len(events):
-            scheme.multipliers(lam, red.nc + (0 if servo is None else servo.n))
-            changed = False
-            if stops is not None:  # after the step, as the RK4 runs (Stops.after_step)
-                xq = np.concatenate(to_joint_coordinates(red, x, v))
-                if stops.after_step(scheme, t_next, xq) is not xq:
-                    x, v, changed = scheme.x, scheme.v, True
-            due = n_due(events, t_next)
-            if due != applied:
-                applied = due
-                held_by_stops = () if stops is None else stops.speeds()
-                v = scheme.relock(x, v, np.union1d(locked_at(events, applied), held_by_stops))
-                changed = True
-            if changed:
-                lam = v_mid = None  # new multipliers; the predictor's rates are stale
-            locks = scheme.rows
-        if output:
-            ts.append(t_next)
-            xs.append(absolute(x))
-            vs.append(v)
-            PH.append(red.momentum(x, v))  # about the mass centre: the relative state's
-            dis.append(dissipated)
-            wk.append(work)
+    stopped: BaseException | None = None
+    try:
+        for _, t, h, t_next, output in schedule:
+            qu = None  # the joint coordinates of (x, v), computed once per step
+            if sampler.due(t):
+                qu = to_joint_coordinates(red, absolute(x), v)
+                held = list(controller.law(t, model, State(*qu)))
+                sampler.advance(t)
+            if callable(loads):
+                q, u = to_joint_coordinates(red, absolute(x), v) if qu is None else qu
+                st = State(q, u)
+                recs = loads(
+                    t + 0.5 * h, model, st, kinematics_at(model, q[: model.nq], u[: model.n])
+                )
+                f = generalized_loads(red, [*(recs or ()), *held])
+            elif held:
+                f = generalized_loads(red, [*(loads or ()), *held])  # type: ignore[misc]
+            else:
+                f = f_static
+            parts = advance(x, v, lam, t, h, f, predict(x, v_mid, h), v_mid, 0)
+            for x_start, hh, part in parts:
+                rate = part.dx / hh  # the dampers' work: Δa · f(Δa/h)
+                dissipated += float(
+                    part.dx @ joints.damper_force(red.damping, red.damping_poly, rate)
+                )
+                if red.spherical is not None:
+                    dissipated += red.spherical.force(x_start, part.x, hh)[1]
+                if red.modal_damping is not None:  # the modal damping's Δηᵀ C_Ψ Δη / h
+                    dissipated += float(part.dx @ red.modal_damping @ rate)
+                if f is not None:
+                    work += float(f(x_start + 0.5 * part.dx) @ part.dx)
+            res = parts[-1][2]
+            v_mid = np.sum([p.dx for _, _, p in parts], axis=0) / h
+            x, v, lam = res.x, res.v, res.lam
+            if origin is not None:
+                x = origin.follow(x)
+            its.append(sum(p.iterations for _, _, p in parts))
+            if servo is not None:
+                eff.append(lam[red.nc : red.nc + servo.n].copy())
+            if scheme.locked.size or stops is not None or applied < len(events):
+                scheme.multipliers(lam, red.nc + (0 if servo is None else servo.n))
+                changed = False
+                if stops is not None:  # after the step, as the RK4 runs (Stops.after_step)
+                    xq = np.concatenate(to_joint_coordinates(red, x, v))
+                    if stops.after_step(scheme, t_next, xq) is not xq:
+                        x, v, changed = scheme.x, scheme.v, True
+                due = n_due(events, t_next)
+                if due != applied:
+                    applied = due
+                    held_by_stops = () if stops is None else stops.speeds()
+                    v = scheme.relock(x, v, np.union1d(locked_at(events, applied), held_by_stops))
+                    changed = True
+                if changed:
+                    lam = v_mid = None  # new multipliers; the predictor's rates are stale
+                locks = scheme.rows
+            if output:
+                ts.append(t_next)
+                xs.append(absolute(x))
+                vs.append(v)
+                PH.append(red.momentum(x, v))  # about the mass centre: the relative state's
+                dis.append(dissipated)
+                wk.append(work)
+    except (KeyboardInterrupt, SimulationError) as exc:  # the outputs so far are kept
+        stopped = exc
+    n = min(len(ts), len(xs), len(vs), len(PH), len(dis), len(wk))  # a stop mid-append
+    ts, xs, vs, PH, dis, wk = ts[:n], xs[:n], vs[:n], PH[:n], dis[:n], wk[:n]
     X, V = np.array(xs), np.array(vs)
-    return Run(
+    result = Run(
         t=np.array(ts),
         x=X,
         v=V,
@@ -867,6 +887,9 @@ def run(
         red=red,
         work=np.array(wk),
     )
+    if stopped is not None:
+        raise RunStopped(result, stopped)
+    return result
 
 
 def joint_histories(red: Redundant, r: Run) -> tuple[Array, Array]:
@@ -906,15 +929,30 @@ def simulate_energy_momentum(
                 "would see); use method='rk4'"
             )
         geared = with_rotor_bodies(model)
-        r = run(geared.model, geared.lift(state), t_final, dt, **options)
-    else:
-        r = run(model, state, t_final, dt, **options)  # the model's loop joints included
+    stopped: BaseException | None = None
+    try:
+        if geared is not None:
+            r = run(geared.model, geared.lift(state), t_final, dt, **options)
+        else:
+            r = run(model, state, t_final, dt, **options)  # the model's loop joints included
+    except RunStopped as exc:
+        r, stopped = exc.run, exc.cause
     wall = _time.perf_counter() - start
     q, u = joint_histories(r.red, r)
     if geared is not None:
         q, u = geared.lower(q, u)
     q[0], u[0] = state.q, state.u
-    return ConservingTrajectory(
-        model=model, t=r.t, q=q, u=u, formulation="directors",
-        method="energy-momentum", wall_time=wall, steps=len(r.iterations), run=r,
+    status = {None: "completed", True: "interrupted", False: "diverged"}[
+        None if stopped is None else isinstance(stopped, KeyboardInterrupt)
+    ]
+    traj = ConservingTrajectory(
+        model=model, t=r.t, q=q, u=u, formulation="directors", method="energy-momentum",
+        engine="dense", wall_time=wall, steps=len(r.iterations), run=r, status=status,
     )  # fmt: skip
+    if stopped is None:
+        return traj
+    if isinstance(stopped, KeyboardInterrupt):
+        raise SimulationInterrupted(f"interrupted at t = {traj.t[-1]:.6g} s", traj) from None
+    error = SimulationError(f"{stopped} (outputs kept to t = {traj.t[-1]:.6g} s)")
+    error.trajectory = traj
+    raise error from None
