@@ -179,28 +179,22 @@ def test_zero_initial_energy_and_momentum_give_absolute_changes(tmp_path):
     assert "the root joint 'pivot' holds 'bob' to N" in s["momentum_drift_not_shown"]
 
 
-def _long_run(tmp_path: Path) -> subprocess.Popen:
+def _long_run(tmp_path: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "kanedyn", "simulate", "--t-final", "1e6", "--quiet",
-         "--output-every", "10", "--out", "o"],
+        [sys.executable, "-m", "kanedyn", "simulate", *args, "--quiet", "--out", "o"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)]
-)
-def test_signal_ends_the_run_with_valid_partial_outputs_and_no_temporary_files(tmp_path, sig):
-    proc = _long_run(tmp_path)
-    csv_path = tmp_path / "o" / "trajectory.csv"
+def _interrupted(proc: subprocess.Popen, sig: int, ready, out: Path) -> dict:
+    """Send ``sig`` once ``ready()`` (polled for up to 120 s); the run must end with exit
+    code 130, one line naming the time, its four files and an "interrupted" summary."""
     deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:  # wait until the stream has written rows
-            if csv_path.exists() and csv_path.read_text().count("\n") > 50:
-                break
+        while not ready():
+            if time.monotonic() > deadline:
+                pytest.fail("the run was not ready to stop in 120 s")
             time.sleep(0.2)
-        else:
-            pytest.fail("the run wrote no rows in 120 s")
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -208,11 +202,25 @@ def test_signal_ends_the_run_with_valid_partial_outputs_and_no_temporary_files(t
             proc.kill()
     assert proc.returncode == 130, err
     assert "interrupted at t = " in err and "Traceback" not in err
-    out = tmp_path / "o"
     assert sorted(p.name for p in out.iterdir()) == sorted(SIMULATE_FILES)
-    assert [p.name for p in tmp_path.iterdir()] == ["o"]  # no temporary folders
     summary = strict((out / "summary.json").read_text())
-    assert summary["status"] == "interrupted" and 0 < summary["t_reached_s"] < 1e6
+    assert summary["status"] == "interrupted"
+    return summary
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)]
+)
+def test_signal_ends_the_run_with_valid_partial_outputs_and_no_temporary_files(tmp_path, sig):
+    proc = _long_run(tmp_path, "--t-final", "1e6", "--output-every", "10")
+    out = tmp_path / "o"
+    csv_path = out / "trajectory.csv"
+    # once the stream has written rows
+    summary = _interrupted(
+        proc, sig, lambda: csv_path.exists() and csv_path.read_text().count("\n") > 50, out
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["o"]  # no temporary folders
+    assert 0 < summary["t_reached_s"] < 1e6
     rows = np.loadtxt(csv_path, delimiter=",", skiprows=1, ndmin=2)
     assert rows[-1, 0] == summary["t_reached_s"] and rows.shape[0] == summary["outputs"]
     assert np.load(out / "trajectory.npz")["t"].size == summary["outputs"]
@@ -223,24 +231,11 @@ def test_ctrl_c_ends_an_energy_momentum_run_with_its_outputs(tmp_path):
     """The energy-momentum scheme's run, stopped 10 s in (setup takes about 1 s), writes
     the outputs it reached, labelled with the director formulation and NumPy engine, not
     the initial state alone."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kanedyn", "simulate", "--method", "energy-momentum",
-         "--quiet", "--out", "o"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        time.sleep(10.0)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
-    assert "interrupted at t = " in err and "Traceback" not in err
+    proc = _long_run(tmp_path, "--method", "energy-momentum")
+    started = time.monotonic()
     out = tmp_path / "o"
-    assert sorted(p.name for p in out.iterdir()) == sorted(SIMULATE_FILES)
-    summary = strict((out / "summary.json").read_text())
-    assert summary["status"] == "interrupted" and summary["t_reached_s"] > 0.0
+    summary = _interrupted(proc, signal.SIGINT, lambda: time.monotonic() > started + 10.0, out)
+    assert summary["t_reached_s"] > 0.0
     assert summary["formulation"] == "directors" and summary["engine"] == "dense"
     rows = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1, ndmin=2)
     assert rows[-1, 0] == summary["t_reached_s"] and rows.shape[0] == summary["outputs"] > 1
