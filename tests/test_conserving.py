@@ -731,3 +731,24 @@ def test_the_compiled_engine_is_refused_by_name():
     for engine in ("auto", "dense"):
         tr = kd.simulate(m, s, 0.1, 0.05, method="energy-momentum", engine=engine)
         assert tr.engine == "dense" and tr.status == "completed"
+
+
+def _streamed(model, state, t_final, dt):
+    """A run with a stream, and the rows the stream received, joined."""
+    blocks = []
+    tr = kd.simulate(model, state, t_final, dt, method="energy-momentum",
+                     stream=lambda t, q, u: blocks.append((t, q, u)))  # fmt: skip
+    return tr, [np.concatenate(parts) for parts in zip(*blocks, strict=True)]
+
+
+def test_outputs_stream_while_the_run_goes():
+    """The rows the stream receives during the run, in blocks of 50, are the
+    trajectory's own rows, bit for bit (the outputs of the last, unfinished block are
+    the caller's to write: the command line writes them with the run's files)."""
+    m = explorer()
+    s = explorer_state(m)
+    tr, (t, q, u) = _streamed(m, s, 6.0, 0.05)
+    assert t.size == 100 and tr.t.size == 121
+    np.testing.assert_array_equal(t, tr.t[:100])
+    np.testing.assert_array_equal(q, tr.q[:100])
+    np.testing.assert_array_equal(u, tr.u[:100])

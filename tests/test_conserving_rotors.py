@@ -78,3 +78,16 @@ def test_rotors_with_callable_loads_are_refused():
     with pytest.raises(kd.ModelError, match="geared rotors takes constant loads only"):
         kd.simulate(model, model.initial_state(), 0.02, 0.01, method="energy-momentum",
                     loads=lambda t, m, s, kin: [], progress=False)  # fmt: skip
+
+
+def test_streamed_rows_are_the_original_models():
+    """With the rotors as bodies of the scheme's model, the stream still receives the
+    original model's coordinates and speeds, the trajectory's rows bit for bit."""
+    from tests.test_conserving import _streamed
+
+    model = mixed(gravity=(0.0, 0.0, 0.0))
+    s = states(model, 1, speed=1.0)[0]
+    tr, (t, q, u) = _streamed(model, s, 0.5, 0.005)
+    assert t.size == 100 and q.shape[1] == model.nq_total and u.shape[1] == model.n_total
+    np.testing.assert_array_equal(q, tr.q[:100])
+    np.testing.assert_array_equal(u, tr.u[:100])

@@ -257,7 +257,7 @@ def _energy_momentum(model: Model, state: State, options: RunOptions) -> Any:
         output_every=o.every, tol=integrator.tol,
         max_iter=integrator.max_iter, reduction=integrator.reduction,
         planar=integrator.planar, controller=o.controller,
-        events=lock_indices(model, o.events), stops=stops,
+        events=lock_indices(model, o.events), stops=stops, stream=o.stream,
     )  # fmt: skip
     return run_result.checked_limits(traj, o.limits, stops, stacklevel=3)
 

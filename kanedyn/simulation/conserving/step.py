@@ -80,11 +80,19 @@ from kanedyn.simulation.conserving.origin import origin_of
 from kanedyn.simulation.conserving.trajectory import ConservingTrajectory
 from kanedyn.simulation.control import Sampler
 from kanedyn.simulation.events import locked_at, n_due
+from kanedyn.simulation.output import signals_deferred
 from kanedyn.spatial import rotation as rot
 from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.arithmetic import NUMPY
 
-__all__ = ["NullSpaceStepper", "StepResult", "Stepper", "generalized_loads"]
+__all__ = [
+    "JointStream",
+    "NullSpaceStepper",
+    "RunStopped",
+    "StepResult",
+    "Stepper",
+    "generalized_loads",
+]
 
 #: how often a run may halve a step whose Newton iteration fails
 MAX_HALVINGS = 4
@@ -713,6 +721,7 @@ def run(
     controller: Any = None,
     events: Any = (),
     stops: Any = None,
+    on_output: Callable[[Redundant, float, Array, Array], None] | None = None,
 ) -> Run:
     """Integrate with the energy-momentum step and return the director histories.
 
@@ -732,7 +741,9 @@ def run(
     ``events``: lock events, checked (:func:`kanedyn.simulation.events.lock_indices`),
     applied at the first step boundary at or after their time (those at ``t = 0``
     before the first output); ``stops``: a :class:`~kanedyn.simulation.stops.Stops`
-    (``limits="stop"``), applied after every step. A lock is a constraint of the step
+    (``limits="stop"``), applied after every step. ``on_output`` (optional):
+    called as ``on_output(red, t, x, v)`` at every output (``t = 0`` first), with the
+    state in N (:class:`JointStream` streams them as joint coordinates). A lock is a constraint of the step
     and its impact a plastic one (:mod:`.locks`); ``reduction="full"`` only."""
     model.check_state(state, flexible=True)
     if model.nf and (servo is not None or closures or events or stops is not None):
@@ -808,6 +819,8 @@ def run(
     dissipated = work = 0.0
     stopped: BaseException | None = None
     try:
+        if on_output is not None:
+            on_output(red, 0.0, x, v)
         for _, t, h, t_next, output in schedule:
             qu = None  # the joint coordinates of (x, v), computed once per step
             if sampler.due(t):
@@ -868,6 +881,8 @@ def run(
                 PH.append(red.momentum(x, v))  # about the mass centre: the relative state's
                 dis.append(dissipated)
                 wk.append(work)
+                if on_output is not None:
+                    on_output(red, t_next, xs[-1], v)
     except (KeyboardInterrupt, SimulationError) as exc:  # the outputs so far are kept
         stopped = exc
     n = min(len(ts), len(xs), len(vs), len(PH), len(dis), len(wk))  # a stop mid-append
@@ -890,6 +905,39 @@ def run(
     if stopped is not None:
         raise RunStopped(result, stopped)
     return result
+
+
+@attrs.define(eq=False)
+class JointStream:
+    """Sends a run's outputs to ``stream`` as ``(t (k,), q (k, nq), u (k, n))`` in
+    blocks of ``block`` outputs while the run goes: the joint coordinates of
+    :func:`joint_histories` (the same rows, quaternion signs continuous; ``state`` itself
+    at ``t = 0``), lowered from the rotor bodies by ``geared``
+    (:func:`~.geared.with_rotor_bodies`) when there are any. A block is sent whole
+    (signals held); the outputs of an unfinished block are the caller's to write."""
+
+    stream: Callable[[Array, Array, Array], None]
+    state: State
+    geared: Any = None
+    block: int = 50
+    sent: int = 0
+    _q_prev: Array | None = None
+    _rows: list[tuple[float, Array, Array]] = attrs.field(factory=list)
+
+    def __call__(self, red: Redundant, t: float, x: Array, v: Array) -> None:
+        q, u = to_joint_coordinates(red, x, v, self._q_prev)
+        self._q_prev = q
+        if self.geared is not None:
+            q, u = (a[0] for a in self.geared.lower(q[None], u[None]))
+        if self.sent == 0 and not self._rows:
+            q, u = self.state.q, self.state.u
+        self._rows.append((t, q, u))
+        if len(self._rows) >= self.block:
+            with signals_deferred():
+                t_, q_, u_ = zip(*self._rows, strict=True)
+                self.stream(np.array(t_), np.array(q_), np.array(u_))
+                self.sent += len(self._rows)
+                self._rows.clear()
 
 
 def joint_histories(red: Redundant, r: Run) -> tuple[Array, Array]:
@@ -929,6 +977,9 @@ def simulate_energy_momentum(
                 "would see); use method='rk4'"
             )
         geared = with_rotor_bodies(model)
+    stream = options.pop("stream", None)
+    if stream is not None:
+        options["on_output"] = JointStream(stream, state, geared)
     stopped: BaseException | None = None
     try:
         if geared is not None:
