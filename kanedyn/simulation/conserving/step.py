@@ -86,7 +86,7 @@ from kanedyn.spatial.algebra import cross
 from kanedyn.spatial.arithmetic import NUMPY
 
 __all__ = [
-    "JointStream",
+    "JointRows",
     "NullSpaceStepper",
     "RunStopped",
     "StepResult",
@@ -743,7 +743,7 @@ def run(
     before the first output); ``stops``: a :class:`~kanedyn.simulation.stops.Stops`
     (``limits="stop"``), applied after every step. ``on_output`` (optional):
     called as ``on_output(red, t, x, v)`` at every output (``t = 0`` first), with the
-    state in N (:class:`JointStream` streams them as joint coordinates). A lock is a constraint of the step
+    state in N (:class:`JointRows` converts them to joint coordinates). A lock is a constraint of the step
     and its impact a plastic one (:mod:`.locks`); ``reduction="full"`` only."""
     model.check_state(state, flexible=True)
     if model.nf and (servo is not None or closures or events or stops is not None):
@@ -908,49 +908,57 @@ def run(
 
 
 @attrs.define(eq=False)
-class JointStream:
-    """Sends a run's outputs to ``stream`` as ``(t (k,), q (k, nq), u (k, n))`` in
-    blocks of ``block`` outputs while the run goes: the joint coordinates of
-    :func:`joint_histories` (the same rows, quaternion signs continuous; ``state`` itself
-    at ``t = 0``), lowered from the rotor bodies by ``geared``
-    (:func:`~.geared.with_rotor_bodies`) when there are any. A block is sent whole
-    (signals held); the outputs of an unfinished block are the caller's to write."""
+class JointRows:
+    """The joint coordinates and speeds of a run's outputs, each converted once, as the
+    run reaches it (:func:`~.formulation.to_joint_coordinates`, quaternion signs
+    continuous), lowered from the rotor bodies by ``geared``
+    (:func:`~.geared.with_rotor_bodies`) when there are any, and ``state`` itself at
+    ``t = 0`` when given. With a ``stream``, the rows go to it as ``(t (k,), q (k, nq),
+    u (k, n))`` in blocks of ``block`` while the run goes, each block whole (signals
+    held); the rows of an unfinished block are the caller's to write."""
 
-    stream: Callable[[Array, Array, Array], None]
-    state: State
+    state: State | None = None
     geared: Any = None
+    stream: Callable[[Array, Array, Array], None] | None = None
     block: int = 50
+    t: list[float] = attrs.field(factory=list)
+    q: list[Array] = attrs.field(factory=list)
+    u: list[Array] = attrs.field(factory=list)
     sent: int = 0
     _q_prev: Array | None = None
-    _rows: list[tuple[float, Array, Array]] = attrs.field(factory=list)
 
     def __call__(self, red: Redundant, t: float, x: Array, v: Array) -> None:
+        """The row of the output ``(t, x, v)`` (the ``on_output`` of :func:`run`)."""
+        self._add(red, t, x, v)
+        if self.stream is not None and len(self.t) - self.sent >= self.block:
+            with signals_deferred():
+                a = self.sent
+                self.stream(np.array(self.t[a:]), np.array(self.q[a:]), np.array(self.u[a:]))
+                self.sent = len(self.t)
+
+    def _add(self, red: Redundant, t: float, x: Array, v: Array) -> None:
         q, u = to_joint_coordinates(red, x, v, self._q_prev)
         self._q_prev = q
         if self.geared is not None:
             q, u = (a[0] for a in self.geared.lower(q[None], u[None]))
-        if self.sent == 0 and not self._rows:
+        if not self.t and self.state is not None:
             q, u = self.state.q, self.state.u
-        self._rows.append((t, q, u))
-        if len(self._rows) >= self.block:
-            with signals_deferred():
-                t_, q_, u_ = zip(*self._rows, strict=True)
-                self.stream(np.array(t_), np.array(q_), np.array(u_))
-                self.sent += len(self._rows)
-                self._rows.clear()
+        self.t.append(t)
+        self.q.append(q)
+        self.u.append(u)
+
+    def histories(self, red: Redundant, r: Run) -> tuple[Array, Array]:
+        """``q`` (nt, nq) and ``u`` (nt, n) of every output of ``r``; the outputs a stop
+        left without their row are converted here, and not streamed."""
+        for i in range(len(self.t), r.t.size):
+            self._add(red, r.t[i], r.x[i], r.v[i])
+        return np.array(self.q), np.array(self.u)
 
 
 def joint_histories(red: Redundant, r: Run) -> tuple[Array, Array]:
     """The joint coordinates and speeds (nt, nq), (nt, n) of a run's director histories
-    (:func:`~.formulation.to_joint_coordinates`, quaternion signs continuous)."""
-    qs, us = [], []
-    q_prev = None
-    for x, v in zip(r.x, r.v, strict=True):
-        q, u = to_joint_coordinates(red, x, v, q_prev)
-        qs.append(q)
-        us.append(u)
-        q_prev = q
-    return np.array(qs), np.array(us)
+    (:class:`JointRows` of the whole run)."""
+    return JointRows().histories(red, r)
 
 
 def simulate_energy_momentum(
@@ -977,9 +985,8 @@ def simulate_energy_momentum(
                 "would see); use method='rk4'"
             )
         geared = with_rotor_bodies(model)
-    stream = options.pop("stream", None)
-    if stream is not None:
-        options["on_output"] = JointStream(stream, state, geared)
+    rows = JointRows(state, geared, options.pop("stream", None))
+    options["on_output"] = rows
     stopped: BaseException | None = None
     try:
         if geared is not None:
@@ -989,13 +996,10 @@ def simulate_energy_momentum(
     except RunStopped as exc:
         r, stopped = exc.run, exc.cause
     wall = _time.perf_counter() - start
-    q, u = joint_histories(r.red, r)
-    if geared is not None:
-        q, u = geared.lower(q, u)
-    q[0], u[0] = state.q, state.u
-    status = {None: "completed", True: "interrupted", False: "diverged"}[
-        None if stopped is None else isinstance(stopped, KeyboardInterrupt)
-    ]
+    q, u = rows.histories(r.red, r)
+    status = "completed"
+    if stopped is not None:
+        status = "interrupted" if isinstance(stopped, KeyboardInterrupt) else "diverged"
     traj = ConservingTrajectory(
         model=model, t=r.t, q=q, u=u, formulation="directors", method="energy-momentum",
         engine="dense", wall_time=wall, steps=len(r.iterations), run=r, status=status,
