@@ -229,21 +229,22 @@ def test_signal_ends_the_run_with_valid_partial_outputs_and_no_temporary_files(t
 @pytest.mark.slow
 def test_ctrl_c_ends_an_energy_momentum_run_with_its_outputs(tmp_path):
     """The energy-momentum scheme's run streams its rows while it goes; stopped once
-    it has written 100, it writes the outputs it reached, labelled with the director
-    formulation and NumPy engine, not the initial state alone."""
+    it has written 100, it writes the outputs it reached (at least those 100: the stop
+    may come before the next output), labelled with the director formulation and NumPy
+    engine, not the initial state alone."""
     proc = _long_run(tmp_path, "--method", "energy-momentum")
     out = tmp_path / "o"
     csv_path = out / "trajectory.csv"
     summary = _interrupted(
         proc,
         signal.SIGINT,
-        lambda: csv_path.exists() and csv_path.read_text().count("\n") > 100,
+        lambda: csv_path.exists() and csv_path.read_text().count("\n") > 100,  # header + 100
         out,
     )
     assert summary["t_reached_s"] > 0.0
     assert summary["formulation"] == "directors" and summary["engine"] == "dense"
     rows = np.loadtxt(csv_path, delimiter=",", skiprows=1, ndmin=2)
-    assert rows[-1, 0] == summary["t_reached_s"] and rows.shape[0] == summary["outputs"] > 100
+    assert rows[-1, 0] == summary["t_reached_s"] and rows.shape[0] == summary["outputs"] >= 100
 
 
 # --------------------------------------------------------------------------- check
