@@ -259,7 +259,7 @@ def _loop_summary(traj: kd.Trajectory) -> dict[str, Any]:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from kanedyn.dynamics.steppers import Schedule
     from kanedyn.simulation import diagnose, output
-    from kanedyn.simulation.options import EnergyMomentum, Engine, Method
+    from kanedyn.simulation.options import Engine, Method
     from kanedyn.simulation.system import linear_modes, resolve_engine
     from kanedyn.simulation.trajectory import csv_header
 
@@ -294,10 +294,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     try:
         signals.release()  # a signal held so far stops the run here, at t = 0
         clock = time.perf_counter()
-        # the energy-momentum scheme steps director coordinates with NumPy: nothing to compile
-        compiled = not isinstance(method, EnergyMomentum) and resolve_engine(
-            model, Engine.parse(args.engine)
-        )
+        compiled = method.compiles and resolve_engine(model, Engine.parse(args.engine))
         if compiled:  # held: a signal inside llvmlite's callbacks would be lost
             signals.hold()
             kd.compile_model(model, (), options["formulation"])

@@ -13,8 +13,8 @@ layer shares, are defined in :mod:`kanedyn.model.options` and re-exported here.
 True
 >>> Method.parse("rk4").adaptive, Method.parse("DOP853").adaptive
 (False, True)
->>> Method.parse("energy-momentum").tol
-1e-10
+>>> Method.parse("energy-momentum").tol, Method.parse("energy-momentum").compiles
+(1e-10, False)
 """
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ class Method:
     def adaptive(self) -> bool:
         """Whether the step size is chosen by the solver (from ``rtol``, ``atol``)."""
         return self.solver is not None
+
+    @property
+    def compiles(self) -> bool:
+        """Whether the method evaluates the right-hand side that ``engine`` chooses (so
+        that a compiled engine applies); False for a scheme with its own NumPy engine."""
+        return True
 
     @classmethod
     def parse(cls, value: Method | str | type[scipy.integrate.OdeSolver]) -> Method:
@@ -137,3 +143,9 @@ class EnergyMomentum(Method):
     max_iter: int = attrs.field(default=15, validator=_positive, kw_only=True)
     reduction: str = attrs.field(default="full", validator=_reduction, kw_only=True)
     planar: bool | None = attrs.field(default=None, kw_only=True)
+
+    @property
+    def compiles(self) -> bool:
+        """False: the scheme steps the director coordinates with NumPy (Newton on dense
+        matrices), not a right-hand side of the engines."""
+        return False

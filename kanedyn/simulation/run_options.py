@@ -22,7 +22,7 @@ from kanedyn.errors import ModelError
 from kanedyn.simulation import diagnose
 from kanedyn.simulation import limits as limits_
 from kanedyn.simulation.control import Controller
-from kanedyn.simulation.options import EnergyMomentum, Engine, Formulation, Method, Stabilization
+from kanedyn.simulation.options import Engine, Formulation, Method, Stabilization
 
 if TYPE_CHECKING:
     import scipy.integrate
@@ -134,11 +134,11 @@ class RunOptions:
                 stacklevel + 1,
             )
         how = Engine.parse(engine)
-        if isinstance(integrator, EnergyMomentum) and how is Engine.COMPILED:
+        if not integrator.compiles and how is Engine.COMPILED:
             raise ModelError(
-                "method='energy-momentum' steps the director coordinates with NumPy (Newton "
-                "on dense matrices); engine='compiled' does not apply: use engine='auto' or "
-                "'dense'"
+                f"method={integrator.name!r} steps the director coordinates with NumPy "
+                "(Newton on dense matrices); engine='compiled' does not apply: use "
+                "engine='auto' or 'dense'"
             )
         every = dt if output_every is None else float(output_every)
         if not np.isfinite(every) or every <= 0.0:

@@ -921,11 +921,11 @@ class JointRows:
     geared: Any = None
     stream: Callable[[Array, Array, Array], None] | None = None
     block: int = 50
-    t: list[float] = attrs.field(factory=list)
-    q: list[Array] = attrs.field(factory=list)
-    u: list[Array] = attrs.field(factory=list)
-    sent: int = 0
-    _q_prev: Array | None = None
+    t: list[float] = attrs.field(factory=list, init=False)
+    q: list[Array] = attrs.field(factory=list, init=False)
+    u: list[Array] = attrs.field(factory=list, init=False)
+    sent: int = attrs.field(default=0, init=False)  # rows streamed so far
+    _q_prev: Array | None = attrs.field(default=None, init=False)
 
     def __call__(self, red: Redundant, t: float, x: Array, v: Array) -> None:
         """The row of the output ``(t, x, v)`` (the ``on_output`` of :func:`run`)."""
@@ -988,11 +988,10 @@ def simulate_energy_momentum(
     rows = JointRows(state, geared, options.pop("stream", None))
     options["on_output"] = rows
     stopped: BaseException | None = None
+    # the model's loop joints included; with rotors, the model with a body per rotor
+    stepped, start_state = (model, state) if geared is None else (geared.model, geared.lift(state))
     try:
-        if geared is not None:
-            r = run(geared.model, geared.lift(state), t_final, dt, **options)
-        else:
-            r = run(model, state, t_final, dt, **options)  # the model's loop joints included
+        r = run(stepped, start_state, t_final, dt, **options)
     except RunStopped as exc:
         r, stopped = exc.run, exc.cause
     wall = _time.perf_counter() - start
